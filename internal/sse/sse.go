@@ -1,0 +1,141 @@
+// Package sse 实现一个不限制行长度、低分配的 Server-Sent Events 读取器。
+//
+// Python 客户端（aiohttp 默认 64 KiB 行缓冲）曾因超长 SSE 行而出错；本读取器
+// 对单行长度没有上限（16 MiB 的事件同样可以解析），并且在热路径上复用缓冲区，
+// 以支撑 loadgen 每秒数十万个 chunk 的解析目标。
+//
+// 并发约定：Reader 不是并发安全的，一个流由一个 goroutine 读取。
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// Done 是 OpenAI 兼容流的结束标记 `data: [DONE]` 的数据部分。
+var Done = []byte("[DONE]")
+
+// Event 是一个解析完成的 SSE 事件。Data 在下一次调用 Next 之前有效，
+// 调用方如需保留必须自行复制。
+type Event struct {
+	// Name 是 `event:` 字段的值，未出现时为空。
+	Name []byte
+	// Data 是所有 `data:` 行按 "\n" 连接后的内容。
+	Data []byte
+}
+
+// IsDone 报告该事件是否为 `data: [DONE]` 结束标记。
+func (e *Event) IsDone() bool { return bytes.Equal(e.Data, Done) }
+
+// Reader 从底层 io.Reader 逐个读取 SSE 事件。
+type Reader struct {
+	br   *bufio.Reader
+	line []byte // 超过 bufio 缓冲区的长行在此拼接
+	data []byte
+	name []byte
+	ev   Event
+	saw  bool // 当前事件是否已出现过任何字段
+}
+
+// NewReader 返回读取 r 的 SSE 读取器，内部缓冲区 64 KiB（只影响性能，不限制行长）。
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Reset 让 Reader 改读 r 并丢弃未完成的事件，用于在多个响应之间复用缓冲区。
+func (r *Reader) Reset(src io.Reader) {
+	r.br.Reset(src)
+	r.line, r.data, r.name = r.line[:0], r.data[:0], r.name[:0]
+	r.saw = false
+}
+
+// readLine 读取一整行（不含行尾 \n 或 \r\n），长度不设上限。
+func (r *Reader) readLine() ([]byte, error) {
+	b, err := r.br.ReadSlice('\n')
+	if err == nil {
+		return trimEOL(b), nil
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		if len(b) > 0 && errors.Is(err, io.EOF) {
+			return trimEOL(b), nil // 最后一行没有换行符
+		}
+		return nil, err
+	}
+	r.line = append(r.line[:0], b...)
+	for {
+		b, err = r.br.ReadSlice('\n')
+		r.line = append(r.line, b...)
+		if err == nil || (errors.Is(err, io.EOF) && len(r.line) > 0) {
+			return trimEOL(r.line), nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+// trimEOL 去掉行尾的 "\n" 或 "\r\n"。
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
+}
+
+// Next 返回下一个事件。流正常结束且没有未完成事件时返回 io.EOF；
+// 流在一个事件中途结束时，已读到的字段仍作为最后一个事件返回。
+// 返回的 Event 及其切片在下一次调用 Next 前有效。
+func (r *Reader) Next() (*Event, error) {
+	r.data, r.name = r.data[:0], r.name[:0]
+	r.saw = false
+	hasData := false
+	for {
+		line, err := r.readLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) && r.saw {
+				return r.emit(), nil
+			}
+			return nil, err
+		}
+		if len(line) == 0 { // 空行：事件结束
+			if r.saw {
+				return r.emit(), nil
+			}
+			continue
+		}
+		if line[0] == ':' { // 注释行
+			continue
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "data":
+			if hasData {
+				r.data = append(r.data, '\n')
+			}
+			r.data = append(r.data, value...)
+			hasData = true
+			r.saw = true
+		case "event":
+			r.name = append(r.name[:0], value...)
+			r.saw = true
+		default: // id、retry 及未知字段按规范忽略
+		}
+	}
+}
+
+// emit 组装当前事件。
+func (r *Reader) emit() *Event {
+	r.ev.Data, r.ev.Name = r.data, r.name
+	return &r.ev
+}

@@ -1,0 +1,82 @@
+package loadgen
+
+import "time"
+
+// Latency 是一组时延样本的统计摘要。Count 为 0 表示无法测量，
+// 导出为 CSV 时所有字段写作 -1（而不是 0）。
+type Latency struct {
+	Count              int64
+	P75, P90, P95, P99 time.Duration
+	Min, Max, Avg      time.Duration
+}
+
+// Valid 报告该摘要是否有样本。
+func (l Latency) Valid() bool { return l.Count > 0 }
+
+// Values 是一组无量纲数值（token 数、接受率等）的统计摘要。
+// 与 Latency 不同，单个字段可以独立地不可测：值为 -1 表示不可测
+// （例如推测解码只有服务端总计数时，仅 Avg 有值）。
+type Values struct {
+	Count              int64
+	P75, P90, P95, P99 float64
+	Min, Max, Avg      float64
+}
+
+// Unmeasured 返回全部字段为 -1 的 Values。
+func Unmeasured() Values {
+	return Values{P75: -1, P90: -1, P95: -1, P99: -1, Min: -1, Max: -1, Avg: -1}
+}
+
+// Summary 是一个压测分组（输入长度 × 输出长度 × 并发 × 轮次）的汇总，
+// 与 acs-bench 汇总 CSV 的一行一一对应（列定义见 README 与
+// shared/reference/acs-bench-columns.md）。
+type Summary struct {
+	// 分组键
+	ExecutionTime      time.Time // 分组开始的墙钟时间
+	InputLength        int
+	OutputLength       int
+	Concurrency        int
+	Round              int // 1 起的轮次（epoch）
+	Provider           string
+	Backend            string // "openai-chat" 或 "openai"
+	Temperature        float64
+	TopK               int
+	TopP               float64
+	ControlMethod      string // "climb" 或 "normal"
+	GrowthRate         int    // 爬坡增量，非爬坡为 0
+	ConcurrencyBackend string // 固定为 "threading-pool"，用于产物命名
+	DatasetType        string // "random"、"custom" 等，用于产物命名
+
+	// 计数与吞吐
+	NumPrompts            int           // 本行统计的请求数（不含预热）
+	Succeeded, Failed     int           // 成功与失败请求数
+	TotalTime             time.Duration // 首个请求发出 → 最后一个请求完成
+	TotalTokenThroughput  float64       // tokens/s
+	OutputTokenThroughput float64       // tokens/s
+	QPS                   float64       // 完成请求数 / TotalTime
+	FailRate              float64       // 失败 / 发出，[0,1]
+	Goodput               float64       // 满足全部 SLO 的请求数 / TotalTime；未配置 SLO 时为 -1
+
+	// 客户端侧时延
+	TTFT               Latency // 意图发送时刻 → 首个携带内容/推理/工具调用的 token
+	TPOT               Latency // 每请求 (E2E−TTFT)/(completion_tokens−1)
+	TPOTSec            Latency // 相邻输出 token 间隔（token 级，全部请求合并）
+	FirstToSecondToken Latency // 第二个 token 到达 − 第一个 token 到达
+	E2E                Latency // 意图发送时刻 → 响应最后一个字节
+	SlotWait           Latency // 等待并发槽位的时间（协调遗漏的可见化）
+
+	// token 统计
+	CompletionTokens   Values
+	AvgReasoningTokens float64
+	AvgContentTokens   float64
+	AvgPromptTokens    float64
+	TokenSource        string // "usage"、"tokenize"、"tokenizer" 或 "estimate"
+
+	// 服务端指标（来自 /metrics 直方图在本组前后的差值）；Count 为 0 表示不可得
+	ServerTTFT Latency
+	ServerTPOT Latency
+	ServerE2E  Latency
+
+	// 推测解码接受率，[0,1]；不可得的字段为 -1
+	SpecAcceptRate Values
+}
