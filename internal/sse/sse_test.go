@@ -1,0 +1,155 @@
+package sse_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/vllm-cibench/cibench/internal/sse"
+)
+
+// collect 读出流中的全部事件数据（复制后返回），直到 io.EOF。
+func collect(t *testing.T, r io.Reader) []string {
+	t.Helper()
+	rd := sse.NewReader(r)
+	var out []string
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		out = append(out, string(ev.Name)+"|"+string(ev.Data))
+	}
+}
+
+// TestReaderFraming 覆盖规范中的各种分帧：CRLF、注释、多行 data、event 字段、
+// 冒号后无空格、无换行结尾。
+func TestReaderFraming(t *testing.T) {
+	in := ": keep-alive\n\n" +
+		"data: {\"a\":1}\n\n" +
+		"data:{\"b\":2}\r\n\r\n" +
+		"event: error\ndata: line1\ndata: line2\nid: 7\nretry: 10\n\n" +
+		"data\n\n" +
+		"data: [DONE]"
+	got := collect(t, strings.NewReader(in))
+	want := []string{`|{"a":1}`, `|{"b":2}`, "error|line1\nline2", "|", "|[DONE]"}
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+// TestReaderOneByteReads 确认底层每次只返回 1 字节时解析结果不变。
+func TestReaderOneByteReads(t *testing.T) {
+	in := "data: {\"x\":\"你好\"}\n\ndata: [DONE]\n\n"
+	got := collect(t, iotest.OneByteReader(strings.NewReader(in)))
+	if len(got) != 2 || got[0] != `|{"x":"你好"}` || got[1] != "|[DONE]" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestReaderHugeLine 确认 16 MiB 的单行事件可以完整解析（不设行长上限）。
+func TestReaderHugeLine(t *testing.T) {
+	payload := bytes.Repeat([]byte("x"), 16<<20)
+	var buf bytes.Buffer
+	buf.WriteString("data: ")
+	buf.Write(payload)
+	buf.WriteString("\n\ndata: [DONE]\n\n")
+	rd := sse.NewReader(&buf)
+	ev, err := rd.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ev.Data, payload) {
+		t.Fatalf("payload length %d, want %d", len(ev.Data), len(payload))
+	}
+	ev, err = rd.Next()
+	if err != nil || !ev.IsDone() {
+		t.Fatalf("want [DONE], got %v %v", ev, err)
+	}
+	if _, err := rd.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("want EOF, got %v", err)
+	}
+}
+
+// TestReaderTruncatedHugeLine 确认长行在流中途断开时仍返回已读到的部分而不是挂起或丢失。
+func TestReaderTruncatedHugeLine(t *testing.T) {
+	in := "data: " + strings.Repeat("y", 200<<10)
+	rd := sse.NewReader(strings.NewReader(in))
+	ev, err := rd.Next()
+	if err != nil || len(ev.Data) != 200<<10 {
+		t.Fatalf("got len %d err %v", len(ev.Data), err)
+	}
+}
+
+// TestReaderError 确认底层读错误被原样返回。
+func TestReaderError(t *testing.T) {
+	boom := errors.New("boom")
+	rd := sse.NewReader(io.MultiReader(strings.NewReader("data: 1\n\n"), iotest.ErrReader(boom)))
+	if ev, err := rd.Next(); err != nil || string(ev.Data) != "1" {
+		t.Fatalf("first: %v %v", ev, err)
+	}
+	if _, err := rd.Next(); !errors.Is(err, boom) {
+		t.Fatalf("want boom, got %v", err)
+	}
+	long := io.MultiReader(strings.NewReader("data: "+strings.Repeat("z", 100<<10)), iotest.ErrReader(boom))
+	rd.Reset(long)
+	if _, err := rd.Next(); !errors.Is(err, boom) {
+		t.Fatalf("long line: want boom, got %v", err)
+	}
+}
+
+// TestReaderReset 确认 Reset 后丢弃旧状态并读取新流。
+func TestReaderReset(t *testing.T) {
+	rd := sse.NewReader(strings.NewReader("data: a\n"))
+	rd.Reset(strings.NewReader("data: b\n\n"))
+	ev, err := rd.Next()
+	if err != nil || string(ev.Data) != "b" {
+		t.Fatalf("got %v %v", ev, err)
+	}
+}
+
+// FuzzReader 确认任意输入都不会 panic，且每个事件的数据都来自输入中的 data 行。
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: e\r\ndata:x\r\n\r\n:c\n"))
+	f.Add([]byte("data"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rd := sse.NewReader(bytes.NewReader(in))
+		for i := 0; i <= len(in)+1; i++ {
+			ev, err := rd.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if len(ev.Data) > len(in) {
+				t.Fatalf("data longer than input")
+			}
+		}
+		t.Fatalf("more events than input bytes")
+	})
+}
+
+// BenchmarkReader 测量典型 chat chunk 的解析吞吐（chunks/s 由 ns/op 换算）。
+func BenchmarkReader(b *testing.B) {
+	chunk := "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" 你好\"},\"finish_reason\":null}]}\n\n"
+	stream := strings.Repeat(chunk, 1000)
+	rd := sse.NewReader(strings.NewReader(stream))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stream)))
+	for i := 0; i < b.N; i++ {
+		rd.Reset(strings.NewReader(stream))
+		for {
+			if _, err := rd.Next(); err != nil {
+				break
+			}
+		}
+	}
+}
