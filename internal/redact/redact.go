@@ -1,0 +1,150 @@
+// Package redact 把日志与产物中的敏感信息（URL 凭据、API Key、Bearer Token、
+// kubeconfig 密钥以及运行时登记的显式密钥值）替换为占位符。
+//
+// 规格第 8 节要求"日志脱敏：屏蔽 URL/API Key/Token 等敏感信息"；CI 产物会被
+// 上传并保留 14～30 天，任何一处泄露都无法撤回，所以脱敏在写出之前完成，
+// 而不是事后清理。
+package redact
+
+import (
+	"bytes"
+	"regexp"
+	"sort"
+	"sync"
+)
+
+// Mask 是替换敏感值后留下的占位符。固定文本便于在产物中搜索"哪里被脱敏过"。
+const Mask = "[REDACTED]"
+
+// MinSecretLen 是显式登记密钥的最短长度。更短的值（如 "a"）若逐字替换会把
+// 整个日志打碎，且本身也不构成有效凭据，因此被忽略。
+const MinSecretLen = 4
+
+// rule 是一条基于正则的脱敏规则：repl 使用 regexp.Expand 语法，
+// 保留键名等上下文，只替换值本身，方便人读日志时知道"这里原来有个 token"。
+type rule struct {
+	re   *regexp.Regexp
+	repl []byte
+}
+
+// defaultRules 返回内置规则。每次构造新切片，避免包级可变状态。
+func defaultRules() []rule {
+	return []rule{
+		// PEM 私钥块：整块替换（跨行，仅在整段文本中生效）。
+		{regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----`), []byte(Mask)},
+		// URL 中的 user:pass@：替换整个 userinfo，连用户名也可能是令牌。
+		{regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@"'<>]+@`), []byte("${1}" + Mask + "@")},
+		// Authorization 头（Bearer/Basic/Token 方案或裸值）。
+		{regexp.MustCompile(`(?i)(\bauthorization["']?\s*[:=]\s*["']?)(?:(bearer|basic|token)\s+)?[^\s"',;]+`), []byte("${1}${2} " + Mask)},
+		// 游离的 "Bearer xxx"（如 curl -H 的拼接或错误信息里）。
+		{regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*`), []byte("${1} " + Mask)},
+		// 键值形式：api_key / apiKey / token / password / kubeconfig 的 *-data 等，
+		// 兼容 JSON、YAML、查询串与命令行 --api-key=xxx。
+		{regexp.MustCompile(`(?i)(\b(?:api[_\-]?key|x-api-key|access[_\-]?token|refresh[_\-]?token|auth[_\-]?token|id[_\-]?token|token|secret|client[_\-]?secret|password|passwd|client-key-data|client-certificate-data|private[_\-]?key)["']?\s*[:=]\s*["']?)[^\s"',;&}]+`), []byte("${1}" + Mask)},
+		// 命令行形式：--api-key xxx / --token xxx（以空格分隔值）。
+		{regexp.MustCompile(`(?i)(--(?:api-key|token|password|secret)\s+)[^\s"']+`), []byte("${1}" + Mask)},
+		// OpenAI 风格密钥 sk-…、HF 令牌 hf_…。
+		{regexp.MustCompile(`\b(?:sk|hf)[-_][A-Za-z0-9_\-]{8,}`), []byte(Mask)},
+		// JWT（Kubernetes ServiceAccount 令牌等）。
+		{regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}`), []byte(Mask)},
+	}
+}
+
+// Redactor 持有脱敏规则与运行时登记的显式密钥。
+//
+// 并发：所有方法可被多个 goroutine 同时调用；Add 之后的调用立即生效。
+type Redactor struct {
+	rules []rule
+	// pemBegin/pemEnd 供 Writer 逐行识别 PEM 私钥块的起止。
+	pemBegin, pemEnd *regexp.Regexp
+
+	mu      sync.RWMutex
+	secrets [][]byte // 按长度降序，保证长密钥先于其前缀被替换
+}
+
+// New 创建带内置规则的 Redactor，并登记 secrets（短于 MinSecretLen 的忽略）。
+func New(secrets ...string) *Redactor {
+	r := &Redactor{
+		rules:    defaultRules(),
+		pemBegin: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`),
+		pemEnd:   regexp.MustCompile(`-----END [A-Z ]*PRIVATE KEY-----`),
+	}
+	r.Add(secrets...)
+	return r
+}
+
+// Add 登记运行时才知道的密钥值（例如从环境变量读取的 API Key），
+// 之后所有输出中出现的该值都会被替换。空值与过短的值被忽略，重复登记无副作用。
+func (r *Redactor) Add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range secrets {
+		if len(s) < MinSecretLen {
+			continue
+		}
+		dup := false
+		for _, have := range r.secrets {
+			if string(have) == s {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			r.secrets = append(r.secrets, []byte(s))
+		}
+	}
+	sort.SliceStable(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+}
+
+// maxSecretLen 返回已登记密钥的最大长度，Writer 用它决定保留多长的尾巴，
+// 以便跨 Write 调用被切开的密钥也能被识别。
+func (r *Redactor) maxSecretLen() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if len(r.secrets) == 0 {
+		return 0
+	}
+	return len(r.secrets[0])
+}
+
+// String 返回 s 脱敏后的副本。
+func (r *Redactor) String(s string) string { return string(r.Bytes([]byte(s))) }
+
+// Bytes 返回 b 脱敏后的内容；b 本身不被修改。先替换显式密钥再套规则，
+// 这样即使密钥形态不符合任何规则（例如自定义令牌）也不会漏掉。
+func (r *Redactor) Bytes(b []byte) []byte {
+	out := bytes.Clone(b)
+	r.mu.RLock()
+	for _, s := range r.secrets {
+		out = bytes.ReplaceAll(out, s, []byte(Mask))
+	}
+	r.mu.RUnlock()
+	for _, ru := range r.rules {
+		out = ru.re.ReplaceAll(out, ru.repl)
+	}
+	return out
+}
+
+// spans 返回 b 中所有将被替换的区间（显式密钥与规则匹配），Writer 用它
+// 避免在匹配中间切分缓冲区。
+func (r *Redactor) spans(b []byte) [][2]int {
+	var out [][2]int
+	r.mu.RLock()
+	for _, s := range r.secrets {
+		for off := 0; ; {
+			i := bytes.Index(b[off:], s)
+			if i < 0 {
+				break
+			}
+			out = append(out, [2]int{off + i, off + i + len(s)})
+			off += i + len(s)
+		}
+	}
+	r.mu.RUnlock()
+	for _, ru := range r.rules {
+		for _, m := range ru.re.FindAllIndex(b, -1) {
+			out = append(out, [2]int{m[0], m[1]})
+		}
+	}
+	return out
+}
