@@ -1,0 +1,271 @@
+package metrics_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/metrics"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// exposition 把收集器注册到严格注册表并编码为文本暴露格式。
+func exposition(t *testing.T, c prometheus.Collector) []byte {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// golden 比较（或在 -update 时重写）testdata 下的文件。
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden; run go test ./metrics -run %s -update and review the diff\n--- got ---\n%s", path, t.Name(), got)
+	}
+}
+
+func TestCollectorGoldenAndPromlint(t *testing.T) {
+	for _, tc := range []struct{ name, prefix, file string }{
+		{"prefix", "cibench", "daily_prefix.prom"},
+		{"no prefix", "", "daily_noprefix.prom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := metrics.NewCollector(dailyResults(), metrics.Options{Prefix: tc.prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := exposition(t, c)
+			golden(t, tc.file, text)
+			// CollectAndCompare 做语义比较（与排序、空白无关），确认 golden 可被独立解析。
+			f, err := os.Open(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := testutil.CollectAndCompare(c, f); err != nil {
+				t.Error(err)
+			}
+			problems, err := promlint.New(bytes.NewReader(text)).Lint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+			}
+		})
+	}
+}
+
+func TestCollectorValues(t *testing.T) {
+	c, err := metrics.NewCollector(dailyResults(), metrics.Options{Prefix: "cibench_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	combo := `backend="openai-chat",concurrency="4",control_method="climb",dataset="random",growth_rate="2",input_len="2048",model="Qwen3-32B",output_len="1024",quant="w8a8",round="1",run_type="daily",scenario="local-hybrid"`
+	run := `model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid"`
+	// 组合 (2048,1024,4)：f = 4 × (1+1) = 8；TTFT P99 = 50×8×1.5 ms = 0.6 s；服务端 ms 字段换算为秒。
+	want := `
+# HELP cibench_perf_ttft_seconds Time to first token (intended send → first content/reasoning/tool token) (quantiles, _sum, _count)
+# TYPE cibench_perf_ttft_seconds summary
+cibench_perf_ttft_seconds{` + combo + `,quantile="0.75"} 0.4
+cibench_perf_ttft_seconds{` + combo + `,quantile="0.9"} 0.48
+cibench_perf_ttft_seconds{` + combo + `,quantile="0.95"} 0.52
+cibench_perf_ttft_seconds{` + combo + `,quantile="0.99"} 0.6
+cibench_perf_ttft_seconds_sum{` + combo + `} 45.72
+cibench_perf_ttft_seconds_count{` + combo + `} 127
+# HELP cibench_perf_max_server_ttft_seconds Maximum of: Server-side TTFT from the server's histograms, converted from ms
+# TYPE cibench_perf_max_server_ttft_seconds gauge
+cibench_perf_max_server_ttft_seconds{` + combo + `} 0.72
+# HELP cibench_perf_requests_per_second Completed requests divided by the group's total time (CSV QPS)
+# TYPE cibench_perf_requests_per_second gauge
+cibench_perf_requests_per_second{` + combo + `} 10
+# HELP cibench_functional_case_pass 1 when the case passed, 0 when it failed (skipped cases are absent)
+# TYPE cibench_functional_case_pass gauge
+cibench_functional_case_pass{case_id="chat.basic",` + run + `,suite="chat"} 1
+cibench_functional_case_pass{case_id="chat.multi_turn",` + run + `,suite="chat"} 0
+# HELP cibench_accuracy_score_ratio Mean score over the evaluated examples (simple-evals score), in [0,1]
+# TYPE cibench_accuracy_score_ratio gauge
+cibench_accuracy_score_ratio{dataset="gpqa",` + run + `} 0.625
+`
+	// 只比较 4 = 并发的组合：CollectAndCompare 按名字过滤，其余组合用 GatherAndCompare 的过滤做不到，
+	// 因此把 (128,128,1) 行去掉后再比。
+	res := dailyResults()
+	res.Perf = res.Perf[1:]
+	c, err = metrics.NewCollector(res, metrics.Options{Prefix: "cibench_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"cibench_perf_ttft_seconds", "cibench_perf_max_server_ttft_seconds", "cibench_perf_requests_per_second",
+		"cibench_functional_case_pass", "cibench_accuracy_score_ratio"); err != nil {
+		t.Error(err)
+	}
+	// 规格要求的功能汇总族名与取值。
+	wantFunc := `
+# HELP cibench_functional_pass_ratio Passed / (total - skipped) of the suite; 1 when every case was skipped
+# TYPE cibench_functional_pass_ratio gauge
+cibench_functional_pass_ratio{` + run + `,suite="chat"} 0.5
+cibench_functional_pass_ratio{` + run + `,suite="function_call"} 1
+# HELP cibench_functional_cases_total Cases in the suite, skipped ones included
+# TYPE cibench_functional_cases_total counter
+cibench_functional_cases_total{` + run + `,suite="chat"} 2
+cibench_functional_cases_total{` + run + `,suite="function_call"} 1
+# HELP cibench_functional_cases_failed Failed cases in the suite
+# TYPE cibench_functional_cases_failed gauge
+cibench_functional_cases_failed{` + run + `,suite="chat"} 1
+cibench_functional_cases_failed{` + run + `,suite="function_call"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(wantFunc),
+		"cibench_functional_pass_ratio", "cibench_functional_cases_total", "cibench_functional_cases_failed"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCollectorUnmeasuredFieldsAreAbsent(t *testing.T) {
+	res := dailyResults()
+	res.Perf = res.Perf[:1]
+	res.Perf[0].ServerTTFT = loadgen.Latency{}        // 服务端没有直方图
+	res.Perf[0].SpecAcceptRate = loadgen.Unmeasured() // 没有推测解码
+	res.Perf[0].CompletionTokens = loadgen.Values{}   // 生产方没填
+	res.Perf[0].Goodput = -1                          // 未配置 SLO
+	c, err := metrics.NewCollector(res, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(exposition(t, c))
+	for _, absent := range []string{"perf_server_ttft_seconds", "perf_max_server_ttft_seconds", "perf_spec_accept_ratio",
+		"perf_avg_spec_accept_ratio", "perf_completion_tokens", "perf_goodput"} {
+		if strings.Contains(text, absent) {
+			t.Errorf("%s exported for an unmeasured field; -1 must become an absent series", absent)
+		}
+	}
+	if n := testutil.CollectAndCount(c, "perf_server_tpot_seconds"); n != 1 {
+		t.Errorf("perf_server_tpot_seconds: %d metrics, want 1", n)
+	}
+}
+
+func TestCollectorFunctionalSuitesComputedWhenMissing(t *testing.T) {
+	res := dailyResults()
+	res.Functional.Suites = nil
+	c, err := metrics.NewCollector(res, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP functional_pass_ratio Passed / (total - skipped) of the suite; 1 when every case was skipped
+# TYPE functional_pass_ratio gauge
+functional_pass_ratio{model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid",suite="chat"} 0.5
+functional_pass_ratio{model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid",suite="function_call"} 1
+# HELP functional_cases_skipped Cases skipped because the server lacks a required capability
+# TYPE functional_cases_skipped gauge
+functional_cases_skipped{model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid",suite="chat"} 0
+functional_cases_skipped{model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid",suite="function_call"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "functional_pass_ratio", "functional_cases_skipped"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNewCollectorRejectsBadInput(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(*metrics.Results, *metrics.Options)
+		field string
+	}{
+		{"no model", func(r *metrics.Results, _ *metrics.Options) { r.Info.Model = "" }, "RunInfo.Model"},
+		{"no scenario", func(r *metrics.Results, _ *metrics.Options) { r.Info.Scenario = "" }, "RunInfo.Scenario"},
+		{"bad run type", func(r *metrics.Results, _ *metrics.Options) { r.Info.RunType = "nightly" }, "RunInfo.RunType"},
+		{"newline in commit", func(r *metrics.Results, _ *metrics.Options) { r.Info.Commit = "a\nb" }, "RunInfo.Commit"},
+		{"bad prefix", func(_ *metrics.Results, o *metrics.Options) { o.Prefix = "CI-Bench" }, "Options.Prefix"},
+		{"duplicate combination", func(r *metrics.Results, _ *metrics.Options) { r.Perf = append(r.Perf, r.Perf[0]) }, "Perf[2]"},
+		{"bad backend", func(r *metrics.Results, _ *metrics.Options) { r.Perf[0].Backend = "x\ny" }, "Perf[0].backend"},
+		{"duplicate case", func(r *metrics.Results, _ *metrics.Options) {
+			r.Functional.Results = append(r.Functional.Results, r.Functional.Results[0])
+		}, "Functional.Results[3]"},
+		{"empty case id", func(r *metrics.Results, _ *metrics.Options) { r.Functional.Results[0].CaseID = "" }, "Functional.Results[0]"},
+		{"bad suite", func(r *metrics.Results, _ *metrics.Options) { r.Functional.Suites[0].Suite = "a\nb" }, "Functional.Suites.Suite"},
+		{"empty dataset", func(r *metrics.Results, _ *metrics.Options) { r.Accuracy[0].Dataset = "" }, "Accuracy[0].Dataset"},
+		{"duplicate dataset", func(r *metrics.Results, _ *metrics.Options) { r.Accuracy = append(r.Accuracy, r.Accuracy[0]) }, "Accuracy[1].Dataset"},
+		{"bad metric key", func(r *metrics.Results, _ *metrics.Options) { r.Accuracy[0].Metrics["a\nb"] = 1 }, "Accuracy[0].Metrics"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, opts := dailyResults(), metrics.Options{}
+			tc.edit(&res, &opts)
+			_, err := metrics.NewCollector(res, opts)
+			var fe *metrics.FieldError
+			if !errors.As(err, &fe) || !errors.Is(err, metrics.ErrInvalid) {
+				t.Fatalf("err = %v, want *FieldError wrapping ErrInvalid", err)
+			}
+			if fe.Field != tc.field {
+				t.Errorf("field = %q, want %q (err %v)", fe.Field, tc.field, err)
+			}
+		})
+	}
+}
+
+func TestQuantDefaultsToNone(t *testing.T) {
+	res := metrics.Results{Info: metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypePR},
+		Functional: &functional.Report{Results: []functional.Result{{CaseID: "c", Suite: "s", Status: functional.StatusPass}}}}
+	c, err := metrics.NewCollector(res, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP functional_case_pass 1 when the case passed, 0 when it failed (skipped cases are absent)
+# TYPE functional_case_pass gauge
+functional_case_pass{case_id="c",model="m",quant="none",run_type="pr",scenario="s",suite="s"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "functional_case_pass"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestMetricName(t *testing.T) {
+	for _, tc := range []struct{ prefix, name, want string }{
+		{"", "perf_ttft_seconds", "perf_ttft_seconds"},
+		{"cibench", "perf_ttft_seconds", "cibench_perf_ttft_seconds"},
+		{"cibench_", "run_info", "cibench_run_info"},
+		{"___", "run_info", "run_info"},
+	} {
+		if got := metrics.MetricName(tc.prefix, tc.name); got != tc.want {
+			t.Errorf("MetricName(%q, %q) = %q, want %q", tc.prefix, tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// 运行类型的取值，与 matrix 的 run_type 一致。只有 RunTypeDaily 会被推送。
+const (
+	RunTypePR    = "pr"
+	RunTypeDaily = "daily"
+)
+
+// QuantNone 是未量化时 quant 标签的取值；RunInfo.Quant 为空时使用它，
+// 使所有序列都带 quant 标签，Grafana 变量不会出现空值。
+const QuantNone = "none"
+
+// ErrInvalid 是输入（RunInfo、选项、结果）校验失败时所有错误的哨兵，
+// 具体错误用 *FieldError 描述字段与取值，可用 errors.Is / errors.As 判断。
+var ErrInvalid = errors.New("metrics: invalid input")
+
+// FieldError 说明哪个字段的哪个取值不合法，便于调用方直接定位配置。
+type FieldError struct {
+	Field  string // 例如 "RunInfo.Model"、"Options.Prefix"、"Perf[3]"
+	Value  string // 出错的取值（绝不会是密钥：密钥字段不经过这里）
+	Reason string
+}
+
+// Error 按 "metrics: 字段=取值: 原因" 的格式输出，字段与取值都带上以便排查。
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("metrics: %s=%q: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is 让 errors.Is(err, ErrInvalid) 对所有字段错误成立。
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+// RunInfo 是一次运行（一个场景）的身份信息，对应规格第 7 节统一标签中
+// 与具体压测组合无关的部分。
+//
+// 其中 Model、Quant、Scenario、RunType 是稳定身份：它们成为每条序列的标签，
+// 也是 Pushgateway 的分组键，因此每日推送会替换昨天的同一组而不是越积越多；
+// Commit、Branch、RunID、ModelRaw 每天都变，只放在 run_info 序列上
+// （见 docs/metrics.md 的"分组键与 _info 序列"）。
+type RunInfo struct {
+	Model    string // served-model-name，指标与展示的主标识（必填）
+	ModelRaw string // 内部模型名（可选），只进 run_info
+	Quant    string // w8a8 | w4a8 | none；空视为 none
+	Scenario string // 场景名（必填）
+	RunType  string // pr | daily（必填）
+	Commit   string
+	Branch   string
+	RunID    string
+}
+
+// Results 是一个场景一次运行的全部结果：metrics 把它整体转换为指标族，
+// Pushgateway 一次替换整组，所以三个阶段的结果应一起交给 Push。
+// 某阶段失败或未运行时对应字段留空，该阶段的序列就不出现（而不是写 0）。
+type Results struct {
+	Info       RunInfo
+	Perf       []loadgen.Summary     // 每行一个压测分组（acs-bench 汇总 CSV 的一行）
+	Functional *functional.Report    // 功能测试报告，nil 表示未运行
+	Accuracy   []accuracy.EvalResult // 每个数据集一个结果
+}
+
+// labelValueOK 检查标签值：必须是合法 UTF-8 且不含换行，避免破坏文本暴露格式与 Grafana 表格。
+func labelValueOK(v string) bool {
+	return utf8.ValidString(v) && !strings.ContainsAny(v, "\n\r")
+}
+
+// prefixRE 是指标前缀允许的形式：小写 snake case，以字母开头。
+var prefixRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// validate 检查 RunInfo 的必填字段与取值，并返回补全了默认值的副本。
+func (ri RunInfo) validate() (RunInfo, error) {
+	if ri.Quant == "" {
+		ri.Quant = QuantNone
+	}
+	required := []struct{ field, value string }{
+		{"RunInfo.Model", ri.Model},
+		{"RunInfo.Scenario", ri.Scenario},
+		{"RunInfo.RunType", ri.RunType},
+	}
+	for _, r := range required {
+		if r.value == "" {
+			return ri, &FieldError{Field: r.field, Value: r.value, Reason: "required"}
+		}
+	}
+	if ri.RunType != RunTypePR && ri.RunType != RunTypeDaily {
+		return ri, &FieldError{Field: "RunInfo.RunType", Value: ri.RunType, Reason: `must be "pr" or "daily"`}
+	}
+	all := []struct{ field, value string }{
+		{"RunInfo.Model", ri.Model}, {"RunInfo.ModelRaw", ri.ModelRaw}, {"RunInfo.Quant", ri.Quant},
+		{"RunInfo.Scenario", ri.Scenario}, {"RunInfo.Commit", ri.Commit}, {"RunInfo.Branch", ri.Branch},
+		{"RunInfo.RunID", ri.RunID},
+	}
+	for _, a := range all {
+		if !labelValueOK(a.value) {
+			return ri, &FieldError{Field: a.field, Value: a.value, Reason: "label value must be valid UTF-8 without newlines"}
+		}
+	}
+	return ri, nil
+}
+
+// normalizePrefix 校验并规范化前缀：去掉末尾下划线，空表示不加前缀。
+func normalizePrefix(p string) (string, error) {
+	p = strings.TrimRight(p, "_")
+	if p == "" {
+		return "", nil
+	}
+	if !prefixRE.MatchString(p) {
+		return "", &FieldError{Field: "Options.Prefix", Value: p, Reason: "must be lower snake case starting with a letter"}
+	}
+	return p, nil
+}
+
+// MetricName 把前缀与指标基名拼成完整指标名；prefix 为空时原样返回 name。
+// 前缀末尾的下划线可有可无，不会重复。Grafana 面板与基线查询都用它生成名字，
+// 保证三处（导出、看板、基线）一致。
+func MetricName(prefix, name string) string {
+	p := strings.TrimRight(prefix, "_")
+	if p == "" {
+		return name
+	}
+	return p + "_" + name
+}
