@@ -1,0 +1,42 @@
+package matrix_test
+
+import (
+	"fmt"
+	"testing/fstest"
+
+	"github.com/vllm-cibench/cibench/matrix"
+)
+
+// Example 加载一个最小配置树并列出 PR 运行的计划；真实使用时传入
+// os.DirFS("configs")。
+func Example() {
+	fsys := fstest.MapFS{
+		"scenarios/emulator.yaml":     {Data: []byte("mode: emulator\nserved_model_name: cibench-emulator\n")},
+		"tests/perf/profiles/pr.yaml": {Data: []byte("concurrency: [1, 2]\n")},
+		"tests/accuracy/pr.yaml":      {Data: []byte("dataset: gpqa\n")},
+		"matrix.yaml":                 {Data: []byte("scenarios:\n  emulator:\n    pr: {functional: {suites: [chat_core]}}\n")},
+	}
+	m, err := matrix.Load(fsys)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	plans, _ := m.Plan(matrix.RunPR)
+	for _, p := range plans {
+		fmt.Println(p.Scenario.Name, p.Scenario.Mode, p.Functional.Suites, p.Perf.Profiles[0].Name, p.Perf.Timeout)
+	}
+	// Output:
+	// emulator emulator [chat_core] pr 1h0m0s
+}
+
+// ExampleLoad 展示错误如何指明文件、行列、字段路径与取值。
+func ExampleLoad() {
+	fsys := fstest.MapFS{
+		"scenarios/emulator.yaml": {Data: []byte("mode: emulator\nserved_model_name: e\nquant: int4\n")},
+		"matrix.yaml":             {Data: []byte("scenarios:\n  emulator: {pr: {perf: {enabled: false}, accuracy: {enabled: false}}}\n")},
+	}
+	_, err := matrix.Load(fsys, matrix.WithRoot("configs"))
+	fmt.Println(err)
+	// Output:
+	// matrix: configs/scenarios/emulator.yaml:3:8: quant: invalid quant (want one of w8a8, w4a8, none) (got "int4")
+}

@@ -1,0 +1,468 @@
+package matrix
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// RunType 是运行类型：PR 流水线或每日任务。
+type RunType string
+
+// 运行类型取值。
+const (
+	// RunPR 用 PR 档性能配置与 debug 精度，不推送指标。
+	RunPR RunType = "pr"
+	// RunDaily 用每日档性能配置与全量精度，并推送指标。
+	RunDaily RunType = "daily"
+)
+
+// ParseRunType 把命令行取值转换为 RunType，非法取值返回错误。
+func ParseRunType(s string) (RunType, error) {
+	rt := RunType(s)
+	if err := rt.checkEnum(); err != nil {
+		return "", fmt.Errorf("matrix: run type %q: %w", s, err)
+	}
+	return rt, nil
+}
+
+// checkEnum 只接受 pr 与 daily。
+func (r RunType) checkEnum() error {
+	if r == RunPR || r == RunDaily {
+		return nil
+	}
+	return errors.New("invalid run type (want pr or daily)")
+}
+
+// OnFailure 是“失败继续”的边界（规格第 11 节：可配置，默认继续）。
+type OnFailure string
+
+// 失败策略取值。
+const (
+	// OnFailureContinue：阶段失败后继续本场景的后续阶段与其余场景（默认）。
+	OnFailureContinue OnFailure = "continue"
+	// OnFailureNextScenario：阶段失败后跳过本场景剩余阶段，继续下一个场景。
+	OnFailureNextScenario OnFailure = "next_scenario"
+	// OnFailureAbort：阶段失败后不再运行任何阶段（已部署的仍会清理）。
+	OnFailureAbort OnFailure = "abort"
+)
+
+// checkEnum 只接受三种失败策略。
+func (o OnFailure) checkEnum() error {
+	switch o {
+	case OnFailureContinue, OnFailureNextScenario, OnFailureAbort:
+		return nil
+	}
+	return errors.New("invalid on_failure (want continue, next_scenario or abort)")
+}
+
+// Timeouts 是一种运行类型的作业与各阶段超时（规格第 8 节）。
+type Timeouts struct {
+	Job        time.Duration `yaml:"job"`
+	Functional time.Duration `yaml:"functional"`
+	Perf       time.Duration `yaml:"perf"`
+	Accuracy   time.Duration `yaml:"accuracy"`
+}
+
+// DefaultTimeouts 返回规格第 8 节的默认超时：作业 PR 60 分钟、每日 6 小时；
+// 阶段 functional 30、perf 60、accuracy 90 分钟。
+func DefaultTimeouts(rt RunType) Timeouts {
+	t := Timeouts{Job: 60 * time.Minute, Functional: 30 * time.Minute, Perf: 60 * time.Minute, Accuracy: 90 * time.Minute}
+	if rt == RunDaily {
+		t.Job = 6 * time.Hour
+	}
+	return t
+}
+
+// withDefaults 用 def 填补未设置（为 0）的超时。
+func (t Timeouts) withDefaults(def Timeouts) Timeouts {
+	if t.Job == 0 {
+		t.Job = def.Job
+	}
+	if t.Functional == 0 {
+		t.Functional = def.Functional
+	}
+	if t.Perf == 0 {
+		t.Perf = def.Perf
+	}
+	if t.Accuracy == 0 {
+		t.Accuracy = def.Accuracy
+	}
+	return t
+}
+
+// Defaults 是 matrix.yaml 顶层的全局设置。
+type Defaults struct {
+	// OnFailure 默认 continue。
+	OnFailure OnFailure `yaml:"on_failure"`
+	// Timeouts 按运行类型给出超时，未写的项取 DefaultTimeouts。
+	Timeouts struct {
+		PR    Timeouts `yaml:"pr"`
+		Daily Timeouts `yaml:"daily"`
+	} `yaml:"timeouts"`
+}
+
+// FunctionalRun 是矩阵中某场景某运行类型的功能阶段设置。
+type FunctionalRun struct {
+	// Enabled 缺省为 true。
+	Enabled *bool `yaml:"enabled"`
+	// Suites 是要运行的套件；空表示全部。
+	Suites []string `yaml:"suites"`
+	// Cases 是要运行的用例 ID；空表示所选套件的全部用例。
+	Cases []string `yaml:"cases"`
+	// Timeout 覆盖本阶段的超时。
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// PerfRun 是性能阶段设置。
+type PerfRun struct {
+	// Enabled 缺省为 true。
+	Enabled *bool `yaml:"enabled"`
+	// Profiles 是 tests/perf/profiles/ 下的档位名（文件名去掉 .yaml）；
+	// 空表示与运行类型同名的档位（pr 或 daily）。
+	Profiles []string `yaml:"profiles"`
+	// Timeout 覆盖本阶段的超时。
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// AccuracyRun 是精度阶段设置。
+type AccuracyRun struct {
+	// Enabled 缺省为 true。
+	Enabled *bool `yaml:"enabled"`
+	// Configs 是 tests/accuracy/ 下的配置名；空表示与运行类型同名的配置。
+	Configs []string `yaml:"configs"`
+	// Timeout 覆盖本阶段的超时。
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// RunConfig 是某场景在一种运行类型下的各阶段设置。
+type RunConfig struct {
+	Functional FunctionalRun `yaml:"functional"`
+	Perf       PerfRun       `yaml:"perf"`
+	Accuracy   AccuracyRun   `yaml:"accuracy"`
+}
+
+// Entry 是 matrix.yaml 中一个场景的条目：场景 → {pr, daily} → 各阶段。
+type Entry struct {
+	// Scenario 是场景名（scenarios: 下的键）。
+	Scenario string `yaml:"-"`
+	// Default 为 false 时，只有显式选择（-scenario）才运行该场景；缺省为 true。
+	// 需要集群或 GPU 的场景用它避免在没有资源的机器上默认运行。
+	Default *bool `yaml:"default"`
+	// PR 与 Daily 为 nil 表示该运行类型不运行此场景。
+	PR    *RunConfig `yaml:"pr"`
+	Daily *RunConfig `yaml:"daily"`
+}
+
+// run 返回该条目在运行类型 rt 下的设置。
+func (e *Entry) run(rt RunType) *RunConfig {
+	if rt == RunDaily {
+		return e.Daily
+	}
+	return e.PR
+}
+
+// entryList 是保持 matrix.yaml 中书写顺序的场景条目列表。
+type entryList []Entry
+
+// decodeNode 按书写顺序解码 "场景名: 条目" 映射，使计划的执行顺序可预期。
+func (l *entryList) decodeNode(d *decoder, n *yaml.Node, p string) {
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, p, scalarValue(n), "want a mapping of scenario name to entry, got %s", describe(n))
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+			d.errorf(k, p, scalarValue(k), "scenario names must be strings")
+			continue
+		}
+		fp := joinPath(p, k.Value)
+		if seen[k.Value] {
+			d.errorf(k, fp, "", "duplicate scenario")
+			continue
+		}
+		seen[k.Value] = true
+		d.pos[fp] = k
+		e := Entry{Scenario: k.Value}
+		d.decode(v, fp, reflectValue(&e))
+		*l = append(*l, e)
+	}
+}
+
+// matrixFile 是 matrix.yaml 的结构。
+type matrixFile struct {
+	Defaults  Defaults  `yaml:"defaults"`
+	Scenarios entryList `yaml:"scenarios"`
+}
+
+// Matrix 是加载并校验过的整个配置树。
+type Matrix struct {
+	// Defaults 是全局设置（默认值已填好）。
+	Defaults Defaults
+	// Entries 按 matrix.yaml 中的书写顺序排列。
+	Entries []Entry
+	// Scenarios 以场景名为键。
+	Scenarios map[string]*Scenario
+	// Functional 是 tests/functional/*.yaml，以文件名（去掉 .yaml）为键。
+	Functional map[string]Block
+	// Profiles 是 tests/perf/profiles/*.yaml，以档位名为键。
+	Profiles map[string]Block
+	// Accuracy 是 tests/accuracy/*.yaml，以配置名为键。
+	Accuracy map[string]Block
+	// Providers 是 providers.yaml（acs-bench 格式）；文件缺失时为零值。
+	Providers Block
+}
+
+// Option 调整 Load 的行为。
+type Option func(*loadOptions)
+
+// loadOptions 汇总 Load 的可选项。
+type loadOptions struct {
+	root string
+}
+
+// WithRoot 设置错误信息中文件路径的前缀（通常是配置目录，如 "configs"），
+// 让 "configs/scenarios/x.yaml:3:7" 这样的位置可以直接在仓库里打开。
+func WithRoot(dir string) Option {
+	return func(o *loadOptions) { o.root = dir }
+}
+
+// 配置树中的固定路径。
+const (
+	matrixPath      = "matrix.yaml"
+	scenarioDir     = "scenarios"
+	functionalDir   = "tests/functional"
+	profileDir      = "tests/perf/profiles"
+	accuracyDir     = "tests/accuracy"
+	providersPath   = "providers.yaml"
+	yamlExt         = ".yaml"
+	scenarioKeyPath = "scenarios"
+)
+
+// Load 读取 fsys（配置目录的根）中的整个配置树并严格校验：未知字段、类型
+// 不符、非法枚举值、缺失的引用（矩阵指向不存在的场景/档位/配置）都是错误。
+// 返回的错误合并了所有发现的问题，每条都是带文件、行列、字段路径的 *Error。
+func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
+	var o loadOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	l := &loader{fsys: fsys, root: o.root}
+	m := l.load()
+	if len(l.errs) > 0 {
+		sort.SliceStable(l.errs, func(i, j int) bool {
+			a, b := l.errs[i], l.errs[j]
+			if a.File != b.File {
+				return a.File < b.File
+			}
+			if a.Line != b.Line {
+				return a.Line < b.Line
+			}
+			return a.Column < b.Column
+		})
+		errs := make([]error, len(l.errs))
+		for i, e := range l.errs {
+			errs[i] = e
+		}
+		return nil, errors.Join(errs...)
+	}
+	return m, nil
+}
+
+// loader 在一次 Load 中累计错误。
+type loader struct {
+	fsys fs.FS
+	root string
+	errs []*Error
+}
+
+// display 返回文件在错误信息中的显示路径。
+func (l *loader) display(name string) string {
+	if l.root == "" {
+		return name
+	}
+	return path.Join(l.root, name)
+}
+
+// parse 读取并解析一个文件，返回其解码器与根节点；读取失败记为错误。
+func (l *loader) parse(name string, required bool) (*decoder, *yaml.Node, bool) {
+	d := newDecoder(l.display(name))
+	data, err := fs.ReadFile(l.fsys, name)
+	if err != nil {
+		if required || !errors.Is(err, fs.ErrNotExist) {
+			l.errs = append(l.errs, &Error{File: d.file, Msg: "cannot read: " + describeReadErr(err)})
+		}
+		return d, nil, false
+	}
+	root := d.parseDocument(data)
+	if root != nil {
+		d.pos[""] = root
+	}
+	return d, root, true
+}
+
+// describeReadErr 把文件读取错误转成不带内部路径重复的描述。
+func describeReadErr(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "file does not exist"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// glob 列出目录 dir 下的 *.yaml 文件（按名字排序），目录不存在时返回空。
+func (l *loader) glob(dir string) []string {
+	names, err := fs.Glob(l.fsys, dir+"/*"+yamlExt)
+	if err != nil {
+		l.errs = append(l.errs, &Error{File: l.display(dir), Msg: err.Error()})
+		return nil
+	}
+	sort.Strings(names)
+	return names
+}
+
+// blocks 把目录下每个 YAML 文件作为一个 Block 读入，以文件名为键。
+func (l *loader) blocks(dir string) map[string]Block {
+	out := map[string]Block{}
+	for _, name := range l.glob(dir) {
+		d, root, _ := l.parse(name, true)
+		var b Block
+		if root != nil {
+			b.decodeNode(d, root, "")
+		} else if len(d.errs) == 0 {
+			d.errorf(nil, "", "", "file is empty")
+		}
+		l.errs = append(l.errs, d.errs...)
+		out[strings.TrimSuffix(path.Base(name), yamlExt)] = b
+	}
+	return out
+}
+
+// load 依次读取场景、测试配置与矩阵，最后检查矩阵中的引用。
+func (l *loader) load() *Matrix {
+	m := &Matrix{Scenarios: map[string]*Scenario{}}
+	names := l.glob(scenarioDir)
+	if len(names) == 0 {
+		l.errs = append(l.errs, &Error{File: l.display(scenarioDir), Msg: "no scenario files (*.yaml) found"})
+	}
+	for _, name := range names {
+		d, root, _ := l.parse(name, true)
+		s := &Scenario{File: d.file}
+		if root != nil {
+			d.decode(root, "", reflectValue(s))
+		} else if len(d.errs) == 0 {
+			d.errorf(nil, "", "", "file is empty")
+		}
+		if len(d.errs) == 0 {
+			validateScenario(d, s, strings.TrimSuffix(path.Base(name), yamlExt))
+		}
+		l.errs = append(l.errs, d.errs...)
+		m.Scenarios[strings.TrimSuffix(path.Base(name), yamlExt)] = s
+	}
+	m.Functional = l.blocks(functionalDir)
+	m.Profiles = l.blocks(profileDir)
+	m.Accuracy = l.blocks(accuracyDir)
+	if d, root, ok := l.parse(providersPath, false); ok {
+		if root != nil {
+			m.Providers.decodeNode(d, root, "")
+		}
+		l.errs = append(l.errs, d.errs...)
+	}
+
+	d, root, _ := l.parse(matrixPath, true)
+	var mf matrixFile
+	if root != nil {
+		d.decode(root, "", reflectValue(&mf))
+	} else if len(d.errs) == 0 && len(l.errs) == 0 {
+		d.errorf(nil, "", "", "file is empty")
+	}
+	if len(d.errs) == 0 {
+		l.checkMatrix(d, m, &mf)
+	}
+	l.errs = append(l.errs, d.errs...)
+	m.Defaults = mf.Defaults
+	m.Entries = mf.Scenarios
+	return m
+}
+
+// checkMatrix 填默认值并检查矩阵引用的场景、档位、精度配置都存在。
+func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
+	if mf.Defaults.OnFailure == "" {
+		mf.Defaults.OnFailure = OnFailureContinue
+	}
+	mf.Defaults.Timeouts.PR = mf.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(RunPR))
+	mf.Defaults.Timeouts.Daily = mf.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(RunDaily))
+	if len(mf.Scenarios) == 0 {
+		d.errAt(scenarioKeyPath, "", "matrix must list at least one scenario")
+	}
+	for _, e := range mf.Scenarios {
+		ep := joinPath(scenarioKeyPath, e.Scenario)
+		if _, ok := m.Scenarios[e.Scenario]; !ok {
+			d.errAt(ep, e.Scenario, "unknown scenario (no %s)", l.display(path.Join(scenarioDir, e.Scenario+yamlExt)))
+		}
+		if e.PR == nil && e.Daily == nil {
+			d.errAt(ep, "", "entry has neither pr nor daily; the scenario would never run")
+		}
+		for _, rt := range []RunType{RunPR, RunDaily} {
+			rc := e.run(rt)
+			if rc == nil {
+				continue
+			}
+			rp := joinPath(ep, string(rt))
+			l.checkNames(d, joinPath(rp, "perf.profiles"), rc.Perf.Profiles, enabled(rc.Perf.Enabled), rt, m.Profiles, profileDir)
+			l.checkNames(d, joinPath(rp, "accuracy.configs"), rc.Accuracy.Configs, enabled(rc.Accuracy.Enabled), rt, m.Accuracy, accuracyDir)
+			checkUnique(d, joinPath(rp, "functional.suites"), rc.Functional.Suites)
+			checkUnique(d, joinPath(rp, "functional.cases"), rc.Functional.Cases)
+		}
+	}
+}
+
+// checkNames 检查引用的名字在 have 中存在；列表为空且阶段开启时，
+// 隐含引用与运行类型同名的文件，它也必须存在。
+func (l *loader) checkNames(d *decoder, p string, names []string, on bool, rt RunType, have map[string]Block, dir string) {
+	if len(names) == 0 {
+		if on {
+			if _, ok := have[string(rt)]; !ok {
+				d.errAt(p, "", "no %s listed and the default %q does not exist (%s)", p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)))
+			}
+		}
+		return
+	}
+	checkUnique(d, p, names)
+	for i, n := range names {
+		if _, ok := have[n]; !ok {
+			d.errAt(fmt.Sprintf("%s[%d]", p, i), n, "unknown name: no %s", l.display(path.Join(dir, n+yamlExt)))
+		}
+	}
+}
+
+// checkUnique 拒绝列表中的重复项（重复运行同一档位多半是笔误）。
+func checkUnique(d *decoder, p string, names []string) {
+	seen := map[string]bool{}
+	for i, n := range names {
+		if n == "" {
+			d.errAt(fmt.Sprintf("%s[%d]", p, i), "", "empty name")
+		}
+		if seen[n] {
+			d.errAt(fmt.Sprintf("%s[%d]", p, i), n, "duplicate name")
+		}
+		seen[n] = true
+	}
+}
+
+// enabled 把缺省为 true 的开关解引用。
+func enabled(b *bool) bool { return b == nil || *b }

@@ -1,0 +1,402 @@
+package matrix_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/vllm-cibench/cibench/matrix"
+)
+
+// validTree 返回一个最小但完整的合法配置树，各测试在其副本上制造错误。
+func validTree() fstest.MapFS {
+	return fstest.MapFS{
+		"scenarios/emulator.yaml": {Data: []byte(`mode: emulator
+served_model_name: emu
+features: [reasoning]
+reasoning:
+  expect_reasoning: true
+emulator:
+  ttft: 5ms
+`)},
+		"scenarios/ext.yaml": {Data: []byte(`mode: external
+served_model_name: qwen
+quant: w8a8
+base_url: http://127.0.0.1:9000/v1
+api_key_env: MY_KEY
+health: {path: /healthz, timeout: 30s}
+`)},
+		"scenarios/pd.yaml": {Data: []byte(`mode: k8s-pd
+served_model_name: r1
+quant: w4a8
+pd: {prefill: 2, decode: 1}
+k8s: {namespace: default}
+`)},
+		"tests/functional/chat_core.yaml":   {Data: []byte("chat_core: {max_tokens: 8}\n")},
+		"tests/perf/profiles/pr.yaml":       {Data: []byte("concurrency: [1]\n")},
+		"tests/perf/profiles/daily.yaml":    {Data: []byte("concurrency: [1, 2]\n")},
+		"tests/perf/profiles/tiny.yaml":     {Data: []byte("concurrency: [1]\n")},
+		"tests/accuracy/pr.yaml":            {Data: []byte("dataset: gpqa\n")},
+		"tests/accuracy/daily.yaml":         {Data: []byte("dataset: gpqa\n")},
+		"providers.yaml":                    {Data: []byte("providers: []\n")},
+		"matrix.yaml": {Data: []byte(`defaults:
+  on_failure: next_scenario
+  timeouts:
+    pr: {functional: 5m}
+scenarios:
+  ext:
+    pr:
+      functional: {suites: [chat_core], cases: [chat_core/basic]}
+      perf: {profiles: [tiny, pr]}
+      accuracy: {enabled: false}
+  emulator:
+    pr: {}
+    daily: {perf: {timeout: 2h}}
+  pd:
+    default: false
+    daily: {}
+`)},
+	}
+}
+
+// with 返回 validTree 的副本，并用 files 覆盖（值为空表示删除该文件）。
+func with(files map[string]string) fstest.MapFS {
+	t := validTree()
+	for k, v := range files {
+		if v == "" {
+			delete(t, k)
+			continue
+		}
+		t[k] = &fstest.MapFile{Data: []byte(v)}
+	}
+	return t
+}
+
+func TestLoadValidTree(t *testing.T) {
+	m, err := matrix.Load(validTree(), matrix.WithRoot("configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := m.Scenarios["ext"]
+	if ext.Name != "ext" || ext.Mode != matrix.ModeExternal || ext.Quant != matrix.QuantW8A8 {
+		t.Fatalf("ext = %+v", ext)
+	}
+	if ext.Health.Path != "/healthz" || ext.Health.Timeout != 30*time.Second || ext.Health.Interval != matrix.DefaultHealthInterval {
+		t.Fatalf("ext.Health = %+v", ext.Health)
+	}
+	if ext.Model != "qwen" {
+		t.Fatalf("model defaults to served name, got %q", ext.Model)
+	}
+	if ext.File != "configs/scenarios/ext.yaml" {
+		t.Fatalf("File = %q", ext.File)
+	}
+	emu := m.Scenarios["emulator"]
+	if emu.Quant != matrix.QuantNone || !emu.HasFeature(matrix.FeatureReasoning) || emu.HasFeature(matrix.FeatureRerank) {
+		t.Fatalf("emu = %+v", emu)
+	}
+	if got := strings.Join(emu.Reasoning.Keys, ","); got != "reasoning_content,reasoning" {
+		t.Fatalf("default reasoning keys = %q", got)
+	}
+	if emu.Emulator.IsZero() || emu.Emulator.Line() != 7 || emu.Emulator.File() != "configs/scenarios/emulator.yaml" {
+		t.Fatalf("emulator block at %s:%d", emu.Emulator.File(), emu.Emulator.Line())
+	}
+	var opts struct {
+		TTFT time.Duration `yaml:"ttft"`
+	}
+	if err := emu.Emulator.Decode(&opts); err != nil || opts.TTFT != 5*time.Millisecond {
+		t.Fatalf("decode emulator block: %v %v", opts, err)
+	}
+	if m.Defaults.OnFailure != matrix.OnFailureNextScenario {
+		t.Fatalf("OnFailure = %q", m.Defaults.OnFailure)
+	}
+	pr := m.Timeouts(matrix.RunPR)
+	want := matrix.Timeouts{Job: time.Hour, Functional: 5 * time.Minute, Perf: time.Hour, Accuracy: 90 * time.Minute}
+	if pr != want {
+		t.Fatalf("pr timeouts = %+v, want %+v", pr, want)
+	}
+	if d := m.Timeouts(matrix.RunDaily); d.Job != 6*time.Hour || d.Functional != 30*time.Minute {
+		t.Fatalf("daily timeouts = %+v", d)
+	}
+	if m.Providers.IsZero() {
+		t.Fatal("providers not loaded")
+	}
+}
+
+func TestPlanDefaultPR(t *testing.T) {
+	m, err := matrix.Load(validTree())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := m.Plan(matrix.RunPR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 2 || plans[0].Scenario.Name != "ext" || plans[1].Scenario.Name != "emulator" {
+		t.Fatalf("plan order = %v", names(plans))
+	}
+	ext := plans[0]
+	if ext.OnFailure != matrix.OnFailureNextScenario || ext.RunType != matrix.RunPR {
+		t.Fatalf("ext plan = %+v", ext)
+	}
+	if !ext.Functional.Enabled || strings.Join(ext.Functional.Suites, ",") != "chat_core" || strings.Join(ext.Functional.Cases, ",") != "chat_core/basic" {
+		t.Fatalf("functional = %+v", ext.Functional)
+	}
+	if ext.Functional.Timeout != 5*time.Minute || len(ext.Functional.Configs) != 1 || ext.Functional.Configs[0].Name != "chat_core" {
+		t.Fatalf("functional = %+v", ext.Functional)
+	}
+	if got := namedList(ext.Perf.Profiles); got != "tiny,pr" || ext.Perf.Timeout != time.Hour {
+		t.Fatalf("perf = %s %v", got, ext.Perf.Timeout)
+	}
+	if ext.Accuracy.Enabled || len(ext.Accuracy.Configs) != 0 {
+		t.Fatalf("accuracy = %+v", ext.Accuracy)
+	}
+	emu := plans[1]
+	if len(emu.Functional.Suites) != 0 || len(emu.Functional.Cases) != 0 {
+		t.Fatalf("default subset must be all, got %+v", emu.Functional)
+	}
+	if namedList(emu.Perf.Profiles) != "pr" || namedList(emu.Accuracy.Configs) != "pr" {
+		t.Fatalf("defaults: perf %s accuracy %s", namedList(emu.Perf.Profiles), namedList(emu.Accuracy.Configs))
+	}
+}
+
+func TestPlanDailyAndSelection(t *testing.T) {
+	m, err := matrix.Load(validTree())
+	if err != nil {
+		t.Fatal(err)
+	}
+	daily, err := m.Plan(matrix.RunDaily)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(daily); got != "emulator" {
+		t.Fatalf("daily default plan = %s (pd is default: false)", got)
+	}
+	if daily[0].Perf.Timeout != 2*time.Hour || namedList(daily[0].Perf.Profiles) != "daily" {
+		t.Fatalf("daily emulator perf = %+v", daily[0].Perf)
+	}
+	sel, err := m.Plan(matrix.RunDaily, "pd", "emulator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(sel); got != "pd,emulator" {
+		t.Fatalf("selected = %s", got)
+	}
+	for _, tc := range []struct {
+		rt   matrix.RunType
+		only []string
+		want string
+	}{
+		{matrix.RunPR, []string{"pd"}, `scenario "pd" has no pr entry`},
+		{matrix.RunPR, []string{"nope"}, `unknown scenario "nope" (known: ext, emulator, pd)`},
+		{matrix.RunPR, []string{"ext", "ext"}, `selected twice`},
+		{"weekly", nil, `invalid run type`},
+	} {
+		_, err := m.Plan(tc.rt, tc.only...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Plan(%s, %v) error = %v, want %q", tc.rt, tc.only, err, tc.want)
+		}
+	}
+}
+
+func TestPlanScenarioNotInMatrix(t *testing.T) {
+	m, err := matrix.Load(with(map[string]string{"scenarios/extra.yaml": "mode: emulator\nserved_model_name: x\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Plan(matrix.RunPR, "extra"); err == nil || !strings.Contains(err.Error(), `"extra" is not listed in matrix.yaml`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseRunType(t *testing.T) {
+	if rt, err := matrix.ParseRunType("daily"); err != nil || rt != matrix.RunDaily {
+		t.Fatalf("daily: %v %v", rt, err)
+	}
+	if _, err := matrix.ParseRunType("nightly"); err == nil || !strings.Contains(err.Error(), `"nightly"`) {
+		t.Fatalf("nightly: %v", err)
+	}
+}
+
+// TestBrokenTree 逐一制造错误，断言错误精确到文件、行、字段路径与取值。
+func TestBrokenTree(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  []string // 每条都必须出现在错误文本中
+	}{
+		{"unknown field", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nqaunt: w8a8\n"},
+			[]string{`configs/scenarios/ext.yaml:4:1: qaunt: unknown field "qaunt"`, "quant"}},
+		{"bad enum", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nquant: w16a16\n"},
+			[]string{`configs/scenarios/ext.yaml:4:8: quant: invalid quant (want one of w8a8, w4a8, none) (got "w16a16")`}},
+		{"bad mode", map[string]string{"scenarios/ext.yaml": "mode: docker\nserved_model_name: q\n"},
+			[]string{`configs/scenarios/ext.yaml:1:7: mode: invalid mode`, `(got "docker")`}},
+		{"wrong type", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nfeatures: reasoning\n"},
+			[]string{`configs/scenarios/ext.yaml:4:11: features: want a list, got a string (got "reasoning")`}},
+		{"int for string", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: 32\nbase_url: http://h/v1\n"},
+			[]string{`ext.yaml:2:20: served_model_name: want a string, got an integer`}},
+		{"bad duration", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nhealth:\n  timeout: 20\n"},
+			[]string{`ext.yaml:5:12: health.timeout: want a duration such as "30s" or "20m", got an integer (got "20")`}},
+		{"unparsable duration", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nhealth:\n  timeout: soon\n"},
+			[]string{`health.timeout: invalid duration`, `(got "soon")`}},
+		{"unknown feature", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nfeatures: [guided, reasoning]\n"},
+			[]string{`ext.yaml:4:12: features[0]: unknown feature`, `(got "guided")`}},
+		{"duplicate key", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nserved_model_name: r\nbase_url: http://h/v1\n"},
+			[]string{`ext.yaml:3:1: served_model_name: duplicate key`}},
+		{"missing base_url", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\n"},
+			[]string{`ext.yaml`, `base_url: base_url is required for mode external`}},
+		{"credentials in url", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://user:sk-secret@h/v1\n"},
+			[]string{`ext.yaml:3:11: base_url: base_url must not contain credentials`}},
+		{"url without v1", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h:9000\n"},
+			[]string{`base_url: base_url must end with /v1 (got "http://h:9000")`}},
+		{"literal key in api_key_env", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\napi_key_env: sk-abc.def\n"},
+			[]string{`api_key_env: api_key_env must be the NAME of an environment variable`}},
+		{"block for other mode", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nlocal: {command: vllm}\n"},
+			[]string{`ext.yaml:4:8: local: local block is not allowed with mode "external"`}},
+		{"pd without roles", map[string]string{"scenarios/pd.yaml": "mode: k8s-pd\nserved_model_name: r1\nk8s: {}\npd: {prefill: 0, decode: 1}\n"},
+			[]string{`pd.yaml:4:15: pd.prefill: pd.prefill must be at least 1 (got "0")`}},
+		{"name mismatch", map[string]string{"scenarios/ext.yaml": "name: other\nmode: external\nserved_model_name: q\nbase_url: http://h/v1\n"},
+			[]string{`ext.yaml:1:7: name: name must match the file name "ext" (got "other")`}},
+		{"expect reasoning without feature", map[string]string{"scenarios/emulator.yaml": "mode: emulator\nserved_model_name: e\nreasoning: {expect_reasoning: true}\n"},
+			[]string{`emulator.yaml:3:31: reasoning.expect_reasoning: expect_reasoning needs the "reasoning" feature`}},
+		{"syntax error", map[string]string{"scenarios/ext.yaml": "mode: [external\n"},
+			[]string{`configs/scenarios/ext.yaml:`, `invalid YAML`}},
+		{"two documents", map[string]string{"scenarios/ext.yaml": "mode: external\n---\nmode: local\n"},
+			[]string{`ext.yaml:2:1: only one YAML document per file is allowed`}},
+		{"empty scenario", map[string]string{"scenarios/ext.yaml": "# nothing\n"},
+			[]string{`configs/scenarios/ext.yaml: file is empty`}},
+		{"unknown scenario in matrix", map[string]string{"matrix.yaml": "scenarios:\n  emulator: {pr: {}}\n  emulater: {pr: {}}\n"},
+			[]string{`configs/matrix.yaml:3:3: scenarios.emulater: unknown scenario (no configs/scenarios/emulater.yaml) (got "emulater")`}},
+		{"unknown profile", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr:\n      perf: {profiles: [pr, huge]}\n"},
+			[]string{`configs/matrix.yaml:4:29: scenarios.emulator.pr.perf.profiles[1]: unknown name: no configs/tests/perf/profiles/huge.yaml (got "huge")`}},
+		{"unknown accuracy config", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    daily:\n      accuracy: {configs: [full]}\n"},
+			[]string{`scenarios.emulator.daily.accuracy.configs[0]: unknown name: no configs/tests/accuracy/full.yaml`}},
+		{"implicit profile missing", map[string]string{"tests/perf/profiles/daily.yaml": "", "matrix.yaml": "scenarios:\n  emulator:\n    daily: {}\n"},
+			[]string{`configs/matrix.yaml:3:12: scenarios.emulator.daily.perf.profiles: no profiles listed and the default "daily" does not exist (configs/tests/perf/profiles/daily.yaml)`}},
+		{"entry never runs", map[string]string{"matrix.yaml": "scenarios:\n  emulator: {default: true}\n"},
+			[]string{`scenarios.emulator: entry has neither pr nor daily`}},
+		{"duplicate scenario in matrix", map[string]string{"matrix.yaml": "scenarios:\n  emulator: {pr: {}}\n  emulator: {daily: {}}\n"},
+			[]string{`configs/matrix.yaml:3:3: scenarios.emulator: duplicate scenario`}},
+		{"bad on_failure", map[string]string{"matrix.yaml": "defaults: {on_failure: stop}\nscenarios:\n  emulator: {pr: {}}\n"},
+			[]string{`configs/matrix.yaml:1:24: defaults.on_failure: invalid on_failure`}},
+		{"bool as string", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {enabled: \"yes\"}}\n"},
+			[]string{`scenarios.emulator.pr.perf.enabled: want a boolean (true/false), got a string (got "yes")`}},
+		{"duplicate profile", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {profiles: [pr, pr]}}\n"},
+			[]string{`scenarios.emulator.pr.perf.profiles[1]: duplicate name (got "pr")`}},
+		{"missing matrix", map[string]string{"matrix.yaml": ""},
+			[]string{`configs/matrix.yaml: cannot read: file does not exist`}},
+		{"no scenarios", map[string]string{"scenarios/ext.yaml": "", "scenarios/emulator.yaml": "", "scenarios/pd.yaml": ""},
+			[]string{`configs/scenarios: no scenario files`}},
+		{"empty profile file", map[string]string{"tests/perf/profiles/tiny.yaml": "# todo\n"},
+			[]string{`configs/tests/perf/profiles/tiny.yaml: file is empty`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := matrix.Load(with(tc.files), matrix.WithRoot("configs"))
+			if err == nil {
+				t.Fatal("Load succeeded on a broken tree")
+			}
+			var me *matrix.Error
+			if !errors.As(err, &me) {
+				t.Fatalf("error %v is not a *matrix.Error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error:\n%v\nwant substring:\n%s", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestAllErrorsReported 确认一次加载报告多个文件中的全部问题，且按文件与行排序。
+func TestAllErrorsReported(t *testing.T) {
+	_, err := matrix.Load(with(map[string]string{
+		"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nquant: q4\nfoo: 1\n",
+		"matrix.yaml":        "scenarios:\n  emulator: {pr: {perf: {profiles: [x]}}}\n",
+	}))
+	if err == nil {
+		t.Fatal("want error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 errors, got %d:\n%v", len(lines), err)
+	}
+	if !strings.HasPrefix(lines[0], "matrix: matrix.yaml:2:") || !strings.HasPrefix(lines[1], "matrix: scenarios/ext.yaml:4:") || !strings.HasPrefix(lines[2], "matrix: scenarios/ext.yaml:5:") {
+		t.Fatalf("order/positions wrong:\n%v", err)
+	}
+}
+
+// TestAliasBomb 确认别名指数展开被截断而不是耗尽内存。
+func TestAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 9; i++ {
+		b.WriteString("a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [")
+		for j := 0; j < 10; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*a" + string(rune('0'+i-1)))
+		}
+		b.WriteString("]\n")
+	}
+	_, err := matrix.Load(with(map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nfeatures: *a8\n" + b.String()}))
+	if err == nil || !strings.Contains(err.Error(), "document too large") {
+		// 别名定义在引用之后时 yaml 报未知锚点；两种结果都说明没有展开。
+		if err == nil || !strings.Contains(err.Error(), "unknown anchor") {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	bomb := b.String() + "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nfeatures: *a8\n"
+	_, err = matrix.Load(with(map[string]string{"scenarios/ext.yaml": bomb}))
+	if err == nil || !strings.Contains(err.Error(), "a0: unknown field") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestBlockDecode(t *testing.T) {
+	m, err := matrix.Load(validTree(), matrix.WithRoot("configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrong struct {
+		Concurrency []string `yaml:"concurrency"`
+	}
+	err = m.Profiles["daily"].Decode(&wrong)
+	if err == nil || !strings.Contains(err.Error(), `configs/tests/perf/profiles/daily.yaml:1:15: concurrency[0]: want a string, got an integer (quote it if it is meant as text) (got "1")`) {
+		t.Fatalf("err = %v", err)
+	}
+	var right struct {
+		Concurrency []int `yaml:"concurrency"`
+	}
+	if err := m.Profiles["daily"].Decode(&right); err != nil || len(right.Concurrency) != 2 || right.Concurrency[1] != 2 {
+		t.Fatalf("decode: %v %v", right, err)
+	}
+	if err := m.Profiles["daily"].Decode(right); err == nil {
+		t.Fatal("non-pointer must be rejected")
+	}
+	var zero matrix.Block
+	keep := struct{ X int }{X: 7}
+	if err := zero.Decode(&keep); err != nil || keep.X != 7 || zero.Line() != 0 {
+		t.Fatalf("zero block: %v %v", keep, err)
+	}
+}
+
+// names 把计划中的场景名用逗号连接。
+func names(plans []matrix.ScenarioPlan) string {
+	var s []string
+	for _, p := range plans {
+		s = append(s, p.Scenario.Name)
+	}
+	return strings.Join(s, ",")
+}
+
+// namedList 把 Named 列表的名字用逗号连接。
+func namedList(ns []matrix.Named) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, n.Name)
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,310 @@
+package matrix
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Mode 是场景的部署方式。
+type Mode string
+
+// 部署方式取值。
+const (
+	// ModeEmulator 使用进程内的 vLLM 兼容模拟器，是默认场景，无需 GPU。
+	ModeEmulator Mode = "emulator"
+	// ModeExternal 针对一个已在运行的服务（base_url），只做健康等待。
+	ModeExternal Mode = "external"
+	// ModeLocal 在本机以独立进程组启动命令（如 vllm serve）。
+	ModeLocal Mode = "local"
+	// ModeK8sHybrid 在 Kubernetes 上部署混合（非 PD 分离）实例。
+	ModeK8sHybrid Mode = "k8s-hybrid"
+	// ModeK8sPD 在 Kubernetes 上部署 PD 分离（prefill/decode）实例。
+	ModeK8sPD Mode = "k8s-pd"
+)
+
+// checkEnum 拒绝规格第 3 节以外的部署方式。
+func (m Mode) checkEnum() error {
+	switch m {
+	case ModeEmulator, ModeExternal, ModeLocal, ModeK8sHybrid, ModeK8sPD:
+		return nil
+	}
+	return fmt.Errorf("invalid mode (want one of emulator, external, local, k8s-hybrid, k8s-pd)")
+}
+
+// Quant 是模型的量化类型，作为指标标签 quant 使用。
+type Quant string
+
+// 量化类型取值。
+const (
+	QuantW8A8 Quant = "w8a8"
+	QuantW4A8 Quant = "w4a8"
+	QuantNone Quant = "none"
+)
+
+// checkEnum 拒绝规格第 9 节以外的量化类型。
+func (q Quant) checkEnum() error {
+	switch q {
+	case QuantW8A8, QuantW4A8, QuantNone:
+		return nil
+	}
+	return fmt.Errorf("invalid quant (want one of w8a8, w4a8, none)")
+}
+
+// Feature 是场景声明的服务能力，决定哪些功能套件有意义、哪些期望应当成立。
+type Feature string
+
+// 已知能力取值。
+const (
+	FeatureGuidedDecoding Feature = "guided_decoding"
+	FeatureFunctionCall   Feature = "function_call"
+	FeatureReasoning      Feature = "reasoning"
+	FeatureMultimodal     Feature = "multimodal"
+	FeatureSpecDecode     Feature = "spec_decode"
+	FeaturePrefixCaching  Feature = "prefix_caching"
+	FeatureEmbeddings     Feature = "embeddings"
+	FeatureRerank         Feature = "rerank"
+)
+
+// knownFeatures 列出全部已知能力，顺序即错误信息中的顺序。
+var knownFeatures = []Feature{
+	FeatureGuidedDecoding, FeatureFunctionCall, FeatureReasoning, FeatureMultimodal,
+	FeatureSpecDecode, FeaturePrefixCaching, FeatureEmbeddings, FeatureRerank,
+}
+
+// checkEnum 拒绝未知能力名，避免拼写错误让某个套件悄悄不运行。
+func (f Feature) checkEnum() error {
+	for _, k := range knownFeatures {
+		if f == k {
+			return nil
+		}
+	}
+	names := make([]string, len(knownFeatures))
+	for i, k := range knownFeatures {
+		names[i] = string(k)
+	}
+	return fmt.Errorf("unknown feature (want one of %s)", strings.Join(names, ", "))
+}
+
+// Health 描述部署就绪的判断方式：轮询 GET path 直到 200 或超时。
+type Health struct {
+	// Path 默认 "/health"（相对于服务根，而非 /v1）。
+	Path string `yaml:"path"`
+	// Timeout 默认 20 分钟（规格第 2 节：最大启动等待 20 分钟）。
+	Timeout time.Duration `yaml:"timeout"`
+	// Interval 是两次轮询的间隔，默认 2 秒。
+	Interval time.Duration `yaml:"interval"`
+}
+
+// 健康检查默认值。
+const (
+	DefaultHealthPath     = "/health"
+	DefaultHealthTimeout  = 20 * time.Minute
+	DefaultHealthInterval = 2 * time.Second
+)
+
+// Reasoning 描述推理模型的断言方式（规格第 4 节）。
+type Reasoning struct {
+	// ExpectReasoning 为 true 时功能用例要求响应带推理轨迹。
+	ExpectReasoning bool `yaml:"expect_reasoning"`
+	// AllowEmpty 为 true 时推理字段存在但为空也算通过。
+	AllowEmpty bool `yaml:"allow_empty"`
+	// Keys 是推理轨迹可能所在的字段名，按顺序查找；
+	// 默认 ["reasoning_content", "reasoning"]。
+	Keys []string `yaml:"reasoning_keys"`
+}
+
+// DefaultReasoningKeys 是未配置时查找推理轨迹的字段名。
+var DefaultReasoningKeys = []string{"reasoning_content", "reasoning"}
+
+// PD 记录 PD 分离部署各角色的参数（规格第 2 节的 gen_pd_deploy 参数）。
+// 部署 YAML 由用户提供，这里的参数用于报告与标签，便于对比不同配比。
+type PD struct {
+	// Prefill 与 Decode 是各自的实例数，例如 2P1D 为 2 与 1。
+	Prefill int `yaml:"prefill"`
+	Decode  int `yaml:"decode"`
+	// SchedulerParams、PrefillParams、DecodeParams、CommonParams 是各角色的启动参数原文。
+	SchedulerParams string `yaml:"scheduler_params"`
+	PrefillParams   string `yaml:"prefill_params"`
+	DecodeParams    string `yaml:"decode_params"`
+	CommonParams    string `yaml:"common_params"`
+}
+
+// Scenario 是 configs/scenarios/<name>.yaml 中的一个被测场景。
+//
+// 密钥从不写在 YAML 里：APIKeyEnv 只给出环境变量的名字，由驱动程序在
+// 运行时读取。
+type Scenario struct {
+	// Name 是场景名，等于文件名（不含 .yaml）；文件中可省略或必须一致。
+	Name string `yaml:"name"`
+	// Description 是给人看的一句话说明。
+	Description string `yaml:"description"`
+	// Mode 是部署方式。
+	Mode Mode `yaml:"mode"`
+	// Model 是模型的内部名称或路径（model_raw），如 /mnt/model/qwen3-32b。
+	Model string `yaml:"model"`
+	// ServedModelName 是服务对外的模型名，也是指标与展示的主标识。
+	ServedModelName string `yaml:"served_model_name"`
+	// Quant 是量化类型。
+	Quant Quant `yaml:"quant"`
+	// Features 是服务具备的能力。
+	Features []Feature `yaml:"features"`
+	// BaseURL 是 external/local 方式下服务的地址，以 /v1 结尾。
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv 是保存 API Key 的环境变量名（不是密钥本身）。
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Health 是就绪检查参数。
+	Health Health `yaml:"health"`
+	// Reasoning 是推理轨迹的断言参数。
+	Reasoning Reasoning `yaml:"reasoning"`
+	// PD 是 PD 分离各角色的参数，仅 k8s-pd 使用。
+	PD *PD `yaml:"pd"`
+	// Emulator 是模拟器选项（时延、能力开关、故障注入），仅 emulator 方式使用。
+	Emulator Block `yaml:"emulator"`
+	// Local 是本地启动配置（命令、环境、日志），由 deploy 包解释，仅 local 方式使用。
+	Local Block `yaml:"local"`
+	// K8s 是 Kubernetes 部署配置（manifest 路径、命名空间、服务名/NodePort 等），
+	// 由 deploy/kube 包解释，仅 k8s-* 方式使用。
+	K8s Block `yaml:"k8s"`
+
+	// File 是场景文件的显示路径，用于后续错误与报告。
+	File string `yaml:"-"`
+}
+
+// HasFeature 报告场景是否声明了能力 f。
+func (s *Scenario) HasFeature(f Feature) bool {
+	for _, x := range s.Features {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// envNameRe 是合法环境变量名的形状。
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validateScenario 补默认值并做跨字段校验：各部署方式需要的字段必须给出，
+// 不属于该方式的配置块不得出现（多半是复制粘贴错了场景）。
+func validateScenario(d *decoder, s *Scenario, name string) {
+	if s.Name == "" {
+		s.Name = name
+	} else if s.Name != name {
+		d.errAt("name", s.Name, "name must match the file name %q", name)
+	}
+	if s.Mode == "" {
+		d.errAt("mode", "", "mode is required (emulator, external, local, k8s-hybrid or k8s-pd)")
+	}
+	if s.ServedModelName == "" {
+		d.errAt("served_model_name", "", "served_model_name is required")
+	}
+	if s.Model == "" {
+		s.Model = s.ServedModelName
+	}
+	if s.Quant == "" {
+		s.Quant = QuantNone
+	}
+	seen := map[Feature]bool{}
+	for i, f := range s.Features {
+		if seen[f] {
+			d.errAt(fmt.Sprintf("features[%d]", i), string(f), "duplicate feature")
+		}
+		seen[f] = true
+	}
+	if s.APIKeyEnv != "" && !envNameRe.MatchString(s.APIKeyEnv) {
+		d.errAt("api_key_env", s.APIKeyEnv, "api_key_env must be the NAME of an environment variable (letters, digits, _), never the key itself")
+	}
+	if s.BaseURL != "" {
+		validateBaseURL(d, "base_url", s.BaseURL)
+	}
+	if s.Health.Path == "" {
+		s.Health.Path = DefaultHealthPath
+	} else if !strings.HasPrefix(s.Health.Path, "/") {
+		d.errAt("health.path", s.Health.Path, "health.path must start with /")
+	}
+	if s.Health.Timeout == 0 {
+		s.Health.Timeout = DefaultHealthTimeout
+	}
+	if s.Health.Interval == 0 {
+		s.Health.Interval = DefaultHealthInterval
+	}
+	if len(s.Reasoning.Keys) == 0 {
+		s.Reasoning.Keys = append([]string(nil), DefaultReasoningKeys...)
+	}
+	for i, k := range s.Reasoning.Keys {
+		if k == "" {
+			d.errAt(fmt.Sprintf("reasoning.reasoning_keys[%d]", i), "", "reasoning key must not be empty")
+		}
+	}
+	if s.Reasoning.ExpectReasoning && !s.HasFeature(FeatureReasoning) {
+		d.errAt("reasoning.expect_reasoning", "true", "expect_reasoning needs the %q feature", FeatureReasoning)
+	}
+
+	// only 列出当前方式允许出现的配置块。
+	only := func(field string, present bool, allowed ...Mode) {
+		if !present {
+			return
+		}
+		for _, m := range allowed {
+			if s.Mode == m {
+				return
+			}
+		}
+		d.errAt(field, "", "%s block is not allowed with mode %q", field, s.Mode)
+	}
+	only("emulator", !s.Emulator.IsZero(), ModeEmulator)
+	only("local", !s.Local.IsZero(), ModeLocal)
+	only("k8s", !s.K8s.IsZero(), ModeK8sHybrid, ModeK8sPD)
+	only("pd", s.PD != nil, ModeK8sPD)
+
+	switch s.Mode {
+	case ModeExternal:
+		if s.BaseURL == "" {
+			d.errAt("base_url", "", "base_url is required for mode external")
+		}
+	case ModeLocal:
+		if s.BaseURL == "" {
+			d.errAt("base_url", "", "base_url is required for mode local (where the started server listens)")
+		}
+		if s.Local.IsZero() {
+			d.errAt("local", "", "local block (command to start the server) is required for mode local")
+		}
+	case ModeK8sHybrid, ModeK8sPD:
+		if s.K8s.IsZero() {
+			d.errAt("k8s", "", "k8s block (manifests, service) is required for mode %s", s.Mode)
+		}
+		if s.Mode == ModeK8sPD && s.PD == nil {
+			d.errAt("pd", "", "pd block (prefill/decode roles) is required for mode k8s-pd")
+		}
+	case ModeEmulator:
+		if s.BaseURL != "" {
+			d.errAt("base_url", s.BaseURL, "base_url is not used with mode emulator (it listens on 127.0.0.1:0)")
+		}
+	}
+	if s.PD != nil {
+		if s.PD.Prefill < 1 {
+			d.errAt("pd.prefill", fmt.Sprint(s.PD.Prefill), "pd.prefill must be at least 1")
+		}
+		if s.PD.Decode < 1 {
+			d.errAt("pd.decode", fmt.Sprint(s.PD.Decode), "pd.decode must be at least 1")
+		}
+	}
+}
+
+// validateBaseURL 要求 http(s) 地址、以 /v1 结尾且不含用户信息（密钥不进 YAML）。
+func validateBaseURL(d *decoder, path, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		d.errAt(path, raw, "base_url must be an http(s) URL such as http://127.0.0.1:9000/v1")
+		return
+	}
+	if u.User != nil {
+		d.errAt(path, "", "base_url must not contain credentials; put the key in the environment variable named by api_key_env")
+		return
+	}
+	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+		d.errAt(path, raw, "base_url must end with /v1")
+	}
+}
