@@ -34,13 +34,13 @@ quant: w4a8
 pd: {prefill: 2, decode: 1}
 k8s: {namespace: default}
 `)},
-		"tests/functional/chat_core.yaml":   {Data: []byte("chat_core: {max_tokens: 8}\n")},
-		"tests/perf/profiles/pr.yaml":       {Data: []byte("concurrency: [1]\n")},
-		"tests/perf/profiles/daily.yaml":    {Data: []byte("concurrency: [1, 2]\n")},
-		"tests/perf/profiles/tiny.yaml":     {Data: []byte("concurrency: [1]\n")},
-		"tests/accuracy/pr.yaml":            {Data: []byte("dataset: gpqa\n")},
-		"tests/accuracy/daily.yaml":         {Data: []byte("dataset: gpqa\n")},
-		"providers.yaml":                    {Data: []byte("providers: []\n")},
+		"tests/functional/chat_core.yaml": {Data: []byte("chat_core: {max_tokens: 8}\n")},
+		"tests/perf/profiles/pr.yaml":     {Data: []byte("concurrency: [1]\n")},
+		"tests/perf/profiles/daily.yaml":  {Data: []byte("concurrency: [1, 2]\n")},
+		"tests/perf/profiles/tiny.yaml":   {Data: []byte("concurrency: [1]\n")},
+		"tests/accuracy/pr.yaml":          {Data: []byte("dataset: gpqa\n")},
+		"tests/accuracy/daily.yaml":       {Data: []byte("dataset: gpqa\n")},
+		"providers.yaml":                  {Data: []byte("providers: []\n")},
 		"matrix.yaml": {Data: []byte(`defaults:
   on_failure: next_scenario
   timeouts:
