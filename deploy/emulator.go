@@ -1,0 +1,361 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-cibench/cibench/internal/emulator"
+)
+
+// DefaultEmulatorModel 是 EmulatorConfig.Model 为空时对外服务的模型名。
+const DefaultEmulatorModel = "cibench-emulator"
+
+// DefaultEmulatorMaxModelLen 是 EmulatorConfig.MaxModelLen 为 0 时的上下文长度。
+const DefaultEmulatorMaxModelLen = 32768
+
+// DefaultEmulatorEmbeddingDim 是 EmulatorConfig.EmbeddingDim 为 0 时的嵌入维度。
+const DefaultEmulatorEmbeddingDim = 1024
+
+// EmulatorFailureKinds 列出 EmulatorConfig.FailureKinds 可用的取值。
+var EmulatorFailureKinds = []string{"429", "500", "503", "stream_error", "drop", "truncate"}
+
+// EmulatorConfig 配置一个 Emulator。零值可用：所有字段都有默认值。
+// 字段名是跨包约定的一部分，只增不改。
+type EmulatorConfig struct {
+	// Addr 是监听地址，空表示 127.0.0.1:0（随机端口）。
+	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
+	// Model 是对外服务的模型名，空为 DefaultEmulatorModel。
+	Model string `json:"model,omitempty" yaml:"model,omitempty"`
+	// MaxModelLen 是上下文长度（提示 + 生成），0 为 DefaultEmulatorMaxModelLen。
+	MaxModelLen int `json:"max_model_len,omitempty" yaml:"max_model_len,omitempty"`
+	// APIKey 非空时 /v1/* 需要 "Authorization: Bearer <APIKey>"；/health 等不受保护。
+	APIKey string `json:"-" yaml:"-"`
+	// TTFT 是请求开始执行（出队）到第一个 token 的固定时间。
+	TTFT time.Duration `json:"ttft,omitempty" yaml:"ttft,omitempty"`
+	// PrefillPerToken 是每个提示 token 额外增加的首 token 时间。
+	PrefillPerToken time.Duration `json:"prefill_per_token,omitempty" yaml:"prefill_per_token,omitempty"`
+	// ITL 是相邻两个输出 chunk 之间的时间。
+	ITL time.Duration `json:"itl,omitempty" yaml:"itl,omitempty"`
+	// MaxNumSeqs 是同时执行的请求上限，超出的请求排队（排队时间计入 TTFT）；0 表示不限。
+	MaxNumSeqs int `json:"max_num_seqs,omitempty" yaml:"max_num_seqs,omitempty"`
+	// TokensPerChunk 是每个流式 delta 携带的 token 数，0 为 1。
+	TokensPerChunk int `json:"tokens_per_chunk,omitempty" yaml:"tokens_per_chunk,omitempty"`
+	// SpecDecode 打开投机解码计数器（vllm:spec_decode_*）。
+	SpecDecode bool `json:"spec_decode,omitempty" yaml:"spec_decode,omitempty"`
+	// SpecAcceptRate 是投机解码的接受率 [0,1]，0 且 SpecDecode 时取 0.7。
+	SpecAcceptRate float64 `json:"spec_accept_rate,omitempty" yaml:"spec_accept_rate,omitempty"`
+	// Reasoning 让模型先输出推理文本再输出正文。
+	Reasoning bool `json:"reasoning,omitempty" yaml:"reasoning,omitempty"`
+	// ReasoningField 是推理文本的字段名："reasoning"（默认）或 "reasoning_content"（旧版 vLLM）。
+	ReasoningField string `json:"reasoning_field,omitempty" yaml:"reasoning_field,omitempty"`
+	// ReasoningInContent 模拟未配置 reasoning parser 的服务：推理放在正文的 <think>…</think> 中。
+	ReasoningInContent bool `json:"reasoning_in_content,omitempty" yaml:"reasoning_in_content,omitempty"`
+	// DisableTools 关闭工具调用（带 tools 的请求得到 400，与未开 --enable-auto-tool-choice 的 vLLM 一致）。
+	DisableTools bool `json:"disable_tools,omitempty" yaml:"disable_tools,omitempty"`
+	// DisableGuided 关闭结构化输出（response_format json_schema / structured_outputs 得到 400）。
+	DisableGuided bool `json:"disable_guided,omitempty" yaml:"disable_guided,omitempty"`
+	// DisableStreamUsage 忽略 stream_options（流中不带 usage）。
+	DisableStreamUsage bool `json:"disable_stream_usage,omitempty" yaml:"disable_stream_usage,omitempty"`
+	// DisableTopK 拒绝 top_k 参数（400）。
+	DisableTopK bool `json:"disable_top_k,omitempty" yaml:"disable_top_k,omitempty"`
+	// DisablePenalties 拒绝 presence/frequency/repetition penalty 参数（400）。
+	DisablePenalties bool `json:"disable_penalties,omitempty" yaml:"disable_penalties,omitempty"`
+	// DisableLogprobs 拒绝 logprobs 参数（400）。
+	DisableLogprobs bool `json:"disable_logprobs,omitempty" yaml:"disable_logprobs,omitempty"`
+	// EnableEmbeddings 开启 /v1/embeddings（否则 404）。
+	EnableEmbeddings bool `json:"enable_embeddings,omitempty" yaml:"enable_embeddings,omitempty"`
+	// EnableRerank 开启 /v1/rerank 与 /rerank（否则 404）。
+	EnableRerank bool `json:"enable_rerank,omitempty" yaml:"enable_rerank,omitempty"`
+	// EmbeddingDim 是嵌入向量维度，0 为 DefaultEmulatorEmbeddingDim。
+	EmbeddingDim int `json:"embedding_dim,omitempty" yaml:"embedding_dim,omitempty"`
+	// FailureRate 是注入故障的请求比例 [0,1]。
+	FailureRate float64 `json:"failure_rate,omitempty" yaml:"failure_rate,omitempty"`
+	// FailureKinds 是注入的故障种类，取自 EmulatorFailureKinds；为空且 FailureRate>0 时取 "500"。
+	FailureKinds []string `json:"failure_kinds,omitempty" yaml:"failure_kinds,omitempty"`
+	// Seed 决定故障注入序列与无 seed 采样请求的随机流，使整个运行可复现。
+	Seed int64 `json:"seed,omitempty" yaml:"seed,omitempty"`
+	// Defects 打开故意的线上缺陷，见 EmulatorDefects。
+	Defects EmulatorDefects `json:"defects,omitempty" yaml:"defects,omitempty"`
+}
+
+// ErrEmulatorConfig 是所有配置校验错误的哨兵，可用 errors.Is 判断。
+var ErrEmulatorConfig = errors.New("deploy: invalid emulator config")
+
+// withDefaults 返回填好默认值的副本（不修改调用方的值）。
+func (c EmulatorConfig) withDefaults() EmulatorConfig {
+	if c.Model == "" {
+		c.Model = DefaultEmulatorModel
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = DefaultEmulatorMaxModelLen
+	}
+	if c.TokensPerChunk == 0 {
+		c.TokensPerChunk = 1
+	}
+	if c.ReasoningField == "" {
+		c.ReasoningField = "reasoning"
+	}
+	if c.EmbeddingDim == 0 {
+		c.EmbeddingDim = DefaultEmulatorEmbeddingDim
+	}
+	if c.SpecDecode && c.SpecAcceptRate == 0 {
+		c.SpecAcceptRate = 0.7
+	}
+	if c.FailureRate > 0 && len(c.FailureKinds) == 0 {
+		c.FailureKinds = []string{"500"}
+	}
+	c.FailureKinds = append([]string(nil), c.FailureKinds...)
+	return c
+}
+
+// validate 检查（已填默认值的）配置，错误信息点名字段与取值。
+func (c *EmulatorConfig) validate() error {
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("%w: %s=%v: %s", ErrEmulatorConfig, field, v, why)
+	}
+	switch {
+	case c.MaxModelLen < 0:
+		return bad("MaxModelLen", c.MaxModelLen, "must be >= 0")
+	case c.TTFT < 0:
+		return bad("TTFT", c.TTFT, "must be >= 0")
+	case c.PrefillPerToken < 0:
+		return bad("PrefillPerToken", c.PrefillPerToken, "must be >= 0")
+	case c.ITL < 0:
+		return bad("ITL", c.ITL, "must be >= 0")
+	case c.MaxNumSeqs < 0:
+		return bad("MaxNumSeqs", c.MaxNumSeqs, "must be >= 0 (0 = unlimited)")
+	case c.TokensPerChunk < 0:
+		return bad("TokensPerChunk", c.TokensPerChunk, "must be >= 1")
+	case c.SpecAcceptRate < 0 || c.SpecAcceptRate > 1:
+		return bad("SpecAcceptRate", c.SpecAcceptRate, "must be in [0,1]")
+	case c.ReasoningField != "reasoning" && c.ReasoningField != "reasoning_content":
+		return bad("ReasoningField", c.ReasoningField, `must be "reasoning" or "reasoning_content"`)
+	case c.EmbeddingDim < 0:
+		return bad("EmbeddingDim", c.EmbeddingDim, "must be >= 1")
+	case !(c.FailureRate >= 0 && c.FailureRate <= 1):
+		return bad("FailureRate", c.FailureRate, "must be in [0,1]")
+	case strings.ContainsAny(c.Model, " \t\n"):
+		return bad("Model", c.Model, "must not contain whitespace")
+	}
+	for _, k := range c.FailureKinds {
+		ok := false
+		for _, known := range EmulatorFailureKinds {
+			ok = ok || k == known
+		}
+		if !ok {
+			return bad("FailureKinds", k, "must be one of "+strings.Join(EmulatorFailureKinds, ","))
+		}
+	}
+	if c.Addr != "" {
+		if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+			return bad("Addr", c.Addr, err.Error())
+		}
+	}
+	return nil
+}
+
+// Emulator 是一个进程内的、线上行为与 vLLM OpenAI 服务一致的模拟服务器。
+//
+// 它是 examples/ci 的默认被测对象，也是各包测试与用户测试使用的替身
+// （类似 net/http/httptest）：/v1/chat/completions、/v1/completions（流式与非流式）、
+// /v1/models、/v1/embeddings、/v1/rerank、/health、/version、/tokenize、/metrics，
+// 错误体、usage、finish_reason、stop_reason、工具调用、结构化输出、推理字段等
+// 线上格式以 vLLM 为准（见 docs/emulator.md）。生成是确定性的：相同请求 + 相同
+// seed 得到相同文本，temperature 0 时与 seed 无关；token 计数统一使用
+// internal/tokenize 的规则，因此客户端按同一规则数出的 token 数与 usage 一致。
+//
+// 它不模拟：真实模型质量（文本是中英混排的确定性占位文字，评测得分约等于随机猜测）、
+// 真实分词器（用的是 internal/tokenize 的简化规则，chat 模板不增加 token）、
+// KV cache 容量与抢占、前缀缓存、连续批处理对 ITL 的影响（ITL 与并发无关，只有
+// MaxNumSeqs 排队会拉长 TTFT）、GPU/NPU 本身、多实例与 PD 分离的路由、
+// 生成过程中的 EOS token 计数（自然结束时 EOS 不计入 completion_tokens）。
+//
+// 并发约定：Emulator 的全部方法都可以并发调用；Update 原子地替换配置，
+// 正在进行的请求继续使用开始时的配置快照。
+type Emulator struct {
+	cfg     atomic.Pointer[EmulatorConfig]
+	updMu   sync.Mutex // 串行化 Update
+	engine  *emulator.Engine
+	metrics *emulator.Metrics
+	sched   *emulator.Scheduler
+	failer  *emulator.Failer
+	access  *emulator.AccessLog
+	handler http.Handler
+	reqSeq  atomic.Uint64
+}
+
+var _ Deployer = (*Emulator)(nil)
+
+// NewEmulator 校验配置并构造模拟器；此时尚未监听端口（见 Deploy 与 Handler）。
+func NewEmulator(cfg EmulatorConfig) (*Emulator, error) {
+	c := cfg.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	e := &Emulator{
+		engine: emulator.NewEngine(),
+		sched:  emulator.NewScheduler(c.MaxNumSeqs),
+		failer: emulator.NewFailer(c.Seed),
+		access: emulator.NewAccessLog(10000),
+	}
+	e.metrics = emulator.NewMetrics(prometheus.NewRegistry(), c.Model)
+	e.cfg.Store(&c)
+	e.handler = e.newMux()
+	return e, nil
+}
+
+// Config 返回当前生效配置（已填默认值）的副本。
+func (e *Emulator) Config() EmulatorConfig {
+	c := *e.cfg.Load()
+	c.FailureKinds = append([]string(nil), c.FailureKinds...)
+	return c
+}
+
+// Update 在运行中修改配置：fn 修改一份副本，校验通过后原子替换；校验失败时
+// 配置保持不变并返回错误。Addr 的修改对已在监听的服务不生效。
+func (e *Emulator) Update(fn func(*EmulatorConfig)) error {
+	e.updMu.Lock()
+	defer e.updMu.Unlock()
+	c := e.Config()
+	fn(&c)
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("deploy: emulator update: %w", err)
+	}
+	e.cfg.Store(&c)
+	e.sched.SetLimit(c.MaxNumSeqs)
+	return nil
+}
+
+// Handler 返回模拟器的 http.Handler，可自行挂载（例如 httptest.NewServer）。
+// 多次调用返回同一个处理器，指标与访问日志共享。
+func (e *Emulator) Handler() http.Handler { return e.handler }
+
+// Registry 返回模拟器私有的 Prometheus 注册表（/metrics 暴露的就是它）。
+func (e *Emulator) Registry() *prometheus.Registry { return e.metrics.Registry() }
+
+// Deploy 在 cfg.Addr（默认 127.0.0.1:0）上监听并开始服务，确认 /health 可达后返回。
+func (e *Emulator) Deploy(ctx context.Context) (Deployment, error) {
+	addr := e.cfg.Load().Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("deploy: emulator listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 30 * time.Second}
+	d := &emulatorDeployment{em: e, srv: srv, ln: ln, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		_ = srv.Serve(ln)
+	}()
+	base := "http://" + ln.Addr().String()
+	if err := emuWaitHealthy(ctx, base+"/health"); err != nil {
+		_ = d.Teardown(context.Background())
+		return nil, err
+	}
+	d.ep = Endpoint{BaseURLs: []string{base + "/v1"}, Model: e.cfg.Load().Model, APIKey: e.cfg.Load().APIKey}
+	return d, nil
+}
+
+// emuWaitHealthy 以 ctx 感知的方式轮询 url 直到返回 200。
+func emuWaitHealthy(ctx context.Context, url string) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	delay := time.Millisecond
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("deploy: emulator health: %w", err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: emulator: %w", ErrNotReady, ctx.Err())
+		case <-t.C:
+		}
+		if delay < 100*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// emulatorDeployment 是 Emulator.Deploy 返回的运行实例。
+type emulatorDeployment struct {
+	em   *Emulator
+	srv  *http.Server
+	ln   net.Listener
+	ep   Endpoint
+	once sync.Once
+	err  error
+	done chan struct{}
+}
+
+// Endpoint 返回 http://127.0.0.1:PORT/v1 形式的地址。
+func (d *emulatorDeployment) Endpoint() Endpoint { return d.ep }
+
+// Teardown 关闭监听并等待服务退出；幂等，第二次起返回第一次的结果。
+// ctx 到期时强制关闭仍在进行的连接。
+func (d *emulatorDeployment) Teardown(ctx context.Context) error {
+	d.once.Do(func() {
+		if err := d.srv.Shutdown(ctx); err != nil {
+			_ = d.srv.Close()
+		}
+		<-d.done
+	})
+	return d.err
+}
+
+// ArchiveLogs 把访问日志（emulator-access.log，每行一个请求，不含密钥）与
+// 请求汇总（emulator-summary.json）写入 dir。
+func (d *emulatorDeployment) ArchiveLogs(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("deploy: emulator archive logs: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("deploy: emulator archive logs: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "emulator-access.log"))
+	if err != nil {
+		return fmt.Errorf("deploy: emulator archive logs: %w", err)
+	}
+	werr := d.em.access.WriteLog(f)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("deploy: emulator archive logs: %w", werr)
+	}
+	f, err = os.Create(filepath.Join(dir, "emulator-summary.json"))
+	if err != nil {
+		return fmt.Errorf("deploy: emulator archive logs: %w", err)
+	}
+	werr = d.em.access.WriteSummary(f, d.em.Config().Model)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("deploy: emulator archive logs: %w", werr)
+	}
+	return nil
+}

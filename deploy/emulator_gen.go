@@ -1,0 +1,251 @@
+package deploy
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/vllm-cibench/cibench/internal/emulator"
+	"github.com/vllm-cibench/cibench/internal/tokenize"
+)
+
+// emuToolCall 是一个计划好的工具调用。
+type emuToolCall struct {
+	id, name, args string
+	argPieces      []string
+}
+
+// emuChoice 是一个 choice 的完整生成结果；流式与非流式共用，保证两者文本一致。
+type emuChoice struct {
+	index       int
+	echo        string   // completions echo 的提示文本（先于生成文本输出）
+	reasoning   []string // 推理 token 片段
+	content     []string // 正文 token 片段
+	tools       []emuToolCall
+	named       bool   // 具名 tool_choice（结束原因为 stop，content 为 ""）
+	finish      string // stop | length | tool_calls
+	stopReason  []byte // JSON：null、字符串或整数
+	tokens      int    // completion_tokens
+	reasonToks  int    // usage.completion_tokens_details.reasoning_tokens
+	lpSeed      uint64
+	hideReason  bool // ReasoningMissing：推理已生成（计入 token）但不返回
+	contentNull bool // 非流式 message.content 为 null（auto/required 工具调用）
+}
+
+// emuGenInput 汇总生成一个 choice 所需的全部输入。
+type emuGenInput struct {
+	key        string // 确定性生成的键（提示全文）
+	s          *emuSampling
+	budget     int // 有效的 max_tokens
+	ignoreEOS  bool
+	reasoning  bool // 本请求是否输出推理
+	inContent  bool // 推理放进 <think>…</think>
+	fixed      string
+	hasFixed   bool // 内容固定（评测答案、结构化输出）
+	fixedFn    func(h uint64) string
+	tool       *emuTool
+	named      bool
+	includeStr bool
+	stopIDs    []int
+	stream     bool
+}
+
+// emuNullJSON 是 JSON null。
+var emuNullJSON = []byte("null")
+
+// genChoice 确定性地生成第 i 个 choice。规则见 docs/emulator.md：
+// temperature 0 只由提示决定；temperature > 0 时由提示、seed、温度与 choice 序号决定，
+// 没有 seed 则每次不同。
+func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuChoice {
+	h := emulator.Hash(cfg.Model, in.key)
+	if in.s.temperature > 0 {
+		if in.s.seed != nil && !cfg.Defects.SeedIgnored {
+			h = emulator.Mix(h, uint64(*in.s.seed))
+			h = emulator.Mix(h, math.Float64bits(in.s.temperature))
+		} else {
+			h = emulator.Mix(h, e.engine.Fresh(uint64(cfg.Seed)))
+		}
+		h = emulator.Mix(h, uint64(i))
+	}
+	if cfg.Defects.StreamDiffers && in.stream {
+		h = emulator.Mix(h, 0xd1ff)
+	}
+	c := &emuChoice{index: i, stopReason: emuNullJSON, lpSeed: emulator.Mix(h, 13)}
+	budget := in.budget
+	if cfg.Defects.MaxTokensIgnored {
+		budget += 3
+	}
+	v := e.engine.Vocab
+
+	// 推理文本。
+	var reasoning []string
+	if in.reasoning {
+		t := v.NewText(emulator.Mix(h, 1))
+		reasoning = t.AppendPieces(nil, emulator.ReasoningLength(h))
+	}
+
+	// 正文（或工具参数）。
+	var content []string
+	random := false
+	switch {
+	case in.tool != nil:
+		args := emuToolArgs(in.tool, emulator.Mix(h, 3), cfg.Defects.ToolArgsInvalid)
+		c.tools = []emuToolCall{{id: "chatcmpl-tool-" + strconv.FormatUint(emulator.Mix(h, 4), 16), name: in.tool.Function.Name,
+			args: args, argPieces: tokenize.Split(args)}}
+		c.named = in.named
+		c.contentNull = !in.named
+	case in.hasFixed:
+		text := in.fixed
+		if in.fixedFn != nil {
+			text = in.fixedFn(emulator.Mix(h, 5))
+		}
+		content = tokenize.Split(text)
+	default:
+		random = true
+		n := emulator.NaturalLength(h)
+		if in.ignoreEOS {
+			n = budget
+		}
+		if in.reasoning {
+			n = max(n-len(reasoning)/2, 1)
+		}
+		if in.s.minTokens > n+len(reasoning) {
+			n = in.s.minTokens - len(reasoning)
+		}
+		n = min(n, budget+1) // 多生成一个，让超出预算的自然长度在下面被判为 length
+		t := v.NewText(emulator.Mix(h, 2))
+		content = t.AppendPieces(make([]string, 0, n+1), n)
+	}
+	if in.inContent && len(reasoning) > 0 {
+		var sb strings.Builder
+		sb.WriteString("<think>")
+		for _, p := range reasoning {
+			sb.WriteString(p)
+		}
+		if !cfg.Defects.ThinkTagsUnclosed {
+			sb.WriteString("</think>")
+		}
+		sb.WriteString("\n\n")
+		if len(content) > 0 {
+			sb.WriteString(content[0])
+			content = append(tokenize.Split(sb.String()), content[1:]...)
+		} else {
+			content = tokenize.Split(sb.String())
+		}
+		reasoning = nil
+	}
+
+	// 预算：先推理后正文。
+	finish := "stop"
+	if len(reasoning) >= budget {
+		reasoning, content, c.tools = reasoning[:budget], nil, nil
+		finish = "length"
+	} else if rest := budget - len(reasoning); len(content) > rest || (in.ignoreEOS && len(content) == rest) {
+		if len(content) > rest {
+			content = content[:rest]
+		}
+		finish = "length"
+	}
+	c.reasoning = reasoning
+	c.reasonToks = len(reasoning)
+	toolTokens := 0
+	if len(c.tools) > 0 {
+		toolTokens = len(c.tools[0].argPieces)
+		if len(reasoning)+toolTokens > budget {
+			// 参数被截断：与真实服务一样得到不完整的 JSON。
+			keep := budget - len(reasoning)
+			c.tools[0].argPieces = c.tools[0].argPieces[:keep]
+			c.tools[0].args = strings.Join(c.tools[0].argPieces, "")
+			toolTokens = keep
+			finish = "length"
+		} else if !in.named {
+			finish = "tool_calls"
+		}
+	}
+	tokens := len(reasoning) + len(content) + toolTokens
+
+	// stop 字符串：随机文本在确定的位置“说出”第一个 stop 字符串；任何内容都扫描
+	// 首次出现的 stop 并在其前截断。
+	if len(in.s.stop) > 0 && len(c.tools) == 0 {
+		if random {
+			p := 3 + int(emulator.Mix(h, 6)%6)
+			p = max(p, in.s.minTokens-len(reasoning))
+			if p < len(content) {
+				content = append(content[:p:p], in.s.stop[0])
+			}
+		}
+		if cut, ntok, stop, ok := emuCutAtStop(content, in.s.stop, in.includeStr || cfg.Defects.StopStringKept); ok {
+			content = cut
+			tokens = len(reasoning) + ntok
+			finish = "stop"
+			c.stopReason = emulator.AppendString(nil, stop)
+		}
+	} else if len(in.stopIDs) > 0 && random {
+		p := 3 + int(emulator.Mix(h, 6)%6)
+		if p < len(content) {
+			content = content[:p]
+			tokens = len(reasoning) + p + 1
+			finish = "stop"
+			c.stopReason = strconv.AppendInt(nil, int64(in.stopIDs[0]), 10)
+		}
+	}
+	c.content = content
+	c.tokens = tokens
+	c.finish = finish
+	if in.reasoning && cfg.Defects.ReasoningMissing {
+		c.hideReason = true
+	}
+	return c
+}
+
+// emuCutAtStop 在片段序列拼接成的文本中查找最早出现的 stop 字符串并截断。
+// 返回截断后的片段、生成到 stop 结束处所用的 token 数、命中的 stop 与是否命中。
+func emuCutAtStop(pieces []string, stops []string, keep bool) ([]string, int, string, bool) {
+	var sb strings.Builder
+	for _, p := range pieces {
+		sb.WriteString(p)
+	}
+	text := sb.String()
+	best, which := -1, ""
+	for _, s := range stops {
+		if i := strings.Index(text, s); i >= 0 && (best < 0 || i < best) {
+			best, which = i, s
+		}
+	}
+	if best < 0 {
+		return pieces, len(pieces), "", false
+	}
+	cutAt := best
+	if keep {
+		cutAt = best + len(which)
+	}
+	end := best + len(which)
+	var out []string
+	ntok, pos := 0, 0
+	for _, p := range pieces {
+		if pos < end {
+			ntok++
+		}
+		if pos < cutAt {
+			if pos+len(p) <= cutAt {
+				out = append(out, p)
+			} else {
+				out = append(out, p[:cutAt-pos])
+			}
+		}
+		pos += len(p)
+	}
+	return out, ntok, which, true
+}
+
+// emuToolArgs 按函数 parameters schema 生成参数 JSON；invalid 为 true 时故意违反 schema。
+func emuToolArgs(t *emuTool, seed uint64, invalid bool) string {
+	if invalid {
+		return `["invalid", 1]`
+	}
+	out, err := emulator.GenerateJSON(t.Function.Parameters, seed)
+	if err != nil {
+		return "{}"
+	}
+	return string(out)
+}

@@ -1,0 +1,404 @@
+package deploy
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vllm-cibench/cibench/internal/emulator"
+)
+
+// emuDeltaKind 是一个流式 delta 的种类。
+type emuDeltaKind uint8
+
+const (
+	emuDReasoning emuDeltaKind = iota
+	emuDContent
+	emuDToolHead
+	emuDToolArgs
+	emuDEcho
+)
+
+// emuDelta 是一个流式 chunk 的内容；from/to 是它覆盖的正文片段区间（用于 logprobs）。
+type emuDelta struct {
+	kind     emuDeltaKind
+	text     string
+	from, to int
+	ntok     int
+}
+
+// deltas 把一个 choice 切成流式 delta：每个 delta 含 TokensPerChunk 个 token，
+// 推理、正文、工具调用互不混在同一个 delta 中。
+func (c *emuChoice) deltas(tpc int, showReasoning bool) []emuDelta {
+	out := make([]emuDelta, 0, (len(c.reasoning)+len(c.content))/tpc+4)
+	if c.echo != "" {
+		out = append(out, emuDelta{kind: emuDEcho, text: c.echo})
+	}
+	group := func(kind emuDeltaKind, pieces []string, lp bool) {
+		for i := 0; i < len(pieces); i += tpc {
+			j := min(i+tpc, len(pieces))
+			var text string
+			if j == i+1 {
+				text = pieces[i]
+			} else {
+				text = strings.Join(pieces[i:j], "")
+			}
+			d := emuDelta{kind: kind, text: text, ntok: j - i}
+			if lp {
+				d.from, d.to = i, j
+			}
+			out = append(out, d)
+		}
+	}
+	if showReasoning {
+		group(emuDReasoning, c.reasoning, false)
+	} else if len(c.reasoning) > 0 {
+		// 推理被隐藏时其 token 仍然计入，但不产生可见 delta：并入第一个可见 delta 的计数。
+		out = append(out, emuDelta{kind: emuDContent, ntok: len(c.reasoning)})
+	}
+	group(emuDContent, c.content, true)
+	for _, t := range c.tools {
+		out = append(out, emuDelta{kind: emuDToolHead, text: t.name})
+		group(emuDToolArgs, t.argPieces, false)
+	}
+	return out
+}
+
+// serve 执行故障注入与排队，然后按时间表写出流式或非流式响应，并更新指标与访问日志。
+func (e *Emulator) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
+	cfg := run.cfg
+	fault := e.failer.Next(cfg.FailureRate, cfg.FailureKinds)
+	run.fault = fault
+	switch fault {
+	case "429", "500", "503":
+		st, _ := strconv.Atoi(fault)
+		msg := map[string]string{"429": "Too many requests (injected fault)", "500": "Internal server error (injected fault)",
+			"503": "Service unavailable (injected fault)"}[fault]
+		e.writeError(w, cfg, &emuErr{status: st, msg: msg})
+		e.logAccess(r, st, run.stream, run.promptTokens, 0, run.arrival, fault)
+		return
+	}
+	ctx := r.Context()
+	if err := e.sched.Acquire(ctx); err != nil {
+		e.logAccess(r, 499, run.stream, run.promptTokens, 0, run.arrival, "client_cancelled")
+		return
+	}
+	defer e.sched.Release()
+	started := time.Now()
+	e.metrics.Queue.Observe(started.Sub(run.arrival).Seconds())
+	first := started.Add(cfg.TTFT + time.Duration(run.promptTokens)*cfg.PrefillPerToken)
+	status := http.StatusOK
+	var ok bool
+	if run.stream {
+		ok = e.writeStream(ctx, w, run, first)
+	} else {
+		status, ok = e.writeNonStream(ctx, w, run, first)
+	}
+	compl := 0
+	for _, c := range run.choices {
+		compl += c.tokens
+	}
+	if ok {
+		e.metrics.PromptTokens.Add(float64(run.promptTokens))
+		e.metrics.GenerationTokens.Add(float64(compl))
+		for _, c := range run.choices {
+			e.metrics.Success(c.finish)
+		}
+		end := time.Now()
+		ttft := first.Sub(run.arrival)
+		if first.After(end) {
+			ttft = end.Sub(run.arrival)
+		}
+		e.metrics.TTFT.Observe(ttft.Seconds())
+		e.metrics.E2E.Observe(end.Sub(run.arrival).Seconds())
+		if compl > 1 {
+			e.metrics.TPOT.Observe((end.Sub(run.arrival) - ttft).Seconds() / float64(compl-1))
+		}
+		if cfg.SpecDecode {
+			e.countSpec(cfg, compl)
+		}
+	} else if status == http.StatusOK {
+		status = 499
+	}
+	e.logAccess(r, status, run.stream, run.promptTokens, compl, run.arrival, run.fault)
+}
+
+// countSpec 更新投机解码计数：每步起草 3 个 token，按接受率接受。
+func (e *Emulator) countSpec(cfg *EmulatorConfig, tokens int) {
+	const k = 3
+	perStep := 1 + k*cfg.SpecAcceptRate
+	drafts := int(float64(tokens)/perStep + 0.999)
+	e.metrics.SpecDrafts.Add(float64(drafts))
+	e.metrics.SpecDraft.Add(float64(drafts * k))
+	e.metrics.SpecAccepted.Add(float64(int(float64(drafts*k)*cfg.SpecAcceptRate + 0.5)))
+}
+
+// emuWaiter 用一个可复用的 time.Timer 等待到绝对时刻，避免逐次相对睡眠造成的漂移；
+// 零延迟时不创建定时器。
+type emuWaiter struct{ t *time.Timer }
+
+// until 等待到 deadline；ctx 结束时返回 false。
+func (wt *emuWaiter) until(ctx context.Context, deadline time.Time) bool {
+	d := time.Until(deadline)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	if wt.t == nil {
+		wt.t = time.NewTimer(d)
+	} else {
+		wt.t.Reset(d)
+	}
+	select {
+	case <-ctx.Done():
+		wt.t.Stop()
+		return false
+	case <-wt.t.C:
+		return true
+	}
+}
+
+// stop 释放定时器。
+func (wt *emuWaiter) stop() {
+	if wt.t != nil {
+		wt.t.Stop()
+	}
+}
+
+// abortConn 模拟连接中断：劫持底层连接后直接关闭（客户端看到 unexpected EOF）；
+// 无法劫持（如 HTTP/2）时用 http.ErrAbortHandler 让 net/http 中止响应。
+func abortConn(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// emuStreamState 是写流过程中每个 choice 的游标。
+type emuStreamState struct {
+	c      *emuChoice
+	ds     []emuDelta
+	sent   int // 已累计的 completion token
+	finish bool
+}
+
+// writeStream 写出 SSE 流。时间表：第 j 步（每个 choice 各一个 chunk）在
+// first + j·ITL 发出；role chunk 与第 0 步一起发出。返回是否完整写完。
+func (e *Emulator) writeStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) bool {
+	cfg := run.cfg
+	d := &cfg.Defects
+	h := w.Header()
+	if d.WrongContentType {
+		h.Set("Content-Type", "application/json")
+	} else {
+		h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	}
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	enc := newEmuEncoder(run)
+	defer enc.release()
+
+	showReasoning := !d.ReasoningMissing
+	states := make([]emuStreamState, len(run.choices))
+	steps := 0
+	for i, c := range run.choices {
+		states[i] = emuStreamState{c: c, ds: c.deltas(cfg.TokensPerChunk, showReasoning && !c.hideReason)}
+		steps = max(steps, len(states[i].ds))
+	}
+	steps = max(steps, 1)
+	faultAt := -1
+	switch run.fault {
+	case "stream_error", "drop", "truncate":
+		faultAt = steps / 2
+	}
+	var wt emuWaiter
+	defer wt.stop()
+	zero := cfg.TTFT == 0 && cfg.ITL == 0 && cfg.PrefillPerToken == 0
+	var last time.Time
+	for j := 0; j < steps; j++ {
+		if !zero && !wt.until(ctx, first.Add(time.Duration(j)*cfg.ITL)) {
+			return false
+		}
+		if j == faultAt {
+			switch run.fault {
+			case "stream_error":
+				enc.buf = append(enc.buf, "data: "...)
+				enc.buf = appendErrorJSON(enc.buf, &emuErr{status: 500, typ: "InternalServerError", msg: "Engine error during generation (injected fault)"})
+				enc.buf = append(enc.buf, "\n\ndata: [DONE]\n\n"...)
+				enc.flush(w, fl)
+				return false
+			case "drop":
+				enc.flush(w, fl)
+				abortConn(w)
+				return false
+			case "truncate":
+				enc.flush(w, fl)
+				return false
+			}
+		}
+		for i := range states {
+			st := &states[i]
+			if j == 0 && run.kind == emuKindChat && !d.NoRoleChunk {
+				enc.roleChunk(st.c.index)
+			}
+			if j >= len(st.ds) {
+				if j == 0 { // 没有任何 delta（例如在位置 0 命中 stop）：只发结束 chunk
+					st.finish = true
+					enc.chunk(st, emuDelta{kind: emuDContent}, true, j)
+				}
+				continue
+			}
+			dl := st.ds[j]
+			st.sent += dl.ntok
+			isLast := j == len(st.ds)-1
+			enc.chunk(st, dl, isLast, j)
+			if isLast && d.DoubleFinish {
+				enc.chunk(st, emuDelta{kind: emuDContent}, true, j)
+			}
+		}
+		if !enc.flush(w, fl) {
+			return false
+		}
+		now := time.Now()
+		if j > 0 {
+			e.metrics.ITL.Observe(now.Sub(last).Seconds())
+		}
+		last = now
+	}
+	if run.includeUsage && !d.NoUsageChunk {
+		enc.usageChunk()
+	}
+	if !d.NoDone {
+		enc.buf = append(enc.buf, "data: [DONE]\n\n"...)
+	}
+	return enc.flush(w, fl)
+}
+
+// writeNonStream 等到整段生成完成的时刻后写出 JSON 响应。
+func (e *Emulator) writeNonStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) (int, bool) {
+	cfg := run.cfg
+	steps := 1
+	for _, c := range run.choices {
+		steps = max(steps, len(c.deltas(cfg.TokensPerChunk, true)))
+	}
+	var wt emuWaiter
+	defer wt.stop()
+	if !wt.until(ctx, first.Add(time.Duration(steps-1)*cfg.ITL)) {
+		return 499, false
+	}
+	switch run.fault {
+	case "stream_error":
+		e.writeError(w, cfg, &emuErr{status: 500, msg: "Engine error during generation (injected fault)"})
+		return 500, false
+	case "drop":
+		abortConn(w)
+		return 0, false
+	case "truncate":
+		body := e.nonStreamBody(run)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body[:len(body)/2])
+		abortConn(w)
+		return 200, false
+	}
+	body := e.nonStreamBody(run)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(body)
+	return http.StatusOK, err == nil
+}
+
+// finishFor 返回对外报告的 finish_reason（应用 WrongFinishReason 与 NamedToolFinishToolCalls 缺陷）。
+func finishFor(cfg *EmulatorConfig, c *emuChoice) string {
+	f := c.finish
+	if cfg.Defects.WrongFinishReason {
+		switch f {
+		case "stop":
+			f = "length"
+		case "length":
+			f = "stop"
+		}
+	}
+	if c.named && cfg.Defects.NamedToolFinishToolCalls && f == "stop" {
+		f = "tool_calls"
+	}
+	return f
+}
+
+// usageNumbers 返回 (prompt, completion, total)，应用 WrongUsageTotal 缺陷。
+func usageNumbers(run *emuRun) (int, int, int, int) {
+	compl, reason := 0, 0
+	for _, c := range run.choices {
+		compl += c.tokens
+		reason += c.reasonToks
+	}
+	total := run.promptTokens + compl
+	if run.cfg.Defects.WrongUsageTotal {
+		total++
+	}
+	return run.promptTokens, compl, total, reason
+}
+
+// emuObject 返回 object 字段（应用 WrongObject 缺陷）。
+func emuObject(run *emuRun, chunk bool) string {
+	wrong := run.cfg.Defects.WrongObject
+	if run.kind == emuKindCompletion {
+		if wrong {
+			return "completion"
+		}
+		return "text_completion"
+	}
+	if chunk != wrong {
+		return "chat.completion.chunk"
+	}
+	return "chat.completion"
+}
+
+// emuLogprob 返回第 j 个正文 token 的确定性 logprob（[-2, 0) 区间）。
+func emuLogprob(c *emuChoice, j int) float64 {
+	return -float64(emulator.Mix(c.lpSeed, uint64(j))%2000+1) / 1000
+}
+
+// emuTopAlternatives 返回第 j 个 token 的 k 个候选（第一个是被采样的 token 本身），
+// 候选互不相同，logprob 递减。
+func (e *Emulator) emuTopAlternatives(c *emuChoice, j int, tok string, k int) ([]string, []float64) {
+	toks := make([]string, 0, k)
+	lps := make([]float64, 0, k)
+	if k == 0 {
+		return toks, lps
+	}
+	lp := emuLogprob(c, j)
+	toks, lps = append(toks, tok), append(lps, lp)
+	seen := map[string]bool{tok: true}
+	for s := uint64(0); len(toks) < k && s < 1000; s++ {
+		alt := e.engine.Vocab.RandomPiece(emulator.Mix(c.lpSeed^uint64(j)<<20, s))
+		if seen[alt] {
+			continue
+		}
+		seen[alt] = true
+		toks = append(toks, alt)
+		lps = append(lps, lp-0.5*float64(len(toks)-1)-0.25)
+	}
+	return toks, lps
+}
+
+// lpCount 返回应输出的候选数（应用 LogprobsWrongCount 缺陷）。
+func lpCount(cfg *EmulatorConfig, k int) int {
+	if cfg.Defects.LogprobsWrongCount {
+		if k <= 1 {
+			return k + 1
+		}
+		return k - 1
+	}
+	return k
+}
