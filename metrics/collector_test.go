@@ -269,3 +269,22 @@ func TestMetricName(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteTextMatchesGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := metrics.WriteText(&buf, dailyResults(), metrics.Options{Prefix: "cibench"}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "daily_prefix.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Error("WriteText output differs from testdata/daily_prefix.prom")
+	}
+	bad := dailyResults()
+	bad.Info.Model = ""
+	if err := metrics.WriteText(&buf, bad, metrics.Options{}); !errors.Is(err, metrics.ErrInvalid) {
+		t.Errorf("err = %v, want ErrInvalid", err)
+	}
+}

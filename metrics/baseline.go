@@ -1,0 +1,391 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// DefaultBaselineWindow 是在 Prometheus 中回看最近一次每日值的窗口：比一周多一天，
+// 使周末停跑或 Pushgateway 丢失状态后仍能找到上一次每日结果。
+const DefaultBaselineWindow = 8 * 24 * time.Hour
+
+// ErrNoBaseline 表示没有找到任何可比较的每日结果（新场景、窗口内没有每日运行、CSV 为空）。
+var ErrNoBaseline = errors.New("metrics: baseline: no daily result found")
+
+// Combo 是一个压测组合的身份，PR 运行按它在基线中找对应的每日结果。
+// 轮次不在其中：每日档有多轮，Baseline.Lookup 返回该组合的全部轮次。
+type Combo struct {
+	Backend       string
+	InputLength   int
+	OutputLength  int
+	Concurrency   int
+	ControlMethod string
+}
+
+// ComboOf 取出一个汇总行的组合身份。
+func ComboOf(s loadgen.Summary) Combo {
+	return Combo{Backend: s.Backend, InputLength: s.InputLength, OutputLength: s.OutputLength,
+		Concurrency: s.Concurrency, ControlMethod: s.ControlMethod}
+}
+
+// Baseline 是最近一次每日运行的压测结果。Info 中 Commit/RunID 能确定时才填写。
+type Baseline struct {
+	Info RunInfo
+	Perf []loadgen.Summary
+}
+
+// Lookup 返回与 c 相同组合的全部基线行（按轮次升序）；没有时返回 nil。
+func (b Baseline) Lookup(c Combo) []loadgen.Summary {
+	var out []loadgen.Summary
+	for _, s := range b.Perf {
+		if ComboOf(s) == c {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Round < out[j].Round })
+	return out
+}
+
+// BaselineSource 是性能门禁取基线的扩展点：Prometheus（PromBaseline）或上一次的
+// 汇总 CSV（CSVBaseline）。info 给出要比较的场景（model、quant、scenario）。
+type BaselineSource interface {
+	Baseline(ctx context.Context, info RunInfo) (Baseline, error)
+}
+
+// PromBaselineConfig 配置从 Prometheus 读取基线。凭据由调用方传入，从不记录。
+type PromBaselineConfig struct {
+	// URL 是 Prometheus 的基地址，例如 http://prometheus:9090。
+	URL string
+	// Prefix 与推送时的 Options.Prefix 相同。
+	Prefix string
+	// Window 是回看窗口，默认 DefaultBaselineWindow。
+	Window time.Duration
+	// Client 的 Transport 用于发请求，nil 时使用 http.DefaultTransport。
+	Client *http.Client
+	// Username/Password（basic auth）或 BearerToken，二选一。
+	Username, Password string
+	BearerToken        string
+	// Now 返回查询的求值时刻，nil 时为 time.Now；测试用它把时间固定下来。
+	Now func() time.Time
+}
+
+// PromBaseline 通过 Prometheus HTTP API（client_golang api/prometheus/v1）读取
+// 同一场景最近一次每日运行的全部压测指标，重建为 loadgen.Summary。
+type PromBaseline struct {
+	api    v1.API
+	prefix string
+	window time.Duration
+	now    func() time.Time
+}
+
+var (
+	_ BaselineSource = (*PromBaseline)(nil)
+	_ BaselineSource = (*CSVBaseline)(nil)
+)
+
+// authTransport 给每个请求加上 basic auth 或 bearer 头，凭据只存在于内存。
+type authTransport struct {
+	next               http.RoundTripper
+	user, pass, bearer string
+}
+
+// RoundTrip 复制请求后加认证头，不修改调用方的请求。
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	if t.bearer != "" {
+		r.Header.Set("Authorization", "Bearer "+t.bearer)
+	} else if t.user != "" {
+		r.SetBasicAuth(t.user, t.pass)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// NewPromBaseline 校验配置并创建读取器。
+func NewPromBaseline(cfg PromBaselineConfig) (*PromBaseline, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return nil, &FieldError{Field: "PromBaselineConfig.URL", Value: redactURL(cfg.URL), Reason: "must be an http(s) URL with a host and without credentials"}
+	}
+	if cfg.BearerToken != "" && cfg.Username != "" {
+		return nil, &FieldError{Field: "PromBaselineConfig.BearerToken", Value: "<redacted>", Reason: "basic auth and bearer token are mutually exclusive"}
+	}
+	if cfg.Window < 0 {
+		return nil, &FieldError{Field: "PromBaselineConfig.Window", Value: cfg.Window.String(), Reason: "must not be negative"}
+	}
+	prefix, err := normalizePrefix(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultBaselineWindow
+	}
+	var rt http.RoundTripper = http.DefaultTransport
+	if cfg.Client != nil && cfg.Client.Transport != nil {
+		rt = cfg.Client.Transport
+	}
+	if cfg.BearerToken != "" || cfg.Username != "" {
+		rt = &authTransport{next: rt, user: cfg.Username, pass: cfg.Password, bearer: cfg.BearerToken}
+	}
+	c, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: rt})
+	if err != nil {
+		return nil, fmt.Errorf("metrics: baseline: client: %w", err)
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &PromBaseline{api: v1.NewAPI(c), prefix: prefix, window: cfg.Window, now: now}, nil
+}
+
+// promQuote 把字符串写成 PromQL 字符串字面量（双引号，转义反斜杠与引号）。
+func promQuote(s string) string { return strconv.Quote(s) }
+
+// selector 返回限定到该场景每日运行的标签选择器。
+func (b *PromBaseline) selector(ri RunInfo) string {
+	return fmt.Sprintf(`{%s=%s,%s=%s,%s=%s,%s="daily"}`,
+		LabelModel, promQuote(ri.Model), LabelQuant, promQuote(ri.Quant), LabelScenario, promQuote(ri.Scenario), LabelRunType)
+}
+
+// query 执行 last_over_time(name{sel}[window])，返回向量结果。
+func (b *PromBaseline) query(ctx context.Context, expr string) (model.Vector, error) {
+	v, _, _, err := b.api.Query(ctx, expr, b.now())
+	if err != nil {
+		return nil, fmt.Errorf("metrics: baseline: query %s: %w", expr, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("metrics: baseline: query %s: unexpected result type %s", expr, v.Type())
+	}
+	return vec, nil
+}
+
+// lastOverTime 查询一个指标族在窗口内每条序列的最近值。
+func (b *PromBaseline) lastOverTime(ctx context.Context, name, sel string) (model.Vector, error) {
+	return b.query(ctx, fmt.Sprintf("last_over_time(%s%s[%s])", MetricName(b.prefix, name), sel, model.Duration(b.window)))
+}
+
+// comboKey 是序列按组合（含轮次）分组的键。
+type comboKey [8]string
+
+// keyOf 从序列标签取出组合键，顺序与 comboLabels 一致。
+func keyOf(m model.Metric) comboKey {
+	var k comboKey
+	for i, l := range comboLabels {
+		k[i] = string(m[model.LabelName(l)])
+	}
+	return k
+}
+
+// summaryFor 从组合键建立一个汇总行骨架：标签转回字段，数值分布先置为"不可测"。
+func summaryFor(k comboKey) (loadgen.Summary, error) {
+	ints := make([]int, 0, 5)
+	for _, i := range []int{2, 3, 4, 6, 7} { // input_len output_len concurrency growth_rate round
+		n, err := strconv.Atoi(k[i])
+		if err != nil {
+			return loadgen.Summary{}, fmt.Errorf("metrics: baseline: label %s=%q: %w", comboLabels[i], k[i], err)
+		}
+		ints = append(ints, n)
+	}
+	return loadgen.Summary{
+		Backend: k[0], DatasetType: k[1], InputLength: ints[0], OutputLength: ints[1], Concurrency: ints[2],
+		ControlMethod: k[5], GrowthRate: ints[3], Round: ints[4],
+		Goodput: -1, CompletionTokens: loadgen.Unmeasured(), SpecAcceptRate: loadgen.Unmeasured(),
+	}, nil
+}
+
+// Baseline 读取 info 所指场景（model、quant、scenario，run_type 固定为 daily）最近一次
+// 每日运行的全部压测指标。没有任何压测序列时返回 ErrNoBaseline。
+// 每个指标族一次 last_over_time 查询；因为分组键不含 commit/run_id，
+// 同一组合在窗口内只有一条序列，其最近值就是上一次每日运行的值。
+func (b *PromBaseline) Baseline(ctx context.Context, info RunInfo) (Baseline, error) {
+	info.RunType = RunTypeDaily
+	ri, err := info.validate()
+	if err != nil {
+		return Baseline{}, err
+	}
+	sel := b.selector(ri)
+	rows := map[comboKey]*loadgen.Summary{}
+	// row 返回（必要时创建）该序列所属组合的汇总行。
+	row := func(m model.Metric) (*loadgen.Summary, error) {
+		k := keyOf(m)
+		if s, ok := rows[k]; ok {
+			return s, nil
+		}
+		s, err := summaryFor(k)
+		if err != nil {
+			return nil, err
+		}
+		rows[k] = &s
+		return &s, nil
+	}
+	for _, sc := range scalarSpecs {
+		vec, err := b.lastOverTime(ctx, sc.name, sel)
+		if err != nil {
+			return Baseline{}, err
+		}
+		for _, smp := range vec {
+			s, err := row(smp.Metric)
+			if err != nil {
+				return Baseline{}, err
+			}
+			sc.set(s, float64(smp.Value))
+		}
+	}
+	for _, d := range distSpecs {
+		if err := b.readDist(ctx, d, sel, row); err != nil {
+			return Baseline{}, err
+		}
+	}
+	if len(rows) == 0 {
+		return Baseline{}, fmt.Errorf("%w: %s within %s", ErrNoBaseline, sel, model.Duration(b.window))
+	}
+	if err := b.readPerfInfo(ctx, sel, rows); err != nil {
+		return Baseline{}, err
+	}
+	out := Baseline{Info: ri}
+	if err := b.readRunInfo(ctx, sel, &out.Info); err != nil {
+		return Baseline{}, err
+	}
+	for _, s := range rows {
+		out.Perf = append(out.Perf, *s)
+	}
+	sortSummaries(out.Perf)
+	return out, nil
+}
+
+// sortSummaries 按组合与轮次排序，使结果稳定、便于比较与测试。
+func sortSummaries(ss []loadgen.Summary) {
+	sort.Slice(ss, func(i, j int) bool {
+		a, b := ss[i], ss[j]
+		switch {
+		case a.Backend != b.Backend:
+			return a.Backend < b.Backend
+		case a.InputLength != b.InputLength:
+			return a.InputLength < b.InputLength
+		case a.OutputLength != b.OutputLength:
+			return a.OutputLength < b.OutputLength
+		case a.Concurrency != b.Concurrency:
+			return a.Concurrency < b.Concurrency
+		default:
+			return a.Round < b.Round
+		}
+	})
+}
+
+// readDist 读取一个分布的分位点、_count 与 min/max/avg，写回对应汇总行。
+func (b *PromBaseline) readDist(ctx context.Context, d distSpec, sel string, row func(model.Metric) (*loadgen.Summary, error)) error {
+	// set 把一个统计量写回时延或数值分布；时延以出现任何统计量为"可测"。
+	set := func(m model.Metric, st stat, v float64) error {
+		s, err := row(m)
+		if err != nil {
+			return err
+		}
+		if d.lat != nil {
+			setLatencyStat(d.lat(s), st, v)
+		} else {
+			*valuesStat(d.val(s), st) = v
+		}
+		return nil
+	}
+	vec, err := b.lastOverTime(ctx, d.name, sel)
+	if err != nil {
+		return err
+	}
+	for _, smp := range vec {
+		q, err := strconv.ParseFloat(string(smp.Metric[LabelQuantile]), 64)
+		if err != nil {
+			continue
+		}
+		for i, want := range quantiles {
+			if q == want {
+				if err := set(smp.Metric, stat(i), float64(smp.Value)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, st := range []stat{statMin, statMax, statAvg} {
+		vec, err := b.lastOverTime(ctx, d.statName(st), sel)
+		if err != nil {
+			return err
+		}
+		for _, smp := range vec {
+			if err := set(smp.Metric, st, float64(smp.Value)); err != nil {
+				return err
+			}
+		}
+	}
+	vec, err = b.lastOverTime(ctx, d.name+"_count", sel)
+	if err != nil {
+		return err
+	}
+	for _, smp := range vec {
+		s, err := row(smp.Metric)
+		if err != nil {
+			return err
+		}
+		if d.lat != nil {
+			d.lat(s).Count = int64(smp.Value)
+		} else {
+			d.val(s).Count = int64(smp.Value)
+		}
+	}
+	return nil
+}
+
+// readPerfInfo 从 perf_info 恢复 provider、采样参数与 token 来源（只补已有的组合）。
+func (b *PromBaseline) readPerfInfo(ctx context.Context, sel string, rows map[comboKey]*loadgen.Summary) error {
+	vec, err := b.lastOverTime(ctx, NamePerfInfo, sel)
+	if err != nil {
+		return err
+	}
+	for _, smp := range vec {
+		s, ok := rows[keyOf(smp.Metric)]
+		if !ok {
+			continue
+		}
+		m := smp.Metric
+		s.Provider = string(m["provider"])
+		s.TokenSource = string(m["token_source"])
+		s.ConcurrencyBackend = string(m["concurrency_backend"])
+		s.Temperature, _ = strconv.ParseFloat(string(m["temperature"]), 64)
+		s.TopP, _ = strconv.ParseFloat(string(m["top_p"]), 64)
+		s.TopK, _ = strconv.Atoi(string(m["top_k"]))
+	}
+	return nil
+}
+
+// readRunInfo 确定基线运行的 commit/branch/run_id：先看当前仍在暴露的 run_info，
+// 只有一条时最可靠；否则退回窗口内的 last_over_time，仍不唯一就留空（不猜）。
+func (b *PromBaseline) readRunInfo(ctx context.Context, sel string, ri *RunInfo) error {
+	vec, err := b.query(ctx, MetricName(b.prefix, NameRunInfo)+sel)
+	if err != nil {
+		return err
+	}
+	if len(vec) != 1 {
+		if vec, err = b.lastOverTime(ctx, NameRunInfo, sel); err != nil {
+			return err
+		}
+	}
+	if len(vec) == 1 {
+		m := vec[0].Metric
+		ri.Commit, ri.Branch, ri.RunID, ri.ModelRaw = string(m[LabelCommit]), string(m[LabelBranch]), string(m[LabelRunID]), string(m[LabelModelRaw])
+	}
+	return nil
+}
+
+// trimSpace 去掉 CSV 单元格两端空白（含 BOM），便于读取手工编辑过的文件。
+func trimSpace(s string) string { return strings.TrimSpace(strings.TrimPrefix(s, "\ufeff")) }

@@ -1,0 +1,142 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/metrics"
+)
+
+// specHeader 是规格第 5 节的汇总 CSV 表头（测试里独立写一份，防止读写两端同错）。
+const specHeader = "Execution_Time,Input_Length,Output_Length,Concurrency,Total_Token_Throughput(tokens/s),Output_Token_Throughput(tokens/s),TP75_TTFT(s),TP90_TTFT(s),TP95_TTFT(s),TP99_TTFT(s),MAX_TTFT(s),AVG_TTFT(s),TP75_TPOT(s),TP90_TPOT(s),TP95_TPOT(s),TP99_TPOT(s),MAX_TPOT(s),AVG_TPOT(s),TP90_TPOT_SEC(s),TP95_TPOT_SEC(s),TP99_TPOT_SEC(s),MAX_TPOT_SEC(s),AVG_TPOT_SEC(s),TP90_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),TP95_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),TP99_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),MIN_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),MAX_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),AVG_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),TP75_E2E(s),TP90_E2E(s),TP95_E2E(s),TP99_E2E(s),MAX_E2E(s),AVG_E2E(s),Total_Time(s),QPS,Fail_Rate,Backend,Temperature,Top_K,Top_P,Control_Method,Growth_Rate,Rounds,Num_Prompts,Provider,TP90_COMPLETION_TOKENS,TP95_COMPLETION_TOKENS,TP99_COMPLETION_TOKENS,MIN_COMPLETION_TOKENS,AVG_COMPLETION_TOKENS,AVG_REASONING_TOKENS,AVG_CONTENT_TOKENS,AVG_PROMPT_TOKENS,TP75_SERVER_TTFT(ms),TP90_SERVER_TTFT(ms),TP95_SERVER_TTFT(ms),TP99_SERVER_TTFT(ms),MAX_SERVER_TTFT(ms),AVG_SERVER_TTFT(ms),TP75_SERVER_TPOT(ms),TP90_SERVER_TPOT(ms),TP95_SERVER_TPOT(ms),TP99_SERVER_TPOT(ms),MAX_SERVER_TPOT(ms),AVG_SERVER_TPOT(ms),TP75_SERVER_E2E(ms),TP90_SERVER_E2E(ms),TP95_SERVER_E2E(ms),TP99_SERVER_E2E(ms),MAX_SERVER_E2E(ms),AVG_SERVER_E2E(ms),TP90_SPEC_ACCEPT_RATE,TP95_SPEC_ACCEPT_RATE,TP99_SPEC_ACCEPT_RATE,MIN_SPEC_ACCEPT_RATE,MAX_SPEC_ACCEPT_RATE,AVG_SPEC_ACCEPT_RATE"
+
+// csvRow 按表头生成一行：未给出的列写 -1（不可测）。
+func csvRow(vals map[string]string) string {
+	cols := strings.Split(specHeader, ",")
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		v, ok := vals[c]
+		if !ok {
+			v = "-1"
+		}
+		out[i] = v
+	}
+	return strings.Join(out, ",")
+}
+
+// baseRow 是一行典型的每日汇总（并发 4，2048/1024）。
+func baseRow(round string) map[string]string {
+	return map[string]string{
+		"Execution_Time": "2026-11-21 08:05:01", "Input_Length": "2048", "Output_Length": "1024", "Concurrency": "4",
+		"Total_Token_Throughput(tokens/s)": "7373.0000", "Output_Token_Throughput(tokens/s)": "2050.0000",
+		"TP75_TTFT(s)": "0.400000", "TP90_TTFT(s)": "0.480000", "TP95_TTFT(s)": "0.520000", "TP99_TTFT(s)": "0.600000",
+		"MAX_TTFT(s)": "0.800000", "AVG_TTFT(s)": "0.360000",
+		"TP99_E2E(s)": "123.500000", "Total_Time(s)": "96.000000", "QPS": "10.0000", "Fail_Rate": "0.007812",
+		"Backend": "openai-chat", "Temperature": "0.6", "Top_K": "8", "Top_P": "1", "Control_Method": "climb",
+		"Growth_Rate": "2", "Rounds": round, "Num_Prompts": "128", "Provider": "emulator",
+		"AVG_COMPLETION_TOKENS": "1024.0000", "TP99_SERVER_TTFT(ms)": "540.000", "AVG_SPEC_ACCEPT_RATE": "0.7200",
+	}
+}
+
+func TestReadSummaryCSV(t *testing.T) {
+	text := specHeader + "\n" + csvRow(baseRow("2")) + "\n" + csvRow(baseRow("1")) + "\n"
+	b, err := metrics.NewCSVBaseline(strings.NewReader(text), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := b.Baseline(context.Background(), metrics.RunInfo{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := bl.Lookup(metrics.Combo{Backend: "openai-chat", InputLength: 2048, OutputLength: 1024, Concurrency: 4, ControlMethod: "climb"})
+	if len(rows) != 2 || rows[0].Round != 1 || rows[1].Round != 2 {
+		t.Fatalf("lookup: %d rows %+v, want rounds 1 and 2", len(rows), rows)
+	}
+	s := rows[0]
+	if s.TTFT.P99 != 600*time.Millisecond || s.TTFT.Max != 800*time.Millisecond || s.TTFT.Count != 128 {
+		t.Errorf("TTFT = %+v, want P99 0.6s, Max 0.8s, Count 128", s.TTFT)
+	}
+	// -1 列不写入：E2E 只有 P99 可测，P75 保持零值，Count 取 Num_Prompts。
+	if s.E2E.P99 != 123500*time.Millisecond || s.E2E.P75 != 0 || s.E2E.Count != 128 {
+		t.Errorf("E2E = %+v, want P99 123.5s, P75 unset, Count 128", s.E2E)
+	}
+	if s.ServerTTFT.P99 != 540*time.Millisecond {
+		t.Errorf("ServerTTFT.P99 = %v, want 540ms (ms column converted)", s.ServerTTFT.P99)
+	}
+	if s.TPOT.Valid() {
+		t.Errorf("TPOT valid with all columns -1: %+v", s.TPOT)
+	}
+	if s.QPS != 10 || s.FailRate != 0.007812 || s.NumPrompts != 128 || s.TotalTime != 96*time.Second {
+		t.Errorf("scalars QPS=%v FailRate=%v NumPrompts=%d TotalTime=%v", s.QPS, s.FailRate, s.NumPrompts, s.TotalTime)
+	}
+	if s.SpecAcceptRate.Avg != 0.72 || s.SpecAcceptRate.P99 != -1 || s.SpecAcceptRate.Count != 128 {
+		t.Errorf("SpecAcceptRate = %+v, want Avg 0.72 only", s.SpecAcceptRate)
+	}
+	if s.CompletionTokens.Avg != 1024 || s.Goodput != -1 {
+		t.Errorf("CompletionTokens.Avg = %v Goodput = %v", s.CompletionTokens.Avg, s.Goodput)
+	}
+	if want := time.Date(2026, 11, 21, 8, 5, 1, 0, time.UTC); !s.ExecutionTime.Equal(want) {
+		t.Errorf("ExecutionTime = %v, want %v", s.ExecutionTime, want)
+	}
+	if s.Provider != "emulator" || s.Temperature != 0.6 || s.TopK != 8 || s.TopP != 1 || s.GrowthRate != 2 {
+		t.Errorf("provenance fields %+v", s)
+	}
+	if got := metrics.ComboOf(s); got.Concurrency != 4 || got.Backend != "openai-chat" {
+		t.Errorf("ComboOf = %+v", got)
+	}
+}
+
+func TestReadSummaryCSVErrors(t *testing.T) {
+	bad := baseRow("1")
+	bad["QPS"] = "fast"
+	for _, tc := range []struct {
+		name, text string
+		line       int
+		column     string
+	}{
+		{"bad number", specHeader + "\n" + csvRow(bad) + "\n", 2, "QPS"},
+		{"missing column", "Input_Length,Output_Length\n128,128\n", 1, "Concurrency"},
+		{"short row", specHeader + "\n1,2,3\n", 2, "*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := metrics.ReadSummaryCSV(strings.NewReader(tc.text), nil)
+			var ce *metrics.CSVError
+			if !errors.As(err, &ce) || !errors.Is(err, metrics.ErrInvalid) {
+				t.Fatalf("err = %v, want *CSVError", err)
+			}
+			if ce.Line != tc.line || ce.Column != tc.column {
+				t.Errorf("line %d column %s, want %d %s (%v)", ce.Line, ce.Column, tc.line, tc.column, err)
+			}
+		})
+	}
+}
+
+func TestCSVBaselineEmpty(t *testing.T) {
+	for _, text := range []string{"", specHeader + "\n"} {
+		b, err := metrics.NewCSVBaseline(strings.NewReader(text), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Baseline(context.Background(), metrics.RunInfo{}); !errors.Is(err, metrics.ErrNoBaseline) {
+			t.Errorf("%q: err = %v, want ErrNoBaseline", text, err)
+		}
+	}
+	b, _ := metrics.NewCSVBaseline(strings.NewReader(specHeader+"\n"+csvRow(baseRow("1"))), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Baseline(ctx, metrics.RunInfo{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestCSVBaselineLookupMiss 确认不同组合不会被当作基线。
+func TestCSVBaselineLookupMiss(t *testing.T) {
+	bl := metrics.Baseline{Perf: []loadgen.Summary{{Backend: "openai-chat", InputLength: 128, OutputLength: 128, Concurrency: 1}}}
+	if got := bl.Lookup(metrics.Combo{Backend: "openai-chat", InputLength: 128, OutputLength: 128, Concurrency: 2}); got != nil {
+		t.Errorf("Lookup found %v for another concurrency", got)
+	}
+}
