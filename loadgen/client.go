@@ -1,0 +1,410 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/vllm-cibench/cibench/internal/sse"
+	"github.com/vllm-cibench/cibench/internal/tokenize"
+)
+
+// streamUsage 是请求中 stream_options 的级别；服务端拒绝时逐级降级。
+type streamUsage int
+
+const (
+	usageContinuous streamUsage = iota // include_usage + continuous_usage_stats
+	usageFinal                         // 仅 include_usage
+	usageNone                          // 不发送 stream_options
+)
+
+// bodyTemplate 是预先拼好的请求体片段：head + prompt + mid + max_tokens + tail。
+// 每个请求只做一次 append 拼接，不走 encoding/json。
+type bodyTemplate struct {
+	head, mid, tail []byte
+	imageHead       []byte // image-text：head 之后、文本之前的图片部分由每个请求插入
+	chat            bool
+	image           bool
+}
+
+// newBodyTemplate 根据 Profile 与降级级别生成请求体模板。
+func newBodyTemplate(model string, p *Profile, level streamUsage) (*bodyTemplate, error) {
+	mq, err := jsonString(model)
+	if err != nil {
+		return nil, err
+	}
+	chat := p.Backend == BackendChat
+	var h bytes.Buffer
+	h.WriteString(`{"model":`)
+	h.Write(mq)
+	stream := *p.Stream
+	fmt.Fprintf(&h, `,"stream":%t`, stream)
+	if stream {
+		switch level {
+		case usageContinuous:
+			h.WriteString(`,"stream_options":{"include_usage":true,"continuous_usage_stats":true}`)
+		case usageFinal:
+			h.WriteString(`,"stream_options":{"include_usage":true}`)
+		}
+	}
+	fmt.Fprintf(&h, `,"ignore_eos":%t,"temperature":%s,"top_p":%s`, *p.IgnoreEOS,
+		strconv.FormatFloat(*p.Temperature, 'g', -1, 64), strconv.FormatFloat(*p.TopP, 'g', -1, 64))
+	if *p.TopK != -1 {
+		fmt.Fprintf(&h, `,"top_k":%d`, *p.TopK)
+	}
+	t := &bodyTemplate{chat: chat, image: p.ModalType == ModalImageText}
+	switch {
+	case t.image:
+		h.WriteString(`,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"`)
+		t.mid = []byte(`}]}],"max_completion_tokens":`)
+	case chat:
+		h.WriteString(`,"messages":[{"role":"user","content":`)
+		t.mid = []byte(`}],"max_completion_tokens":`)
+	default:
+		h.WriteString(`,"prompt":`)
+		t.mid = []byte(`,"max_tokens":`)
+	}
+	t.head = h.Bytes()
+	t.tail = []byte(`}`)
+	return t, nil
+}
+
+// build 把一个请求体拼到 dst[:0]；image 仅在 image-text 模态下使用。
+func (t *bodyTemplate) build(dst, prompt []byte, image string, maxTokens int) []byte {
+	dst = append(dst[:0], t.head...)
+	if t.image {
+		dst = append(dst, image...)
+		dst = append(dst, `"}},{"type":"text","text":`...)
+	}
+	dst = append(dst, prompt...)
+	dst = append(dst, t.mid...)
+	dst = strconv.AppendInt(dst, int64(maxTokens), 10)
+	return append(dst, t.tail...)
+}
+
+// jsonString 返回 s 的 JSON 字符串字面量。
+func jsonString(s string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.Bytes(), nil
+}
+
+// unsafeString 零拷贝地把字节切片视为字符串；结果只在切片内容不变期间使用。
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// thinkState 跟踪"内容中的 <think>…</think>"（服务端没有推理解析器时）。
+type thinkState uint8
+
+const (
+	thinkUnknown thinkState = iota // 尚未见到内容
+	thinkInside                    // 在 <think> 之内：内容计为推理
+	thinkDone                      // 已离开（或从未进入）思考段
+)
+
+// exchange 是一个 worker 复用的请求状态：缓冲区、SSE 读取器与逐 chunk 时间线，
+// 使热路径上每个请求几乎不分配内存。不是并发安全的，一个 worker 一个。
+type exchange struct {
+	body   []byte
+	reader *sse.Reader
+	rec    Record
+	think  thinkState
+	// 客户端计数的 token（usage 缺失时使用）
+	estTokens, estReason int
+	lastUsage            int // 连续 usage 下上一个 chunk 的 completion_tokens
+	sawUsage             bool
+	usageReason          int // usage.completion_tokens_details.reasoning_tokens，-1 为无
+	promptUsage          int
+	complUsage           int
+}
+
+// newExchange 创建一个 worker 的请求状态。
+func newExchange() *exchange {
+	return &exchange{reader: sse.NewReader(bytes.NewReader(nil))}
+}
+
+// send 发出一个请求并测量，结果留在 x.rec 中。intended 是意图发送时刻（时延起点）。
+// body 已在 x.body 中。
+func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string, stream bool, intended time.Time, timeout time.Duration) {
+	rec := &x.rec
+	rec.ChunkTimes, rec.ChunkTokens = rec.ChunkTimes[:0], rec.ChunkTokens[:0]
+	rec.TTFT, rec.FirstToSecond, rec.TPOT, rec.E2E = -1, -1, -1, 0
+	rec.PromptTokens, rec.CompletionTokens, rec.ReasoningTokens = 0, 0, 0
+	rec.TokenSource, rec.FinishReason = TokenSourceEstimate, ""
+	rec.OK, rec.Status, rec.ErrorClass, rec.Error = false, 0, ErrClassNone, ""
+	rec.Sent, rec.SlotWait = time.Time{}, 0
+	x.think, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, 0, 0, 0, false
+	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
+
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(x.body))
+	if err != nil {
+		x.fail(ctx, ErrClassTransport, err, intended)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	rec.Sent = time.Now()
+	rec.SlotWait = rec.Sent.Sub(intended)
+	resp, err := c.Do(req)
+	if err != nil {
+		x.fail(ctx, ErrClassTransport, err, intended)
+		return
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		rec.E2E = time.Since(intended)
+		rec.ErrorClass = ErrClassHTTP
+		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg))
+		return
+	}
+	if stream {
+		x.readStream(ctx, resp.Body, intended)
+	} else {
+		x.readWhole(ctx, resp.Body, intended)
+	}
+}
+
+// fail 记录一次失败；超时与运行取消分开归类。
+func (x *exchange) fail(ctx context.Context, class string, err error, intended time.Time) {
+	rec := &x.rec
+	rec.E2E = time.Since(intended)
+	if rec.Sent.IsZero() {
+		rec.Sent = time.Now()
+	}
+	switch {
+	case ctx.Err() != nil:
+		class = ErrClassCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		class = ErrClassTimeout
+	}
+	rec.OK = false
+	rec.ErrorClass = class
+	rec.Error = validUTF8Prefix(err.Error(), 200)
+}
+
+// errorMessage 从 OpenAI / vLLM 错误体中取出 message，取不到时返回截断的原文。
+func errorMessage(b []byte) string {
+	s := unsafeString(b)
+	for _, path := range []string{"error.message", "message", "error"} {
+		if r := gjson.Get(s, path); r.Exists() && r.Type == gjson.String {
+			return validUTF8Prefix(r.Str, 200)
+		}
+	}
+	return validUTF8Prefix(string(b), 200)
+}
+
+// readStream 逐事件读取 SSE 响应并记录每个输出 chunk 的到达时刻与 token 增量。
+func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time.Time) {
+	rec := &x.rec
+	x.reader.Reset(body)
+	done := false
+	for {
+		ev, err := x.reader.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				x.fail(ctx, ErrClassTruncated, err, intended)
+				return
+			}
+			break
+		}
+		now := time.Since(intended)
+		rec.E2E = now
+		if ev.IsDone() {
+			done = true
+			break
+		}
+		if len(ev.Data) == 0 {
+			continue
+		}
+		if errMsg, bad := x.chunk(unsafeString(ev.Data), now); bad {
+			rec.ErrorClass = ErrClassStreamError
+			rec.Error = validUTF8Prefix(errMsg, 200)
+			return
+		}
+	}
+	if !done {
+		rec.ErrorClass = ErrClassTruncated
+		rec.Error = "stream ended before [DONE]"
+		return
+	}
+	x.finish()
+}
+
+// readWhole 处理非流式响应：整个响应作为一个 chunk，TTFT 等于 E2E。
+func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.Time) {
+	rec := &x.rec
+	b, err := io.ReadAll(body)
+	if err != nil {
+		x.fail(ctx, ErrClassTruncated, err, intended)
+		return
+	}
+	now := time.Since(intended)
+	rec.E2E = now
+	s := unsafeString(b)
+	if !gjson.Valid(s) {
+		rec.ErrorClass, rec.Error = ErrClassBadResponse, "response is not JSON"
+		return
+	}
+	if errMsg, bad := x.chunk(s, now); bad {
+		rec.ErrorClass, rec.Error = ErrClassStreamError, validUTF8Prefix(errMsg, 200)
+		return
+	}
+	x.finish()
+	rec.FirstToSecond, rec.TPOT = -1, -1
+}
+
+// chunk 解析一个 JSON 事件（流式 chunk 或非流式整体），返回 (错误信息, 是否为流内错误)。
+func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
+	if e := gjson.Get(s, "error"); e.Exists() && e.Type != gjson.Null {
+		if m := e.Get("message"); m.Exists() {
+			return m.String(), true
+		}
+		return e.String(), true
+	}
+	var content, reasoning string
+	tools := false
+	choice := gjson.Get(s, "choices.0")
+	if choice.Exists() {
+		if d := choice.Get("delta"); d.Exists() {
+			content, reasoning, tools = messageParts(d)
+		} else if m := choice.Get("message"); m.Exists() {
+			content, reasoning, tools = messageParts(m)
+		} else {
+			content = choice.Get("text").Str
+		}
+		if fr := choice.Get("finish_reason"); fr.Type == gjson.String {
+			x.rec.FinishReason = fr.Str
+		}
+	}
+	// usage：连续 usage 给出逐 chunk 的精确 token 增量。
+	delta := -1
+	if u := gjson.Get(s, "usage"); u.IsObject() {
+		x.sawUsage = true
+		x.promptUsage = int(u.Get("prompt_tokens").Int())
+		ct := int(u.Get("completion_tokens").Int())
+		delta = ct - x.lastUsage
+		x.lastUsage, x.complUsage = ct, ct
+		if r := u.Get("completion_tokens_details.reasoning_tokens"); r.Exists() && r.Type == gjson.Number {
+			x.usageReason = int(r.Int())
+		}
+	}
+	if content == "" && reasoning == "" && !tools {
+		return "", false // 角色 chunk、纯 usage chunk、空 delta：不是输出 token
+	}
+	// 客户端估算：思考段内的 content 计为推理。
+	reasonTok, contentTok := tokenize.Count(reasoning), 0
+	if content != "" {
+		r, c := x.splitThink(content)
+		reasonTok += tokenize.Count(r)
+		contentTok = tokenize.Count(c)
+	}
+	est := reasonTok + contentTok
+	if tools && est == 0 {
+		est = 1
+	}
+	x.estTokens += est
+	x.estReason += reasonTok
+	if delta < 0 {
+		delta = est
+	}
+	x.rec.ChunkTimes = append(x.rec.ChunkTimes, now)
+	x.rec.ChunkTokens = append(x.rec.ChunkTokens, int32(delta))
+	return "", false
+}
+
+// messageParts 取出 delta/message 中的正文、推理（新旧字段名都接受）与是否含工具调用。
+func messageParts(m gjson.Result) (content, reasoning string, tools bool) {
+	content = m.Get("content").Str
+	reasoning = m.Get("reasoning").Str
+	if reasoning == "" {
+		reasoning = m.Get("reasoning_content").Str
+	}
+	tc := m.Get("tool_calls")
+	tools = tc.IsArray() && len(tc.Raw) > 2
+	return content, reasoning, tools
+}
+
+// splitThink 把一段 content 按 <think>…</think> 分成推理部分与正文部分。
+// 思考标签只在内容开头出现时才识别（与 vLLM 推理解析器的行为一致）。
+func (x *exchange) splitThink(c string) (reason, content string) {
+	switch x.think {
+	case thinkDone:
+		return "", c
+	case thinkUnknown:
+		t := strings.TrimLeft(c, " \n\r\t")
+		if !strings.HasPrefix(t, "<think>") {
+			x.think = thinkDone
+			return "", c
+		}
+		x.think = thinkInside
+		c = t[len("<think>"):]
+	}
+	if i := strings.Index(c, "</think>"); i >= 0 {
+		x.think = thinkDone
+		return c[:i], c[i+len("</think>"):]
+	}
+	return c, ""
+}
+
+// finish 在流正常结束后汇总 token 数并派生 TTFT、TPOT 等。
+func (x *exchange) finish() {
+	rec := &x.rec
+	if len(rec.ChunkTimes) == 0 {
+		rec.ErrorClass, rec.Error = ErrClassNoTokens, "HTTP 200 but no output tokens"
+		return
+	}
+	if x.sawUsage && x.complUsage > 0 {
+		rec.CompletionTokens, rec.PromptTokens, rec.TokenSource = x.complUsage, x.promptUsage, TokenSourceUsage
+	} else {
+		rec.CompletionTokens, rec.TokenSource = x.estTokens, TokenSourceEstimate
+		rec.PromptTokens = x.promptUsage
+	}
+	switch {
+	case x.usageReason >= 0:
+		rec.ReasoningTokens = x.usageReason
+	case x.estTokens > 0 && rec.TokenSource == TokenSourceUsage:
+		// 按客户端计数的比例把服务端总数分给推理与正文。
+		rec.ReasoningTokens = int(float64(rec.CompletionTokens)*float64(x.estReason)/float64(x.estTokens) + 0.5)
+	default:
+		rec.ReasoningTokens = x.estReason
+	}
+	rec.TTFT = rec.ChunkTimes[0]
+	if rec.ChunkTokens[0] >= 2 {
+		rec.FirstToSecond = 0 // 前两个 token 同一个 chunk 到达
+	} else if len(rec.ChunkTimes) > 1 {
+		rec.FirstToSecond = rec.ChunkTimes[1] - rec.ChunkTimes[0]
+	}
+	if rec.CompletionTokens >= 2 {
+		rec.TPOT = (rec.E2E - rec.TTFT) / time.Duration(rec.CompletionTokens-1)
+	}
+	rec.OK = true
+}

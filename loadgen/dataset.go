@@ -1,0 +1,287 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/vllm-cibench/cibench/internal/tokenize"
+)
+
+// englishWords 与 chineseChars 是随机文本的素材。每个英文词（带前导空格）、
+// 每个汉字、每个标点在 internal/tokenize 规则下恰好是 1 个 token，
+// 所以"片段数 = token 数"，不依赖服务端即可得到精确长度。
+var englishWords = strings.Fields(`the of and to in is that for it as was with be by on not he this are or
+his from at which but have an they you were her she there been one all we their has would when if so no
+what up out more about into than them can only other time new some could these two may first then do any
+like my now over such our man me even most made after also did many before must through back years where
+much your way well down should because each just those people how too little state good very make world
+still own see men work long get here between both life being under never day same another know while last
+might us great old year off come since against go came right used take three model token server latency
+request stream batch cache memory prompt decode prefill kernel tensor matrix vector queue worker router
+cluster node engine sample output input length benchmark throughput system test`)
+
+// chineseChars 取常用汉字，保证在 CJK 统一表意文字区，按规则逐字成 token。
+const chineseChars = `的一是不了在人有我他这个们中来上大为和国地到以说时要就出会可也你对生能而子那得于着下自之年过发后作里用道行所然家种事成方多经么去法学如都同现当没动面起看定天分还进好小部其些主样理心她本前开但因只从想实日军者意无力它与长把机十民第公此已工使情明性知全三又关点正业外将两高间由问很最重并物手应战向头文体政美相见被利什二等产或新己制身果加西斯月话合回特代内信表化老给世位次度门任常先海通教儿原东声提立及比员解水名真论处走义各入几口认条平系气题活尔更别打女变四神总何电数安少报才结反受目太量再感建务做接必场件计管期市直德资命山金指克许统区保至队形社便空决治展马科司五基眼书非则听白却界达光放强即像难且权思王象完设式色路记南品住告类求据程北边死张该交规万取拉格望觉术领共确传师观清今切院让识候带导争运笑飞风步改收根干造言联持组每济车亲极林服快办议往元英士证近失转夫令准布始怎呢存未远叫台单影具罗字爱击流备兵连调深商算质团集百需价花党华城石级整府离况亚请技际约示复病息究线似官火断精满支视消越器容照须九增研写称企八功吗包片史委乎查轻易早曾除农找装广显吧阿李标谈吃图念六引历首医局突专费号尽另周较注语仅考落青随选列武红响虽推势参希古众构房半节土投某案黑维革划敌致陈律足态护七兴派孩验责营星够章音跟志底站严巴例防族供效续施留讲型料终答紧黄绝奇察母京段依批群项故按河米围江织害斗双境客纪采举杀攻父苏密低朝友诉止细愿千值仍男钱破网热助倒育属坐帝限船脸职速刻乐否刚威毛状率甚独球般普怕弹校苦创假久错承印晚兰试股拿脑预谁益阳若哪微尼继送急血惊伤素药适波夜省初喜卫源食险待述陆习置居劳财环排福纳欢雷警获模充负云停木游龙树疑层冷洲冲射略范竟句室异激汉村哈策演简卡罪判担州静退既衣您宗积余痛检差富灵协角占配征修皮挥胜降阶审沉坚善妈刘读啊超免压银买皇养伊怀执副乱抗犯追帮宣佛岁航优怪香著田铁控税左右份穿艺背阵草脚概恶块顿敢守酒岛托央户烈洋哥索胡款靠评版宝座释景顾弟登货互付伯慢欧换闻危忙核暗姐介坏讨丽良序升监临亮露永呼味野架域沙掉括舰鱼杂误湖激`
+
+// zhPunct 与 enPunct 是插入文本中的标点，每个在规则下是 1 个 token。
+var (
+	zhPunct = []string{"，", "。", "、", "；", "：", "？", "！"}
+	enPunct = []string{",", ".", ";", ":", "?", "!"}
+)
+
+// textGen 用可复现的随机数生成中英混合的 token 片段。
+type textGen struct {
+	rng   *rand.Rand
+	zh    []rune
+	inZh  bool // 当前处于中文段还是英文段
+	left  int  // 当前段剩余片段数
+	buf   []string
+	since int // 距上一个标点的片段数
+}
+
+// newTextGen 以 seed 创建生成器；相同 seed 产生相同文本。
+func newTextGen(seed uint64) *textGen {
+	return &textGen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), zh: []rune(chineseChars)}
+}
+
+// piece 返回下一个恰为 1 个 token 的片段：英文词总带前导空格，
+// 这样任意两个片段相邻都不会被规则合并成一个 token。
+func (g *textGen) piece() string {
+	if g.left == 0 {
+		g.inZh = !g.inZh
+		g.left = 4 + g.rng.IntN(24)
+	}
+	g.left--
+	g.since++
+	if g.since > 6 && g.rng.IntN(8) == 0 {
+		g.since = 0
+		if g.inZh {
+			return zhPunct[g.rng.IntN(len(zhPunct))]
+		}
+		return enPunct[g.rng.IntN(len(enPunct))]
+	}
+	if g.inZh {
+		r := g.zh[g.rng.IntN(len(g.zh))]
+		return string(r)
+	}
+	return " " + englishWords[g.rng.IntN(len(englishWords))]
+}
+
+// pieces 追加 n 个片段到 dst。
+func (g *textGen) pieces(dst []string, n int) []string {
+	for range n {
+		dst = append(dst, g.piece())
+	}
+	return dst
+}
+
+// RandomText 返回由 seed 决定的中英混合随机文本，按 internal/tokenize 规则恰好 tokens 个 token。
+// 同一 seed 与长度总是得到同一文本，这是压测可复现的基础。
+func RandomText(seed int64, tokens int) string {
+	g := newTextGen(uint64(seed))
+	return strings.Join(g.pieces(nil, tokens), "")
+}
+
+// TokenCounter 给出服务端分词器下文本的 token 数（通常是 vLLM 的 POST /tokenize）。
+type TokenCounter interface {
+	CountTokens(ctx context.Context, text string) (int, error)
+}
+
+// localCounter 按 internal/tokenize 规则计数，是没有服务端分词器时的估算。
+type localCounter struct{}
+
+// CountTokens 按共享规则计数，从不失败。
+func (localCounter) CountTokens(_ context.Context, text string) (int, error) {
+	return tokenize.Count(text), nil
+}
+
+// poolSize 是每个输入长度预生成的不同 prompt 个数上限；请求按序号循环使用。
+// 有上限是为了让 1,000,000 个请求的运行内存保持有界。
+const poolSize = 1024
+
+// promptPool 是一组预生成的 prompt（已转成 JSON 字符串字面量，发送时直接拼接）。
+type promptPool struct {
+	quoted [][]byte // json 编码后的字符串（含引号）
+	tokens []int    // 目标 token 数（服务端校准后的实际值）
+	exact  bool     // 长度是否经服务端分词器确认
+}
+
+// buildPool 为输入长度 inputLen 生成 n 个 prompt。有 counter 时逐条用服务端
+// 计数校准（多退少补，最多 8 轮），否则按共享规则精确生成。
+func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCounter) (*promptPool, error) {
+	if n > poolSize {
+		n = poolSize
+	}
+	pool := &promptPool{exact: counter != nil}
+	if p.DatasetType == DatasetCustom {
+		for i := range min(n, len(p.Prompts)) {
+			q, _ := json.Marshal(p.Prompts[i].Text)
+			pool.quoted = append(pool.quoted, q)
+			pool.tokens = append(pool.tokens, tokenize.Count(p.Prompts[i].Text))
+		}
+		return pool, nil
+	}
+	prefixGen := newTextGen(uint64(p.Seed) ^ 0x5eed)
+	prefix := prefixGen.pieces(nil, p.PrefixLength)
+	lenRng := rand.New(rand.NewPCG(uint64(p.Seed), uint64(inputLen)))
+	for i := range n {
+		target := jitter(lenRng, inputLen, p.RangeRatioBelow, p.RangeRatioAbove)
+		if target <= p.PrefixLength {
+			target = p.PrefixLength + 1
+		}
+		g := newTextGen(uint64(p.Seed)*1_000_003 + uint64(inputLen)*7919 + uint64(i))
+		pieces := append(append([]string(nil), prefix...), g.pieces(nil, target-p.PrefixLength)...)
+		text := strings.Join(pieces, "")
+		got := target
+		if counter != nil {
+			var err error
+			text, got, err = calibrate(ctx, counter, g, pieces, target, p.PrefixLength)
+			if err != nil {
+				return nil, err
+			}
+		}
+		q, _ := json.Marshal(text)
+		pool.quoted = append(pool.quoted, q)
+		pool.tokens = append(pool.tokens, got)
+	}
+	return pool, nil
+}
+
+// calibrate 让文本在服务端分词器下恰好 target 个 token：按差值删减或追加片段，
+// 重复至相等或 8 轮（BPE 合并可能使差值振荡），返回文本与最终计数。
+func calibrate(ctx context.Context, c TokenCounter, g *textGen, pieces []string, target, keep int) (string, int, error) {
+	text := strings.Join(pieces, "")
+	for range 8 {
+		got, err := c.CountTokens(ctx, text)
+		if err != nil {
+			return "", 0, fmt.Errorf("loadgen: tokenize: %w", err)
+		}
+		if got == target {
+			return text, got, nil
+		}
+		diff := target - got
+		if diff > 0 {
+			pieces = g.pieces(pieces, diff)
+		} else {
+			n := max(len(pieces)+diff, keep+1)
+			pieces = pieces[:n]
+		}
+		text = strings.Join(pieces, "")
+	}
+	got, err := c.CountTokens(ctx, text)
+	if err != nil {
+		return "", 0, fmt.Errorf("loadgen: tokenize: %w", err)
+	}
+	return text, got, nil
+}
+
+// jitter 在 [base×(1−below), base×(1+above)] 内均匀取整数长度（至少 1）。
+func jitter(r *rand.Rand, base int, below, above float64) int {
+	if below == 0 && above == 0 {
+		return base
+	}
+	lo := int(float64(base) * (1 - below))
+	hi := int(float64(base) * (1 + above))
+	if hi < lo {
+		hi = lo
+	}
+	v := lo + r.IntN(hi-lo+1)
+	return max(v, 1)
+}
+
+// ReadPrompts 从 JSONL 读取 custom 数据集：每行一个对象，文本取 "prompt"、"text"、
+// "input" 或 "question" 中第一个非空字段，可选 "max_tokens"/"output_length"。
+// 空行忽略；坏行报错并指出行号。
+func ReadPrompts(r io.Reader) ([]Prompt, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<30)
+	var out []Prompt
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var row struct {
+			Prompt       string `json:"prompt"`
+			Text         string `json:"text"`
+			Input        string `json:"input"`
+			Question     string `json:"question"`
+			MaxTokens    int    `json:"max_tokens"`
+			OutputLength int    `json:"output_length"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return nil, fmt.Errorf("loadgen: read prompts: line %d: %w", line, err)
+		}
+		text := firstNonEmpty(row.Prompt, row.Text, row.Input, row.Question)
+		if text == "" {
+			return nil, fmt.Errorf("loadgen: read prompts: line %d: no prompt/text/input/question field", line)
+		}
+		mt := row.MaxTokens
+		if mt == 0 {
+			mt = row.OutputLength
+		}
+		out = append(out, Prompt{Text: text, MaxTokens: mt})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("loadgen: read prompts: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("loadgen: read prompts: no prompts")
+	}
+	return out, nil
+}
+
+// firstNonEmpty 返回第一个非空字符串。
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// imageDataURL 生成一张 w×h、由 seed 决定的色块 PNG，编码为 data URL，
+// 供 image-text 模态使用（真实像素数据，服务端需要真正解码）。
+func imageDataURL(seed uint64, w, h int) string {
+	rng := rand.New(rand.NewPCG(seed, 0x1a9e))
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	const block = 16
+	for by := 0; by < h; by += block {
+		for bx := 0; bx < w; bx += block {
+			c := color.RGBA{uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), 255}
+			for y := by; y < min(by+block, h); y++ {
+				for x := bx; x < min(bx+block, w); x++ {
+					img.SetRGBA(x, y, c)
+				}
+			}
+		}
+	}
+	var buf bytes.Buffer
+	_ = png.Encode(&buf, img) // 写入内存缓冲不会失败
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// validUTF8Prefix 截断到合法 UTF-8 边界，供错误信息截取使用。
+func validUTF8Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,381 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// 后端、控制方式、爬坡策略、数据集与模态的取值，与 acs-bench 的参数值一致。
+const (
+	BackendChat       = "openai-chat" // /v1/chat/completions（默认）
+	BackendCompletion = "openai"      // /v1/completions
+
+	ControlNormal = "normal"
+	ControlClimb  = "climb"
+
+	ClimbStatic = "static"
+	ClimbLinear = "linear"
+
+	DatasetRandom = "random"
+	DatasetCustom = "custom"
+
+	ModalText      = "text"
+	ModalImageText = "image-text"
+
+	// ConcurrencyBackend 是本实现唯一的并发后端名（goroutine 池），
+	// 沿用 acs-bench 的默认值以保持产物命名一致。
+	ConcurrencyBackend = "threading-pool"
+)
+
+// ErrInvalidProfile 是 Profile 校验失败时所有错误的哨兵，可用 errors.Is 判断。
+var ErrInvalidProfile = errors.New("loadgen: invalid profile")
+
+// Profile 是一次压测的全部参数，字段名与 YAML 键沿用 acs-bench 的参数名
+// （configs/tests/perf/profiles/{pr,daily}.yaml 直接解码到这里）。
+//
+// 零值加上 Defaults 即可用；指针字段用于区分"未设置"与"显式设为 0"
+// （例如 temperature: 0 是合法的贪心采样）。
+type Profile struct {
+	// Backend 为 "openai-chat"（默认）或 "openai"。
+	Backend string `yaml:"backend"`
+	// Concurrency 是并发分组，每个值一组；RequestRate>0 时为并发上限（0 表示不设上限）。
+	Concurrency []int `yaml:"concurrency"`
+	// InputLength 与 OutputLength 是输入 / 输出 token 长度分组。
+	InputLength  []int `yaml:"input_length"`
+	OutputLength []int `yaml:"output_length"`
+	// NumRequests 是每组的请求数：一个值用于所有并发组，多个值与 Concurrency 一一对应；
+	// 为空时取 concurrency × RequestsPerConcurrency。
+	NumRequests []int `yaml:"num_requests"`
+	// RequestsPerConcurrency 是 NumRequests 为空时的倍数（PR 档 16，每日档 32，默认 16）。
+	RequestsPerConcurrency int `yaml:"requests_per_concurrency"`
+	// Warmup 是每组开始前发出、不计入统计的预热请求数。
+	Warmup int `yaml:"warmup"`
+	// Epochs 是每组重复的轮数（默认 1），每轮一行汇总。
+	Epochs int `yaml:"epochs"`
+
+	// ControlMethod 为 "normal"（默认）或 "climb"。
+	ControlMethod string `yaml:"control_method"`
+	// InitConcurrency 是爬坡初始并发：一个值用于所有组，多个值与 Concurrency 对应；为空时等于组并发。
+	InitConcurrency []int `yaml:"init_concurrency"`
+	// GrowthRate 是每次爬坡增加的并发数。
+	GrowthRate int `yaml:"growth_rate"`
+	// GrowthInterval 是两次爬坡之间的间隔（YAML 写作 "5000ms" 或 "5s"，默认 1s）。
+	GrowthInterval time.Duration `yaml:"growth_interval"`
+	// ClimbMode 为 "static"（默认，每个间隔跳升 GrowthRate）或 "linear"（在间隔内均匀逐个增加）。
+	ClimbMode string `yaml:"climb_mode"`
+
+	// RequestRate 是开环到达速率（请求/秒），0 表示不限（闭环，按并发发送）。
+	RequestRate float64 `yaml:"request_rate"`
+	// Burstiness 是 gamma 到达间隔的形状参数（默认 1 = 泊松）。
+	Burstiness float64 `yaml:"burstiness"`
+
+	// Temperature、TopK、TopP 是采样参数；未设置时分别为 0.6、8、1.0（acs-bench 默认）。
+	Temperature *float64 `yaml:"temperature"`
+	TopK        *int     `yaml:"top_k"`
+	TopP        *float64 `yaml:"top_p"`
+	// IgnoreEOS 默认 true，保证输出长度等于 max_tokens。
+	IgnoreEOS *bool `yaml:"ignore_eos"`
+	// Stream 默认 true；false 时 TTFT 取整个响应到达的时间。
+	Stream *bool `yaml:"stream"`
+	// ContinuousUsageStats 默认 true：请求每个 chunk 带 usage，得到逐 chunk 的精确 token 数；
+	// 服务端拒绝（400）时自动降级。
+	ContinuousUsageStats *bool `yaml:"continuous_usage_stats"`
+	// Timeout 是单个请求的超时（默认 1000s，与 acs-bench 一致）。
+	Timeout time.Duration `yaml:"timeout"`
+
+	// Goodput 是 SLO 列表，形如 "ttft:50"、"tpot:20"、"e2e:1000"（毫秒）。
+	Goodput []string `yaml:"goodput"`
+
+	// Seed 是数据集与到达过程的随机种子（默认 0，同种子结果可复现）。
+	Seed int64 `yaml:"seed"`
+	// DatasetType 为 "random"（默认，内置中英混合随机文本）或 "custom"（使用 Prompts）。
+	DatasetType string `yaml:"dataset_type"`
+	// InputPath 是 custom 数据集（JSONL）的路径，仅供示例程序读取，库本身不打开文件。
+	InputPath string `yaml:"input_path"`
+	// Tokenizer 是 HuggingFace tokenizer 路径，仅作记录（库使用服务端 /tokenize 或估算）。
+	Tokenizer string `yaml:"tokenizer"`
+	// PrefixLength 是所有 prompt 共享的前缀 token 数（仅 random）。
+	PrefixLength int `yaml:"prefix_length"`
+	// RangeRatioAbove / RangeRatioBelow 让输入长度在 [L×(1−below), L×(1+above)] 内均匀抖动。
+	RangeRatioAbove float64 `yaml:"range_ratio_above"`
+	RangeRatioBelow float64 `yaml:"range_ratio_below"`
+	// OutputRangeRatioAbove / OutputRangeRatioBelow 对输出长度做同样的抖动。
+	OutputRangeRatioAbove float64 `yaml:"output_range_ratio_above"`
+	OutputRangeRatioBelow float64 `yaml:"output_range_ratio_below"`
+	// ModalType 为 "text"（默认）或 "image-text"（chat 后端，附带一张 PNG 图片）。
+	ModalType string `yaml:"modal_type"`
+	// ImageWidth / ImageHeight 是 image-text 图片尺寸（默认 512×512）。
+	ImageWidth  int `yaml:"image_width"`
+	ImageHeight int `yaml:"image_height"`
+
+	// Prompts 是 custom 数据集的内容（通常由 ReadPrompts 从 JSONL 读入），不来自 YAML。
+	Prompts []Prompt `yaml:"-"`
+}
+
+// Prompt 是 custom 数据集中的一条输入。
+type Prompt struct {
+	// Text 是提示文本。
+	Text string `json:"prompt"`
+	// MaxTokens 非 0 时覆盖分组的输出长度。
+	MaxTokens int `json:"max_tokens,omitempty"`
+}
+
+// 以下为 acs-bench 的默认值。
+const (
+	DefaultTemperature            = 0.6
+	DefaultTopK                   = 8
+	DefaultTopP                   = 1.0
+	DefaultTimeout                = 1000 * time.Second
+	DefaultGrowthInterval         = time.Second
+	DefaultRequestsPerConcurrency = 16
+	DefaultImageSize              = 512
+)
+
+// Defaults 返回填好默认值的副本；原 Profile 不被修改。
+func (p Profile) Defaults() Profile {
+	if p.Backend == "" {
+		p.Backend = BackendChat
+	}
+	if len(p.Concurrency) == 0 {
+		p.Concurrency = []int{1}
+	}
+	if p.RequestsPerConcurrency == 0 {
+		p.RequestsPerConcurrency = DefaultRequestsPerConcurrency
+	}
+	if p.Epochs == 0 {
+		p.Epochs = 1
+	}
+	if p.ControlMethod == "" {
+		p.ControlMethod = ControlNormal
+	}
+	if p.GrowthInterval == 0 {
+		p.GrowthInterval = DefaultGrowthInterval
+	}
+	if p.ClimbMode == "" {
+		p.ClimbMode = ClimbStatic
+	}
+	if p.Burstiness == 0 {
+		p.Burstiness = 1
+	}
+	if p.Temperature == nil {
+		v := DefaultTemperature
+		p.Temperature = &v
+	}
+	if p.TopK == nil {
+		v := DefaultTopK
+		p.TopK = &v
+	}
+	if p.TopP == nil {
+		v := DefaultTopP
+		p.TopP = &v
+	}
+	t := true
+	if p.IgnoreEOS == nil {
+		p.IgnoreEOS = &t
+	}
+	if p.Stream == nil {
+		p.Stream = &t
+	}
+	if p.ContinuousUsageStats == nil {
+		p.ContinuousUsageStats = &t
+	}
+	if p.Timeout == 0 {
+		p.Timeout = DefaultTimeout
+	}
+	if p.DatasetType == "" {
+		p.DatasetType = DatasetRandom
+		if len(p.Prompts) > 0 {
+			p.DatasetType = DatasetCustom
+		}
+	}
+	if p.ModalType == "" {
+		p.ModalType = ModalText
+	}
+	if p.ImageWidth == 0 {
+		p.ImageWidth = DefaultImageSize
+	}
+	if p.ImageHeight == 0 {
+		p.ImageHeight = DefaultImageSize
+	}
+	return p
+}
+
+// invalid 构造一个带字段名与取值的校验错误。
+func invalid(field string, value any, why string) error {
+	return fmt.Errorf("%w: %s=%v: %s", ErrInvalidProfile, field, value, why)
+}
+
+// Validate 检查（已填默认值的）Profile；错误点名字段与取值，便于定位 YAML 中的问题。
+func (p Profile) Validate() error {
+	if p.Backend != BackendChat && p.Backend != BackendCompletion {
+		return invalid("backend", p.Backend, `want "openai-chat" or "openai"`)
+	}
+	if len(p.InputLength) == 0 && p.DatasetType != DatasetCustom {
+		return invalid("input_length", p.InputLength, "at least one value required")
+	}
+	if len(p.OutputLength) == 0 {
+		return invalid("output_length", p.OutputLength, "at least one value required")
+	}
+	for _, c := range p.Concurrency {
+		if c < 0 || (c == 0 && p.RequestRate == 0) {
+			return invalid("concurrency", c, "must be >= 1 (0 only with request_rate)")
+		}
+	}
+	for _, v := range p.InputLength {
+		if v < 1 {
+			return invalid("input_length", v, "must be >= 1")
+		}
+		if p.PrefixLength >= v && p.DatasetType == DatasetRandom {
+			return invalid("prefix_length", p.PrefixLength, fmt.Sprintf("must be < input_length %d", v))
+		}
+	}
+	for _, v := range p.OutputLength {
+		if v < 1 {
+			return invalid("output_length", v, "must be >= 1")
+		}
+	}
+	if err := matchList("num_requests", p.NumRequests, len(p.Concurrency), 1); err != nil {
+		return err
+	}
+	if err := matchList("init_concurrency", p.InitConcurrency, len(p.Concurrency), 1); err != nil {
+		return err
+	}
+	switch {
+	case p.RequestsPerConcurrency < 1:
+		return invalid("requests_per_concurrency", p.RequestsPerConcurrency, "must be >= 1")
+	case p.Warmup < 0:
+		return invalid("warmup", p.Warmup, "must be >= 0")
+	case p.Epochs < 1:
+		return invalid("epochs", p.Epochs, "must be >= 1")
+	case p.ControlMethod != ControlNormal && p.ControlMethod != ControlClimb:
+		return invalid("control_method", p.ControlMethod, `want "normal" or "climb"`)
+	case p.ClimbMode != ClimbStatic && p.ClimbMode != ClimbLinear:
+		return invalid("climb_mode", p.ClimbMode, `want "static" or "linear"`)
+	case p.GrowthRate < 0:
+		return invalid("growth_rate", p.GrowthRate, "must be >= 0")
+	case p.GrowthInterval < 0:
+		return invalid("growth_interval", p.GrowthInterval, "must be >= 0")
+	case p.RequestRate < 0:
+		return invalid("request_rate", p.RequestRate, "must be >= 0 (0 = unlimited)")
+	case p.Burstiness <= 0:
+		return invalid("burstiness", p.Burstiness, "must be > 0")
+	case *p.Temperature < 0:
+		return invalid("temperature", *p.Temperature, "must be >= 0")
+	case *p.TopK < -1:
+		return invalid("top_k", *p.TopK, "must be >= -1")
+	case *p.TopP <= 0 || *p.TopP > 1:
+		return invalid("top_p", *p.TopP, "must be in (0, 1]")
+	case p.Timeout < 0:
+		return invalid("timeout", p.Timeout, "must be > 0")
+	case p.PrefixLength < 0:
+		return invalid("prefix_length", p.PrefixLength, "must be >= 0")
+	case p.RangeRatioAbove < 0 || p.RangeRatioAbove > 1:
+		return invalid("range_ratio_above", p.RangeRatioAbove, "must be in [0, 1]")
+	case p.RangeRatioBelow < 0 || p.RangeRatioBelow >= 1:
+		return invalid("range_ratio_below", p.RangeRatioBelow, "must be in [0, 1)")
+	case p.OutputRangeRatioAbove < 0 || p.OutputRangeRatioAbove > 1:
+		return invalid("output_range_ratio_above", p.OutputRangeRatioAbove, "must be in [0, 1]")
+	case p.OutputRangeRatioBelow < 0 || p.OutputRangeRatioBelow >= 1:
+		return invalid("output_range_ratio_below", p.OutputRangeRatioBelow, "must be in [0, 1)")
+	case p.DatasetType != DatasetRandom && p.DatasetType != DatasetCustom:
+		return invalid("dataset_type", p.DatasetType, `want "random" or "custom"`)
+	case p.DatasetType == DatasetCustom && len(p.Prompts) == 0:
+		return invalid("dataset_type", p.DatasetType, "custom dataset needs prompts (input_path)")
+	case p.ModalType != ModalText && p.ModalType != ModalImageText:
+		return invalid("modal_type", p.ModalType, `want "text" or "image-text"`)
+	case p.ModalType == ModalImageText && p.Backend != BackendChat:
+		return invalid("modal_type", p.ModalType, "image-text needs backend openai-chat")
+	case p.ImageWidth < 1 || p.ImageHeight < 1 || p.ImageWidth > 8192 || p.ImageHeight > 8192:
+		return invalid("image_width/image_height", fmt.Sprintf("%dx%d", p.ImageWidth, p.ImageHeight), "must be in [1, 8192]")
+	}
+	if _, err := ParseGoodput(p.Goodput); err != nil {
+		return err
+	}
+	return nil
+}
+
+// matchList 校验"一个值用于全部组，或与并发组一一对应"的列表参数。
+func matchList(field string, vals []int, groups, minimum int) error {
+	if len(vals) > 1 && len(vals) != groups {
+		return invalid(field, vals, fmt.Sprintf("give one value or one per concurrency group (%d)", groups))
+	}
+	for _, v := range vals {
+		if v < minimum {
+			return invalid(field, v, fmt.Sprintf("must be >= %d", minimum))
+		}
+	}
+	return nil
+}
+
+// pick 从"单值或按组对应"的列表中取第 i 组的值，空列表返回 def。
+func pick(vals []int, i, def int) int {
+	switch len(vals) {
+	case 0:
+		return def
+	case 1:
+		return vals[0]
+	default:
+		return vals[i]
+	}
+}
+
+// SLO 是 goodput 的服务目标（各项为 0 表示不约束）。
+type SLO struct {
+	TTFT time.Duration
+	TPOT time.Duration
+	E2E  time.Duration
+}
+
+// Empty 报告是否未配置任何目标（此时 goodput 写作 -1）。
+func (s SLO) Empty() bool { return s.TTFT == 0 && s.TPOT == 0 && s.E2E == 0 }
+
+// Met 报告一次成功请求是否满足全部目标；tpot<0 表示该请求没有 TPOT（单 token），不受 TPOT 约束。
+func (s SLO) Met(ttft, tpot, e2e time.Duration) bool {
+	if s.TTFT > 0 && ttft > s.TTFT {
+		return false
+	}
+	if s.TPOT > 0 && tpot >= 0 && tpot > s.TPOT {
+		return false
+	}
+	if s.E2E > 0 && e2e > s.E2E {
+		return false
+	}
+	return true
+}
+
+// ParseGoodput 解析 acs-bench / vllm bench 的 goodput 写法：每项 "名称:毫秒"，
+// 可以逗号分隔或多项给出（"ttft:50,e2e:1000"）；名称为 ttft、tpot、e2e（或 e2el）。
+func ParseGoodput(items []string) (SLO, error) {
+	var s SLO
+	for _, item := range items {
+		for _, kv := range strings.Split(item, ",") {
+			kv = strings.TrimSpace(kv)
+			if kv == "" {
+				continue
+			}
+			name, val, ok := strings.Cut(kv, ":")
+			if !ok {
+				return SLO{}, invalid("goodput", kv, `want "name:milliseconds"`)
+			}
+			ms, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			if err != nil || ms <= 0 {
+				return SLO{}, invalid("goodput", kv, "milliseconds must be a positive number")
+			}
+			d := time.Duration(ms * float64(time.Millisecond))
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "ttft":
+				s.TTFT = d
+			case "tpot":
+				s.TPOT = d
+			case "e2e", "e2el":
+				s.E2E = d
+			default:
+				return SLO{}, invalid("goodput", kv, "name must be ttft, tpot or e2e")
+			}
+		}
+	}
+	return s, nil
+}

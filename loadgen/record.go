@@ -1,0 +1,119 @@
+package loadgen
+
+import (
+	"net/http"
+	"time"
+)
+
+// Target 描述被压测的服务。它是一个普通结构体，调用方（例如 examples/ci）
+// 把 deploy.Endpoint 转换过来，从而 loadgen 不依赖 deploy 包。
+type Target struct {
+	// BaseURLs 是一个或多个以 "/v1" 结尾的地址，请求按轮询分发到各实例。
+	BaseURLs []string
+	// Model 是请求中的 model 字段。
+	Model string
+	// APIKey 非空时以 Bearer 方式发送；它不会出现在任何记录或产物中。
+	APIKey string
+	// Provider 是 providers.yaml 中的 id，写入汇总的 Provider 列与产物文件名。
+	Provider string
+	// Client 为 nil 时，Run 为本次运行创建一个按最大并发调优连接池的客户端。
+	Client *http.Client
+}
+
+// 错误分类（Record.ErrorClass），取值固定、基数低，可直接作为标签使用。
+const (
+	ErrClassNone        = ""
+	ErrClassHTTP        = "http"         // 非 200 状态码（Status 给出具体值）
+	ErrClassStreamError = "stream_error" // 200 之后流内出现 {"error": …} 事件
+	ErrClassTruncated   = "truncated"    // 流在 [DONE] 之前断开
+	ErrClassNoTokens    = "no_tokens"    // 200 且正常结束，但没有任何输出 token
+	ErrClassTimeout     = "timeout"      // 超过 Profile.Timeout
+	ErrClassTransport   = "transport"    // 连接失败等传输层错误
+	ErrClassCanceled    = "canceled"     // 运行被 ctx 取消
+	ErrClassBadResponse = "bad_response" // 响应体无法解析
+)
+
+// Token 数来源（Record.TokenSource / Summary.TokenSource）。
+const (
+	TokenSourceUsage    = "usage"    // 服务端 usage
+	TokenSourceEstimate = "estimate" // 按 internal/tokenize 规则从流内容计数
+)
+
+// Group 标识一个汇总分组，在分组开始时交给实现了 GroupSink 的接收方。
+type Group struct {
+	Index        int // 0 起，按执行顺序
+	InputLength  int
+	OutputLength int
+	Concurrency  int
+	Round        int // 1 起的轮次
+	Start        time.Time
+}
+
+// Record 是一个请求的完整测量结果。所有时长都从该请求的意图发送时刻
+// （Intended）量起，同一请求的全部时间戳来自同一个单调时钟。
+//
+// Record 及其切片只在 RecordSink.WriteRecord 调用期间有效，接收方需要保留时必须复制。
+type Record struct {
+	Group    Group
+	Index    int           // 组内序号，0 起
+	Instance int           // 命中的 BaseURLs 下标
+	Warmup   bool          // 预热请求（不计入汇总）
+	Intended time.Time     // 计划发送时刻（开环为到达时刻，闭环为槽位空出时刻）
+	Sent     time.Time     // 实际发出时刻
+	SlotWait time.Duration // Sent − Intended：等待并发槽位的时间
+	// TTFT 为首个携带内容 / 推理 / 工具调用的 chunk 到达时刻；无则为 -1。
+	TTFT time.Duration
+	// FirstToSecond 为第二个输出 token 与第一个之间的间隔；不足两个 token 为 -1。
+	FirstToSecond time.Duration
+	// TPOT 为 (E2E−TTFT)/(CompletionTokens−1)；不足两个 token 为 -1。
+	TPOT time.Duration
+	// E2E 为响应最后一个字节到达时刻。
+	E2E time.Duration
+	// ChunkTimes 为每个输出 chunk 的到达时刻（相对 Intended），ChunkTokens 为对应的 token 增量。
+	ChunkTimes  []time.Duration
+	ChunkTokens []int32
+
+	PromptTokens     int
+	CompletionTokens int
+	ReasoningTokens  int
+	TokenSource      string // "usage" 或 "estimate"
+	FinishReason     string
+
+	OK         bool
+	Status     int    // HTTP 状态码，未收到响应为 0
+	ErrorClass string // 见 ErrClass* 常量
+	Error      string // 简短错误信息（不含密钥）
+}
+
+// RecordSink 接收逐请求记录。Run 保证同一时刻只有一个 goroutine 调用它，
+// 因此实现无需自行加锁；返回错误会终止本次运行。
+type RecordSink interface {
+	WriteRecord(r *Record) error
+}
+
+// GroupSink 是 RecordSink 的可选能力：在每组开始与结束时得到通知，
+// 用于按组切分逐请求文件、每组结束立即追加一行汇总（崩溃不丢已测数据）。
+type GroupSink interface {
+	BeginGroup(g Group) error
+	EndGroup(s Summary) error
+}
+
+// RecordSinkFunc 让普通函数充当 RecordSink。
+type RecordSinkFunc func(r *Record) error
+
+// WriteRecord 调用 f。
+func (f RecordSinkFunc) WriteRecord(r *Record) error { return f(r) }
+
+// Progress 是运行中的实时进度快照，供示例程序在 stderr 打印进度行。
+type Progress struct {
+	Group       Group
+	Done, Total int     // 本组已完成 / 总请求数
+	Failed      int     // 本组失败数
+	Active      int     // 当前在途请求数（爬坡时即当前并发）
+	Rate        float64 // 本组迄今的完成速率（请求/秒）
+}
+
+// ProgressSink 是 RecordSink 的可选能力：Run 约每 250ms 调用一次 Progress。
+type ProgressSink interface {
+	Progress(p Progress)
+}

@@ -1,0 +1,551 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// ErrInvalidTarget 表示 Target 缺少必要字段。
+var ErrInvalidTarget = errors.New("loadgen: invalid target")
+
+// runner 是一次 Run 的共享状态。除 sinkMu 保护的部分外，运行期间只读。
+type runner struct {
+	t        Target
+	p        Profile
+	client   *http.Client
+	urls     []string // 每个实例的请求地址
+	rr       atomic.Uint64
+	slo      SLO
+	tmpl     *bodyTemplate
+	counter  TokenCounter
+	pools    map[int]*promptPool
+	images   []string
+	scraper  *scraper
+	stream   bool
+	maxConc  int
+	sink     RecordSink
+	gsink    GroupSink
+	psink    ProgressSink
+	sinkMu   sync.Mutex
+	lastProg time.Time
+}
+
+// Run 按 Profile 依次执行全部分组（输入长度 × 输出长度 × 并发 × 轮次），
+// 每组结束返回一行汇总；逐请求记录流式交给 sink（可为 nil），从不在内存中保留。
+//
+// 并发约定：Run 自己启动并回收全部 goroutine，返回时没有遗留；sink 的方法
+// 由 Run 串行调用。ctx 取消时在途请求被中断并计为 canceled，Run 返回已完成
+// 分组的汇总与 ctx 的错误。
+func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) ([]Summary, error) {
+	p := profile.Defaults()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if len(target.BaseURLs) == 0 {
+		return nil, fmt.Errorf("%w: no base URL", ErrInvalidTarget)
+	}
+	for _, u := range target.BaseURLs {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return nil, fmt.Errorf("%w: base URL %q is not http(s)", ErrInvalidTarget, u)
+		}
+	}
+	if target.Model == "" {
+		return nil, fmt.Errorf("%w: empty model", ErrInvalidTarget)
+	}
+	slo, _ := ParseGoodput(p.Goodput) // 已在 Validate 中校验
+	r := &runner{t: target, p: p, slo: slo, sink: sink, pools: map[int]*promptPool{}, stream: *p.Stream}
+	if gs, ok := sink.(GroupSink); ok {
+		r.gsink = gs
+	}
+	if ps, ok := sink.(ProgressSink); ok {
+		r.psink = ps
+	}
+	for _, c := range p.Concurrency {
+		r.maxConc = max(r.maxConc, c)
+	}
+	r.client = target.Client
+	if r.client == nil {
+		r.client = newHTTPClient(max(r.maxConc, 64))
+		defer r.client.CloseIdleConnections()
+	}
+	path := "/completions"
+	if p.Backend == BackendChat {
+		path = "/chat/completions"
+	}
+	for _, b := range target.BaseURLs {
+		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
+	}
+	r.scraper = newScraper(r.client, target.BaseURLs)
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
+	}
+
+	inputs := p.InputLength
+	if p.DatasetType == DatasetCustom && len(inputs) == 0 {
+		inputs = []int{0}
+	}
+	var out []Summary
+	gi := 0
+	for _, in := range inputs {
+		for _, outLen := range p.OutputLength {
+			for ci, c := range p.Concurrency {
+				n := pick(p.NumRequests, ci, max(c, 1)*p.RequestsPerConcurrency)
+				initC := pick(p.InitConcurrency, ci, c)
+				for round := 1; round <= p.Epochs; round++ {
+					g := Group{Index: gi, InputLength: in, OutputLength: outLen, Concurrency: c, Round: round}
+					gi++
+					s, err := r.runGroup(ctx, g, n, initC, round == 1)
+					if err != nil {
+						return out, err
+					}
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// newHTTPClient 创建为压测调优的客户端：连接池容量覆盖最大并发，关闭压缩
+// （SSE 需要逐块到达），不设整体超时（由每个请求的 ctx 控制）。
+func newHTTPClient(conns int) *http.Client {
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns * 2,
+		MaxIdleConnsPerHost: conns * 2,
+		MaxConnsPerHost:     0,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      64 << 10,
+	}
+	return &http.Client{Transport: tr}
+}
+
+// prepare 探测服务能力：stream_options 是否被接受（400 时降级）、/tokenize 是否可用。
+// 探测请求不计入任何统计。
+func (r *runner) prepare(ctx context.Context) error {
+	level := usageContinuous
+	if !*r.p.ContinuousUsageStats {
+		level = usageFinal
+	}
+	for ; ; level++ {
+		tmpl, err := newBodyTemplate(r.t.Model, &r.p, level)
+		if err != nil {
+			return err
+		}
+		r.tmpl = tmpl
+		if !r.stream || level == usageNone {
+			break
+		}
+		status, err := r.probe(ctx)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusBadRequest {
+			break
+		}
+	}
+	if r.p.DatasetType == DatasetRandom {
+		r.counter = r.probeTokenize(ctx)
+	}
+	if r.p.ModalType == ModalImageText {
+		for i := range 4 {
+			r.images = append(r.images, imageDataURL(uint64(r.p.Seed)+uint64(i), r.p.ImageWidth, r.p.ImageHeight))
+		}
+	}
+	return nil
+}
+
+// probe 发一个极短的请求，只关心状态码；传输错误意味着服务不可达，直接报错。
+func (r *runner) probe(ctx context.Context) (int, error) {
+	body := r.tmpl.build(nil, []byte(`"hi"`), r.imageOrEmpty(0), 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.urls[0], bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("loadgen: probe: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if r.t.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+r.t.APIKey)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("loadgen: probe %s: %w", r.urls[0], err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// imageOrEmpty 返回第 i 张图片（image-text 模态），否则为空。
+func (r *runner) imageOrEmpty(i int) string {
+	if len(r.images) == 0 {
+		if r.p.ModalType == ModalImageText {
+			return imageDataURL(0, 1, 1)
+		}
+		return ""
+	}
+	return r.images[i%len(r.images)]
+}
+
+// serverCounter 用 vLLM 的 POST /tokenize 计数。
+type serverCounter struct {
+	client *http.Client
+	url    string
+	model  string
+	apiKey string
+}
+
+// CountTokens 调用 /tokenize；非 200 或响应缺少 count 时报错。
+func (c *serverCounter) CountTokens(ctx context.Context, text string) (int, error) {
+	q, _ := jsonString(text)
+	mq, _ := jsonString(c.model)
+	body := append(append(append(append([]byte(`{"model":`), mq...), `,"prompt":`...), q...), `,"add_special_tokens":false}`...)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("POST %s: HTTP %d", c.url, resp.StatusCode)
+	}
+	cnt := gjson.GetBytes(b, "count")
+	if !cnt.Exists() {
+		return 0, fmt.Errorf("POST %s: response has no count", c.url)
+	}
+	return int(cnt.Int()), nil
+}
+
+// probeTokenize 检查服务端 /tokenize 是否可用；不可用时返回 nil（退回共享规则估算）。
+func (r *runner) probeTokenize(ctx context.Context) TokenCounter {
+	base := strings.TrimSuffix(strings.TrimSuffix(r.t.BaseURLs[0], "/"), "/v1")
+	c := &serverCounter{client: r.client, url: base + "/tokenize", model: r.t.Model, apiKey: r.t.APIKey}
+	if _, err := c.CountTokens(ctx, "hello 你好"); err != nil {
+		return nil
+	}
+	return c
+}
+
+// pool 返回输入长度 inputLen 的 prompt 池（跨分组复用，保证同种子同长度同内容）。
+func (r *runner) pool(ctx context.Context, inputLen, n int) (*promptPool, error) {
+	if pl, ok := r.pools[inputLen]; ok && len(pl.quoted) >= min(n, poolSize) {
+		return pl, nil
+	}
+	pl, err := buildPool(ctx, &r.p, inputLen, n, r.counter)
+	if err != nil {
+		return nil, err
+	}
+	r.pools[inputLen] = pl
+	return pl, nil
+}
+
+// job 是一个待发请求：组内序号与意图发送时刻（零值表示"槽位空出即发"）。
+type job struct {
+	idx      int
+	intended time.Time
+}
+
+// groupRun 是一个分组执行期间的共享状态。
+type groupRun struct {
+	g       Group
+	pool    *promptPool
+	shards  shardSet
+	warmup  bool
+	total   int
+	done    atomic.Int64
+	failed  atomic.Int64
+	active  atomic.Int64
+	outRng  uint64 // 输出长度抖动的种子
+	cancel  context.CancelCauseFunc
+	started time.Time
+}
+
+// runGroup 执行一组：预热（仅第一轮）→ 抓取 /metrics → 施压 → 再抓取 → 汇总。
+func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool) (Summary, error) {
+	pool, err := r.pool(ctx, g.InputLength, n+r.p.Warmup)
+	if err != nil {
+		return Summary{}, err
+	}
+	if first && r.p.Warmup > 0 {
+		wg := &groupRun{g: g, pool: pool, shards: newShardSet(), warmup: true, total: r.p.Warmup}
+		wc := max(1, min(g.Concurrency, r.p.Warmup))
+		if err := r.drive(ctx, wg, wc, wc, 0); err != nil {
+			return Summary{}, err
+		}
+	}
+	before := r.scraper.scrape(ctx)
+	g.Start = time.Now()
+	if r.gsink != nil {
+		if err := r.gsink.BeginGroup(g); err != nil {
+			return Summary{}, fmt.Errorf("loadgen: sink: begin group: %w", err)
+		}
+	}
+	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: n, started: g.Start}
+	if err := r.drive(ctx, gr, g.Concurrency, initC, r.p.RequestRate); err != nil {
+		return Summary{}, err
+	}
+	after := r.scraper.scrape(ctx)
+	s := r.summary(g)
+	gr.shards.total().fill(&s, r.slo)
+	applyServer(&s, before, after)
+	if r.gsink != nil {
+		if err := r.gsink.EndGroup(s); err != nil {
+			return s, fmt.Errorf("loadgen: sink: end group: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// summary 返回只填好分组键与配置列的汇总行。
+func (r *runner) summary(g Group) Summary {
+	s := Summary{
+		ExecutionTime: g.Start, InputLength: g.InputLength, OutputLength: g.OutputLength,
+		Concurrency: g.Concurrency, Round: g.Round, Provider: r.t.Provider, Backend: r.p.Backend,
+		Temperature: *r.p.Temperature, TopK: *r.p.TopK, TopP: *r.p.TopP,
+		ControlMethod: r.p.ControlMethod, ConcurrencyBackend: ConcurrencyBackend, DatasetType: r.p.DatasetType,
+	}
+	if r.p.ControlMethod == ControlClimb {
+		s.GrowthRate = r.p.GrowthRate
+	}
+	return s
+}
+
+// startOffset 返回第 i 个 worker（0 起）在爬坡模式下的启动延迟：前 initC 个立即启动；
+// static 每个间隔整批增加 growth_rate 个，linear 把这一批均匀铺开在间隔内。
+func (r *runner) startOffset(i, initC int) time.Duration {
+	if r.p.ControlMethod != ControlClimb || i < initC || r.p.GrowthRate <= 0 {
+		if r.p.ControlMethod == ControlClimb && r.p.GrowthRate <= 0 && i >= initC {
+			return -1 // 不增长：永远不启动
+		}
+		return 0
+	}
+	k := i - initC + 1 // 第 k 个追加的 worker
+	iv := r.p.GrowthInterval
+	if r.p.ClimbMode == ClimbLinear {
+		return time.Duration(float64(iv) * float64(k) / float64(r.p.GrowthRate))
+	}
+	steps := (k + r.p.GrowthRate - 1) / r.p.GrowthRate
+	return time.Duration(steps) * iv
+}
+
+// drive 以 conc 个 worker（爬坡时按 startOffset 逐步启动）完成 gr.total 个请求。
+// rate>0 时由一个调度 goroutine 按 gamma 间隔产生到达时刻（开环），否则闭环。
+// conc 为 0（仅开环）表示不限并发：每个到达一个 goroutine。
+func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate float64) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	gr.cancel = cancel
+	gr.outRng = uint64(r.p.Seed)*31 + uint64(gr.g.Index)
+	if initC <= 0 || initC > conc {
+		initC = conc
+	}
+	var jobs chan job
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	if rate > 0 {
+		jobs = make(chan job, 1024)
+		wg.Go(func() { r.dispatch(ctx, gr, rate, jobs) })
+	}
+	if rate > 0 && conc == 0 {
+		// 不限并发：每个到达一个 goroutine。
+		wg.Go(func() {
+			var inner sync.WaitGroup
+			for j := range jobs {
+				inner.Go(func() {
+					x := newExchange()
+					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
+				})
+			}
+			inner.Wait()
+		})
+	} else {
+		for i := range conc {
+			off := r.startOffset(i, initC)
+			if off < 0 {
+				continue
+			}
+			wg.Go(func() {
+				if off > 0 && !sleepCtx(ctx, off) {
+					return
+				}
+				x := newExchange()
+				shard := i % len(gr.shards)
+				for {
+					var j job
+					if jobs != nil {
+						var ok bool
+						select {
+						case j, ok = <-jobs:
+							if !ok {
+								return
+							}
+						case <-ctx.Done():
+							return
+						}
+					} else {
+						idx := int(next.Add(1) - 1)
+						if idx >= gr.total || ctx.Err() != nil {
+							return
+						}
+						j = job{idx: idx}
+					}
+					r.one(ctx, gr, x, shard, j)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// dispatch 产生开环到达：间隔服从 shape=burstiness、scale=1/(rate·burstiness) 的 gamma 分布
+// （burstiness=1 即泊松）。意图时刻按计划表计算，不受 worker 是否空闲影响，
+// 因此排队时间会如实计入时延（避免协调遗漏）。
+func (r *runner) dispatch(ctx context.Context, gr *groupRun, rate float64, jobs chan<- job) {
+	defer close(jobs)
+	rng := rand.New(rand.NewPCG(uint64(r.p.Seed), 0xa771+uint64(gr.g.Index)))
+	start := time.Now()
+	at := time.Duration(0)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for i := range gr.total {
+		if i > 0 {
+			at += time.Duration(gammaSample(rng, r.p.Burstiness, 1/(rate*r.p.Burstiness)) * float64(time.Second))
+		}
+		intended := start.Add(at)
+		if d := time.Until(intended); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case jobs <- job{idx: i, intended: intended}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// gammaSample 用 Marsaglia–Tsang 方法抽取 Gamma(shape, scale)；shape<1 时用 boost 变换。
+func gammaSample(r *rand.Rand, shape, scale float64) float64 {
+	if shape < 1 {
+		u := r.Float64()
+		return gammaSample(r, shape+1, scale) * math.Pow(u, 1/shape)
+	}
+	d := shape - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := r.Float64()
+		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+			return d * v * scale
+		}
+	}
+}
+
+// sleepCtx 等待 d 或 ctx 结束，返回是否等满。
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// one 发出并记录一个请求。
+func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, j job) {
+	if j.intended.IsZero() {
+		j.intended = time.Now()
+	}
+	pl := gr.pool
+	pi := j.idx % len(pl.quoted)
+	maxTok := gr.g.OutputLength
+	if r.p.DatasetType == DatasetCustom && r.p.Prompts[pi%len(r.p.Prompts)].MaxTokens > 0 {
+		maxTok = r.p.Prompts[pi%len(r.p.Prompts)].MaxTokens
+	} else if r.p.OutputRangeRatioAbove > 0 || r.p.OutputRangeRatioBelow > 0 {
+		rng := rand.New(rand.NewPCG(gr.outRng, uint64(j.idx)))
+		maxTok = jitter(rng, maxTok, r.p.OutputRangeRatioBelow, r.p.OutputRangeRatioAbove)
+	}
+	x.body = r.tmpl.build(x.body, pl.quoted[pi], r.imageOrEmpty(j.idx), maxTok)
+	inst := int(r.rr.Add(1)-1) % len(r.urls)
+	gr.active.Add(1)
+	x.send(ctx, r.client, r.urls[inst], r.t.APIKey, r.stream, j.intended, r.p.Timeout)
+	gr.active.Add(-1)
+	rec := &x.rec
+	rec.Group, rec.Index, rec.Instance, rec.Warmup, rec.Intended = gr.g, j.idx, inst, gr.warmup, j.intended
+	if rec.PromptTokens == 0 && rec.OK {
+		rec.PromptTokens = pl.tokens[pi]
+	}
+	if gr.warmup {
+		return
+	}
+	gr.shards[shard].observe(rec, r.slo)
+	gr.done.Add(1)
+	if !rec.OK {
+		gr.failed.Add(1)
+	}
+	if r.sink == nil {
+		return
+	}
+	r.sinkMu.Lock()
+	err := r.sink.WriteRecord(rec)
+	if err == nil && r.psink != nil {
+		if now := time.Now(); now.Sub(r.lastProg) >= 250*time.Millisecond || int(gr.done.Load()) == gr.total {
+			r.lastProg = now
+			el := now.Sub(gr.started).Seconds()
+			p := Progress{Group: gr.g, Done: int(gr.done.Load()), Total: gr.total, Failed: int(gr.failed.Load()), Active: int(gr.active.Load())}
+			if el > 0 {
+				p.Rate = float64(p.Done) / el
+			}
+			r.psink.Progress(p)
+		}
+	}
+	r.sinkMu.Unlock()
+	if err != nil {
+		gr.cancel(fmt.Errorf("loadgen: sink: %w", err))
+	}
+}
