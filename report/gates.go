@@ -1,0 +1,459 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// Verdict 是一个门禁（或整次运行）的结论。
+type Verdict string
+
+// 门禁结论取值。NoBaseline 与 Skipped 都不是失败：前者表示没有可比的每日
+// 基线（不凭空构造），后者表示该项未配置或未执行。
+const (
+	VerdictPass       Verdict = "pass"
+	VerdictFail       Verdict = "fail"
+	VerdictNoBaseline Verdict = "no_baseline"
+	VerdictSkipped    Verdict = "skipped"
+)
+
+// GateKind 是门禁的类别。
+type GateKind string
+
+// 门禁类别取值。
+const (
+	GateFunctional  GateKind = "functional"
+	GateAccuracy    GateKind = "accuracy"
+	GatePerformance GateKind = "performance"
+	GateStage       GateKind = "stage" // 阶段本身失败（部署失败、超时、服务中途退出）
+)
+
+// 门禁指标名，与 Prometheus 命名习惯一致（时间单位为秒）。
+const (
+	MetricFailedCases = "failed_cases"
+	MetricScore       = "score"
+	MetricTTFTP99     = "ttft_p99_seconds"
+	MetricE2EP99      = "e2e_p99_seconds"
+	MetricQPS         = "qps"
+	MetricFailRate    = "fail_rate"
+	MetricStageError  = "stage_error"
+)
+
+// 退出码语义（驱动据此退出）：
+//   - ExitOK：没有任何门禁失败。存在 no_baseline / skipped 时仍为 0，
+//     报告会明确列出哪些门禁因无基线而未判定。
+//   - ExitGateFailed：至少一个门禁失败（功能用例失败、精度低于阈值、
+//     性能回归超限、失败率超限，或某阶段无法完成）。
+//   - ExitError：驱动自身无法运行（参数或配置错误、产物目录不可写），
+//     此时没有可信的门禁结论。由驱动使用，本包不返回。
+//   - ExitInterrupted：运行被 Ctrl-C / SIGTERM 中断；已测得的部分仍写入报告。
+//     由驱动使用，门禁失败优先于中断。
+const (
+	ExitOK          = 0
+	ExitGateFailed  = 1
+	ExitError       = 2
+	ExitInterrupted = 130
+)
+
+// Thresholds 是门禁阈值（YAML 可配置）。比例均为小数（0.10 = 10%）。
+// 零值字段取默认值（规格第 5、8 节）；负值表示关闭该项检查（记为 skipped）。
+type Thresholds struct {
+	// TTFTP99Regression：TTFT P99 相对基线变差超过该比例即失败，默认 0.10。
+	TTFTP99Regression float64 `yaml:"ttft_p99_regression" json:"ttft_p99_regression"`
+	// E2EP99Regression：E2E P99 相对基线变差超过该比例即失败，默认 0.10。
+	E2EP99Regression float64 `yaml:"e2e_p99_regression" json:"e2e_p99_regression"`
+	// QPSDrop：QPS 相对基线下降超过该比例即失败，默认 0.05。
+	QPSDrop float64 `yaml:"qps_drop" json:"qps_drop"`
+	// MaxFailRate：失败率（绝对值，[0,1]）超过该值即失败，默认 0.05；不需要基线。
+	MaxFailRate float64 `yaml:"max_fail_rate" json:"max_fail_rate"`
+	// RequireBaseline 为 true 时，无基线的性能门禁记为失败而不是 no_baseline。
+	RequireBaseline bool `yaml:"require_baseline" json:"require_baseline"`
+}
+
+// DefaultThresholds 返回规格中的 PR 性能门禁阈值。
+func DefaultThresholds() Thresholds {
+	return Thresholds{TTFTP99Regression: 0.10, E2EP99Regression: 0.10, QPSDrop: 0.05, MaxFailRate: 0.05}
+}
+
+// withDefaults 把零值字段替换为默认值。
+func (t Thresholds) withDefaults() Thresholds {
+	d := DefaultThresholds()
+	if t.TTFTP99Regression == 0 {
+		t.TTFTP99Regression = d.TTFTP99Regression
+	}
+	if t.E2EP99Regression == 0 {
+		t.E2EP99Regression = d.E2EP99Regression
+	}
+	if t.QPSDrop == 0 {
+		t.QPSDrop = d.QPSDrop
+	}
+	if t.MaxFailRate == 0 {
+		t.MaxFailRate = d.MaxFailRate
+	}
+	return t
+}
+
+// BaselineKey 标识"同场景同组合"：性能门禁只与键完全相同的每日基线比较。
+// Model 与 Backend 为空表示调用方不区分。
+type BaselineKey struct {
+	Scenario     string `json:"scenario"`
+	Model        string `json:"model,omitempty"`
+	Backend      string `json:"backend,omitempty"`
+	InputLength  int    `json:"input_len"`
+	OutputLength int    `json:"output_len"`
+	Concurrency  int    `json:"concurrency"`
+}
+
+// String 返回便于人读的键描述，用于报告与门禁名。
+func (k BaselineKey) String() string {
+	s := fmt.Sprintf("in%d-out%d-c%d", k.InputLength, k.OutputLength, k.Concurrency)
+	if k.Backend != "" {
+		s += "-" + k.Backend
+	}
+	return s
+}
+
+// Baseline 是一个组合在基线运行中的关键数值，也是当前运行聚合后的数值。
+// 时延为 0、QPS 为负表示该项不可得（不参与比较，门禁记为 no_baseline）。
+type Baseline struct {
+	RunID    string        `json:"run_id,omitempty"`
+	Time     time.Time     `json:"time,omitzero"`
+	TTFTP99  time.Duration `json:"ttft_p99_ns"`
+	E2EP99   time.Duration `json:"e2e_p99_ns"`
+	QPS      float64       `json:"qps"`
+	FailRate float64       `json:"fail_rate"`
+}
+
+// BaselineSource 提供最近一次每日运行中同键的基线。found 为 false 表示没有
+// 基线（不是错误）；err 表示查询本身失败（如 Prometheus 不可达），门禁会
+// 记为 no_baseline 并附上原因。metrics 包的 Prometheus/CSV 读取器实现它。
+type BaselineSource interface {
+	Lookup(ctx context.Context, key BaselineKey) (b Baseline, found bool, err error)
+}
+
+// BaselineFunc 让普通函数满足 BaselineSource。
+type BaselineFunc func(ctx context.Context, key BaselineKey) (Baseline, bool, error)
+
+// Lookup 调用 f 本身。
+func (f BaselineFunc) Lookup(ctx context.Context, key BaselineKey) (Baseline, bool, error) {
+	return f(ctx, key)
+}
+
+// StaticBaselines 是内存中的基线表，由 BaselinesFromResult 或
+// ArtifactBaselines 构建。查找时先精确匹配；找不到时忽略 Model/Backend
+// 中一方为空的差异。
+type StaticBaselines map[BaselineKey]Baseline
+
+var _ BaselineSource = StaticBaselines(nil)
+
+// Lookup 按键查找基线。
+func (s StaticBaselines) Lookup(_ context.Context, key BaselineKey) (Baseline, bool, error) {
+	if b, ok := s[key]; ok {
+		return b, true, nil
+	}
+	for k, b := range s {
+		if k.Scenario == key.Scenario && k.InputLength == key.InputLength && k.OutputLength == key.OutputLength &&
+			k.Concurrency == key.Concurrency && looseEq(k.Model, key.Model) && looseEq(k.Backend, key.Backend) {
+			return b, true, nil
+		}
+	}
+	return Baseline{}, false, nil
+}
+
+// looseEq 在任一方为空时视为相等。
+func looseEq(a, b string) bool { return a == "" || b == "" || a == b }
+
+// keyOf 返回压测汇总行所属的基线键。
+func keyOf(sc Scenario, row loadgen.Summary) BaselineKey {
+	backend := row.Backend
+	if backend == "" {
+		backend = sc.Backend
+	}
+	return BaselineKey{Scenario: sc.Name, Model: sc.Model, Backend: backend, InputLength: row.InputLength, OutputLength: row.OutputLength, Concurrency: row.Concurrency}
+}
+
+// Aggregate 把同一组合的多轮（epochs）汇总行合成一个数值：各指标取各轮的
+// 中位数，避免单轮抖动主导门禁。时延不可测（Count 为 0）的轮次不参与该项。
+func Aggregate(rows []loadgen.Summary) Baseline {
+	var ttft, e2e, qps, fr []float64
+	for _, r := range rows {
+		if r.TTFT.Valid() {
+			ttft = append(ttft, float64(r.TTFT.P99))
+		}
+		if r.E2E.Valid() {
+			e2e = append(e2e, float64(r.E2E.P99))
+		}
+		qps = append(qps, r.QPS)
+		fr = append(fr, r.FailRate)
+	}
+	b := Baseline{QPS: -1}
+	if len(ttft) > 0 {
+		b.TTFTP99 = time.Duration(median(ttft))
+	}
+	if len(e2e) > 0 {
+		b.E2EP99 = time.Duration(median(e2e))
+	}
+	if len(qps) > 0 {
+		b.QPS, b.FailRate = median(qps), median(fr)
+	}
+	for _, r := range rows {
+		if b.Time.IsZero() || r.ExecutionTime.Before(b.Time) {
+			b.Time = r.ExecutionTime
+		}
+	}
+	return b
+}
+
+// median 返回 xs 的中位数（偶数个取中间两者均值）；会重排 xs。
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// groupPerf 按基线键分组场景的压测行，保持首次出现的顺序。
+func groupPerf(sc Scenario) ([]BaselineKey, map[BaselineKey][]loadgen.Summary) {
+	var keys []BaselineKey
+	groups := map[BaselineKey][]loadgen.Summary{}
+	for _, row := range sc.Perf {
+		k := keyOf(sc, row)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], row)
+	}
+	return keys, groups
+}
+
+// BaselinesFromResult 把一次（每日）运行的压测结果转换成基线表。
+func BaselinesFromResult(res Result) StaticBaselines {
+	out := StaticBaselines{}
+	for _, sc := range res.Scenarios {
+		keys, groups := groupPerf(sc)
+		for _, k := range keys {
+			b := Aggregate(groups[k])
+			b.RunID = res.RunID
+			if b.Time.IsZero() {
+				b.Time = res.Started
+			}
+			out[k] = b
+		}
+	}
+	return out
+}
+
+// Gate 是一项门禁的结论，带着判定所用的全部数值，报告据此写明"哪项、差多少"。
+type Gate struct {
+	Kind     GateKind     `json:"kind"`
+	Scenario string       `json:"scenario"`
+	Name     string       `json:"name"`   // 场景内唯一，如 "perf/in128-out128-c4-openai-chat/ttft_p99_seconds"
+	Metric   string       `json:"metric"` // Metric* 常量之一
+	Key      *BaselineKey `json:"key,omitempty"`
+	Current  float64      `json:"current"`
+	Baseline *float64     `json:"baseline,omitempty"`
+	// DeltaPct 是相对基线（或精度阈值）的变化百分比，(current−ref)/ref×100。
+	DeltaPct    *float64 `json:"delta_pct,omitempty"`
+	Limit       float64  `json:"limit"` // 阈值：比例门禁为百分比（+10 / −5），绝对门禁为原值
+	Verdict     Verdict  `json:"verdict"`
+	Reason      string   `json:"reason,omitempty"`
+	BaselineRun string   `json:"baseline_run,omitempty"`
+}
+
+// ExitCode 返回门禁对应的退出码：任何一项失败为 ExitGateFailed，否则 ExitOK。
+func ExitCode(gates []Gate) int {
+	for _, g := range gates {
+		if g.Verdict == VerdictFail {
+			return ExitGateFailed
+		}
+	}
+	return ExitOK
+}
+
+// Evaluate 对 res 中每个场景计算门禁：
+//   - 每个阶段错误一项 stage 门禁（失败）；
+//   - 功能：所有用例通过（跳过不算失败）；未执行且无错误时 skipped；
+//   - 精度：每项评测分数 ≥ 阈值；未配置阈值时 skipped；
+//   - 性能：每个组合的失败率 ≤ MaxFailRate（不需基线），以及 TTFT P99、
+//     E2E P99、QPS 与 src 中同键的每日基线比较；无基线时 no_baseline。
+//
+// src 为 nil 等同于没有任何基线。查询失败不会中止评估，而是写进对应门禁的原因。
+func Evaluate(ctx context.Context, res Result, th Thresholds, src BaselineSource) ([]Gate, error) {
+	th = th.withDefaults()
+	var gates []Gate
+	for _, sc := range res.Scenarios {
+		for _, e := range sc.Errors {
+			gates = append(gates, Gate{Kind: GateStage, Scenario: sc.Name, Name: "stage/" + string(e.Stage), Metric: MetricStageError,
+				Current: 1, Verdict: VerdictFail, Reason: fmt.Sprintf("%s stage failed: %s", e.Stage, e.Message)})
+		}
+		gates = append(gates, functionalGate(sc))
+		for _, a := range sc.Accuracy {
+			gates = append(gates, accuracyGate(sc.Name, a))
+		}
+		keys, groups := groupPerf(sc)
+		for _, k := range keys {
+			if err := ctx.Err(); err != nil {
+				return gates, fmt.Errorf("report: evaluate: %w", err)
+			}
+			gates = append(gates, perfGates(ctx, k, Aggregate(groups[k]), th, src)...)
+		}
+	}
+	return gates, nil
+}
+
+// functionalGate 计算一个场景的功能门禁。
+func functionalGate(sc Scenario) Gate {
+	g := Gate{Kind: GateFunctional, Scenario: sc.Name, Name: "functional", Metric: MetricFailedCases}
+	if sc.Functional == nil {
+		g.Verdict, g.Reason = VerdictSkipped, "functional stage produced no report"
+		for _, e := range sc.Errors {
+			if e.Stage == StageFunctional || e.Stage == StageDeploy {
+				g.Verdict, g.Current, g.Reason = VerdictFail, 1, fmt.Sprintf("no functional report: %s stage failed", e.Stage)
+			}
+		}
+		return g
+	}
+	var failed []string
+	pass, skip := 0, 0
+	for _, r := range sc.Functional.Results {
+		switch r.Status {
+		case functional.StatusFail:
+			failed = append(failed, r.Suite+"/"+r.CaseID)
+		case functional.StatusSkip:
+			skip++
+		default:
+			pass++
+		}
+	}
+	g.Current = float64(len(failed))
+	if len(failed) == 0 {
+		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%d passed, %d skipped", pass, skip)
+		return g
+	}
+	shown := failed
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("… %d more", len(failed)-10))
+	}
+	g.Verdict = VerdictFail
+	g.Reason = fmt.Sprintf("%d of %d cases failed: %s", len(failed), len(sc.Functional.Results), strings.Join(shown, ", "))
+	return g
+}
+
+// accuracyGate 计算一项精度评测的门禁。
+func accuracyGate(scenario string, a Accuracy) Gate {
+	g := Gate{Kind: GateAccuracy, Scenario: scenario, Name: "accuracy/" + a.Result.Dataset, Metric: MetricScore, Current: a.Result.Score}
+	if a.Threshold == nil {
+		g.Verdict, g.Reason = VerdictSkipped, "no accuracy threshold configured"
+		return g
+	}
+	t := *a.Threshold
+	g.Baseline, g.Limit = &t, t
+	if t != 0 {
+		d := (a.Result.Score - t) / t * 100
+		g.DeltaPct = &d
+	}
+	if a.Result.Score >= t {
+		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("score %.4f ≥ threshold %.4f", a.Result.Score, t)
+	} else {
+		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("score %.4f below threshold %.4f", a.Result.Score, t)
+	}
+	return g
+}
+
+// eps 吸收浮点误差，使"恰好 10%"判为通过（规格是"超过 10% 失败"）。
+const eps = 1e-9
+
+// perfGates 计算一个组合的四项性能门禁。
+func perfGates(ctx context.Context, k BaselineKey, cur Baseline, th Thresholds, src BaselineSource) []Gate {
+	key := k
+	prefix := "perf/" + k.String() + "/"
+	mk := func(metric string, current float64) Gate {
+		return Gate{Kind: GatePerformance, Scenario: k.Scenario, Name: prefix + metric, Metric: metric, Key: &key, Current: current}
+	}
+	// 失败率是绝对门禁，不依赖基线。
+	fr := mk(MetricFailRate, cur.FailRate)
+	fr.Limit = th.MaxFailRate
+	switch {
+	case th.MaxFailRate < 0:
+		fr.Verdict, fr.Reason = VerdictSkipped, "fail-rate check disabled"
+	case cur.FailRate > th.MaxFailRate+eps:
+		fr.Verdict, fr.Reason = VerdictFail, fmt.Sprintf("fail rate %.2f%% above %.2f%%", cur.FailRate*100, th.MaxFailRate*100)
+	default:
+		fr.Verdict, fr.Reason = VerdictPass, fmt.Sprintf("fail rate %.2f%% ≤ %.2f%%", cur.FailRate*100, th.MaxFailRate*100)
+	}
+
+	var base Baseline
+	found, why := false, "no daily baseline for this scenario and combination"
+	if src != nil {
+		b, ok, err := src.Lookup(ctx, k)
+		switch {
+		case err != nil:
+			why = "baseline lookup failed: " + err.Error()
+		case ok:
+			base, found = b, true
+		}
+	}
+	type cmp struct {
+		metric    string
+		cur, base float64
+		limit     float64 // 允许的相对变化（正数）
+		higherBad bool    // 时延：变大为坏；QPS：变小为坏
+		valid     bool    // 当前值可测
+	}
+	cmps := []cmp{
+		{MetricTTFTP99, cur.TTFTP99.Seconds(), base.TTFTP99.Seconds(), th.TTFTP99Regression, true, cur.TTFTP99 > 0},
+		{MetricE2EP99, cur.E2EP99.Seconds(), base.E2EP99.Seconds(), th.E2EP99Regression, true, cur.E2EP99 > 0},
+		{MetricQPS, cur.QPS, base.QPS, th.QPSDrop, false, cur.QPS >= 0},
+	}
+	out := make([]Gate, 0, 4)
+	for _, c := range cmps {
+		g := mk(c.metric, c.cur)
+		g.Limit = c.limit * 100
+		if !c.higherBad {
+			g.Limit = -g.Limit
+		}
+		switch {
+		case c.limit < 0:
+			g.Verdict, g.Reason = VerdictSkipped, c.metric+" check disabled"
+		case !found || c.base <= 0:
+			reason := why
+			if found {
+				reason = "baseline " + base.RunID + " has no " + c.metric
+			}
+			g.Verdict, g.Reason = VerdictNoBaseline, reason
+			if th.RequireBaseline {
+				g.Verdict = VerdictFail
+			}
+		default:
+			b := c.base
+			g.Baseline, g.BaselineRun = &b, base.RunID
+			d := (c.cur - c.base) / c.base
+			dp := d * 100
+			g.DeltaPct = &dp
+			switch {
+			case !c.valid:
+				g.Verdict, g.Reason = VerdictFail, c.metric+" not measurable in this run (no successful request)"
+			case c.higherBad && d > c.limit+eps:
+				g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed %+.1f%% vs baseline (limit +%.0f%%)", c.metric, dp, c.limit*100)
+			case !c.higherBad && d < -c.limit-eps:
+				g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s dropped %.1f%% vs baseline (limit −%.0f%%)", c.metric, -dp, c.limit*100)
+			default:
+				g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %+.1f%% vs baseline", c.metric, dp)
+			}
+		}
+		if math.IsNaN(g.Current) {
+			g.Current = -1
+		}
+		out = append(out, g)
+	}
+	return append(out, fr)
+}

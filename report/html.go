@@ -1,0 +1,344 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// gateRow 是门禁表的一行（已格式化的文本）。
+type gateRow struct {
+	Scenario, Name, Kind, Current, Baseline, Delta, Limit, Reason string
+	Verdict                                                       Verdict
+}
+
+// perfRow 是压测表的一行。
+type perfRow struct {
+	In, Out, Conc, Round, Prompts, Failed   int
+	TTFT, TPOT, E2E, QPS, OutTput, FailRate string
+}
+
+// accRow 是精度表的一行。
+type accRow struct {
+	Dataset, Model, Score, Threshold string
+	Examples                         int
+	Verdict                          Verdict
+}
+
+// scenarioView 是一个场景在 HTML 中需要的全部数据。
+type scenarioView struct {
+	Scenario
+	Anchor     string
+	Suites     []functional.SuiteSummary
+	Failed     []functional.Result
+	All        []functional.Result
+	Passed     int
+	Skipped    int
+	PerfRows   []perfRow
+	Charts     []template.HTML
+	AccRows    []accRow
+	AccChart   template.HTML
+	Gates      []gateRow
+	GateFailed int
+}
+
+// htmlView 是整份报告的数据。
+type htmlView struct {
+	Res                                 Result
+	Pass, Fail, NoBaseline, Skip, Total int
+	Failed                              []gateRow
+	NoBase                              []gateRow
+	Scenarios                           []scenarioView
+	Generated                           string
+}
+
+// WriteHTML 把结果渲染成自包含的 HTML 报告：内联 CSS、Go 生成的 SVG 图表、
+// 少量内联脚本（只做"仅看失败"的筛选和渲染自检），不引用任何外部资源，
+// 可以作为 CI 产物下载后离线打开。
+func WriteHTML(w io.Writer, res Result) error {
+	v := htmlView{Res: res, Generated: res.Finished.Format(time.RFC3339)}
+	if res.Finished.IsZero() {
+		v.Generated = "in progress (run not finished)"
+	}
+	for _, g := range res.Gates {
+		v.Total++
+		r := toGateRow(g)
+		switch g.Verdict {
+		case VerdictPass:
+			v.Pass++
+		case VerdictFail:
+			v.Fail++
+			v.Failed = append(v.Failed, r)
+		case VerdictNoBaseline:
+			v.NoBaseline++
+			v.NoBase = append(v.NoBase, r)
+		default:
+			v.Skip++
+		}
+	}
+	for i, sc := range res.Scenarios {
+		v.Scenarios = append(v.Scenarios, buildScenarioView(i, sc, res.Gates))
+	}
+	t, err := template.New("report").Funcs(template.FuncMap{
+		"verdictClass": func(v Verdict) string { return "v-" + string(v) },
+		"statusClass":  func(s functional.Status) string { return "s-" + string(s) },
+		"dur":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+		"pct":          func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
+		"ts": func(t time.Time) string {
+			if t.IsZero() {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+	}).Parse(htmlTemplate)
+	if err != nil {
+		return fmt.Errorf("report: html template: %w", err)
+	}
+	if err := t.Execute(w, v); err != nil {
+		return fmt.Errorf("report: html: %w", err)
+	}
+	return nil
+}
+
+// toGateRow 把门禁格式化为表格行。
+func toGateRow(g Gate) gateRow {
+	r := gateRow{Scenario: g.Scenario, Name: g.Name, Kind: string(g.Kind), Verdict: g.Verdict, Reason: g.Reason,
+		Current: formatMetric(g.Metric, g.Current), Baseline: "—", Delta: "—", Limit: "—"}
+	if g.Baseline != nil {
+		r.Baseline = formatMetric(g.Metric, *g.Baseline)
+		if g.BaselineRun != "" {
+			r.Baseline += " (" + g.BaselineRun + ")"
+		}
+	}
+	if g.DeltaPct != nil {
+		r.Delta = fmt.Sprintf("%+.1f%%", *g.DeltaPct)
+	}
+	switch g.Metric {
+	case MetricTTFTP99, MetricE2EP99:
+		r.Limit = fmt.Sprintf("≤ %+.0f%%", g.Limit)
+	case MetricQPS:
+		r.Limit = fmt.Sprintf("≥ %+.0f%%", g.Limit)
+	case MetricFailRate:
+		r.Limit = fmt.Sprintf("≤ %.1f%%", g.Limit*100)
+	case MetricScore:
+		if g.Baseline != nil {
+			r.Limit = "≥ " + formatMetric(g.Metric, g.Limit)
+		}
+	case MetricFailedCases:
+		r.Limit = "0"
+	}
+	return r
+}
+
+// secs 把时延格式化为表格文本；不可测时为 "n/a"（对应 CSV 的 −1）。
+func secs(l loadgen.Latency, d time.Duration) string {
+	if !l.Valid() {
+		return "n/a"
+	}
+	return formatMetric(MetricTTFTP99, d.Seconds())
+}
+
+// buildScenarioView 为一个场景准备表格与图表。
+func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
+	v := scenarioView{Scenario: sc, Anchor: "s" + strconv.Itoa(i)}
+	if f := sc.Functional; f != nil {
+		v.All = f.Results
+		v.Suites = f.Suites
+		if len(v.Suites) == 0 {
+			v.Suites = suiteSummaries(f.Results)
+		}
+		for _, r := range f.Results {
+			switch r.Status {
+			case functional.StatusFail:
+				v.Failed = append(v.Failed, r)
+			case functional.StatusSkip:
+				v.Skipped++
+			default:
+				v.Passed++
+			}
+		}
+	}
+	for _, r := range sc.Perf {
+		v.PerfRows = append(v.PerfRows, perfRow{In: r.InputLength, Out: r.OutputLength, Conc: r.Concurrency, Round: r.Round,
+			Prompts: r.NumPrompts, Failed: r.Failed,
+			TTFT: secs(r.TTFT, r.TTFT.P99), TPOT: secs(r.TPOT, r.TPOT.Avg), E2E: secs(r.E2E, r.E2E.P99),
+			QPS: fmt.Sprintf("%.2f", r.QPS), OutTput: fmt.Sprintf("%.1f", r.OutputTokenThroughput), FailRate: fmt.Sprintf("%.2f%%", r.FailRate*100)})
+	}
+	if len(sc.Perf) > 0 {
+		v.Charts = perfCharts(sc, gates)
+	}
+	var cats []string
+	var scores, thresholds []float64
+	for _, a := range sc.Accuracy {
+		g := accuracyGate(sc.Name, a)
+		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict}
+		th := math.NaN()
+		if a.Threshold != nil {
+			row.Threshold = formatMetric(MetricScore, *a.Threshold)
+			th = *a.Threshold
+		}
+		v.AccRows = append(v.AccRows, row)
+		cats = append(cats, a.Result.Dataset)
+		scores = append(scores, a.Result.Score)
+		thresholds = append(thresholds, th)
+	}
+	if len(cats) > 0 {
+		v.AccChart = template.HTML(chart{Title: "Accuracy score vs threshold", XLabel: "dataset", YLabel: "score", Categories: cats, Bars: true,
+			Series: []series{{Name: "score", Values: scores}, {Name: "threshold", Values: thresholds, Color: "#D55E00"}}}.render())
+	}
+	for _, g := range gates {
+		if g.Scenario == sc.Name {
+			v.Gates = append(v.Gates, toGateRow(g))
+			if g.Verdict == VerdictFail {
+				v.GateFailed++
+			}
+		}
+	}
+	return v
+}
+
+// suiteSummaries 在报告未带套件汇总时按结果计算，口径与 functional 包一致：
+// PassRatio = passed/(total−skipped)，全部跳过时为 1。
+func suiteSummaries(results []functional.Result) []functional.SuiteSummary {
+	idx := map[string]int{}
+	var out []functional.SuiteSummary
+	for _, r := range results {
+		i, ok := idx[r.Suite]
+		if !ok {
+			i = len(out)
+			idx[r.Suite] = i
+			out = append(out, functional.SuiteSummary{Suite: r.Suite})
+		}
+		s := &out[i]
+		s.Total++
+		switch r.Status {
+		case functional.StatusFail:
+			s.Failed++
+		case functional.StatusSkip:
+			s.Skipped++
+		default:
+			s.Passed++
+		}
+	}
+	for i := range out {
+		s := &out[i]
+		s.PassRatio = 1
+		if n := s.Total - s.Skipped; n > 0 {
+			s.PassRatio = float64(s.Passed) / float64(n)
+		}
+	}
+	return out
+}
+
+// perfCharts 画出时延-并发曲线（每个输入/输出组合一条线，有基线时叠加虚线）
+// 与吞吐柱状图。多轮结果按 Aggregate 的中位数口径合并。
+func perfCharts(sc Scenario, gates []Gate) []template.HTML {
+	type combo struct{ in, out int }
+	var combos []combo
+	concSet := map[int]bool{}
+	rows := map[combo]map[int][]loadgen.Summary{}
+	for _, r := range sc.Perf {
+		c := combo{r.InputLength, r.OutputLength}
+		if rows[c] == nil {
+			rows[c] = map[int][]loadgen.Summary{}
+			combos = append(combos, c)
+		}
+		rows[c][r.Concurrency] = append(rows[c][r.Concurrency], r)
+		concSet[r.Concurrency] = true
+	}
+	var concs []int
+	for c := range concSet {
+		concs = append(concs, c)
+	}
+	sort.Ints(concs)
+	cats := make([]string, len(concs))
+	for i, c := range concs {
+		cats[i] = strconv.Itoa(c)
+	}
+	// 基线值来自门禁（它们记录了判定时用的基线），键为组合+并发+指标。
+	type bkey struct {
+		c      combo
+		conc   int
+		metric string
+	}
+	base := map[bkey]float64{}
+	for _, g := range gates {
+		if g.Scenario == sc.Name && g.Key != nil && g.Baseline != nil {
+			base[bkey{combo{g.Key.InputLength, g.Key.OutputLength}, g.Key.Concurrency, g.Metric}] = *g.Baseline
+		}
+	}
+	name := func(c combo) string { return fmt.Sprintf("in%d/out%d", c.in, c.out) }
+	build := func(metric string, pick func(Baseline) float64, scale float64) []series {
+		var out []series
+		for ci, c := range combos {
+			s := series{Name: name(c), Color: palette[ci%len(palette)]}
+			bs := series{Name: name(c) + " baseline", Dashed: true, Color: palette[ci%len(palette)]}
+			hasBase := false
+			for _, conc := range concs {
+				val := math.NaN()
+				if rs := rows[c][conc]; len(rs) > 0 {
+					if x := pick(Aggregate(rs)); x > 0 {
+						val = x * scale
+					}
+				}
+				s.Values = append(s.Values, val)
+				bv := math.NaN()
+				if b, ok := base[bkey{c, conc, metric}]; ok && metric != "" {
+					bv, hasBase = b*scale, true
+				}
+				bs.Values = append(bs.Values, bv)
+			}
+			out = append(out, s)
+			if hasBase {
+				out = append(out, bs)
+			}
+		}
+		return out
+	}
+	// 时延单位：全部 P99 都小于 1 秒时用毫秒，读起来更直观。
+	scale, unit := 1.0, "s"
+	maxLat := 0.0
+	for _, r := range sc.Perf {
+		maxLat = math.Max(maxLat, math.Max(r.TTFT.P99.Seconds(), r.E2E.P99.Seconds()))
+	}
+	if maxLat < 1 {
+		scale, unit = 1000, "ms"
+	}
+	ttft := chart{Title: "TTFT P99 vs concurrency", XLabel: "concurrency", YLabel: "TTFT P99 (" + unit + ")", Categories: cats,
+		Series: build(MetricTTFTP99, func(b Baseline) float64 { return b.TTFTP99.Seconds() }, scale)}
+	e2e := chart{Title: "E2E P99 vs concurrency", XLabel: "concurrency", YLabel: "E2E P99 (" + unit + ")", Categories: cats,
+		Series: build(MetricE2EP99, func(b Baseline) float64 { return b.E2EP99.Seconds() }, scale)}
+	qps := chart{Title: "QPS vs concurrency", XLabel: "concurrency", YLabel: "requests/s", Categories: cats,
+		Series: build(MetricQPS, func(b Baseline) float64 { return b.QPS }, 1)}
+	// 吞吐柱状图：输出 token 吞吐（各轮中位数）。
+	var tput []series
+	for ci, c := range combos {
+		s := series{Name: name(c), Color: palette[ci%len(palette)]}
+		for _, conc := range concs {
+			val := math.NaN()
+			if rs := rows[c][conc]; len(rs) > 0 {
+				xs := make([]float64, 0, len(rs))
+				for _, r := range rs {
+					xs = append(xs, r.OutputTokenThroughput)
+				}
+				val = median(xs)
+			}
+			s.Values = append(s.Values, val)
+		}
+		tput = append(tput, s)
+	}
+	thr := chart{Title: "Output token throughput vs concurrency", XLabel: "concurrency", YLabel: "tokens/s", Categories: cats, Bars: true, Series: tput}
+	out := make([]template.HTML, 0, 4)
+	for _, c := range []chart{ttft, e2e, thr, qps} {
+		// render 只输出本包生成的标记，且所有文本都经过 esc 转义。
+		out = append(out, template.HTML(c.render()))
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"time"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// Stage 是场景内的阶段名，同时也是产物目录名。
+type Stage string
+
+// 阶段取值。顺序即执行顺序（规格第 1 节）。
+const (
+	StageDeploy     Stage = "deploy"
+	StageFunctional Stage = "functional"
+	StagePerf       Stage = "perf"
+	StageAccuracy   Stage = "accuracy"
+	StageLogs       Stage = "logs"
+)
+
+// 运行类型。目录名与指标标签 run_type 使用同一取值。
+const (
+	RunTypePR    = "pr"
+	RunTypeDaily = "daily"
+)
+
+// Result 是一次 CI 运行的全部结论，JSON 摘要、JUnit 与 HTML 都由它渲染。
+// 字段全部可序列化，以便分阶段执行（每个 CI job 一个阶段）时从产物目录
+// 重新装配（见 Load）。
+type Result struct {
+	Schema    string     `json:"schema"`
+	RunType   string     `json:"run_type"`
+	RunID     string     `json:"run_id"`
+	Commit    string     `json:"commit,omitempty"`
+	Branch    string     `json:"branch,omitempty"`
+	Started   time.Time  `json:"started"`
+	Finished  time.Time  `json:"finished,omitzero"`
+	Complete  bool       `json:"complete"` // Finish 之后为 true；中断的运行保持 false
+	Scenarios []Scenario `json:"scenarios"`
+	Gates     []Gate     `json:"gates,omitempty"`
+	Verdict   Verdict    `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
+	ExitCode  int        `json:"exit_code"`         // 与 ExitCode(Gates) 一致
+}
+
+// SchemaVersion 是 summary.json 的格式版本，格式不兼容变化时递增。
+const SchemaVersion = "cibench.report/v1"
+
+// Scenario 是一个场景（部署 × 模型 × 量化）的全部阶段结果。
+type Scenario struct {
+	Name    string `json:"name"`
+	Model   string `json:"model,omitempty"`
+	Quant   string `json:"quant,omitempty"`
+	Deploy  string `json:"deploy,omitempty"` // 部署方式，如 emulator、local、kube、external
+	Backend string `json:"backend,omitempty"`
+
+	Functional *functional.Report `json:"functional,omitempty"`
+	Perf       []loadgen.Summary  `json:"perf,omitempty"`
+	Accuracy   []Accuracy         `json:"accuracy,omitempty"`
+	Errors     []StageError       `json:"errors,omitempty"`
+}
+
+// Accuracy 是一项精度评测结果及其门禁阈值。Threshold 为 nil 表示未配置阈值，
+// 此时精度门禁记为 skipped（不凭空设定阈值）。
+type Accuracy struct {
+	Result    accuracy.EvalResult `json:"result"`
+	Threshold *float64            `json:"threshold,omitempty"`
+}
+
+// StageError 记录某阶段无法完成的原因（部署失败、超时、服务器中途退出……）。
+// 失败继续策略下它不会中止运行，但会让对应门禁失败。Message 写入前已脱敏。
+type StageError struct {
+	Stage   Stage  `json:"stage"`
+	Message string `json:"message"`
+}
+
+// ScenarioInfo 是场景的描述信息，由驱动在场景开始时登记。
+type ScenarioInfo struct {
+	Name    string
+	Model   string
+	Quant   string
+	Deploy  string
+	Backend string
+}

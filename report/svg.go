@@ -1,0 +1,202 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// palette 是图表系列的配色（色盲友好的 Okabe-Ito 色板）。
+var palette = [...]string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
+
+// series 是图表中的一条数据系列：Values 与图表的类别一一对应，NaN 表示缺失
+// （折线在此断开、柱子不画）。
+type series struct {
+	Name   string
+	Values []float64
+	Dashed bool // 基线等参考系列用虚线
+	Color  string
+}
+
+// chart 是一个类别型 X 轴（并发、数据集）、线性 Y 轴（从 0 开始）的图。
+// 用 Go 直接生成 SVG，报告因此不依赖任何脚本库或 CDN，离线可看。
+type chart struct {
+	Title      string
+	XLabel     string
+	YLabel     string
+	Categories []string
+	Series     []series
+	Bars       bool // true：分组柱状图；false：折线图
+}
+
+// 图表几何尺寸（像素）。固定尺寸让报告中的图排版整齐。
+const (
+	chartW       = 680
+	chartH       = 300
+	marginLeft   = 64
+	marginRight  = 190 // 图例区
+	marginTop    = 34
+	marginBottom = 50
+)
+
+// esc 转义 SVG 文本与属性值。
+func esc(s string) string { return html.EscapeString(s) }
+
+// niceStep 返回覆盖 span 约 n 个刻度的"好看"步长（1、2、5 × 10^k）。
+func niceStep(span float64, n int) float64 {
+	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
+		return 1
+	}
+	raw := span / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	switch f := raw / mag; {
+	case f <= 1:
+		return mag
+	case f <= 2:
+		return 2 * mag
+	case f <= 5:
+		return 5 * mag
+	default:
+		return 10 * mag
+	}
+}
+
+// formatTick 把刻度值格式化为短文本（去掉多余的零）。
+func formatTick(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	a := math.Abs(v)
+	switch {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// render 生成完整的 <svg> 元素。没有任何有效数据时画出坐标框与 "no data"，
+// 而不是空白，读者能分辨"没测"与"渲染失败"。
+func (c chart) render() string {
+	var b strings.Builder
+	pw := float64(chartW - marginLeft - marginRight)
+	ph := float64(chartH - marginTop - marginBottom)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
+		chartW, chartH, chartW, chartH, esc(c.Title))
+	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
+	fmt.Fprintf(&b, `<text x="%d" y="20" class="chart-title" font-size="14" font-weight="bold">%s</text>`, marginLeft, esc(c.Title))
+
+	maxV := 0.0
+	hasData := false
+	for _, s := range c.Series {
+		for _, v := range s.Values {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				hasData = true
+				maxV = math.Max(maxV, v)
+			}
+		}
+	}
+	step := niceStep(maxV, 5)
+	top := math.Ceil(maxV/step) * step
+	if top <= 0 {
+		top = step
+	}
+	y := func(v float64) float64 { return float64(marginTop) + ph - v/top*ph }
+
+	// Y 轴刻度与网格线。
+	for t := 0.0; t <= top+step/2; t += step {
+		yy := y(t)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e3e3e3"/>`, marginLeft, yy, float64(marginLeft)+pw, yy)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end" class="tick">%s</text>`, marginLeft-6, yy+4, esc(formatTick(t)))
+	}
+	// 坐标轴。
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%.1f" stroke="#333"/>`, marginLeft, marginTop, marginLeft, float64(marginTop)+ph)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, marginLeft, float64(marginTop)+ph, float64(marginLeft)+pw, float64(marginTop)+ph)
+
+	n := len(c.Categories)
+	band := pw / float64(max(n, 1))
+	x := func(i int) float64 { return float64(marginLeft) + band*(float64(i)+0.5) }
+	for i, cat := range c.Categories {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, x(i), float64(marginTop)+ph, x(i), float64(marginTop)+ph+4)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" class="tick">%s</text>`, x(i), float64(marginTop)+ph+17, esc(cat))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12" text-anchor="middle">%s</text>`, float64(marginLeft)+pw/2, chartH-8, esc(c.XLabel))
+	fmt.Fprintf(&b, `<text x="14" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 14 %.1f)">%s</text>`, float64(marginTop)+ph/2, float64(marginTop)+ph/2, esc(c.YLabel))
+
+	if !hasData {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="13" text-anchor="middle" fill="#888">no data</text>`, float64(marginLeft)+pw/2, float64(marginTop)+ph/2)
+	}
+
+	nb := 0
+	for _, s := range c.Series {
+		if !s.Dashed || !c.Bars {
+			nb++
+		}
+	}
+	barW := band * 0.8 / float64(max(nb, 1))
+	bi := 0
+	for si, s := range c.Series {
+		color := s.Color
+		if color == "" {
+			color = palette[si%len(palette)]
+		}
+		dash := ""
+		if s.Dashed {
+			dash = ` stroke-dasharray="5 4"`
+		}
+		if c.Bars && !s.Dashed {
+			for i, v := range s.Values {
+				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
+					continue
+				}
+				x0 := x(i) - band*0.4 + barW*float64(bi)
+				fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s @ %s: %s</title></rect>`,
+					x0, y(v), math.Max(barW-1, 1), float64(marginTop)+ph-y(v), color, esc(s.Name), esc(c.Categories[i]), esc(formatValue(v)))
+			}
+			bi++
+		} else {
+			// 折线：缺失值处断开，分多段 path。
+			var d strings.Builder
+			pen := false
+			for i, v := range s.Values {
+				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
+					pen = false
+					continue
+				}
+				cmd := "L"
+				if !pen {
+					cmd = "M"
+				}
+				fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, x(i), y(v))
+				pen = true
+			}
+			if d.Len() > 0 {
+				fmt.Fprintf(&b, `<path class="line" d="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.TrimSpace(d.String()), color, dash)
+			}
+			for i, v := range s.Values {
+				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
+					continue
+				}
+				fmt.Fprintf(&b, `<circle class="point" cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s @ %s: %s</title></circle>`,
+					x(i), y(v), color, esc(s.Name), esc(c.Categories[i]), esc(formatValue(v)))
+			}
+		}
+		// 图例。
+		ly := marginTop + 8 + 18*si
+		lx := chartW - marginRight + 14
+		if c.Bars && !s.Dashed {
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="10" fill="%s"/>`, lx, ly-9, color)
+		} else {
+			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, lx, ly-4, lx+14, ly-4, color, dash)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" class="legend">%s</text>`, lx+20, ly, esc(s.Name))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// formatValue 以 4 位有效数字格式化数据点的值（用于悬停提示）。
+func formatValue(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

@@ -1,0 +1,156 @@
+package report
+
+// htmlTemplate 是报告页面。样式与脚本全部内联；脚本只做两件事：把页面上
+// 的 JS 错误写进 #js-errors（无头浏览器测试据此断言），以及"仅显示失败"筛选。
+const htmlTemplate = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>cibench {{.Res.RunType}} {{.Res.RunID}} — {{if eq .Fail 0}}PASS{{else}}FAIL{{end}}</title>
+<script>
+window.__cibenchErrors = [];
+window.addEventListener("error", function (e) {
+  window.__cibenchErrors.push(String(e.message || e));
+  var el = document.getElementById("js-errors");
+  if (el) { el.textContent = window.__cibenchErrors.join("\n"); el.hidden = false; }
+});
+</script>
+<style>
+body{font-family:-apple-system,"Segoe UI",Roboto,"DejaVu Sans",Arial,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
+header{padding:18px 28px;background:#fff;border-bottom:1px solid #ddd}
+main{padding:8px 28px 40px}
+h1{margin:0 0 6px;font-size:22px}
+h2{margin-top:30px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{margin-top:22px;font-size:16px}
+.meta span{margin-right:18px;color:#555;font-size:13px}
+.badge{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:bold;font-size:13px;vertical-align:middle}
+.b-pass{background:#1a7f37}.b-fail{background:#cf222e}.b-partial{background:#9a6700}
+table{border-collapse:collapse;margin:8px 0 14px;background:#fff;font-size:13px}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.v-pass,.s-pass{color:#1a7f37;font-weight:bold}
+.v-fail,.s-fail{color:#cf222e;font-weight:bold}
+.v-no_baseline{color:#9a6700;font-weight:bold}
+.v-skipped,.s-skip{color:#6e7781}
+tr.row-fail{background:#fff0f0}
+.cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
+.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:10px 16px;min-width:110px}
+.card b{display:block;font-size:22px}
+.charts{display:flex;flex-wrap:wrap;gap:10px}
+.charts svg{background:#fff;border:1px solid #ddd;border-radius:4px}
+pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:6px;margin:0;font-size:12px;max-height:240px;overflow:auto}
+#js-errors{color:#cf222e;white-space:pre-wrap}
+.only-fail tr.row-ok{display:none}
+.note{color:#555;font-size:13px}
+</style>
+</head>
+<body>
+<header>
+<h1>cibench report — {{.Res.RunType}} run {{.Res.RunID}}
+{{if not .Res.Complete}}<span class="badge b-partial" id="verdict">INCOMPLETE</span>{{else if eq .Fail 0}}<span class="badge b-pass" id="verdict">PASS</span>{{else}}<span class="badge b-fail" id="verdict">FAIL</span>{{end}}</h1>
+<div class="meta">
+<span>commit {{if .Res.Commit}}{{.Res.Commit}}{{else}}—{{end}}</span>
+<span>branch {{if .Res.Branch}}{{.Res.Branch}}{{else}}—{{end}}</span>
+<span>started {{ts .Res.Started}}</span>
+<span>finished {{ts .Res.Finished}}</span>
+<span>exit code {{.Res.ExitCode}}</span>
+</div>
+</header>
+<main>
+<pre id="js-errors" hidden></pre>
+<div class="cards">
+<div class="card">gates<b>{{.Total}}</b></div>
+<div class="card v-pass">passed<b>{{.Pass}}</b></div>
+<div class="card v-fail">failed<b id="failed-count">{{.Fail}}</b></div>
+<div class="card v-no_baseline">no baseline<b>{{.NoBaseline}}</b></div>
+<div class="card v-skipped">skipped<b>{{.Skip}}</b></div>
+<div class="card">scenarios<b>{{len .Scenarios}}</b></div>
+</div>
+<p class="note">Exit code 0: no gate failed (gates without a daily baseline are listed as "no baseline" and are not judged).
+Exit code 1: at least one gate failed. Performance gates compare with the most recent daily run of the same scenario and combination:
+TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail rate above its absolute limit fails.</p>
+<label><input type="checkbox" id="only-fail"> show only failures</label>
+
+<h2 id="failed-gates">Failed gates</h2>
+{{if .Failed}}
+<table class="gates"><tr><th>scenario</th><th>gate</th><th>current</th><th>baseline</th><th>delta</th><th>limit</th><th>reason</th></tr>
+{{range .Failed}}<tr class="row-fail"><td>{{.Scenario}}</td><td>{{.Name}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td>{{.Limit}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>
+{{else}}<p>No gate failed.</p>{{end}}
+{{if .NoBase}}<h3>Gates without a baseline ({{len .NoBase}})</h3>
+<details><summary>show</summary><table><tr><th>scenario</th><th>gate</th><th>current</th><th>reason</th></tr>
+{{range .NoBase}}<tr><td>{{.Scenario}}</td><td>{{.Name}}</td><td class="num">{{.Current}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table></details>{{end}}
+
+<h2>Scenarios</h2>
+<table><tr><th>scenario</th><th>model</th><th>quant</th><th>deploy</th><th>functional</th><th>perf rows</th><th>accuracy</th><th>stage errors</th><th>failed gates</th></tr>
+{{range .Scenarios}}<tr class="{{if or .GateFailed .Errors}}row-fail{{else}}row-ok{{end}}"><td><a href="#{{.Anchor}}">{{.Name}}</a></td><td>{{.Model}}</td><td>{{.Quant}}</td><td>{{.Deploy}}</td>
+<td>{{if .Functional}}{{.Passed}} pass / {{len .Failed}} fail / {{.Skipped}} skip{{else}}—{{end}}</td><td class="num">{{len .PerfRows}}</td><td class="num">{{len .AccRows}}</td><td class="num">{{len .Errors}}</td><td class="num">{{.GateFailed}}</td></tr>
+{{end}}</table>
+
+{{range .Scenarios}}
+<section class="scenario" id="{{.Anchor}}">
+<h2>Scenario {{.Name}}</h2>
+<div class="meta"><span>model {{.Model}}</span><span>quant {{.Quant}}</span><span>deploy {{.Deploy}}</span><span>backend {{.Backend}}</span></div>
+{{if .Errors}}<h3>Stage errors</h3><table><tr><th>stage</th><th>message</th></tr>
+{{range .Errors}}<tr class="row-fail"><td>{{.Stage}}</td><td><pre>{{.Message}}</pre></td></tr>{{end}}</table>{{end}}
+
+<h3>Functional</h3>
+{{if .Functional}}
+<table><tr><th>suite</th><th>total</th><th>passed</th><th>failed</th><th>skipped</th><th>pass ratio</th></tr>
+{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{pct .PassRatio}}</td></tr>
+{{end}}</table>
+{{if .Failed}}<table class="failed-cases"><tr><th>case</th><th>suite</th><th>reason</th><th>request / response</th></tr>
+{{range .Failed}}<tr class="row-fail"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td>{{.Reason}}</td><td>{{if .Request}}<pre>{{.Request}}</pre>{{end}}{{if .Response}}<pre>{{.Response}}</pre>{{end}}</td></tr>
+{{end}}</table>{{end}}
+<details><summary>all {{len .All}} cases</summary><table><tr><th>case</th><th>suite</th><th>status</th><th>duration</th><th>reason</th></tr>
+{{range .All}}<tr class="{{if eq .Status "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td class="{{statusClass .Status}}">{{.Status}}</td><td class="num">{{dur .Duration}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table></details>
+{{else}}<p class="note">No functional report.</p>{{end}}
+
+<h3>Performance</h3>
+{{if .PerfRows}}
+<div class="charts">{{range .Charts}}{{.}}{{end}}</div>
+<details><summary>{{len .PerfRows}} summary rows</summary>
+<table class="perf"><tr><th>input</th><th>output</th><th>concurrency</th><th>round</th><th>prompts</th><th>failed</th><th>TTFT P99</th><th>TPOT avg</th><th>E2E P99</th><th>QPS</th><th>output tok/s</th><th>fail rate</th></tr>
+{{range .PerfRows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td><td class="num">{{.Prompts}}</td><td class="num">{{.Failed}}</td><td class="num">{{.TTFT}}</td><td class="num">{{.TPOT}}</td><td class="num">{{.E2E}}</td><td class="num">{{.QPS}}</td><td class="num">{{.OutTput}}</td><td class="num">{{.FailRate}}</td></tr>
+{{end}}</table></details>
+{{else}}<p class="note">No performance results.</p>{{end}}
+
+<h3>Accuracy</h3>
+{{if .AccRows}}
+<div class="charts">{{.AccChart}}</div>
+<table class="accuracy"><tr><th>dataset</th><th>model</th><th>examples</th><th>score</th><th>threshold</th><th>verdict</th></tr>
+{{range .AccRows}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Dataset}}</td><td>{{.Model}}</td><td class="num">{{.Examples}}</td><td class="num">{{.Score}}</td><td class="num">{{.Threshold}}</td><td class="{{verdictClass .Verdict}}">{{.Verdict}}</td></tr>
+{{end}}</table>
+{{else}}<p class="note">No accuracy results.</p>{{end}}
+
+<h3>Gates</h3>
+{{if .Gates}}
+<table class="gates"><tr><th>gate</th><th>kind</th><th>current</th><th>baseline</th><th>delta</th><th>limit</th><th>verdict</th><th>reason</th></tr>
+{{range .Gates}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Name}}</td><td>{{.Kind}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td>{{.Limit}}</td><td class="{{verdictClass .Verdict}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>
+{{else}}<p class="note">No gates evaluated yet.</p>{{end}}
+</section>
+{{end}}
+<p class="note">Generated {{.Generated}} by cibench. Self-contained: no external resources.</p>
+</main>
+<script>
+(function () {
+  var box = document.getElementById("only-fail");
+  box.addEventListener("change", function () { document.body.classList.toggle("only-fail", box.checked); });
+  var svgs = document.querySelectorAll("svg.chart"), drawn = 0;
+  for (var i = 0; i < svgs.length; i++) {
+    var bb = svgs[i].getBBox();
+    if (bb.width > 0 && bb.height > 0) { drawn++; }
+  }
+  document.body.setAttribute("data-charts", String(svgs.length));
+  document.body.setAttribute("data-charts-drawn", String(drawn));
+  document.body.setAttribute("data-js-ok", "1");
+})();
+</script>
+</body>
+</html>
+`
