@@ -357,3 +357,6 @@ func validateSampling(c *emuCommon, cfg *EmulatorConfig, maxTokens *int) (*emuSa
 	}
 	return s, nil
 }
+
+// emuCount 是 tokenize.Count 的别名，集中在一处以便所有计数走同一规则。
+func emuCount(s string) int { return tokenize.Count(s) }

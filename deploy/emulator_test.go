@@ -12,7 +12,6 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/internal/sse"
-	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
 
 // startEmu 启动一个模拟器并在测试结束时清理。
@@ -32,11 +31,15 @@ func startEmu(t testing.TB, cfg deploy.EmulatorConfig) (*deploy.Emulator, deploy
 	return em, dep.Endpoint()
 }
 
-// post 发送 JSON 请求并返回状态码、响应头与响应体。
-func post(t testing.TB, ep deploy.Endpoint, path string, body any) (int, http.Header, []byte) {
+// emuRootURL 返回去掉 /v1 的服务根地址。
+func emuRootURL(ep deploy.Endpoint) string { return strings.TrimSuffix(ep.BaseURL(), "/v1") }
+
+// emuDo 发送请求（body 为 string 时原样发送，否则编码为 JSON），返回状态码、响应头与响应体。
+func emuDo(t testing.TB, ep deploy.Endpoint, method, path string, body any) (int, http.Header, []byte) {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
+	case nil:
 	case string:
 		rd = strings.NewReader(b)
 	default:
@@ -46,8 +49,7 @@ func post(t testing.TB, ep deploy.Endpoint, path string, body any) (int, http.He
 		}
 		rd = bytes.NewReader(buf)
 	}
-	url := strings.TrimSuffix(ep.BaseURL(), "/v1") + path
-	req, err := http.NewRequest(http.MethodPost, url, rd)
+	req, err := http.NewRequest(method, emuRootURL(ep)+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +69,57 @@ func post(t testing.TB, ep deploy.Endpoint, path string, body any) (int, http.He
 	return resp.StatusCode, resp.Header, out
 }
 
-// events 把 SSE 响应体拆成 data 负载列表。
-func events(t testing.TB, body []byte) [][]byte {
+// emuPost 是 POST 的简写。
+func emuPost(t testing.TB, ep deploy.Endpoint, path string, body any) (int, http.Header, []byte) {
+	t.Helper()
+	return emuDo(t, ep, http.MethodPost, path, body)
+}
+
+// emuObj 解析 JSON 对象。
+func emuObj(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("not a JSON object: %v: %s", err, b)
+	}
+	return m
+}
+
+// emuJget 按路径取值：键名或数组下标（整数）。
+func emuJget(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			a, ok := v.([]any)
+			if !ok || k >= len(a) {
+				return nil
+			}
+			v = a[k]
+		}
+	}
+	return v
+}
+
+// emuNum 把 JSON 数字转为 int。
+func emuNum(v any) int {
+	f, _ := v.(float64)
+	return int(f)
+}
+
+// emuStr 把 JSON 字符串取出。
+func emuStr(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// emuEvents 把 SSE 响应体拆成 data 负载列表。
+func emuEvents(t testing.TB, body []byte) [][]byte {
 	t.Helper()
 	r := sse.NewReader(bytes.NewReader(body))
 	var out [][]byte
@@ -84,11 +135,31 @@ func events(t testing.TB, body []byte) [][]byte {
 	}
 }
 
-func TestEmulatorSmoke(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
-	st, _, body := post(t, ep, "/v1/chat/completions", map[string]any{"model": "m", "messages": []map[string]any{{"role": "user", "content": "你好 hello"}}, "max_tokens": 10, "temperature": 0})
-	t.Logf("%d %s", st, body)
-	st, h, body := post(t, ep, "/v1/chat/completions", map[string]any{"model": "m", "messages": []map[string]any{{"role": "user", "content": "你好 hello"}}, "max_tokens": 5, "stream": true, "stream_options": map[string]any{"include_usage": true}, "temperature": 0})
-	t.Logf("%d %v %s", st, h, body)
-	_ = tokenize.Count
+// emuChatBody 构造一个单轮 chat 请求体，extra 覆盖默认字段。
+func emuChatBody(prompt string, extra map[string]any) map[string]any {
+	m := map[string]any{"model": "m", "messages": []map[string]any{{"role": "user", "content": prompt}}, "temperature": 0}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+// emuStreamChunks 发送流式请求并返回解析后的 chunk（不含 [DONE]）与是否见到 [DONE]。
+func emuStreamChunks(t testing.TB, ep deploy.Endpoint, path string, body map[string]any) ([]map[string]any, bool, []byte) {
+	t.Helper()
+	body["stream"] = true
+	st, _, raw := emuPost(t, ep, path, body)
+	if st != 200 {
+		t.Fatalf("status %d: %s", st, raw)
+	}
+	var chunks []map[string]any
+	done := false
+	for _, ev := range emuEvents(t, raw) {
+		if string(ev) == "[DONE]" {
+			done = true
+			continue
+		}
+		chunks = append(chunks, emuObj(t, ev))
+	}
+	return chunks, done, raw
 }
