@@ -1,0 +1,135 @@
+package accuracy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Options 控制 Run 的并发与进度回调。
+type Options struct {
+	// Threads 是同时进行的样本数（参考 --num-threads）；0 取 50（map_with_progress 的默认值）。
+	Threads int
+	// Model 写入结果的 Model 字段（served-model-name）。
+	Model string
+	// Progress 在每个样本完成后被调用（串行调用，不会并发），done 从 1 计到 total。
+	Progress func(done, total int)
+	// Now 返回当前时间，用于 Started/Finished；nil 取 time.Now。
+	Now func() time.Time
+}
+
+// Run 用 sampler 评测 e 的全部样本并按 simple-evals 聚合。
+//
+// 并发契约：Run 启动至多 Threads 个 worker，全部在返回前结束；样本顺序与
+// Examples 一致（与 ThreadPool.imap 的有序结果相同）。采样失败的样本以空回复
+// 计分并计入 Errors。ctx 被取消时停止派发，已完成的样本照常聚合，返回的结果
+// Partial=true，同时返回包装了 ctx.Err() 的错误——调用方应照常写出部分结果。
+// Eval.Score 返回的错误（基础设施故障）会中止整个运行。
+func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	res := EvalResult{Dataset: e.Name(), Model: opts.Model, Started: now()}
+	exs, err := e.Examples(ctx)
+	if err != nil {
+		return res, fmt.Errorf("accuracy: %s: load examples: %w", e.Name(), err)
+	}
+	res.Planned = len(exs)
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = 50
+	}
+	threads = min(threads, max(len(exs), 1))
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]*SingleResult, len(exs))
+	jobs := make(chan int)
+	var (
+		mu       sync.Mutex
+		done     int
+		scoreErr error
+		wg       sync.WaitGroup
+	)
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				sr, err := runOne(runCtx, sampler, e, exs[i])
+				mu.Lock()
+				if err != nil {
+					if scoreErr == nil && runCtx.Err() == nil {
+						scoreErr = err
+						cancel()
+					}
+					mu.Unlock()
+					continue
+				}
+				results[i] = &sr
+				done++
+				if opts.Progress != nil {
+					opts.Progress(done, len(exs))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+dispatch:
+	for i := range exs {
+		select {
+		case jobs <- i:
+		case <-runCtx.Done():
+			break dispatch
+		}
+	}
+	close(jobs)
+	wg.Wait()
+
+	for _, r := range results {
+		if r != nil {
+			res.Singles = append(res.Singles, *r)
+			if r.Error != "" {
+				res.Errors++
+			}
+		}
+	}
+	res.Examples = len(res.Singles)
+	res.Score, res.Metrics, res.MetricOrder = aggregate(res.Singles)
+	res.Finished = now()
+	res.Partial = res.Examples < res.Planned
+	switch {
+	case scoreErr != nil:
+		return res, fmt.Errorf("accuracy: %s: score: %w", e.Name(), scoreErr)
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("accuracy: %s: cancelled after %d/%d examples: %w", e.Name(), res.Examples, res.Planned, ctx.Err())
+	}
+	return res, nil
+}
+
+// runOne 为一个样本取得全部回复并评分；ctx 取消时返回错误，样本不计入结果。
+func runOne(ctx context.Context, sampler Sampler, e Eval, ex Example) (SingleResult, error) {
+	n := max(ex.Samples, 1)
+	responses := make([]string, n)
+	var errText string
+	for i := 0; i < n; i++ {
+		text, err := sampler.Sample(ctx, ex.Messages)
+		if ctx.Err() != nil {
+			return SingleResult{}, ctx.Err()
+		}
+		if err != nil {
+			// simple-evals 对采样异常的处理是把回复当作空串（见 MGSM），这里统一如此并记录原因。
+			errText = err.Error()
+			text = ""
+		}
+		responses[i] = text
+	}
+	sr, err := e.Score(ctx, ex, responses)
+	if err != nil {
+		return SingleResult{}, err
+	}
+	sr.Error = errText
+	return sr, nil
+}
