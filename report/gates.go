@@ -101,14 +101,16 @@ func (t Thresholds) withDefaults() Thresholds {
 }
 
 // BaselineKey 标识"同场景同组合"：性能门禁只与键完全相同的每日基线比较。
-// Model 与 Backend 为空表示调用方不区分。
+// Model、Quant、Backend、ControlMethod 为空表示调用方不区分。
 type BaselineKey struct {
-	Scenario     string `json:"scenario"`
-	Model        string `json:"model,omitempty"`
-	Backend      string `json:"backend,omitempty"`
-	InputLength  int    `json:"input_len"`
-	OutputLength int    `json:"output_len"`
-	Concurrency  int    `json:"concurrency"`
+	Scenario      string `json:"scenario"`
+	Model         string `json:"model,omitempty"`
+	Quant         string `json:"quant,omitempty"`
+	Backend       string `json:"backend,omitempty"`
+	ControlMethod string `json:"control_method,omitempty"`
+	InputLength   int    `json:"input_len"`
+	OutputLength  int    `json:"output_len"`
+	Concurrency   int    `json:"concurrency"`
 }
 
 // String 返回便于人读的键描述，用于报告与门禁名。
@@ -147,7 +149,7 @@ func (f BaselineFunc) Lookup(ctx context.Context, key BaselineKey) (Baseline, bo
 }
 
 // StaticBaselines 是内存中的基线表，由 BaselinesFromResult 或
-// ArtifactBaselines 构建。查找时先精确匹配；找不到时忽略 Model/Backend
+// ArtifactBaselines 构建。查找时先精确匹配；找不到时忽略字符串字段
 // 中一方为空的差异。
 type StaticBaselines map[BaselineKey]Baseline
 
@@ -160,7 +162,8 @@ func (s StaticBaselines) Lookup(_ context.Context, key BaselineKey) (Baseline, b
 	}
 	for k, b := range s {
 		if k.Scenario == key.Scenario && k.InputLength == key.InputLength && k.OutputLength == key.OutputLength &&
-			k.Concurrency == key.Concurrency && looseEq(k.Model, key.Model) && looseEq(k.Backend, key.Backend) {
+			k.Concurrency == key.Concurrency && looseEq(k.Model, key.Model) && looseEq(k.Quant, key.Quant) &&
+			looseEq(k.Backend, key.Backend) && looseEq(k.ControlMethod, key.ControlMethod) {
 			return b, true, nil
 		}
 	}
@@ -176,7 +179,8 @@ func keyOf(sc Scenario, row loadgen.Summary) BaselineKey {
 	if backend == "" {
 		backend = sc.Backend
 	}
-	return BaselineKey{Scenario: sc.Name, Model: sc.Model, Backend: backend, InputLength: row.InputLength, OutputLength: row.OutputLength, Concurrency: row.Concurrency}
+	return BaselineKey{Scenario: sc.Name, Model: sc.Model, Quant: sc.Quant, Backend: backend, ControlMethod: row.ControlMethod,
+		InputLength: row.InputLength, OutputLength: row.OutputLength, Concurrency: row.Concurrency}
 }
 
 // Aggregate 把同一组合的多轮（epochs）汇总行合成一个数值：各指标取各轮的

@@ -1,0 +1,117 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"sync"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/metrics"
+)
+
+// ArtifactBaselines 从产物根目录（fsys 的根即 artifacts/）中所有已完成的
+// 每日运行（daily/<run_id>/summary.json，complete 为 true）构建基线表：
+// 每个键取开始时间最新的那次每日运行。未完成（被中断）的运行不作为基线，
+// 因为它们的数据可能只覆盖了部分组合或轮次。没有任何每日运行时返回空表。
+func ArtifactBaselines(fsys fs.FS) (StaticBaselines, error) {
+	entries, err := fs.ReadDir(fsys, RunTypeDaily)
+	if errors.Is(err, fs.ErrNotExist) {
+		return StaticBaselines{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("report: artifact baselines: %w", err)
+	}
+	var runs []Result
+	for _, e := range entries {
+		if !e.IsDir() || checkName("run id", e.Name()) != nil {
+			continue
+		}
+		var r Result
+		err := readJSON(fsys, path.Join(RunTypeDaily, e.Name(), fileSummary), &r)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("report: artifact baselines: %w", err)
+		}
+		if r.Complete && r.RunType == RunTypeDaily {
+			runs = append(runs, r)
+		}
+	}
+	// 旧的先写入、新的后覆盖，于是每个键留下最近一次。
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Started.Before(runs[j].Started) })
+	out := StaticBaselines{}
+	for _, r := range runs {
+		for k, b := range BaselinesFromResult(r) {
+			out[k] = b
+		}
+	}
+	return out, nil
+}
+
+// MetricsBaselines 把 metrics 包的基线读取器（Prometheus 的 PromBaseline 或
+// 汇总 CSV 的 CSVBaseline）适配为 BaselineSource。每个场景只查询一次并缓存，
+// 避免每个组合都发一轮 PromQL。metrics.ErrNoBaseline 视为"没有基线"而非错误。
+//
+// 并发：返回值可被多个 goroutine 同时使用。
+func MetricsBaselines(src metrics.BaselineSource) BaselineSource {
+	return &metricsAdapter{src: src, cache: map[metrics.RunInfo]metricsEntry{}}
+}
+
+// metricsAdapter 是 MetricsBaselines 的实现。
+type metricsAdapter struct {
+	src   metrics.BaselineSource
+	mu    sync.Mutex
+	cache map[metrics.RunInfo]metricsEntry
+}
+
+// metricsEntry 是一次场景级查询的缓存结果（含"没有基线"与错误）。
+type metricsEntry struct {
+	b     metrics.Baseline
+	found bool
+	err   error
+}
+
+// Lookup 查询（或命中缓存）键所属场景的每日结果，再挑出同组合的各轮聚合。
+func (m *metricsAdapter) Lookup(ctx context.Context, key BaselineKey) (Baseline, bool, error) {
+	info := metrics.RunInfo{Model: key.Model, Quant: key.Quant, Scenario: key.Scenario, RunType: RunTypeDaily}
+	m.mu.Lock()
+	e, ok := m.cache[info]
+	m.mu.Unlock()
+	if !ok {
+		b, err := m.src.Baseline(ctx, info)
+		switch {
+		case errors.Is(err, metrics.ErrNoBaseline):
+			e = metricsEntry{}
+		case err != nil:
+			e = metricsEntry{err: fmt.Errorf("report: baseline %s: %w", key.Scenario, err)}
+		default:
+			e = metricsEntry{b: b, found: true}
+		}
+		if ctx.Err() == nil {
+			m.mu.Lock()
+			m.cache[info] = e
+			m.mu.Unlock()
+		}
+	}
+	if e.err != nil || !e.found {
+		return Baseline{}, false, e.err
+	}
+	var rows []loadgen.Summary
+	for _, r := range e.b.Perf {
+		if r.InputLength == key.InputLength && r.OutputLength == key.OutputLength && r.Concurrency == key.Concurrency &&
+			looseEq(r.Backend, key.Backend) && looseEq(r.ControlMethod, key.ControlMethod) {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return Baseline{}, false, nil
+	}
+	b := Aggregate(rows)
+	b.RunID = e.b.Info.RunID
+	return b, true, nil
+}

@@ -1,0 +1,343 @@
+package report_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/internal/redact"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// readJSONFile 解码 path 处的 JSON 文件，失败时终止测试。
+func readJSONFile(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestRunTreeAndReopen 检查目录结构、逐阶段落盘的文件内容，以及重新打开
+// 同一 run_id 时恢复出相同的结果（分阶段 CI job 依赖这一点）。
+func TestRunTreeAndReopen(t *testing.T) {
+	root := t.TempDir()
+	run, err := report.NewRun(root, report.RunTypePR, "123-1", t0, report.WithCommit("abc123", "main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(root, "pr", "123-1"); run.Dir() != want {
+		t.Fatalf("Dir = %q want %q", run.Dir(), want)
+	}
+	if err := run.AddScenario(report.ScenarioInfo{Name: "local-qwen", Model: "qwen", Quant: "w8a8", Deploy: "emulator", Backend: "openai-chat"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []report.Stage{report.StageFunctional, report.StagePerf, report.StageAccuracy, report.StageLogs} {
+		d, err := run.ScenarioDir("local-qwen", st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(root, "pr", "123-1", "local-qwen", string(st)); d != want {
+			t.Fatalf("ScenarioDir = %q want %q", d, want)
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			t.Fatalf("%s not created: %v", d, err)
+		}
+	}
+	rep := funcReport(3, 1)
+	rows := perfRows(1, 1)
+	if err := run.RecordFunctional("local-qwen", rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.RecordPerf("local-qwen", rows[:5]); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.RecordPerf("local-qwen", rows[5:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.RecordAccuracy("local-qwen", acc("gpqa", 0.41, ptr(0.3))); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.RecordError("local-qwen", report.StageAccuracy, errors.New("eval mmlu: timeout")); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.RecordError("other", report.StageDeploy, errors.New("health check: connection refused")); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.RecordError("other", report.StageDeploy, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	var gotRows []loadgen.Summary
+	readJSONFile(t, filepath.Join(run.Dir(), "local-qwen", "perf", "summary.json"), &gotRows)
+	if len(gotRows) != len(rows) || gotRows[7].Concurrency != rows[7].Concurrency || gotRows[7].TTFT.P99 != rows[7].TTFT.P99 {
+		t.Fatalf("perf/summary.json: %d rows, row7 %+v", len(gotRows), gotRows[7].TTFT)
+	}
+	var gotRep functional.Report
+	readJSONFile(t, filepath.Join(run.Dir(), "local-qwen", "functional", "result.json"), &gotRep)
+	if len(gotRep.Results) != 5 || gotRep.Results[3].Status != functional.StatusFail {
+		t.Fatalf("functional/result.json: %+v", gotRep.Results)
+	}
+	var errs []report.StageError
+	readJSONFile(t, filepath.Join(run.Dir(), "other", "errors-deploy.json"), &errs)
+	if len(errs) != 1 || errs[0].Message != "health check: connection refused" {
+		t.Fatalf("errors-deploy.json = %+v", errs)
+	}
+	var sum report.Result
+	readJSONFile(t, filepath.Join(run.Dir(), "summary.json"), &sum)
+	if sum.Complete || len(sum.Scenarios) != 2 || sum.Commit != "abc123" || sum.Schema != report.SchemaVersion {
+		t.Fatalf("summary.json: complete=%v scenarios=%d commit=%q", sum.Complete, len(sum.Scenarios), sum.Commit)
+	}
+
+	// 重新打开：结果与首次打开时一致，开始时间沿用首次的。
+	again, err := report.NewRun(root, report.RunTypePR, "123-1", t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := run.Result(), again.Result()
+	if !got.Started.Equal(t0) || got.Commit != "abc123" {
+		t.Fatalf("reopened started=%v commit=%q", got.Started, got.Commit)
+	}
+	if !reflect.DeepEqual(normalize(got.Scenarios), normalize(want.Scenarios)) {
+		t.Fatalf("reopened scenarios differ:\n got %+v\nwant %+v", got.Scenarios, want.Scenarios)
+	}
+}
+
+// normalize 去掉 JSON 往返中不保留的单调时钟读数，便于 DeepEqual。
+func normalize(s []report.Scenario) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestNamesRejected 检查所有可能越出运行目录的名字都被拒绝。
+func TestNamesRejected(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range [][2]string{{"../x", "1"}, {"pr", ".."}, {"pr", "a/b"}, {"", "1"}, {"pr", ""}, {"pr", ".hidden"}, {"p r", "1"}} {
+		if _, err := report.NewRun(root, c[0], c[1], t0); !errors.Is(err, report.ErrInvalidName) {
+			t.Errorf("NewRun(%q, %q) = %v, want ErrInvalidName", c[0], c[1], err)
+		}
+	}
+	if _, err := report.NewRun("", "pr", "1", t0); !errors.Is(err, report.ErrInvalidName) {
+		t.Errorf("empty root: %v", err)
+	}
+	run, err := report.NewRun(root, "pr", "1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"../x", "/etc/passwd", "a/../../x", ".", "", "a/.tmp-x"} {
+		if err := run.WriteFile(rel, []byte("x")); !errors.Is(err, report.ErrInvalidName) {
+			t.Errorf("WriteFile(%q) = %v", rel, err)
+		}
+		if _, err := run.Create(rel); !errors.Is(err, report.ErrInvalidName) {
+			t.Errorf("Create(%q) = %v", rel, err)
+		}
+	}
+	if _, err := run.ScenarioDir("../s", report.StagePerf); !errors.Is(err, report.ErrInvalidName) {
+		t.Errorf("ScenarioDir: %v", err)
+	}
+	if _, err := run.ScenarioDir("s", "a/b"); !errors.Is(err, report.ErrInvalidName) {
+		t.Errorf("ScenarioDir stage: %v", err)
+	}
+	if err := run.AddScenario(report.ScenarioInfo{Name: "a b"}); !errors.Is(err, report.ErrInvalidName) {
+		t.Errorf("AddScenario: %v", err)
+	}
+	if err := run.RecordPerf("x/y", nil); !errors.Is(err, report.ErrInvalidName) {
+		t.Errorf("RecordPerf: %v", err)
+	}
+	if err := run.RecordError("s", "..", errors.New("x")); !errors.Is(err, report.ErrInvalidName) {
+		t.Errorf("RecordError: %v", err)
+	}
+	// 越界检查之后目录外什么也没有写。
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 || entries[0].Name() != "pr" {
+		t.Fatalf("root has %v", entries)
+	}
+}
+
+// TestCreateStreamsAtomically 检查 Create 的文件在 Close 之前不可见，
+// Close 之后完整且已脱敏（密钥被切在两次 Write 之间也一样）。
+func TestCreateStreamsAtomically(t *testing.T) {
+	run, err := report.NewRun(t.TempDir(), "pr", "1", t0, report.WithRedactor(redact.New("SeCrEt-VaLuE-42")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := run.Create("s/perf/requests.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(run.Dir(), "s", "perf", "requests.csv")
+	for i := range 1000 {
+		fmt.Fprintf(w, "%d,ok,SeCrEt-Va", i)
+		fmt.Fprintf(w, "LuE-42\n")
+	}
+	if _, err := os.Stat(target); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("file visible before Close: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	b, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 1000 || lines[999] != "999,ok,"+redact.Mask {
+		t.Fatalf("%d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+	// 临时文件没有残留。
+	ents, _ := os.ReadDir(filepath.Dir(target))
+	if len(ents) != 1 {
+		t.Fatalf("leftovers: %v", ents)
+	}
+}
+
+// TestFinishSealsRun 检查 Finish 之后不能再记录，manifest 带哈希且完整。
+func TestFinishSealsRun(t *testing.T) {
+	run, err := report.NewRun(t.TempDir(), "daily", "d1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.RecordPerf("s", perfRows(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.WriteManifest(t0.Add(time.Minute), false); err != nil {
+		t.Fatal(err)
+	}
+	var m report.Manifest
+	readJSONFile(t, filepath.Join(run.Dir(), "manifest.json"), &m)
+	if m.Complete || len(m.Files) == 0 || m.Files[0].SHA256 != "" {
+		t.Fatalf("interim manifest: %+v", m)
+	}
+	code, err := run.Finish(context.Background(), []report.Gate{{Kind: report.GateFunctional, Scenario: "s", Name: "functional", Verdict: report.VerdictFail}}, t0.Add(time.Hour))
+	if err != nil || code != report.ExitGateFailed {
+		t.Fatalf("Finish = %d, %v", code, err)
+	}
+	if err := run.RecordPerf("s", nil); !errors.Is(err, report.ErrFinished) {
+		t.Fatalf("RecordPerf after Finish = %v", err)
+	}
+	if err := run.AddScenario(report.ScenarioInfo{Name: "s"}); !errors.Is(err, report.ErrFinished) {
+		t.Fatalf("AddScenario after Finish = %v", err)
+	}
+	readJSONFile(t, filepath.Join(run.Dir(), "manifest.json"), &m)
+	paths := map[string]string{}
+	for _, f := range m.Files {
+		paths[f.Path] = f.SHA256
+	}
+	for _, p := range []string{"run.json", "summary.json", "junit.xml", "report.html", "s/scenario.json", "s/perf/summary.json"} {
+		if len(paths[p]) != 64 {
+			t.Errorf("manifest entry %q hash %q", p, paths[p])
+		}
+	}
+	if !m.Complete || !m.Updated.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("final manifest complete=%v updated=%v", m.Complete, m.Updated)
+	}
+	res, err := report.Load(os.DirFS(run.Dir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete || res.Verdict != report.VerdictFail || res.ExitCode != 1 || len(res.Gates) != 1 {
+		t.Fatalf("Load after Finish: %+v", res)
+	}
+}
+
+// TestLoadErrors 检查 Load 对缺失与损坏文件给出带文件名的错误。
+func TestLoadErrors(t *testing.T) {
+	if _, err := report.Load(fstest.MapFS{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("empty dir: %v", err)
+	}
+	_, err := report.Load(fstest.MapFS{"run.json": {Data: []byte(`{"schema":"other/v9"}`)}})
+	if err == nil || !strings.Contains(err.Error(), "other/v9") {
+		t.Fatalf("wrong schema: %v", err)
+	}
+	_, err = report.Load(fstest.MapFS{
+		"run.json":               {Data: []byte(`{"schema":"` + report.SchemaVersion + `"}`)},
+		"s/scenario.json":        {Data: []byte(`{"name":"s"}`)},
+		"s/perf/summary.json":    {Data: []byte(`[{"InputLength": "x"}]`)},
+		"notascenario/readme.md": {Data: []byte("hi")},
+	})
+	if err == nil || !strings.Contains(err.Error(), "s/perf/summary.json") {
+		t.Fatalf("corrupt perf: %v", err)
+	}
+	if _, err := report.NewRun(filepath.Join(t.TempDir()), "pr", "x", t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPrune 检查只删除过期的运行目录，且不跟随符号链接、不碰根目录之外。
+func TestPrune(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "keep.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(40 * 24 * time.Hour)
+	for id, age := range map[string]time.Duration{"old": 20 * 24 * time.Hour, "fresh": 2 * 24 * time.Hour, "edge": 14 * 24 * time.Hour} {
+		if _, err := report.NewRun(root, "pr", id, now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 没有 run.json 的目录按修改时间判断。
+	noMeta := filepath.Join(root, "pr", "nometa")
+	if err := os.MkdirAll(noMeta, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(noMeta, now.Add(-30*24*time.Hour), now.Add(-30*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "pr", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "pr", "file.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := report.Prune(root, "pr", report.DefaultRetention("pr"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(removed, []string{"nometa", "old"}) {
+		t.Fatalf("removed %v", removed)
+	}
+	left, _ := os.ReadDir(filepath.Join(root, "pr"))
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if !reflect.DeepEqual(names, []string{"edge", "file.txt", "fresh", "link"}) {
+		t.Fatalf("left %v", names)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "keep.txt")); err != nil {
+		t.Fatalf("outside file touched: %v", err)
+	}
+	if got, err := report.Prune(root, "daily", report.DefaultRetention("daily"), now); err != nil || got != nil {
+		t.Fatalf("missing run type dir: %v %v", got, err)
+	}
+	if got, err := report.Prune(root, "pr", 0, now); err != nil || got != nil {
+		t.Fatalf("zero retention: %v %v", got, err)
+	}
+	if _, err := report.Prune(root, "../x", time.Hour, now); !errors.Is(err, report.ErrInvalidName) {
+		t.Fatalf("bad run type: %v", err)
+	}
+	if _, err := report.Prune("", "pr", time.Hour, now); !errors.Is(err, report.ErrInvalidName) {
+		t.Fatalf("empty root: %v", err)
+	}
+	if report.DefaultRetention("daily") != 30*24*time.Hour || report.DefaultRetention("pr") != 14*24*time.Hour {
+		t.Fatal("default retention")
+	}
+}
