@@ -127,6 +127,7 @@ const (
 type exchange struct {
 	body   []byte
 	reader *sse.Reader
+	scan   chunkScanner
 	rec    Record
 	think  thinkState
 	// 客户端计数的 token（usage 缺失时使用）
@@ -283,52 +284,45 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 }
 
 // chunk 解析一个 JSON 事件（流式 chunk 或非流式整体），返回 (错误信息, 是否为流内错误)。
+// 无法解析的事件按流内错误处理：服务端发出了客户端无法理解的数据。
 func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
-	if e := gjson.Get(s, "error"); e.Exists() && e.Type != gjson.Null {
-		if m := e.Get("message"); m.Exists() {
-			return m.String(), true
-		}
-		return e.String(), true
+	f, err := x.scan.scan(s)
+	if err != nil {
+		return "unparseable stream event: " + validUTF8Prefix(s, 80), true
 	}
-	var content, reasoning string
-	tools := false
-	choice := gjson.Get(s, "choices.0")
-	if choice.Exists() {
-		if d := choice.Get("delta"); d.Exists() {
-			content, reasoning, tools = messageParts(d)
-		} else if m := choice.Get("message"); m.Exists() {
-			content, reasoning, tools = messageParts(m)
-		} else {
-			content = choice.Get("text").Str
+	if f.hasError {
+		if f.errMsg == "" {
+			f.errMsg = "in-band error event"
 		}
-		if fr := choice.Get("finish_reason"); fr.Type == gjson.String {
-			x.rec.FinishReason = fr.Str
-		}
+		return f.errMsg, true
+	}
+	if f.finish != "" {
+		x.rec.FinishReason = f.finish
 	}
 	// usage：连续 usage 给出逐 chunk 的精确 token 增量。
 	delta := -1
-	if u := gjson.Get(s, "usage"); u.IsObject() {
+	if f.hasUsage {
 		x.sawUsage = true
-		x.promptUsage = int(u.Get("prompt_tokens").Int())
-		ct := int(u.Get("completion_tokens").Int())
+		x.promptUsage = int(f.promptTok)
+		ct := int(f.complTok)
 		delta = ct - x.lastUsage
 		x.lastUsage, x.complUsage = ct, ct
-		if r := u.Get("completion_tokens_details.reasoning_tokens"); r.Exists() && r.Type == gjson.Number {
-			x.usageReason = int(r.Int())
+		if f.reasonTok >= 0 {
+			x.usageReason = int(f.reasonTok)
 		}
 	}
-	if content == "" && reasoning == "" && !tools {
+	if f.content == "" && f.reasoning == "" && !f.tools {
 		return "", false // 角色 chunk、纯 usage chunk、空 delta：不是输出 token
 	}
 	// 客户端估算：思考段内的 content 计为推理。
-	reasonTok, contentTok := tokenize.Count(reasoning), 0
-	if content != "" {
-		r, c := x.splitThink(content)
+	reasonTok, contentTok := tokenize.Count(f.reasoning), 0
+	if f.content != "" {
+		r, c := x.splitThink(f.content)
 		reasonTok += tokenize.Count(r)
 		contentTok = tokenize.Count(c)
 	}
 	est := reasonTok + contentTok
-	if tools && est == 0 {
+	if f.tools && est == 0 {
 		est = 1
 	}
 	x.estTokens += est
@@ -339,18 +333,6 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 	x.rec.ChunkTimes = append(x.rec.ChunkTimes, now)
 	x.rec.ChunkTokens = append(x.rec.ChunkTokens, int32(delta))
 	return "", false
-}
-
-// messageParts 取出 delta/message 中的正文、推理（新旧字段名都接受）与是否含工具调用。
-func messageParts(m gjson.Result) (content, reasoning string, tools bool) {
-	content = m.Get("content").Str
-	reasoning = m.Get("reasoning").Str
-	if reasoning == "" {
-		reasoning = m.Get("reasoning_content").Str
-	}
-	tc := m.Get("tool_calls")
-	tools = tc.IsArray() && len(tc.Raw) > 2
-	return content, reasoning, tools
 }
 
 // splitThink 把一段 content 按 <think>…</think> 分成推理部分与正文部分。

@@ -40,6 +40,8 @@ type runner struct {
 	gsink    GroupSink
 	psink    ProgressSink
 	sinkMu   sync.Mutex
+	base     *metricsSnap // 运行开始前的 /metrics（任何请求之前）
+	served   atomic.Int64 // 本次运行中服务端已成功完成的请求数（含探测与预热）
 	lastProg time.Time
 }
 
@@ -89,6 +91,7 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
 	}
 	r.scraper = newScraper(r.client, target.BaseURLs)
+	r.base = r.scraper.scrape(ctx)
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -189,6 +192,9 @@ func (r *runner) probe(ctx context.Context) (int, error) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		r.served.Add(1)
+	}
 	return resp.StatusCode, nil
 }
 
@@ -300,7 +306,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 			return Summary{}, err
 		}
 	}
-	before := r.scraper.scrape(ctx)
+	before := r.scraper.settled(ctx, r.base, r.served.Load())
 	g.Start = time.Now()
 	if r.gsink != nil {
 		if err := r.gsink.BeginGroup(g); err != nil {
@@ -311,9 +317,10 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	if err := r.drive(ctx, gr, g.Concurrency, initC, r.p.RequestRate); err != nil {
 		return Summary{}, err
 	}
-	after := r.scraper.scrape(ctx)
+	tot := gr.shards.total()
+	after := r.scraper.settled(ctx, r.base, r.served.Load())
 	s := r.summary(g)
-	gr.shards.total().fill(&s, r.slo)
+	tot.fill(&s, r.slo)
 	applyServer(&s, before, after)
 	if r.gsink != nil {
 		if err := r.gsink.EndGroup(s); err != nil {
@@ -517,6 +524,9 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 	gr.active.Add(-1)
 	rec := &x.rec
 	rec.Group, rec.Index, rec.Instance, rec.Warmup, rec.Intended = gr.g, j.idx, inst, gr.warmup, j.intended
+	if rec.OK {
+		r.served.Add(1)
+	}
 	if rec.PromptTokens == 0 && rec.OK {
 		rec.PromptTokens = pl.tokens[pi]
 	}

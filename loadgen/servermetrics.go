@@ -238,6 +238,25 @@ func (s *scraper) scrape(ctx context.Context) *metricsSnap {
 	return total
 }
 
+// settled 抓取 /metrics，并等待服务端把已完成的请求计入直方图。服务端往往在发出
+// 最后一个字节之后才更新直方图（vLLM 还有统计周期），所以当 E2E 直方图的总数少于
+// base 加上本次运行已成功完成的请求数 served 时，每 20ms 重抓一次，最多等 2 秒；
+// 仍不足时使用最后一次结果（并如实反映在 Count 中）。分组前后都这样做，
+// 上一组或预热请求的迟到样本就不会混进本组的差值。
+func (s *scraper) settled(ctx context.Context, base *metricsSnap, served int64) *metricsSnap {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		snap := s.scrape(ctx)
+		if snap == nil || base == nil || snap.hist[2] == nil {
+			return snap
+		}
+		d := snap.hist[2].delta(base.hist[2])
+		if d == nil || d.count >= float64(served) || time.Now().After(deadline) || !sleepCtx(ctx, 20*time.Millisecond) {
+			return snap
+		}
+	}
+}
+
 // one 抓取一个实例。
 func (s *scraper) one(ctx context.Context, url string) (*metricsSnap, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -61,7 +61,8 @@ func (d *dist) latency() Latency {
 	if d.n == 0 {
 		return Latency{}
 	}
-	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	// HDR 返回桶内的最高等价值，可能略超出真实极值，故夹到 [min, max]。
+	us := func(v int64) time.Duration { return time.Duration(min(max(v, d.min), d.max)) * time.Microsecond }
 	return Latency{
 		Count: d.n,
 		P75:   us(d.h.ValueAtQuantile(75)), P90: us(d.h.ValueAtQuantile(90)),
@@ -76,10 +77,10 @@ func (d *dist) values() Values {
 	if d.n == 0 {
 		return Unmeasured()
 	}
+	q := func(p float64) float64 { return float64(min(max(d.h.ValueAtQuantile(p), d.min), d.max)) }
 	return Values{
 		Count: d.n,
-		P75:   float64(d.h.ValueAtQuantile(75)), P90: float64(d.h.ValueAtQuantile(90)),
-		P95: float64(d.h.ValueAtQuantile(95)), P99: float64(d.h.ValueAtQuantile(99)),
+		P75:   q(75), P90: q(90), P95: q(95), P99: q(99),
 		Min: float64(d.min), Max: float64(d.max), Avg: d.sum / float64(d.n),
 	}
 }

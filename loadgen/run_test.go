@@ -1,0 +1,137 @@
+package loadgen_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// startEmulator 在回环地址上启动一个模拟器，测试结束时回收。
+func startEmulator(t testing.TB, cfg deploy.EmulatorConfig) (*deploy.Emulator, loadgen.Target) {
+	t.Helper()
+	em, err := deploy.NewEmulator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dep, err := em.Deploy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
+	ep := dep.Endpoint()
+	return em, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emu"}
+}
+
+// collect 是一个把记录复制保存下来的测试接收器（测试规模小，可以保留）。
+type collect struct {
+	mu       sync.Mutex
+	recs     []loadgen.Record
+	groups   []loadgen.Group
+	ends     []loadgen.Summary
+	progress int
+}
+
+func (c *collect) WriteRecord(r *loadgen.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cp := *r
+	cp.ChunkTimes = append([]time.Duration(nil), r.ChunkTimes...)
+	cp.ChunkTokens = append([]int32(nil), r.ChunkTokens...)
+	c.recs = append(c.recs, cp)
+	return nil
+}
+func (c *collect) BeginGroup(g loadgen.Group) error { c.groups = append(c.groups, g); return nil }
+func (c *collect) EndGroup(s loadgen.Summary) error { c.ends = append(c.ends, s); return nil }
+func (c *collect) Progress(loadgen.Progress)        { c.progress++ }
+
+func ptr[T any](v T) *T { return &v }
+
+func TestRunBasicGroupsAndTokens(t *testing.T) {
+	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
+	p := loadgen.Profile{
+		Concurrency:  []int{1, 4},
+		InputLength:  []int{32},
+		OutputLength: []int{8, 16},
+		NumRequests:  []int{20},
+		Warmup:       2,
+		Epochs:       2,
+		Goodput:      []string{"ttft:10000,e2e:100000"},
+	}
+	sink := &collect{}
+	sums, err := loadgen.Run(context.Background(), tgt, p, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(sums), 1*2*2*2; got != want {
+		t.Fatalf("summaries = %d, want %d", got, want)
+	}
+	if len(sink.recs) != 8*20 {
+		t.Fatalf("records = %d, want %d (warmup must not be recorded)", len(sink.recs), 160)
+	}
+	if len(sink.groups) != 8 || len(sink.ends) != 8 {
+		t.Fatalf("groups begin/end = %d/%d", len(sink.groups), len(sink.ends))
+	}
+	for i, s := range sums {
+		if s.NumPrompts != 20 || s.Succeeded != 20 || s.Failed != 0 || s.FailRate != 0 {
+			t.Errorf("row %d: prompts=%d ok=%d failed=%d", i, s.NumPrompts, s.Succeeded, s.Failed)
+		}
+		if s.CompletionTokens.Min != float64(s.OutputLength) || s.CompletionTokens.Avg != float64(s.OutputLength) {
+			t.Errorf("row %d: completion tokens %+v, want all %d (ignore_eos)", i, s.CompletionTokens, s.OutputLength)
+		}
+		if s.AvgPromptTokens != 32 {
+			t.Errorf("row %d: avg prompt tokens %v, want 32 (exact-length dataset)", i, s.AvgPromptTokens)
+		}
+		if s.TokenSource != loadgen.TokenSourceUsage {
+			t.Errorf("row %d: token source %q", i, s.TokenSource)
+		}
+		if s.Round != i%2+1 {
+			t.Errorf("row %d: round %d", i, s.Round)
+		}
+		if s.TPOTSec.Count != int64(20*(s.OutputLength-1)) {
+			t.Errorf("row %d: TPOT_SEC samples %d, want %d", i, s.TPOTSec.Count, 20*(s.OutputLength-1))
+		}
+		if s.Goodput <= 0 || s.Goodput > s.QPS+1e-9 {
+			t.Errorf("row %d: goodput %v vs qps %v", i, s.Goodput, s.QPS)
+		}
+		if !(s.TTFT.Valid() && s.TTFT.P75 <= s.TTFT.P99 && s.TTFT.P99 <= s.TTFT.Max && s.TTFT.Max <= s.E2E.Max) {
+			t.Errorf("row %d: TTFT ordering broken: %+v / E2E %+v", i, s.TTFT, s.E2E)
+		}
+		if !s.ServerTTFT.Valid() || s.ServerTTFT.Count != 20 {
+			t.Errorf("row %d: server TTFT count %d, want 20", i, s.ServerTTFT.Count)
+		}
+		if s.SpecAcceptRate.Avg != -1 {
+			t.Errorf("row %d: spec accept %v without spec decode", i, s.SpecAcceptRate.Avg)
+		}
+	}
+	for _, r := range sink.recs {
+		if !r.OK || r.CompletionTokens != r.Group.OutputLength || len(r.ChunkTimes) != r.CompletionTokens {
+			t.Fatalf("record %+v", r)
+		}
+		if r.TTFT <= 0 || r.TTFT > r.E2E || r.TPOT < 0 {
+			t.Fatalf("record timings %+v", r)
+		}
+	}
+}
+
+func TestRunRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	good := loadgen.Profile{InputLength: []int{8}, OutputLength: []int{8}}
+	if _, err := loadgen.Run(ctx, loadgen.Target{Model: "m"}, good, nil); !errors.Is(err, loadgen.ErrInvalidTarget) {
+		t.Fatalf("no URL: %v", err)
+	}
+	if _, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: []string{"ftp://x"}, Model: "m"}, good, nil); !errors.Is(err, loadgen.ErrInvalidTarget) {
+		t.Fatalf("ftp URL: %v", err)
+	}
+	bad := good
+	bad.Backend = "grpc"
+	if _, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}, bad, nil); !errors.Is(err, loadgen.ErrInvalidProfile) {
+		t.Fatalf("bad backend: %v", err)
+	}
+}
