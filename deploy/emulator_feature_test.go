@@ -502,7 +502,4 @@ func TestUpdateAtRuntime(t *testing.T) {
 	if done {
 		t.Fatal("Update did not apply")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = ctx
 }

@@ -1,0 +1,234 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vllm-cibench/cibench/deploy"
+)
+
+// emuDefectCase 描述一个缺陷开关及“它确实改变了线上行为”的检查。
+type emuDefectCase struct {
+	field string
+	cfg   deploy.EmulatorConfig
+	// visible 在开启缺陷的服务上运行，缺陷可见时返回 true。
+	visible func(t *testing.T, ep deploy.Endpoint) bool
+}
+
+// firstChoice 发送非流式 chat 请求并返回 choices[0] 与整个响应。
+func firstChoice(t *testing.T, ep deploy.Endpoint, body map[string]any) (map[string]any, map[string]any) {
+	t.Helper()
+	st, _, b := emuPost(t, ep, "/v1/chat/completions", body)
+	if st != 200 {
+		t.Fatalf("status %d: %s", st, b)
+	}
+	m := emuObj(t, b)
+	return emuJget(m, "choices", 0).(map[string]any), m
+}
+
+// streamText 拼接流式 chat 的正文。
+func streamText(chunks []map[string]any) string {
+	var sb strings.Builder
+	for _, c := range chunks {
+		sb.WriteString(emuStr(emuJget(c, "choices", 0, "delta", "content")))
+	}
+	return sb.String()
+}
+
+func emuDefectCases() []emuDefectCase {
+	withUsage := map[string]any{"max_tokens": 5, "stream_options": map[string]any{"include_usage": true}}
+	return []emuDefectCase{
+		{"NoDone", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, done, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 3}))
+			return !done
+		}},
+		{"WrongUsageTotal", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 3}))
+			u := m["usage"]
+			return emuNum(emuJget(u, "total_tokens")) != emuNum(emuJget(u, "prompt_tokens"))+emuNum(emuJget(u, "completion_tokens"))
+		}},
+		{"NoRoleChunk", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 3}))
+			return emuJget(chunks[0], "choices", 0, "delta", "role") == nil
+		}},
+		{"WrongFinishReason", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 3, "ignore_eos": true}))
+			return c["finish_reason"] == "stop"
+		}},
+		{"StopStringKept", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 100, "stop": "STOP"}))
+			return strings.Contains(emuStr(emuJget(c, "message", "content")), "STOP")
+		}},
+		{"SeedIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			body := emuChatBody("x", map[string]any{"max_tokens": 20, "temperature": 0.9, "seed": 5})
+			a, _ := firstChoice(t, ep, body)
+			b, _ := firstChoice(t, ep, body)
+			return emuJget(a, "message", "content") != emuJget(b, "message", "content")
+		}},
+		{"JSONObjectInvalid", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"response_format": map[string]any{"type": "json_object"}}))
+			return !json.Valid([]byte(emuStr(emuJget(c, "message", "content"))))
+		}},
+		{"ToolArgsInvalid", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"tools": []any{weatherTool}, "tool_choice": "required"}))
+			args := emuStr(emuJget(c, "message", "tool_calls", 0, "function", "arguments"))
+			return validateJSON(t, compileSchema(t, weatherTool["function"].(map[string]any)["parameters"]), args) != nil
+		}},
+		{"ReasoningMissing", deploy.EmulatorConfig{Reasoning: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 200}))
+			_, has := c["message"].(map[string]any)["reasoning"]
+			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 200}))
+			for _, ch := range chunks {
+				if emuJget(ch, "choices", 0, "delta", "reasoning") != nil {
+					return false
+				}
+			}
+			return !has
+		}},
+		{"NoContextCheck", deploy.EmulatorConfig{MaxModelLen: 10}, func(t *testing.T, ep deploy.Endpoint) bool {
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 50}))
+			return st == 200
+		}},
+		{"MaxTokensIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 4}))
+			return emuNum(emuJget(m, "usage", "completion_tokens")) > 4
+		}},
+		{"NoUsageChunk", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", withUsage))
+			return emuJget(chunks[len(chunks)-1], "usage") == nil
+		}},
+		{"UsageNotMonotonic", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 5,
+				"ignore_eos": true, "stream_options": map[string]any{"include_usage": true, "continuous_usage_stats": true}}))
+			prev := 0
+			for _, c := range chunks {
+				ct := emuNum(emuJget(c, "usage", "completion_tokens"))
+				if ct < prev {
+					return true
+				}
+				prev = ct
+			}
+			return false
+		}},
+		{"WrongIDPrefix", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 1}))
+			return !strings.HasPrefix(emuStr(m["id"]), "chatcmpl-")
+		}},
+		{"WrongObject", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 1}))
+			return m["object"] != "chat.completion"
+		}},
+		{"LogprobsWrongCount", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 2, "logprobs": true, "top_logprobs": 3}))
+			return len(emuJget(c, "logprobs", "content", 0, "top_logprobs").([]any)) != 3
+		}},
+		{"ModelMissingFromList", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, b := emuDo(t, ep, http.MethodGet, "/v1/models", nil)
+			return len(emuObj(t, b)["data"].([]any)) == 0
+		}},
+		{"UnknownModelOK", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			body := emuChatBody("x", map[string]any{"max_tokens": 1})
+			body["model"] = "nope"
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", body)
+			return st == 200
+		}},
+		{"StreamDiffers", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 10}))
+			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 10}))
+			return streamText(chunks) != emuStr(emuJget(c, "message", "content"))
+		}},
+		{"DoubleFinish", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 3}))
+			n := 0
+			for _, c := range chunks {
+				if emuJget(c, "choices", 0, "finish_reason") != nil {
+					n++
+				}
+			}
+			return n == 2
+		}},
+		{"WrongContentType", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, h, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "stream": true}))
+			return !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
+		}},
+		{"NIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 2, "n": 2, "temperature": 1}))
+			return len(m["choices"].([]any)) == 1
+		}},
+		{"EchoIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, b := emuPost(t, ep, "/v1/completions", map[string]any{"prompt": "ECHO ME", "echo": true, "max_tokens": 2})
+			return !strings.HasPrefix(emuStr(emuJget(emuObj(t, b), "choices", 0, "text")), "ECHO ME")
+		}},
+		{"NamedToolFinishToolCalls", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"tools": []any{weatherTool},
+				"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}))
+			return c["finish_reason"] == "tool_calls"
+		}},
+		{"NoParamValidation", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "temperature": -1, "top_p": 0}))
+			return st == 200
+		}},
+		{"NoToolChoiceValidation", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "tool_choice": "required"}))
+			return st == 200
+		}},
+		{"EmbeddingWrongDim", deploy.EmulatorConfig{EnableEmbeddings: true, EmbeddingDim: 8}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, b := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": "x"})
+			return len(emuJget(emuObj(t, b), "data", 0, "embedding").([]any)) != 8
+		}},
+		{"RerankUnsorted", deploy.EmulatorConfig{EnableRerank: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, b := emuPost(t, ep, "/rerank", map[string]any{"query": "sunny weather", "documents": []string{"stock crash", "sunny weather today"}})
+			res := emuObj(t, b)["results"].([]any)
+			return emuJget(res, 0, "relevance_score").(float64) < emuJget(res, 1, "relevance_score").(float64)
+		}},
+		{"ErrorBodyMalformed", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"temperature": -1}))
+			return st == 400 && !json.Valid(b)
+		}},
+		{"NoAuth", deploy.EmulatorConfig{APIKey: "k"}, func(t *testing.T, ep deploy.Endpoint) bool {
+			ep.APIKey = ""
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 1}))
+			return st == 200
+		}},
+		{"ThinkTagsUnclosed", deploy.EmulatorConfig{Reasoning: true, ReasoningInContent: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 300}))
+			s := emuStr(emuJget(c, "message", "content"))
+			return strings.HasPrefix(s, "<think>") && !strings.Contains(s, "</think>")
+		}},
+	}
+}
+
+// TestDefectsChangeWireBehaviour 证明每个缺陷开关都真实改变了线上行为，
+// 并且同一检查在没有缺陷的服务上为假（检查本身能区分好坏）。
+func TestDefectsChangeWireBehaviour(t *testing.T) {
+	cases := emuDefectCases()
+	typ := reflect.TypeOf(deploy.EmulatorDefects{})
+	covered := map[string]bool{}
+	for _, c := range cases {
+		covered[c.field] = true
+	}
+	for i := 0; i < typ.NumField(); i++ {
+		if !covered[typ.Field(i).Name] {
+			t.Errorf("defect %s has no wire test", typ.Field(i).Name)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.field, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.Model = "m"
+			_, good := startEmu(t, cfg)
+			if c.visible(t, good) {
+				t.Fatalf("check for %s fires on a faithful server", c.field)
+			}
+			f := reflect.ValueOf(&cfg.Defects).Elem().FieldByName(c.field)
+			f.SetBool(true)
+			_, bad := startEmu(t, cfg)
+			if !c.visible(t, bad) {
+				t.Fatalf("defect %s does not change the wire behaviour", c.field)
+			}
+		})
+	}
+}
