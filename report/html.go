@@ -302,19 +302,21 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 		}
 		return out
 	}
-	// 时延单位：全部 P99 都小于 1 秒时用毫秒，读起来更直观。
-	scale, unit := 1.0, "s"
-	maxLat := 0.0
-	for _, r := range sc.Perf {
-		maxLat = math.Max(maxLat, math.Max(r.TTFT.P99.Seconds(), r.E2E.P99.Seconds()))
+	// 时延单位按图选择：该图全部 P99 都小于 1 秒时用毫秒，读起来更直观。
+	unitOf := func(pick func(loadgen.Summary) time.Duration) (float64, string) {
+		for _, r := range sc.Perf {
+			if pick(r) >= time.Second {
+				return 1, "s"
+			}
+		}
+		return 1000, "ms"
 	}
-	if maxLat < 1 {
-		scale, unit = 1000, "ms"
-	}
-	ttft := chart{Title: "TTFT P99 vs concurrency", XLabel: "concurrency", YLabel: "TTFT P99 (" + unit + ")", Categories: cats,
-		Series: build(MetricTTFTP99, func(b Baseline) float64 { return b.TTFTP99.Seconds() }, scale)}
-	e2e := chart{Title: "E2E P99 vs concurrency", XLabel: "concurrency", YLabel: "E2E P99 (" + unit + ")", Categories: cats,
-		Series: build(MetricE2EP99, func(b Baseline) float64 { return b.E2EP99.Seconds() }, scale)}
+	ts, tu := unitOf(func(r loadgen.Summary) time.Duration { return r.TTFT.P99 })
+	es, eu := unitOf(func(r loadgen.Summary) time.Duration { return r.E2E.P99 })
+	ttft := chart{Title: "TTFT P99 vs concurrency", XLabel: "concurrency", YLabel: "TTFT P99 (" + tu + ")", Categories: cats,
+		Series: build(MetricTTFTP99, func(b Baseline) float64 { return b.TTFTP99.Seconds() }, ts)}
+	e2e := chart{Title: "E2E P99 vs concurrency", XLabel: "concurrency", YLabel: "E2E P99 (" + eu + ")", Categories: cats,
+		Series: build(MetricE2EP99, func(b Baseline) float64 { return b.E2EP99.Seconds() }, es)}
 	qps := chart{Title: "QPS vs concurrency", XLabel: "concurrency", YLabel: "requests/s", Categories: cats,
 		Series: build(MetricQPS, func(b Baseline) float64 { return b.QPS }, 1)}
 	// 吞吐柱状图：输出 token 吞吐（各轮中位数）。
