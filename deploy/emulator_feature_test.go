@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
