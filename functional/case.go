@@ -1,0 +1,200 @@
+package functional
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Feature 是场景可以开启的可选能力。核心的 chat/completions/流式能力总是被测试；
+// 这里列出的能力只有在 Target.Features 中出现时才运行对应用例，否则跳过并写明原因。
+type Feature string
+
+// 已知能力，名称与 configs/scenarios/*.yaml 的 features 列表一致。
+const (
+	FeatureFunctionCall      Feature = "function_call"
+	FeatureGuidedDecoding    Feature = "guided_decoding"
+	FeatureStructuredOutputs Feature = "structured_outputs"
+	FeatureReasoning         Feature = "reasoning"
+	FeatureMultimodal        Feature = "multimodal"
+	FeatureEmbeddings        Feature = "embeddings"
+	FeatureRerank            Feature = "rerank"
+)
+
+// AllFeatures 返回全部已知能力（每次返回新切片）。
+func AllFeatures() []Feature {
+	return []Feature{FeatureFunctionCall, FeatureGuidedDecoding, FeatureStructuredOutputs,
+		FeatureReasoning, FeatureMultimodal, FeatureEmbeddings, FeatureRerank}
+}
+
+// Known 报告 f 是否为本包认识的能力名，用于在配置加载时拒绝拼写错误。
+func (f Feature) Known() bool { return slices.Contains(AllFeatures(), f) }
+
+// Target 是被测服务，刻意只用普通类型描述，使本包不依赖 deploy 包。
+type Target struct {
+	// BaseURLs 是以 /v1 结尾的基础地址；用例使用第一个。
+	BaseURLs []string
+	// Model 是 served-model-name。
+	Model string
+	// APIKey 为空表示服务不需要密钥；它不会出现在结果中。
+	APIKey string
+	// HTTPClient 为 nil 时使用一个新的 http.Client。其 Transport 会被包装以实现
+	// 超时、重试与请求记录；Timeout 字段被忽略（由 Options.RequestTimeout 代替）。
+	HTTPClient *http.Client
+	// Features 是场景开启的可选能力。
+	Features []Feature
+	// ReasoningKeys 是场景给出的推理字段备选键名，优先于 ReasoningConfig.Keys。
+	ReasoningKeys []string
+}
+
+// Has 报告场景是否开启了能力 f。
+func (t Target) Has(f Feature) bool { return slices.Contains(t.Features, f) }
+
+// validate 检查 Target 的必填字段。
+func (t Target) validate() error {
+	if len(t.BaseURLs) == 0 || t.BaseURLs[0] == "" {
+		return fmt.Errorf("functional: target: %w", errors.New("no base URL"))
+	}
+	if !strings.HasPrefix(t.BaseURLs[0], "http://") && !strings.HasPrefix(t.BaseURLs[0], "https://") {
+		return fmt.Errorf("functional: target: base URL %q is not http(s)", t.BaseURLs[0])
+	}
+	if t.Model == "" {
+		return errors.New("functional: target: empty model")
+	}
+	for _, f := range t.Features {
+		if !f.Known() {
+			return fmt.Errorf("functional: target: unknown feature %q (known: %v)", f, AllFeatures())
+		}
+	}
+	return nil
+}
+
+// Case 是一个功能用例。Run 在独立的 goroutine 中执行，通过 T 发请求、报告失败
+// 或跳过；Run 正常返回且未调用 Fail/Skip 即为通过。
+type Case struct {
+	// ID 是全局唯一的标识，形如 "<suite>/<name>"。
+	ID string
+	// Suite 是所属套件名。
+	Suite string
+	// Description 是一句话说明断言了什么，出现在 JUnit 与文档中。
+	Description string
+	// Requires 是运行该用例所需的可选能力；任一缺失则跳过。
+	Requires []Feature
+	// Run 执行用例。ctx 在超时或运行被取消时结束。
+	Run func(ctx context.Context, t *T)
+}
+
+// ErrDuplicateCase 表示目录中已有同 ID 的用例。
+var ErrDuplicateCase = errors.New("functional: duplicate case id")
+
+// Catalog 是一组有序的用例。非并发安全：构建完成后再交给 Runner。
+type Catalog struct {
+	cases []Case
+	ids   map[string]bool
+}
+
+// NewCatalog 按 cfg 生成规格第 4 节的全部用例。cfg 先经过 Validate。
+func NewCatalog(cfg Config) (*Catalog, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Catalog{ids: map[string]bool{}}
+	for _, build := range []func(Config) []Case{
+		chatCoreCases, completionsCases, streamingCases, paramsCases, guidedCases,
+		functionCallCases, reasoningCases, errorsCases, multimodalCases, embeddingsCases, rerankCases,
+	} {
+		for _, cs := range build(cfg) {
+			if err := c.Add(cs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c, nil
+}
+
+// DefaultCatalog 返回按 DefaultConfig 生成的新目录；每次调用都是独立的值，
+// 调用方可以放心 Add 而不影响他人。
+func DefaultCatalog() *Catalog {
+	c, err := NewCatalog(DefaultConfig())
+	if err != nil {
+		// DefaultConfig 由单元测试保证合法；此处返回空目录而不是 panic。
+		return &Catalog{ids: map[string]bool{}}
+	}
+	return c
+}
+
+// Add 追加一个用例。ID、Suite、Run 必填，ID 不得重复；ID 不以 "<suite>/" 开头时
+// 自动补上，以保证报告中按套件分组的一致性。
+func (c *Catalog) Add(cs Case) error {
+	if c.ids == nil {
+		c.ids = map[string]bool{}
+	}
+	if cs.Suite == "" || cs.ID == "" || cs.Run == nil {
+		return fmt.Errorf("functional: add case %q: ID, Suite and Run are required", cs.ID)
+	}
+	if !strings.HasPrefix(cs.ID, cs.Suite+"/") {
+		cs.ID = cs.Suite + "/" + cs.ID
+	}
+	for _, f := range cs.Requires {
+		if !f.Known() {
+			return fmt.Errorf("functional: add case %q: unknown feature %q", cs.ID, f)
+		}
+	}
+	if c.ids[cs.ID] {
+		return fmt.Errorf("%w: %s", ErrDuplicateCase, cs.ID)
+	}
+	c.ids[cs.ID] = true
+	c.cases = append(c.cases, cs)
+	return nil
+}
+
+// Cases 返回用例的副本，顺序即添加顺序。
+func (c *Catalog) Cases() []Case { return slices.Clone(c.cases) }
+
+// Len 返回用例数。
+func (c *Catalog) Len() int { return len(c.cases) }
+
+// Suites 返回出现过的套件名，按首次出现的顺序。
+func (c *Catalog) Suites() []string {
+	var out []string
+	for _, cs := range c.cases {
+		if !slices.Contains(out, cs.Suite) {
+			out = append(out, cs.Suite)
+		}
+	}
+	return out
+}
+
+// Select 返回匹配任一 pattern 的用例：pattern 可以是套件名、完整用例 ID，
+// 或 path.Match 风格的通配（如 "params_boundary/top_*"）。patterns 为空或含
+// "all" 时返回全部。不匹配任何用例的 pattern 是错误，防止矩阵里的拼写错误
+// 让子集悄悄变空。
+func (c *Catalog) Select(patterns ...string) ([]Case, error) {
+	if len(patterns) == 0 || slices.Contains(patterns, "all") {
+		return c.Cases(), nil
+	}
+	var out []Case
+	used := make([]bool, len(patterns))
+	for _, cs := range c.cases {
+		hit := false
+		for i, p := range patterns {
+			m, err := path.Match(p, cs.ID)
+			if p == cs.Suite || p == cs.ID || (err == nil && m) {
+				used[i], hit = true, true
+			}
+		}
+		if hit {
+			out = append(out, cs)
+		}
+	}
+	for i, u := range used {
+		if !u {
+			return nil, fmt.Errorf("functional: select: pattern %q matches no case", patterns[i])
+		}
+	}
+	return out, nil
+}

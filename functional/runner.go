@@ -1,0 +1,223 @@
+package functional
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options 是 Runner 的执行参数（带 yaml 标签，可放进配置文件）。
+type Options struct {
+	// RequestTimeout 是单个 HTTP 请求（含读完响应体）的超时，默认 120s。
+	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout"`
+	// Retries 是传输错误与 5xx 的重试次数，默认 2；负数表示不重试。
+	Retries int `yaml:"retries" json:"retries"`
+	// RetryBackoff 是第 k 次重试前等待 k*RetryBackoff，默认 200ms。
+	RetryBackoff time.Duration `yaml:"retry_backoff" json:"retry_backoff"`
+	// Parallelism 是同时执行的用例数上限，默认 8。
+	Parallelism int `yaml:"parallelism" json:"parallelism"`
+	// Config 是套件参数；nil 表示 DefaultConfig。
+	Config *Config `yaml:"-" json:"-"`
+	// Now 是时钟，nil 表示 time.Now；测试可注入固定时钟。
+	Now func() time.Time `yaml:"-" json:"-"`
+}
+
+// DefaultOptions 返回规格第 4 节的默认值：120 秒超时、重试 2 次。
+func DefaultOptions() Options {
+	return Options{RequestTimeout: 120 * time.Second, Retries: 2, RetryBackoff: 200 * time.Millisecond, Parallelism: 8}
+}
+
+// withDefaults 补齐零值字段。
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = d.RequestTimeout
+	}
+	if o.Retries == 0 {
+		o.Retries = d.Retries
+	} else if o.Retries < 0 {
+		o.Retries = 0
+	}
+	if o.RetryBackoff == 0 {
+		o.RetryBackoff = d.RetryBackoff
+	}
+	if o.Parallelism == 0 {
+		o.Parallelism = d.Parallelism
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Runner 对一个 Target 执行用例。Runner 可被多个 goroutine 同时调用 Run。
+type Runner struct {
+	target Target
+	opts   Options
+	cfg    Config
+}
+
+// NewRunner 校验 target 与 opts 并返回 Runner。
+func NewRunner(target Target, opts Options) (*Runner, error) {
+	if err := target.validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	if o.RequestTimeout < 0 {
+		return nil, fmt.Errorf("functional: new runner: request_timeout %v must be > 0", o.RequestTimeout)
+	}
+	if o.Parallelism < 1 {
+		return nil, fmt.Errorf("functional: new runner: parallelism %d must be >= 1", o.Parallelism)
+	}
+	cfg := DefaultConfig()
+	if o.Config != nil {
+		cfg = *o.Config
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("functional: new runner: %w", err)
+	}
+	return &Runner{target: target, opts: o, cfg: cfg}, nil
+}
+
+// Run 以至多 Parallelism 个并发执行 cases，所有用例结束后返回报告。
+// ctx 取消后，进行中的请求随之中断，这些用例以及尚未开始的用例记为跳过
+// （原因写明被取消），返回的 error 为 ctx.Err()；其他情况下 error 为 nil，
+// 用例失败只体现在报告里。
+func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
+	start := r.opts.Now()
+	results := make([]Result, len(cases))
+	sem := make(chan struct{}, r.opts.Parallelism)
+	var wg sync.WaitGroup
+	for i := range cases {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			results[i] = Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusSkip, Reason: "run cancelled before start: " + ctx.Err().Error()}
+			continue
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = r.runOne(ctx, cases[i])
+		}(i)
+	}
+	wg.Wait()
+	rep := Report{Model: r.target.Model, Started: start, Duration: r.opts.Now().Sub(start), Results: results}
+	rep.Suites = Summarize(results)
+	return rep, ctx.Err()
+}
+
+// runOne 在独立 goroutine 中执行一个用例，使 Fatalf/Skipf 的 runtime.Goexit
+// 只结束该用例。
+func (r *Runner) runOne(ctx context.Context, c Case) Result {
+	res := Result{CaseID: c.ID, Suite: c.Suite}
+	for _, f := range c.Requires {
+		if !r.target.Has(f) {
+			res.Status, res.Reason = StatusSkip, fmt.Sprintf("feature %q not enabled for this scenario", f)
+			return res
+		}
+	}
+	t := newT(c.ID, r.target, &r.cfg, r.opts)
+	began := r.opts.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("case panicked: %v", p)
+			}
+		}()
+		c.Run(ctx, t)
+	}()
+	<-done
+	res.Duration = r.opts.Now().Sub(began)
+	res.Status, res.Reason = t.outcome()
+	if res.Status == StatusFail && ctx.Err() != nil {
+		res.Status, res.Reason = StatusSkip, "run cancelled: "+ctx.Err().Error()
+	}
+	if res.Status == StatusFail {
+		res.Request, res.Response = t.rec.snapshot()
+		res.Request = redact(res.Request, r.target.APIKey)
+		res.Response = redact(res.Response, r.target.APIKey)
+	}
+	return res
+}
+
+// redact 从记录中抹掉密钥（以防服务端把它回显在错误信息里）。
+func redact(s, key string) string {
+	if key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "***")
+}
+
+// Summarize 按套件首次出现的顺序汇总结果；通过率 = passed / (total − skipped)，
+// 全部跳过时为 1（没有可判定的用例不算失败）。
+func Summarize(results []Result) []SuiteSummary {
+	var order []string
+	by := map[string]*SuiteSummary{}
+	for _, r := range results {
+		s, ok := by[r.Suite]
+		if !ok {
+			s = &SuiteSummary{Suite: r.Suite}
+			by[r.Suite] = s
+			order = append(order, r.Suite)
+		}
+		s.Total++
+		switch r.Status {
+		case StatusPass:
+			s.Passed++
+		case StatusFail:
+			s.Failed++
+		case StatusSkip:
+			s.Skipped++
+		}
+	}
+	out := make([]SuiteSummary, 0, len(order))
+	for _, name := range order {
+		s := by[name]
+		s.PassRatio = 1
+		if n := s.Total - s.Skipped; n > 0 {
+			s.PassRatio = float64(s.Passed) / float64(n)
+		}
+		out = append(out, *s)
+	}
+	return out
+}
+
+// Failed 返回报告中失败用例的 ID（按报告顺序）。
+func (r Report) Failed() []string {
+	var out []string
+	for _, res := range r.Results {
+		if res.Status == StatusFail {
+			out = append(out, res.CaseID)
+		}
+	}
+	return out
+}
+
+// Count 返回状态为 s 的用例数。
+func (r Report) Count(s Status) int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Result 返回 ID 为 id 的结果。
+func (r Report) Result(id string) (Result, bool) {
+	i := slices.IndexFunc(r.Results, func(x Result) bool { return x.CaseID == id })
+	if i < 0 {
+		return Result{}, false
+	}
+	return r.Results[i], true
+}

@@ -1,0 +1,247 @@
+package functional
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// paramsCases 生成 params_boundary 套件：每个取值一个用例，断言参数的效果
+// （精确的 token 数、finish_reason、停止串不在文本中、logprobs 个数……）而不只是 200。
+func paramsCases(cfg Config) []Case {
+	pc := cfg.ParamsBoundary
+	var cases []Case
+	add := func(id, desc string, run func(ctx context.Context, t *T)) {
+		cases = append(cases, Case{ID: "params_boundary/" + id, Suite: SuiteParamsBoundary, Description: desc, Run: run})
+	}
+	for _, n := range pc.MaxTokens {
+		add(fmt.Sprintf("max_tokens=%d", n), "with ignore_eos, exactly max_tokens tokens are generated and finish_reason is length",
+			func(ctx context.Context, t *T) {
+				c := t.chatOrSkip(ctx, t.plainBody(pc.Prompt, n).with(map[string]any{"ignore_eos": true}), "ignore_eos")
+				t.checkUsage("usage", c.Usage)
+				t.Expect("completion_tokens", n, c.Usage.CompletionTokens)
+				t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
+			})
+	}
+	for _, v := range pc.Temperature {
+		if v == 0 {
+			add("temperature=0", "temperature 0 is deterministic: repeated requests (with and without seed) give identical text",
+				func(ctx context.Context, t *T) {
+					b := t.plainBody(pc.Prompt, pc.SampleTokens)
+					a := t.chat(ctx, b).Choices[0].Message.text()
+					for _, extra := range []map[string]any{nil, {"seed": 11}} {
+						got := t.chat(ctx, b.with(extra)).Choices[0].Message.text()
+						if got != a {
+							t.Fatalf("temperature 0 gave different texts: %q vs %q", trim(a), trim(got))
+						}
+					}
+				})
+			continue
+		}
+		add("temperature="+describe(v), "temperature > 0 samples: unseeded repeated requests are not all identical",
+			func(ctx context.Context, t *T) {
+				seen := map[string]bool{}
+				for i := 0; i < pc.Samples; i++ {
+					c := t.chat(ctx, t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": v}))
+					if f := str(c.Choices[0].FinishReason); !validFinish(f) {
+						t.Fatalf("finish_reason=%q", f)
+					}
+					seen[c.Choices[0].Message.text()] = true
+				}
+				if len(seen) < 2 {
+					t.Fatalf("%d samples at temperature %g were all identical", pc.Samples, v)
+				}
+			})
+	}
+	// top_p、top_k 与惩罚项：服务端接受该取值，并且仍精确遵守 max_tokens/ignore_eos。
+	exact := func(param string, value any) func(ctx context.Context, t *T) {
+		return func(ctx context.Context, t *T) {
+			b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{param: value, "temperature": 1.0, "seed": 5, "ignore_eos": true})
+			c := t.chatOrSkip(ctx, b, fmt.Sprintf("%s=%v", param, value))
+			t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
+			t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
+			again := t.chat(ctx, b)
+			if again.Choices[0].Message.text() != c.Choices[0].Message.text() {
+				t.Fatalf("%s=%v with a fixed seed is not reproducible", param, value)
+			}
+		}
+	}
+	for _, v := range pc.TopP {
+		add("top_p="+describe(v), "top_p value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_p", v))
+	}
+	for _, v := range pc.TopK {
+		add("top_k="+strconv.Itoa(v), "top_k value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_k", v))
+	}
+	for _, v := range pc.PresencePenalty {
+		add("presence_penalty="+describe(v), "presence_penalty boundary value is accepted and generation stays exact", exact("presence_penalty", v))
+	}
+	for _, v := range pc.FrequencyPenalty {
+		add("frequency_penalty="+describe(v), "frequency_penalty boundary value is accepted and generation stays exact", exact("frequency_penalty", v))
+	}
+	for _, seed := range pc.Seeds {
+		add("seed="+strconv.FormatInt(seed, 10), "non-streaming requests with the same seed at temperature 1 are identical",
+			func(ctx context.Context, t *T) {
+				b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": 1.0, "seed": seed})
+				a := t.chat(ctx, b).Choices[0].Message.text()
+				for i := 1; i < pc.Samples; i++ {
+					if got := t.chat(ctx, b).Choices[0].Message.text(); got != a {
+						t.Fatalf("seed %d gave different texts: %q vs %q", seed, trim(a), trim(got))
+					}
+				}
+			})
+	}
+	if len(pc.Seeds) >= 2 {
+		add("seed_varies", "different seeds at temperature 1 do not all give the same text",
+			func(ctx context.Context, t *T) {
+				seen := map[string]bool{}
+				for _, seed := range pc.Seeds {
+					b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": 1.0, "seed": seed})
+					seen[t.chat(ctx, b).Choices[0].Message.text()] = true
+				}
+				if len(seen) < 2 {
+					t.Fatalf("%d different seeds produced identical text", len(pc.Seeds))
+				}
+			})
+	}
+	for _, kind := range pc.Stop {
+		add("stop="+kind, "generation halts before the stop string: it is absent, the text is a prefix of the unstopped text, finish_reason is stop",
+			func(ctx context.Context, t *T) { runStop(ctx, t, pc, kind) })
+	}
+	for _, k := range pc.TopLogprobs {
+		add(fmt.Sprintf("top_logprobs=%d", k), "logprobs=true with top_logprobs=k returns one entry per content token, each with exactly k alternatives",
+			func(ctx context.Context, t *T) {
+				c := t.chatOrSkip(ctx, t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": true, "top_logprobs": k}), "logprobs")
+				lp := c.Choices[0].Logprobs
+				if lp == nil || len(lp.Content) == 0 {
+					t.Fatalf("no logprobs.content in the response")
+				}
+				if len(lp.Content) > c.Usage.CompletionTokens {
+					t.Fatalf("%d logprob entries for %d completion tokens", len(lp.Content), c.Usage.CompletionTokens)
+				}
+				for i, e := range lp.Content {
+					if len(e.TopLogprobs) != k {
+						t.Fatalf("entry %d has %d top_logprobs, want %d", i, len(e.TopLogprobs), k)
+					}
+					if e.Logprob > 0 {
+						t.Fatalf("entry %d logprob %g > 0", i, e.Logprob)
+					}
+				}
+			})
+	}
+	if len(pc.TopLogprobs) > 0 {
+		k := pc.TopLogprobs[len(pc.TopLogprobs)-1]
+		add(fmt.Sprintf("completions_logprobs=%d", k), "completions logprobs=k returns k alternatives per generated token",
+			func(ctx context.Context, t *T) {
+				raw := t.postOrSkip(ctx, "/v1/completions", t.completionBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": k}), "logprobs")
+				var c struct {
+					Choices []struct {
+						Logprobs *struct {
+							Tokens      []string             `json:"tokens"`
+							TopLogprobs []map[string]float64 `json:"top_logprobs"`
+						} `json:"logprobs"`
+					} `json:"choices"`
+				}
+				if err := json.Unmarshal(raw, &c); err != nil || len(c.Choices) == 0 || c.Choices[0].Logprobs == nil {
+					t.Fatalf("no logprobs in the completions response (%v)", err)
+				}
+				lp := c.Choices[0].Logprobs
+				if len(lp.Tokens) == 0 || len(lp.TopLogprobs) != len(lp.Tokens) {
+					t.Fatalf("%d tokens but %d top_logprobs entries", len(lp.Tokens), len(lp.TopLogprobs))
+				}
+				for i, m := range lp.TopLogprobs {
+					// vLLM 在采样 token 不在前 k 个时额外带上它，因此允许 k 或 k+1 个。
+					if len(m) != k && len(m) != k+1 {
+						t.Fatalf("token %d has %d alternatives, want %d", i, len(m), k)
+					}
+				}
+			})
+	}
+	if pc.LogitBias {
+		add("logit_bias", "logit_bias with a token id from /tokenize is accepted and generation stays exact",
+			func(ctx context.Context, t *T) {
+				resp, err := t.Post(ctx, "/tokenize", map[string]any{"model": t.Model(), "prompt": pc.Prompt})
+				if err != nil {
+					t.Fatalf("tokenize: %v", err)
+				}
+				var tk struct {
+					Tokens []int `json:"tokens"`
+				}
+				if resp.Status != 200 || json.Unmarshal(resp.Body, &tk) != nil || len(tk.Tokens) == 0 {
+					t.Skipf("server has no usable /tokenize (HTTP %d); cannot pick a token id for logit_bias", resp.Status)
+				}
+				bias := map[string]any{strconv.Itoa(tk.Tokens[0]): 5}
+				b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logit_bias": bias, "ignore_eos": true})
+				c := t.chatOrSkip(ctx, b, "logit_bias")
+				t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
+				t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
+			})
+	}
+	return cases
+}
+
+// runStop 实现 stop 用例：先在温度 0 下生成一次，从输出中挑选确实会出现的停止串，
+// 再带 stop 请求，断言输出在停止串之前结束。
+func runStop(ctx context.Context, t *T, pc ParamsBoundaryConfig, kind string) {
+	b := t.plainBody(pc.Prompt, pc.SampleTokens)
+	full := t.chat(ctx, b).Choices[0].Message.text()
+	words := strings.Fields(full)
+	var stops []string
+	switch kind {
+	case "single":
+		stops = []string{pickWord(words, 3)}
+	case "multiple":
+		stops = []string{pickWord(words, 2), pickWord(words, 4), "ZZZ-never-said"}
+	case "unicode":
+		stops = []string{pickUnicode(full)}
+	}
+	c := t.chat(ctx, b.with(map[string]any{"stop": stops}))
+	got := c.Choices[0].Message.text()
+	for _, s := range stops {
+		if strings.Contains(got, s) {
+			t.Fatalf("stop string %q is present in the output %q", s, trim(got))
+		}
+	}
+	if !strings.HasPrefix(full, got) {
+		t.Fatalf("stopped output %q is not a prefix of the unstopped output %q", trim(got), trim(full))
+	}
+	t.Expect("finish_reason", "stop", str(c.Choices[0].FinishReason))
+}
+
+// pickWord 从输出中挑选第 i 个（循环）至少 2 个字符的词作为停止串；
+// 输出为空时退回一个常见的英文词。
+func pickWord(words []string, i int) string {
+	var cands []string
+	for _, w := range words {
+		w = strings.TrimFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if utf8.RuneCountInString(w) >= 2 {
+			cands = append(cands, w)
+		}
+	}
+	if len(cands) == 0 {
+		return "the"
+	}
+	return cands[i%len(cands)]
+}
+
+// pickUnicode 从输出中挑选第一个非 ASCII 字符作为停止串；没有时用中文句号。
+func pickUnicode(s string) string {
+	n := 0
+	for _, r := range s {
+		if r >= utf8.RuneSelf && !unicode.IsSpace(r) {
+			n++
+			if n == 3 {
+				return string(r)
+			}
+		}
+	}
+	for _, r := range s {
+		if r >= utf8.RuneSelf && !unicode.IsSpace(r) {
+			return string(r)
+		}
+	}
+	return "。"
+}

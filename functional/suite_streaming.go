@@ -1,0 +1,148 @@
+package functional
+
+import (
+	"context"
+	"fmt"
+	"mime"
+	"strings"
+)
+
+// streamingCases 生成 streaming 套件：这些断言都落在原始 SSE 字节上。
+func streamingCases(cfg Config) []Case {
+	sc := cfg.Streaming
+	const chat = "/v1/chat/completions"
+	return []Case{
+		{ID: "streaming/role_first", Suite: SuiteStreaming, Description: "the first delta of each choice carries role=assistant, and the role is sent exactly once",
+			Run: func(ctx context.Context, t *T) {
+				s := t.stream(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens))
+				if !s.firstRole[0] {
+					t.Fatalf("first delta of choice 0 does not carry role=assistant")
+				}
+				t.Expect("role deltas for choice 0", 1, s.roleChunks[0])
+			}},
+		{ID: "streaming/matches_nonstream", Suite: SuiteStreaming, Description: "at temperature 0 the concatenated deltas equal the non-streaming message",
+			Run: func(ctx context.Context, t *T) {
+				b := t.chatBody(sc.Prompt, sc.MaxTokens)
+				c := t.chat(ctx, b)
+				s := t.stream(ctx, chat, b)
+				msg := c.Choices[0].Message
+				if got, want := s.text[0], msg.text(); got != want {
+					t.Fatalf("streamed content %q != non-streaming content %q", trim(got), trim(want))
+				}
+				var want string
+				for _, k := range t.reasoningKeys() {
+					if v, ok := msg.field(k); ok {
+						want = v
+						break
+					}
+				}
+				if s.reasoning[0] != want {
+					t.Fatalf("streamed reasoning %q != non-streaming reasoning %q", trim(s.reasoning[0]), trim(want))
+				}
+				if s.finish[0] != str(c.Choices[0].FinishReason) {
+					t.Fatalf("streamed finish_reason %q != non-streaming %q", s.finish[0], str(c.Choices[0].FinishReason))
+				}
+			}},
+		{ID: "streaming/single_finish", Suite: SuiteStreaming, Description: "with n=2 every choice gets exactly one finish_reason",
+			Run: func(ctx context.Context, t *T) {
+				s := t.stream(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens).with(map[string]any{"n": 2, "temperature": 0.7, "seed": 3}))
+				for i := 0; i < 2; i++ {
+					if s.finishes[i] != 1 {
+						t.Errorf("choice %d: finish_reason appeared %d times, want exactly 1", i, s.finishes[i])
+					} else if f := s.finish[i]; !validFinish(f) {
+						t.Errorf("choice %d: finish_reason=%q", i, f)
+					}
+				}
+			}},
+		{ID: "streaming/include_usage", Suite: SuiteStreaming, Description: "stream_options.include_usage adds one final chunk with choices [] and usage; earlier chunks carry usage null",
+			Run: func(ctx context.Context, t *T) {
+				s := t.streamOrSkip(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens).with(map[string]any{
+					"stream_options": map[string]any{"include_usage": true}}), "stream_options.include_usage")
+				n := len(s.chunks)
+				if n == 0 {
+					t.Fatalf("empty stream")
+				}
+				last := s.chunks[n-1]
+				if len(last.Choices) != 0 || s.usages[n-1] == nil {
+					t.Fatalf("last chunk is not a usage chunk with choices []: %s", trim(string(s.raw.Events[n-1])))
+				}
+				for i := 0; i < n-1; i++ {
+					if s.usages[i] != nil {
+						t.Fatalf("chunk %d carries usage before the final usage chunk", i)
+					}
+				}
+				t.checkUsage("stream usage", s.usages[n-1])
+			}},
+		{ID: "streaming/continuous_usage", Suite: SuiteStreaming, Description: "continuous_usage_stats puts usage on every chunk with non-decreasing completion_tokens",
+			Run: func(ctx context.Context, t *T) {
+				s := t.streamOrSkip(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens).with(map[string]any{
+					"stream_options": map[string]any{"include_usage": true, "continuous_usage_stats": true}}), "stream_options.continuous_usage_stats")
+				prev := -1
+				for i, u := range s.usages {
+					if u == nil {
+						t.Fatalf("chunk %d has no usage under continuous_usage_stats", i)
+					}
+					if u.CompletionTokens < prev {
+						t.Fatalf("completion_tokens went back from %d to %d at chunk %d", prev, u.CompletionTokens, i)
+					}
+					prev = u.CompletionTokens
+				}
+				if s.usageChunk == nil || s.usageChunk.CompletionTokens != prev {
+					t.Fatalf("final usage does not equal the last running completion_tokens %d", prev)
+				}
+			}},
+		{ID: "streaming/done", Suite: SuiteStreaming, Description: "the raw SSE stream ends with data: [DONE] and nothing after it",
+			Run: func(ctx context.Context, t *T) {
+				s := t.stream(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens))
+				if !s.raw.Done {
+					t.Fatalf("stream ended without data: [DONE] (%d events)", len(s.raw.Events))
+				}
+				t.Expect("events after [DONE]", 0, s.raw.AfterDone)
+			}},
+		{ID: "streaming/content_type", Suite: SuiteStreaming, Description: "streaming responses are served as text/event-stream",
+			Run: func(ctx context.Context, t *T) {
+				s := t.stream(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens))
+				ct := s.raw.Header.Get("Content-Type")
+				mt, _, err := mime.ParseMediaType(ct)
+				if err != nil || mt != "text/event-stream" {
+					t.Fatalf("Content-Type=%q, want text/event-stream", ct)
+				}
+			}},
+		{ID: "streaming/chunk_size", Suite: SuiteStreaming, Description: "token-bearing chunks number ceil(completion_tokens/chunk_size) (server stream interval from the scenario)",
+			Run: func(ctx context.Context, t *T) {
+				if sc.ChunkSize == 0 {
+					t.Skipf("streaming.chunk_size not set for this scenario")
+				}
+				s := t.streamOrSkip(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens).with(map[string]any{
+					"stream_options": map[string]any{"include_usage": true}}), "stream_options.include_usage")
+				if s.usageChunk == nil {
+					t.Skipf("server sent no usage chunk; cannot relate chunks to tokens")
+				}
+				n := s.usageChunk.CompletionTokens
+				want := (n + sc.ChunkSize - 1) / sc.ChunkSize
+				if s.contentChunks < want || s.contentChunks > n {
+					t.Fatalf("%d token-bearing chunks for %d tokens at chunk_size %d, want %d", s.contentChunks, n, sc.ChunkSize, want)
+				}
+				if sc.ChunkSize == 1 && s.contentChunks != n {
+					t.Fatalf("%d token-bearing chunks for %d tokens at chunk_size 1", s.contentChunks, n)
+				}
+			}},
+		{ID: "streaming/completions_usage", Suite: SuiteStreaming, Description: "completions streams honour include_usage and end with [DONE]",
+			Run: func(ctx context.Context, t *T) {
+				s := t.streamOrSkip(ctx, "/v1/completions", t.completionBody(sc.Prompt, sc.MaxTokens).with(map[string]any{
+					"stream_options": map[string]any{"include_usage": true}}), "stream_options.include_usage")
+				if s.usageChunk == nil {
+					t.Fatalf("no final usage chunk in the completions stream")
+				}
+				if got := s.usageChunk.CompletionTokens; got < 1 || got > sc.MaxTokens {
+					t.Fatalf("completion_tokens=%d, want 1..%d", got, sc.MaxTokens)
+				}
+				if strings.TrimSpace(s.text[0]) == "" {
+					t.Fatalf("completions stream delivered no text")
+				}
+			}},
+	}
+}
+
+// describe 返回 float 的简短文本，用于用例 ID（0.6 → "0.6"）。
+func describe(v float64) string { return fmt.Sprintf("%g", v) }

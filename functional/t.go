@@ -1,0 +1,424 @@
+package functional
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/vllm-cibench/cibench/internal/sse"
+)
+
+// Failure 是用例失败的结构化描述，调用方可用 errors.As 取出期望与实际值。
+type Failure struct {
+	Case string
+	Want string
+	Got  string
+}
+
+// Error 实现 error。
+func (f *Failure) Error() string {
+	return fmt.Sprintf("functional: case %s: want %s, got %s", f.Case, f.Want, f.Got)
+}
+
+// T 是用例运行时的句柄，角色类似 testing.T：发请求、记录失败与跳过。
+//
+// 并发约定：一个 T 只属于一个用例，只能在执行该用例 Run 的 goroutine 中调用
+// Fatalf/Skipf（它们通过 runtime.Goexit 结束该 goroutine）；Errorf/Notef 可以
+// 在任意 goroutine 调用。
+type T struct {
+	id     string
+	target Target
+	base   string // 以 /v1 结尾的基础地址
+	root   string // 去掉 /v1 的服务根地址，用于 /tokenize、/health
+	hc     *http.Client
+	sdk    openai.Client
+	rec    *recorder
+	cfg    *Config
+
+	mu      sync.Mutex
+	failed  bool
+	skipped bool
+	reasons []string
+	notes   []string
+	failure *Failure
+}
+
+// newT 为一个用例构造 T，并把调用方的 http.Client 包装成带超时、重试、记录的客户端。
+func newT(id string, target Target, cfg *Config, opts Options) *T {
+	base := strings.TrimRight(target.BaseURLs[0], "/")
+	src := target.HTTPClient
+	if src == nil {
+		src = &http.Client{}
+	}
+	rt := src.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	rec := &recorder{}
+	hc := &http.Client{
+		Transport:     &caseTransport{base: rt, timeout: opts.RequestTimeout, retries: opts.Retries, backoff: opts.RetryBackoff, rec: rec},
+		CheckRedirect: src.CheckRedirect,
+		Jar:           src.Jar,
+	}
+	sdkOpts := []option.RequestOption{
+		option.WithBaseURL(base + "/"),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if target.APIKey != "" {
+		sdkOpts = append(sdkOpts, option.WithAPIKey(target.APIKey))
+	} else {
+		sdkOpts = append(sdkOpts, option.WithHeaderDel("Authorization"))
+	}
+	return &T{
+		id: id, target: target, base: base, root: strings.TrimSuffix(base, "/v1"),
+		hc: hc, sdk: openai.NewClient(sdkOpts...), rec: rec, cfg: cfg,
+	}
+}
+
+// ID 返回当前用例的 ID。
+func (t *T) ID() string { return t.id }
+
+// Model 返回被测模型名。
+func (t *T) Model() string { return t.target.Model }
+
+// Has 报告场景是否开启了能力 f，供用例在运行中细分分支。
+func (t *T) Has(f Feature) bool { return t.target.Has(f) }
+
+// Config 返回本次运行使用的套件配置（只读）。
+func (t *T) Config() *Config { return t.cfg }
+
+// Client 返回已配置好地址、密钥、超时与重试、且关闭 SDK 自身重试的 openai-go 客户端。
+func (t *T) Client() *openai.Client { return &t.sdk }
+
+// HTTPClient 返回带超时、重试与请求记录的 http.Client，供需要原始字节的用例使用；
+// 它不会自动附加 API Key，请用 Post/Get/Stream 或自行设置。
+func (t *T) HTTPClient() *http.Client { return t.hc }
+
+// URL 把路径解析为完整地址："/v1/…" 与 "/tokenize"、"/health" 等都相对服务根地址。
+func (t *T) URL(p string) string { return t.root + p }
+
+// Errorf 记录一次失败但继续执行。
+func (t *T) Errorf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failed = true
+	t.reasons = append(t.reasons, fmt.Sprintf(format, args...))
+}
+
+// Fatalf 记录失败并立即结束用例。
+func (t *T) Fatalf(format string, args ...any) {
+	t.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// Expect 在 got != want 时以结构化的 Failure 结束用例；what 说明比较的对象。
+func (t *T) Expect(what string, want, got any) {
+	ws, gs := fmt.Sprint(want), fmt.Sprint(got)
+	if ws == gs {
+		return
+	}
+	t.mu.Lock()
+	if t.failure == nil {
+		t.failure = &Failure{Case: t.id, Want: what + "=" + ws, Got: gs}
+	}
+	t.mu.Unlock()
+	t.Fatalf("%s: want %s, got %s", what, ws, gs)
+}
+
+// Skipf 把用例标记为跳过（写明原因）并结束它。只用于“服务/场景不支持”，
+// 不得用来掩盖失败。
+func (t *T) Skipf(format string, args ...any) {
+	t.mu.Lock()
+	t.skipped = true
+	t.reasons = append(t.reasons, fmt.Sprintf(format, args...))
+	t.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Notef 记录一条信息（例如服务端使用的推理字段形式），通过时写入 Result.Reason。
+func (t *T) Notef(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+}
+
+// Failed 报告用例是否已记录失败。
+func (t *T) Failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+// Response 是一次原始 HTTP 交换的结果，Body 已完整读入。
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Post 以 JSON 发送 body 到 p（见 URL），返回完整响应；传输错误（重试后仍失败）
+// 作为 error 返回。4xx/5xx 不是 error，由用例断言。
+func (t *T) Post(ctx context.Context, p string, body any) (*Response, error) {
+	return t.do(ctx, http.MethodPost, p, body, true)
+}
+
+// Get 以 GET 请求 p。
+func (t *T) Get(ctx context.Context, p string) (*Response, error) {
+	return t.do(ctx, http.MethodGet, p, nil, true)
+}
+
+// do 发送请求；auth 为 false 时不带 API Key（用于鉴权用例）。
+func (t *T) do(ctx context.Context, method, p string, body any, auth bool) (*Response, error) {
+	req, err := t.newRequest(ctx, method, p, body, auth)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("functional: %s %s: %w", method, p, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("functional: %s %s: read body: %w", method, p, err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// newRequest 构造请求：body 为 []byte 时原样发送（用于畸形 JSON），否则 JSON 编码。
+func (t *T) newRequest(ctx context.Context, method, p string, body any, auth bool) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, ok := body.([]byte)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(body); err != nil {
+				return nil, fmt.Errorf("functional: encode request for %s: %w", p, err)
+			}
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.URL(p), rd)
+	if err != nil {
+		return nil, fmt.Errorf("functional: %s %s: %w", method, p, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth && t.target.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+t.target.APIKey)
+	}
+	return req, nil
+}
+
+// Stream 是一次流式请求在字节层面的完整记录。
+type Stream struct {
+	Status int
+	Header http.Header
+	// Events 是 [DONE] 之前所有 data 事件的内容（已复制）。
+	Events [][]byte
+	// Done 报告是否收到 `data: [DONE]`。
+	Done bool
+	// AfterDone 是 [DONE] 之后又收到的事件数（应为 0）。
+	AfterDone int
+	// Body 在状态码非 200 时保存响应体。
+	Body []byte
+}
+
+// Stream 以 JSON POST body 并按 SSE 读完整个响应。非 200 时 Body 为响应体、Events 为空。
+func (t *T) Stream(ctx context.Context, p string, body any) (*Stream, error) {
+	req, err := t.newRequest(ctx, http.MethodPost, p, body, true)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := t.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("functional: stream %s: %w", p, err)
+	}
+	defer resp.Body.Close()
+	s := &Stream{Status: resp.StatusCode, Header: resp.Header}
+	if resp.StatusCode != http.StatusOK {
+		s.Body, err = io.ReadAll(resp.Body)
+		return s, err
+	}
+	r := sse.NewReader(resp.Body)
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return s, nil
+		}
+		if err != nil {
+			return s, fmt.Errorf("functional: stream %s: %w", p, err)
+		}
+		switch {
+		case s.Done:
+			s.AfterDone++
+		case ev.IsDone():
+			s.Done = true
+		default:
+			s.Events = append(s.Events, bytes.Clone(ev.Data))
+		}
+	}
+}
+
+// outcome 汇总 T 的状态。
+func (t *T) outcome() (Status, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.failed:
+		return StatusFail, strings.Join(t.reasons, "; ")
+	case t.skipped:
+		return StatusSkip, strings.Join(t.reasons, "; ")
+	default:
+		return StatusPass, strings.Join(t.notes, "; ")
+	}
+}
+
+// traceLimit 是失败结果中请求与响应各保留的最大字节数。
+const traceLimit = 2048
+
+// recorder 保存用例最后一次 HTTP 交换的摘要，失败时写入结果。
+type recorder struct {
+	mu       sync.Mutex
+	request  string
+	response string
+	attempts int
+}
+
+// setRequest 记录请求行与截断后的请求体（请求头不记录，因此不含密钥）。
+func (r *recorder) setRequest(method, path string, body []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.request = method + " " + path + "\n" + trim(string(body))
+	r.response = ""
+}
+
+// setResponse 记录状态行与截断后的响应体前缀。
+func (r *recorder) setResponse(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.response = trim(s)
+}
+
+// snapshot 返回请求与响应摘要。
+func (r *recorder) snapshot() (string, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.request, r.response
+}
+
+// trim 截断过长的文本并注明原长度。
+func trim(s string) string {
+	if len(s) <= traceLimit {
+		return s
+	}
+	return s[:traceLimit] + fmt.Sprintf("…(%d bytes)", len(s))
+}
+
+// caseTransport 为每个请求加上超时，在传输错误与 5xx 时重试，并记录交换摘要。
+type caseTransport struct {
+	base    http.RoundTripper
+	timeout time.Duration
+	retries int
+	backoff time.Duration
+	rec     *recorder
+}
+
+// RoundTrip 实现 http.RoundTripper。请求体先读入内存，以便重试时重放。
+func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	c.rec.setRequest(req.Method, req.URL.Path, body)
+	for attempt := 0; ; attempt++ {
+		var ctx context.Context
+		var cancel context.CancelFunc
+		if c.timeout > 0 {
+			ctx, cancel = context.WithTimeout(req.Context(), c.timeout)
+		} else {
+			ctx, cancel = context.WithCancel(req.Context())
+		}
+		r2 := req.Clone(ctx)
+		if body != nil {
+			r2.Body = io.NopCloser(bytes.NewReader(body))
+			r2.ContentLength = int64(len(body))
+			r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		resp, err := c.base.RoundTrip(r2)
+		retry := err != nil || resp.StatusCode >= 500
+		if retry && attempt < c.retries && req.Context().Err() == nil {
+			if resp != nil {
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+				_ = resp.Body.Close()
+			}
+			cancel()
+			c.rec.mu.Lock()
+			c.rec.attempts++
+			c.rec.mu.Unlock()
+			if c.backoff > 0 {
+				tm := time.NewTimer(c.backoff * time.Duration(attempt+1))
+				select {
+				case <-req.Context().Done():
+					tm.Stop()
+					return nil, req.Context().Err()
+				case <-tm.C:
+				}
+			}
+			continue
+		}
+		if err != nil {
+			cancel()
+			c.rec.setResponse("transport error: " + err.Error())
+			return nil, err
+		}
+		c.rec.setResponse(fmt.Sprintf("HTTP %d", resp.StatusCode))
+		resp.Body = &recordingBody{rc: resp.Body, cancel: cancel, rec: c.rec, status: resp.StatusCode}
+		return resp, nil
+	}
+}
+
+// recordingBody 在读取响应时保留前 traceLimit 字节，并在 Close 时释放超时。
+type recordingBody struct {
+	rc     io.ReadCloser
+	cancel context.CancelFunc
+	rec    *recorder
+	status int
+	buf    []byte
+}
+
+// Read 实现 io.Reader。
+func (b *recordingBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 && len(b.buf) <= traceLimit {
+		b.buf = append(b.buf, p[:n]...)
+		b.rec.setResponse(fmt.Sprintf("HTTP %d\n%s", b.status, b.buf))
+	}
+	return n, err
+}
+
+// Close 实现 io.Closer。
+func (b *recordingBody) Close() error {
+	err := b.rc.Close()
+	b.cancel()
+	return err
+}

@@ -1,0 +1,488 @@
+package functional
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+)
+
+// 本文件是用例共用的线上结构与请求助手。为了看到 vLLM 的扩展字段
+// （reasoning、stop_reason、continuous usage…）以及区分 "null" 与“缺失”，
+// 这里用自己的结构解码原始字节，而不依赖 SDK 的类型。
+
+// wireUsage 是 usage 对象。
+type wireUsage struct {
+	PromptTokens            int `json:"prompt_tokens"`
+	CompletionTokens        int `json:"completion_tokens"`
+	TotalTokens             int `json:"total_tokens"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// wireToolCall 是 message.tool_calls 或 delta.tool_calls 的一项。
+type wireToolCall struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// wireMessage 是 message 或 delta；raw 保留全部字段以便按键名查找推理字段。
+type wireMessage struct {
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"`
+	ToolCalls []wireToolCall `json:"tool_calls"`
+	raw       map[string]json.RawMessage
+}
+
+// UnmarshalJSON 同时解码已知字段与原始键值。
+func (m *wireMessage) UnmarshalJSON(b []byte) error {
+	type plain wireMessage
+	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &m.raw)
+}
+
+// text 返回 content（null 或缺失时为空串）。
+func (m wireMessage) text() string {
+	if m.Content == nil {
+		return ""
+	}
+	return *m.Content
+}
+
+// field 返回键 key 的字符串值；键缺失或为 null 时 ok 为 false。
+func (m wireMessage) field(key string) (string, bool) {
+	v, ok := m.raw[key]
+	if !ok || string(v) == "null" {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return string(v), true
+	}
+	return s, true
+}
+
+// has 报告键 key 是否出现（包括 null）。
+func (m wireMessage) has(key string) bool { _, ok := m.raw[key]; return ok }
+
+// wireLogprob 是 chat logprobs.content 的一项。
+type wireLogprob struct {
+	Token       string  `json:"token"`
+	Logprob     float64 `json:"logprob"`
+	TopLogprobs []struct {
+		Token   string  `json:"token"`
+		Logprob float64 `json:"logprob"`
+	} `json:"top_logprobs"`
+}
+
+// wireChatChoice 是非流式 chat 的一个 choice。
+type wireChatChoice struct {
+	Index        int             `json:"index"`
+	Message      wireMessage     `json:"message"`
+	FinishReason *string         `json:"finish_reason"`
+	StopReason   json.RawMessage `json:"stop_reason"`
+	Logprobs     *struct {
+		Content []wireLogprob `json:"content"`
+	} `json:"logprobs"`
+}
+
+// wireChat 是非流式 chat 响应。
+type wireChat struct {
+	ID      string           `json:"id"`
+	Object  string           `json:"object"`
+	Created int64            `json:"created"`
+	Model   string           `json:"model"`
+	Choices []wireChatChoice `json:"choices"`
+	Usage   *wireUsage       `json:"usage"`
+}
+
+// wireChunkChoice 是流式 chat chunk 的一个 choice。
+type wireChunkChoice struct {
+	Index        int         `json:"index"`
+	Delta        wireMessage `json:"delta"`
+	FinishReason *string     `json:"finish_reason"`
+	Logprobs     *struct {
+		Content []wireLogprob `json:"content"`
+	} `json:"logprobs"`
+	// Text 只在 completions 流中出现。
+	Text *string `json:"text"`
+}
+
+// wireChunk 是一个流式 chunk（chat 或 completions）；Usage 区分 null 与缺失。
+type wireChunk struct {
+	ID      string            `json:"id"`
+	Object  string            `json:"object"`
+	Model   string            `json:"model"`
+	Choices []wireChunkChoice `json:"choices"`
+	Usage   json.RawMessage   `json:"usage"`
+	Error   json.RawMessage   `json:"error"`
+}
+
+// usage 解码 chunk 的 usage；缺失或 null 时返回 nil。
+func (c wireChunk) usage() *wireUsage {
+	if len(c.Usage) == 0 || string(c.Usage) == "null" {
+		return nil
+	}
+	var u wireUsage
+	if json.Unmarshal(c.Usage, &u) != nil {
+		return nil
+	}
+	return &u
+}
+
+// wireCompletionChoice 是非流式 completions 的一个 choice。
+type wireCompletionChoice struct {
+	Index        int     `json:"index"`
+	Text         string  `json:"text"`
+	FinishReason *string `json:"finish_reason"`
+	Logprobs     *struct {
+		Tokens []string `json:"tokens"`
+	} `json:"logprobs"`
+}
+
+// wireCompletion 是非流式 completions 响应。
+type wireCompletion struct {
+	ID      string                 `json:"id"`
+	Object  string                 `json:"object"`
+	Model   string                 `json:"model"`
+	Choices []wireCompletionChoice `json:"choices"`
+	Usage   *wireUsage             `json:"usage"`
+}
+
+// wireError 同时兼容 v0.10.1+ 的 {"error":{…}} 与旧版平铺的错误体。
+type wireError struct {
+	Error json.RawMessage `json:"error"`
+	// 旧版平铺字段。
+	Object  string          `json:"object"`
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// errorInfo 是错误体中可断言的部分。
+type errorInfo struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Param   *string         `json:"param"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// parseError 解析错误体，返回 message/type/param/code；不是可识别的错误体时返回错误。
+func parseError(body []byte) (errorInfo, error) {
+	var w wireError
+	if err := json.Unmarshal(body, &w); err != nil {
+		return errorInfo{}, fmt.Errorf("error body is not JSON: %w", err)
+	}
+	if len(w.Error) > 0 && w.Error[0] == '{' {
+		var e errorInfo
+		if err := json.Unmarshal(w.Error, &e); err != nil {
+			return errorInfo{}, fmt.Errorf("error object: %w", err)
+		}
+		return e, nil
+	}
+	if w.Object == "error" && w.Message != "" {
+		return errorInfo{Message: w.Message, Type: w.Type, Code: w.Code}, nil
+	}
+	return errorInfo{}, fmt.Errorf("no error object in body")
+}
+
+// ptr 返回 v 的指针，用于可选字段。
+func ptr[V any](v V) *V { return &v }
+
+// str 安全解引用字符串指针。
+func str(p *string) string {
+	if p == nil {
+		return "<null>"
+	}
+	return *p
+}
+
+// body 是一个请求体；用 map 是因为用例需要叠加任意 vLLM 扩展参数。
+type body map[string]any
+
+// with 返回叠加 extra 后的新请求体；值为 nil 的键被删除。
+func (b body) with(extra map[string]any) body {
+	out := maps.Clone(b)
+	for k, v := range extra {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// chatBody 构造一个基础 chat 请求体。
+func (t *T) chatBody(prompt string, maxTokens int) body {
+	return body{
+		"model":       t.Model(),
+		"messages":    []any{map[string]any{"role": "user", "content": prompt}},
+		"max_tokens":  maxTokens,
+		"temperature": 0.0,
+	}
+}
+
+// plainBody 与 chatBody 相同，但在场景开启推理时附上 reasoning.disable_kwargs：
+// 参数与结构化输出用例断言的是正文，推理模型的思考会先耗尽 max_tokens。
+func (t *T) plainBody(prompt string, maxTokens int) body {
+	b := t.chatBody(prompt, maxTokens)
+	if t.Has(FeatureReasoning) && len(t.cfg.Reasoning.DisableKwargs) > 0 {
+		b["chat_template_kwargs"] = t.cfg.Reasoning.DisableKwargs
+	}
+	return b
+}
+
+// completionBody 构造一个基础 completions 请求体。
+func (t *T) completionBody(prompt any, maxTokens int) body {
+	return body{"model": t.Model(), "prompt": prompt, "max_tokens": maxTokens, "temperature": 0.0}
+}
+
+// postOK 发送请求并要求 200，否则以失败结束用例；返回响应体。
+func (t *T) postOK(ctx context.Context, p string, b any) []byte {
+	resp, err := t.Post(ctx, p, b)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	if resp.Status != http.StatusOK {
+		t.Fatalf("%s: want HTTP 200, got %d: %s", p, resp.Status, trim(string(resp.Body)))
+	}
+	return resp.Body
+}
+
+// postOrSkip 与 postOK 相同，但 4xx 被视为“服务端不支持该参数”而跳过用例
+// （能力探测）；5xx 与传输错误仍是失败。param 写进跳过原因。
+func (t *T) postOrSkip(ctx context.Context, p string, b any, param string) []byte {
+	resp, err := t.Post(ctx, p, b)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	if resp.Status >= 400 && resp.Status < 500 {
+		t.Skipf("server rejected %s (HTTP %d): %s", param, resp.Status, trim(firstLine(resp.Body)))
+	}
+	if resp.Status != http.StatusOK {
+		t.Fatalf("%s: want HTTP 200, got %d: %s", p, resp.Status, trim(string(resp.Body)))
+	}
+	return resp.Body
+}
+
+// firstLine 取响应体的第一行，用于简短的原因文本。
+func firstLine(b []byte) string {
+	s := string(b)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// chat 发送非流式 chat 请求并解码；非 200 时失败。
+func (t *T) chat(ctx context.Context, b body) *wireChat {
+	return t.decodeChat(t.postOK(ctx, "/v1/chat/completions", b))
+}
+
+// chatOrSkip 与 chat 相同，但 4xx 时以 param 为原因跳过。
+func (t *T) chatOrSkip(ctx context.Context, b body, param string) *wireChat {
+	return t.decodeChat(t.postOrSkip(ctx, "/v1/chat/completions", b, param))
+}
+
+// decodeChat 解码并做最基本的形状检查（至少一个 choice）。
+func (t *T) decodeChat(raw []byte) *wireChat {
+	var c wireChat
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("chat response is not valid JSON: %v", err)
+	}
+	if len(c.Choices) == 0 {
+		t.Fatalf("chat response has no choices")
+	}
+	return &c
+}
+
+// completion 发送非流式 completions 请求并解码。
+func (t *T) completion(ctx context.Context, b body) *wireCompletion {
+	raw := t.postOK(ctx, "/v1/completions", b)
+	var c wireCompletion
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("completion response is not valid JSON: %v", err)
+	}
+	if len(c.Choices) == 0 {
+		t.Fatalf("completion response has no choices")
+	}
+	return &c
+}
+
+// streamed 是一次流式响应解码后的视图。
+type streamed struct {
+	raw    *Stream
+	chunks []wireChunk
+	// text/reasoning 按 choice index 拼接的内容与推理增量。
+	text      map[int]string
+	reasoning map[int]string
+	// finish 按 choice 记录 finish_reason 出现的次数与最后的值。
+	finishes map[int]int
+	finish   map[int]string
+	// roleChunks 按 choice 记录携带 role 的 delta 次数；firstRole 报告每个 choice
+	// 的第一个 delta 是否带 role=assistant。
+	roleChunks map[int]int
+	firstRole  map[int]bool
+	// usageChunk 是 choices 为空且带 usage 的最后一个 chunk 的 usage。
+	usageChunk *wireUsage
+	// usages 是每个 chunk 的 usage（null/缺失为 nil）。
+	usages []*wireUsage
+	// contentChunks 是携带非空内容或推理增量的 chunk 数。
+	contentChunks int
+	// tools 按 choice 与 tool index 重组的工具调用。
+	tools map[int]map[int]*wireToolCall
+	// toolIDDeltas/toolNameDeltas 统计同一 tool index 出现 id/name 的次数。
+	toolIDDeltas map[int]map[int]int
+}
+
+// stream 发送流式请求（body 中自动设置 stream=true），检查 HTTP 200 与
+// 在带内的错误事件，并把 chunk 解码重组。reasoningKeys 用于识别推理增量。
+func (t *T) stream(ctx context.Context, p string, b body) *streamed {
+	b = b.with(map[string]any{"stream": true})
+	s, err := t.Stream(ctx, p, b)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	if s.Status != http.StatusOK {
+		t.Fatalf("%s (stream): want HTTP 200, got %d: %s", p, s.Status, trim(string(s.Body)))
+	}
+	return t.decodeStream(s)
+}
+
+// streamOrSkip 与 stream 相同，但 4xx 时以 param 为原因跳过。
+func (t *T) streamOrSkip(ctx context.Context, p string, b body, param string) *streamed {
+	b = b.with(map[string]any{"stream": true})
+	s, err := t.Stream(ctx, p, b)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	if s.Status >= 400 && s.Status < 500 {
+		t.Skipf("server rejected %s (HTTP %d): %s", param, s.Status, trim(firstLine(s.Body)))
+	}
+	if s.Status != http.StatusOK {
+		t.Fatalf("%s (stream): want HTTP 200, got %d: %s", p, s.Status, trim(string(s.Body)))
+	}
+	return t.decodeStream(s)
+}
+
+// decodeStream 解码全部事件。带内错误事件（HTTP 200 但 data 为 {"error":…}）是失败。
+func (t *T) decodeStream(s *Stream) *streamed {
+	out := &streamed{raw: s, text: map[int]string{}, reasoning: map[int]string{}, finishes: map[int]int{},
+		finish: map[int]string{}, roleChunks: map[int]int{}, firstRole: map[int]bool{},
+		tools: map[int]map[int]*wireToolCall{}, toolIDDeltas: map[int]map[int]int{}}
+	keys := t.reasoningKeys()
+	seen := map[int]bool{}
+	for i, ev := range s.Events {
+		var c wireChunk
+		if err := json.Unmarshal(ev, &c); err != nil {
+			t.Fatalf("stream event %d is not JSON: %v: %s", i, err, trim(string(ev)))
+		}
+		if len(c.Error) > 0 && string(c.Error) != "null" {
+			t.Fatalf("stream carried an in-band error event at %d: %s", i, trim(string(ev)))
+		}
+		out.chunks = append(out.chunks, c)
+		u := c.usage()
+		out.usages = append(out.usages, u)
+		if len(c.Choices) == 0 && u != nil {
+			out.usageChunk = u
+		}
+		for _, ch := range c.Choices {
+			if !seen[ch.Index] {
+				seen[ch.Index] = true
+				out.firstRole[ch.Index] = ch.Delta.Role == "assistant"
+			}
+			if ch.Delta.Role != "" {
+				out.roleChunks[ch.Index]++
+			}
+			piece := ch.Delta.text()
+			if ch.Text != nil {
+				piece += *ch.Text
+			}
+			var rpiece string
+			for _, k := range keys {
+				if v, ok := ch.Delta.field(k); ok {
+					rpiece += v
+					break
+				}
+			}
+			if piece != "" || rpiece != "" {
+				out.contentChunks++
+			}
+			out.text[ch.Index] += piece
+			out.reasoning[ch.Index] += rpiece
+			if ch.FinishReason != nil {
+				out.finishes[ch.Index]++
+				out.finish[ch.Index] = *ch.FinishReason
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				idx := 0
+				if tc.Index != nil {
+					idx = *tc.Index
+				}
+				if out.tools[ch.Index] == nil {
+					out.tools[ch.Index] = map[int]*wireToolCall{}
+					out.toolIDDeltas[ch.Index] = map[int]int{}
+				}
+				cur := out.tools[ch.Index][idx]
+				if cur == nil {
+					cur = &wireToolCall{}
+					out.tools[ch.Index][idx] = cur
+				}
+				if tc.ID != "" {
+					cur.ID = tc.ID
+					out.toolIDDeltas[ch.Index][idx]++
+				}
+				if tc.Function.Name != "" {
+					cur.Function.Name += tc.Function.Name
+				}
+				cur.Function.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+	return out
+}
+
+// reasoningKeys 返回推理字段候选键名：Target 的在前，配置的在后，去重。
+func (t *T) reasoningKeys() []string {
+	var out []string
+	for _, k := range append(append([]string{}, t.target.ReasoningKeys...), t.cfg.Reasoning.Keys...) {
+		if k != "" && !contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// contains 报告 s 是否包含 v。
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// checkUsage 断言 usage 的加法关系与正值。
+func (t *T) checkUsage(where string, u *wireUsage) {
+	if u == nil {
+		t.Fatalf("%s: usage missing", where)
+	}
+	if u.PromptTokens <= 0 {
+		t.Errorf("%s: usage.prompt_tokens=%d, want > 0", where, u.PromptTokens)
+	}
+	if u.TotalTokens != u.PromptTokens+u.CompletionTokens {
+		t.Fatalf("%s: usage.total_tokens=%d != prompt_tokens %d + completion_tokens %d", where, u.TotalTokens, u.PromptTokens, u.CompletionTokens)
+	}
+}

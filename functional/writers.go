@@ -1,0 +1,117 @@
+package functional
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+)
+
+// WriteJSON 把报告以缩进 JSON 写入 w。
+func WriteJSON(w io.Writer, r Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("functional: write json: %w", err)
+	}
+	return nil
+}
+
+// ReadJSON 读回 WriteJSON 写出的报告，供报告与指标模块离线处理。
+func ReadJSON(rd io.Reader) (Report, error) {
+	var r Report
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return Report{}, fmt.Errorf("functional: read json: %w", err)
+	}
+	return r, nil
+}
+
+// junitSuites 等 JUnit XML 结构与 Jenkins/GitLab 接受的通用格式一致：
+// 每个套件一个 <testsuite>，每个用例一个 <testcase>，失败为 <failure>，跳过为 <skipped>。
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+// junitSuite 是一个 <testsuite>。
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+// junitCase 是一个 <testcase>。
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+// junitMessage 是 <failure>/<skipped> 的内容。
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// WriteJUnit 把报告写成 JUnit XML；失败用例的正文包含脱敏请求与截断响应。
+func WriteJUnit(w io.Writer, r Report) error {
+	out := junitSuites{Name: "functional/" + r.Model, Time: seconds(r.Duration.Seconds())}
+	idx := map[string]int{}
+	for _, res := range r.Results {
+		i, ok := idx[res.Suite]
+		if !ok {
+			i = len(out.Suites)
+			idx[res.Suite] = i
+			out.Suites = append(out.Suites, junitSuite{Name: res.Suite})
+		}
+		s := &out.Suites[i]
+		c := junitCase{Name: res.CaseID, Classname: "functional." + res.Suite, Time: seconds(res.Duration.Seconds())}
+		switch res.Status {
+		case StatusFail:
+			c.Failure = &junitMessage{Message: res.Reason, Body: "request:\n" + res.Request + "\n\nresponse:\n" + res.Response}
+			s.Failures++
+			out.Failures++
+		case StatusSkip:
+			c.Skipped = &junitMessage{Message: res.Reason}
+			s.Skipped++
+			out.Skipped++
+		default:
+			c.SystemOut = res.Reason
+		}
+		s.Tests++
+		out.Tests++
+		s.Time = seconds(parseSeconds(s.Time) + res.Duration.Seconds())
+		s.Cases = append(s.Cases, c)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("functional: write junit: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("functional: write junit: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// seconds 以 JUnit 习惯的三位小数秒格式化。
+func seconds(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+// parseSeconds 解析 seconds 的输出；空串为 0。
+func parseSeconds(s string) float64 {
+	var v float64
+	_, _ = fmt.Sscanf(s, "%g", &v)
+	return v
+}
