@@ -3,6 +3,7 @@ module github.com/vllm-cibench/cibench
 go 1.26.8
 
 require (
+	github.com/grafana/grafana-foundation-sdk/go v0.0.12 // indirect
 	github.com/prometheus/client_golang v1.25.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3

@@ -1,0 +1,40 @@
+package metrics_test
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/metrics"
+)
+
+// Example 展示零散使用：只有一个精度结果，也能转换为 Prometheus 文本格式
+// （PR 运行把它作为产物保存；每日运行则交给 Pusher 推送）。
+func Example() {
+	res := metrics.Results{
+		Info:     metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local", RunType: metrics.RunTypePR, Commit: "abc123"},
+		Accuracy: []accuracy.EvalResult{{Dataset: "gpqa", Model: "Qwen3-32B", Score: 0.625, Examples: 8}},
+	}
+	if err := metrics.WriteText(os.Stdout, res, metrics.Options{Prefix: "cibench"}); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// # HELP cibench_accuracy_examples_total Examples evaluated
+	// # TYPE cibench_accuracy_examples_total counter
+	// cibench_accuracy_examples_total{dataset="gpqa",model="Qwen3-32B",quant="w8a8",run_type="pr",scenario="local"} 8
+	// # HELP cibench_accuracy_score_ratio Mean score over the evaluated examples (simple-evals score), in [0,1]
+	// # TYPE cibench_accuracy_score_ratio gauge
+	// cibench_accuracy_score_ratio{dataset="gpqa",model="Qwen3-32B",quant="w8a8",run_type="pr",scenario="local"} 0.625
+	// # HELP cibench_run_info Identity of the run that produced this group; join on model, quant, scenario, run_type
+	// # TYPE cibench_run_info gauge
+	// cibench_run_info{branch="",commit="abc123",model="Qwen3-32B",model_raw="",quant="w8a8",run_id="",run_type="pr",scenario="local"} 1
+}
+
+// ExampleMetricName 展示前缀规则：空前缀不加，末尾下划线可有可无。
+func ExampleMetricName() {
+	fmt.Println(metrics.MetricName("", metrics.NamePerfTTFT))
+	fmt.Println(metrics.MetricName("cibench_", metrics.NameFunctionalPassRatio))
+	// Output:
+	// perf_ttft_seconds
+	// cibench_functional_pass_ratio
+}
