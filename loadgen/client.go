@@ -130,6 +130,7 @@ type exchange struct {
 	scan   chunkScanner
 	rec    Record
 	think  thinkState
+	pend   string // 可能是思考标签一部分、尚未判定的 content 尾部
 	// 客户端计数的 token（usage 缺失时使用）
 	estTokens, estReason int
 	lastUsage            int // 连续 usage 下上一个 chunk 的 completion_tokens
@@ -154,7 +155,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	rec.TokenSource, rec.FinishReason = TokenSourceEstimate, ""
 	rec.OK, rec.Status, rec.ErrorClass, rec.Error = false, 0, ErrClassNone, ""
 	rec.Sent, rec.SlotWait = time.Time{}, 0
-	x.think, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, 0, 0, 0, false
+	x.think, x.pend, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, "", 0, 0, 0, false
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
 
 	rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -335,31 +336,80 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 	return "", false
 }
 
-// splitThink 把一段 content 按 <think>…</think> 分成推理部分与正文部分。
-// 思考标签只在内容开头出现时才识别（与 vLLM 推理解析器的行为一致）。
+// 思考标签。没有推理解析器的服务把它们原样放在 content 里。
+const (
+	openThink  = "<think>"
+	closeThink = "</think>"
+)
+
+// splitThink 把一段 content 按 <think>…</think> 分成推理部分与正文部分（标签本身不计）。
+// 思考标签只在内容开头出现时才识别（与 vLLM 推理解析器的行为一致）。标签可能被
+// 拆在多个 chunk 里（逐字符流出的 "<"、"think"、">"），所以可能是标签前缀的尾部
+// 暂存在 x.pend，等下一个 chunk 再判定；暂存的是副本，因为 c 引用的是读缓冲区。
 func (x *exchange) splitThink(c string) (reason, content string) {
 	switch x.think {
 	case thinkDone:
 		return "", c
 	case thinkUnknown:
-		t := strings.TrimLeft(c, " \n\r\t")
-		if !strings.HasPrefix(t, "<think>") {
+		t := x.pend + c
+		tt := strings.TrimLeft(t, " \n\r\t")
+		if len(tt) < len(openThink) && strings.HasPrefix(openThink, tt) {
+			x.pend = strings.Clone(t) // 还无法判定
+			return "", ""
+		}
+		x.pend = ""
+		if !strings.HasPrefix(tt, openThink) {
 			x.think = thinkDone
-			return "", c
+			return "", t
 		}
 		x.think = thinkInside
-		c = t[len("<think>"):]
+		c = tt[len(openThink):]
+	case thinkInside:
+		c = x.pend + c
+		x.pend = ""
 	}
-	if i := strings.Index(c, "</think>"); i >= 0 {
+	if i := strings.Index(c, closeThink); i >= 0 {
 		x.think = thinkDone
-		return c[:i], c[i+len("</think>"):]
+		return c[:i], c[i+len(closeThink):]
+	}
+	if k := partialSuffix(c, closeThink); k > 0 {
+		j := len(c) - k
+		for j > 0 && strings.ContainsRune(" \n\r\t", rune(c[j-1])) {
+			j-- // 前导空白随标签一起暂存，避免它在计数时变成单独的 token
+		}
+		x.pend = strings.Clone(c[j:])
+		return c[:j], ""
 	}
 	return c, ""
+}
+
+// partialSuffix 返回 s 的最长后缀长度，该后缀是 tag 的真前缀。
+func partialSuffix(s, tag string) int {
+	for k := min(len(s), len(tag)-1); k > 0; k-- {
+		if strings.HasSuffix(s, tag[:k]) {
+			return k
+		}
+	}
+	return 0
+}
+
+// flushThink 在流结束时处理暂存的文本：思考段内的算推理，否则算正文。
+func (x *exchange) flushThink() {
+	if x.pend == "" {
+		return
+	}
+	n := tokenize.Count(x.pend)
+	x.estTokens += n
+	if x.think == thinkInside {
+		x.estReason += n
+	}
+	x.pend = ""
 }
 
 // finish 在流正常结束后汇总 token 数并派生 TTFT、TPOT 等。
 func (x *exchange) finish() {
 	rec := &x.rec
+	x.flushThink()
 	if len(rec.ChunkTimes) == 0 {
 		rec.ErrorClass, rec.Error = ErrClassNoTokens, "HTTP 200 but no output tokens"
 		return

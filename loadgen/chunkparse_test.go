@@ -1,0 +1,127 @@
+package loadgen
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestChunkScannerFields(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want chunkFields
+	}{
+		{"role chunk", `{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null}`,
+			chunkFields{hasChoice: true, reasonTok: -1}},
+		{"content", `{"choices":[{"delta":{"content":"你好 world"},"finish_reason":null}]}`,
+			chunkFields{hasChoice: true, content: "你好 world", reasonTok: -1}},
+		{"escaped content", `{"choices":[{"delta":{"content":"a\"b\\c\n\u4e2d\ud83d\ude00"}}]}`,
+			chunkFields{hasChoice: true, content: "a\"b\\c\n中😀", reasonTok: -1}},
+		{"reasoning new", `{"choices":[{"delta":{"reasoning":"think"}}]}`,
+			chunkFields{hasChoice: true, reasoning: "think", reasonTok: -1}},
+		{"reasoning old", `{"choices":[{"delta":{"reasoning_content":"old"}}]}`,
+			chunkFields{hasChoice: true, reasoning: "old", reasonTok: -1}},
+		{"tool call", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}`,
+			chunkFields{hasChoice: true, tools: true, reasonTok: -1}},
+		{"empty tool list", `{"choices":[{"delta":{"tool_calls":[ ]}}]}`,
+			chunkFields{hasChoice: true, reasonTok: -1}},
+		{"completion text", `{"choices":[{"text":" hi","finish_reason":"length","stop_reason":null}]}`,
+			chunkFields{hasChoice: true, content: " hi", finish: "length", reasonTok: -1}},
+		{"usage", `{"choices":[],"usage":{"prompt_tokens":12,"total_tokens":20,"completion_tokens":8,"completion_tokens_details":{"reasoning_tokens":3}}}`,
+			chunkFields{hasUsage: true, promptTok: 12, complTok: 8, reasonTok: 3}},
+		{"usage null details", `{"usage":{"prompt_tokens":1,"completion_tokens":2,"completion_tokens_details":null}}`,
+			chunkFields{hasUsage: true, promptTok: 1, complTok: 2, reasonTok: -1}},
+		{"error object", `{"error":{"message":"boom","type":"InternalServerError","code":500}}`,
+			chunkFields{hasError: true, errMsg: "boom", reasonTok: -1}},
+		{"error null", `{"error":null,"choices":[{"delta":{"content":"x"}}]}`,
+			chunkFields{hasChoice: true, content: "x", reasonTok: -1}},
+		{"flat error", `{"object":"error","message":"m","error":"bad"}`,
+			chunkFields{hasError: true, errMsg: "bad", reasonTok: -1}},
+		{"second choice ignored", `{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`,
+			chunkFields{hasChoice: true, content: "a", reasonTok: -1}},
+		{"whitespace", " { \"choices\" : [ { \"delta\" : { \"content\" : \"z\" } } ] , \"x\" : [1, {\"y\": \"}\"}] } ",
+			chunkFields{hasChoice: true, content: "z", reasonTok: -1}},
+	}
+	var sc chunkScanner
+	for _, c := range cases {
+		got, err := sc.scan(c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if *got != c.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, *got, c.want)
+		}
+	}
+}
+
+func TestChunkScannerRejectsMalformed(t *testing.T) {
+	var sc chunkScanner
+	for _, in := range []string{``, `[`, `{"a"`, `{"a":}`, `{"a":"x}`, `{"choices":[{"delta":{"content":"\q"}}]}`,
+		`{"usage":{"completion_tokens":abc}}`, `{"a":1 "b":2}`, `{"choices":[{"delta":{"content":"\u12"}}]}`, `not json`} {
+		if _, err := sc.scan(in); err == nil {
+			t.Errorf("scan(%q) succeeded, want error", in)
+		}
+	}
+}
+
+// FuzzChunkScanner 确保任意输入都不会让扫描器崩溃或越界。
+func FuzzChunkScanner(f *testing.F) {
+	f.Add(`{"choices":[{"delta":{"content":"a\u4e2d"}}],"usage":{"completion_tokens":3}}`)
+	f.Add(`{"error":{"message":"x"}}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var sc chunkScanner
+		_, _ = sc.scan(s)
+	})
+}
+
+func TestSplitThink(t *testing.T) {
+	x := newExchange()
+	var reason, content strings.Builder
+	for _, piece := range []string{"<think>", "let me", " think", "</think>", "answer", " done"} {
+		r, c := x.splitThink(piece)
+		reason.WriteString(r)
+		content.WriteString(c)
+	}
+	if reason.String() != "let me think" || content.String() != "answer done" {
+		t.Fatalf("reason %q content %q", reason.String(), content.String())
+	}
+	x = newExchange()
+	reason.Reset()
+	content.Reset()
+	for _, piece := range []string{"\n", "<", "think", ">", "alpha", " beta", " <", "/", "think", ">", "\n\nfinal"} {
+		r, c := x.splitThink(piece)
+		reason.WriteString(r)
+		content.WriteString(c)
+	}
+	if reason.String() != "alpha beta" || content.String() != "\n\nfinal" {
+		t.Fatalf("split tags: reason %q content %q", reason.String(), content.String())
+	}
+	x = newExchange()
+	if r, c := x.splitThink("<"); r != "" || c != "" {
+		t.Fatalf("undecided prefix leaked: %q %q", r, c)
+	}
+	if r, c := x.splitThink("b>"); r != "" || c != "<b>" {
+		t.Fatalf("non-tag prefix must become content: %q %q", r, c)
+	}
+	x = newExchange()
+	r, c := x.splitThink("plain <think>not a tag here</think>")
+	if r != "" || c != "plain <think>not a tag here</think>" {
+		t.Fatalf("think tag not at start must be content: %q %q", r, c)
+	}
+	x = newExchange()
+	r, c = x.splitThink("\n<think>a</think>b")
+	if r != "a" || c != "b" {
+		t.Fatalf("one-piece think: %q %q", r, c)
+	}
+}
+
+func BenchmarkChunkScanner(b *testing.B) {
+	in := `{"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":128,"total_tokens":140,"completion_tokens":12}}`
+	var sc chunkScanner
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		if _, err := sc.scan(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
