@@ -93,7 +93,7 @@ func TestSplitThink(t *testing.T) {
 		reason.WriteString(r)
 		content.WriteString(c)
 	}
-	if reason.String() != "alpha beta" || content.String() != "\n\nfinal" {
+	if reason.String() != "alpha beta " || content.String() != "\n\nfinal" {
 		t.Fatalf("split tags: reason %q content %q", reason.String(), content.String())
 	}
 	x = newExchange()
