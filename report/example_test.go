@@ -1,0 +1,54 @@
+package report_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// Example 展示驱动使用本包的完整顺序：建运行目录 → 逐阶段记录 → 与每日
+// 基线比较 → Finish 写出报告并得到退出码。
+func Example() {
+	root, _ := os.MkdirTemp("", "artifacts")
+	defer os.RemoveAll(root)
+	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+
+	run, err := report.NewRun(root, report.RunTypePR, "1234-1", now, report.WithCommit("abc123", "main"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	run.Redactor().Add("key-read-from-env") // 运行时读到的 API Key
+	_ = run.AddScenario(report.ScenarioInfo{Name: "emu", Model: "m", Deploy: "emulator"})
+	logs, _ := run.ScenarioDir("emu", report.StageLogs) // 交给 Deployment.ArchiveLogs
+	rel, _ := filepath.Rel(root, logs)
+	fmt.Println(filepath.ToSlash(rel))
+
+	row := loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: 4, Backend: "openai-chat", QPS: 9,
+		TTFT: loadgen.Latency{Count: 64, P99: 60 * time.Millisecond}, E2E: loadgen.Latency{Count: 64, P99: time.Second}}
+	_ = run.RecordPerf("emu", []loadgen.Summary{row})
+
+	// 最近一次每日基线：通常来自 report.ArtifactBaselines 或 report.MetricsBaselines。
+	baselines := report.StaticBaselines{
+		{Scenario: "emu", InputLength: 128, OutputLength: 128, Concurrency: 4}: {RunID: "daily-1121", TTFTP99: 50 * time.Millisecond, E2EP99: time.Second, QPS: 9},
+	}
+	gates, _ := report.Evaluate(context.Background(), run.Result(), report.DefaultThresholds(), baselines)
+	for _, g := range gates {
+		fmt.Printf("%-44s %-8s %s\n", g.Name, g.Verdict, g.Reason)
+	}
+	code, err := run.Finish(context.Background(), gates, now.Add(10*time.Minute))
+	fmt.Println("exit code:", code, err)
+	// Output:
+	// pr/1234-1/emu/logs
+	// functional                                   skipped  functional stage produced no report
+	// perf/in128-out128-c4-openai-chat/ttft_p99_seconds fail     ttft_p99_seconds regressed +20.0% vs baseline (limit +10%)
+	// perf/in128-out128-c4-openai-chat/e2e_p99_seconds pass     e2e_p99_seconds +0.0% vs baseline
+	// perf/in128-out128-c4-openai-chat/qps         pass     qps +0.0% vs baseline
+	// perf/in128-out128-c4-openai-chat/fail_rate   pass     fail rate 0.00% ≤ 5.00%
+	// exit code: 1 <nil>
+}
