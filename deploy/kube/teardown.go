@@ -1,0 +1,270 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+)
+
+// TeardownError 列出在 DeleteTimeout 内未能删除的对象。
+type TeardownError struct {
+	// Remaining 是仍存在的对象（Kind/namespace/name）及原因。
+	Remaining []string
+}
+
+// Error 实现 error。
+func (e *TeardownError) Error() string {
+	return fmt.Sprintf("%v: %s", ErrLeftovers, strings.Join(e.Remaining, "; "))
+}
+
+// Unwrap 让 errors.Is(err, ErrLeftovers) 成立。
+func (e *TeardownError) Unwrap() error { return ErrLeftovers }
+
+// ArchiveLogs 把本部署所有 Pod 的日志（每个容器，含上一次重启前的日志）、
+// Pod 状态摘要与命名空间事件写入 dir。单个日志取不到不会中断归档，
+// 原因写进 dir/archive-errors.txt；只有目录不可写等问题才返回错误。
+func (x *Deployment) ArchiveLogs(ctx context.Context, dir string) error {
+	if dir == "" {
+		return fmt.Errorf("%w: archive dir is empty", ErrConfig)
+	}
+	podDir := filepath.Join(dir, "pods")
+	if err := os.MkdirAll(podDir, 0o755); err != nil {
+		return fmt.Errorf("kube: archive logs: %w", err)
+	}
+	var notes []string
+	pods, err := x.pods(ctx)
+	if err != nil {
+		notes = append(notes, "list pods: "+err.Error())
+	}
+	var summary strings.Builder
+	for _, p := range pods {
+		fmt.Fprintf(&summary, "%s\tphase=%s\tnode=%s\tready=%v\n", p.Name, p.Status.Phase, p.Spec.NodeName, podIsReady(&p))
+		statuses := map[string]int32{}
+		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			statuses[cs.Name] = cs.RestartCount
+			fmt.Fprintf(&summary, "  container %s restarts=%d %s\n", cs.Name, cs.RestartCount, containerState(cs))
+		}
+		containers := append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...)
+		for _, c := range containers {
+			for _, previous := range []bool{false, true} {
+				if previous && statuses[c.Name] == 0 {
+					continue // 从未重启：没有上一次的日志
+				}
+				name := p.Name + "." + c.Name + ".log"
+				if previous {
+					name = p.Name + "." + c.Name + ".previous.log"
+				}
+				if err := x.saveLog(ctx, p.Name, c.Name, previous, filepath.Join(podDir, name)); err != nil {
+					notes = append(notes, fmt.Sprintf("log %s/%s previous=%v: %v", p.Name, c.Name, previous, err))
+				}
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pods.txt"), []byte(summary.String()), 0o644); err != nil {
+		return fmt.Errorf("kube: archive logs: %w", err)
+	}
+	events, err := x.events(ctx)
+	if err != nil {
+		notes = append(notes, "list events: "+err.Error())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "events.txt"), []byte(events), 0o644); err != nil {
+		return fmt.Errorf("kube: archive logs: %w", err)
+	}
+	if len(notes) > 0 {
+		if err := os.WriteFile(filepath.Join(dir, "archive-errors.txt"), []byte(strings.Join(notes, "\n")+"\n"), 0o644); err != nil {
+			return fmt.Errorf("kube: archive logs: %w", err)
+		}
+	}
+	return nil
+}
+
+// containerState 把容器状态压成一行，便于在 pods.txt 里一眼看出 CrashLoopBackOff 等。
+func containerState(cs corev1.ContainerStatus) string {
+	switch {
+	case cs.State.Waiting != nil:
+		return "waiting:" + cs.State.Waiting.Reason
+	case cs.State.Terminated != nil:
+		return fmt.Sprintf("terminated:%s exit=%d", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
+	case cs.State.Running != nil:
+		return "running"
+	}
+	return "unknown"
+}
+
+// saveLog 流式地把一个容器的日志写入文件，避免大日志占内存。
+func (x *Deployment) saveLog(ctx context.Context, pod, container string, previous bool, path string) error {
+	rc, err := x.cs.CoreV1().Pods(x.cfg.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous}).Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, rc); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// pods 返回本部署相关的 Pod：工作负载选择器、配置的 Pod 选择器与直接 apply 的 Pod 的并集。
+func (x *Deployment) pods(ctx context.Context) ([]corev1.Pod, error) {
+	selectors := map[string]bool{}
+	names := map[string]bool{}
+	for _, a := range x.snapshot() {
+		if !a.namespaced || a.obj.GetNamespace() != x.cfg.Namespace {
+			continue
+		}
+		if a.obj.GetKind() == "Pod" && a.gvr.Group == "" {
+			names[a.obj.GetName()] = true
+		}
+		if s := podSelectorFor(a.obj); s != "" {
+			selectors[s] = true
+		}
+	}
+	if x.cfg.PodSelector != "" {
+		selectors[x.cfg.PodSelector] = true
+	}
+	for _, r := range x.cfg.Roles {
+		if r.PodSelector != "" {
+			selectors[r.PodSelector] = true
+		}
+	}
+	seen := map[string]corev1.Pod{}
+	var errs []error
+	for s := range selectors {
+		list, err := x.cs.CoreV1().Pods(x.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: s})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, p := range list.Items {
+			seen[p.Name] = p
+		}
+	}
+	for n := range names {
+		p, err := x.cs.CoreV1().Pods(x.cfg.Namespace).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		seen[p.Name] = *p
+	}
+	out := make([]corev1.Pod, 0, len(seen))
+	for _, p := range seen {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, errors.Join(errs...)
+}
+
+// events 以时间顺序渲染命名空间内的全部事件（一行一个）。
+func (x *Deployment) events(ctx context.Context) (string, error) {
+	list, err := x.cs.CoreV1().Events(x.cfg.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	items := list.Items
+	ts := func(e *corev1.Event) time.Time {
+		switch {
+		case !e.LastTimestamp.IsZero():
+			return e.LastTimestamp.Time
+		case !e.EventTime.IsZero():
+			return e.EventTime.Time
+		}
+		return e.CreationTimestamp.Time
+	}
+	sort.SliceStable(items, func(i, j int) bool { return ts(&items[i]).Before(ts(&items[j])) })
+	var b strings.Builder
+	for i := range items {
+		e := &items[i]
+		fmt.Fprintf(&b, "%s\t%s\t%s/%s\t%s\tx%d\t%s\n", ts(e).UTC().Format(time.RFC3339), e.Type,
+			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, max(e.Count, 1), strings.ReplaceAll(e.Message, "\n", " "))
+	}
+	return b.String(), nil
+}
+
+// Teardown 先归档（配置了 LogDir 时），再按 apply 的逆序以前台级联方式删除
+// 全部对象（默认保留 CRD），并在 DeleteTimeout 内等待它们真正消失。
+// 幂等：第二次调用直接返回 nil。即使 ctx 已取消也会用独立的限时 ctx 完成清理。
+func (x *Deployment) Teardown(ctx context.Context) error {
+	x.mu.Lock()
+	if x.tornDown {
+		x.mu.Unlock()
+		return nil
+	}
+	x.tornDown = true
+	x.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.cfg.DeleteTimeout)
+	defer cancel()
+	var errs []error
+	if x.cfg.LogDir != "" {
+		if err := x.ArchiveLogs(ctx, x.cfg.LogDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	items := x.snapshot()
+	var targets []applied
+	for i := len(items) - 1; i >= 0; i-- {
+		a := items[i]
+		if applyRank(a.object) == 0 && !x.cfg.DeleteCRDs {
+			continue
+		}
+		targets = append(targets, a)
+	}
+	fg := metav1.DeletePropagationForeground
+	failed := map[int]string{}
+	for i, a := range targets {
+		err := x.resource(a).Delete(ctx, a.obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &fg})
+		if err != nil && !apierrors.IsNotFound(err) {
+			failed[i] = err.Error()
+		}
+		x.log.Info("kube: delete", "object", a.String(), "err", err)
+	}
+	// 逐个等待对象消失（前台删除时对象在其从属对象删完之前一直存在）。
+	var remaining []string
+	for i, a := range targets {
+		if msg, bad := failed[i]; bad {
+			remaining = append(remaining, a.String()+": "+msg)
+			continue
+		}
+		err := poll(ctx, x.cfg.PollInterval/4, func() (bool, error) {
+			_, err := x.resource(a).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		}, func() string { return a.String() + " still exists" })
+		if err != nil {
+			remaining = append(remaining, a.String()+": still present after "+x.cfg.DeleteTimeout.String())
+		}
+	}
+	if len(remaining) > 0 {
+		errs = append(errs, &TeardownError{Remaining: remaining})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kube: teardown: %w", err)
+	}
+	return nil
+}
+
+// resource 返回对象所在的动态资源接口。
+func (x *Deployment) resource(a applied) dynamic.ResourceInterface {
+	if a.namespaced {
+		return x.dyn.Resource(a.gvr).Namespace(a.obj.GetNamespace())
+	}
+	return x.dyn.Resource(a.gvr)
+}

@@ -1,0 +1,494 @@
+// Package kubetest 在回环地址上启动一个真实的 Kubernetes 控制面，供
+// deploy/kube 的集成测试使用：etcd + kube-apiserver + kube-controller-manager
+// + kwok（无需 kubelet 即可让节点与 Pod 变为 Running/Ready），外加一个
+// 极小的“调度器”（把未调度的 Pod 绑定到唯一的假节点，省去构建 kube-scheduler）。
+//
+// 二进制按以下顺序查找：环境变量 CIBENCH_KUBE_BIN_DIR 指定的目录、PATH、
+// ${CIBENCH_CACHE:-$HOME/.cache/cibench}/bin（scripts/setup.d/30-kube.sh 的产物）。
+// 缺少任何一个时测试被跳过；若设置了 CIBENCH_REQUIRE_INTEGRATION=1 则判为失败，
+// 保证 CI 不会悄悄跳过。
+//
+// 它只服务于测试，因此（与库代码不同）读取环境变量并接收 testing.TB。
+package kubetest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	_ "embed"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// NodeName 是 kwok 管理的唯一假节点名；其 InternalIP 为 127.0.0.1。
+const NodeName = "kwok-node-0"
+
+// Cluster 是一个运行中的控制面。
+type Cluster struct {
+	// RESTConfig 以 system:masters 客户端证书连接 API Server。
+	RESTConfig *rest.Config
+	// Kubeconfig 是写好的 kubeconfig 文件路径（上下文名 cibench）。
+	Kubeconfig string
+	// Client 是 typed 客户端。
+	Client kubernetes.Interface
+	// Dir 是证书、数据与组件日志所在的临时目录。
+	Dir string
+}
+
+// binaries 是需要的外部程序。
+var binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
+
+// findBinary 按包文档中的顺序查找程序。
+func findBinary(name string) string {
+	if d := os.Getenv("CIBENCH_KUBE_BIN_DIR"); d != "" {
+		if p := filepath.Join(d, name); isExec(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	cache := os.Getenv("CIBENCH_CACHE")
+	if cache == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			cache = filepath.Join(h, ".cache", "cibench")
+		}
+	}
+	if p := filepath.Join(cache, "bin", name); isExec(p) {
+		return p
+	}
+	return ""
+}
+
+// isExec 报告路径是否为可执行文件。
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// Start 启动控制面并在 t.Cleanup 中停止它。缺二进制时按包文档跳过或失败。
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	paths := map[string]string{}
+	var missing []string
+	for _, b := range binaries {
+		if p := findBinary(b); p != "" {
+			paths[b] = p
+		} else {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("kubetest: missing %s (run scripts/setup.d/30-kube.sh or set CIBENCH_KUBE_BIN_DIR)", strings.Join(missing, ", "))
+		if os.Getenv("CIBENCH_REQUIRE_INTEGRATION") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	dir, err := os.MkdirTemp("", "cibench-kube-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Dir: dir}
+	ctx, cancel := context.WithCancel(context.Background())
+	var procs []*proc
+	t.Cleanup(func() {
+		cancel()
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+		if t.Failed() {
+			for _, p := range procs {
+				t.Logf("kubetest: %s log tail:\n%s", p.name, tail(p.log, 30))
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
+	fail := func(format string, args ...any) {
+		t.Helper()
+		for _, p := range procs {
+			t.Logf("kubetest: %s log tail:\n%s", p.name, tail(p.log, 40))
+		}
+		t.Fatalf(format, args...)
+	}
+
+	pki, err := writePKI(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdPort, etcdPeer, apiPort, kcmPort := freePort(t), freePort(t), freePort(t), freePort(t)
+
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	p, err := startProc(dir, "etcd", paths["etcd"],
+		"--name=kubetest", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=kubetest="+peerURL, "--log-level=warn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs = append(procs, p)
+
+	p, err = startProc(dir, "kube-apiserver", paths["kube-apiserver"],
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
+		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
+		"--tls-cert-file="+pki.servingCert, "--tls-private-key-file="+pki.servingKey,
+		"--client-ca-file="+pki.caCert,
+		"--service-account-key-file="+pki.saPub, "--service-account-signing-key-file="+pki.saKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-node-port-range=30000-32767",
+		"--authorization-mode=RBAC",
+		"--disable-admission-plugins=ServiceAccount",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--kubelet-client-certificate="+pki.clientCert, "--kubelet-client-key="+pki.clientKey,
+		"--kubelet-preferred-address-types=InternalIP",
+		"--v=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs = append(procs, p)
+
+	c.RESTConfig = &rest.Config{
+		Host:    "https://127.0.0.1:" + strconv.Itoa(apiPort),
+		QPS:     200,
+		Burst:   400,
+		Timeout: 30 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile: pki.caCert, CertFile: pki.clientCert, KeyFile: pki.clientKey,
+		},
+	}
+	c.Client, err = kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.RESTConfig.Host, pki); err != nil {
+		t.Fatal(err)
+	}
+
+	// API Server 冷启动（含 etcd 连接与 post-start hooks）在 2 核上需要十几秒。
+	readyCtx, readyCancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer readyCancel()
+	if err := waitFor(readyCtx, 200*time.Millisecond, func() bool {
+		if procs[0].exited() || procs[1].exited() {
+			return true
+		}
+		b, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(readyCtx)
+		return err == nil && string(b) == "ok"
+	}); err != nil || procs[0].exited() || procs[1].exited() {
+		fail("kubetest: kube-apiserver not ready: %v", err)
+	}
+
+	p, err = startProc(dir, "kube-controller-manager", paths["kube-controller-manager"],
+		"--kubeconfig="+c.Kubeconfig,
+		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(kcmPort),
+		"--controllers=deployment-controller,replicaset-controller,statefulset-controller,daemonset-controller,job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller",
+		"--root-ca-file="+pki.caCert,
+		"--use-service-account-credentials=false",
+		"--v=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs = append(procs, p)
+
+	stages := filepath.Join(dir, "kwok-stages.yaml")
+	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err = startProc(dir, "kwok", paths["kwok"],
+		"--kubeconfig="+c.Kubeconfig, "--config="+stages,
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-ip=127.0.0.1", "--cidr=10.244.0.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs = append(procs, p)
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        NodeName,
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": NodeName},
+	}}
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		fail("kubetest: create node: %v", err)
+	}
+	if err := waitFor(readyCtx, 100*time.Millisecond, func() bool {
+		n, err := c.Client.CoreV1().Nodes().Get(readyCtx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		fail("kubetest: kwok node not ready: %v", err)
+	}
+	// 默认 ServiceAccount 由 kcm 创建；我们关闭了 ServiceAccount 准入，所以不必等它。
+	go bindLoop(ctx, c.Client)
+	return c
+}
+
+// bindLoop 代替 kube-scheduler：把所有未调度、未在删除中的 Pod 绑定到假节点。
+// 它随 ctx 结束而退出，ctx 由 Start 注册的 Cleanup 取消。
+func bindLoop(ctx context.Context, cs kubernetes.Interface) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+		if err == nil {
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				b := &corev1.Binding{
+					ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: NodeName},
+				}
+				_ = cs.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// waitFor 以间隔轮询 f 直到为真或 ctx 结束。
+func waitFor(ctx context.Context, every time.Duration, f func() bool) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if f() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// freePort 向内核要一个空闲端口（立即释放；组件启动前被抢占的概率可忽略）。
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// FreeNodePort 返回 30000-32767 中当前可在 127.0.0.1 上监听的端口，
+// 供测试把模拟器放在 Service 的 NodePort 上。
+func FreeNodePort(t testing.TB) int {
+	t.Helper()
+	start := 30000 + int(time.Now().UnixNano()%2700)
+	for i := 0; i < 2768; i++ {
+		port := 30000 + (start-30000+i)%2768
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			_ = ln.Close()
+			return port
+		}
+	}
+	t.Fatal("kubetest: no free port in the NodePort range")
+	return 0
+}
+
+// proc 是一个被启动的组件进程。
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+// startProc 以独立进程组启动组件，stdout/stderr 写入 dir/<name>.log。
+func startProc(dir, name, bin string, args ...string) (*proc, error) {
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("kubetest: start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited 报告进程是否已退出。
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop 先 SIGTERM 整个进程组，10 秒后 SIGKILL。
+func (p *proc) stop() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// tail 返回文件最后 n 行。
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pkiFiles 是生成的证书与密钥文件路径。
+type pkiFiles struct {
+	caCert, servingCert, servingKey, clientCert, clientKey, saKey, saPub string
+}
+
+// writePKI 生成自签 CA、API Server 服务证书（127.0.0.1/localhost/服务 IP）、
+// system:masters 组的管理员客户端证书，以及 ServiceAccount 签名密钥。
+func writePKI(dir string) (pkiFiles, error) {
+	f := pkiFiles{
+		caCert: filepath.Join(dir, "ca.crt"), servingCert: filepath.Join(dir, "apiserver.crt"),
+		servingKey: filepath.Join(dir, "apiserver.key"), clientCert: filepath.Join(dir, "admin.crt"),
+		clientKey: filepath.Join(dir, "admin.key"), saKey: filepath.Join(dir, "sa.key"), saPub: filepath.Join(dir, "sa.pub"),
+	}
+	now := time.Now().Add(-time.Hour)
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return f, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cibench-kubetest-ca"},
+		NotBefore: now, NotAfter: now.Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return f, err
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	if err := writePEM(f.caCert, "CERTIFICATE", caDER); err != nil {
+		return f, err
+	}
+	issue := func(serial int64, cn string, org []string, server bool, certPath, keyPath string) error {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn, Organization: org},
+			NotBefore: now, NotAfter: now.Add(48 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		}
+		if server {
+			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+			tmpl.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+		} else {
+			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			return err
+		}
+		kb, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return err
+		}
+		if err := writePEM(certPath, "CERTIFICATE", der); err != nil {
+			return err
+		}
+		return writePEM(keyPath, "EC PRIVATE KEY", kb)
+	}
+	if err := issue(2, "kube-apiserver", nil, true, f.servingCert, f.servingKey); err != nil {
+		return f, err
+	}
+	if err := issue(3, "cibench-admin", []string{"system:masters"}, false, f.clientCert, f.clientKey); err != nil {
+		return f, err
+	}
+	sa, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return f, err
+	}
+	if err := writePEM(f.saKey, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(sa)); err != nil {
+		return f, err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&sa.PublicKey)
+	if err != nil {
+		return f, err
+	}
+	return f, writePEM(f.saPub, "PUBLIC KEY", pub)
+}
+
+// writePEM 以 0600 写出一个 PEM 块。
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+}
+
+// writeKubeconfig 写出引用证书文件的 kubeconfig，上下文名为 cibench。
+func writeKubeconfig(path, host string, p pkiFiles) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: host, CertificateAuthority: p.caCert}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: p.clientCert, ClientKey: p.clientKey}
+	cfg.Contexts["cibench"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "cibench"
+	return clientcmd.WriteToFile(*cfg, path)
+}
