@@ -51,6 +51,10 @@ type EmulatorConfig struct {
 	MaxNumSeqs int `json:"max_num_seqs,omitempty" yaml:"max_num_seqs,omitempty"`
 	// TokensPerChunk 是每个流式 delta 携带的 token 数，0 为 1。
 	TokensPerChunk int `json:"tokens_per_chunk,omitempty" yaml:"tokens_per_chunk,omitempty"`
+	// CoalesceZeroLatency 在 TTFT、ITL、PrefillPerToken 全为 0 时不逐 chunk 刷新连接，
+	// 而是把多个 chunk 合并成较大的写入（吞吐压测用；默认 false 即每个 chunk 一次刷新，
+	// 与 vLLM 一致）。有任何延迟时此项无效。
+	CoalesceZeroLatency bool `json:"coalesce_zero_latency,omitempty" yaml:"coalesce_zero_latency,omitempty"`
 	// SpecDecode 打开投机解码计数器（vllm:spec_decode_*）。
 	SpecDecode bool `json:"spec_decode,omitempty" yaml:"spec_decode,omitempty"`
 	// SpecAcceptRate 是投机解码的接受率 [0,1]，0 且 SpecDecode 时取 0.7。

@@ -60,6 +60,13 @@ func (enc *emuEncoder) flush(w http.ResponseWriter, fl http.Flusher) bool {
 	return true
 }
 
+// write 把缓冲写入 ResponseWriter 但不刷新（由 net/http 的缓冲决定何时落到连接上）。
+func (enc *emuEncoder) write(w http.ResponseWriter) bool {
+	_, err := w.Write(enc.buf)
+	enc.buf = enc.buf[:0]
+	return err == nil
+}
+
 // tail 追加 usage 字段（如需要）与事件结尾。
 func (enc *emuEncoder) tail(completion, step int) {
 	run := enc.run

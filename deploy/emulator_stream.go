@@ -222,6 +222,7 @@ func (e *Emulator) writeStream(ctx context.Context, w http.ResponseWriter, run *
 	var wt emuWaiter
 	defer wt.stop()
 	zero := cfg.TTFT == 0 && cfg.ITL == 0 && cfg.PrefillPerToken == 0
+	batch := zero && cfg.CoalesceZeroLatency
 	var last time.Time
 	for j := 0; j < steps; j++ {
 		if !zero && !wt.until(ctx, first.Add(time.Duration(j)*cfg.ITL)) {
@@ -264,7 +265,17 @@ func (e *Emulator) writeStream(ctx context.Context, w http.ResponseWriter, run *
 				enc.chunk(st, emuDelta{kind: emuDContent}, true, j)
 			}
 		}
-		if !enc.flush(w, fl) {
+		// 有延迟时每步都刷新到连接，客户端才能测到真实的 ITL；零延迟且开启
+		// CoalesceZeroLatency 时只在第一步与结束时刷新，其余交给 net/http 的写缓冲合并，
+		// 以系统调用数换吞吐。
+		if batch && j > 0 && len(enc.buf) < 3072 {
+			continue
+		}
+		if batch && j > 0 {
+			if !enc.write(w) {
+				return false
+			}
+		} else if !enc.flush(w, fl) {
 			return false
 		}
 		now := time.Now()

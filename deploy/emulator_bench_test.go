@@ -1,0 +1,114 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+)
+
+// benchStream 在回环上以并行客户端压测流式 chat（零延迟），报告 req/s 与 chunk/s。
+// tokens 是每个请求的输出 token 数（ignore_eos），每个 token 一个 SSE chunk。
+func benchStream(b *testing.B, tokens int, stream, coalesce bool) {
+	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: coalesce})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dep, err := em.Deploy(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	url := dep.Endpoint().BaseURL() + "/chat/completions"
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"benchmark prompt 性能测试"}],"max_tokens":` +
+		itoa(tokens) + `,"ignore_eos":true,"temperature":0,"stream":` + map[bool]string{true: "true", false: "false"}[stream] +
+		`,"stream_options":` + map[bool]string{true: `{"include_usage":true}`, false: "null"}[stream] + `}`)
+	b.SetParallelism(8)
+	b.ResetTimer()
+	start := time.Now()
+	cpu0 := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	el := time.Since(start).Seconds()
+	cpu := (cpuTime() - cpu0).Seconds()
+	b.ReportMetric(float64(b.N)/el, "req/s")
+	// 机器被其他进程争用时墙钟数字会失真；每请求 CPU 时间（客户端 + 服务端合计）更稳定，
+	// 由它可推算 2 核满载时的上限：2 / cpu-s-per-req。
+	b.ReportMetric(cpu*1e6/float64(b.N), "cpu-us/req")
+	b.ReportMetric(2/(cpu/float64(b.N)), "req/s@2cores")
+	if stream {
+		b.ReportMetric(float64(b.N*(tokens+3))/el, "chunks/s")
+		b.ReportMetric(2/(cpu/float64(b.N*(tokens+3))), "chunks/s@2cores")
+	}
+}
+
+// itoa 是 strconv.Itoa 的小写替身，避免为一个调用引入导入。
+func itoa(n int) string {
+	var buf [20]byte
+	i := len(buf)
+	for {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(buf[i:])
+		}
+	}
+}
+
+func BenchmarkLoopbackStream40(b *testing.B)          { benchStream(b, 40, true, false) }
+func BenchmarkLoopbackStream200(b *testing.B)         { benchStream(b, 200, true, false) }
+func BenchmarkLoopbackStream40Coalesced(b *testing.B) { benchStream(b, 40, true, true) }
+func BenchmarkLoopbackNonStream(b *testing.B)         { benchStream(b, 40, false, false) }
+
+// BenchmarkHandlerStream 不经网络，直接调用 Handler（衡量模拟器本身的开销）。
+func BenchmarkHandlerStream(b *testing.B) {
+	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := em.Handler()
+	body := `{"model":"m","messages":[{"role":"user","content":"benchmark prompt 性能测试"}],"max_tokens":40,"ignore_eos":true,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+			h.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				b.Error(rec.Code)
+				return
+			}
+		}
+	})
+	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N), "cpu-us/op")
+}
+
+// cpuTime 返回本进程累计的用户态 + 内核态 CPU 时间。
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
