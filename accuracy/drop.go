@@ -105,12 +105,21 @@ func (d *DROP) Examples(ctx context.Context) ([]Example, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]int, len(tests))
+	for i := range ids {
+		ids[i] = i
+	}
 	if d.opts.NumExamples > 0 {
-		tests, err = pyrandom.Sample(pyrandom.New(42), tests, d.opts.NumExamples)
+		ids, err = pyrandom.New(42).SampleIndices(len(tests), d.opts.NumExamples)
 		if err != nil {
 			return nil, fmt.Errorf("accuracy: drop: sample %d test examples: %w", d.opts.NumExamples, err)
 		}
 	}
+	picked := make([]dropSample, len(ids))
+	for i, id := range ids {
+		picked[i] = tests[id]
+	}
+	tests = picked
 	rng := pyrandom.New(42)
 	exs := make([]Example, len(tests))
 	for i, ex := range tests {
@@ -118,7 +127,7 @@ func (d *DROP) Examples(ctx context.Context) ([]Example, error) {
 		if err != nil {
 			return nil, fmt.Errorf("accuracy: drop: sample %d train examples: %w", d.opts.TrainSamplesPerPrompt, err)
 		}
-		exs[i] = Example{Index: i, ID: fmt.Sprintf("drop/%d", i), Samples: 1, Messages: []Message{{Role: "user", Content: dropPrompt(stuffing, ex)}}}
+		exs[i] = Example{Index: i, ID: fmt.Sprintf("drop/dev%d", ids[i]), Samples: 1, Messages: []Message{{Role: "user", Content: dropPrompt(stuffing, ex)}}}
 	}
 	d.mu.Lock()
 	d.tests = tests

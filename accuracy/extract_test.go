@@ -183,8 +183,8 @@ func TestExtractionAgainstCPython(t *testing.T) {
 		t.Fatalf("pyref: %v", err)
 	}
 	var want []struct {
-		MMLU *string          `json:"mmlu"`
-		GPQA *string          `json:"gpqa"`
+		MMLU *string           `json:"mmlu"`
+		GPQA *string           `json:"gpqa"`
 		MGSM map[string]string `json:"mgsm"`
 		DROP struct {
 			Extracted   string  `json:"extracted"`

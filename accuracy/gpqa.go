@@ -22,8 +22,10 @@ type GPQAOptions struct {
 
 // gpqaItem 是一个展开（含重复）后的 GPQA 样本及其选项排列。
 type gpqaItem struct {
-	row  csvRow
-	perm []int
+	row    csvRow
+	rowID  int // 在 CSV 中的行号（0 起，不含表头），便于审计
+	repeat int
+	perm   []int
 }
 
 // GPQA 复刻 simple-evals 的 GPQAEval。
@@ -74,16 +76,20 @@ func (g *GPQA) Examples(ctx context.Context) ([]Example, error) {
 		return nil, err
 	}
 	rng := pyrandom.New(0)
+	rowIDs := make([]int, len(rows))
+	for i := range rowIDs {
+		rowIDs[i] = i
+	}
 	if g.opts.NumExamples > 0 {
-		rows, err = pyrandom.Sample(rng, rows, g.opts.NumExamples)
+		rowIDs, err = rng.SampleIndices(len(rows), g.opts.NumExamples)
 		if err != nil {
 			return nil, fmt.Errorf("accuracy: gpqa: sample %d of %d rows: %w", g.opts.NumExamples, len(rows), err)
 		}
 	}
 	var items []gpqaItem
 	for r := 0; r < g.opts.NRepeats; r++ {
-		for _, row := range rows {
-			items = append(items, gpqaItem{row: row})
+		for _, id := range rowIDs {
+			items = append(items, gpqaItem{row: rows[id], rowID: id, repeat: r})
 		}
 	}
 	exs := make([]Example, len(items))
@@ -92,7 +98,7 @@ func (g *GPQA) Examples(ctx context.Context) ([]Example, error) {
 		items[i].perm = perm
 		choices := g.choices(items[i])
 		prompt := FormatMultichoiceQuestion(items[i].row["Question"], choices[0], choices[1], choices[2], choices[3])
-		exs[i] = Example{Index: i, ID: fmt.Sprintf("gpqa/%d#r%d", i%max(len(rows), 1), i/max(len(rows), 1)), Messages: []Message{{Role: "user", Content: prompt}}, Samples: 1}
+		exs[i] = Example{Index: i, ID: fmt.Sprintf("gpqa/row%d#r%d", items[i].rowID, items[i].repeat), Messages: []Message{{Role: "user", Content: prompt}}, Samples: 1}
 	}
 	g.mu.Lock()
 	g.items = items

@@ -34,8 +34,11 @@ type HumanEvalOptions struct {
 	// Interpreter 是执行代码的命令前缀，最后一项必须是 python3，例如
 	// ["python3"] 或 ["unshare", "-rn", "python3"]（后者在新的网络命名空间中运行，真正断网）。
 	Interpreter []string
-	// ExecTimeout 是单次执行的时限（参考实现 3s），0 取 3s。
+	// ExecTimeout 是单次执行的时限（参考实现 3s），0 取 3s；由子进程内的 SIGALRM 计时。
 	ExecTimeout time.Duration
+	// StartupGrace 是父进程额外等待解释器启动的时间，0 取 30s。超过
+	// ExecTimeout + 1s + StartupGrace 仍未结束的子进程被杀死并记为 "timed out"。
+	StartupGrace time.Duration
 }
 
 // humanEvalProblem 是 HumanEval.jsonl 的一条题目。
@@ -79,6 +82,9 @@ func NewHumanEval(src Source, opts HumanEvalOptions) (*HumanEval, error) {
 	}
 	if opts.ExecTimeout == 0 {
 		opts.ExecTimeout = 3 * time.Second
+	}
+	if opts.StartupGrace == 0 {
+		opts.StartupGrace = 30 * time.Second
 	}
 	if opts.NumExamples < 0 || opts.SamplesPerTask < 0 || opts.ExecTimeout < 0 {
 		return nil, fmt.Errorf("accuracy: humaneval: negative option in %+v", opts)
@@ -172,15 +178,32 @@ func (h *HumanEval) Score(ctx context.Context, ex Example, responses []string) (
 	}
 	p := probs[ex.Index]
 	completions := make([]string, len(responses))
-	passed := make([]int, len(responses))
-	correct := 0
 	for i, r := range responses {
 		completions[i] = h.FindCode(r)
-		res, err := h.check(ctx, p, completions[i])
-		if err != nil {
-			return SingleResult{}, err
+	}
+	// 与 evaluate_functional_correctness 的 ThreadPoolExecutor(max_workers=4) 相同，
+	// 至多 4 个补全同时执行；结果按补全顺序记录。
+	outcomes := make([]string, len(completions))
+	errs := make([]error, len(completions))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i := range completions {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			outcomes[i], errs[i] = h.check(ctx, p, completions[i])
+		}()
+	}
+	wg.Wait()
+	passed := make([]int, len(responses))
+	correct := 0
+	for i, o := range outcomes {
+		if errs[i] != nil {
+			return SingleResult{}, errs[i]
 		}
-		if res == "passed" {
+		if o == "passed" {
 			passed[i] = 1
 			correct++
 		}
@@ -306,8 +329,9 @@ func (h *HumanEval) check(ctx context.Context, p humanEvalProblem, completion st
 		return "", fmt.Errorf("accuracy: humaneval: temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	// 与 check_correctness 的 p.join(timeout + 1) 相同，再留出解释器启动时间。
-	runCtx, cancel := context.WithTimeout(ctx, h.opts.ExecTimeout+2*time.Second)
+	// 与 check_correctness 的 p.join(timeout + 1) 相同，再留出解释器启动时间
+	// （参考实现 fork 子进程没有启动开销；这里每次都要启动 python3，负载高时可达数秒）。
+	runCtx, cancel := context.WithTimeout(ctx, h.opts.ExecTimeout+time.Second+h.opts.StartupGrace)
 	defer cancel()
 	args := append(append([]string{}, h.opts.Interpreter[1:]...), "-I", "-c", humanEvalHarness)
 	cmd := exec.CommandContext(runCtx, h.opts.Interpreter[0], args...)

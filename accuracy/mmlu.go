@@ -58,15 +58,24 @@ func (m *MMLU) Examples(ctx context.Context) ([]Example, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]int, len(rows))
+	for i := range ids {
+		ids[i] = i
+	}
 	if m.opts.NumExamples > 0 {
-		rows, err = pyrandom.Sample(pyrandom.New(0), rows, m.opts.NumExamples)
+		ids, err = pyrandom.New(0).SampleIndices(len(rows), m.opts.NumExamples)
 		if err != nil {
 			return nil, fmt.Errorf("accuracy: mmlu: sample %d: %w", m.opts.NumExamples, err)
 		}
 	}
+	picked := make([]csvRow, len(ids))
+	for i, id := range ids {
+		picked[i] = rows[id]
+	}
+	rows = picked
 	exs := make([]Example, len(rows))
 	for i, r := range rows {
-		exs[i] = Example{Index: i, ID: fmt.Sprintf("mmlu/%d", i), Samples: 1, Messages: []Message{{Role: "user",
+		exs[i] = Example{Index: i, ID: fmt.Sprintf("mmlu/row%d", ids[i]), Samples: 1, Messages: []Message{{Role: "user",
 			Content: FormatMultichoiceQuestion(r["Question"], r["A"], r["B"], r["C"], r["D"])}}}
 	}
 	m.mu.Lock()
