@@ -99,10 +99,14 @@ func histogramSum(f *dto.MetricFamily) *histSnap {
 		}
 		h.sum += hm.GetSampleSum()
 		h.count += float64(hm.GetSampleCount())
+		hasInf := false
 		for _, b := range hm.GetBucket() {
 			byUpper[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			hasInf = hasInf || math.IsInf(b.GetUpperBound(), 1)
 		}
-		byUpper[math.Inf(1)] += float64(hm.GetSampleCount())
+		if !hasInf { // 文本格式里 +Inf 桶可能被省略，此时它等于样本总数
+			byUpper[math.Inf(1)] += float64(hm.GetSampleCount())
+		}
 	}
 	for u := range byUpper {
 		h.upper = append(h.upper, u)
@@ -205,6 +209,7 @@ func (h *histSnap) latency() Latency {
 	}
 	return Latency{
 		Count: int64(h.count),
+		P50:   sec(h.quantile(0.50)),
 		P75:   sec(h.quantile(0.75)), P90: sec(h.quantile(0.90)), P95: sec(h.quantile(0.95)), P99: sec(h.quantile(0.99)),
 		Min: -1, Max: sec(h.maxBound()), Avg: sec(h.sum / h.count),
 	}

@@ -65,6 +65,7 @@ func (d *dist) latency() Latency {
 	us := func(v int64) time.Duration { return time.Duration(min(max(v, d.min), d.max)) * time.Microsecond }
 	return Latency{
 		Count: d.n,
+		P50:   us(d.h.ValueAtQuantile(50)),
 		P75:   us(d.h.ValueAtQuantile(75)), P90: us(d.h.ValueAtQuantile(90)),
 		P95: us(d.h.ValueAtQuantile(95)), P99: us(d.h.ValueAtQuantile(99)),
 		Min: us(d.min), Max: us(d.max),

@@ -7,7 +7,9 @@ import "time"
 type Latency struct {
 	Count              int64
 	P75, P90, P95, P99 time.Duration
-	Min, Max, Avg      time.Duration
+	// P50 是中位数（CSV 表头没有这一列，供保真度报告与门禁使用）。
+	P50           time.Duration
+	Min, Max, Avg time.Duration
 }
 
 // Valid 报告该摘要是否有样本。

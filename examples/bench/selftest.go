@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/metrics"
+)
+
+// selftest 依次执行 issue 中的性能目标：零时延吞吐、2000 并发流、时延保真度、
+// 100 万请求的内存上限。模拟器与压测器在同一进程中，吞吐数字因此是两者共享
+// CPU 的结果；CPU 时间一并打印，便于判断瓶颈在哪一边。
+func selftest(ctx context.Context, o *options, out io.Writer) error {
+	raiseNoFile()
+	fmt.Fprintf(out, "perf self-test: GOMAXPROCS=%d NumCPU=%d\n", runtime.GOMAXPROCS(0), runtime.NumCPU())
+	missed := []string{}
+	check := func(ok bool, what string) {
+		mark := "PASS"
+		if !ok {
+			mark = "MISS"
+			missed = append(missed, what)
+		}
+		fmt.Fprintf(out, "  [%s] %s\n", mark, what)
+	}
+
+	// 1. 零时延吞吐。
+	for _, c := range []int{64, 256} {
+		s, cpu, err := selfRun(ctx, deploy.EmulatorConfig{}, loadgen.Profile{Concurrency: []int{c}, InputLength: []int{32},
+			OutputLength: []int{40}, NumRequests: []int{40000}}, io.Discard)
+		if err != nil {
+			return err
+		}
+		chunks := s.OutputTokenThroughput // 每个 chunk 1 个 token
+		fmt.Fprintf(out, "throughput c=%d: %.0f req/s, %.0f chunks/s, fail %.4f, process CPU %.2fs for %.2fs wall\n",
+			c, s.QPS, chunks, s.FailRate, cpu.Seconds(), s.TotalTime.Seconds())
+		check(s.QPS >= 5000, fmt.Sprintf("c=%d >= 5000 streamed req/s (got %.0f)", c, s.QPS))
+		check(chunks >= 200000, fmt.Sprintf("c=%d >= 200000 SSE chunks/s (got %.0f)", c, chunks))
+	}
+
+	// 2. 2000 个并发流。
+	{
+		s, _, err := selfRun(ctx, deploy.EmulatorConfig{ITL: 20 * time.Millisecond}, loadgen.Profile{Concurrency: []int{2000},
+			InputLength: []int{32}, OutputLength: []int{32}, NumRequests: []int{6000}}, io.Discard)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "2000 concurrent streams: %d requests, %d failed, QPS %.0f, TTFT p99 %v\n", s.NumPrompts, s.Failed, s.QPS, s.TTFT.P99)
+		check(s.Failed == 0 && s.NumPrompts == 6000, "2000 concurrent streams without errors")
+	}
+
+	// 3. 时延保真度：注入 TTFT 50ms、ITL 10ms。
+	const ttft, itl = 50 * time.Millisecond, 10 * time.Millisecond
+	for _, c := range []int{1, 64, 256} {
+		n := max(64, c*4)
+		s, _, err := selfRun(ctx, deploy.EmulatorConfig{TTFT: ttft, ITL: itl}, loadgen.Profile{Concurrency: []int{c},
+			InputLength: []int{32}, OutputLength: []int{64}, NumRequests: []int{n}}, io.Discard)
+		if err != nil {
+			return err
+		}
+		dT, dP := s.TTFT.P50-ttft, s.TPOT.P50-itl
+		fmt.Fprintf(out, "fidelity c=%d n=%d: median TTFT %v (client overhead %+v), median TPOT %v (%+v), TPOT_SEC p90 %v, server TTFT p50 %v\n",
+			c, n, s.TTFT.P50, dT, s.TPOT.P50, dP, s.TPOTSec.P90, s.ServerTTFT.P50)
+		check(dT.Abs() <= time.Millisecond && dP.Abs() <= time.Millisecond, fmt.Sprintf("c=%d median TTFT/TPOT within 1ms", c))
+	}
+
+	// 4. 内存：大量请求，逐请求 CSV 写到临时文件。
+	if n := o.selftestRequests; n > 0 {
+		f, err := os.CreateTemp("", "cibench-selftest-*.csv")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		bw := bufio.NewWriterSize(f, 1<<20)
+		start := time.Now()
+		s, _, err := selfRun(ctx, deploy.EmulatorConfig{}, loadgen.Profile{Concurrency: []int{64}, InputLength: []int{16},
+			OutputLength: []int{4}, NumRequests: []int{n}}, bw)
+		if err != nil {
+			return err
+		}
+		_ = bw.Flush()
+		st, _ := f.Stat()
+		hwm := peakRSS()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(out, "memory: %d requests in %v (%.0f req/s), fail %.4f, per-request CSV %d MB, peak RSS %d MB, heap in use %d MB\n",
+			s.NumPrompts, time.Since(start).Round(time.Second), s.QPS, s.FailRate, st.Size()>>20, hwm>>20, ms.HeapInuse>>20)
+		check(hwm > 0 && hwm < 200<<20, fmt.Sprintf("%d requests with < 200 MB peak RSS", n))
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("%w: %s", errSelftest, strings.Join(missed, "; "))
+	}
+	return nil
+}
+
+// selfRun 启动一个模拟器，跑一组，返回汇总与这段时间的进程 CPU 时间。
+func selfRun(ctx context.Context, cfg deploy.EmulatorConfig, p loadgen.Profile, w io.Writer) (loadgen.Summary, time.Duration, error) {
+	em, err := deploy.NewEmulator(cfg)
+	if err != nil {
+		return loadgen.Summary{}, 0, err
+	}
+	dep, err := em.Deploy(ctx)
+	if err != nil {
+		return loadgen.Summary{}, 0, err
+	}
+	defer dep.Teardown(context.Background())
+	ep := dep.Endpoint()
+	cpu0 := cpuTime()
+	sums, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, Provider: "emulator"}, p, metrics.NewRecordWriter(w))
+	if err != nil {
+		return loadgen.Summary{}, 0, err
+	}
+	return sums[0], cpuTime() - cpu0, nil
+}
+
+// cpuTime 返回进程累计的用户态 + 内核态 CPU 时间。
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS 读取 /proc/self/status 的 VmHWM（峰值常驻内存），单位字节；不可得时为 0。
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// raiseNoFile 把打开文件数软限制提到硬限制：2000 个并发流在两端共需约 4000 个描述符。
+func raiseNoFile() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
