@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# scripts/test.sh 是 cibench 唯一的测试命令（README 与 .ci/run 都调用它）。
+#
+# 在一台只装了 Go 的全新 Debian 机器上也能直接运行：
+#   1. 依次执行 scripts/setup.d/*.sh（幂等：已安装时很快返回），安装测试需要的
+#      staticcheck、prometheus/pushgateway、kube 组件、chromium 等；
+#   2. gofmt 检查、go vet、staticcheck；
+#   3. go test -race -cover ./...，打印每个包的覆盖率，并要求库包覆盖率 >= 85%。
+# CIBENCH_REQUIRE_INTEGRATION=1 让缺少外部二进制的集成测试失败而不是跳过。
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+export CIBENCH_CACHE="${CIBENCH_CACHE:-$HOME/.cache/cibench}"
+mkdir -p "$CIBENCH_CACHE/bin"
+
+min_cover="${CIBENCH_MIN_COVERAGE:-85}"
+# CIBENCH_TEST_PKGS 可把测试限制在部分包（开发时用）；CI 始终是 ./...。
+read -r -a pkgs <<<"${CIBENCH_TEST_PKGS:-./...}"
+
+# CIBENCH_SKIP_SETUP=1 跳过安装步骤（依赖已就绪时加快本地迭代）。
+for s in scripts/setup.d/*.sh; do
+	[ "${CIBENCH_SKIP_SETUP:-0}" = 1 ] && break
+	[ -e "$s" ] || continue
+	if [ ! -x "$s" ]; then
+		echo "==> setup: $s is not executable, skipped"
+		continue
+	fi
+	echo "==> setup: $s"
+	"$s"
+done
+
+export PATH="$CIBENCH_CACHE/bin:$(go env GOPATH)/bin:$PATH"
+export CIBENCH_REQUIRE_INTEGRATION=1
+
+echo "==> gofmt"
+unformatted="$(gofmt -l .)"
+if [ -n "$unformatted" ]; then
+	echo "gofmt: these files need 'gofmt -w':"
+	echo "$unformatted"
+	exit 1
+fi
+
+echo "==> go vet"
+go vet "${pkgs[@]}"
+
+echo "==> staticcheck"
+staticcheck "${pkgs[@]}"
+
+echo "==> go test -race -cover"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+set +e
+go test -race -count=1 -timeout 30m -covermode=atomic -coverprofile="$work/cover.out" "${pkgs[@]}" 2>&1 | tee "$work/test.log"
+test_status=${PIPESTATUS[0]}
+set -e
+
+# 覆盖率表：从 go test 的每包输出中取 "coverage: N% of statements"。
+module="$(go list -m)"
+echo
+echo "==> coverage per package (library packages need >= ${min_cover}%)"
+printf '%-50s %10s  %s\n' PACKAGE COVERAGE NOTE
+low=()
+while read -r pkg; do
+	rel="${pkg#"$module"}"
+	rel="${rel#/}"
+	[ -n "$rel" ] || rel="."
+	line="$(grep -E "^(ok|FAIL|---|\?)?[[:space:]]+${pkg}([[:space:]]|$)" "$work/test.log" | tail -n 1 || true)"
+	cov="$(sed -nE 's/.*coverage: ([0-9.]+)% of statements.*/\1/p' <<<"$line")"
+	if [ -z "$cov" ]; then
+		if grep -q "no test files" <<<"$line"; then cov="0.0"; else cov="-"; fi
+	fi
+	note=""
+	case "$rel" in
+	deploy | deploy/kube | functional | loadgen | accuracy | metrics | report | matrix | internal/*)
+		note="library"
+		if [ "$cov" = "-" ] || awk -v c="$cov" -v m="$min_cover" 'BEGIN { exit !(c < m) }'; then
+			note="library: BELOW ${min_cover}%"
+			low+=("$rel (${cov}%)")
+		fi
+		;;
+	esac
+	printf '%-50s %9s%%  %s\n' "$rel" "$cov" "$note"
+done < <(go list "${pkgs[@]}")
+
+if [ "$test_status" -ne 0 ]; then
+	echo
+	echo "FAIL: go test exited with status $test_status (see the failures above)"
+	exit "$test_status"
+fi
+if [ "${#low[@]}" -gt 0 ]; then
+	echo
+	echo "FAIL: library packages below ${min_cover}% coverage:"
+	printf '  %s\n' "${low[@]}"
+	exit 1
+fi
+echo
+echo "OK: gofmt, go vet, staticcheck, go test -race and coverage >= ${min_cover}% all passed"
