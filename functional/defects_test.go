@@ -1,0 +1,140 @@
+package functional_test
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/functional"
+)
+
+// paramsExact 是 params_boundary 中断言“精确 token 数 + 固定 seed 可复现”的用例
+// （top_p/top_k/惩罚项的每个取值，top_p=0 被模拟器以 400 拒绝而跳过）。
+var paramsExact = []string{
+	"params_boundary/top_p=0.1", "params_boundary/top_p=1",
+	"params_boundary/top_k=1", "params_boundary/top_k=50",
+	"params_boundary/presence_penalty=-2", "params_boundary/presence_penalty=0", "params_boundary/presence_penalty=2",
+	"params_boundary/frequency_penalty=-2", "params_boundary/frequency_penalty=0", "params_boundary/frequency_penalty=2",
+}
+
+// maxTokensCases 是 max_tokens 边界值用例。
+var maxTokensCases = []string{"params_boundary/max_tokens=1", "params_boundary/max_tokens=128", "params_boundary/max_tokens=16384"}
+
+// stopCases 是三种停止串用例。
+var stopCases = []string{"params_boundary/stop=single", "params_boundary/stop=multiple", "params_boundary/stop=unicode"}
+
+// join 拼接若干 ID 列表。
+func join(parts ...[]string) []string { return slices.Concat(parts...) }
+
+// defectTable 把模拟器的每个缺陷开关映射到应当变红的用例集合——恰好这些，
+// 不多不少。每一行都有理由：缺陷违反的是哪条 vLLM 行为，哪些用例断言了它。
+var defectTable = map[string]struct {
+	want []string
+	// inContent 让模拟器把思考放在正文的 <think> 中（ThinkTagsUnclosed 只在该模式下生效）。
+	inContent bool
+}{
+	"NoDone":          {want: []string{"streaming/done"}},
+	"WrongUsageTotal": {want: join([]string{"chat_core/usage", "chat_core/n", "chat_core/mixed_zh_en_1", "chat_core/mixed_zh_en_2", "completions_core/usage", "streaming/include_usage"}, maxTokensCases)},
+	"NoRoleChunk":     {want: []string{"streaming/role_first"}},
+	// stop↔length 互换：所有断言 finish_reason 的 length/stop 用例。
+	"WrongFinishReason": {want: join([]string{"completions_core/default_max_tokens"}, maxTokensCases, paramsExact, stopCases,
+		[]string{"params_boundary/logit_bias", "function_call/named"})},
+	"StopStringKept": {want: stopCases},
+	// 固定 seed 不再可复现：seed 用例与“固定 seed 可复现”的参数用例。
+	"SeedIgnored":       {want: join(paramsExact, []string{"params_boundary/seed=0", "params_boundary/seed=42", "params_boundary/seed=1234"})},
+	"JSONObjectInvalid": {want: []string{"guided/json_object", "guided/json_schema", "guided/structured_outputs_json"}},
+	"ToolArgsInvalid":   {want: []string{"function_call/auto", "function_call/required", "function_call/named", "function_call/two_tools", "function_call/stream"}},
+	// 推理 token 已计入 usage 但没有下发：推理用例，以及 chunk 数与 token 数对不上。
+	"ReasoningMissing": {want: []string{"streaming/chunk_size", "reasoning/present", "reasoning/stream"}},
+	"NoContextCheck":   {want: []string{"errors/context_overflow", "errors/context_boundary"}},
+	"MaxTokensIgnored": {want: join([]string{"chat_core/usage", "completions_core/usage", "completions_core/default_max_tokens", "streaming/completions_usage"},
+		maxTokensCases, paramsExact, []string{"params_boundary/logit_bias"})},
+	"NoUsageChunk":         {want: []string{"streaming/include_usage", "streaming/continuous_usage", "streaming/completions_usage"}},
+	"UsageNotMonotonic":    {want: []string{"streaming/continuous_usage"}},
+	"WrongIDPrefix":        {want: []string{"chat_core/ids_object", "completions_core/ids_object"}},
+	"WrongObject":          {want: []string{"chat_core/ids_object", "completions_core/ids_object"}},
+	"LogprobsWrongCount":   {want: []string{"params_boundary/top_logprobs=1", "params_boundary/top_logprobs=5", "params_boundary/completions_logprobs=5"}},
+	"ModelMissingFromList": {want: []string{"chat_core/models"}},
+	"UnknownModelOK":       {want: []string{"errors/unknown_model"}},
+	"StreamDiffers":        {want: []string{"completions_core/stream", "streaming/matches_nonstream", "function_call/stream"}},
+	"DoubleFinish":         {want: []string{"completions_core/stream", "streaming/single_finish"}},
+	"WrongContentType":     {want: []string{"streaming/content_type"}},
+	"NIgnored":             {want: []string{"chat_core/n", "streaming/single_finish"}},
+	"EchoIgnored":          {want: []string{"completions_core/echo"}},
+	// vLLM 对具名 tool_choice 以 stop 结束。
+	"NamedToolFinishToolCalls": {want: []string{"function_call/named"}},
+	"NoParamValidation": {want: []string{"errors/invalid/temperature_negative", "errors/invalid/top_p_above_one",
+		"errors/invalid/presence_penalty_out_of_range", "errors/invalid/frequency_penalty_out_of_range", "errors/invalid/max_tokens_zero",
+		"errors/invalid/top_logprobs_above_20", "errors/invalid/top_logprobs_without_logprobs", "errors/invalid/min_tokens_above_max_tokens",
+		"errors/invalid/completions_temperature_negative"}},
+	"NoToolChoiceValidation": {want: []string{"errors/invalid/tool_choice_without_tools", "errors/invalid/named_tool_not_in_tools"}},
+	"EmbeddingWrongDim":      {want: []string{"embeddings/dimensions"}},
+	"RerankUnsorted":         {want: []string{"rerank/sorted", "rerank/top_n"}},
+	"ErrorBodyMalformed":     {want: []string{"errors/body_shape"}},
+	"NoAuth":                 {want: []string{"errors/auth"}},
+	"ThinkTagsUnclosed":      {want: []string{"reasoning/present", "reasoning/stream", "reasoning/separated"}, inContent: true},
+}
+
+// TestDefectsTurnExactlyTheirCasesRed 对每个缺陷开关，只打开这一个缺陷运行整个目录，
+// 断言失败用例的集合恰好等于表中的集合（非空，且不是整个套件）。
+func TestDefectsTurnExactlyTheirCasesRed(t *testing.T) {
+	cat := functional.DefaultCatalog()
+	suiteSize := map[string]int{}
+	for _, c := range cat.Cases() {
+		suiteSize[c.Suite]++
+	}
+	typ := reflect.TypeFor[deploy.EmulatorDefects]()
+	for i := range typ.NumField() {
+		name := typ.Field(i).Name
+		row, ok := defectTable[name]
+		if !ok {
+			t.Errorf("defect %s has no row in defectTable: no case is proven to catch it", name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			if len(row.want) == 0 {
+				t.Fatal("empty expectation: every defect must turn at least one case red")
+			}
+			cfg := fullEmulator()
+			cfg.ReasoningInContent = row.inContent
+			reflect.ValueOf(&cfg.Defects).Elem().Field(i).SetBool(true)
+			_, target := startEmulator(t, cfg)
+			r, err := functional.NewRunner(target, functional.Options{Retries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := r.Run(context.Background(), cat.Cases())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rep.Failed()
+			want := slices.Clone(row.want)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("failing cases\n got %q\nwant %q", got, want)
+			}
+			failedPerSuite := map[string]int{}
+			for _, res := range rep.Results {
+				if res.Status == functional.StatusFail {
+					failedPerSuite[res.Suite]++
+					if res.Reason == "" || res.Request == "" {
+						t.Errorf("%s failed without reason or recorded request", res.CaseID)
+					}
+				}
+			}
+			for s, n := range failedPerSuite {
+				if n >= suiteSize[s] {
+					t.Errorf("defect turns the whole suite %s red (%d/%d): not specific", s, n, suiteSize[s])
+				}
+			}
+		})
+	}
+	for name := range defectTable {
+		if _, ok := typ.FieldByName(name); !ok {
+			t.Errorf("defectTable row %s names no field of deploy.EmulatorDefects", name)
+		}
+	}
+}
