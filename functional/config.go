@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -289,6 +290,7 @@ func DefaultConfig() Config {
 				{Name: "stream_options_without_stream", Endpoint: "chat", Params: map[string]any{"stream_options": map[string]any{"include_usage": true}}},
 				{Name: "min_tokens_above_max_tokens", Endpoint: "chat", Params: map[string]any{"min_tokens": 10, "max_tokens": 5}},
 				{Name: "completions_temperature_negative", Endpoint: "completions", Params: map[string]any{"temperature": -0.5}},
+				{Name: "completions_suffix", Endpoint: "completions", Params: map[string]any{"suffix": " the end"}},
 				{Name: "tool_choice_without_tools", Endpoint: "chat", Params: map[string]any{"tool_choice": "required"}, Requires: []Feature{FeatureFunctionCall}},
 				{Name: "named_tool_not_in_tools", Endpoint: "chat", Requires: []Feature{FeatureFunctionCall}, Params: map[string]any{
 					"tools":       []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object", "properties": map[string]any{}}}}},
@@ -335,17 +337,24 @@ func (c *Config) Decode(name string, r io.Reader) error {
 	return nil
 }
 
-// LoadConfig 从 DefaultConfig 出发依次叠加 files（文件名 → 内容），返回校验后的配置。
-// 矩阵加载器对 configs/tests/functional/*.yaml 逐个调用即可。
-func LoadConfig(files map[string]io.Reader) (Config, error) {
+// LoadConfig 从 DefaultConfig 出发，按文件名顺序叠加 fsys 根目录下的全部 *.yaml
+// （即 configs/tests/functional/ 的内容），返回校验后的配置。
+// 矩阵加载器也可以对每个文件的内容直接调用 Config.Decode。
+func LoadConfig(fsys fs.FS) (Config, error) {
 	cfg := DefaultConfig()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
+	names, err := fs.Glob(fsys, "*.yaml")
+	if err != nil {
+		return Config{}, fmt.Errorf("functional: load config: %w", err)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		if err := cfg.Decode(n, files[n]); err != nil {
+		f, err := fsys.Open(n)
+		if err != nil {
+			return Config{}, fmt.Errorf("functional: load config: %w", err)
+		}
+		err = cfg.Decode(n, f)
+		_ = f.Close()
+		if err != nil {
 			return Config{}, err
 		}
 	}

@@ -68,7 +68,7 @@ var defectTable = map[string]struct {
 	"NoParamValidation": {want: []string{"errors/invalid/temperature_negative", "errors/invalid/top_p_above_one",
 		"errors/invalid/presence_penalty_out_of_range", "errors/invalid/frequency_penalty_out_of_range", "errors/invalid/max_tokens_zero",
 		"errors/invalid/top_logprobs_above_20", "errors/invalid/top_logprobs_without_logprobs", "errors/invalid/min_tokens_above_max_tokens",
-		"errors/invalid/completions_temperature_negative"}},
+		"errors/invalid/completions_temperature_negative", "errors/invalid/completions_suffix"}},
 	"NoToolChoiceValidation": {want: []string{"errors/invalid/tool_choice_without_tools", "errors/invalid/named_tool_not_in_tools"}},
 	"EmbeddingWrongDim":      {want: []string{"embeddings/dimensions"}},
 	"RerankUnsorted":         {want: []string{"rerank/sorted", "rerank/top_n"}},
