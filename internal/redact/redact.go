@@ -27,6 +27,9 @@ type rule struct {
 	repl []byte
 }
 
+// secretKeys 是其值应被视为凭据的键名（正则片段，大小写不敏感）。
+const secretKeys = `(?:api[_\-]?key|x-api-key|access[_\-]?token|refresh[_\-]?token|auth[_\-]?token|id[_\-]?token|token|secret|client[_\-]?secret|password|passwd|client-key-data|client-certificate-data|private[_\-]?key)`
+
 // defaultRules 返回内置规则。每次构造新切片，避免包级可变状态。
 func defaultRules() []rule {
 	return []rule{
@@ -34,13 +37,16 @@ func defaultRules() []rule {
 		{regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----`), []byte(Mask)},
 		// URL 中的 user:pass@：替换整个 userinfo，连用户名也可能是令牌。
 		{regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@"'<>]+@`), []byte("${1}" + Mask + "@")},
-		// Authorization 头（Bearer/Basic/Token 方案或裸值）。
-		{regexp.MustCompile(`(?i)(\bauthorization["']?\s*[:=]\s*["']?)(?:(bearer|basic|token)\s+)?[^\s"',;]+`), []byte("${1}${2} " + Mask)},
+		// Authorization 头（Bearer/Basic/Token 方案或裸值）；\" 兼容嵌在 JSON 字符串里的 JSON。
+		{regexp.MustCompile(`(?i)(\bauthorization\\?["']?\s*[:=]\s*\\?["']?)((?:bearer|basic|token)\s+)?[^\s"'\\,;]+`), []byte("${1}${2}" + Mask)},
 		// 游离的 "Bearer xxx"（如 curl -H 的拼接或错误信息里）。
 		{regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*`), []byte("${1} " + Mask)},
 		// 键值形式：api_key / apiKey / token / password / kubeconfig 的 *-data 等，
-		// 兼容 JSON、YAML、查询串与命令行 --api-key=xxx。
-		{regexp.MustCompile(`(?i)(\b(?:api[_\-]?key|x-api-key|access[_\-]?token|refresh[_\-]?token|auth[_\-]?token|id[_\-]?token|token|secret|client[_\-]?secret|password|passwd|client-key-data|client-certificate-data|private[_\-]?key)["']?\s*[:=]\s*["']?)[^\s"',;&}]+`), []byte("${1}" + Mask)},
+		// 兼容 JSON、YAML、查询串与命令行 --api-key=xxx。引号内的值整体替换（可含空格），
+		// 裸值到分隔符为止；值以 { 或 [ 开头（嵌套结构）时不动，以免破坏 JSON。
+		{regexp.MustCompile(`(?i)(\b` + secretKeys + `\\?["']?\s*[:=]\s*\\?")[^"\\]+`), []byte("${1}" + Mask)},
+		{regexp.MustCompile(`(?i)(\b` + secretKeys + `["']?\s*[:=]\s*')[^']+`), []byte("${1}" + Mask)},
+		{regexp.MustCompile(`(?i)(\b` + secretKeys + `\\?["']?\s*[:=]\s*)[^\s"'\\,;&{}\[\]]+`), []byte("${1}" + Mask)},
 		// 命令行形式：--api-key xxx / --token xxx（以空格分隔值）。
 		{regexp.MustCompile(`(?i)(--(?:api-key|token|password|secret)\s+)[^\s"']+`), []byte("${1}" + Mask)},
 		// OpenAI 风格密钥 sk-…、HF 令牌 hf_…。

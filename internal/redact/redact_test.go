@@ -29,6 +29,11 @@ func TestStringPatterns(t *testing.T) {
 		{"key is sk-proj-ABCDEFGH12345 ok", "key is " + redact.Mask + " ok"},
 		{"jwt eyJhbGciOi.eyJzdWIiOiIx.SflKxwRJSMeKKF2QT4", "jwt " + redact.Mask},
 		{"-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nrest", redact.Mask + "\nrest"},
+		{`{"request":"{\"api_key\":\"abc123\",\"Authorization\":\"Bearer zzz\"}"}`, `{"request":"{\"api_key\":\"` + redact.Mask + `\",\"Authorization\":\"Bearer ` + redact.Mask + `\"}"}`},
+		{`password: "two words"`, `password: "` + redact.Mask + `"`},
+		{"Authorization: plainvalue", "Authorization: " + redact.Mask},
+		{`{"token": {"a": 1}, "api_key": ""}`, `{"token": {"a": 1}, "api_key": ""}`},
+		{"token=" + redact.Mask + " again", "token=" + redact.Mask + " again"},
 		// 不应误伤的普通文本。
 		{"max_tokens: 128 completion_tokens=5 TokenSource: usage", "max_tokens: 128 completion_tokens=5 TokenSource: usage"},
 		{"http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"},
