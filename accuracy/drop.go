@@ -186,19 +186,19 @@ func (d *DROP) Score(_ context.Context, ex Example, responses []string) (SingleR
 // DropMetric 复刻 drop_metric：对每个非空参考答案计算 (EM, F1) 并分别取最大值。
 // 全部参考答案为空时 Python 会因 max([]) 抛错，这里返回 (0, 0)。
 func DropMetric(sample string, reference []string) (em, f1 float64) {
-	any := false
+	seen := false
 	for _, ans := range reference {
 		if pycompat.Strip(ans) == "" {
 			continue
 		}
 		e, f := dropMetrics(sample, ans)
-		if !any || e > em {
+		if !seen || e > em {
 			em = e
 		}
-		if !any || f > f1 {
+		if !seen || f > f1 {
 			f1 = f
 		}
-		any = true
+		seen = true
 	}
 	return em, f1
 }

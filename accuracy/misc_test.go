@@ -1,0 +1,309 @@
+package accuracy_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+)
+
+// TestHTTPSourceCache 从 httptest 服务器下载数据文件，第二次命中磁盘缓存。
+func TestHTTPSourceCache(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path != "/se/gpqa_diamond.csv" {
+			http.NotFound(w, r)
+			return
+		}
+		f, _ := accuracy.SampleData().Open(r.Context(), "gpqa_diamond.csv")
+		defer f.Close()
+		io.Copy(w, f)
+	}))
+	defer srv.Close()
+	cache := t.TempDir()
+	src, err := accuracy.NewHTTPSource(srv.URL+"/se", cache, nil, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		e, _ := accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Debug: true})
+		exs, err := e.Examples(context.Background())
+		if err != nil || len(exs) != 5 {
+			t.Fatalf("examples=%d err=%v", len(exs), err)
+		}
+	}
+	if hits.Load() != 1 {
+		t.Fatalf("server hits=%d want 1 (second read from cache)", hits.Load())
+	}
+	if _, err := os.Stat(filepath.Join(cache, "gpqa_diamond.csv")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = src.Open(context.Background(), "mmlu.csv")
+	if !errors.Is(err, accuracy.ErrDatasetUnavailable) {
+		t.Fatalf("404: %v", err)
+	}
+	if _, err := src.Open(context.Background(), "../etc/passwd"); err == nil {
+		t.Fatal("path traversal accepted")
+	}
+	// 无缓存目录时直接流式返回。
+	nc, _ := accuracy.NewHTTPSource("", "", map[string]string{"x.csv": srv.URL + "/se/gpqa_diamond.csv"}, nil)
+	rc, err := nc.Open(context.Background(), "x.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.HasPrefix(b, []byte("Record ID,Question")) {
+		t.Fatalf("body %q", b[:20])
+	}
+	if _, err := nc.Open(context.Background(), "y.csv"); !errors.Is(err, accuracy.ErrDatasetUnavailable) {
+		t.Fatal(err)
+	}
+	if _, err := accuracy.NewHTTPSource("", "", nil, nil); !errors.Is(err, accuracy.ErrDatasetUnavailable) {
+		t.Fatal("no url must fail")
+	}
+	if _, err := accuracy.NewHTTPSource("ftp://x", "", nil, nil); err == nil {
+		t.Fatal("ftp accepted")
+	}
+}
+
+// TestSourcesErrors 校验没有任何来源、或本地目录缺文件时的清晰错误与回退。
+func TestSourcesErrors(t *testing.T) {
+	_, err := accuracy.Sources{}.Open(context.Background(), "mmlu.csv")
+	if !errors.Is(err, accuracy.ErrDatasetUnavailable) || !strings.Contains(err.Error(), "no --dataset-path") {
+		t.Fatalf("err=%v", err)
+	}
+	empty := accuracy.FSSource{FS: fstest.MapFS{}, Label: "/data/se"}
+	chain := accuracy.Sources{empty, accuracy.SampleData()}
+	rc, err := chain.Open(context.Background(), "mmlu.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	_, err = accuracy.Sources{empty}.Open(context.Background(), "mmlu.csv")
+	if !errors.Is(err, accuracy.ErrDatasetUnavailable) || !strings.Contains(err.Error(), "/data/se") {
+		t.Fatalf("err=%v", err)
+	}
+}
+
+// TestBadDataFiles 校验坏数据给出指明文件/行/列的错误。
+func TestBadDataFiles(t *testing.T) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(s))
+		w.Close()
+		return b.Bytes()
+	}
+	fsys := fstest.MapFS{
+		"gpqa_diamond.csv":       {Data: []byte("Question,Correct Answer\nq,a\n")},
+		"mmlu.csv":               {Data: []byte("Question,A,B,C,D,Answer,Subject\n\"unterminated\n")},
+		"mgsm_en.tsv":            {Data: []byte("q1\t3\n\nq2\t4\n")},
+		"mgsm_de.tsv":            {Data: []byte("q1\t3.5\n")},
+		"drop_v0_train.jsonl.gz": {Data: gz("{\"context\": \"c\"}\n")},
+		"drop_v0_dev.jsonl.gz":   {Data: gz("not json\n")},
+		"HumanEval.jsonl.gz":     {Data: []byte("not gzip")},
+	}
+	src := accuracy.FSSource{FS: fsys}
+	for _, c := range []struct {
+		name string
+		opts accuracy.EvalOptions
+		want string
+	}{
+		{"gpqa", accuracy.EvalOptions{}, `missing column "Incorrect Answer 1"`},
+		{"mmlu", accuracy.EvalOptions{}, "mmlu.csv"},
+		{"drop", accuracy.EvalOptions{}, "drop_v0_dev.jsonl.gz line 1"},
+		{"humaneval", accuracy.EvalOptions{Interpreter: []string{"python3"}}, "HumanEval.jsonl.gz"},
+	} {
+		e, err := accuracy.NewEval(c.name, src, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Examples(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err=%v want %q", c.name, err, c.want)
+		}
+	}
+	for lang, want := range map[string]string{"en": "mgsm_en.tsv line 2", "de": "contains a decimal point"} {
+		m, _ := accuracy.NewMGSM(src, accuracy.MGSMOptions{Languages: []string{lang}})
+		if _, err := m.Examples(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("mgsm %s: err=%v", lang, err)
+		}
+	}
+	if _, err := accuracy.NewMGSM(src, accuracy.MGSMOptions{Languages: []string{"xx"}}); err == nil {
+		t.Error("bad language accepted")
+	}
+	if _, err := accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Examples: 3}); err == nil {
+		t.Error("gpqa examples in full mode with 10 repeats must fail like the python assert")
+	}
+	if _, err := accuracy.NewEval("nope", src, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrUnknownDataset) {
+		t.Error(err)
+	}
+	if _, err := accuracy.NewEval("humaneval", src, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrNoPython) {
+		t.Error(err)
+	}
+	// 抽样数超过总体时报错（Python: ValueError: Sample larger than population）。
+	e, _ := accuracy.NewEval("mmlu", accuracy.SampleData(), accuracy.EvalOptions{Examples: 99})
+	if _, err := e.Examples(context.Background()); err == nil {
+		t.Error("oversample accepted")
+	}
+	g, _ := accuracy.NewGPQA(accuracy.SampleData(), accuracy.GPQAOptions{})
+	if _, err := g.Score(context.Background(), accuracy.Example{Index: 0}, []string{"x"}); !errors.Is(err, accuracy.ErrNotLoaded) {
+		t.Error("score before load must fail")
+	}
+}
+
+// TestConfigFilesDecodeStrictly 严格解码仓库中的 pr/daily 配置并校验门禁。
+func TestConfigFilesDecodeStrictly(t *testing.T) {
+	for _, name := range []string{"pr", "daily"} {
+		f, err := os.Open(filepath.Join("..", "configs", "tests", "accuracy", name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(f)
+		dec.KnownFields(true)
+		var c accuracy.Config
+		err = dec.Decode(&c)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c = c.WithDefaults()
+		wantDebug, wantTokens := name == "pr", map[string]int{"pr": 128, "daily": 16384}[name]
+		if c.Debug != wantDebug || c.MaxTokens != wantTokens || c.Temperature != 0.6 || c.NumThreads != 32 || len(c.Datasets) == 0 || c.Datasets[0].Name != "gpqa" || c.Datasets[0].Threshold == nil {
+			t.Errorf("%s: %+v", name, c)
+		}
+	}
+}
+
+// TestConfigValidateAndGate 覆盖校验错误与门禁判定的各分支。
+func TestConfigValidateAndGate(t *testing.T) {
+	bad := []accuracy.Config{
+		{Evaluator: "lm-eval"}, {MaxTokens: -1}, {Temperature: 3}, {NumThreads: -1},
+		{Datasets: []accuracy.DatasetConfig{{Name: "gsm8k"}}},
+		{Datasets: []accuracy.DatasetConfig{{Name: "gpqa"}, {Name: "gpqa"}}},
+		{Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(-1)}}},
+		{Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Examples: -1}}},
+		{Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Examples: 5}}},
+		{External: []accuracy.ExternalConfig{{Name: "oc"}}},
+	}
+	for i, c := range bad {
+		if err := c.Validate(); err == nil {
+			t.Errorf("bad[%d] accepted: %+v", i, c)
+		}
+	}
+	if err := accuracy.DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c := (accuracy.Config{Datasets: []accuracy.DatasetConfig{{Name: "drop"}}}).WithDefaults(); c.MaxTokens != 128 || c.Datasets[0].Metric != "score" || c.Evaluator != "simple-evals" {
+		t.Errorf("defaults: %+v", c)
+	}
+	r := accuracy.EvalResult{Dataset: "drop", Score: 0.5, Examples: 10, Planned: 10, Metrics: map[string]float64{"f1_score": 70}}
+	for _, c := range []struct {
+		d    accuracy.DatasetConfig
+		pass bool
+	}{
+		{accuracy.DatasetConfig{Threshold: ptr(0.5)}, true},
+		{accuracy.DatasetConfig{Threshold: ptr(0.51)}, false},
+		{accuracy.DatasetConfig{Metric: "f1_score", Threshold: ptr(65)}, true},
+		{accuracy.DatasetConfig{Metric: "pass@1", Threshold: ptr(0)}, false},
+		{accuracy.DatasetConfig{}, true},
+	} {
+		if v := accuracy.Gate(c.d, r); v.Pass != c.pass || v.Reason == "" {
+			t.Errorf("%+v: %+v", c.d, v)
+		}
+	}
+	if v := accuracy.Gate(accuracy.DatasetConfig{Threshold: ptr(0)}, accuracy.EvalResult{Score: math.NaN()}); v.Pass {
+		t.Error("NaN must fail")
+	}
+}
+
+// TestSubprocessEvaluator 用 testdata/external/fake_eval.sh 充当外部评测工具，
+// 覆盖 JSON 路径、正则（OpenCompass 汇总 CSV、MME 文本）与失败路径。
+func TestSubprocessEvaluator(t *testing.T) {
+	script, _ := filepath.Abs("testdata/external/fake_eval.sh")
+	target := accuracy.Target{BaseURL: "http://127.0.0.1:1/v1", Model: "m1", APIKey: "sk-x"}
+	cases := []struct {
+		name string
+		cfg  accuracy.ExternalConfig
+		want float64
+	}{
+		{"json", accuracy.ExternalConfig{Name: "opencompass", Dataset: "gsm8k", Command: []string{script, "json", "{base_url}"},
+			Env: map[string]string{"FAKE_EXTRA": "{model}"}, ResultFile: "*/result.json", Scale: 0.01,
+			Score: accuracy.ScoreSpec{Format: "json", Path: "summary.datasets.0.accuracy"}}, 0.815},
+		{"csv", accuracy.ExternalConfig{Name: "opencompass", Command: []string{script, "csv"}, ResultFile: "summary/summary_*.csv",
+			Score: accuracy.ScoreSpec{Format: "regex", Pattern: `gsm8k,[^,]*,accuracy,gen,([0-9.]+)`}}, 79.25},
+		{"mme", accuracy.ExternalConfig{Name: "mme", Command: []string{script, "mme"}, ResultFile: "{out_dir}/mme.txt", Timeout: time.Minute,
+			Score: accuracy.ScoreSpec{Format: "regex", Pattern: `total score: ([0-9.]+)`}}, 1523.75},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			ev, err := accuracy.NewSubprocess(c.cfg, t.TempDir(), &logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := ev.Evaluate(context.Background(), target)
+			if err != nil {
+				t.Fatalf("%v\nlogs: %s", err, logs.String())
+			}
+			if math.Abs(res.Score-c.want) > 1e-12 || res.Model != "m1" || !strings.Contains(logs.String(), "done "+c.name) || strings.Contains(logs.String(), "sk-x") {
+				t.Fatalf("res=%+v logs=%q", res, logs.String())
+			}
+		})
+	}
+	for _, c := range []struct {
+		arg  string
+		spec accuracy.ScoreSpec
+		file string
+	}{
+		{"fail", accuracy.ScoreSpec{Format: "regex", Pattern: "(x)"}, "x"},
+		{"none", accuracy.ScoreSpec{Format: "regex", Pattern: "(x)"}, "missing.txt"},
+		{"mme", accuracy.ScoreSpec{Format: "regex", Pattern: `nothing ([0-9]+)`}, "mme.txt"},
+		{"mme", accuracy.ScoreSpec{Format: "json", Path: "a"}, "mme.txt"},
+		{"json", accuracy.ScoreSpec{Format: "json", Path: "summary.nope"}, "run1/result.json"},
+		{"json", accuracy.ScoreSpec{Format: "json", Path: "summary.datasets.5"}, "run1/result.json"},
+		{"json", accuracy.ScoreSpec{Format: "json", Path: "summary.datasets.0.name"}, "run1/result.json"},
+		{"json", accuracy.ScoreSpec{Format: "json", Path: "summary.datasets.0.accuracy.x"}, "run1/result.json"},
+	} {
+		ev, err := accuracy.NewSubprocess(accuracy.ExternalConfig{Name: "x", Command: []string{script, c.arg}, Env: map[string]string{"FAKE_EXTRA": ""}, ResultFile: c.file, Score: c.spec}, t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ev.Evaluate(context.Background(), target); err == nil {
+			t.Errorf("%s/%s: expected error", c.arg, c.file)
+		}
+	}
+	for _, bad := range []accuracy.ExternalConfig{
+		{Name: "x"}, {Name: "x", Command: []string{"a"}}, {Name: "x", Command: []string{"a"}, ResultFile: "r"},
+		{Name: "x", Command: []string{"a"}, ResultFile: "r", Score: accuracy.ScoreSpec{Format: "json"}},
+		{Name: "x", Command: []string{"a"}, ResultFile: "r", Score: accuracy.ScoreSpec{Format: "regex", Pattern: "no group"}},
+		{Name: "x", Command: []string{"a"}, ResultFile: "r", Score: accuracy.ScoreSpec{Format: "regex", Pattern: "("}},
+		{Name: "x", Command: []string{"a"}, ResultFile: "r", Scale: -1, Score: accuracy.ScoreSpec{Format: "regex", Pattern: "(1)"}},
+	} {
+		if _, err := accuracy.NewSubprocess(bad, t.TempDir(), nil); err == nil {
+			t.Errorf("accepted %+v", bad)
+		}
+	}
+	if _, err := accuracy.NewSubprocess(cases[0].cfg, "", nil); err == nil {
+		t.Error("empty out dir accepted")
+	}
+}

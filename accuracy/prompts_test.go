@@ -1,0 +1,124 @@
+package accuracy_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+)
+
+// TestPromptsAgainstCPython 用 testdata/pyprompts.py（Python 标准库 random/csv/gzip）
+// 独立构造各数据集的样本顺序与提示，与 Go 的 Examples 逐字节比较。
+// 这同时验证了 GPQA 的子集抽样 + 每题选项排列、MMLU/DROP/HumanEval 的
+// random.Random(seed).sample 以及 DROP 的示例拼接。
+func TestPromptsAgainstCPython(t *testing.T) {
+	py := python3OrSkip(t)
+	out, err := exec.Command(py, "testdata/pyprompts.py", filepath.Join("sampledata"), "testdata/reference/simple_evals_prompts.json").Output()
+	if err != nil {
+		t.Fatalf("pyprompts: %v", err)
+	}
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	prompts := func(t *testing.T, e accuracy.Eval) []string {
+		t.Helper()
+		exs, err := e.Examples(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []string
+		for _, ex := range exs {
+			ps = append(ps, ex.Messages[0].Content)
+		}
+		return ps
+	}
+	src := accuracy.SampleData()
+	build := map[string]func() (accuracy.Eval, error){
+		"gpqa_debug": func() (accuracy.Eval, error) { return accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Debug: true}) },
+		"gpqa_full":  func() (accuracy.Eval, error) { return accuracy.NewEval("gpqa", src, accuracy.EvalOptions{}) },
+		"gpqa_examples7": func() (accuracy.Eval, error) {
+			return accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Examples: 7, NRepeats: 1})
+		},
+		"mmlu_debug": func() (accuracy.Eval, error) { return accuracy.NewEval("mmlu", src, accuracy.EvalOptions{Debug: true}) },
+		"mmlu_full":  func() (accuracy.Eval, error) { return accuracy.NewEval("mmlu", src, accuracy.EvalOptions{}) },
+		"drop_debug": func() (accuracy.Eval, error) { return accuracy.NewEval("drop", src, accuracy.EvalOptions{Debug: true}) },
+		"drop_full":  func() (accuracy.Eval, error) { return accuracy.NewEval("drop", src, accuracy.EvalOptions{}) },
+		"humaneval_debug": func() (accuracy.Eval, error) {
+			return accuracy.NewEval("humaneval", src, accuracy.EvalOptions{Debug: true, Interpreter: []string{py}})
+		},
+		"humaneval_full": func() (accuracy.Eval, error) {
+			return accuracy.NewEval("humaneval", src, accuracy.EvalOptions{Interpreter: []string{py}})
+		},
+	}
+	for name, mk := range build {
+		t.Run(name, func(t *testing.T) {
+			var w []string
+			if err := json.Unmarshal(want[name], &w); err != nil {
+				t.Fatal(err)
+			}
+			e, err := mk()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := prompts(t, e)
+			if len(got) != len(w) {
+				t.Fatalf("%d prompts, python has %d", len(got), len(w))
+			}
+			for i := range w {
+				if got[i] != w[i] {
+					t.Fatalf("prompt %d differs:\n got %q\nwant %q", i, got[i], w[i])
+				}
+			}
+		})
+	}
+	t.Run("mgsm_debug", func(t *testing.T) {
+		var w [][2]string
+		if err := json.Unmarshal(want["mgsm_inputs"], &w); err != nil {
+			t.Fatal(err)
+		}
+		e, err := accuracy.NewEval("mgsm", src, accuracy.EvalOptions{Debug: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := prompts(t, e)
+		if len(got) != len(w) {
+			t.Fatalf("%d prompts, python has %d", len(got), len(w))
+		}
+		for i := range w {
+			if !strings.HasSuffix(got[i], "\n\n"+w[i][1]) {
+				t.Errorf("mgsm %d (%s): %q does not end with the input %q", i, w[i][0], got[i], w[i][1])
+			}
+		}
+	})
+}
+
+// TestGoldenJSONIsPythonJSON 让 Python 读入每个 golden 结果 JSON 再以
+// json.dumps(indent=2) 写回，必须与文件逐字节相同（键序、浮点 repr、转义）。
+func TestGoldenJSONIsPythonJSON(t *testing.T) {
+	py := python3OrSkip(t)
+	files, _ := filepath.Glob("testdata/golden/*.json")
+	if len(files) == 0 {
+		t.Fatal("no golden json files")
+	}
+	for _, f := range files {
+		orig, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, "-c", "import json,sys; d=json.load(sys.stdin); sys.stdout.write(json.dumps(d, indent=2))")
+		cmd.Stdin = strings.NewReader(string(orig))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != string(orig) {
+			t.Errorf("%s: python re-dump differs:\n%s\nvs\n%s", f, out, orig)
+		}
+	}
+}
