@@ -177,6 +177,13 @@ func testHybrid(t *testing.T, c *kubetest.Cluster) {
 			t.Fatalf("pods.txt lacks %s:\n%s", p.Name, summary)
 		}
 	}
+	for _, p := range pods {
+		b, err := os.ReadFile(filepath.Join(arch, "pods", p.Name+".vllm.log"))
+		if err != nil || string(b) != kubetest.PodLog {
+			errs, _ := os.ReadFile(filepath.Join(arch, "archive-errors.txt"))
+			t.Fatalf("pod log of %s = %q, %v (archive errors: %s)", p.Name, b, err, errs)
+		}
+	}
 	events, _ := os.ReadFile(filepath.Join(arch, "events.txt"))
 	if !strings.Contains(string(events), "Deployment/qwen3-32b\tScalingReplicaSet") {
 		t.Fatalf("events.txt lacks the deployment controller's event:\n%s", events)
@@ -306,7 +313,7 @@ func testLWS(t *testing.T, c *kubetest.Cluster) {
 		startEmulator(t, "qwen3-235b-a22b", port)
 		return d.Deploy(context.Background())
 	}
-	_, err := run(1, 3*time.Second)
+	_, err := run(1, 8*time.Second)
 	if !errors.Is(err, deploy.ErrNotReady) || !strings.Contains(err.Error(), "groups want=2 ready=1 Available=True") {
 		t.Fatalf("short LWS: err = %v", err)
 	}

@@ -47,6 +47,10 @@ var kwokStages []byte
 // NodeName 是 kwok 管理的唯一假节点名；其 InternalIP 为 127.0.0.1。
 const NodeName = "kwok-node-0"
 
+// PodLog 是 kwok 为每个容器提供的日志内容（经 API Server 的 pods/log 读取），
+// 让日志归档能被真实地验证。
+const PodLog = "INFO: Started server process (kwok fake container log)\nINFO: Application startup complete.\n"
+
 // Cluster 是一个运行中的控制面。
 type Cluster struct {
 	// RESTConfig 以 system:masters 客户端证书连接 API Server。
@@ -221,14 +225,40 @@ func Start(t testing.TB) *Cluster {
 	}
 	procs = append(procs, p)
 
-	stages := filepath.Join(dir, "kwok-stages.yaml")
-	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {
+	// kwok 同时充当“kubelet”服务端：API Server 读取 pods/log 时连到节点的
+	// InternalIP:kubeletEndpoint.Port，kwok 用 ClusterLogs 配置的文件作答。
+	// kwok 按 CRI 日志格式（时间 流 标记 内容）读取文件，与真实 kubelet 一致。
+	var cri strings.Builder
+	for _, line := range strings.SplitAfter(PodLog, "\n") {
+		if line != "" {
+			cri.WriteString("2026-01-01T00:00:00.000000000Z stdout F " + line)
+		}
+	}
+	logFile := filepath.Join(dir, "container.log")
+	if err := os.WriteFile(logFile, []byte(cri.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	kwokCfg := string(kwokStages) + fmt.Sprintf(`---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: all-pods
+spec:
+  logs:
+  - logsFile: %q
+    previousLogsFile: %q
+`, logFile, logFile)
+	stages := filepath.Join(dir, "kwok.yaml")
+	if err := os.WriteFile(stages, []byte(kwokCfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kwokPort := freePort(t)
 	p, err = startProc(dir, "kwok", paths["kwok"],
 		"--kubeconfig="+c.Kubeconfig, "--config="+stages,
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-ip=127.0.0.1", "--cidr=10.244.0.0/24")
+		"--node-ip=127.0.0.1", "--cidr=10.244.0.0/24",
+		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort), "--node-port="+strconv.Itoa(kwokPort),
+		"--tls-cert-file="+pki.servingCert, "--tls-private-key-file="+pki.servingKey)
 	if err != nil {
 		t.Fatal(err)
 	}
