@@ -64,6 +64,9 @@ type HumanEval struct {
 
 	mu       sync.Mutex
 	problems []humanEvalProblem
+	// execSlots 限制同时运行的 python3 子进程数：参考实现 HumanEval 只用 3 个线程
+	// （map_with_progress(num_threads=3)），每个线程再用 4 个 worker 执行补全，即至多 12 个。
+	execSlots chan struct{}
 }
 
 // NewHumanEval 校验参数并构造 HumanEval；Interpreter 为空时返回 ErrNoPython。
@@ -89,7 +92,7 @@ func NewHumanEval(src Source, opts HumanEvalOptions) (*HumanEval, error) {
 	if opts.NumExamples < 0 || opts.SamplesPerTask < 0 || opts.ExecTimeout < 0 {
 		return nil, fmt.Errorf("accuracy: humaneval: negative option in %+v", opts)
 	}
-	return &HumanEval{src: src, opts: opts, code: regexp.MustCompile("(?s)```python\n(.*?)```")}, nil
+	return &HumanEval{src: src, opts: opts, code: regexp.MustCompile("(?s)```python\n(.*?)```"), execSlots: make(chan struct{}, 12)}, nil
 }
 
 // Name 返回 "humaneval"。
@@ -323,6 +326,12 @@ func (h *HumanEval) check(ctx context.Context, p humanEvalProblem, completion st
 	input, err := json.Marshal(map[string]any{"program": program, "timeout": h.opts.ExecTimeout.Seconds()})
 	if err != nil {
 		return "", fmt.Errorf("accuracy: humaneval: %w", err)
+	}
+	select {
+	case h.execSlots <- struct{}{}:
+		defer func() { <-h.execSlots }()
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
 	dir, err := os.MkdirTemp("", "cibench-humaneval-")
 	if err != nil {

@@ -1,0 +1,39 @@
+package accuracy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+)
+
+// Example 演示零散使用：把任意函数当作模型，在内置合成数据上跑 GPQA 的 debug
+// 子集（random.Random(0) 抽 5 题并打乱选项），输出与 simple-evals 同格式的 JSON。
+func Example() {
+	model := accuracy.SamplerFunc(func(ctx context.Context, msgs []accuracy.Message) (string, error) {
+		return "I always pick the second option.\nAnswer: B", nil
+	})
+	e, err := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := accuracy.Run(context.Background(), model, e, accuracy.Options{Threads: 2, Model: "always-b"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = accuracy.WriteJSON(os.Stdout, res)
+	fmt.Println()
+	threshold := 0.5
+	fmt.Println(accuracy.Gate(accuracy.DatasetConfig{Name: "gpqa", Threshold: &threshold}, res).Reason)
+	// Output:
+	// {
+	//   "chars": 42.0,
+	//   "chars:std": 0.0,
+	//   "score:std": 0.48989794855663565,
+	//   "score": 0.4
+	// }
+	// score 0.4000 < threshold 0.5000
+}
