@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/deploy"
+)
+
+// TestEmulatorEndToEnd 不给 --url：进程内模拟器 + 内置合成数据，写出三种结果文件。
+func TestEmulatorEndToEnd(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--dataset", "gpqa", "mmlu", "--debug", "--num-threads", "4", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, stdout.String(), stderr.String())
+	}
+	for _, ds := range []string{"gpqa", "mmlu"} {
+		files, _ := filepath.Glob(filepath.Join(out, ds+"_cibench-emulator_*"))
+		if len(files) != 3 {
+			t.Fatalf("%s: files %v", ds, files)
+		}
+		js, _ := filepath.Glob(filepath.Join(out, ds+"_cibench-emulator_*.json"))
+		b, err := os.ReadFile(js[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]float64
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v", js[0], err)
+		}
+		if _, ok := m["score"]; !ok {
+			t.Fatalf("%s: no score in %s", ds, b)
+		}
+	}
+	// 模拟器对多选题总是以 "Answer: X" 结尾，GPQA 的 5 个回复都必须被抽取到字母。
+	jl, _ := filepath.Glob(filepath.Join(out, "gpqa_cibench-emulator_*.jsonl"))
+	f, _ := os.Open(jl[0])
+	recs, err := accuracy.ReadJSONL(f)
+	f.Close()
+	if err != nil || len(recs) != 5 {
+		t.Fatalf("records=%d err=%v", len(recs), err)
+	}
+	for _, r := range recs {
+		if len(r.ExtractedAnswer) != 1 || !strings.Contains("ABCD", r.ExtractedAnswer) {
+			t.Errorf("%s: extracted %q from %q", r.ID, r.ExtractedAnswer, r.Response)
+		}
+	}
+	if !strings.Contains(stderr.String(), "gpqa: 5/5 examples") || !strings.Contains(stdout.String(), "gpqa: score=") {
+		t.Errorf("progress/summary missing:\n%s\n%s", stderr.String(), stdout.String())
+	}
+}
+
+// TestURLAndDatasetPathWithGate 对外部地址（测试中启动的模拟器）与本地数据目录评测，
+// 并用 --config 的阈值判定：阈值 1.0 不可能达到，退出码为 1。
+func TestURLAndDatasetPathWithGate(t *testing.T) {
+	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "qwen-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := em.Deploy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	data := t.TempDir()
+	sample := accuracy.SampleData().(accuracy.FSSource)
+	err = fs.WalkDir(sample.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(sample.FS, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(data, p), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "gate.yaml")
+	os.WriteFile(cfg, []byte("debug: true\ndatasets:\n  - name: mgsm\n    threshold: 1.0\n"), 0o644)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--dataset", "mgsm", "--served-model-name", "qwen-test", "--url", dep.Endpoint().BaseURL(),
+		"--dataset-path", data, "--debug", "--out", out, "--config", cfg, "--model", "Qwen/Qwen3-32B"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), "FAIL (score") {
+		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, stdout.String(), stderr.String())
+	}
+	if files, _ := filepath.Glob(filepath.Join(out, "mgsm_Qwen_Qwen3-32B_*.json")); len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+}
+
+// TestArgumentErrors 覆盖参数错误、缺少数据来源与中断。
+func TestArgumentErrors(t *testing.T) {
+	var so, se bytes.Buffer
+	if code := run(context.Background(), []string{"--bogus"}, &so, &se); code != 2 {
+		t.Errorf("bogus flag: %d", code)
+	}
+	if code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/v1"}, &so, &se); code != 2 {
+		t.Errorf("missing served name: %d", code)
+	}
+	se.Reset()
+	if code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/v1", "--served-model-name", "m", "--out", t.TempDir()}, &so, &se); code != 1 || !strings.Contains(se.String(), "no --dataset-path") {
+		t.Errorf("no data source: %d %s", code, se.String())
+	}
+	if code := run(context.Background(), []string{"--dataset", "nope", "--out", t.TempDir()}, &so, &se); code != 1 {
+		t.Errorf("unknown dataset: %d", code)
+	}
+	if code := run(context.Background(), []string{"--dataset-path", "/nonexistent", "--out", t.TempDir()}, &so, &se); code != 2 {
+		t.Errorf("bad dataset path: %d", code)
+	}
+	if code := run(context.Background(), []string{"--config", "/nonexistent.yaml"}, &so, &se); code != 2 {
+		t.Errorf("bad config: %d", code)
+	}
+	if got := splitDatasets([]string{"--dataset", "gpqa", "mmlu", "--debug"}); strings.Join(got, " ") != "--dataset=gpqa,mmlu --debug" {
+		t.Errorf("split: %v", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := run(ctx, []string{"--debug", "--out", t.TempDir()}, &so, &se); code != 130 && code != 1 {
+		t.Errorf("cancelled: %d", code)
+	}
+}
