@@ -144,6 +144,13 @@ func TestHumanEvalExecution(t *testing.T) {
 			t.Errorf("%q: got %q want %q", code, got, want)
 		}
 	}
+	// 在独立网络命名空间里（unshare -rn 可用时）同样能执行，且连回环地址都不可达。
+	if exec.Command("unshare", "-rn", py, "-c", "pass").Run() == nil {
+		hn, _ := NewHumanEval(SampleData(), HumanEvalOptions{Interpreter: []string{"unshare", "-rn", py}, ExecTimeout: time.Second})
+		if got, err := hn.check(context.Background(), p, "    return x + 1\n"); err != nil || got != "passed" {
+			t.Errorf("netns: %q %v", got, err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := h.check(ctx, p, "    return x + 1\n"); err == nil {

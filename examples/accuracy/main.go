@@ -61,6 +61,7 @@ type cliConfig struct {
 	timeout     time.Duration
 	retries     int
 	python      string
+	sandbox     string
 	config      string
 }
 
@@ -107,6 +108,7 @@ func parse(args []string, stderr io.Writer) (cliConfig, error) {
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "per-request timeout")
 	fs.IntVar(&c.retries, "retries", 3, "retries per request (HTTP 400 is never retried and counts as an empty answer)")
 	fs.StringVar(&c.python, "python", "python3", "python3 interpreter for humaneval (looked up on PATH)")
+	fs.StringVar(&c.sandbox, "humaneval-netns", "auto", "run humaneval code in a new network namespace via 'unshare -rn': auto (if it works here), on, off")
 	fs.StringVar(&c.config, "config", "", "optional configs/tests/accuracy/{pr,daily}.yaml: its thresholds gate the exit code")
 	if err := fs.Parse(splitDatasets(args)); err != nil {
 		return c, err
@@ -233,7 +235,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		opts := accuracy.EvalOptions{Debug: c.debug, Examples: c.examples, NRepeats: c.nRepeats}
 		if name == "humaneval" {
 			if py, err := exec.LookPath(c.python); err == nil {
-				opts.Interpreter = []string{py}
+				opts.Interpreter = interpreter(ctx, py, c.sandbox, stderr)
 			}
 		}
 		e, err := accuracy.NewEval(name, src, opts)
@@ -282,6 +284,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// interpreter 决定 HumanEval 的执行命令：能用 unshare -rn（无特权用户命名空间 +
+// 独立网络命名空间）时真正断网，否则退回到仅靠 harness 屏蔽 socket 的 python3。
+func interpreter(ctx context.Context, py, mode string, stderr io.Writer) []string {
+	if mode == "off" {
+		return []string{py}
+	}
+	netns := []string{"unshare", "-rn", py}
+	probe := exec.CommandContext(ctx, netns[0], append(netns[1:], "-c", "pass")...)
+	if err := probe.Run(); err != nil {
+		if mode == "on" {
+			fmt.Fprintf(stderr, "humaneval: --humaneval-netns=on but 'unshare -rn' failed (%v); running without a network namespace\n", err)
+		}
+		return []string{py}
+	}
+	return netns
 }
 
 // writeAll 写出 .json、.html 与 .jsonl 三个结果文件。
