@@ -21,6 +21,21 @@ type Result struct {
 	Duration time.Duration `json:"duration_ns"`
 	Request  string        `json:"request,omitempty"`  // 失败时的请求体（已脱敏）
 	Response string        `json:"response,omitempty"` // 失败时截断后的响应
+	// Want/Got 是 T.Expect 记录的期望与实际值（仅结构化断言失败时有）。
+	Want string `json:"want,omitempty"`
+	Got  string `json:"got,omitempty"`
+}
+
+// Err 把失败结果转换为 *Failure（可用 errors.As 取出），非失败结果返回 nil。
+func (r Result) Err() error {
+	if r.Status != StatusFail {
+		return nil
+	}
+	f := &Failure{Case: r.CaseID, Want: r.Want, Got: r.Got}
+	if f.Want == "" {
+		f.Want, f.Got = "pass", r.Reason
+	}
+	return f
 }
 
 // SuiteSummary 是一个套件的汇总。

@@ -138,11 +138,15 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 	<-done
 	res.Duration = r.opts.Now().Sub(began)
 	res.Status, res.Reason = t.outcome()
+	res.Reason = redact(res.Reason, r.target.APIKey)
 	if res.Status == StatusFail && ctx.Err() != nil {
 		res.Status, res.Reason = StatusSkip, "run cancelled: "+ctx.Err().Error()
 	}
 	if res.Status == StatusFail {
 		res.Request, res.Response = t.rec.snapshot()
+		if f := t.structured(); f != nil {
+			res.Want, res.Got = f.Want, redact(f.Got, r.target.APIKey)
+		}
 		res.Request = redact(res.Request, r.target.APIKey)
 		res.Response = redact(res.Response, r.target.APIKey)
 	}

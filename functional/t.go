@@ -137,6 +137,13 @@ func (t *T) Expect(what string, want, got any) {
 	t.Fatalf("%s: want %s, got %s", what, ws, gs)
 }
 
+// structured 返回 Expect 记录的第一个结构化失败。
+func (t *T) structured() *Failure {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failure
+}
+
 // Skipf 把用例标记为跳过（写明原因）并结束它。只用于“服务/场景不支持”，
 // 不得用来掩盖失败。
 func (t *T) Skipf(format string, args ...any) {

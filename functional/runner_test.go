@@ -1,0 +1,336 @@
+package functional_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/functional"
+)
+
+// serveEmulator 把模拟器的 Handler 挂在 wrap 之后的 httptest 服务器上，返回 Target。
+func serveEmulator(t *testing.T, cfg deploy.EmulatorConfig, wrap func(http.Handler) http.Handler) functional.Target {
+	t.Helper()
+	em, err := deploy.NewEmulator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(wrap(em.Handler()))
+	t.Cleanup(srv.Close)
+	return functional.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: em.Config().Model, APIKey: cfg.APIKey,
+		HTTPClient: srv.Client(), Features: functional.AllFeatures()}
+}
+
+// run 用给定选项执行 cases 并返回报告。
+func run(t *testing.T, target functional.Target, opts functional.Options, cases ...functional.Case) functional.Report {
+	t.Helper()
+	r, err := functional.NewRunner(target, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background(), cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// pick 从默认目录中按 ID 选出用例。
+func pick(t *testing.T, patterns ...string) []functional.Case {
+	t.Helper()
+	cs, err := functional.DefaultCatalog().Select(patterns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// TestRetriesOn5xxAndTransportErrors 证明传输错误与 5xx 按配置重试，不重试时用例失败。
+func TestRetriesOn5xxAndTransportErrors(t *testing.T) {
+	var calls atomic.Int64
+	flaky := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch calls.Add(1) % 3 {
+			case 1:
+				w.WriteHeader(http.StatusServiceUnavailable)
+			case 2:
+				hj, ok := w.(http.Hijacker)
+				if !ok {
+					t.Error("no hijacker")
+					return
+				}
+				c, _, _ := hj.Hijack()
+				_ = c.Close()
+			default:
+				h.ServeHTTP(w, r)
+			}
+		})
+	}
+	target := serveEmulator(t, deploy.EmulatorConfig{}, flaky)
+	cs := pick(t, "chat_core/usage")
+	rep := run(t, target, functional.Options{Retries: 2, RetryBackoff: time.Millisecond}, cs...)
+	if rep.Results[0].Status != functional.StatusPass {
+		t.Fatalf("with 2 retries: %+v", rep.Results[0])
+	}
+	calls.Store(0)
+	rep = run(t, target, functional.Options{Retries: -1}, cs...)
+	res := rep.Results[0]
+	if res.Status != functional.StatusFail || !strings.Contains(res.Response, "503") {
+		t.Fatalf("without retries want a failure showing the 503, got %+v", res)
+	}
+	var f *functional.Failure
+	if !errors.As(res.Err(), &f) || f.Case != "chat_core/usage" {
+		t.Fatalf("Err() = %v", res.Err())
+	}
+}
+
+// TestRequestTimeoutAndCancel 证明单请求超时让用例失败，而取消 ctx 让用例跳过。
+func TestRequestTimeoutAndCancel(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	hang := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			started.Done()
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		})
+	}
+	target := serveEmulator(t, deploy.EmulatorConfig{}, hang)
+	cs := pick(t, "chat_core/ids_object")
+	started.Add(1)
+	rep := run(t, target, functional.Options{RequestTimeout: 50 * time.Millisecond, Retries: -1}, cs...)
+	if res := rep.Results[0]; res.Status != functional.StatusFail || !strings.Contains(res.Reason, "deadline") {
+		t.Fatalf("want a deadline failure, got %+v", res)
+	}
+
+	started.Add(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := functional.NewRunner(target, functional.Options{Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { started.Wait(); cancel() }()
+	rep, err = r.Run(ctx, pick(t, "chat_core/ids_object", "chat_core/usage", "chat_core/n"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run error = %v, want context.Canceled", err)
+	}
+	for _, res := range rep.Results {
+		if res.Status != functional.StatusSkip || !strings.Contains(res.Reason, "cancel") {
+			t.Errorf("%s: want skipped as cancelled, got %s %q", res.CaseID, res.Status, res.Reason)
+		}
+	}
+}
+
+// TestCapabilityProbingSkipsWithReason 证明未开启的能力与被服务端拒绝的参数都是“跳过 + 原因”。
+func TestCapabilityProbingSkipsWithReason(t *testing.T) {
+	_, target := startEmulator(t, deploy.EmulatorConfig{DisableTopK: true, DisablePenalties: true, DisableLogprobs: true})
+	target.Features = []functional.Feature{functional.FeatureGuidedDecoding}
+	rep := run(t, target, functional.Options{}, functional.DefaultCatalog().Cases()...)
+	if f := rep.Failed(); len(f) != 0 {
+		t.Fatalf("failures on a server lacking capabilities: %v", f)
+	}
+	want := map[string]string{
+		"params_boundary/top_k=1":                  "server rejected top_k=1",
+		"params_boundary/presence_penalty=2":       "server rejected presence_penalty=2",
+		"params_boundary/top_logprobs=5":           "server rejected logprobs",
+		"function_call/auto":                       `feature "function_call" not enabled`,
+		"reasoning/present":                        `feature "reasoning" not enabled`,
+		"embeddings/batch":                         `feature "embeddings" not enabled`,
+		"errors/invalid/tool_choice_without_tools": `feature "function_call" not enabled`,
+		"errors/auth":                              "no API key",
+	}
+	for id, reason := range want {
+		res, ok := rep.Result(id)
+		if !ok || res.Status != functional.StatusSkip || !strings.Contains(res.Reason, reason) {
+			t.Errorf("%s: want skip with %q, got %+v", id, reason, res)
+		}
+	}
+	if res, _ := rep.Result("guided/json_object"); res.Status != functional.StatusPass {
+		t.Errorf("guided/json_object should run and pass: %+v", res)
+	}
+}
+
+// TestParallelismBoundAndPanics 证明并发不超过上限且会用满，用例 panic 被记为失败。
+func TestParallelismBoundAndPanics(t *testing.T) {
+	target := functional.Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}
+	var cur, peak atomic.Int64
+	gate := make(chan struct{})
+	var once sync.Once
+	var cases []functional.Case
+	for i := range 6 {
+		cases = append(cases, functional.Case{ID: "c" + string(rune('a'+i)), Suite: "local", Run: func(ctx context.Context, t *functional.T) {
+			n := cur.Add(1)
+			defer cur.Add(-1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			if n == 3 {
+				once.Do(func() { close(gate) })
+			}
+			<-gate
+		}})
+	}
+	cases = append(cases, functional.Case{ID: "boom", Suite: "local", Run: func(ctx context.Context, t *functional.T) { panic("kaboom") }})
+	rep := run(t, target, functional.Options{Parallelism: 3}, cases...)
+	if peak.Load() != 3 {
+		t.Fatalf("peak concurrency %d, want 3", peak.Load())
+	}
+	if res, _ := rep.Result("boom"); res.Status != functional.StatusFail || !strings.Contains(res.Reason, "kaboom") {
+		t.Fatalf("panic not recorded as failure: %+v", res)
+	}
+	s := rep.Suites[0]
+	if s.Total != 7 || s.Passed != 6 || s.Failed != 1 || s.PassRatio != 6.0/7.0 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+// TestNewRunnerValidates 检查 Target 与 Options 的校验。
+func TestNewRunnerValidates(t *testing.T) {
+	ok := functional.Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}
+	for name, tc := range map[string]struct {
+		target functional.Target
+		opts   functional.Options
+	}{
+		"no url":      {functional.Target{Model: "m"}, functional.Options{}},
+		"bad scheme":  {functional.Target{BaseURLs: []string{"ftp://x/v1"}, Model: "m"}, functional.Options{}},
+		"no model":    {functional.Target{BaseURLs: []string{"http://x/v1"}}, functional.Options{}},
+		"bad feature": {functional.Target{BaseURLs: []string{"http://x/v1"}, Model: "m", Features: []functional.Feature{"gpu"}}, functional.Options{}},
+		"parallelism": {ok, functional.Options{Parallelism: -1}},
+		"timeout":     {ok, functional.Options{RequestTimeout: -time.Second}},
+		"config":      {ok, functional.Options{Config: &functional.Config{}}},
+	} {
+		if _, err := functional.NewRunner(tc.target, tc.opts); err == nil {
+			t.Errorf("%s: NewRunner accepted invalid input", name)
+		}
+	}
+}
+
+// TestCatalogAddAndSelect 检查 Add 的校验与 Select 的匹配规则。
+func TestCatalogAddAndSelect(t *testing.T) {
+	c := functional.DefaultCatalog()
+	n := c.Len()
+	noop := func(context.Context, *functional.T) {}
+	if err := c.Add(functional.Case{ID: "x", Suite: "mine", Run: noop}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Add(functional.Case{ID: "mine/x", Suite: "mine", Run: noop}); !errors.Is(err, functional.ErrDuplicateCase) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	for _, bad := range []functional.Case{{ID: "y", Run: noop}, {ID: "y", Suite: "s"}, {ID: "y", Suite: "s", Run: noop, Requires: []functional.Feature{"gpu"}}} {
+		if err := c.Add(bad); err == nil {
+			t.Errorf("Add accepted %+v", bad)
+		}
+	}
+	if c.Len() != n+1 || functional.DefaultCatalog().Len() != n {
+		t.Fatalf("Add leaked into DefaultCatalog: %d %d %d", c.Len(), n, functional.DefaultCatalog().Len())
+	}
+	sel, err := c.Select("mine", "params_boundary/top_k=*", "errors/unknown_model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, cs := range sel {
+		ids = append(ids, cs.ID)
+	}
+	if got := strings.Join(ids, ","); got != "params_boundary/top_k=1,params_boundary/top_k=50,errors/unknown_model,mine/x" {
+		t.Fatalf("Select = %s", got)
+	}
+	if _, err := c.Select("chat_core", "no_such_suite"); err == nil {
+		t.Fatal("Select accepted a pattern matching nothing")
+	}
+	if all, _ := c.Select(); len(all) != c.Len() {
+		t.Fatal("empty Select is not all")
+	}
+	if len(c.Suites()) != 12 {
+		t.Fatalf("suites = %v", c.Suites())
+	}
+}
+
+// TestWriters 检查 JSON 往返与 JUnit XML 的计数、失败正文。
+func TestWriters(t *testing.T) {
+	rep := functional.Report{Model: "m", Started: time.Unix(0, 0).UTC(), Duration: 1500 * time.Millisecond, Results: []functional.Result{
+		{CaseID: "a/1", Suite: "a", Status: functional.StatusPass, Duration: time.Second, Reason: "form: x"},
+		{CaseID: "a/2", Suite: "a", Status: functional.StatusFail, Reason: "want 1 got 2", Request: "POST /v1/x\n{}", Response: "HTTP 200\n{}"},
+		{CaseID: "b/1", Suite: "b", Status: functional.StatusSkip, Reason: "feature off"},
+	}}
+	rep.Suites = functional.Summarize(rep.Results)
+	var buf bytes.Buffer
+	if err := functional.WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	back, err := functional.ReadJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Results) != 3 || back.Results[1].Request != "POST /v1/x\n{}" || back.Suites[0].PassRatio != 0.5 || back.Suites[1].PassRatio != 1 {
+		t.Fatalf("round trip: %+v", back)
+	}
+	buf.Reset()
+	if err := functional.WriteJUnit(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	var x struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Skipped  int `xml:"skipped,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Time  string `xml:"time,attr"`
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+					Body    string `xml:",chardata"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &x); err != nil {
+		t.Fatal(err)
+	}
+	if x.Tests != 3 || x.Failures != 1 || x.Skipped != 1 || len(x.Suites) != 2 || x.Suites[0].Time != "1.000" {
+		t.Fatalf("junit totals: %+v", x)
+	}
+	f := x.Suites[0].Cases[1].Failure
+	if f == nil || f.Message != "want 1 got 2" || !strings.Contains(f.Body, "POST /v1/x") {
+		t.Fatalf("junit failure: %+v", f)
+	}
+	if _, err := functional.ReadJSON(strings.NewReader("{")); err == nil {
+		t.Fatal("ReadJSON accepted garbage")
+	}
+}
+
+// TestSecretsNeverInResults 证明 API Key 不会出现在失败结果中，即使服务端回显了它。
+func TestSecretsNeverInResults(t *testing.T) {
+	const key = "sk-very-secret"
+	echo := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"message":"bad key ` + r.Header.Get("Authorization") + `"}}`))
+		})
+	}
+	target := serveEmulator(t, deploy.EmulatorConfig{APIKey: key}, echo)
+	rep := run(t, target, functional.Options{}, pick(t, "chat_core/usage", "chat_core/basic")...)
+	var buf bytes.Buffer
+	if err := functional.WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Count(functional.StatusFail) != 2 || strings.Contains(buf.String(), key) {
+		t.Fatalf("secret leaked or cases did not fail: %s", buf.String())
+	}
+}
