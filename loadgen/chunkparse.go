@@ -3,6 +3,7 @@ package loadgen
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -285,17 +286,35 @@ func (c *chunkScanner) rawString() (string, error) {
 	if c.i >= len(c.s) || c.s[c.i] != '"' {
 		return "", errSyntax
 	}
-	for j := c.i + 1; j < len(c.s); j++ {
-		switch c.s[j] {
-		case '\\':
-			return c.str()
-		case '"':
-			k := c.s[c.i+1 : j]
-			c.i = j + 1
-			return k, nil
-		}
+	k := strings.IndexByte(c.s[c.i+1:], '"')
+	if k < 0 {
+		return "", errSyntax
 	}
-	return "", errSyntax
+	key := c.s[c.i+1 : c.i+1+k]
+	if strings.IndexByte(key, '\\') >= 0 {
+		return c.str()
+	}
+	c.i += k + 2
+	return key, nil
+}
+
+// closeQuote 返回从 j 起第一个未被转义的引号位置，找不到为 -1。
+func (c *chunkScanner) closeQuote(j int) int {
+	for {
+		k := strings.IndexByte(c.s[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		bs := 0
+		for p := j - 1; p >= 0 && c.s[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return j
+		}
+		j++
+	}
 }
 
 // str 读取并解码一个字符串。没有转义时直接返回输入的子串；有转义时解码到共享缓冲区，
@@ -400,25 +419,19 @@ func (c *chunkScanner) skip() error {
 	}
 	switch c.s[c.i] {
 	case '"':
-		for j := c.i + 1; j < len(c.s); j++ {
-			switch c.s[j] {
-			case '\\':
-				j++
-			case '"':
-				c.i = j + 1
-				return nil
-			}
+		j := c.closeQuote(c.i + 1)
+		if j < 0 {
+			return errSyntax
 		}
-		return errSyntax
+		c.i = j + 1
+		return nil
 	case '{', '[':
 		depth := 0
 		for j := c.i; j < len(c.s); j++ {
 			switch c.s[j] {
 			case '"':
-				for j++; j < len(c.s) && c.s[j] != '"'; j++ {
-					if c.s[j] == '\\' {
-						j++
-					}
+				if j = c.closeQuote(j + 1); j < 0 {
+					return errSyntax
 				}
 			case '{', '[':
 				depth++

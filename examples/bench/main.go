@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +70,8 @@ type options struct {
 	provider, providerID, savePath, perfProfile string
 	selftest                                    bool
 	selftestRequests                            int
+	selftestOnly                                string
+	cpuProfile                                  string
 	chunkTimes, quiet                           bool
 	emuTTFT, emuITL                             time.Duration
 	emuTokensPerChunk                           int
@@ -133,6 +136,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.chunkTimes, "chunk-times", false, "write every chunk's arrival time into the per-request CSV")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line")
 	fs.BoolVar(&o.selftest, "perf-selftest", false, "run the performance self-test against the in-process emulator and exit")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
+	fs.StringVar(&o.selftestOnly, "selftest-only", "", "comma list of self-test parts: throughput,client,streams,fidelity,memory (default all)")
 	fs.IntVar(&o.selftestRequests, "selftest-requests", 1_000_000, "requests in the self-test's memory run")
 	fs.DurationVar(&o.emuTTFT, "emu-ttft", 0, "emulator TTFT when no provider is given")
 	fs.DurationVar(&o.emuITL, "emu-itl", 0, "emulator inter-token latency when no provider is given")
@@ -273,6 +278,17 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if o.selftest {
 		return selftest(ctx, o, stderr)
 	}

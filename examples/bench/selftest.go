@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strings"
@@ -32,8 +34,14 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 		fmt.Fprintf(out, "  [%s] %s\n", mark, what)
 	}
 
+	want := func(part string) bool {
+		return o.selftestOnly == "" || strings.Contains(","+o.selftestOnly+",", ","+part+",")
+	}
 	// 1. 零时延吞吐。
 	for _, c := range []int{64, 256} {
+		if !want("throughput") {
+			break
+		}
 		s, cpu, err := selfRun(ctx, deploy.EmulatorConfig{}, loadgen.Profile{Concurrency: []int{c}, InputLength: []int{32},
 			OutputLength: []int{40}, NumRequests: []int{40000}}, io.Discard)
 		if err != nil {
@@ -46,8 +54,23 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 		check(chunks >= 200000, fmt.Sprintf("c=%d >= 200000 SSE chunks/s (got %.0f)", c, chunks))
 	}
 
+	// 1b. 只测客户端：服务端是一个写出预先渲染好的 40-chunk SSE 响应的最小处理器，
+	// 几乎不耗 CPU，因此这一行反映压测器自身的上限（模拟器的开销见上一行）。
+	if want("client") {
+		srv, url := blastServer(40)
+		s, cpu, err := selfRunTarget(ctx, loadgen.Target{BaseURLs: []string{url}, Model: "m", Provider: "blast"},
+			loadgen.Profile{Concurrency: []int{64}, InputLength: []int{32}, OutputLength: []int{40}, NumRequests: []int{40000}}, io.Discard)
+		srv.Close()
+		if err != nil {
+			return err
+		}
+		chunks := s.OutputTokenThroughput
+		fmt.Fprintf(out, "client-only (pre-rendered SSE server) c=64: %.0f req/s, %.0f chunks/s, fail %.4f, process CPU %.2fs for %.2fs wall (%.0f chunks per CPU-second)\n",
+			s.QPS, chunks, s.FailRate, cpu.Seconds(), s.TotalTime.Seconds(), chunks*s.TotalTime.Seconds()/cpu.Seconds())
+	}
+
 	// 2. 2000 个并发流。
-	{
+	if want("streams") {
 		s, _, err := selfRun(ctx, deploy.EmulatorConfig{ITL: 20 * time.Millisecond}, loadgen.Profile{Concurrency: []int{2000},
 			InputLength: []int{32}, OutputLength: []int{32}, NumRequests: []int{6000}}, io.Discard)
 		if err != nil {
@@ -60,6 +83,9 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 	// 3. 时延保真度：注入 TTFT 50ms、ITL 10ms。
 	const ttft, itl = 50 * time.Millisecond, 10 * time.Millisecond
 	for _, c := range []int{1, 64, 256} {
+		if !want("fidelity") {
+			break
+		}
 		n := max(64, c*4)
 		s, _, err := selfRun(ctx, deploy.EmulatorConfig{TTFT: ttft, ITL: itl}, loadgen.Profile{Concurrency: []int{c},
 			InputLength: []int{32}, OutputLength: []int{64}, NumRequests: []int{n}}, io.Discard)
@@ -73,7 +99,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 	}
 
 	// 4. 内存：大量请求，逐请求 CSV 写到临时文件。
-	if n := o.selftestRequests; n > 0 {
+	if n := o.selftestRequests; n > 0 && want("memory") {
 		f, err := os.CreateTemp("", "cibench-selftest-*.csv")
 		if err != nil {
 			return err
@@ -114,12 +140,39 @@ func selfRun(ctx context.Context, cfg deploy.EmulatorConfig, p loadgen.Profile, 
 	}
 	defer dep.Teardown(context.Background())
 	ep := dep.Endpoint()
+	return selfRunTarget(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, Provider: "emulator"}, p, w)
+}
+
+// selfRunTarget 对给定目标跑一组并计量进程 CPU 时间。
+func selfRunTarget(ctx context.Context, tgt loadgen.Target, p loadgen.Profile, w io.Writer) (loadgen.Summary, time.Duration, error) {
 	cpu0 := cpuTime()
-	sums, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, Provider: "emulator"}, p, metrics.NewRecordWriter(w))
+	sums, err := loadgen.Run(ctx, tgt, p, metrics.NewRecordWriter(w))
 	if err != nil {
 		return loadgen.Summary{}, 0, err
 	}
 	return sums[0], cpuTime() - cpu0, nil
+}
+
+// blastServer 启动一个回环服务：每个 chat 请求都得到同一段预先渲染的 SSE 响应
+// （角色 chunk、n 个带连续 usage 的内容 chunk、usage chunk、[DONE]），一次写出。
+func blastServer(n int) (*httptest.Server, string) {
+	var b strings.Builder
+	b.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":32,"total_tokens":32,"completion_tokens":0}}` + "\n\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":32,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", 32+i, i)
+	}
+	fmt.Fprintf(&b, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":32,"total_tokens":%d,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n", 32+n, n)
+	body := []byte(b.String())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(body)
+	}))
+	return srv, srv.URL + "/v1"
 }
 
 // cpuTime 返回进程累计的用户态 + 内核态 CPU 时间。
