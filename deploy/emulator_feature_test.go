@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -397,25 +398,43 @@ func TestMetricsUpdatedByTraffic(t *testing.T) {
 }
 
 func TestQueueingShowsInTTFT(t *testing.T) {
-	const itl = 10 * time.Millisecond
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", MaxNumSeqs: 1, ITL: itl})
-	var wg sync.WaitGroup
-	for i := 0; i < 3; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			emuPost(t, ep, "/v1/chat/completions", emuChatBody("q", map[string]any{"max_tokens": 6, "ignore_eos": true}))
-		}()
+	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", MaxNumSeqs: 1, ITL: 30 * time.Millisecond})
+	body := `{"model":"m","stream":true,"max_tokens":10,"ignore_eos":true,"messages":[{"role":"user","content":"q"}]}`
+	// A 占住唯一的名额：读到它的第一个字节后它一定在运行。
+	respA, err := http.Post(emuRootURL(ep)+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer respA.Body.Close()
+	if _, err := respA.Body.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		emuPost(t, ep, "/v1/chat/completions", emuChatBody("q", map[string]any{"max_tokens": 2}))
+	}()
+	// 服务端指标里必须看到 B 在排队（running=1, waiting=1），以 ctx 轮询而非固定睡眠。
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		m := scrape(t, ep)
+		if m["vllm:num_requests_running"] == 1 && m["vllm:num_requests_waiting"] == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("never observed a waiting request: %v", m)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	_, _ = io.Copy(io.Discard, respA.Body)
 	wg.Wait()
 	m := scrape(t, ep)
-	// 每个请求至少占用名额 5·ITL；串行执行时第二、三个请求分别至少排队 1 份与 2 份——
-	// 这是因果上的下界，不依赖机器快慢。
-	if q := m["vllm:request_queue_time_seconds_sum"]; q < (3 * 5 * itl).Seconds() {
-		t.Fatalf("queue time sum %.3fs, want >= %.3fs", q, (3 * 5 * itl).Seconds())
-	}
-	if m["vllm:time_to_first_token_seconds_sum"] < m["vllm:request_queue_time_seconds_sum"] {
-		t.Fatal("TTFT must include queueing")
+	if m["vllm:request_queue_time_seconds_count"] != 2 || m["vllm:request_queue_time_seconds_sum"] <= 0 ||
+		m["vllm:time_to_first_token_seconds_sum"] < m["vllm:request_queue_time_seconds_sum"] {
+		t.Fatalf("queue/TTFT metrics: %v", m)
 	}
 }
 
