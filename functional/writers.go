@@ -5,6 +5,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 )
 
 // WriteJSON 把报告以缩进 JSON 写入 w。
@@ -114,4 +116,26 @@ func parseSeconds(s string) float64 {
 	var v float64
 	_, _ = fmt.Sscanf(s, "%g", &v)
 	return v
+}
+
+// WriteTable 把报告写成便于终端阅读的表格：每个套件一行（通过/失败/跳过/通过率），
+// 随后列出每个失败与跳过的用例及原因。
+func WriteTable(w io.Writer, r Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUITE\tTOTAL\tPASS\tFAIL\tSKIP\tPASS RATIO")
+	for _, s := range r.Suites {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\n", s.Suite, s.Total, s.Passed, s.Failed, s.Skipped, s.PassRatio)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("functional: write table: %w", err)
+	}
+	for _, res := range r.Results {
+		if res.Status == StatusPass {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "%-4s %s: %s\n", strings.ToUpper(string(res.Status)), res.CaseID, res.Reason); err != nil {
+			return fmt.Errorf("functional: write table: %w", err)
+		}
+	}
+	return nil
 }
