@@ -3,7 +3,7 @@
 # 在输出目录写出结果文件。第一个参数选择输出格式。
 set -eu
 out="$CIBENCH_OUT_DIR"
-[ "$CIBENCH_MODEL" = "m1" ] || { echo "bad model $CIBENCH_MODEL" >&2; exit 3; }
+[ "$CIBENCH_MODEL" = "${FAKE_WANT_MODEL:-m1}" ] || { echo "bad model $CIBENCH_MODEL" >&2; exit 3; }
 [ "${OPENAI_API_KEY:-}" = "sk-x" ] || { echo "missing key" >&2; exit 4; }
 case "$1" in
 json)
