@@ -177,4 +177,3 @@ func writeResultFiles(create func(string) (io.WriteCloser, error), stem string, 
 	}
 	return nil
 }
-
