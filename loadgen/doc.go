@@ -1,6 +1,24 @@
 // Package loadgen 是与 acs-bench 参数与产物兼容的负载生成器与时延测量器。
 //
-// 它以 HDR 直方图（每个 worker 一个，结束时合并）统计 TTFT、TPOT、E2E 等
-// 指标，内存不随请求数增长；逐请求记录通过 RecordSink 流式交给调用方
-// （metrics 包提供 acs-bench 格式的 CSV 写入器）。
+// 一次 Run 按 Profile 执行全部分组（输入长度 × 输出长度 × 并发 × 轮次），
+// 每组返回一行 Summary（与规格第 5 节的 CSV 表头一一对应）。它：
+//
+//   - 以流式请求调用 OpenAI 兼容的 /v1/chat/completions（openai-chat）或
+//     /v1/completions（openai），请求 continuous_usage_stats 得到逐 chunk 的
+//     精确 token 数，服务端拒绝（400）时自动降级；
+//   - 从"意图发送时刻"量起全部时延（开环时是到达时刻，闭环时是槽位空出时刻），
+//     排队时间因此不会被隐藏（SlotWait 单独报告）；
+//   - 首 token 是第一个携带正文、推理或工具调用的 chunk，而不是空的角色 chunk；
+//   - HTTP 错误、流内 {"error":…} 事件、[DONE] 之前断开、没有 token 的 200、超时
+//     都计为失败；
+//   - 用 HDR 直方图（按 CPU 分片，结束时合并）统计分位数，逐请求记录通过
+//     RecordSink 流式交出、从不保留，所以内存与请求数无关；
+//   - 在每组前后抓取服务端 /metrics，用直方图差值给出服务端 TTFT/TPOT/E2E
+//     分位数与推测解码接受率（没有时为 -1）。
+//
+// metrics 包提供 acs-bench 格式的 CSV 写入器（metrics.RecordWriter、
+// metrics.SummaryWriter、metrics.ArtifactSink），它们实现本包的 RecordSink /
+// GroupSink。列的精确定义见 docs/loadgen.md。
+//
+// 本包不依赖 deploy：调用方把 deploy.Endpoint 转成 Target 传入。
 package loadgen
