@@ -31,6 +31,9 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 	if now == nil {
 		now = time.Now
 	}
+	if e == nil || sampler == nil {
+		return EvalResult{}, fmt.Errorf("accuracy: run: nil Eval or Sampler")
+	}
 	res := EvalResult{Dataset: e.Name(), Model: opts.Model, Started: now()}
 	exs, err := e.Examples(ctx)
 	if err != nil {

@@ -171,8 +171,14 @@ func TestScoreErrorAborts(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err=%v", err)
 	}
-	_, err = accuracy.Run(context.Background(), nil, failingEval{loadErr: boom}, accuracy.Options{})
+	_, err = accuracy.Run(context.Background(), accuracy.SamplerFunc(nil), failingEval{loadErr: boom}, accuracy.Options{})
 	if !errors.Is(err, boom) {
+		t.Fatalf("load err=%v", err)
+	}
+	if _, err := accuracy.Run(context.Background(), nil, failingEval{}, accuracy.Options{}); err == nil {
+		t.Fatal("nil sampler accepted")
+	}
+	if _, err := (accuracy.FSSource{}).Open(context.Background(), "x"); !errors.Is(err, accuracy.ErrDatasetUnavailable) {
 		t.Fatalf("load err=%v", err)
 	}
 }

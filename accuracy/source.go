@@ -51,6 +51,9 @@ type FSSource struct {
 
 // Open 打开 name；不存在时返回包装了 ErrDatasetUnavailable 的错误。
 func (s FSSource) Open(_ context.Context, name string) (io.ReadCloser, error) {
+	if s.FS == nil {
+		return nil, fmt.Errorf("%w: %s: FSSource has no file system", ErrDatasetUnavailable, name)
+	}
 	f, err := s.FS.Open(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
