@@ -52,9 +52,14 @@ func Load(fsys fs.FS) (Result, error) {
 		if err := readOptional(fsys, path.Join(sc.Name, string(StageAccuracy), fileAccuracy), &sc.Accuracy); err != nil {
 			return Result{}, err
 		}
-		for _, st := range []Stage{StageDeploy, StageFunctional, StagePerf, StageAccuracy, StageLogs} {
+		errFiles, err := fs.Glob(fsys, path.Join(sc.Name, "errors-*.json"))
+		if err != nil {
+			return Result{}, fmt.Errorf("report: load: %w", err)
+		}
+		sort.Slice(errFiles, func(i, j int) bool { return stageRank(errFiles[i]) < stageRank(errFiles[j]) })
+		for _, f := range errFiles {
 			var errs []StageError
-			if err := readOptional(fsys, path.Join(sc.Name, errorsFile(st)), &errs); err != nil {
+			if err := readJSON(fsys, f, &errs); err != nil {
 				return Result{}, err
 			}
 			sc.Errors = append(sc.Errors, errs...)
@@ -71,6 +76,17 @@ func Load(fsys fs.FS) (Result, error) {
 		res.Scenarios = orderLike(res.Scenarios, sum.Scenarios)
 	}
 	return res, nil
+}
+
+// stageRank 给错误文件排序：已知阶段按执行顺序，其余阶段排在后面按名字。
+func stageRank(file string) string {
+	stage := strings.TrimSuffix(strings.TrimPrefix(path.Base(file), "errors-"), ".json")
+	for i, s := range []Stage{StageDeploy, StageFunctional, StagePerf, StageAccuracy, StageLogs} {
+		if Stage(stage) == s {
+			return fmt.Sprintf("%d", i)
+		}
+	}
+	return "9" + stage
 }
 
 // orderLike 按 ref 中的场景顺序（执行顺序）排列 got；ReadDir 只给出字母序。

@@ -608,7 +608,9 @@ func (r *Run) writeManifestLocked(now time.Time, hashes bool) error {
 // 返回值是进程应使用的退出码（见 ExitCode）。被取消的运行也应调用 Finish
 // （传入一个未取消的 ctx），这样已测得的部分仍有完整报告。
 // Finish 之后的 Record* 返回 ErrFinished；再次 Finish 会用新门禁重写报告。
+// 脱敏是安全属性而不是可选步骤：即使 ctx 已取消，目录脱敏也会做完。
 func (r *Run) Finish(ctx context.Context, gates []Gate, now time.Time) (int, error) {
+	ctx = context.WithoutCancel(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.finished = true

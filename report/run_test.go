@@ -341,3 +341,61 @@ func TestPrune(t *testing.T) {
 		t.Fatal("default retention")
 	}
 }
+
+// TestConcurrentRecordsAndCancelledFinish 并发记录多个场景（-race 下检查锁），
+// 自定义阶段的错误能被重新装配，且用已取消的 ctx 调用 Finish 时仍完成脱敏。
+func TestConcurrentRecordsAndCancelledFinish(t *testing.T) {
+	root := t.TempDir()
+	run, err := report.NewRun(root, "pr", "conc", t0, report.WithRedactor(redact.New("TOPSECRET-123")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			name := fmt.Sprintf("s%d", i)
+			err := errors.Join(
+				run.AddScenario(report.ScenarioInfo{Name: name, Model: "m"}),
+				run.RecordPerf(name, perfRows(1, 1)[:2]),
+				run.RecordFunctional(name, funcReport(1, 0)),
+				run.RecordError(name, "push", errors.New("pushgateway down TOPSECRET-123")),
+				run.RecordError(name, report.StageDeploy, errors.New("first")),
+			)
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs, err := run.ScenarioDir("s3", report.StageLogs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(logs, "server.log"), []byte("key TOPSECRET-123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := run.Finish(ctx, nil, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(logs, "server.log"))
+	if err != nil || string(b) != "key "+redact.Mask+"\n" {
+		t.Fatalf("server.log = %q, %v", b, err)
+	}
+	res, err := report.Load(os.DirFS(run.Dir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Scenarios) != 8 {
+		t.Fatalf("%d scenarios", len(res.Scenarios))
+	}
+	for _, sc := range res.Scenarios {
+		if len(sc.Perf) != 2 || len(sc.Errors) != 2 || sc.Errors[0].Stage != report.StageDeploy || sc.Errors[1].Stage != "push" ||
+			sc.Errors[1].Message != "pushgateway down "+redact.Mask {
+			t.Fatalf("%s: perf %d errors %+v", sc.Name, len(sc.Perf), sc.Errors)
+		}
+	}
+}
