@@ -1,0 +1,115 @@
+// Command emulator 独立运行 cibench 的 vLLM 模拟服务器，方便在没有 GPU 的机器上
+// 开发测试工具，或从外部把它与其他服务对比。
+//
+//	go run ./examples/emulator -addr 127.0.0.1:8000 -model qwen3 -ttft 50ms -itl 10ms
+//
+// API key 通过 -api-key 或环境变量 CIBENCH_EMULATOR_API_KEY 给出（后者不会出现在进程列表里）。
+// 缺陷开关用 -defects NoDone,WrongUsageTotal（字段名见 deploy.EmulatorDefects）。
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"reflect"
+	"strings"
+	"syscall"
+
+	"github.com/vllm-cibench/cibench/deploy"
+)
+
+// main 解析参数并运行到收到 SIGINT/SIGTERM。
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "emulator:", err)
+		os.Exit(2)
+	}
+}
+
+// parseConfig 把命令行参数转换为 EmulatorConfig。
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (deploy.EmulatorConfig, error) {
+	var c deploy.EmulatorConfig
+	fs := flag.NewFlagSet("emulator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8000", "listen address")
+	fs.StringVar(&c.Model, "model", deploy.DefaultEmulatorModel, "served model name")
+	fs.IntVar(&c.MaxModelLen, "max-model-len", deploy.DefaultEmulatorMaxModelLen, "context length")
+	apiKey := fs.String("api-key", "", "require this API key on /v1 (or set CIBENCH_EMULATOR_API_KEY)")
+	fs.DurationVar(&c.TTFT, "ttft", 0, "time to first token")
+	fs.DurationVar(&c.PrefillPerToken, "prefill-per-token", 0, "extra TTFT per prompt token")
+	fs.DurationVar(&c.ITL, "itl", 0, "inter-token (inter-chunk) latency")
+	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", 0, "concurrent sequences (0 = unlimited); excess requests queue")
+	fs.IntVar(&c.TokensPerChunk, "tokens-per-chunk", 1, "tokens per streamed delta")
+	fs.BoolVar(&c.SpecDecode, "spec-decode", false, "emit speculative decoding counters")
+	fs.Float64Var(&c.SpecAcceptRate, "spec-accept-rate", 0, "speculative decoding acceptance rate (default 0.7 with -spec-decode)")
+	fs.BoolVar(&c.Reasoning, "reasoning", false, "emit reasoning before content")
+	fs.StringVar(&c.ReasoningField, "reasoning-field", "reasoning", `reasoning field name: "reasoning" or "reasoning_content"`)
+	fs.BoolVar(&c.ReasoningInContent, "reasoning-in-content", false, "no reasoning parser: thinking inside <think>…</think> in content")
+	fs.BoolVar(&c.DisableTools, "disable-tools", false, "reject tool calling")
+	fs.BoolVar(&c.DisableGuided, "disable-guided", false, "reject structured outputs")
+	fs.BoolVar(&c.DisableStreamUsage, "disable-stream-usage", false, "ignore stream_options")
+	fs.BoolVar(&c.DisableTopK, "disable-top-k", false, "reject top_k")
+	fs.BoolVar(&c.DisablePenalties, "disable-penalties", false, "reject penalties")
+	fs.BoolVar(&c.DisableLogprobs, "disable-logprobs", false, "reject logprobs")
+	fs.BoolVar(&c.EnableEmbeddings, "embeddings", false, "serve /v1/embeddings")
+	fs.BoolVar(&c.EnableRerank, "rerank", false, "serve /v1/rerank and /rerank")
+	fs.IntVar(&c.EmbeddingDim, "embedding-dim", deploy.DefaultEmulatorEmbeddingDim, "embedding dimension")
+	fs.Float64Var(&c.FailureRate, "failure-rate", 0, "fraction of requests that fail [0,1]")
+	kinds := fs.String("failure-kinds", "", "comma list of "+strings.Join(deploy.EmulatorFailureKinds, ","))
+	fs.Int64Var(&c.Seed, "seed", 0, "seed for failure injection and unseeded sampling")
+	fs.BoolVar(&c.CoalesceZeroLatency, "coalesce", false, "at zero latency, coalesce SSE chunks into larger writes")
+	defects := fs.String("defects", "", "comma list of deploy.EmulatorDefects field names to switch on")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	c.APIKey = *apiKey
+	if c.APIKey == "" {
+		c.APIKey = getenv("CIBENCH_EMULATOR_API_KEY")
+	}
+	if *kinds != "" {
+		c.FailureKinds = strings.Split(*kinds, ",")
+	}
+	if *defects != "" {
+		v := reflect.ValueOf(&c.Defects).Elem()
+		for _, name := range strings.Split(*defects, ",") {
+			f := v.FieldByName(strings.TrimSpace(name))
+			if !f.IsValid() || f.Kind() != reflect.Bool {
+				return c, fmt.Errorf("-defects: unknown defect %q", name)
+			}
+			f.SetBool(true)
+		}
+	}
+	return c, nil
+}
+
+// run 启动模拟器，打印地址，直到 ctx 结束后优雅关闭。
+func run(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	cfg, err := parseConfig(args, getenv, stdout)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	em, err := deploy.NewEmulator(cfg)
+	if err != nil {
+		return err
+	}
+	dep, err := em.Deploy(ctx)
+	if err != nil {
+		return err
+	}
+	ep := dep.Endpoint()
+	fmt.Fprintf(stdout, "cibench emulator serving model %q at %s (auth: %t)\n", ep.Model, ep.BaseURL(), ep.APIKey != "")
+	<-ctx.Done()
+	return dep.Teardown(context.Background())
+}

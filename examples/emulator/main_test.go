@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer 是并发安全的 bytes.Buffer（run 在另一个 goroutine 写 stdout）。
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write 实现 io.Writer。
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String 返回已写入内容。
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRunServesAndStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	env := func(k string) string {
+		if k == "CIBENCH_EMULATOR_API_KEY" {
+			return "envkey"
+		}
+		return ""
+	}
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-model", "demo", "-itl", "1ms", "-defects", "NoDone", "-failure-kinds", "500"}, &out, env)
+	}()
+	re := regexp.MustCompile(`at (http://\S+/v1) \(auth: true\)`)
+	deadline := time.Now().Add(10 * time.Second)
+	var base string
+	for base == "" {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no address printed: %q", out.String())
+		} else {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/models", nil)
+	req.Header.Set("Authorization", "Bearer envkey")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("models: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if strings.Contains(out.String(), "envkey") {
+		t.Fatal("API key printed")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	env := func(string) string { return "" }
+	var sink bytes.Buffer
+	for _, args := range [][]string{{"-defects", "NoSuchDefect"}, {"extra"}, {"-itl", "abc"}} {
+		if _, err := parseConfig(args, env, &sink); err == nil {
+			t.Errorf("%v: expected error", args)
+		}
+	}
+	if err := run(context.Background(), []string{"-failure-kinds", "boom"}, &sink, env); err == nil || !strings.Contains(err.Error(), "FailureKinds=boom") {
+		t.Fatalf("invalid config: %v", err)
+	}
+	if err := run(context.Background(), []string{"-h"}, &sink, env); err != nil {
+		t.Fatalf("-h: %v", err)
+	}
+	c, err := parseConfig([]string{"-defects", "NoDone,NoAuth", "-reasoning", "-embeddings"}, env, &sink)
+	if err != nil || !c.Defects.NoDone || !c.Defects.NoAuth || !c.Reasoning || !c.EnableEmbeddings || c.Addr != "127.0.0.1:8000" {
+		t.Fatalf("%+v %v", c, err)
+	}
+}
