@@ -1,0 +1,533 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/metrics"
+)
+
+// 集成测试所需二进制的查找方式：环境变量 CIBENCH_PROMETHEUS / CIBENCH_PUSHGATEWAY 给出路径，
+// 否则在 PATH 中找 prometheus 与 pushgateway（Debian 名 prometheus-pushgateway）。
+// 找不到时跳过，除非 CIBENCH_REQUIRE_INTEGRATION=1（CI 设置），此时失败。
+// scripts/setup.d/20-prometheus.sh 安装 Debian 的 prometheus 与 prometheus-pushgateway。
+
+// findBinary 按环境变量、再按 PATH 中的候选名查找二进制。
+func findBinary(t *testing.T, env string, names ...string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	msg := fmt.Sprintf("%s not found (set %s or run scripts/setup.d/20-prometheus.sh)", names[0], env)
+	if os.Getenv("CIBENCH_REQUIRE_INTEGRATION") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// freeAddr 取一个空闲的回环端口（关闭后交给子进程监听）。
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// syncBuffer 是并发安全的输出缓冲，收集子进程日志供失败时打印。
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write 追加子进程输出。
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String 返回目前收集到的输出。
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startProcess 启动子进程并在测试结束时结束它（只结束自己启动的这个进程），
+// 然后轮询 readyURL 直到 200；失败时附上进程输出。
+func startProcess(ctx context.Context, t *testing.T, readyURL, bin string, args ...string) *syncBuffer {
+	t.Helper()
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Dir = t.TempDir()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := http.Get(readyURL)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return out
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s not ready at %s: %v\n%s", bin, readyURL, ctx.Err(), out.String())
+		case <-exited:
+			t.Fatalf("%s exited before ready:\n%s", bin, out.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// stack 是一组在回环端口上运行的真实 Pushgateway + Prometheus。
+type stack struct {
+	pgwURL, promURL string
+	api             v1.API
+	promLog         *syncBuffer
+}
+
+// startStack 启动 Pushgateway 与抓取它的 Prometheus（honor_labels: true，1s 抓取间隔）。
+func startStack(ctx context.Context, t *testing.T) *stack {
+	promBin := findBinary(t, "CIBENCH_PROMETHEUS", "prometheus")
+	pgwBin := findBinary(t, "CIBENCH_PUSHGATEWAY", "pushgateway", "prometheus-pushgateway")
+	pgwAddr, promAddr := freeAddr(t), freeAddr(t)
+	startProcess(ctx, t, "http://"+pgwAddr+"/-/ready", pgwBin, "--web.listen-address="+pgwAddr)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: pushgateway
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+`, pgwAddr)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := startProcess(ctx, t, "http://"+promAddr+"/-/ready", promBin,
+		"--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+promAddr)
+	c, err := api.NewClient(api.Config{Address: "http://" + promAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{pgwURL: "http://" + pgwAddr, promURL: "http://" + promAddr, api: v1.NewAPI(c), promLog: log}
+}
+
+// instant 执行即时查询并返回向量。
+func (s *stack) instant(ctx context.Context, t *testing.T, q string, at time.Time) model.Vector {
+	t.Helper()
+	v, _, _, err := s.api.Query(ctx, q, at)
+	if err != nil {
+		t.Fatalf("query %s: %v", q, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		t.Fatalf("query %s: %s result, want vector", q, v.Type())
+	}
+	return vec
+}
+
+// waitFor 轮询查询 q 直到 ok 返回真（受 ctx 约束），返回最后一次结果。
+func (s *stack) waitFor(ctx context.Context, t *testing.T, q string, ok func(model.Vector) bool) model.Vector {
+	t.Helper()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		v, _, _, err := s.api.Query(ctx, q, time.Now())
+		if err == nil {
+			if vec, isVec := v.(model.Vector); isVec && ok(vec) {
+				return vec
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v (last err %v)\nprometheus log:\n%s", q, ctx.Err(), err, s.promLog.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// emulatorRun 对内嵌仿真器做一次真实的小规模每日运行：loadgen 压测两个并发组、
+// 功能测试全量用例目录；精度用手写结果（仿真器的回答没有意义，评分由 accuracy 包自己测）。
+func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
+	t.Helper()
+	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "Qwen3-32B", TTFT: 3 * time.Millisecond, ITL: time.Millisecond,
+		SpecDecode: true, SpecAcceptRate: 0.7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := em.Deploy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
+	ep := dep.Endpoint()
+	perf, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emulator"},
+		loadgen.Profile{Concurrency: []int{1, 4}, InputLength: []int{64}, OutputLength: []int{16}, NumRequests: []int{12},
+			Warmup: 1, Epochs: 1, ControlMethod: loadgen.ControlClimb, GrowthRate: 2}, nil)
+	if err != nil {
+		t.Fatalf("loadgen: %v", err)
+	}
+	runner, err := functional.NewRunner(functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey}, functional.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := runner.Run(ctx, functional.DefaultCatalog().Cases())
+	if err != nil {
+		t.Fatalf("functional: %v", err)
+	}
+	return metrics.Results{
+		Info: metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: metrics.RunTypeDaily,
+			Commit: "0123abcd", Branch: "main", RunID: "daily-1"},
+		Perf:       perf,
+		Functional: &rep,
+		Accuracy: []accuracy.EvalResult{{Dataset: "gpqa", Model: "Qwen3-32B", Score: 0.625, Examples: 198,
+			Metrics: map[string]float64{"score": 0.625, "score:std": 0.484}}},
+	}
+}
+
+// expectedSeries 把本地收集器的输出展开为 Prometheus 中应有的序列（含 job 标签）及其取值。
+func expectedSeries(t *testing.T, res metrics.Results, prefix, job string) map[string]float64 {
+	t.Helper()
+	c, err := metrics.NewCollector(res, metrics.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	add := func(name string, lbls []*dto.LabelPair, extra model.LabelSet, v float64) {
+		m := model.Metric{model.MetricNameLabel: model.LabelValue(name), "job": model.LabelValue(job)}
+		for _, l := range lbls {
+			if l.GetValue() != "" { // Prometheus 中空值标签等于没有该标签
+				m[model.LabelName(l.GetName())] = model.LabelValue(l.GetValue())
+			}
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		out[m.String()] = v
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetType() {
+			case dto.MetricType_SUMMARY:
+				for _, q := range m.GetSummary().GetQuantile() {
+					add(mf.GetName(), m.GetLabel(), model.LabelSet{"quantile": model.LabelValue(fmt.Sprint(q.GetQuantile()))}, q.GetValue())
+				}
+				add(mf.GetName()+"_sum", m.GetLabel(), nil, m.GetSummary().GetSampleSum())
+				add(mf.GetName()+"_count", m.GetLabel(), nil, float64(m.GetSummary().GetSampleCount()))
+			case dto.MetricType_COUNTER:
+				add(mf.GetName(), m.GetLabel(), nil, m.GetCounter().GetValue())
+			default:
+				add(mf.GetName(), m.GetLabel(), nil, m.GetGauge().GetValue())
+			}
+		}
+	}
+	return out
+}
+
+// closeEnough 比较浮点值（推送与抓取经过文本/protobuf 往返，允许极小误差）。
+func closeEnough(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// substitute 像 Grafana 一样替换看板变量（${name} 与 $name）。
+func substitute(expr string, vars map[string]string) string {
+	re := regexp.MustCompile(`\$\{(\w+)\}|\$(\w+)`)
+	return re.ReplaceAllStringFunc(expr, func(m string) string {
+		sub := re.FindStringSubmatch(m)
+		name := sub[1] + sub[2]
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		return m
+	})
+}
+
+func TestIntegrationPrometheusPushgateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st := startStack(ctx, t)
+	res := emulatorRun(ctx, t)
+	if len(res.Perf) != 2 || res.Perf[1].Concurrency != 4 || !res.Perf[1].TTFT.Valid() {
+		t.Fatalf("emulator run produced %d perf rows: %+v", len(res.Perf), res.Perf)
+	}
+	if len(res.Functional.Results) < 20 {
+		t.Fatalf("functional run has only %d results", len(res.Functional.Results))
+	}
+	const prefix, job = "cibench", "cibench"
+
+	// 1. PR 运行：什么都不推送。
+	pusher, err := metrics.NewPusher(metrics.PushConfig{URL: st.pgwURL, Options: metrics.Options{Prefix: prefix}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := res
+	pr.Info.RunType = metrics.RunTypePR
+	if err := pusher.Push(ctx, pr); !errors.Is(err, metrics.ErrNotDaily) {
+		t.Fatalf("PR push: %v, want ErrNotDaily", err)
+	}
+	if groups := pushgatewayGroups(ctx, t, st.pgwURL); len(groups) != 0 {
+		t.Fatalf("pushgateway has groups %v after a PR run", groups)
+	}
+
+	// 2. 每日运行：推送并等 Prometheus 抓到全部序列。
+	if err := pusher.Push(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	want := expectedSeries(t, res, prefix, job)
+	sel := `{job="cibench",__name__!~"push_time_seconds|push_failure_time_seconds"}`
+	got := st.waitFor(ctx, t, sel, func(v model.Vector) bool { return len(v) >= len(want) })
+	seen := map[string]bool{}
+	for _, s := range got {
+		key := s.Metric.String()
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("unexpected series in Prometheus: %s", key)
+			continue
+		}
+		seen[key] = true
+		if !closeEnough(float64(s.Value), w) {
+			t.Errorf("%s = %v, want %v", key, s.Value, w)
+		}
+	}
+	for key := range want {
+		if !seen[key] {
+			t.Errorf("series missing in Prometheus: %s", key)
+		}
+	}
+	t.Logf("%d series verified in Prometheus", len(seen))
+	if groups := pushgatewayGroups(ctx, t, st.pgwURL); len(groups) != 1 || groups[0]["run_type"] != "daily" ||
+		groups[0]["model"] != "Qwen3-32B" || groups[0]["quant"] != "w8a8" || groups[0]["scenario"] != "local-hybrid" || groups[0]["job"] != job {
+		t.Fatalf("pushgateway groups %v, want exactly the daily group", groups)
+	}
+
+	// 3. 基线：从真实 Prometheus 读回最近一次每日结果，与推送的压测结果一致。
+	bl, err := metrics.NewPromBaseline(metrics.PromBaselineConfig{URL: st.promURL, Prefix: prefix, Window: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := bl.Baseline(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: metrics.RunTypePR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBaseline(t, base, res)
+	if _, err := bl.Baseline(ctx, metrics.RunInfo{Model: "other", Scenario: "local-hybrid", RunType: metrics.RunTypePR}); !errors.Is(err, metrics.ErrNoBaseline) {
+		t.Errorf("baseline for an unknown model: %v, want ErrNoBaseline", err)
+	}
+
+	// 4. 看板：每个 PromQL（变量替换后）都必须返回数据。
+	obs := st.instant(ctx, t, `timestamp(cibench_run_info{run_type="daily"})`, time.Now())
+	if len(obs) != 1 {
+		t.Fatalf("run_info: %v", obs)
+	}
+	at := obs[0].Timestamp.Time()
+	checkDashboard(ctx, t, st, at)
+
+	// 5. 第二天的每日运行（新 commit、少一个组合）替换同一组，而不是新增一组。
+	next := res
+	next.Info.Commit, next.Info.RunID = "4567ef01", "daily-2"
+	next.Perf = res.Perf[:1]
+	if err := pusher.Push(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if groups := pushgatewayGroups(ctx, t, st.pgwURL); len(groups) != 1 {
+		t.Fatalf("after the second daily push: %d groups, want 1 (replaced)", len(groups))
+	}
+	info := st.waitFor(ctx, t, `cibench_run_info{run_type="daily"}`, func(v model.Vector) bool {
+		return len(v) == 1 && v[0].Metric["commit"] == "4567ef01"
+	})
+	if info[0].Metric["run_id"] != "daily-2" {
+		t.Errorf("run_info after replacement: %v", info)
+	}
+	conc := st.waitFor(ctx, t, `count by (concurrency) (cibench_perf_requests_per_second{run_type="daily"})`, func(v model.Vector) bool {
+		return len(v) == 1
+	})
+	if conc[0].Metric["concurrency"] != "1" {
+		t.Errorf("after replacement the concurrency=4 combination should be gone: %v", conc)
+	}
+	if n := st.instant(ctx, t, `count({run_type="pr"})`, time.Now()); len(n) != 0 {
+		t.Errorf("PR series present in Prometheus: %v", n)
+	}
+}
+
+// pushgatewayGroups 读取 Pushgateway 当前保存的全部分组（/api/v1/metrics）。
+func pushgatewayGroups(ctx context.Context, t *testing.T, base string) []map[string]string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data []struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, g := range body.Data {
+		out = append(out, g.Labels)
+	}
+	return out
+}
+
+// near 比较两个时长（秒级浮点往返后允许 1µs 误差）。
+func near(a, b time.Duration) bool { d := a - b; return d > -time.Microsecond && d < time.Microsecond }
+
+// checkBaseline 确认从 Prometheus 重建的汇总与推送的汇总一致（门禁用到的字段与计数）。
+func checkBaseline(t *testing.T, base metrics.Baseline, res metrics.Results) {
+	t.Helper()
+	if base.Info.Commit != res.Info.Commit || base.Info.RunID != res.Info.RunID || base.Info.RunType != metrics.RunTypeDaily {
+		t.Errorf("baseline info %+v", base.Info)
+	}
+	if len(base.Perf) != len(res.Perf) {
+		t.Fatalf("baseline has %d rows, want %d", len(base.Perf), len(res.Perf))
+	}
+	for _, want := range res.Perf {
+		rows := base.Lookup(metrics.ComboOf(want))
+		if len(rows) != 1 {
+			t.Errorf("combination %+v: %d baseline rows", metrics.ComboOf(want), len(rows))
+			continue
+		}
+		got := rows[0]
+		for _, f := range []struct {
+			name string
+			g, w loadgen.Latency
+		}{{"TTFT", got.TTFT, want.TTFT}, {"TPOT", got.TPOT, want.TPOT}, {"E2E", got.E2E, want.E2E}, {"ServerTTFT", got.ServerTTFT, want.ServerTTFT}} {
+			if f.g.Count != f.w.Count || !near(f.g.P99, f.w.P99) || !near(f.g.P75, f.w.P75) || !near(f.g.Max, f.w.Max) || !near(f.g.Avg, f.w.Avg) || !near(f.g.Min, f.w.Min) {
+				t.Errorf("c=%d %s: baseline %+v, pushed %+v", want.Concurrency, f.name, f.g, f.w)
+			}
+		}
+		if !closeEnough(got.QPS, want.QPS) || !closeEnough(got.FailRate, want.FailRate) || got.NumPrompts != want.NumPrompts ||
+			got.Succeeded != want.Succeeded || got.Round != want.Round || got.Provider != want.Provider || got.TopK != want.TopK ||
+			!closeEnough(got.Temperature, want.Temperature) || got.DatasetType != want.DatasetType || got.GrowthRate != want.GrowthRate {
+			t.Errorf("c=%d scalars: baseline %+v\npushed %+v", want.Concurrency, got, want)
+		}
+		if !closeEnough(got.SpecAcceptRate.Avg, want.SpecAcceptRate.Avg) || got.CompletionTokens.P99 != want.CompletionTokens.P99 {
+			t.Errorf("c=%d values: spec %+v/%+v completion %+v/%+v", want.Concurrency, got.SpecAcceptRate, want.SpecAcceptRate,
+				got.CompletionTokens, want.CompletionTokens)
+		}
+		if got.ExecutionTime.Unix() != want.ExecutionTime.Unix() {
+			t.Errorf("ExecutionTime %v, want %v", got.ExecutionTime, want.ExecutionTime)
+		}
+	}
+}
+
+// checkDashboard 对真实 Prometheus 逐条执行生成的看板中的每个 PromQL：面板查询在
+// “观测时刻 + offset” 求值（这样 −1d/−7d 曲线查到的正是刚推送的样本），
+// 变量查询通过 series API 的 match[] 求值，都必须返回数据。
+func checkDashboard(ctx context.Context, t *testing.T, st *stack, at time.Time) {
+	t.Helper()
+	d, err := metrics.NewDashboard(metrics.DashboardOptions{Prefix: "cibench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{
+		"metric_prefix": "cibench_", "model": "Qwen3-32B", "quant": "w8a8", "scenario": "local-hybrid",
+		"dataset": "(random|gpqa)", "backend": ".*", "concurrency": "4", "input_len": "64", "output_len": "16", "quantile": "0.99",
+	}
+	offsets := map[string]time.Duration{"": 0, "1d": 24 * time.Hour, "7d": 7 * 24 * time.Hour}
+	wantVar := map[string][]string{
+		"model": {"Qwen3-32B"}, "quant": {"w8a8"}, "scenario": {"local-hybrid"}, "dataset": {"gpqa", "random"},
+		"backend": {"openai-chat"}, "concurrency": {"1", "4"}, "input_len": {"64"}, "output_len": {"16"},
+	}
+	n := 0
+	for _, q := range d.Queries() {
+		expr := substitute(q.Expr, vars)
+		if strings.Contains(expr, "$") {
+			t.Errorf("%s %s: unsubstituted variable in %s", q.Panel, q.RefID, expr)
+			continue
+		}
+		if q.Label != "" {
+			vals, _, _, err := st.api.LabelValues(ctx, q.Label, []string{expr}, at.Add(-time.Minute), at.Add(time.Minute))
+			if err != nil {
+				t.Errorf("%s: %s: %v", q.Panel, expr, err)
+				continue
+			}
+			var got []string
+			for _, v := range vals {
+				got = append(got, string(v))
+			}
+			sort.Strings(got)
+			if strings.Join(got, ",") != strings.Join(wantVar[q.Label], ",") {
+				t.Errorf("%s: label_values(%s, %s) = %v, want %v", q.Panel, expr, q.Label, got, wantVar[q.Label])
+			}
+			n++
+			continue
+		}
+		off, ok := offsets[q.Offset]
+		if !ok {
+			t.Errorf("%s %s: unexpected offset %q", q.Panel, q.RefID, q.Offset)
+			continue
+		}
+		vec := st.instant(ctx, t, expr, at.Add(off))
+		if len(vec) == 0 {
+			t.Errorf("%s %s returned no data at observation+%s: %s", q.Panel, q.RefID, q.Offset, expr)
+		}
+		n++
+	}
+	t.Logf("%d dashboard queries returned data", n)
+	// 选定组合的 TTFT P99 今天与 −1d 曲线的值相同（同一个样本），证明 offset 对上了。
+	today := st.instant(ctx, t, substitute(`avg without (round) (${metric_prefix}perf_ttft_seconds{quantile="0.99",concurrency="4"})`, vars), at)
+	shifted := st.instant(ctx, t, substitute(`avg without (round) (${metric_prefix}perf_ttft_seconds{quantile="0.99",concurrency="4"} offset 1d)`, vars), at.Add(24*time.Hour))
+	if len(today) != 1 || len(shifted) != 1 || today[0].Value != shifted[0].Value {
+		t.Errorf("today %v vs -1d %v", today, shifted)
+	}
+}
