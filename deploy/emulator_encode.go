@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -372,6 +371,3 @@ func (e *Emulator) nonStreamBody(run *emuRun) []byte {
 	b = append(b, `,"kv_transfer_params":null}`...)
 	return b
 }
-
-// emuJSONValid 报告 b 是否为合法 JSON（测试与自检用）。
-func emuJSONValid(b []byte) bool { return json.Valid(b) }

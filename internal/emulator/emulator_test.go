@@ -116,7 +116,8 @@ func TestRandAndHash(t *testing.T) {
 		}
 	}
 	e := emulator.NewEngine()
-	if e.Fresh(1) == e.Fresh(1) {
+	f1 := e.Fresh(1)
+	if f2 := e.Fresh(1); f1 == f2 {
 		t.Fatal("Fresh must differ per call")
 	}
 }
