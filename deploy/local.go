@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,9 @@ type LocalConfig struct {
 	CleanEnv bool `yaml:"clean_env,omitempty" json:"clean_env,omitempty"`
 	// Dir 是工作目录，空表示当前目录。
 	Dir string `yaml:"dir,omitempty" json:"dir,omitempty"`
+	// BaseURL 是场景给出的访问地址（如 http://127.0.0.1:9000/v1）；Host/Port
+	// 未配置时从中取主机与端口，这样场景只需写 base_url 与命令。
+	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
 	// Host 是访问地址，默认 127.0.0.1；写 0.0.0.0 时访问仍走 127.0.0.1。
 	Host string `yaml:"host,omitempty" json:"host,omitempty"`
 	// Port 是单实例时的端口，默认 8000；Instances 非空时忽略。
@@ -123,6 +127,19 @@ var (
 func NewLocal(cfg LocalConfig) (*Local, error) {
 	if strings.TrimSpace(cfg.Command) == "" {
 		return nil, fmt.Errorf("%w: local: command is required", ErrConfig)
+	}
+	if cfg.BaseURL != "" {
+		n, err := normalizeBaseURL(cfg.BaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: local: base_url %q: %v", ErrConfig, redactURL(cfg.BaseURL), err)
+		}
+		u, _ := url.Parse(n)
+		if cfg.Host == "" {
+			cfg.Host = u.Hostname()
+		}
+		if cfg.Port == 0 && u.Port() != "" {
+			cfg.Port, _ = strconv.Atoi(u.Port())
+		}
 	}
 	if cfg.Host == "" {
 		cfg.Host = DefaultLocalHost

@@ -308,11 +308,31 @@ func TestNewLocalValidates(t *testing.T) {
 		{Command: "x", Instances: []deploy.LocalInstance{{Port: 70000}}},
 		{Command: "x", Instances: []deploy.LocalInstance{{Port: 9000}, {Port: 9000}}},
 		{Command: "x", StopGracePeriod: -1},
+		{Command: "x", BaseURL: "ftp://h:1/v1"},
 	}
 	for i, c := range bad {
 		if _, err := deploy.NewLocal(c); !errors.Is(err, deploy.ErrConfig) {
 			t.Errorf("case %d: err = %v", i, err)
 		}
+	}
+}
+
+// TestLocalBaseURL 验证只给 base_url 时端口取自地址，并用它启动与访问。
+func TestLocalBaseURL(t *testing.T) {
+	cfg := helperConfig(t, "serve")
+	port := freePort(t)
+	cfg.BaseURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	l, err := deploy.NewLocal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := l.Deploy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	if got, want := dep.Endpoint().BaseURL(), cfg.BaseURL+"/v1"; got != want {
+		t.Fatalf("base url = %s, want %s", got, want)
 	}
 }
 
