@@ -90,6 +90,7 @@ type Run struct {
 	mu       sync.Mutex
 	res      Result
 	clean    map[string]fileStamp // 已确认脱敏过的文件，RedactTree 跳过它们
+	infos    map[string]Scenario  // 已写出的 scenario.json 内容，未变化时不重写
 	finished bool
 }
 
@@ -117,6 +118,7 @@ func NewRun(root, runType, runID string, now time.Time, opts ...Option) (*Run, e
 		dir:   filepath.Join(root, runType, runID),
 		red:   redact.New(),
 		clean: map[string]fileStamp{},
+		infos: map[string]Scenario{},
 		res: Result{
 			Schema:  SchemaVersion,
 			RunType: runType,
@@ -276,8 +278,11 @@ func (r *Run) scenarioLocked(name string) *Scenario {
 // persistScenarioLocked 写出场景描述、rel 指向的阶段文件与运行摘要。
 func (r *Run) persistScenarioLocked(sc *Scenario, rel string) error {
 	info := Scenario{Name: sc.Name, Model: sc.Model, Quant: sc.Quant, Deploy: sc.Deploy, Backend: sc.Backend}
-	if err := r.writeJSONLocked(path.Join(sc.Name, fileScenario), info); err != nil {
-		return err
+	if prev, ok := r.infos[sc.Name]; !ok || prev.Model != info.Model || prev.Quant != info.Quant || prev.Deploy != info.Deploy || prev.Backend != info.Backend {
+		if err := r.writeJSONLocked(path.Join(sc.Name, fileScenario), info); err != nil {
+			return err
+		}
+		r.infos[sc.Name] = info
 	}
 	if rel != "" {
 		var v any
