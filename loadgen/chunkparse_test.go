@@ -5,6 +5,7 @@ import (
 	"testing"
 )
 
+// TestChunkScannerFields 验证扫描器从各种 chunk 形态（角色、转义、推理新旧字段、工具调用、usage、错误）取出的字段。
 func TestChunkScannerFields(t *testing.T) {
 	cases := []struct {
 		name string
@@ -54,6 +55,7 @@ func TestChunkScannerFields(t *testing.T) {
 	}
 }
 
+// TestChunkScannerRejectsMalformed 确保残缺或非法的 JSON 被报告为错误而不是被静默接受。
 func TestChunkScannerRejectsMalformed(t *testing.T) {
 	var sc chunkScanner
 	for _, in := range []string{``, `[`, `{"a"`, `{"a":}`, `{"a":"x}`, `{"choices":[{"delta":{"content":"\q"}}]}`,
@@ -74,6 +76,7 @@ func FuzzChunkScanner(f *testing.F) {
 	})
 }
 
+// TestSplitThink 验证 <think>…</think> 的切分，包括标签被拆到多个 chunk 的情形。
 func TestSplitThink(t *testing.T) {
 	x := newExchange()
 	var reason, content strings.Builder
@@ -115,6 +118,7 @@ func TestSplitThink(t *testing.T) {
 	}
 }
 
+// BenchmarkChunkScanner 测量单个典型 chunk 的解析开销（热路径）。
 func BenchmarkChunkScanner(b *testing.B) {
 	in := `{"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":128,"total_tokens":140,"completion_tokens":12}}`
 	var sc chunkScanner

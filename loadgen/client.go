@@ -31,7 +31,6 @@ const (
 // 每个请求只做一次 append 拼接，不走 encoding/json。
 type bodyTemplate struct {
 	head, mid, tail []byte
-	imageHead       []byte // image-text：head 之后、文本之前的图片部分由每个请求插入
 	chat            bool
 	image           bool
 }

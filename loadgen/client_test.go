@@ -69,6 +69,7 @@ func runOne(t *testing.T, tgt loadgen.Target, p loadgen.Profile, n int) ([]loadg
 	return sink.recs, sums[0]
 }
 
+// TestStreamFailureClasses 逐类验证失败的判定：流内错误、[DONE] 前断开、无 token 的 200、HTTP 错误、坏事件。
 func TestStreamFailureClasses(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -111,6 +112,7 @@ func TestStreamFailureClasses(t *testing.T) {
 	}
 }
 
+// TestTimeoutIsAFailure 验证超时的请求计为 timeout 失败。
 func TestTimeoutIsAFailure(t *testing.T) {
 	tgt := scripted(t, func(w http.ResponseWriter, body string) {
 		if strings.Contains(body, `"hi"`) { // 探测请求立即成功
@@ -131,6 +133,7 @@ func TestTimeoutIsAFailure(t *testing.T) {
 	}
 }
 
+// TestSixteenMiBEvent 验证 16 MiB 的单个 SSE 事件可以完整解析（无行长上限）。
 func TestSixteenMiBEvent(t *testing.T) {
 	big := strings.Repeat(" x", 8<<20) // 16 MiB 的 content，8Mi 个 token（按共享规则）
 	tgt := scripted(t, func(w http.ResponseWriter, _ string) {
@@ -149,6 +152,7 @@ func TestSixteenMiBEvent(t *testing.T) {
 	}
 }
 
+// TestStreamOptionsFallback 验证服务端拒绝 continuous_usage_stats 时降级为 include_usage，且 token 数仍来自 usage。
 func TestStreamOptionsFallback(t *testing.T) {
 	// 服务端拒绝 continuous_usage_stats 但接受 include_usage：降级后 token 数仍来自 usage。
 	var sawContinuous, sawPlain int
@@ -180,6 +184,7 @@ func TestStreamOptionsFallback(t *testing.T) {
 	}
 }
 
+// TestAllStreamOptionsRejected 验证完全不支持 stream_options 的服务端仍可压测，token 数标为估算。
 func TestAllStreamOptionsRejected(t *testing.T) {
 	tgt := scripted(t, func(w http.ResponseWriter, body string) {
 		if strings.Contains(body, "stream_options") {
@@ -194,6 +199,7 @@ func TestAllStreamOptionsRejected(t *testing.T) {
 	}
 }
 
+// TestThinkInContentCountsAsReasoning 验证正文中的思考段计为推理 token，且 TTFT 不取空的角色 chunk。
 func TestThinkInContentCountsAsReasoning(t *testing.T) {
 	tgt := scripted(t, func(w http.ResponseWriter, _ string) {
 		sseWrite(w, roleChunk, contentChunk("<think>"), contentChunk("one two"), contentChunk("three</think>"),
@@ -213,6 +219,7 @@ func TestThinkInContentCountsAsReasoning(t *testing.T) {
 	}
 }
 
+// TestEmulatorReasoningAndSpecDecode 对模拟器的三种推理输出方式与推测解码计数器做端到端检查。
 func TestEmulatorReasoningAndSpecDecode(t *testing.T) {
 	for _, cfg := range []deploy.EmulatorConfig{
 		{Model: "m", Reasoning: true},
@@ -235,6 +242,7 @@ func TestEmulatorReasoningAndSpecDecode(t *testing.T) {
 	}
 }
 
+// TestFailRateEqualsInjectedFailures 用与模拟器相同的确定性抽签复算注入的故障，要求失败率与各失败类别完全相等。
 func TestFailRateEqualsInjectedFailures(t *testing.T) {
 	const n, seed, rate = 200, 7, 0.2
 	kinds := []string{"500", "429", "stream_error", "drop", "truncate"}

@@ -46,8 +46,7 @@ type textGen struct {
 	zh    []rune
 	inZh  bool // 当前处于中文段还是英文段
 	left  int  // 当前段剩余片段数
-	buf   []string
-	since int // 距上一个标点的片段数
+	since int  // 距上一个标点的片段数
 }
 
 // newTextGen 以 seed 创建生成器；相同 seed 产生相同文本。
@@ -96,14 +95,6 @@ func RandomText(seed int64, tokens int) string {
 // TokenCounter 给出服务端分词器下文本的 token 数（通常是 vLLM 的 POST /tokenize）。
 type TokenCounter interface {
 	CountTokens(ctx context.Context, text string) (int, error)
-}
-
-// localCounter 按 internal/tokenize 规则计数，是没有服务端分词器时的估算。
-type localCounter struct{}
-
-// CountTokens 按共享规则计数，从不失败。
-func (localCounter) CountTokens(_ context.Context, text string) (int, error) {
-	return tokenize.Count(text), nil
 }
 
 // poolSize 是每个输入长度预生成的不同 prompt 个数上限；请求按序号循环使用。

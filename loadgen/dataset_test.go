@@ -13,6 +13,7 @@ import (
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
 
+// TestRandomTextExactLengthAndMixed 验证随机文本长度精确、可复现、确实是中英混合。
 func TestRandomTextExactLengthAndMixed(t *testing.T) {
 	for _, n := range []int{1, 2, 7, 128, 2048, 4096} {
 		s := RandomText(42, n)
@@ -51,6 +52,7 @@ func unquote(t *testing.T, q []byte) string {
 	return s
 }
 
+// TestPoolPrefixAndRanges 验证共享前缀、长度抖动范围、可复现性与 prompt 池上限。
 func TestPoolPrefixAndRanges(t *testing.T) {
 	p := Profile{InputLength: []int{100}, OutputLength: []int{1}, PrefixLength: 30, RangeRatioAbove: 0.5, RangeRatioBelow: 0.2, Seed: 9}.Defaults()
 	pool, err := buildPool(context.Background(), &p, 100, 50, nil)
@@ -93,6 +95,7 @@ func TestPoolPrefixAndRanges(t *testing.T) {
 // bpeCounter 模拟一个与共享规则不同的服务端分词器：每个英文词算 2 个 token。
 type bpeCounter struct{ calls int }
 
+// CountTokens 把长英文词算作 2 个 token，制造与共享规则的差异。
 func (b *bpeCounter) CountTokens(_ context.Context, s string) (int, error) {
 	b.calls++
 	n := 0
@@ -106,6 +109,7 @@ func (b *bpeCounter) CountTokens(_ context.Context, s string) (int, error) {
 	return n, nil
 }
 
+// TestCalibrateAgainstServerTokenizer 验证按服务端分词器校准后 prompt 长度精确。
 func TestCalibrateAgainstServerTokenizer(t *testing.T) {
 	p := Profile{InputLength: []int{256}, OutputLength: []int{1}}.Defaults()
 	c := &bpeCounter{}
@@ -134,8 +138,10 @@ func TestCalibrateAgainstServerTokenizer(t *testing.T) {
 // failCounter 总是失败。
 type failCounter struct{}
 
+// CountTokens 总是返回错误。
 func (failCounter) CountTokens(context.Context, string) (int, error) { return 0, errors.New("down") }
 
+// TestCalibrateError 验证 /tokenize 失败时报错而不是生成长度错误的数据集。
 func TestCalibrateError(t *testing.T) {
 	p := Profile{InputLength: []int{16}, OutputLength: []int{1}}.Defaults()
 	if _, err := buildPool(context.Background(), &p, 16, 2, failCounter{}); err == nil {
@@ -143,6 +149,7 @@ func TestCalibrateError(t *testing.T) {
 	}
 }
 
+// TestReadPrompts 验证 JSONL 数据集的字段别名、空行与带行号的错误。
 func TestReadPrompts(t *testing.T) {
 	in := `{"prompt":"a"}
 
@@ -174,6 +181,7 @@ func TestReadPrompts(t *testing.T) {
 	}
 }
 
+// TestGammaMeanAndVariance 用均值与方差检验 gamma 抽样（决定开环到达间隔）。
 func TestGammaMeanAndVariance(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, shape := range []float64{0.5, 1, 4} {
@@ -198,6 +206,7 @@ func TestGammaMeanAndVariance(t *testing.T) {
 	}
 }
 
+// TestImageDataURLIsPNG 验证 image-text 的图片是确定性的 PNG data URL。
 func TestImageDataURLIsPNG(t *testing.T) {
 	u := imageDataURL(3, 64, 32)
 	if !strings.HasPrefix(u, "data:image/png;base64,iVBORw0KGgo") {
@@ -208,6 +217,7 @@ func TestImageDataURLIsPNG(t *testing.T) {
 	}
 }
 
+// TestStartOffsetClimb 验证 static / linear 爬坡中每个 worker 的启动时刻。
 func TestStartOffsetClimb(t *testing.T) {
 	r := &runner{p: Profile{ControlMethod: ControlClimb, GrowthRate: 2, GrowthInterval: 1000, ClimbMode: ClimbStatic}}
 	got := []int64{}

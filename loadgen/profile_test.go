@@ -29,6 +29,7 @@ func decodeProfile(t *testing.T, path string) loadgen.Profile {
 	return p
 }
 
+// TestShippedProfilesMatchSpecDefaults 验证仓库中的 pr/daily 档位可严格解码且取值符合规格第 5 节。
 func TestShippedProfilesMatchSpecDefaults(t *testing.T) {
 	pr := decodeProfile(t, "../configs/tests/perf/profiles/pr.yaml").Defaults()
 	daily := decodeProfile(t, "../configs/tests/perf/profiles/daily.yaml").Defaults()
@@ -63,6 +64,7 @@ func yamlOf(v any) string {
 	return string(b)
 }
 
+// TestProfileValidateNamesField 验证每个非法参数的错误都点名对应的 YAML 键。
 func TestProfileValidateNamesField(t *testing.T) {
 	base := loadgen.Profile{InputLength: []int{16}, OutputLength: []int{16}}
 	neg := -0.5
@@ -104,6 +106,7 @@ func TestProfileValidateNamesField(t *testing.T) {
 	}
 }
 
+// TestParseGoodput 验证 goodput SLO 的解析与判定边界。
 func TestParseGoodput(t *testing.T) {
 	s, err := loadgen.ParseGoodput([]string{"ttft:50,e2e:1000", "tpot:12.5"})
 	if err != nil {
@@ -125,6 +128,7 @@ func TestParseGoodput(t *testing.T) {
 	}
 }
 
+// TestParseProviders 验证 providers.yaml 的解析、多地址、默认项、密钥不外泄与坏输入。
 func TestParseProviders(t *testing.T) {
 	f, err := os.Open("../configs/providers.yaml")
 	if err != nil {

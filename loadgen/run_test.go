@@ -38,6 +38,7 @@ type collect struct {
 	progress int
 }
 
+// WriteRecord 复制并保存记录。
 func (c *collect) WriteRecord(r *loadgen.Record) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -47,12 +48,17 @@ func (c *collect) WriteRecord(r *loadgen.Record) error {
 	c.recs = append(c.recs, cp)
 	return nil
 }
+
+// BeginGroup 记录分组开始。
 func (c *collect) BeginGroup(g loadgen.Group) error { c.groups = append(c.groups, g); return nil }
+
+// EndGroup 记录分组汇总。
 func (c *collect) EndGroup(s loadgen.Summary) error { c.ends = append(c.ends, s); return nil }
-func (c *collect) Progress(loadgen.Progress)        { c.progress++ }
 
-func ptr[T any](v T) *T { return &v }
+// Progress 统计进度回调次数。
+func (c *collect) Progress(loadgen.Progress) { c.progress++ }
 
+// TestRunBasicGroupsAndTokens 端到端验证分组、轮次、预热不计入、token 统计、goodput 与服务端指标。
 func TestRunBasicGroupsAndTokens(t *testing.T) {
 	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
 	p := loadgen.Profile{
@@ -120,6 +126,7 @@ func TestRunBasicGroupsAndTokens(t *testing.T) {
 	}
 }
 
+// TestRunRejectsBadInput 验证非法 Target / Profile 在发出任何请求前被拒绝。
 func TestRunRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	good := loadgen.Profile{InputLength: []int{8}, OutputLength: []int{8}}

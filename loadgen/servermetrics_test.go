@@ -42,10 +42,13 @@ func expo(b1, _, b3 [3]int, sum float64, accepted, draft int) string {
 	return sb.String()
 }
 
-// itoa 与 ftoa 按 Prometheus 文本格式输出数值。
-func itoa(v int) string     { return strconv.Itoa(v) }
+// itoa 按 Prometheus 文本格式输出整数。
+func itoa(v int) string { return strconv.Itoa(v) }
+
+// ftoa 按 Prometheus 文本格式输出浮点数。
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
+// TestServerHistogramDelta 用手算值验证直方图差值的分位数插值、MAX、AVG 与推测解码接受率。
 func TestServerHistogramDelta(t *testing.T) {
 	before, err := parseMetrics(strings.NewReader(expo([3]int{1, 0, 0}, [3]int{}, [3]int{0}, 0.005, 10, 20)))
 	if err != nil {
@@ -93,6 +96,7 @@ func TestServerHistogramDelta(t *testing.T) {
 	}
 }
 
+// TestServerHistogramInfBucketAndSum 验证 +Inf 桶的分位数、多实例求和与坏输入。
 func TestServerHistogramInfBucketAndSum(t *testing.T) {
 	// 样本落在 +Inf 桶：分位数取最高有限上界（与 histogram_quantile 一致）。
 	before, _ := parseMetrics(strings.NewReader(expo([3]int{}, [3]int{}, [3]int{0}, 0, 0, -1)))

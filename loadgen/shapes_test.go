@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
+// TestClimbRaisesConcurrencyOnSchedule 从记录重建在途请求数，验证爬坡按计划提升并发且不超过上限。
 func TestClimbRaisesConcurrencyOnSchedule(t *testing.T) {
 	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", ITL: 2 * time.Millisecond})
 	p := loadgen.Profile{
@@ -54,6 +55,7 @@ func TestClimbRaisesConcurrencyOnSchedule(t *testing.T) {
 	}
 }
 
+// TestOpenLoopMeasuresFromIntendedTime 验证开环时延从计划到达时刻量起（排队可见），且到达计划可复现。
 func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 	// 服务端每个请求约 40ms，并发上限 1，到达速率 100/s：请求必然排队，
 	// 从意图时刻量起的 E2E 必须包含排队时间（SlotWait 增长），而不是被隐藏。
@@ -103,6 +105,7 @@ func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 	}
 }
 
+// TestOpenLoopUncapped 验证不限并发的开环模式。
 func TestOpenLoopUncapped(t *testing.T) {
 	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
 	p := loadgen.Profile{Concurrency: []int{0}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{30}, RequestRate: 2000}
@@ -115,6 +118,7 @@ func TestOpenLoopUncapped(t *testing.T) {
 	}
 }
 
+// TestBackendsModesAndRoundRobin 覆盖 completions、非流式、图文、自定义数据集、输出抖动与多实例轮询。
 func TestBackendsModesAndRoundRobin(t *testing.T) {
 	_, a := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
 	_, b := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
@@ -179,6 +183,7 @@ func TestBackendsModesAndRoundRobin(t *testing.T) {
 	}
 }
 
+// TestSinkErrorAbortsRun 验证接收器报错会尽快终止运行并返回该错误。
 func TestSinkErrorAbortsRun(t *testing.T) {
 	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
 	var n atomic.Int32
@@ -198,6 +203,7 @@ func TestSinkErrorAbortsRun(t *testing.T) {
 	}
 }
 
+// TestCancelStopsRun 验证 ctx 取消会停止运行。
 func TestCancelStopsRun(t *testing.T) {
 	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", ITL: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -208,6 +214,7 @@ func TestCancelStopsRun(t *testing.T) {
 	}
 }
 
+// TestUnreachableServer 验证服务不可达时在探测阶段报错。
 func TestUnreachableServer(t *testing.T) {
 	_, err := loadgen.Run(context.Background(), loadgen.Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"},
 		loadgen.Profile{InputLength: []int{8}, OutputLength: []int{4}}, nil)

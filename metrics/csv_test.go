@@ -24,6 +24,7 @@ func specHeaderFile(t *testing.T) string {
 	return strings.TrimRight(string(b), "\n")
 }
 
+// TestSummaryHeaderMatchesSpecByteForByte 把表头与从规格逐字节复制的文件比较。
 func TestSummaryHeaderMatchesSpecByteForByte(t *testing.T) {
 	want := specHeaderFile(t)
 	if metrics.SummaryHeader != want {
@@ -61,6 +62,7 @@ func sampleSummary() loadgen.Summary {
 	}
 }
 
+// TestSummaryRowValues 验证各列的取值、单位与格式。
 func TestSummaryRowValues(t *testing.T) {
 	row := metrics.SummaryRow(sampleSummary())
 	cols := metrics.SummaryColumns()
@@ -91,6 +93,7 @@ func TestSummaryRowValues(t *testing.T) {
 	}
 }
 
+// TestSummaryRowUnmeasuredIsMinusOne 验证不可测的列写作 -1 而不是 0。
 func TestSummaryRowUnmeasuredIsMinusOne(t *testing.T) {
 	row := metrics.SummaryRow(loadgen.Summary{CompletionTokens: loadgen.Unmeasured(), SpecAcceptRate: loadgen.Unmeasured(),
 		AvgReasoningTokens: -1, AvgContentTokens: -1, AvgPromptTokens: -1})
@@ -105,6 +108,7 @@ func TestSummaryRowUnmeasuredIsMinusOne(t *testing.T) {
 	}
 }
 
+// TestSummaryWriterIncremental 验证每行写完立即落盘（崩溃不丢）。
 func TestSummaryWriterIncremental(t *testing.T) {
 	var buf bytes.Buffer
 	w := metrics.NewSummaryWriter(&buf)
@@ -134,6 +138,7 @@ func TestSummaryWriterIncremental(t *testing.T) {
 // failWriter 在写入 n 字节后报错。
 type failWriter struct{ n int }
 
+// Write 写满额度后返回错误。
 func (f *failWriter) Write(p []byte) (int, error) {
 	if f.n <= 0 {
 		return 0, errors.New("disk full")
@@ -142,6 +147,7 @@ func (f *failWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// TestWritersReportIOErrors 验证写入错误被返回而不是吞掉。
 func TestWritersReportIOErrors(t *testing.T) {
 	if err := metrics.NewSummaryWriter(&failWriter{}).Write(sampleSummary()); err == nil {
 		t.Fatal("summary writer swallowed the write error")
@@ -154,6 +160,7 @@ func TestWritersReportIOErrors(t *testing.T) {
 	}
 }
 
+// TestRecordWriterRow 验证逐请求行的全部列，包括失败行与 chunk 时间线。
 func TestRecordWriterRow(t *testing.T) {
 	var buf bytes.Buffer
 	w := metrics.NewRecordWriter(&buf, metrics.WithChunkTimes())
@@ -196,14 +203,17 @@ type memFiles map[string]*bytes.Buffer
 // nopCloser 给 bytes.Buffer 加上 Close。
 type nopCloser struct{ *bytes.Buffer }
 
+// Close 什么也不做。
 func (nopCloser) Close() error { return nil }
 
+// create 为 name 新建一个内存缓冲。
 func (m memFiles) create(name string) (io.WriteCloser, error) {
 	b := &bytes.Buffer{}
 	m[name] = b
 	return nopCloser{b}, nil
 }
 
+// TestArtifactSinkNamesAndRows 验证 A.6 的产物命名、按组合切分文件与汇总行。
 func TestArtifactSinkNamesAndRows(t *testing.T) {
 	files := memFiles{}
 	ts := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)

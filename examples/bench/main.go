@@ -85,6 +85,7 @@ type options struct {
 	p                                           loadgen.Profile
 }
 
+// main 解析参数并运行；错误打印到 stderr 并以 1 退出。
 func main() {
 	if err := run(os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
