@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/internal/sse"
 )
 
 // benchStream 在回环上以并行客户端压测流式 chat（零延迟），报告 req/s 与 chunk/s。
@@ -112,3 +115,74 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// benchFidelity 以并发 conc 个流测量客户端看到的 TTFT 与 ITL 中位数，与注入值
+// （TTFT 50ms、ITL 10ms）比较并报告偏差（毫秒）。这是基准而非断言：机器繁忙时偏差会变大。
+func benchFidelity(b *testing.B, conc int) {
+	const ttft, itl = 50 * time.Millisecond, 10 * time.Millisecond
+	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", TTFT: ttft, ITL: itl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dep, err := em.Deploy(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	url := dep.Endpoint().BaseURL() + "/completions"
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	body := `{"model":"m","prompt":"x","max_tokens":20,"ignore_eos":true,"stream":true}`
+	var mu sync.Mutex
+	var ttfts, itls []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var wg sync.WaitGroup
+		for c := 0; c < conc; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				resp, err := client.Post(url, "application/json", strings.NewReader(body))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				r := sse.NewReader(resp.Body)
+				var last time.Time
+				var lt, li []float64
+				for {
+					ev, err := r.Next()
+					if err != nil || ev.IsDone() {
+						break
+					}
+					now := time.Now()
+					if last.IsZero() {
+						lt = append(lt, now.Sub(start).Seconds()*1000)
+					} else {
+						li = append(li, now.Sub(last).Seconds()*1000)
+					}
+					last = now
+				}
+				mu.Lock()
+				ttfts, itls = append(ttfts, lt...), append(itls, li...)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	sort.Float64s(ttfts)
+	sort.Float64s(itls)
+	if len(ttfts) == 0 || len(itls) == 0 {
+		b.Fatal("no samples")
+	}
+	b.ReportMetric(ttfts[len(ttfts)/2]-50, "ttft-p50-err-ms")
+	b.ReportMetric(itls[len(itls)/2]-10, "itl-p50-err-ms")
+}
+
+func BenchmarkTimingFidelityC1(b *testing.B)   { benchFidelity(b, 1) }
+func BenchmarkTimingFidelityC64(b *testing.B)  { benchFidelity(b, 64) }
+func BenchmarkTimingFidelityC256(b *testing.B) { benchFidelity(b, 256) }
