@@ -77,7 +77,7 @@ func errorsCases(cfg Config) []Case {
 		{ID: "errors/recovers", Suite: SuiteErrors, Description: "after a burst of bad requests the server still serves a normal request",
 			Run: func(ctx context.Context, t *T) {
 				for _, bad := range []any{[]byte("{"), t.chatBody(ec.Prompt, 8).with(map[string]any{"temperature": -3.0}),
-					t.chatBody(strings.Repeat("x ", maxModelLen(ctx, t, ec)+1), 8)} {
+					t.chatBody(ec.Prompt, 8).with(map[string]any{"model": "cibench-no-such-model"}), t.chatBody(ec.Prompt, 8).with(map[string]any{"n": 0})} {
 					t.mustPost(ctx, "/v1/chat/completions", bad)
 				}
 				c := t.chat(ctx, t.plainBody(ec.Prompt, 16))

@@ -3,7 +3,6 @@ package functional
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -329,6 +328,3 @@ func reasoningCases(cfg Config) []Case {
 			}},
 	}
 }
-
-// quote 用于错误信息里的短引用。
-func quote(v any) string { return fmt.Sprintf("%q", fmt.Sprint(v)) }

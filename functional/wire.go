@@ -72,9 +72,6 @@ func (m wireMessage) field(key string) (string, bool) {
 	return s, true
 }
 
-// has 报告键 key 是否出现（包括 null）。
-func (m wireMessage) has(key string) bool { _, ok := m.raw[key]; return ok }
-
 // wireLogprob 是 chat logprobs.content 的一项。
 type wireLogprob struct {
 	Token       string  `json:"token"`
@@ -195,9 +192,6 @@ func parseError(body []byte) (errorInfo, error) {
 	}
 	return errorInfo{}, fmt.Errorf("no error object in body")
 }
-
-// ptr 返回 v 的指针，用于可选字段。
-func ptr[V any](v V) *V { return &v }
 
 // str 安全解引用字符串指针。
 func str(p *string) string {
