@@ -521,3 +521,53 @@ func TestUpdateAtRuntime(t *testing.T) {
 		t.Fatal("Update did not apply")
 	}
 }
+
+func TestStreamNChoicesAndCoalesced(t *testing.T) {
+	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: true})
+	chunks, done, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"n": 2, "temperature": 1, "seed": 3,
+		"max_tokens": 300, "ignore_eos": true, "stream_options": map[string]any{"include_usage": true}}))
+	roles, finishes := map[int]int{}, map[int]int{}
+	text := map[int]*strings.Builder{0: {}, 1: {}}
+	for _, c := range chunks[:len(chunks)-1] {
+		i := emuNum(emuJget(c, "choices", 0, "index"))
+		if emuJget(c, "choices", 0, "delta", "role") != nil {
+			roles[i]++
+		}
+		if emuJget(c, "choices", 0, "finish_reason") != nil {
+			finishes[i]++
+		}
+		text[i].WriteString(emuStr(emuJget(c, "choices", 0, "delta", "content")))
+	}
+	if !done || roles[0] != 1 || roles[1] != 1 || finishes[0] != 1 || finishes[1] != 1 || text[0].String() == text[1].String() {
+		t.Fatalf("n=2 stream: roles %v finishes %v", roles, finishes)
+	}
+	if emuNum(emuJget(chunks[len(chunks)-1], "usage", "completion_tokens")) != 600 {
+		t.Fatalf("usage over both choices: %v", chunks[len(chunks)-1])
+	}
+	// completions 流式：echo 先行，logprobs 每个 chunk 一个 token
+	chunks, _, _ = emuStreamChunks(t, ep, "/v1/completions", map[string]any{"prompt": "PROMPT", "echo": true, "logprobs": 1, "max_tokens": 3, "ignore_eos": true})
+	if emuJget(chunks[0], "choices", 0, "text") != "PROMPT" || len(emuJget(chunks[1], "choices", 0, "logprobs", "tokens").([]any)) != 1 {
+		t.Fatalf("completion stream echo/logprobs: %v", chunks[:2])
+	}
+}
+
+func TestNonStreamFaults(t *testing.T) {
+	for kind, check := range map[string]func(st int, err error) bool{
+		"stream_error": func(st int, err error) bool { return err == nil && st == 500 },
+		"drop":         func(st int, err error) bool { return err != nil },
+		"truncate":     func(st int, err error) bool { return err != nil },
+	} {
+		_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", FailureRate: 1, FailureKinds: []string{kind}})
+		body, _ := json.Marshal(emuChatBody("x", map[string]any{"max_tokens": 4}))
+		resp, err := http.Post(emuRootURL(ep)+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		st := 0
+		if err == nil {
+			st = resp.StatusCode
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if !check(st, err) {
+			t.Errorf("%s: status %d err %v", kind, st, err)
+		}
+	}
+}
