@@ -191,7 +191,7 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	}
 	if len(cats) > 0 {
 		v.AccChart = template.HTML(chart{Title: "Accuracy score vs threshold", XLabel: "dataset", YLabel: "score", Categories: cats, Bars: true,
-			Series: []series{{Name: "score", Values: scores}, {Name: "threshold", Values: thresholds, Color: "#D55E00"}}}.render())
+			Series: []series{{Name: "score", Values: scores}, {Name: "threshold", Values: thresholds, Color: "#D55E00", Dashed: true}}}.render())
 	}
 	for _, g := range gates {
 		if g.Scenario == sc.Name {

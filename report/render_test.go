@@ -212,6 +212,15 @@ func TestHTMLContent(t *testing.T) {
 			t.Errorf("TTFT chart lacks tick %s", tick)
 		}
 	}
+	// 精度图：刻度 0..0.6 步长 0.2 且没有浮点尾巴；阈值画成两条虚线标记。
+	for _, tick := range []string{">0.2<", ">0.4<", ">0.6<"} {
+		if !strings.Contains(svgs[4], tick) {
+			t.Errorf("accuracy chart lacks tick %s", tick)
+		}
+	}
+	if strings.Contains(page, "0000000") || strings.Count(svgs[4], `class="mark"`) != 2 || strings.Count(svgs[4], `class="bar"`) != 2 {
+		t.Errorf("accuracy chart: float noise or wrong marks/bars:\n%s", svgs[4])
+	}
 	// 进行中的运行显示 INCOMPLETE 而不是 PASS。
 	partial := report.Result{RunType: "pr", RunID: "x", Scenarios: []report.Scenario{{Name: "s"}}}
 	buf.Reset()

@@ -33,10 +33,10 @@ type chart struct {
 
 // 图表几何尺寸（像素）。固定尺寸让报告中的图排版整齐。
 const (
-	chartW       = 680
+	chartW       = 640
 	chartH       = 300
 	marginLeft   = 64
-	marginRight  = 190 // 图例区
+	marginRight  = 180 // 图例区
 	marginTop    = 34
 	marginBottom = 50
 )
@@ -106,11 +106,14 @@ func (c chart) render() string {
 	}
 	y := func(v float64) float64 { return float64(marginTop) + ph - v/top*ph }
 
-	// Y 轴刻度与网格线。
-	for t := 0.0; t <= top+step/2; t += step {
+	// Y 轴刻度与网格线。刻度用 i×step 计算并按步长的小数位取整，
+	// 避免累加产生 0.30000000000000004 这样的标签。
+	decimals := max(0, int(-math.Floor(math.Log10(step))))
+	for i := 0; float64(i)*step <= top+step/2; i++ {
+		t := float64(i) * step
 		yy := y(t)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e3e3e3"/>`, marginLeft, yy, float64(marginLeft)+pw, yy)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end" class="tick">%s</text>`, marginLeft-6, yy+4, esc(formatTick(t)))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end" class="tick">%s</text>`, marginLeft-6, yy+4, esc(formatTick(roundTo(t, decimals))))
 	}
 	// 坐标轴。
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%.1f" stroke="#333"/>`, marginLeft, marginTop, marginLeft, float64(marginTop)+ph)
@@ -147,7 +150,16 @@ func (c chart) render() string {
 		if s.Dashed {
 			dash = ` stroke-dasharray="5 4"`
 		}
-		if c.Bars && !s.Dashed {
+		if c.Bars && s.Dashed {
+			// 柱状图中的参考系列（阈值、基线）画成横跨该类别的虚线标记。
+			for i, v := range s.Values {
+				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
+					continue
+				}
+				fmt.Fprintf(&b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s><title>%s @ %s: %s</title></line>`,
+					x(i)-band*0.45, y(v), x(i)+band*0.45, y(v), color, dash, esc(s.Name), esc(c.Categories[i]), esc(formatValue(v)))
+			}
+		} else if c.Bars {
 			for i, v := range s.Values {
 				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
 					continue
@@ -196,6 +208,12 @@ func (c chart) render() string {
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// roundTo 把 v 四舍五入到 decimals 位小数。
+func roundTo(v float64, decimals int) float64 {
+	p := math.Pow(10, float64(decimals))
+	return math.Round(v*p) / p
 }
 
 // formatValue 以 4 位有效数字格式化数据点的值（用于悬停提示）。
