@@ -42,6 +42,7 @@ func baseRow(round string) map[string]string {
 	}
 }
 
+// TestReadSummaryCSV 用规格表头的 CSV 读回基线：秒列、ms 列换算、-1 不可测、多轮按轮次排序。
 func TestReadSummaryCSV(t *testing.T) {
 	text := specHeader + "\n" + csvRow(baseRow("2")) + "\n" + csvRow(baseRow("1")) + "\n"
 	b, err := metrics.NewCSVBaseline(strings.NewReader(text), time.UTC)
@@ -90,6 +91,7 @@ func TestReadSummaryCSV(t *testing.T) {
 	}
 }
 
+// TestReadSummaryCSVErrors 坏数值、缺列、短行都报告行号与列名。
 func TestReadSummaryCSVErrors(t *testing.T) {
 	bad := baseRow("1")
 	bad["QPS"] = "fast"
@@ -115,6 +117,7 @@ func TestReadSummaryCSVErrors(t *testing.T) {
 	}
 }
 
+// TestCSVBaselineEmpty 空文件与只有表头都返回 ErrNoBaseline；取消的 ctx 立即返回。
 func TestCSVBaselineEmpty(t *testing.T) {
 	for _, text := range []string{"", specHeader + "\n"} {
 		b, err := metrics.NewCSVBaseline(strings.NewReader(text), nil)

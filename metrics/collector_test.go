@@ -60,6 +60,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// TestCollectorGoldenAndPromlint 有无前缀两种暴露文本与 golden 一致，且 promlint 无任何问题。
 func TestCollectorGoldenAndPromlint(t *testing.T) {
 	for _, tc := range []struct{ name, prefix, file string }{
 		{"prefix", "cibench", "daily_prefix.prom"},
@@ -92,11 +93,8 @@ func TestCollectorGoldenAndPromlint(t *testing.T) {
 	}
 }
 
+// TestCollectorValues 逐值核对换算：分位数标签、秒、ms→s、功能汇总族名与取值。
 func TestCollectorValues(t *testing.T) {
-	c, err := metrics.NewCollector(dailyResults(), metrics.Options{Prefix: "cibench_"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	combo := `backend="openai-chat",concurrency="4",control_method="climb",dataset="random",growth_rate="2",input_len="2048",model="Qwen3-32B",output_len="1024",quant="w8a8",round="1",run_type="daily",scenario="local-hybrid"`
 	run := `model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid"`
 	// 组合 (2048,1024,4)：f = 4 × (1+1) = 8；TTFT P99 = 50×8×1.5 ms = 0.6 s；服务端 ms 字段换算为秒。
@@ -127,7 +125,7 @@ cibench_accuracy_score_ratio{dataset="gpqa",` + run + `} 0.625
 	// 因此把 (128,128,1) 行去掉后再比。
 	res := dailyResults()
 	res.Perf = res.Perf[1:]
-	c, err = metrics.NewCollector(res, metrics.Options{Prefix: "cibench_"})
+	c, err := metrics.NewCollector(res, metrics.Options{Prefix: "cibench_"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +155,7 @@ cibench_functional_cases_failed{` + run + `,suite="function_call"} 0
 	}
 }
 
+// TestCollectorUnmeasuredFieldsAreAbsent 不可测（-1 或零值）的字段不导出序列，而不是导出 -1 或 0。
 func TestCollectorUnmeasuredFieldsAreAbsent(t *testing.T) {
 	res := dailyResults()
 	res.Perf = res.Perf[:1]
@@ -180,6 +179,7 @@ func TestCollectorUnmeasuredFieldsAreAbsent(t *testing.T) {
 	}
 }
 
+// TestCollectorFunctionalSuitesComputedWhenMissing 报告没有套件汇总时按用例现算，口径与 functional 一致。
 func TestCollectorFunctionalSuitesComputedWhenMissing(t *testing.T) {
 	res := dailyResults()
 	res.Functional.Suites = nil
@@ -202,6 +202,7 @@ functional_cases_skipped{model="Qwen3-32B",quant="w8a8",run_type="daily",scenari
 	}
 }
 
+// TestNewCollectorRejectsBadInput 每类非法输入都返回指明字段的 *FieldError。
 func TestNewCollectorRejectsBadInput(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -240,6 +241,7 @@ func TestNewCollectorRejectsBadInput(t *testing.T) {
 	}
 }
 
+// TestQuantDefaultsToNone 未给量化类型时 quant 标签为 none。
 func TestQuantDefaultsToNone(t *testing.T) {
 	res := metrics.Results{Info: metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypePR},
 		Functional: &functional.Report{Results: []functional.Result{{CaseID: "c", Suite: "s", Status: functional.StatusPass}}}}
@@ -257,6 +259,7 @@ functional_case_pass{case_id="c",model="m",quant="none",run_type="pr",scenario="
 	}
 }
 
+// TestMetricName 前缀拼接规则：空前缀不加，末尾下划线不重复。
 func TestMetricName(t *testing.T) {
 	for _, tc := range []struct{ prefix, name, want string }{
 		{"", "perf_ttft_seconds", "perf_ttft_seconds"},
@@ -270,6 +273,7 @@ func TestMetricName(t *testing.T) {
 	}
 }
 
+// TestWriteTextMatchesGolden WriteText 的输出就是 golden 暴露文本，非法输入报错。
 func TestWriteTextMatchesGolden(t *testing.T) {
 	var buf bytes.Buffer
 	if err := metrics.WriteText(&buf, dailyResults(), metrics.Options{Prefix: "cibench"}); err != nil {

@@ -63,6 +63,7 @@ func strictDashboard(t *testing.T, raw []byte) dashboard.Dashboard {
 	return d
 }
 
+// TestDashboardMatchesGrafanaModel 看板通过 Grafana 官方模型严格解析，并含规格要求的标题、时间范围、变量与面板。
 func TestDashboardMatchesGrafanaModel(t *testing.T) {
 	d, err := metrics.NewDashboard(metrics.DashboardOptions{Prefix: "cibench"})
 	if err != nil {
@@ -124,6 +125,7 @@ func TestDashboardMatchesGrafanaModel(t *testing.T) {
 	}
 }
 
+// TestDashboardComparisonsAndImport 性能面板都有 Today/-1d/-7d 三条曲线；__inputs 与数据源引用可导入。
 func TestDashboardComparisonsAndImport(t *testing.T) {
 	d, err := metrics.NewDashboard(metrics.DashboardOptions{})
 	if err != nil {
@@ -176,6 +178,7 @@ func TestDashboardComparisonsAndImport(t *testing.T) {
 	}
 }
 
+// TestNewDashboardValidates 非法前缀与 UID 在构造时被拒绝。
 func TestNewDashboardValidates(t *testing.T) {
 	for _, o := range []metrics.DashboardOptions{{Prefix: "Bad-Prefix"}, {UID: "a/b"}, {UID: strings.Repeat("x", 41)}} {
 		if _, err := metrics.NewDashboard(o); !errors.Is(err, metrics.ErrInvalid) {

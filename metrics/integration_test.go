@@ -297,6 +297,7 @@ func substitute(expr string, vars map[string]string) string {
 	})
 }
 
+// TestIntegrationPrometheusPushgateway 端到端：仿真器上的真实每日运行推送到真实 Pushgateway，由真实 Prometheus 抓取后逐序列核对、读回基线、执行看板全部查询；PR 不推送，次日推送替换同一组。
 func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -65,6 +65,7 @@ func (r *recorder) requests() []recorded {
 	return append([]recorded(nil), r.reqs...)
 }
 
+// TestPushDailyReplacesGroup 每日推送用 PUT 发到以稳定身份为键的分组，带 basic auth，载荷是完整的指标族。
 func TestPushDailyReplacesGroup(t *testing.T) {
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
@@ -102,6 +103,7 @@ func TestPushDailyReplacesGroup(t *testing.T) {
 	}
 }
 
+// TestPushNonDailyNeverSends PR 与非法运行类型不发出任何请求。
 func TestPushNonDailyNeverSends(t *testing.T) {
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
@@ -125,6 +127,7 @@ func TestPushNonDailyNeverSends(t *testing.T) {
 	}
 }
 
+// TestPushRetriesTransientFailures 503/429 之后重试成功，每次都带 bearer token。
 func TestPushRetriesTransientFailures(t *testing.T) {
 	rec := &recorder{statuses: []int{http.StatusServiceUnavailable, http.StatusTooManyRequests}}
 	srv := httptest.NewServer(rec)
@@ -147,6 +150,7 @@ func TestPushRetriesTransientFailures(t *testing.T) {
 	}
 }
 
+// TestPushGivesUpWithoutLeakingSecrets 重试耗尽返回 *PushError，错误信息不含 token。
 func TestPushGivesUpWithoutLeakingSecrets(t *testing.T) {
 	rec := &recorder{statuses: []int{500, 500, 500, 500}}
 	srv := httptest.NewServer(rec)
@@ -168,6 +172,7 @@ func TestPushGivesUpWithoutLeakingSecrets(t *testing.T) {
 	}
 }
 
+// TestPushDoesNotRetryClientErrors 400 等客户端错误不重试。
 func TestPushDoesNotRetryClientErrors(t *testing.T) {
 	rec := &recorder{statuses: []int{http.StatusBadRequest}}
 	srv := httptest.NewServer(rec)
@@ -182,6 +187,7 @@ func TestPushDoesNotRetryClientErrors(t *testing.T) {
 	}
 }
 
+// TestPushHonoursContextDuringBackoff 退避等待中取消 ctx 立即返回 context.Canceled。
 func TestPushHonoursContextDuringBackoff(t *testing.T) {
 	rec := &recorder{statuses: []int{503, 503, 503}, arrived: make(chan struct{}, 8)}
 	srv := httptest.NewServer(rec)
@@ -206,6 +212,7 @@ func TestPushHonoursContextDuringBackoff(t *testing.T) {
 	}
 }
 
+// TestPushUnreachable 连接被拒绝时返回无状态码的 *PushError。
 func TestPushUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
@@ -220,6 +227,7 @@ func TestPushUnreachable(t *testing.T) {
 	}
 }
 
+// TestNewPusherValidates 构造时校验 URL、认证互斥、超时与前缀，且错误不泄露 URL 中的凭据。
 func TestNewPusherValidates(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -247,6 +255,7 @@ func TestNewPusherValidates(t *testing.T) {
 	}
 }
 
+// TestGroupingKey 分组键只含稳定身份（job、model、quant、scenario、run_type）。
 func TestGroupingKey(t *testing.T) {
 	p, err := metrics.NewPusher(metrics.PushConfig{URL: "http://pgw:9091", Job: "vllm-ci"})
 	if err != nil {

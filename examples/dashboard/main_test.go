@@ -8,6 +8,7 @@ import (
 	"testing"
 )
 
+// TestRunWritesFileAndStdout 确认 -o 写出的文件与 stdout 输出逐字节相同，且非法前缀报错。
 func TestRunWritesFileAndStdout(t *testing.T) {
 	var stdout bytes.Buffer
 	if err := run([]string{"-prefix", "cibench"}, &stdout); err != nil {
