@@ -13,6 +13,7 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/report"
+	"gopkg.in/yaml.v3"
 )
 
 // oneRow 构造一个组合的一行汇总。
@@ -305,5 +306,25 @@ func TestMetricsBaselines(t *testing.T) {
 	cancel()
 	if _, _, err := report.MetricsBaselines(csvSrc).Lookup(ctx, key); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// TestThresholdsYAML 检查阈值可从 YAML 读取，省略的键取默认值。
+func TestThresholdsYAML(t *testing.T) {
+	var th report.Thresholds
+	if err := yaml.Unmarshal([]byte("ttft_p99_regression: 0.2\nqps_drop: -1\nrequire_baseline: true\n"), &th); err != nil {
+		t.Fatal(err)
+	}
+	if th.TTFTP99Regression != 0.2 || th.QPSDrop != -1 || !th.RequireBaseline || th.E2EP99Regression != 0 {
+		t.Fatalf("%+v", th)
+	}
+	base := report.StaticBaselines{{Scenario: "s", InputLength: 128, OutputLength: 128, Concurrency: 1}: {RunID: "d", TTFTP99: 100 * time.Millisecond, E2EP99: time.Second, QPS: 10}}
+	cur := oneRow(1, 115*time.Millisecond, 1150*time.Millisecond, 1, 0)
+	gates, _ := report.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{{Name: "s", Perf: []loadgen.Summary{cur}}}}, th, base)
+	want := map[string]report.Verdict{"ttft_p99_seconds": report.VerdictPass, "e2e_p99_seconds": report.VerdictFail, "qps": report.VerdictSkipped, "fail_rate": report.VerdictPass}
+	for m, v := range want {
+		if g := gateByName(t, gates, "s", "perf/in128-out128-c1-openai-chat/"+m); g.Verdict != v {
+			t.Errorf("%s = %s want %s (%s)", m, g.Verdict, v, g.Reason)
+		}
 	}
 }

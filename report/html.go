@@ -47,6 +47,7 @@ type scenarioView struct {
 	AccChart   template.HTML
 	Gates      []gateRow
 	GateFailed int
+	Files      []string // 场景目录下的产物（相对运行目录的斜杠路径）
 }
 
 // htmlView 是整份报告的数据。
@@ -62,7 +63,11 @@ type htmlView struct {
 // WriteHTML 把结果渲染成自包含的 HTML 报告：内联 CSS、Go 生成的 SVG 图表、
 // 少量内联脚本（只做"仅看失败"的筛选和渲染自检），不引用任何外部资源，
 // 可以作为 CI 产物下载后离线打开。
-func WriteHTML(w io.Writer, res Result) error {
+func WriteHTML(w io.Writer, res Result) error { return writeHTML(w, res, nil) }
+
+// writeHTML 是 WriteHTML 的实现；files 为各场景目录下的产物相对路径
+// （Finish 时提供），报告据此列出可点击的相对链接，下载产物后离线可用。
+func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 	v := htmlView{Res: res, Generated: res.Finished.Format(time.RFC3339)}
 	if res.Finished.IsZero() {
 		v.Generated = "in progress (run not finished)"
@@ -84,7 +89,9 @@ func WriteHTML(w io.Writer, res Result) error {
 		}
 	}
 	for i, sc := range res.Scenarios {
-		v.Scenarios = append(v.Scenarios, buildScenarioView(i, sc, res.Gates))
+		sv := buildScenarioView(i, sc, res.Gates)
+		sv.Files = files[sc.Name]
+		v.Scenarios = append(v.Scenarios, sv)
 	}
 	t, err := template.New("report").Funcs(template.FuncMap{
 		"verdictClass": func(v Verdict) string { return "v-" + string(v) },

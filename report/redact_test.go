@@ -155,6 +155,13 @@ func TestNoSecretInAnyArtifact(t *testing.T) {
 	if files < 15 || masks < 10 {
 		t.Fatalf("walked %d files, %d with masks — the test did not exercise enough artifacts", files, masks)
 	}
+	// 报告链接了场景目录下的产物（相对路径，离线可点）。
+	page, _ := os.ReadFile(filepath.Join(run.Dir(), "report.html"))
+	for _, href := range []string{`href="emu/logs/server.log"`, `href="emu/accuracy/gpqa_m_20261122.html"`, `href="emu/perf/summary.json"`} {
+		if !strings.Contains(string(page), href) {
+			t.Errorf("report.html lacks %s", href)
+		}
+	}
 	// 脱敏保留上下文：人仍能看出哪里有过凭据。
 	b, _ := os.ReadFile(filepath.Join(run.Dir(), "emu", "logs", "server.log"))
 	if want := "DEBUG GET http://" + redact.Mask + "@10.0.0.7:8000/v1/models\n"; !strings.Contains(string(b), want) {

@@ -608,6 +608,24 @@ func (r *Run) writeManifestLocked(now time.Time, hashes bool) error {
 	return r.writeJSONLocked(fileManifest, m)
 }
 
+// scenarioFilesLocked 列出每个场景目录下的普通文件（相对运行目录），供报告链接。
+// 列举失败只影响链接列表，不影响报告本身，因此忽略错误。
+func (r *Run) scenarioFilesLocked() map[string][]string {
+	out := map[string][]string{}
+	for _, sc := range r.res.Scenarios {
+		_ = filepath.WalkDir(filepath.Join(r.dir, sc.Name), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() || strings.HasPrefix(d.Name(), tmpPrefix) {
+				return nil
+			}
+			if rel, err := filepath.Rel(r.dir, p); err == nil {
+				out[sc.Name] = append(out[sc.Name], filepath.ToSlash(rel))
+			}
+			return nil
+		})
+	}
+	return out
+}
+
 // Finish 结束运行：填入门禁结论与退出码，写出 summary.json、junit.xml、
 // report.html，对整个目录做脱敏，最后写带哈希的 manifest.json。
 // 返回值是进程应使用的退出码（见 ExitCode）。被取消的运行也应调用 Finish
@@ -638,7 +656,7 @@ func (r *Run) Finish(ctx context.Context, gates []Gate, now time.Time) (int, err
 		errs = append(errs, err)
 	}
 	buf.Reset()
-	if err := WriteHTML(&buf, r.res); err != nil {
+	if err := writeHTML(&buf, r.res, r.scenarioFilesLocked()); err != nil {
 		errs = append(errs, err)
 	} else if err := r.writeFileLocked(fileHTML, buf.Bytes()); err != nil {
 		errs = append(errs, err)

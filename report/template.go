@@ -133,6 +133,8 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 {{range .Gates}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Name}}</td><td>{{.Kind}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td>{{.Limit}}</td><td class="{{verdictClass .Verdict}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
 {{else}}<p class="note">No gates evaluated yet.</p>{{end}}
+{{if .Files}}<h3>Artifacts</h3>
+<details><summary>{{len .Files}} files</summary><ul class="files">{{range .Files}}<li><a href="{{.}}">{{.}}</a></li>{{end}}</ul></details>{{end}}
 </section>
 {{end}}
 <p class="note">Generated {{.Generated}} by cibench. Self-contained: no external resources.</p>

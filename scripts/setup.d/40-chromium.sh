@@ -6,6 +6,7 @@ set -euo pipefail
 cache="${CIBENCH_CACHE:-$HOME/.cache/cibench}"
 mkdir -p "$cache/bin"
 
+# find_chromium 打印第一个找到的 Chromium 可执行文件路径，找不到时返回 1。
 find_chromium() {
 	for c in chromium chromium-browser google-chrome; do
 		if command -v "$c" >/dev/null 2>&1; then
