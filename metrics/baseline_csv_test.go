@@ -143,3 +143,59 @@ func TestCSVBaselineLookupMiss(t *testing.T) {
 		t.Errorf("Lookup found %v for another concurrency", got)
 	}
 }
+
+// TestCSVRoundTripWithSummaryWriter 与 loadgen 同事的写入器对接：SummaryWriter 写出的 CSV
+// 经 ReadSummaryCSV 读回，门禁与看板用到的字段在 CSV 精度内（秒 6 位、毫秒 3 位小数）不变。
+func TestCSVRoundTripWithSummaryWriter(t *testing.T) {
+	var buf strings.Builder
+	w := metrics.NewSummaryWriter(&buf)
+	want := dailyResults().Perf
+	for _, s := range want {
+		if err := w.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first, _, _ := strings.Cut(buf.String(), "\n"); first != specHeader {
+		t.Fatalf("writer header differs from the spec header")
+	}
+	got, err := metrics.ReadSummaryCSV(strings.NewReader(buf.String()), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows read back, want %d", len(got), len(want))
+	}
+	near := func(a, b time.Duration) bool { d := a - b; return d > -time.Microsecond && d < time.Microsecond }
+	for i := range want {
+		g, w := got[i], want[i]
+		if metrics.ComboOf(g) != metrics.ComboOf(w) || g.Round != w.Round || g.NumPrompts != w.NumPrompts || g.Provider != w.Provider {
+			t.Errorf("row %d identity %+v, want %+v", i, metrics.ComboOf(g), metrics.ComboOf(w))
+		}
+		for _, f := range []struct {
+			name string
+			g, w time.Duration
+		}{
+			{"TTFT.P99", g.TTFT.P99, w.TTFT.P99}, {"TTFT.P75", g.TTFT.P75, w.TTFT.P75}, {"E2E.P99", g.E2E.P99, w.E2E.P99},
+			{"E2E.Avg", g.E2E.Avg, w.E2E.Avg}, {"TPOTSec.P90", g.TPOTSec.P90, w.TPOTSec.P90},
+			{"FirstToSecondToken.Min", g.FirstToSecondToken.Min, w.FirstToSecondToken.Min},
+			{"ServerTTFT.P99", g.ServerTTFT.P99, w.ServerTTFT.P99}, {"ServerE2E.Max", g.ServerE2E.Max, w.ServerE2E.Max},
+			{"TotalTime", g.TotalTime, w.TotalTime},
+		} {
+			if !near(f.g, f.w) {
+				t.Errorf("row %d %s = %v, want %v", i, f.name, f.g, f.w)
+			}
+		}
+		if d := g.QPS - w.QPS; d > 1e-4 || d < -1e-4 {
+			t.Errorf("row %d QPS %v, want %v", i, g.QPS, w.QPS)
+		}
+		if d := g.FailRate - w.FailRate; d > 1e-6 || d < -1e-6 {
+			t.Errorf("row %d FailRate %v, want %v", i, g.FailRate, w.FailRate)
+		}
+		if g.SpecAcceptRate.Avg != w.SpecAcceptRate.Avg || g.SpecAcceptRate.P99 != -1 {
+			t.Errorf("row %d SpecAcceptRate %+v, want avg only", i, g.SpecAcceptRate)
+		}
+		if !g.ExecutionTime.Equal(w.ExecutionTime) {
+			t.Errorf("row %d ExecutionTime %v, want %v", i, g.ExecutionTime, w.ExecutionTime)
+		}
+	}
+}

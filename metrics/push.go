@@ -226,3 +226,25 @@ func (p *Pusher) pushOnce(ctx context.Context, g prometheus.Gatherer, key map[st
 	err := pp.PushContext(ctx)
 	return doer.status, err
 }
+
+// 示例与驱动程序读取 Pushgateway 设置时约定的环境变量名。
+const (
+	EnvPushgatewayURL      = "PROM_PUSHGATEWAY_URL"
+	EnvPushgatewayUsername = "PROM_PUSHGATEWAY_USERNAME"
+	EnvPushgatewayPassword = "PROM_PUSHGATEWAY_PASSWORD"
+	EnvPushgatewayToken    = "PROM_PUSHGATEWAY_TOKEN"
+)
+
+// PushConfigFromEnv 用 getenv（示例程序传 os.Getenv）补全 cfg：配置里已有的 URL 优先，
+// 否则取 PROM_PUSHGATEWAY_URL；凭据只在 cfg 中没有时从环境取。库本身不读环境变量，
+// 由调用方决定是否以及从哪里读取。
+func PushConfigFromEnv(getenv func(string) string, cfg PushConfig) PushConfig {
+	if cfg.URL == "" {
+		cfg.URL = getenv(EnvPushgatewayURL)
+	}
+	if cfg.Username == "" && cfg.BearerToken == "" {
+		cfg.Username, cfg.Password = getenv(EnvPushgatewayUsername), getenv(EnvPushgatewayPassword)
+		cfg.BearerToken = getenv(EnvPushgatewayToken)
+	}
+	return cfg
+}

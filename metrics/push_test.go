@@ -280,3 +280,19 @@ func TestGroupingKey(t *testing.T) {
 		t.Errorf("GroupingLabels() = %v", got)
 	}
 }
+
+// TestPushConfigFromEnv 确认配置中的地址优先于环境变量，凭据在配置缺失时取自环境。
+func TestPushConfigFromEnv(t *testing.T) {
+	env := map[string]string{
+		metrics.EnvPushgatewayURL: "http://pgw-env:9091", metrics.EnvPushgatewayToken: "tok",
+	}
+	getenv := func(k string) string { return env[k] }
+	cfg := metrics.PushConfigFromEnv(getenv, metrics.PushConfig{})
+	if cfg.URL != "http://pgw-env:9091" || cfg.BearerToken != "tok" || cfg.Username != "" {
+		t.Errorf("from env: %+v", cfg)
+	}
+	cfg = metrics.PushConfigFromEnv(getenv, metrics.PushConfig{URL: "http://pgw-cfg:9091", Username: "u", Password: "p"})
+	if cfg.URL != "http://pgw-cfg:9091" || cfg.BearerToken != "" || cfg.Username != "u" {
+		t.Errorf("config must win: %+v", cfg)
+	}
+}
