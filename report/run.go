@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -208,6 +209,8 @@ func (r *Run) AddScenario(info ScenarioInfo) error {
 func (r *Run) RecordFunctional(scenario string, rep functional.Report) error {
 	return r.record(scenario, func(sc *Scenario) string {
 		rep.Results = append([]functional.Result(nil), rep.Results...)
+		rep.Suites = append([]functional.SuiteSummary(nil), rep.Suites...)
+		sanitizeFloats(&rep)
 		sc.Functional = &rep
 		return path.Join(string(StageFunctional), fileFunctional)
 	})
@@ -216,13 +219,17 @@ func (r *Run) RecordFunctional(scenario string, rep functional.Report) error {
 // RecordPerf 追加场景的压测汇总行（一次 loadgen.Run 的返回值）。
 func (r *Run) RecordPerf(scenario string, rows []loadgen.Summary) error {
 	return r.record(scenario, func(sc *Scenario) string {
+		start := len(sc.Perf)
 		sc.Perf = append(sc.Perf, rows...)
+		sanitizeFloats(sc.Perf[start:])
 		return path.Join(string(StagePerf), filePerf)
 	})
 }
 
 // RecordAccuracy 追加一项精度评测结果。
 func (r *Run) RecordAccuracy(scenario string, acc Accuracy) error {
+	acc.Result.Metrics = maps.Clone(acc.Result.Metrics)
+	sanitizeFloats(&acc)
 	return r.record(scenario, func(sc *Scenario) string {
 		sc.Accuracy = append(sc.Accuracy, acc)
 		return path.Join(string(StageAccuracy), fileAccuracy)
@@ -638,6 +645,7 @@ func (r *Run) Finish(ctx context.Context, gates []Gate, now time.Time) (int, err
 	defer r.mu.Unlock()
 	r.finished = true
 	r.res.Gates = append([]Gate(nil), gates...)
+	sanitizeFloats(r.res.Gates)
 	r.res.Finished = now.UTC()
 	r.res.Complete = true
 	r.res.ExitCode = ExitCode(gates)

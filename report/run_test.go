@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -397,5 +398,45 @@ func TestConcurrentRecordsAndCancelledFinish(t *testing.T) {
 			sc.Errors[1].Message != "pushgateway down "+redact.Mask {
 			t.Fatalf("%s: perf %d errors %+v", sc.Name, len(sc.Perf), sc.Errors)
 		}
+	}
+}
+
+// TestNonFiniteValuesRecorded 检查 NaN/Inf（例如除零得到的 QPS）不会让
+// JSON 落盘失败：它们按"不可测"记为 −1，且调用方的数据不被修改。
+func TestNonFiniteValuesRecorded(t *testing.T) {
+	run, err := report.NewRun(t.TempDir(), "pr", "nan", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := perfRows(1, 1)[:1]
+	rows[0].QPS = math.Inf(1)
+	rows[0].SpecAcceptRate.Avg = math.NaN()
+	if err := run.RecordPerf("s", rows); err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(rows[0].QPS, 1) {
+		t.Fatal("caller's row was modified")
+	}
+	a := acc("gpqa", math.NaN(), ptr(0.3))
+	a.Result.Metrics["score:std"] = math.Inf(-1)
+	if err := run.RecordAccuracy("s", a); err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(a.Result.Metrics["score:std"], -1) {
+		t.Fatal("caller's metrics map was modified")
+	}
+	rep := funcReport(1, 0)
+	rep.Suites = []functional.SuiteSummary{{Suite: "chat", PassRatio: math.NaN()}}
+	if err := run.RecordFunctional("s", rep); err != nil {
+		t.Fatal(err)
+	}
+	res, err := report.Load(os.DirFS(run.Dir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := res.Scenarios[0]
+	if sc.Perf[0].QPS != -1 || sc.Perf[0].SpecAcceptRate.Avg != -1 || sc.Accuracy[0].Result.Score != -1 ||
+		sc.Accuracy[0].Result.Metrics["score:std"] != -1 || sc.Functional.Suites[0].PassRatio != -1 {
+		t.Fatalf("not sanitized: %+v %+v %+v", sc.Perf[0].QPS, sc.Accuracy[0].Result, sc.Functional.Suites)
 	}
 }
