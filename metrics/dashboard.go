@@ -555,7 +555,9 @@ func (g *genState) functional() {
 			}}}},
 		Options: tableOptions("suite")}
 	for _, q := range []struct{ ref, name string }{{"A", NameFunctionalPassRatio}, {"B", NameFunctionalCasesTotal}, {"C", NameFunctionalCasesFailed}} {
-		summary.Targets = append(summary.Targets, g.target(summary.Title, q.ref, vec(q.name, runSel, ""), "", "table", true, ""))
+		// 聚合去掉 __name__（以及 job/instance），三个查询的标签列才相同，merge 才能按套件合并成一行。
+		expr := "max without (job, instance) (" + vec(q.name, runSel, "") + ")"
+		summary.Targets = append(summary.Targets, g.target(summary.Title, q.ref, expr, "", "table", true, ""))
 	}
 	summary.Transformations = []dashTransform{
 		{ID: "merge", Options: map[string]any{}},

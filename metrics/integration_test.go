@@ -490,6 +490,7 @@ func checkDashboard(ctx context.Context, t *testing.T, st *stack, at time.Time) 
 		"backend": {"openai-chat"}, "concurrency": {"1", "4"}, "input_len": {"64"}, "output_len": {"16"},
 	}
 	n := 0
+	mergeKeys := map[string][]string{} // 套件汇总表的各查询返回的标签集合（merge 变换要求相同）
 	for _, q := range d.Queries() {
 		expr := substitute(q.Expr, vars)
 		if strings.Contains(expr, "$") {
@@ -522,9 +523,20 @@ func checkDashboard(ctx context.Context, t *testing.T, st *stack, at time.Time) 
 		if len(vec) == 0 {
 			t.Errorf("%s %s returned no data at observation+%s: %s", q.Panel, q.RefID, q.Offset, expr)
 		}
+		if q.Panel == "Functional suite summary" {
+			var keys []string
+			for _, smp := range vec {
+				keys = append(keys, smp.Metric.String())
+			}
+			sort.Strings(keys)
+			mergeKeys[q.RefID] = keys
+		}
 		n++
 	}
 	t.Logf("%d dashboard queries returned data", n)
+	if a, b, c := strings.Join(mergeKeys["A"], ";"), strings.Join(mergeKeys["B"], ";"), strings.Join(mergeKeys["C"], ";"); a == "" || a != b || a != c {
+		t.Errorf("suite summary queries return different label sets, the table cannot merge them:\nA %s\nB %s\nC %s", a, b, c)
+	}
 	// 选定组合的 TTFT P99 今天与 −1d 曲线的值相同（同一个样本），证明 offset 对上了。
 	today := st.instant(ctx, t, substitute(`avg without (round) (${metric_prefix}perf_ttft_seconds{quantile="0.99",concurrency="4"})`, vars), at)
 	shifted := st.instant(ctx, t, substitute(`avg without (round) (${metric_prefix}perf_ttft_seconds{quantile="0.99",concurrency="4"} offset 1d)`, vars), at.Add(24*time.Hour))
