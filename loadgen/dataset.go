@@ -11,6 +11,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"unicode/utf8"
@@ -149,32 +150,53 @@ func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCo
 	return pool, nil
 }
 
-// calibrate 让文本在服务端分词器下恰好 target 个 token：按差值删减或追加片段，
-// 重复至相等或 8 轮（BPE 合并可能使差值振荡），返回文本与最终计数。
+// calibrate 让文本在服务端分词器下恰好（或尽量接近）target 个 token。每个片段在
+// 真实分词器下可能是多个 token（字节级 BPE 中一个汉字常是 2~3 个），所以按当前的
+// "token/片段"比例估算要增删的片段数，最多 12 轮，返回最接近目标的文本与其计数。
 func calibrate(ctx context.Context, c TokenCounter, g *textGen, pieces []string, target, keep int) (string, int, error) {
-	text := strings.Join(pieces, "")
-	for range 8 {
+	bestText, bestGot := "", -1
+	for range 12 {
+		text := strings.Join(pieces, "")
 		got, err := c.CountTokens(ctx, text)
 		if err != nil {
 			return "", 0, fmt.Errorf("loadgen: tokenize: %w", err)
 		}
-		if got == target {
-			return text, got, nil
+		if bestGot < 0 || abs(got-target) < abs(bestGot-target) {
+			bestText, bestGot = text, got
 		}
-		diff := target - got
-		if diff > 0 {
-			pieces = g.pieces(pieces, diff)
+		if got == target || got == 0 {
+			break
+		}
+		ratio := float64(got) / float64(len(pieces))
+		step := int(math.Round(float64(target-got) / ratio))
+		if step == 0 {
+			step = sign(target - got)
+		}
+		n := max(len(pieces)+step, keep+1)
+		if n == len(pieces) {
+			break
+		}
+		if n > len(pieces) {
+			pieces = g.pieces(pieces, n-len(pieces))
 		} else {
-			n := max(len(pieces)+diff, keep+1)
 			pieces = pieces[:n]
 		}
-		text = strings.Join(pieces, "")
 	}
-	got, err := c.CountTokens(ctx, text)
-	if err != nil {
-		return "", 0, fmt.Errorf("loadgen: tokenize: %w", err)
+	return bestText, bestGot, nil
+}
+
+// abs 返回整数的绝对值。
+func abs(v int) int { return max(v, -v) }
+
+// sign 返回 v 的符号（-1、0、1）。
+func sign(v int) int {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -1
 	}
-	return text, got, nil
+	return 0
 }
 
 // jitter 在 [base×(1−below), base×(1+above)] 内均匀取整数长度（至少 1）。

@@ -16,6 +16,9 @@ type Target struct {
 	APIKey string
 	// Provider 是 providers.yaml 中的 id，写入汇总的 Provider 列与产物文件名。
 	Provider string
+	// Tokenizer 在服务端没有 POST /tokenize 时用于校准数据集长度（例如 LoadHFTokenizer
+	// 读入的 tokenizer.json）；为 nil 时退回 internal/tokenize 的估算。
+	Tokenizer TokenCounter
 	// Client 为 nil 时，Run 为本次运行创建一个按最大并发调优连接池的客户端。
 	Client *http.Client
 }

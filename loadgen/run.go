@@ -166,6 +166,9 @@ func (r *runner) prepare(ctx context.Context) error {
 	}
 	if r.p.DatasetType == DatasetRandom {
 		r.counter = r.probeTokenize(ctx)
+		if r.counter == nil && r.t.Tokenizer != nil {
+			r.counter = r.t.Tokenizer
+		}
 	}
 	if r.p.ModalType == ModalImageText {
 		for i := range 4 {

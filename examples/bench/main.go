@@ -129,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&p.RangeRatioBelow, "range-ratio-below", 0, "input length jitter below [0,1)")
 	fs.StringVar(&p.DatasetType, "dataset-type", "", "random (default) or custom (needs --input-path)")
 	fs.StringVar(&p.InputPath, "input-path", "", "JSONL prompts for the custom dataset")
-	fs.StringVar(&p.Tokenizer, "tokenizer", "", "tokenizer path (recorded; token counts come from the server's /tokenize or an estimate)")
+	fs.StringVar(&p.Tokenizer, "tokenizer", "", "HuggingFace tokenizer.json (or its directory), used to size prompts when the server has no /tokenize")
 	fs.StringVar(&p.ModalType, "modal-type", loadgen.ModalText, "text or image-text")
 	fs.Var(&o.configOpts, "config-option", "KEY:VALUE, e.g. image_width:512 (repeated or comma list)")
 	fs.StringVar(&o.savePath, "benchmark-save-path", "./benchmark_output", "artifact directory")
@@ -298,6 +298,13 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer teardown()
+	if o.p.Tokenizer != "" {
+		tok, err := loadTokenizer(o.p.Tokenizer)
+		if err != nil {
+			return err
+		}
+		tgt.Tokenizer = tok
+	}
 	if err := os.MkdirAll(o.savePath, 0o755); err != nil {
 		return err
 	}
@@ -327,6 +334,23 @@ func run(args []string, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "wrote", filepath.Join(o.savePath, f))
 	}
 	return runErr
+}
+
+// loadTokenizer 读取 --tokenizer：tokenizer.json 文件，或包含它的模型目录。
+func loadTokenizer(path string) (*loadgen.HFTokenizer, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "tokenizer.json")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer: %w", err)
+	}
+	defer f.Close()
+	tok, err := loadgen.LoadHFTokenizer(f)
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer %s: %w", path, err)
+	}
+	return tok, nil
 }
 
 // target 解析 provider，或在没有 provider 时启动进程内模拟器。
