@@ -57,6 +57,13 @@ var extractionResponses = []string{
 	"Réponse : 36",
 	"答え：65",
 	"Answer:\u200b\u200b\u200b\u200b\u200b\u200bD",
+	"Answer: ｂ",
+	"ANſWER: C",
+	"ANSWER\u2028:\tA",
+	"Antwort:\u00a0B\nAnswer: C",
+	"答え：ｄ",
+	"Answer: ج",
+	"Answer: দ",
 }
 
 // TestPromptsMatchReference 逐字节核对提示模板与正则表和参考文件一致。

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
@@ -70,21 +74,7 @@ func TestURLAndDatasetPathWithGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dep.Teardown(context.Background())
-	data := t.TempDir()
-	sample := accuracy.SampleData().(accuracy.FSSource)
-	err = fs.WalkDir(sample.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(sample.FS, p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(data, p), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := copySampleData(t)
 	cfg := filepath.Join(t.TempDir(), "gate.yaml")
 	os.WriteFile(cfg, []byte("debug: true\ndatasets:\n  - name: mgsm\n    threshold: 1.0\n"), 0o644)
 	out := t.TempDir()
@@ -128,5 +118,66 @@ func TestArgumentErrors(t *testing.T) {
 	cancel()
 	if code := run(ctx, []string{"--debug", "--out", t.TempDir()}, &so, &se); code != 130 && code != 1 {
 		t.Errorf("cancelled: %d", code)
+	}
+}
+
+// copySampleData 把内置合成数据复制到临时目录，模拟 --dataset-path。
+func copySampleData(t *testing.T) string {
+	t.Helper()
+	data := t.TempDir()
+	sample := accuracy.SampleData().(accuracy.FSSource)
+	err := fs.WalkDir(sample.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(sample.FS, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(data, p), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestInterruptKeepsPartialResults 模拟 Ctrl-C：第 4 个请求到达时取消 ctx，
+// 已完成的 3 个样本照常写出，退出码 130。
+func TestInterruptKeepsPartialResults(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// 先读完请求体：服务器只有在请求体读完后才会探测到客户端断开并取消 r.Context()。
+		io.Copy(io.Discard, r.Body)
+		if n.Add(1) > 3 {
+			cancel()
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"Answer: C"}}]}`))
+	}))
+	defer srv.Close()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"--dataset", "gpqa", "--served-model-name", "m", "--url", srv.URL + "/v1", "--dataset-path", copySampleData(t),
+		"--debug", "--num-threads", "1", "--out", out}, &stdout, &stderr)
+	if code != 130 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	jl, _ := filepath.Glob(filepath.Join(out, "gpqa_m_*.jsonl"))
+	if len(jl) != 1 {
+		t.Fatalf("jsonl files %v", jl)
+	}
+	f, _ := os.Open(jl[0])
+	recs, err := accuracy.ReadJSONL(f)
+	f.Close()
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("records=%d err=%v", len(recs), err)
+	}
+	if !strings.Contains(stdout.String(), "examples=3/5") || !strings.Contains(stderr.String(), "partial results written") {
+		t.Errorf("stdout=%s stderr=%s", stdout.String(), stderr.String())
 	}
 }
