@@ -199,6 +199,9 @@ func guidedSpec(cfg *EmulatorConfig, c *emuCommon) (fn func(uint64) string, er *
 		if len(choice) == 0 {
 			return nil, emuBadRequest("structured_outputs", "choice must be a non-empty list")
 		}
+		if cfg.Defects.ChoiceViolated {
+			return func(h uint64) string { return "none of the choices" }, nil
+		}
 		return func(h uint64) string { return choice[h%uint64(len(choice))] }, nil
 	}
 }
@@ -313,10 +316,10 @@ func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, 
 	// 推理
 	if cfg.Reasoning {
 		in.reasoning = true
-		if v, ok := req.ChatTemplateKwargs["enable_thinking"].(bool); ok && !v {
+		if v, ok := req.ChatTemplateKwargs["enable_thinking"].(bool); ok && !v && !cfg.Defects.ThinkingNotDisabled {
 			in.reasoning = false
 		}
-		if v, ok := req.ChatTemplateKwargs["thinking"].(bool); ok && !v {
+		if v, ok := req.ChatTemplateKwargs["thinking"].(bool); ok && !v && !cfg.Defects.ThinkingNotDisabled {
 			in.reasoning = false
 		}
 		if req.IncludeReasoning != nil && !*req.IncludeReasoning {
@@ -325,6 +328,9 @@ func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, 
 		in.inContent = cfg.ReasoningInContent
 	}
 	run.promptTokens = p.tokens()
+	if cfg.Defects.ImageIgnored {
+		run.promptTokens -= p.imageTokens
+	}
 	budget, er := contextCheck(cfg, s, run.promptTokens, param)
 	if er != nil {
 		return nil, er
@@ -418,7 +424,7 @@ func (e *Emulator) planTools(cfg *EmulatorConfig, req *emuChatRequest, p *emuPro
 		in.tool, in.named = &req.Tools[0], true
 		return nil
 	}
-	if choice == "auto" && p.lastRole == "tool" {
+	if choice == "auto" && p.lastRole == "tool" && !cfg.Defects.ToolResultIgnored {
 		return nil // 已有工具结果：用正文回答
 	}
 	in.tool = &req.Tools[emulator.Hash(p.all)%uint64(len(req.Tools))]
@@ -521,6 +527,9 @@ func (e *Emulator) planCompletion(cfg *EmulatorConfig, req *emuCompletionRequest
 	texts, counts, isText, er := parsePrompts(req.Prompt)
 	if er != nil {
 		return nil, er
+	}
+	if cfg.Defects.BatchIgnored && len(texts) > 1 {
+		texts, counts = texts[:1], counts[:1]
 	}
 	run := &emuRun{kind: emuKindCompletion, cfg: cfg, stream: req.Stream, cmplLogprobs: -1, created: time.Now().Unix()}
 	if req.Logprobs != nil {

@@ -66,4 +66,16 @@ type EmulatorDefects struct {
 	NoAuth bool `json:"no_auth,omitempty" yaml:"no_auth,omitempty"`
 	// ThinkTagsUnclosed 在 ReasoningInContent 模式下省略 </think>。
 	ThinkTagsUnclosed bool `json:"think_tags_unclosed,omitempty" yaml:"think_tags_unclosed,omitempty"`
+	// TemperatureIgnored 忽略 temperature：采样请求总是给出贪心（temperature 0）的文本。
+	TemperatureIgnored bool `json:"temperature_ignored,omitempty" yaml:"temperature_ignored,omitempty"`
+	// ThinkingNotDisabled 忽略 chat_template_kwargs 的 enable_thinking/thinking=false。
+	ThinkingNotDisabled bool `json:"thinking_not_disabled,omitempty" yaml:"thinking_not_disabled,omitempty"`
+	// BatchIgnored 让 /v1/completions 只服务提示列表中的第一个提示。
+	BatchIgnored bool `json:"batch_ignored,omitempty" yaml:"batch_ignored,omitempty"`
+	// ToolResultIgnored 在最后一条消息是工具结果时仍再次调用工具，而不是用正文回答。
+	ToolResultIgnored bool `json:"tool_result_ignored,omitempty" yaml:"tool_result_ignored,omitempty"`
+	// ImageIgnored 不把图片 token 计入 prompt_tokens（图片被丢弃）。
+	ImageIgnored bool `json:"image_ignored,omitempty" yaml:"image_ignored,omitempty"`
+	// ChoiceViolated 让 structured_outputs.choice / guided_choice 的输出不在候选之中。
+	ChoiceViolated bool `json:"choice_violated,omitempty" yaml:"choice_violated,omitempty"`
 }

@@ -198,6 +198,38 @@ func emuDefectCases() []emuDefectCase {
 			s := emuStr(emuJget(c, "message", "content"))
 			return strings.HasPrefix(s, "<think>") && !strings.Contains(s, "</think>")
 		}},
+		{"TemperatureIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			greedy, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 0}))
+			sampled, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 1, "seed": 7}))
+			return emuStr(emuJget(greedy, "message", "content")) == emuStr(emuJget(sampled, "message", "content"))
+		}},
+		{"ThinkingNotDisabled", deploy.EmulatorConfig{Reasoning: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 50, "chat_template_kwargs": map[string]any{"enable_thinking": false}}))
+			return emuStr(emuJget(c, "message", "reasoning")) != ""
+		}},
+		{"BatchIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, b := emuPost(t, ep, "/v1/completions", map[string]any{"prompt": []string{"a", "b"}, "max_tokens": 2})
+			return len(emuObj(t, b)["choices"].([]any)) == 1
+		}},
+		{"ToolResultIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, map[string]any{"max_tokens": 50, "tools": []any{weatherTool}, "messages": []any{
+				map[string]any{"role": "user", "content": "weather?"},
+				map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
+					"function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}}}},
+				map[string]any{"role": "tool", "tool_call_id": "c1", "content": "sunny"}}})
+			return c["finish_reason"] == "tool_calls"
+		}},
+		{"ImageIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, m := firstChoice(t, ep, map[string]any{"max_tokens": 2, "messages": []any{map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "text", "text": "x"},
+				map[string]any{"type": "image_url", "image_url": map[string]any{"url": emuPngDataURL(t, 56, 56)}}}}}})
+			return emuNum(emuJget(m, "usage", "prompt_tokens")) == 1
+		}},
+		{"ChoiceViolated", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 5, "structured_outputs": map[string]any{"choice": []string{"yes", "no"}}}))
+			s := emuStr(emuJget(c, "message", "content"))
+			return s != "yes" && s != "no"
+		}},
 	}
 }
 

@@ -58,7 +58,7 @@ var emuNullJSON = []byte("null")
 // 没有 seed 则每次不同。
 func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuChoice {
 	h := emulator.Hash(cfg.Model, in.key)
-	if in.s.temperature > 0 {
+	if in.s.temperature > 0 && !cfg.Defects.TemperatureIgnored {
 		if in.s.seed != nil && !cfg.Defects.SeedIgnored {
 			h = emulator.Mix(h, uint64(*in.s.seed))
 			h = emulator.Mix(h, math.Float64bits(in.s.temperature))
