@@ -34,7 +34,12 @@ func TestStringPatterns(t *testing.T) {
 		{"Authorization: plainvalue", "Authorization: " + redact.Mask},
 		{`{"token": {"a": 1}, "api_key": ""}`, `{"token": {"a": 1}, "api_key": ""}`},
 		{"token=" + redact.Mask + " again", "token=" + redact.Mask + " again"},
+		{`client_secret = "abc def"`, `client_secret = "` + redact.Mask + `"`},
+		{"Token : xyz123", "Token : " + redact.Mask},
+		{"X-Api-Key: abcd\nnext line", "X-Api-Key: " + redact.Mask + "\nnext line"},
+		{"api_key=\nnot-a-secret", "api_key=\nnot-a-secret"},
 		// 不应误伤的普通文本。
+		{"throughput: 1234.5 tokens/s, max_tokens=128", "throughput: 1234.5 tokens/s, max_tokens=128"},
 		{"max_tokens: 128 completion_tokens=5 TokenSource: usage", "max_tokens: 128 completion_tokens=5 TokenSource: usage"},
 		{"http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"},
 		{"secretName: vllm", "secretName: vllm"},
