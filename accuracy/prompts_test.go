@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/internal/pycompat"
 )
 
 // TestPromptsAgainstCPython 用 testdata/pyprompts.py（Python 标准库 random/csv/gzip）
@@ -119,6 +120,70 @@ func TestGoldenJSONIsPythonJSON(t *testing.T) {
 		}
 		if string(out) != string(orig) {
 			t.Errorf("%s: python re-dump differs:\n%s\nvs\n%s", f, out, orig)
+		}
+	}
+}
+
+// TestGoldenScoresAgainstCPython 把 golden JSONL 中每条记录的原始回复交给
+// testdata/pyref.py --rescore（Python re 模块实现的参考评分规则），逐条比较
+// score 与指标：GPQA 的 chars、MGSM 的语言分、DROP 的 EM 与（numpy round 后的）F1。
+func TestGoldenScoresAgainstCPython(t *testing.T) {
+	py := python3OrSkip(t)
+	var in strings.Builder
+	var recs []accuracy.SingleResult
+	var names []string
+	for _, ds := range []string{"gpqa_debug", "gpqa_full", "mmlu_debug", "mmlu_full", "mgsm_debug", "drop_debug", "drop_full"} {
+		f, err := os.Open(filepath.Join("testdata", "golden", ds+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := accuracy.ReadJSONL(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dataset := strings.Split(ds, "_")[0]
+		for _, r := range rs {
+			line, _ := json.Marshal([]any{dataset, r})
+			in.Write(line)
+			in.WriteByte('\n')
+			recs = append(recs, r)
+			names = append(names, dataset)
+		}
+	}
+	cmd := exec.Command(py, "testdata/pyref.py", "testdata/reference/simple_evals_prompts.json", "--rescore")
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyref --rescore: %v", err)
+	}
+	var want []struct {
+		Score   float64            `json:"score"`
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != len(recs) || len(recs) < 200 {
+		t.Fatalf("python scored %d of %d records", len(want), len(recs))
+	}
+	for i, r := range recs {
+		w := want[i]
+		if r.Score != w.Score {
+			t.Errorf("%s %s: score go=%v py=%v (response %q)", names[i], r.ID, r.Score, w.Score, r.Responses[0])
+		}
+		for k, v := range w.Metrics {
+			switch k {
+			case "f1_unrounded":
+				got, _ := r.Metrics.Get("f1_score")
+				if got != pycompat.RoundNumpy(v, 2) {
+					t.Errorf("%s %s: f1 go=%v py=%v", names[i], r.ID, got, v)
+				}
+			default:
+				if got, ok := r.Metrics.Get(k); !ok || got != v {
+					t.Errorf("%s %s: %s go=%v py=%v", names[i], r.ID, k, got, v)
+				}
+			}
 		}
 	}
 }

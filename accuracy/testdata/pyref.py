@@ -97,6 +97,41 @@ def drop(resp, refs):
     return {"extracted": ext, "em": max(ems) if ems else 0.0, "f1_unrounded": max(f1s) if f1s else 0.0,
             "fuzzy": any(fuzzy(ext, r) for r in refs), "norm": norm_answer(ext)}
 
+PREFIX = {"en": "Answer", "bn": "উত্তর", "de": "Antwort", "es": "Respuesta", "fr": "Réponse", "ja": "答え",
+          "ru": "Ответ", "sw": "Jibu", "te": "సమాధానం", "th": "คำตอบ", "zh": "答案"}
+
+def score_mgsm(target, prediction):
+    if "." in prediction:
+        prediction = prediction.rstrip("0").rstrip(".")
+    return target.replace(",", "") == prediction.replace(",", "")
+
+def rescore(dataset, rec):
+    """按 simple-evals 的规则为一条 JSONL 记录重新评分，返回 (score, metrics)。"""
+    r = rec["responses"][0]
+    if dataset == "gpqa":
+        return (1.0 if gpqa(r) == rec["correct_answer"] else 0.0), {"chars": len(r)}
+    if dataset == "mmlu":
+        s = 1.0 if mmlu(r) == rec["correct_answer"] else 0.0
+        return s, None
+    if dataset == "mgsm":
+        lang = rec["id"].split("/")[1]
+        s = 1.0 if score_mgsm(rec["correct_answer"], mgsm(r, PREFIX[lang])) else 0.0
+        return s, {lang: s}
+    if dataset == "drop":
+        refs = json.loads(rec["correct_answer"])
+        d = drop(r, refs)
+        return (1.0 if d["fuzzy"] else 0.0), {"em_score": d["em"], "f1_unrounded": d["f1_unrounded"]}
+    raise ValueError(dataset)
+
+if len(sys.argv) > 2 and sys.argv[2] == "--rescore":
+    out = []
+    for line in sys.stdin:
+        dataset, rec = json.loads(line)
+        s, m = rescore(dataset, rec)
+        out.append({"score": s, "metrics": m})
+    json.dump(out, sys.stdout, ensure_ascii=False)
+    sys.exit(0)
+
 cases = json.load(sys.stdin)
 out = []
 for c in cases:
