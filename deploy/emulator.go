@@ -227,13 +227,18 @@ func (e *Emulator) Config() EmulatorConfig {
 }
 
 // Update 在运行中修改配置：fn 修改一份副本，校验通过后原子替换；校验失败时
-// 配置保持不变并返回错误。Addr 的修改对已在监听的服务不生效。
+// 配置保持不变并返回错误。Addr 的修改对已在监听的服务不生效；Model 不可修改。
 func (e *Emulator) Update(fn func(*EmulatorConfig)) error {
 	e.updMu.Lock()
 	defer e.updMu.Unlock()
 	c := e.Config()
+	model := c.Model
 	fn(&c)
 	c = c.withDefaults()
+	if c.Model != model {
+		// 指标的 model_name 标签在构造时固定，运行中改名会让 /metrics 与服务不一致。
+		return fmt.Errorf("deploy: emulator update: %w: Model=%s: cannot change the served model at runtime", ErrEmulatorConfig, c.Model)
+	}
 	if err := c.validate(); err != nil {
 		return fmt.Errorf("deploy: emulator update: %w", err)
 	}
@@ -330,8 +335,8 @@ func (d *emulatorDeployment) Teardown(ctx context.Context) error {
 	return d.err
 }
 
-// ArchiveLogs 把访问日志（emulator-access.log，每行一个请求，不含密钥）与
-// 请求汇总（emulator-summary.json）写入 dir。
+// ArchiveLogs 把访问日志（emulator-access.log，每行一个请求，不含密钥）、
+// 请求汇总（emulator-summary.json）与指标快照（emulator-metrics.prom）写入 dir。
 func (d *emulatorDeployment) ArchiveLogs(ctx context.Context, dir string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("deploy: emulator archive logs: %w", err)
@@ -360,6 +365,12 @@ func (d *emulatorDeployment) ArchiveLogs(ctx context.Context, dir string) error 
 	}
 	if werr != nil {
 		return fmt.Errorf("deploy: emulator archive logs: %w", werr)
+	}
+	// 指标快照（Prometheus 文本格式），便于事后对照客户端测得的数字。
+	run, wait := d.em.sched.Counts()
+	d.em.metrics.SetQueue(run, wait, d.em.Config().MaxNumSeqs)
+	if err := prometheus.WriteToTextfile(filepath.Join(dir, "emulator-metrics.prom"), d.em.metrics.Registry()); err != nil {
+		return fmt.Errorf("deploy: emulator archive logs: %w", err)
 	}
 	return nil
 }

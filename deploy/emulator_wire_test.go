@@ -536,6 +536,10 @@ func TestArchiveLogsAndTeardown(t *testing.T) {
 	if emuNum(emuObj(t, sum)["requests"]) != 1 {
 		t.Fatalf("summary: %s", sum)
 	}
+	prom, err := os.ReadFile(filepath.Join(dir, "logs", "emulator-metrics.prom"))
+	if err != nil || !strings.Contains(string(prom), `vllm:request_success_total{finished_reason="length",model_name="m"} 1`) {
+		t.Fatalf("metrics snapshot: %v %s", err, prom)
+	}
 	if err := dep.Teardown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -580,6 +584,9 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if em.Config().ITL != 0 {
 		t.Fatal("failed update must not change config")
+	}
+	if err := em.Update(func(c *deploy.EmulatorConfig) { c.Model = "other" }); !errors.Is(err, deploy.ErrEmulatorConfig) {
+		t.Fatalf("model change must be rejected: %v", err)
 	}
 	if err := em.Update(func(c *deploy.EmulatorConfig) { c.MaxNumSeqs = 4 }); err != nil || em.Config().MaxNumSeqs != 4 {
 		t.Fatalf("update: %v", err)
