@@ -247,12 +247,19 @@ func suiteSummaries(results []functional.Result) []functional.SuiteSummary {
 // perfCharts 画出时延-并发曲线（每个输入/输出组合一条线，有基线时叠加虚线）
 // 与吞吐柱状图。多轮结果按 Aggregate 的中位数口径合并。
 func perfCharts(sc Scenario, gates []Gate) []template.HTML {
-	type combo struct{ in, out int }
+	// 同一场景可能跑多个 backend（openai-chat 与 openai）的档位：它们是不同的
+	// 曲线，不能取中位数混在一起，所以 backend 也是曲线身份的一部分。
+	type combo struct {
+		in, out int
+		backend string
+	}
 	var combos []combo
+	backends := map[string]bool{}
 	concSet := map[int]bool{}
 	rows := map[combo]map[int][]loadgen.Summary{}
 	for _, r := range sc.Perf {
-		c := combo{r.InputLength, r.OutputLength}
+		c := combo{r.InputLength, r.OutputLength, keyOf(sc, r).Backend}
+		backends[c.backend] = true
 		if rows[c] == nil {
 			rows[c] = map[int][]loadgen.Summary{}
 			combos = append(combos, c)
@@ -278,10 +285,15 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 	base := map[bkey]float64{}
 	for _, g := range gates {
 		if g.Scenario == sc.Name && g.Key != nil && g.Baseline != nil {
-			base[bkey{combo{g.Key.InputLength, g.Key.OutputLength}, g.Key.Concurrency, g.Metric}] = *g.Baseline
+			base[bkey{combo{g.Key.InputLength, g.Key.OutputLength, g.Key.Backend}, g.Key.Concurrency, g.Metric}] = *g.Baseline
 		}
 	}
-	name := func(c combo) string { return fmt.Sprintf("in%d/out%d", c.in, c.out) }
+	name := func(c combo) string {
+		if len(backends) > 1 {
+			return fmt.Sprintf("in%d/out%d %s", c.in, c.out, c.backend)
+		}
+		return fmt.Sprintf("in%d/out%d", c.in, c.out)
+	}
 	build := func(metric string, pick func(Baseline) float64, scale float64) []series {
 		var out []series
 		for ci, c := range combos {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -220,6 +221,21 @@ func TestHTMLContent(t *testing.T) {
 	}
 	if strings.Contains(page, "0000000") || strings.Count(svgs[4], `class="mark"`) != 2 || strings.Count(svgs[4], `class="bar"`) != 2 {
 		t.Errorf("accuracy chart: float noise or wrong marks/bars:\n%s", svgs[4])
+	}
+	// 两个 backend 的档位是不同的曲线（名字带 backend），而不是混成一条。
+	two := report.Result{RunType: "pr", RunID: "b", Scenarios: []report.Scenario{{Name: "s", Perf: append(perfRows(1, 1), func() []loadgen.Summary {
+		rows := perfRows(2, 1)
+		for i := range rows {
+			rows[i].Backend = "openai"
+		}
+		return rows
+	}()...)}}}
+	buf.Reset()
+	if err := report.WriteHTML(&buf, two); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "in128/out128 openai-chat") || !strings.Contains(buf.String(), "in128/out128 openai<") {
+		t.Error("series of different backends are not separated")
 	}
 	// 进行中的运行显示 INCOMPLETE 而不是 PASS。
 	partial := report.Result{RunType: "pr", RunID: "x", Scenarios: []report.Scenario{{Name: "s"}}}
