@@ -103,7 +103,15 @@ func (e *Emulator) newMux() http.Handler {
 		}
 		h, pattern := mux.Handler(r)
 		if pattern == "" {
-			e.writeError(w, cfg, &emuErr{status: http.StatusNotFound, typ: "NotFoundError", msg: "Not Found"})
+			// 与 vLLM 背后的 FastAPI 一致：未知路径 404、已知路径方法不对 405，错误体为 {"detail": …}。
+			w.Header().Set("Content-Type", "application/json")
+			if emuKnownPath(r.URL.Path) {
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				_, _ = io.WriteString(w, `{"detail":"Method Not Allowed"}`)
+			} else {
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, `{"detail":"Not Found"}`)
+			}
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -154,13 +162,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
+// emuKnownPath 报告 path 是否是模拟器提供的端点。
+func emuKnownPath(path string) bool {
+	switch path {
+	case "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/rerank", "/rerank", "/v2/rerank",
+		"/v1/models", "/tokenize", "/health", "/ping", "/version", "/metrics":
+		return true
+	}
+	return false
+}
+
 // logAccess 记录一条访问日志；未知路径归并为 "other"，避免探测路径撑大汇总。
 func (e *Emulator) logAccess(r *http.Request, status int, stream bool, prompt, compl int, start time.Time, fault string) {
 	path := r.URL.Path
-	switch path {
-	case "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/rerank", "/rerank", "/v2/rerank",
-		"/v1/models", "/tokenize", "/health", "/version", "/metrics":
-	default:
+	if !emuKnownPath(path) {
 		path = "other"
 	}
 	e.access.Add(emulator.AccessEntry{Time: start, Method: r.Method, Path: path, Status: status, Stream: stream,

@@ -288,8 +288,11 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("unknown field: %d %s", st, b)
 	}
 	// 未知路径 404
-	if st, _, _ := emuDo(t, ep, http.MethodGet, "/v1/nothing", nil); st != 404 {
-		t.Fatalf("unknown path: %d", st)
+	if st, _, b := emuDo(t, ep, http.MethodGet, "/v1/nothing", nil); st != 404 || string(b) != `{"detail":"Not Found"}` {
+		t.Fatalf("unknown path: %d %s", st, b)
+	}
+	if st, _, _ := emuDo(t, ep, http.MethodGet, "/v1/chat/completions", nil); st != 405 {
+		t.Fatalf("wrong method: %d", st)
 	}
 }
 
