@@ -172,8 +172,13 @@ func (b *PromBaseline) query(ctx context.Context, expr string) (model.Vector, er
 	return vec, nil
 }
 
-// lastOverTime 查询一个指标族在窗口内每条序列的最近值。
-func (b *PromBaseline) lastOverTime(ctx context.Context, name, sel string) (model.Vector, error) {
+// latest 查询一个指标族每条序列的最近值：windowed 为假时是普通即时查询（只看 5 分钟回看，
+// 代价小，Pushgateway 仍在暴露上次每日结果时就够了）；为真时是窗口内的 last_over_time
+// （Pushgateway 重启丢了数据时才需要，要读整个窗口的样本）。
+func (b *PromBaseline) latest(ctx context.Context, name, sel string, windowed bool) (model.Vector, error) {
+	if !windowed {
+		return b.query(ctx, MetricName(b.prefix, name)+sel)
+	}
 	return b.query(ctx, fmt.Sprintf("last_over_time(%s%s[%s])", MetricName(b.prefix, name), sel, model.Duration(b.window)))
 }
 
@@ -207,15 +212,24 @@ func summaryFor(k comboKey) (loadgen.Summary, error) {
 }
 
 // Baseline 读取 info 所指场景（model、quant、scenario，run_type 固定为 daily）最近一次
-// 每日运行的全部压测指标。没有任何压测序列时返回 ErrNoBaseline。
-// 每个指标族一次 last_over_time 查询；因为分组键不含 commit/run_id，
-// 同一组合在窗口内只有一条序列，其最近值就是上一次每日运行的值。
+// 每日运行的全部压测指标。先用即时查询读 Pushgateway 当前仍在暴露的值；一条都没有时
+// （例如 Pushgateway 重启丢了状态）再在窗口内用 last_over_time 找。仍没有返回 ErrNoBaseline。
+// 因为分组键不含 commit/run_id，同一组合只有一条序列，其最近值就是上一次每日运行的值。
 func (b *PromBaseline) Baseline(ctx context.Context, info RunInfo) (Baseline, error) {
 	info.RunType = RunTypeDaily
 	ri, err := info.validate()
 	if err != nil {
 		return Baseline{}, err
 	}
+	out, err := b.read(ctx, ri, false)
+	if errors.Is(err, ErrNoBaseline) {
+		out, err = b.read(ctx, ri, true)
+	}
+	return out, err
+}
+
+// read 按一种查询方式（即时或窗口）读取全部指标族并重建汇总行。
+func (b *PromBaseline) read(ctx context.Context, ri RunInfo, windowed bool) (Baseline, error) {
 	sel := b.selector(ri)
 	rows := map[comboKey]*loadgen.Summary{}
 	// row 返回（必要时创建）该序列所属组合的汇总行。
@@ -232,7 +246,7 @@ func (b *PromBaseline) Baseline(ctx context.Context, info RunInfo) (Baseline, er
 		return &s, nil
 	}
 	for _, sc := range scalarSpecs {
-		vec, err := b.lastOverTime(ctx, sc.name, sel)
+		vec, err := b.latest(ctx, sc.name, sel, windowed)
 		if err != nil {
 			return Baseline{}, err
 		}
@@ -245,14 +259,17 @@ func (b *PromBaseline) Baseline(ctx context.Context, info RunInfo) (Baseline, er
 		}
 	}
 	for _, d := range distSpecs {
-		if err := b.readDist(ctx, d, sel, row); err != nil {
+		if err := b.readDist(ctx, d, sel, windowed, row); err != nil {
 			return Baseline{}, err
 		}
 	}
 	if len(rows) == 0 {
-		return Baseline{}, fmt.Errorf("%w: %s within %s", ErrNoBaseline, sel, model.Duration(b.window))
+		if windowed {
+			return Baseline{}, fmt.Errorf("%w: %s within %s", ErrNoBaseline, sel, model.Duration(b.window))
+		}
+		return Baseline{}, fmt.Errorf("%w: %s currently exposed", ErrNoBaseline, sel)
 	}
-	if err := b.readPerfInfo(ctx, sel, rows); err != nil {
+	if err := b.readPerfInfo(ctx, sel, windowed, rows); err != nil {
 		return Baseline{}, err
 	}
 	out := Baseline{Info: ri}
@@ -286,7 +303,7 @@ func sortSummaries(ss []loadgen.Summary) {
 }
 
 // readDist 读取一个分布的分位点、_count 与 min/max/avg，写回对应汇总行。
-func (b *PromBaseline) readDist(ctx context.Context, d distSpec, sel string, row func(model.Metric) (*loadgen.Summary, error)) error {
+func (b *PromBaseline) readDist(ctx context.Context, d distSpec, sel string, windowed bool, row func(model.Metric) (*loadgen.Summary, error)) error {
 	// set 把一个统计量写回时延或数值分布；时延以出现任何统计量为"可测"。
 	set := func(m model.Metric, st stat, v float64) error {
 		s, err := row(m)
@@ -300,7 +317,7 @@ func (b *PromBaseline) readDist(ctx context.Context, d distSpec, sel string, row
 		}
 		return nil
 	}
-	vec, err := b.lastOverTime(ctx, d.name, sel)
+	vec, err := b.latest(ctx, d.name, sel, windowed)
 	if err != nil {
 		return err
 	}
@@ -318,7 +335,7 @@ func (b *PromBaseline) readDist(ctx context.Context, d distSpec, sel string, row
 		}
 	}
 	for _, st := range []stat{statMin, statMax, statAvg} {
-		vec, err := b.lastOverTime(ctx, d.statName(st), sel)
+		vec, err := b.latest(ctx, d.statName(st), sel, windowed)
 		if err != nil {
 			return err
 		}
@@ -328,7 +345,7 @@ func (b *PromBaseline) readDist(ctx context.Context, d distSpec, sel string, row
 			}
 		}
 	}
-	vec, err = b.lastOverTime(ctx, d.name+"_count", sel)
+	vec, err = b.latest(ctx, d.name+"_count", sel, windowed)
 	if err != nil {
 		return err
 	}
@@ -347,8 +364,8 @@ func (b *PromBaseline) readDist(ctx context.Context, d distSpec, sel string, row
 }
 
 // readPerfInfo 从 perf_info 恢复 provider、采样参数与 token 来源（只补已有的组合）。
-func (b *PromBaseline) readPerfInfo(ctx context.Context, sel string, rows map[comboKey]*loadgen.Summary) error {
-	vec, err := b.lastOverTime(ctx, NamePerfInfo, sel)
+func (b *PromBaseline) readPerfInfo(ctx context.Context, sel string, windowed bool, rows map[comboKey]*loadgen.Summary) error {
+	vec, err := b.latest(ctx, NamePerfInfo, sel, windowed)
 	if err != nil {
 		return err
 	}
@@ -368,20 +385,29 @@ func (b *PromBaseline) readPerfInfo(ctx context.Context, sel string, rows map[co
 	return nil
 }
 
-// readRunInfo 确定基线运行的 commit/branch/run_id：先看当前仍在暴露的 run_info，
-// 只有一条时最可靠；否则退回窗口内的 last_over_time，仍不唯一就留空（不猜）。
+// readRunInfo 确定基线运行的 commit/branch/run_id。run_info 每次运行都是一条新序列，
+// 窗口内可能有好几条；对每条序列求其最后一个样本的时间戳
+// （max_over_time(timestamp(...)[window:step])，序列很少，代价小），取最新的一条。
 func (b *PromBaseline) readRunInfo(ctx context.Context, sel string, ri *RunInfo) error {
-	vec, err := b.query(ctx, MetricName(b.prefix, NameRunInfo)+sel)
+	// 子查询步长取窗口的万分之一（至少 1s）：步点按绝对时间对齐，步长太粗会漏掉最近一步之后才出现的序列。
+	res := (b.window / 10000).Truncate(time.Millisecond)
+	if res < time.Second {
+		res = time.Second
+	}
+	// "or timestamp(...)" 补上刚出现、还没落到任何步点上的当前序列。
+	name := MetricName(b.prefix, NameRunInfo) + sel
+	vec, err := b.query(ctx, fmt.Sprintf("max_over_time(timestamp(%s)[%s:%s]) or timestamp(%s)", name, model.Duration(b.window), model.Duration(res), name))
 	if err != nil {
 		return err
 	}
-	if len(vec) != 1 {
-		if vec, err = b.lastOverTime(ctx, NameRunInfo, sel); err != nil {
-			return err
+	var best *model.Sample
+	for _, smp := range vec {
+		if best == nil || smp.Value > best.Value {
+			best = smp
 		}
 	}
-	if len(vec) == 1 {
-		m := vec[0].Metric
+	if best != nil {
+		m := best.Metric
 		ri.Commit, ri.Branch, ri.RunID, ri.ModelRaw = string(m[LabelCommit]), string(m[LabelBranch]), string(m[LabelRunID]), string(m[LabelModelRaw])
 	}
 	return nil

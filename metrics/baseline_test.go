@@ -39,7 +39,7 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
 }
 
-// TestPromBaselineQueriesAndAuth 确认查询限定在同一场景的每日运行、使用 last_over_time 窗口，
+// TestPromBaselineQueriesAndAuth 确认查询限定在同一场景的每日运行、先即时后 last_over_time 窗口，
 // 并带上 bearer token；没有数据时返回 ErrNoBaseline。
 func TestPromBaselineQueriesAndAuth(t *testing.T) {
 	fp := &fakeProm{}
@@ -57,9 +57,19 @@ func TestPromBaselineQueriesAndAuth(t *testing.T) {
 	}
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
-	want := `last_over_time(cibench_perf_execution_timestamp_seconds{model="Qwen\"3",quant="none",scenario="s",run_type="daily"}[8d])`
-	if fp.queries[0] != want {
-		t.Errorf("first query %s, want %s", fp.queries[0], want)
+	// 先即时查询（便宜），全部为空后才在 8 天窗口内 last_over_time。
+	sel := `{model="Qwen\"3",quant="none",scenario="s",run_type="daily"}`
+	first := `cibench_perf_execution_timestamp_seconds` + sel
+	windowed := `last_over_time(cibench_perf_execution_timestamp_seconds` + sel + `[8d])`
+	if fp.queries[0] != first {
+		t.Errorf("first query %s, want %s", fp.queries[0], first)
+	}
+	found := false
+	for _, q := range fp.queries {
+		found = found || q == windowed
+	}
+	if !found {
+		t.Errorf("no windowed fallback query %s among %d queries", windowed, len(fp.queries))
 	}
 	for i, a := range fp.auth {
 		if a != "Bearer tok" {
@@ -83,7 +93,7 @@ func TestPromBaselineBasicAuthAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.Baseline(context.Background(), metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypeDaily})
-	if err == nil || errors.Is(err, metrics.ErrNoBaseline) || !strings.Contains(err.Error(), "last_over_time(perf_execution_timestamp_seconds") {
+	if err == nil || errors.Is(err, metrics.ErrNoBaseline) || !strings.Contains(err.Error(), "query perf_execution_timestamp_seconds{") {
 		t.Fatalf("err = %v, want the failing query in the error", err)
 	}
 	fp.mu.Lock()

@@ -403,6 +403,33 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	if n := st.instant(ctx, t, `count({run_type="pr"})`, time.Now()); len(n) != 0 {
 		t.Errorf("PR series present in Prometheus: %v", n)
 	}
+	// 第二天的基线：当前暴露的只有 c=1，commit 为新值。
+	base, err = bl.Baseline(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base.Perf) != 1 || base.Perf[0].Concurrency != 1 || base.Info.Commit != "4567ef01" || base.Info.RunID != "daily-2" {
+		t.Errorf("baseline after replacement: %d rows, info %+v", len(base.Perf), base.Info)
+	}
+
+	// 6. Pushgateway 丢失状态（这里删除该组）后，基线退回窗口内的 last_over_time：
+	// 每个组合取各自最近一次每日值（c=4 来自第一天，c=1 来自第二天），commit 取最新的 run_info。
+	req, _ := http.NewRequestWithContext(ctx, http.MethodDelete,
+		st.pgwURL+"/metrics/job/cibench/model/Qwen3-32B/quant/w8a8/scenario/local-hybrid/run_type/daily", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+		t.Fatalf("delete group: %s", resp.Status)
+	}
+	st.waitFor(ctx, t, `absent(cibench_run_info)`, func(v model.Vector) bool { return len(v) == 1 })
+	base, err = bl.Baseline(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBaseline(t, metrics.Baseline{Info: base.Info, Perf: base.Perf}, metrics.Results{Info: next.Info, Perf: res.Perf})
 }
 
 // pushgatewayGroups 读取 Pushgateway 当前保存的全部分组（/api/v1/metrics）。
