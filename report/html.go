@@ -244,6 +244,9 @@ func suiteSummaries(results []functional.Result) []functional.SuiteSummary {
 	return out
 }
 
+// maxSeries 是一张图中最多的组合（实线）数；再多就按输出长度拆图。
+const maxSeries = 4
+
 // perfCharts 画出时延-并发曲线（每个输入/输出组合一条线，有基线时叠加虚线）
 // 与吞吐柱状图。多轮结果按 Aggregate 的中位数口径合并。
 func perfCharts(sc Scenario, gates []Gate) []template.HTML {
@@ -294,9 +297,9 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 		}
 		return fmt.Sprintf("in%d/out%d", c.in, c.out)
 	}
-	build := func(metric string, pick func(Baseline) float64, scale float64) []series {
+	build := func(group []combo, metric string, pick func(Baseline) float64, scale float64) []series {
 		var out []series
-		for ci, c := range combos {
+		for ci, c := range group {
 			s := series{Name: name(c), Color: palette[ci%len(palette)]}
 			bs := series{Name: name(c) + " baseline", Dashed: true, Color: palette[ci%len(palette)]}
 			hasBase := false
@@ -332,34 +335,57 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 	}
 	ts, tu := unitOf(func(r loadgen.Summary) time.Duration { return r.TTFT.P99 })
 	es, eu := unitOf(func(r loadgen.Summary) time.Duration { return r.E2E.P99 })
-	ttft := chart{Title: "TTFT P99 vs concurrency", XLabel: "concurrency", YLabel: "TTFT P99 (" + tu + ")", Categories: cats,
-		Series: build(MetricTTFTP99, func(b Baseline) float64 { return b.TTFTP99.Seconds() }, ts)}
-	e2e := chart{Title: "E2E P99 vs concurrency", XLabel: "concurrency", YLabel: "E2E P99 (" + eu + ")", Categories: cats,
-		Series: build(MetricE2EP99, func(b Baseline) float64 { return b.E2EP99.Seconds() }, es)}
-	qps := chart{Title: "QPS vs concurrency", XLabel: "concurrency", YLabel: "requests/s", Categories: cats,
-		Series: build(MetricQPS, func(b Baseline) float64 { return b.QPS }, 1)}
-	// 吞吐柱状图：输出 token 吞吐（各轮中位数）。
-	var tput []series
-	for ci, c := range combos {
-		s := series{Name: name(c), Color: palette[ci%len(palette)]}
-		for _, conc := range concs {
-			val := math.NaN()
-			if rs := rows[c][conc]; len(rs) > 0 {
-				xs := make([]float64, 0, len(rs))
-				for _, r := range rs {
-					xs = append(xs, r.OutputTokenThroughput)
-				}
-				val = median(xs)
+	// 组合多于 maxSeries 时（每日档 4 输入 × 3 输出 = 12 个组合）按输出长度
+	// 分图，每张图的曲线与图例保持可读，颜色也不至于重复。
+	groups := [][]combo{combos}
+	split := len(combos) > maxSeries
+	if split {
+		idx := map[int]int{}
+		groups = nil
+		for _, c := range combos {
+			i, ok := idx[c.out]
+			if !ok {
+				i = len(groups)
+				idx[c.out] = i
+				groups = append(groups, nil)
 			}
-			s.Values = append(s.Values, val)
+			groups[i] = append(groups[i], c)
 		}
-		tput = append(tput, s)
 	}
-	thr := chart{Title: "Output token throughput vs concurrency", XLabel: "concurrency", YLabel: "tokens/s", Categories: cats, Bars: true, Series: tput}
-	out := make([]template.HTML, 0, 4)
-	for _, c := range []chart{ttft, e2e, thr, qps} {
-		// render 只输出本包生成的标记，且所有文本都经过 esc 转义。
-		out = append(out, template.HTML(c.render()))
+	out := make([]template.HTML, 0, 4*len(groups))
+	for _, group := range groups {
+		suffix := ""
+		if split {
+			suffix = fmt.Sprintf(" (output %d)", group[0].out)
+		}
+		ttft := chart{Title: "TTFT P99 vs concurrency" + suffix, XLabel: "concurrency", YLabel: "TTFT P99 (" + tu + ")", Categories: cats,
+			Series: build(group, MetricTTFTP99, func(b Baseline) float64 { return b.TTFTP99.Seconds() }, ts)}
+		e2e := chart{Title: "E2E P99 vs concurrency" + suffix, XLabel: "concurrency", YLabel: "E2E P99 (" + eu + ")", Categories: cats,
+			Series: build(group, MetricE2EP99, func(b Baseline) float64 { return b.E2EP99.Seconds() }, es)}
+		qps := chart{Title: "QPS vs concurrency" + suffix, XLabel: "concurrency", YLabel: "requests/s", Categories: cats,
+			Series: build(group, MetricQPS, func(b Baseline) float64 { return b.QPS }, 1)}
+		// 吞吐柱状图：输出 token 吞吐（各轮中位数）。
+		var tput []series
+		for ci, c := range group {
+			s := series{Name: name(c), Color: palette[ci%len(palette)]}
+			for _, conc := range concs {
+				val := math.NaN()
+				if rs := rows[c][conc]; len(rs) > 0 {
+					xs := make([]float64, 0, len(rs))
+					for _, r := range rs {
+						xs = append(xs, r.OutputTokenThroughput)
+					}
+					val = median(xs)
+				}
+				s.Values = append(s.Values, val)
+			}
+			tput = append(tput, s)
+		}
+		thr := chart{Title: "Output token throughput vs concurrency" + suffix, XLabel: "concurrency", YLabel: "tokens/s", Categories: cats, Bars: true, Series: tput}
+		for _, c := range []chart{ttft, e2e, thr, qps} {
+			// render 只输出本包生成的标记，且所有文本都经过 esc 转义。
+			out = append(out, template.HTML(c.render()))
+		}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -329,3 +330,42 @@ func firstLines(s string, n int) string {
 }
 
 var _ io.Writer = (*failWriter)(nil)
+
+// TestHTMLDailyMatrixSplitsCharts 检查每日档（4 输入 × 3 输出 × 5 并发）的
+// 12 个组合按输出长度拆成 3 组图，每张折线图至多 4 条实线，基线图例只一条。
+func TestHTMLDailyMatrixSplitsCharts(t *testing.T) {
+	var rows []loadgen.Summary
+	for _, in := range []int{128, 512, 2048, 4096} {
+		for _, out := range []int{128, 1024, 4096} {
+			for _, c := range []int{1, 2, 4, 8, 16} {
+				rows = append(rows, oneRow(c, time.Duration(in+c)*time.Microsecond, time.Duration(out)*time.Millisecond, float64(c), 0))
+				rows[len(rows)-1].InputLength, rows[len(rows)-1].OutputLength = in, out
+			}
+		}
+	}
+	res := report.Result{RunType: "daily", RunID: "d", Scenarios: []report.Scenario{{Name: "s", Perf: rows}}}
+	gates, err := report.Evaluate(context.Background(), res, report.Thresholds{}, report.BaselinesFromResult(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Gates = gates
+	var buf bytes.Buffer
+	if err := report.WriteHTML(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(buf.String(), -1)
+	if len(svgs) != 12 {
+		t.Fatalf("%d charts, want 12", len(svgs))
+	}
+	for i, out := range []int{128, 1024, 4096} {
+		want := fmt.Sprintf("TTFT P99 vs concurrency (output %d)", out)
+		if !strings.Contains(svgs[4*i], want) {
+			t.Errorf("chart %d is not %q", 4*i, want)
+		}
+		legend := strings.Count(svgs[4*i], `class="legend"`)
+		paths := strings.Count(svgs[4*i], `class="line"`)
+		if legend != 5 || paths != 8 || !strings.Contains(svgs[4*i], ">daily baseline<") {
+			t.Errorf("output %d: %d legend entries, %d lines", out, legend, paths)
+		}
+	}
+}

@@ -141,6 +141,13 @@ func (c chart) render() string {
 	}
 	barW := band * 0.8 / float64(max(nb, 1))
 	bi := 0
+	legendRow := 0
+	hasRef := false
+	for _, s := range c.Series {
+		if s.Dashed && !c.Bars {
+			hasRef = true
+		}
+	}
 	for si, s := range c.Series {
 		color := s.Color
 		if color == "" {
@@ -196,8 +203,13 @@ func (c chart) render() string {
 					x(i), y(v), color, esc(s.Name), esc(c.Categories[i]), esc(formatValue(v)))
 			}
 		}
-		// 图例。
-		ly := marginTop + 8 + 18*si
+		// 图例。折线图中的虚线参考系列与同色实线共用图例，最后统一注明
+		// "daily baseline"，图例条目数因此减半。
+		if s.Dashed && !c.Bars {
+			continue
+		}
+		ly := marginTop + 8 + 18*legendRow
+		legendRow++
 		lx := chartW - marginRight + 14
 		if c.Bars && !s.Dashed {
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="10" fill="%s"/>`, lx, ly-9, color)
@@ -205,6 +217,12 @@ func (c chart) render() string {
 			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, lx, ly-4, lx+14, ly-4, color, dash)
 		}
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" class="legend">%s</text>`, lx+20, ly, esc(s.Name))
+	}
+	if hasRef {
+		ly := marginTop + 8 + 18*legendRow
+		lx := chartW - marginRight + 14
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#666" stroke-width="2" stroke-dasharray="5 4"/>`, lx, ly-4, lx+14, ly-4)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" class="legend">daily baseline</text>`, lx+20, ly)
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
