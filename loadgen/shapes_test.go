@@ -17,7 +17,7 @@ func TestClimbRaisesConcurrencyOnSchedule(t *testing.T) {
 	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", ITL: 2 * time.Millisecond})
 	p := loadgen.Profile{
 		Concurrency: []int{4}, InputLength: []int{8}, OutputLength: []int{20}, NumRequests: []int{60},
-		ControlMethod: loadgen.ControlClimb, InitConcurrency: []int{1}, GrowthRate: 1, GrowthInterval: 60 * time.Millisecond,
+		ControlMethod: loadgen.ControlClimb, InitConcurrency: []int{1}, GrowthRate: 1, GrowthInterval: 100 * time.Millisecond,
 	}
 	sink := &collect{}
 	sums, err := loadgen.Run(context.Background(), tgt, p, sink)
