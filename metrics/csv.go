@@ -181,12 +181,13 @@ func (s *SummaryWriter) Write(sum loadgen.Summary) error {
 }
 
 // RecordColumns 是逐请求 CSV 的表头。时间为 Unix 秒（微秒精度），时长为秒，
-// 不可测为 -1；chunk_times(s) 仅在 WithChunkTimes 时填写（以 ';' 分隔）。
+// 不可测为 -1；Chunk_Times(s) 与 Chunk_Tokens（每个输出 chunk 的到达时刻与 token 增量，
+// 以 ';' 分隔）仅在 WithChunkTimes 时填写。
 var RecordColumns = []string{
 	"Request_ID", "Round", "Input_Length", "Output_Length", "Concurrency", "Instance",
 	"Intended_Time", "Send_Time", "Slot_Wait(s)", "TTFT(s)", "Time_Between_First_And_Second_Token(s)",
 	"TPOT(s)", "E2E(s)", "Prompt_Tokens", "Completion_Tokens", "Reasoning_Tokens", "Token_Source",
-	"Chunks", "Finish_Reason", "Success", "Status", "Error_Class", "Error", "Chunk_Times(s)",
+	"Chunks", "Finish_Reason", "Success", "Status", "Error_Class", "Error", "Chunk_Times(s)", "Chunk_Tokens",
 }
 
 // RecordWriter 把逐请求记录写成 CSV，实现 loadgen.RecordSink，可单独使用。
@@ -263,7 +264,7 @@ func (r *RecordWriter) WriteRecord(rec *loadgen.Record) error {
 	row[20] = strconv.Itoa(rec.Status)
 	row[21] = rec.ErrorClass
 	row[22] = rec.Error
-	row[23] = ""
+	row[23], row[24] = "", ""
 	if r.chunkTimes {
 		r.sb.Reset()
 		for i, t := range rec.ChunkTimes {
@@ -273,6 +274,14 @@ func (r *RecordWriter) WriteRecord(rec *loadgen.Record) error {
 			r.sb.WriteString(strconv.FormatFloat(t.Seconds(), 'f', 6, 64))
 		}
 		row[23] = r.sb.String()
+		r.sb.Reset()
+		for i, k := range rec.ChunkTokens {
+			if i > 0 {
+				r.sb.WriteByte(';')
+			}
+			r.sb.WriteString(strconv.Itoa(int(k)))
+		}
+		row[24] = r.sb.String()
 	}
 	if err := r.w.Write(row); err != nil {
 		return fmt.Errorf("metrics: write record: %w", err)

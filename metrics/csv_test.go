@@ -188,7 +188,7 @@ func TestRecordWriterRow(t *testing.T) {
 		t.Fatalf("rows %d header %v", len(rows), rows[0])
 	}
 	want := []string{"7", "1", "128", "3", "2", "1", "1700000000.250000", "1700000000.252000", "0.002000", "0.050000",
-		"0.010000", "0.010000", "0.070000", "128", "3", "0", "usage", "3", "length", "true", "200", "", "", "0.050000;0.060000;0.070000"}
+		"0.010000", "0.010000", "0.070000", "128", "3", "0", "usage", "3", "length", "true", "200", "", "", "0.050000;0.060000;0.070000", "1;1;1"}
 	if strings.Join(rows[1], "|") != strings.Join(want, "|") {
 		t.Fatalf("row\n got %v\nwant %v", rows[1], want)
 	}
