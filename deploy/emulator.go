@@ -265,8 +265,10 @@ func (e *Emulator) Deploy(ctx context.Context) (Deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: emulator listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 30 * time.Second}
-	d := &emulatorDeployment{em: e, srv: srv, ln: ln, done: make(chan struct{})}
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 30 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	d := &emulatorDeployment{em: e, srv: srv, ln: ln, done: make(chan struct{}), cancel: cancelBase}
 	go func() {
 		defer close(d.done)
 		_ = srv.Serve(ln)
@@ -311,25 +313,34 @@ func emuWaitHealthy(ctx context.Context, url string) error {
 
 // emulatorDeployment 是 Emulator.Deploy 返回的运行实例。
 type emulatorDeployment struct {
-	em   *Emulator
-	srv  *http.Server
-	ln   net.Listener
-	ep   Endpoint
-	once sync.Once
-	err  error
-	done chan struct{}
+	em     *Emulator
+	srv    *http.Server
+	ln     net.Listener
+	ep     Endpoint
+	once   sync.Once
+	err    error
+	done   chan struct{}
+	cancel context.CancelFunc // 取消所有请求的 ctx，让仍在等待定时器的流立即结束
 }
+
+// emuShutdownGrace 是 Teardown 等待进行中请求自然结束的最长时间，之后强制关闭。
+const emuShutdownGrace = 2 * time.Second
 
 // Endpoint 返回 http://127.0.0.1:PORT/v1 形式的地址。
 func (d *emulatorDeployment) Endpoint() Endpoint { return d.ep }
 
 // Teardown 关闭监听并等待服务退出；幂等，第二次起返回第一次的结果。
-// ctx 到期时强制关闭仍在进行的连接。
+// 进行中的请求最多再等 emuShutdownGrace（或到 ctx 结束），之后取消它们并强制关闭连接，
+// 因此长流不会让 Teardown 无限期阻塞。
 func (d *emulatorDeployment) Teardown(ctx context.Context) error {
 	d.once.Do(func() {
-		if err := d.srv.Shutdown(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, emuShutdownGrace)
+		defer cancel()
+		if err := d.srv.Shutdown(sctx); err != nil {
+			d.cancel()
 			_ = d.srv.Close()
 		}
+		d.cancel()
 		<-d.done
 	})
 	return d.err

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -556,6 +557,38 @@ func TestArchiveLogsAndTeardown(t *testing.T) {
 	cancel()
 	if err := dep.ArchiveLogs(ctx, dir); err == nil {
 		t.Fatal("ArchiveLogs with cancelled ctx should fail")
+	}
+}
+
+func TestTeardownDoesNotHangOnLongStream(t *testing.T) {
+	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", ITL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := em.Deploy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(dep.Endpoint().BaseURL()+"/completions", "application/json",
+		strings.NewReader(`{"prompt":"x","max_tokens":1000,"ignore_eos":true,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- dep.Teardown(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Teardown hung on a 1000-second stream")
 	}
 }
 
