@@ -252,6 +252,17 @@ func multimodalCases(cfg Config) []Case {
 					t.Fatalf("image request prompt_tokens not larger than text-only (image not counted)")
 				}
 			}},
+		{ID: "multimodal/invalid_image_rejected", Suite: SuiteMultimodal, Requires: []Feature{FeatureMultimodal},
+			Description: "an image_url data URL that is not an image is rejected with 400, not answered",
+			Run: func(ctx context.Context, t *T) {
+				bad := "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte("definitely not a png"))
+				msg := map[string]any{"role": "user", "content": []any{
+					map[string]any{"type": "text", "text": mc.Prompt},
+					map[string]any{"type": "image_url", "image_url": map[string]any{"url": bad}},
+				}}
+				resp := t.mustPost(ctx, "/v1/chat/completions", t.chatBody(mc.Prompt, mc.MaxTokens).with(map[string]any{"messages": []any{msg}}))
+				t.Expect("HTTP status for a broken image", 400, resp.Status)
+			}},
 	}
 }
 

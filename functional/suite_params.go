@@ -32,9 +32,9 @@ func paramsCases(cfg Config) []Case {
 			add("temperature=0", "temperature 0 is deterministic: repeated requests (with and without seed) give identical text",
 				func(ctx context.Context, t *T) {
 					b := t.plainBody(pc.Prompt, pc.SampleTokens)
-					a := t.chat(ctx, b).Choices[0].Message.text()
+					a := t.output(t.chat(ctx, b).Choices[0].Message)
 					for _, extra := range []map[string]any{nil, {"seed": 11}} {
-						got := t.chat(ctx, b.with(extra)).Choices[0].Message.text()
+						got := t.output(t.chat(ctx, b.with(extra)).Choices[0].Message)
 						if got != a {
 							t.Fatalf("temperature 0 gave different texts: %q vs %q", trim(a), trim(got))
 						}
@@ -50,7 +50,7 @@ func paramsCases(cfg Config) []Case {
 					if f := str(c.Choices[0].FinishReason); !validFinish(f) {
 						t.Fatalf("finish_reason=%q", f)
 					}
-					seen[c.Choices[0].Message.text()] = true
+					seen[t.output(c.Choices[0].Message)] = true
 				}
 				if len(seen) < 2 {
 					t.Fatalf("%d samples at temperature %g were all identical", pc.Samples, v)
@@ -65,7 +65,7 @@ func paramsCases(cfg Config) []Case {
 			t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
 			t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
 			again := t.chat(ctx, b)
-			if again.Choices[0].Message.text() != c.Choices[0].Message.text() {
+			if t.output(again.Choices[0].Message) != t.output(c.Choices[0].Message) {
 				t.Fatalf("%s=%v with a fixed seed is not reproducible", param, value)
 			}
 		}
@@ -86,9 +86,9 @@ func paramsCases(cfg Config) []Case {
 		add("seed="+strconv.FormatInt(seed, 10), "non-streaming requests with the same seed at temperature 1 are identical",
 			func(ctx context.Context, t *T) {
 				b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": 1.0, "seed": seed})
-				a := t.chat(ctx, b).Choices[0].Message.text()
+				a := t.output(t.chat(ctx, b).Choices[0].Message)
 				for i := 1; i < pc.Samples; i++ {
-					if got := t.chat(ctx, b).Choices[0].Message.text(); got != a {
+					if got := t.output(t.chat(ctx, b).Choices[0].Message); got != a {
 						t.Fatalf("seed %d gave different texts: %q vs %q", seed, trim(a), trim(got))
 					}
 				}
@@ -100,7 +100,7 @@ func paramsCases(cfg Config) []Case {
 				seen := map[string]bool{}
 				for _, seed := range pc.Seeds {
 					b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": 1.0, "seed": seed})
-					seen[t.chat(ctx, b).Choices[0].Message.text()] = true
+					seen[t.output(t.chat(ctx, b).Choices[0].Message)] = true
 				}
 				if len(seen) < 2 {
 					t.Fatalf("%d different seeds produced identical text", len(pc.Seeds))

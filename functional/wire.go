@@ -237,6 +237,24 @@ func (t *T) plainBody(prompt string, maxTokens int) body {
 	return b
 }
 
+// output 返回一条消息的全部生成文本（推理 + 正文 + 工具参数），用于比较两次生成
+// 是否相同：思考没有关掉时正文可能为空，只比正文会把“都为空”误当作相同。
+func (t *T) output(m wireMessage) string {
+	var sb strings.Builder
+	for _, k := range t.reasoningKeys() {
+		if v, ok := m.field(k); ok {
+			sb.WriteString(v)
+			break
+		}
+	}
+	sb.WriteString("\x00")
+	sb.WriteString(m.text())
+	for _, tc := range m.ToolCalls {
+		sb.WriteString("\x00" + tc.Function.Name + tc.Function.Arguments)
+	}
+	return sb.String()
+}
+
 // completionBody 构造一个基础 completions 请求体。
 func (t *T) completionBody(prompt any, maxTokens int) body {
 	return body{"model": t.Model(), "prompt": prompt, "max_tokens": maxTokens, "temperature": 0.0}
