@@ -241,7 +241,7 @@ func TestNewCollectorRejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestQuantDefaultsToNone 未给量化类型时 quant 标签为 none。
+// TestQuantDefaultsToNone 未给量化类型时 quant 标签为 none；大写的量化类型转成小写。
 func TestQuantDefaultsToNone(t *testing.T) {
 	res := metrics.Results{Info: metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypePR},
 		Functional: &functional.Report{Results: []functional.Result{{CaseID: "c", Suite: "s", Status: functional.StatusPass}}}}
@@ -255,6 +255,14 @@ func TestQuantDefaultsToNone(t *testing.T) {
 functional_case_pass{case_id="c",model="m",quant="none",run_type="pr",scenario="s",suite="s"} 1
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "functional_case_pass"); err != nil {
+		t.Error(err)
+	}
+	res.Info.Quant = "W8A8"
+	c, err = metrics.NewCollector(res, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(strings.ReplaceAll(want, `quant="none"`, `quant="w8a8"`)), "functional_case_pass"); err != nil {
 		t.Error(err)
 	}
 }

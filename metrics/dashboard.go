@@ -445,6 +445,8 @@ func NewDashboard(opts DashboardOptions) (*Dashboard, error) {
 	g := &genState{d: d, ds: ds}
 	g.variables(prefix)
 
+	g.runs()
+
 	g.row("Performance — Today / -1d / -7d (run_type=daily)")
 	g.comparePanel("TTFT P$quantile", "Time to first token at the selected quantile", NamePerfTTFT, `,quantile="$quantile"`, "s")
 	g.comparePanel("E2E latency P$quantile", "End-to-end request latency at the selected quantile", NamePerfE2E, `,quantile="$quantile"`, "s")
@@ -582,6 +584,23 @@ func (g *genState) functional() {
 		"indexByName":  map[string]int{"model": 0, "quant": 1, "scenario": 2, "suite": 3, "case_id": 4, "Value": 5},
 		"renameByName": map[string]string{"Value": "result"}}}}
 	g.d.model.Panels = append(g.d.model.Panels, cases)
+}
+
+// runs 生成顶部的"最近一次每日运行"表：每个场景当前的 commit、branch、run_id，
+// 让看曲线的人知道数据来自哪次提交。
+func (g *genState) runs() {
+	p := dashPanel{Type: "table", ID: g.id(), Title: "Latest daily runs", Datasource: g.ds, GridPos: g.place(24, 5),
+		FieldConfig: dashFieldConfig{Defaults: dashFieldDefaults{Mappings: []dashMapping{},
+			Thresholds: dashThresholds{Mode: "absolute", Steps: []dashThreshold{{Color: "green"}}}, Color: dashFieldColor{Mode: "thresholds"},
+			Custom: map[string]any{"align": "auto", "inspect": false, "cellOptions": map[string]any{"type": "auto"}}},
+			Overrides: []dashOverride{}},
+		Options: tableOptions("scenario")}
+	p.Targets = append(p.Targets, g.target(p.Title, "A", vec(NameRunInfo, runSel, ""), "", "table", true, ""))
+	p.Transformations = []dashTransform{{ID: "organize", Options: map[string]any{
+		"excludeByName": map[string]bool{"Time": true, "Value": true, "__name__": true, "job": true, "instance": true, "run_type": true},
+		"indexByName":   map[string]int{"model": 0, "quant": 1, "scenario": 2, "commit": 3, "branch": 4, "run_id": 5},
+		"renameByName":  map[string]string{}}}}
+	g.d.model.Panels = append(g.d.model.Panels, p)
 }
 
 // Queries 返回看板中全部 PromQL（面板查询与变量查询）的副本。

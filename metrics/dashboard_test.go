@@ -207,7 +207,12 @@ func TestStrictModelCatchesMistakes(t *testing.T) {
 		}
 		delete(top, "__inputs")
 		delete(top, "__requires")
-		inject(top["panels"].([]any)[1].(map[string]any)) // [0] 是行标题，[1] 是 TTFT 时序面板
+		for _, p := range top["panels"].([]any) { // 注入到第一个时序面板（TTFT）
+			if pm := p.(map[string]any); pm["type"] == "timeseries" {
+				inject(pm)
+				break
+			}
+		}
 		bad, _ := json.Marshal(top)
 		if _, err := strictCheck(bad); err == nil {
 			t.Errorf("injection %d: strict unmarshal accepted an unknown field", i)

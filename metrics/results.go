@@ -51,7 +51,7 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 type RunInfo struct {
 	Model    string // served-model-name，指标与展示的主标识（必填）
 	ModelRaw string // 内部模型名（可选），只进 run_info
-	Quant    string // w8a8 | w4a8 | none；空视为 none
+	Quant    string // w8a8 | w4a8 | none；空视为 none，大写会转成小写
 	Scenario string // 场景名（必填）
 	RunType  string // pr | daily（必填）
 	Commit   string
@@ -79,6 +79,8 @@ var prefixRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // validate 检查 RunInfo 的必填字段与取值，并返回补全了默认值的副本。
 func (ri RunInfo) validate() (RunInfo, error) {
+	// 量化类型统一为小写（配置里可能写 W8A8），保证同一量化只有一个标签值。
+	ri.Quant = strings.ToLower(ri.Quant)
 	if ri.Quant == "" {
 		ri.Quant = QuantNone
 	}
