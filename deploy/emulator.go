@@ -197,6 +197,7 @@ type Emulator struct {
 	access  *emulator.AccessLog
 	handler http.Handler
 	reqSeq  atomic.Uint64
+	bufs    emuBufPool
 }
 
 var _ Deployer = (*Emulator)(nil)

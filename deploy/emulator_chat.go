@@ -234,7 +234,7 @@ func validateSchema(schema json.RawMessage) *emuErr {
 func (e *Emulator) handleChat(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	cfg := e.cfg.Load()
-	body, release, err := readBody(r)
+	body, release, err := e.readBody(r)
 	var req emuChatRequest
 	er := (*emuErr)(nil)
 	if err != nil {
@@ -435,7 +435,7 @@ func (e *Emulator) planTools(cfg *EmulatorConfig, req *emuChatRequest, p *emuPro
 func (e *Emulator) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	cfg := e.cfg.Load()
-	body, release, err := readBody(r)
+	body, release, err := e.readBody(r)
 	var req emuCompletionRequest
 	er := (*emuErr)(nil)
 	if err != nil {

@@ -19,7 +19,7 @@ type emuEncoder struct {
 
 // newEmuEncoder 为 run 准备好公共前缀。
 func newEmuEncoder(run *emuRun) *emuEncoder {
-	bp := emuBufPool.Get().(*[]byte)
+	bp := run.em.bufs.get()
 	enc := &emuEncoder{run: run, bp: bp, buf: (*bp)[:0]}
 	b := append(enc.buf, `data: {"id":`...)
 	b = emulator.AppendString(b, run.id)
@@ -37,10 +37,8 @@ func newEmuEncoder(run *emuRun) *emuEncoder {
 
 // release 归还缓冲。
 func (enc *emuEncoder) release() {
-	if cap(enc.buf) <= 1<<20 {
-		*enc.bp = enc.buf[:0]
-		emuBufPool.Put(enc.bp)
-	}
+	*enc.bp = enc.buf
+	enc.run.em.bufs.put(enc.bp)
 }
 
 // flush 写出缓冲并刷新到连接；写失败（客户端断开）返回 false。

@@ -31,7 +31,7 @@ func (e *Emulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		e.writeError(w, cfg, &emuErr{status: http.StatusNotFound, msg: "Not Found"})
 		return
 	}
-	body, release, err := readBody(r)
+	body, release, err := e.readBody(r)
 	var req emuEmbeddingRequest
 	var er *emuErr
 	if err != nil {
@@ -147,7 +147,7 @@ func (e *Emulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 		e.writeError(w, cfg, &emuErr{status: http.StatusNotFound, msg: "Not Found"})
 		return
 	}
-	body, release, err := readBody(r)
+	body, release, err := e.readBody(r)
 	var req emuRerankRequest
 	var er *emuErr
 	if err != nil {

@@ -22,8 +22,26 @@ const emuVersion = "0.11.0+cibench-emulator"
 // emuMaxBody 是请求体上限（64 MiB，足以容纳带图片的多模态请求）。
 const emuMaxBody = 64 << 20
 
-// emuBufPool 复用请求体与响应体缓冲，降低每个请求的分配。
-var emuBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// emuBufPool 复用请求体与响应体缓冲，降低每个请求的分配。每个 Emulator 一个池，
+// 不是包级全局状态。
+type emuBufPool struct{ p sync.Pool }
+
+// get 取一个缓冲（容量至少 4 KiB）。
+func (bp *emuBufPool) get() *[]byte {
+	if b, ok := bp.p.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 4096)
+	return &b
+}
+
+// put 归还缓冲；超过 1 MiB 的大缓冲直接丢弃，避免池长期占用内存。
+func (bp *emuBufPool) put(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		*b = (*b)[:0]
+		bp.p.Put(b)
+	}
+}
 
 // emuErr 是一个待写出的 vLLM 形状错误。
 type emuErr struct {
@@ -139,14 +157,14 @@ func (e *Emulator) writeError(w http.ResponseWriter, cfg *EmulatorConfig, er *em
 		_, _ = io.WriteString(w, "error: "+er.msg)
 		return
 	}
-	bp := emuBufPool.Get().(*[]byte)
+	bp := e.bufs.get()
 	b := appendErrorJSON((*bp)[:0], er)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(er.status)
 	_, _ = w.Write(b)
 	*bp = b
-	emuBufPool.Put(bp)
+	e.bufs.put(bp)
 }
 
 // writeJSON 用 encoding/json 写出非流式响应（非热路径）。
@@ -217,12 +235,12 @@ func (e *Emulator) handleModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody 读取请求体到池化缓冲；调用方用完后须调用 release。
-func readBody(r *http.Request) (body []byte, release func(), err error) {
-	bp := emuBufPool.Get().(*[]byte)
+func (e *Emulator) readBody(r *http.Request) (body []byte, release func(), err error) {
+	bp := e.bufs.get()
 	buf := bytes.NewBuffer((*bp)[:0])
 	_, err = buf.ReadFrom(io.LimitReader(r.Body, emuMaxBody))
 	b := buf.Bytes()
-	return b, func() { *bp = b[:0]; emuBufPool.Put(bp) }, err
+	return b, func() { *bp = b; e.bufs.put(bp) }, err
 }
 
 // emuTokenizeRequest 是 POST /tokenize 的请求体（prompt 或 messages 二选一）。
@@ -237,7 +255,7 @@ type emuTokenizeRequest struct {
 func (e *Emulator) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	cfg := e.cfg.Load()
 	start := time.Now()
-	body, release, err := readBody(r)
+	body, release, err := e.readBody(r)
 	defer release()
 	var req emuTokenizeRequest
 	if err == nil {
