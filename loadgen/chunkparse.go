@@ -281,25 +281,37 @@ func (c *chunkScanner) int() (int64, error) {
 	return v, nil
 }
 
-// rawString 读取一个不需要解码的字符串（对象键）；含转义时退回完整解码。
+// rawString 读取一个对象键。键很短，逐字节扫描比 IndexByte 的调用开销更小；
+// 含转义时退回完整解码。
 func (c *chunkScanner) rawString() (string, error) {
 	if c.i >= len(c.s) || c.s[c.i] != '"' {
 		return "", errSyntax
 	}
-	k := strings.IndexByte(c.s[c.i+1:], '"')
-	if k < 0 {
-		return "", errSyntax
+	for j := c.i + 1; j < len(c.s); j++ {
+		switch c.s[j] {
+		case '\\':
+			return c.str()
+		case '"':
+			key := c.s[c.i+1 : j]
+			c.i = j + 1
+			return key, nil
+		}
 	}
-	key := c.s[c.i+1 : c.i+1+k]
-	if strings.IndexByte(key, '\\') >= 0 {
-		return c.str()
-	}
-	c.i += k + 2
-	return key, nil
+	return "", errSyntax
 }
 
 // closeQuote 返回从 j 起第一个未被转义的引号位置，找不到为 -1。
 func (c *chunkScanner) closeQuote(j int) int {
+	// 多数字符串（id、model、单个 token 的 content）很短：先逐字节看 24 个字节。
+	for end := min(j+24, len(c.s)); j < end; j++ {
+		switch c.s[j] {
+		case '"':
+			return j
+		case '\\':
+			goto slow
+		}
+	}
+slow:
 	for {
 		k := strings.IndexByte(c.s[j:], '"')
 		if k < 0 {
