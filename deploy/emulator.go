@@ -89,6 +89,9 @@ type EmulatorConfig struct {
 	FailureKinds []string `json:"failure_kinds,omitempty" yaml:"failure_kinds,omitempty"`
 	// Seed 决定故障注入序列与无 seed 采样请求的随机流，使整个运行可复现。
 	Seed int64 `json:"seed,omitempty" yaml:"seed,omitempty"`
+	// Unhealthy 让 /health 返回 503（模拟引擎已死的 vLLM），用于测试健康等待与失败路径；
+	// 生成端点不受影响。Deploy 在此状态下等不到健康，会一直等到 ctx 结束。
+	Unhealthy bool `json:"unhealthy,omitempty" yaml:"unhealthy,omitempty"`
 	// Defects 打开故意的线上缺陷，见 EmulatorDefects。
 	Defects EmulatorDefects `json:"defects,omitempty" yaml:"defects,omitempty"`
 }

@@ -200,8 +200,12 @@ func (e *Emulator) logAccess(r *http.Request, status int, stream bool, prompt, c
 		PromptTokens: prompt, CompletionTokens: compl, Duration: time.Since(start), Fault: fault})
 }
 
-// handleHealth 实现 GET /health：引擎永远“健康”，返回 200 空体（与 vLLM 一致）。
+// handleHealth 实现 GET /health：返回 200 空体（与 vLLM 一致）；Unhealthy 时 503。
 func (e *Emulator) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if e.cfg.Load().Unhealthy {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -592,6 +592,25 @@ func TestTeardownDoesNotHangOnLongStream(t *testing.T) {
 	}
 }
 
+func TestUnhealthy(t *testing.T) {
+	em, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	if err := em.Update(func(c *deploy.EmulatorConfig) { c.Unhealthy = true }); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := emuDo(t, ep, http.MethodGet, "/health", nil); st != 503 {
+		t.Fatalf("/health = %d, want 503", st)
+	}
+	sick, err := deploy.NewEmulator(deploy.EmulatorConfig{Unhealthy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := sick.Deploy(ctx); !errors.Is(err, deploy.ErrNotReady) {
+		t.Fatalf("Deploy of an unhealthy emulator: %v", err)
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
 	bad := []deploy.EmulatorConfig{
 		{TTFT: -1}, {ITL: -1}, {PrefillPerToken: -1}, {MaxNumSeqs: -1}, {TokensPerChunk: -1}, {SpecAcceptRate: 2},

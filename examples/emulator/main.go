@@ -63,6 +63,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (d
 	fs.Float64Var(&c.FailureRate, "failure-rate", 0, "fraction of requests that fail [0,1]")
 	kinds := fs.String("failure-kinds", "", "comma list of "+strings.Join(deploy.EmulatorFailureKinds, ","))
 	fs.Int64Var(&c.Seed, "seed", 0, "seed for failure injection and unseeded sampling")
+	fs.BoolVar(&c.Unhealthy, "unhealthy", false, "make /health return 503")
 	fs.BoolVar(&c.CoalesceZeroLatency, "coalesce", false, "at zero latency, coalesce SSE chunks into larger writes")
 	defects := fs.String("defects", "", "comma list of deploy.EmulatorDefects field names to switch on")
 	if err := fs.Parse(args); err != nil {
