@@ -182,6 +182,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	rec.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // 读完小错误体，连接可复用
 		rec.E2E = time.Since(intended)
 		rec.ErrorClass = ErrClassHTTP
 		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg))
