@@ -331,6 +331,9 @@ func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, 
 	if cfg.Defects.ImageIgnored {
 		run.promptTokens -= p.imageTokens
 	}
+	if cfg.Defects.HistoryIgnored {
+		run.promptTokens = emuCount(p.lastUser)
+	}
 	budget, er := contextCheck(cfg, s, run.promptTokens, param)
 	if er != nil {
 		return nil, er

@@ -78,4 +78,10 @@ type EmulatorDefects struct {
 	ImageIgnored bool `json:"image_ignored,omitempty" yaml:"image_ignored,omitempty"`
 	// ChoiceViolated 让 structured_outputs.choice / guided_choice 的输出不在候选之中。
 	ChoiceViolated bool `json:"choice_violated,omitempty" yaml:"choice_violated,omitempty"`
+	// HistoryIgnored 只把最后一条 user 消息计入 prompt_tokens（多轮历史被丢弃）。
+	HistoryIgnored bool `json:"history_ignored,omitempty" yaml:"history_ignored,omitempty"`
+	// EmbeddingBase64Wrong 让 encoding_format=base64 的向量按大端序编码（与 float 结果不一致）。
+	EmbeddingBase64Wrong bool `json:"embedding_base64_wrong,omitempty" yaml:"embedding_base64_wrong,omitempty"`
+	// RerankIndexWrong 让 rerank 结果的 index 与返回的文档错位。
+	RerankIndexWrong bool `json:"rerank_index_wrong,omitempty" yaml:"rerank_index_wrong,omitempty"`
 }

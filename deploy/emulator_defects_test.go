@@ -1,7 +1,10 @@
 package deploy_test
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -224,6 +227,28 @@ func emuDefectCases() []emuDefectCase {
 				map[string]any{"type": "text", "text": "x"},
 				map[string]any{"type": "image_url", "image_url": map[string]any{"url": emuPngDataURL(t, 56, 56)}}}}}})
 			return emuNum(emuJget(m, "usage", "prompt_tokens")) == 1
+		}},
+		{"HistoryIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, m := firstChoice(t, ep, map[string]any{"max_tokens": 2, "messages": []any{
+				map[string]any{"role": "system", "content": "be brief"},
+				map[string]any{"role": "user", "content": "hello"}}})
+			return emuNum(emuJget(m, "usage", "prompt_tokens")) == 1
+		}},
+		{"EmbeddingBase64Wrong", deploy.EmulatorConfig{EnableEmbeddings: true, EmbeddingDim: 4}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, fl := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": "x"})
+			_, _, b64 := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": "x", "encoding_format": "base64"})
+			raw, err := base64.StdEncoding.DecodeString(emuStr(emuJget(emuObj(t, b64), "data", 0, "embedding")))
+			if err != nil || len(raw) < 4 {
+				t.Fatalf("base64: %v", err)
+			}
+			first := emuJget(emuObj(t, fl), "data", 0, "embedding", 0).(float64)
+			return math.Float32frombits(binary.LittleEndian.Uint32(raw)) != float32(first)
+		}},
+		{"RerankIndexWrong", deploy.EmulatorConfig{EnableRerank: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, b := emuPost(t, ep, "/rerank", map[string]any{"query": "q", "documents": []string{"alpha", "beta"}})
+			res := emuObj(t, b)["results"].([]any)
+			docs := []string{"alpha", "beta"}
+			return emuStr(emuJget(res, 0, "document", "text")) != docs[emuNum(emuJget(res, 0, "index"))]
 		}},
 		{"ChoiceViolated", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 5, "structured_outputs": map[string]any{"choice": []string{"yes", "no"}}}))

@@ -94,7 +94,11 @@ func (e *Emulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		if req.EncodingFormat == "base64" {
 			raw := make([]byte, 4*len(v))
 			for k, x := range v {
-				binary.LittleEndian.PutUint32(raw[4*k:], math.Float32bits(float32(x)))
+				if cfg.Defects.EmbeddingBase64Wrong {
+					binary.BigEndian.PutUint32(raw[4*k:], math.Float32bits(float32(x)))
+				} else {
+					binary.LittleEndian.PutUint32(raw[4*k:], math.Float32bits(float32(x)))
+				}
 			}
 			b.WriteByte('"')
 			b.WriteString(base64.StdEncoding.EncodeToString(raw))
@@ -201,6 +205,13 @@ func (e *Emulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 	}
 	if !cfg.Defects.RerankUnsorted {
 		sort.SliceStable(results, func(a, b int) bool { return results[a].RelevanceScore > results[b].RelevanceScore })
+	}
+	if cfg.Defects.RerankIndexWrong && len(results) > 1 {
+		first := results[0].Index
+		for i := 0; i+1 < len(results); i++ {
+			results[i].Index = results[i+1].Index
+		}
+		results[len(results)-1].Index = first
 	}
 	if req.TopN > 0 && req.TopN < len(results) {
 		results = results[:req.TopN]
