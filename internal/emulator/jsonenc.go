@@ -16,8 +16,14 @@ const hexDigits = "0123456789abcdef"
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
+	valid := utf8.ValidString(s)
 	for i := 0; i < len(s); {
 		c := s[i]
+		if valid && c >= utf8.RuneSelf && c != 0xE2 {
+			// 合法 UTF-8 中只有以 0xE2 开头的序列可能是 U+2028/U+2029，其余字节原样保留。
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
