@@ -78,10 +78,17 @@ func itoa(n int) string {
 	}
 }
 
-func BenchmarkLoopbackStream40(b *testing.B)          { benchStream(b, 40, true, false) }
-func BenchmarkLoopbackStream200(b *testing.B)         { benchStream(b, 200, true, false) }
+// BenchmarkLoopbackStream40 以 40 token 的流式请求压测回环吞吐（每 chunk 一次 flush）。
+func BenchmarkLoopbackStream40(b *testing.B) { benchStream(b, 40, true, false) }
+
+// BenchmarkLoopbackStream200 以 200 token 的长流压测回环 chunk 吞吐。
+func BenchmarkLoopbackStream200(b *testing.B) { benchStream(b, 200, true, false) }
+
+// BenchmarkLoopbackStream40Coalesced 同 BenchmarkLoopbackStream40，但打开 CoalesceZeroLatency 合并写入。
 func BenchmarkLoopbackStream40Coalesced(b *testing.B) { benchStream(b, 40, true, true) }
-func BenchmarkLoopbackNonStream(b *testing.B)         { benchStream(b, 40, false, false) }
+
+// BenchmarkLoopbackNonStream 压测非流式请求的回环吞吐。
+func BenchmarkLoopbackNonStream(b *testing.B) { benchStream(b, 40, false, false) }
 
 // BenchmarkHandlerStream 不经网络，直接调用 Handler（衡量模拟器本身的开销）。
 func BenchmarkHandlerStream(b *testing.B) {
@@ -183,6 +190,11 @@ func benchFidelity(b *testing.B, conc int) {
 	b.ReportMetric(itls[len(itls)/2]-10, "itl-p50-err-ms")
 }
 
-func BenchmarkTimingFidelityC1(b *testing.B)   { benchFidelity(b, 1) }
-func BenchmarkTimingFidelityC64(b *testing.B)  { benchFidelity(b, 64) }
+// BenchmarkTimingFidelityC1 并发 1 时的 TTFT/ITL 保真度。
+func BenchmarkTimingFidelityC1(b *testing.B) { benchFidelity(b, 1) }
+
+// BenchmarkTimingFidelityC64 并发 64 时的 TTFT/ITL 保真度。
+func BenchmarkTimingFidelityC64(b *testing.B) { benchFidelity(b, 64) }
+
+// BenchmarkTimingFidelityC256 并发 256 时的 TTFT/ITL 保真度。
 func BenchmarkTimingFidelityC256(b *testing.B) { benchFidelity(b, 256) }

@@ -41,6 +41,7 @@ func streamText(chunks []map[string]any) string {
 	return sb.String()
 }
 
+// emuDefectCases 返回每个缺陷开关的线上可见性检查；新增缺陷字段时必须在此补一行，否则测试失败。
 func emuDefectCases() []emuDefectCase {
 	withUsage := map[string]any{"max_tokens": 5, "stream_options": map[string]any{"include_usage": true}}
 	return []emuDefectCase{

@@ -64,6 +64,7 @@ func validateJSON(t *testing.T, s *jsonschema.Schema, text string) error {
 	return s.Validate(v)
 }
 
+// TestTools 验证 auto/required/具名工具调用的参数满足 schema、结束原因、流式重组与 400 规则。
 func TestTools(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	params := compileSchema(t, weatherTool["function"].(map[string]any)["parameters"])
@@ -146,6 +147,7 @@ func TestTools(t *testing.T) {
 	}
 }
 
+// TestGuided 验证 json_object、json_schema、structured_outputs（json/choice/regex）与旧版 guided_* 的输出满足约束。
 func TestGuided(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("give json", map[string]any{"response_format": map[string]any{"type": "json_object"}}))
@@ -198,6 +200,7 @@ func TestGuided(t *testing.T) {
 	}
 }
 
+// TestReasoning 验证推理字段、流式推理 delta、reasoning_tokens、关闭推理的两种方式与 <think> 形式。
 func TestReasoning(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", Reasoning: true})
 	st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("think", map[string]any{"max_tokens": 500}))
@@ -253,6 +256,7 @@ func TestReasoning(t *testing.T) {
 	}
 }
 
+// TestMultipleChoiceAndMath 验证多选题与 MGSM 类提示得到确定性的 "Answer:" 行。
 func TestMultipleChoiceAndMath(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	q := "Answer the following multiple choice question. The last line of your response should be of the following format: 'Answer: $LETTER' (without quotes) where LETTER is one of ABCD. Think step by step before answering.\n\nWhat is 2+2?\n\nA) 1\nB) 4\nC) 3\nD) 5"
@@ -277,6 +281,7 @@ func TestMultipleChoiceAndMath(t *testing.T) {
 	}
 }
 
+// TestEmbeddingsAndRerank 验证嵌入向量的确定性、单位长度、dimensions、base64 编码，以及 rerank 的排序与 top_n。
 func TestEmbeddingsAndRerank(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "bge", EnableEmbeddings: true, EnableRerank: true, EmbeddingDim: 64})
 	st, _, b := emuPost(t, ep, "/v1/embeddings", map[string]any{"model": "bge", "input": []string{"你好 world", "你好 world", "other"}})
@@ -373,6 +378,7 @@ func scrape(t *testing.T, ep deploy.Endpoint) map[string]float64 {
 	return out
 }
 
+// TestMetricsUpdatedByTraffic 验证 /metrics 的 vllm:* 计数器与直方图按真实流量更新。
 func TestMetricsUpdatedByTraffic(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", SpecDecode: true, SpecAcceptRate: 0.5})
 	for i := 0; i < 3; i++ {
@@ -397,6 +403,7 @@ func TestMetricsUpdatedByTraffic(t *testing.T) {
 	}
 }
 
+// TestQueueingShowsInTTFT 验证 MaxNumSeqs 饱和时请求排队，并体现在 waiting gauge 与队列时间中。
 func TestQueueingShowsInTTFT(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", MaxNumSeqs: 1, ITL: 30 * time.Millisecond})
 	body := `{"model":"m","stream":true,"max_tokens":10,"ignore_eos":true,"messages":[{"role":"user","content":"q"}]}`
@@ -438,6 +445,7 @@ func TestQueueingShowsInTTFT(t *testing.T) {
 	}
 }
 
+// TestLatencyLowerBounds 验证 TTFT、PrefillPerToken、ITL 与 TokensPerChunk 的时间下界与 chunk 数。
 func TestLatencyLowerBounds(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", TTFT: 30 * time.Millisecond, ITL: 5 * time.Millisecond, PrefillPerToken: time.Millisecond, TokensPerChunk: 2})
 	start := time.Now()
@@ -463,6 +471,7 @@ func TestLatencyLowerBounds(t *testing.T) {
 	}
 }
 
+// TestFailureInjection 验证每种故障注入的线上表现，以及同一 Seed 下故障序列可复现。
 func TestFailureInjection(t *testing.T) {
 	for _, kind := range deploy.EmulatorFailureKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -511,6 +520,7 @@ func TestFailureInjection(t *testing.T) {
 	}
 }
 
+// TestUpdateAtRuntime 验证 Update 在运行中生效。
 func TestUpdateAtRuntime(t *testing.T) {
 	em, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	if err := em.Update(func(c *deploy.EmulatorConfig) { c.Defects.NoDone = true; c.FailureRate = 0 }); err != nil {
@@ -522,6 +532,7 @@ func TestUpdateAtRuntime(t *testing.T) {
 	}
 }
 
+// TestStreamNChoicesAndCoalesced 验证 n>1 的流式交错、合并写入模式，以及 completions 流式的 echo 与 logprobs。
 func TestStreamNChoicesAndCoalesced(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: true})
 	chunks, done, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"n": 2, "temperature": 1, "seed": 3,
@@ -551,6 +562,7 @@ func TestStreamNChoicesAndCoalesced(t *testing.T) {
 	}
 }
 
+// TestNonStreamFaults 验证非流式请求上的 stream_error/drop/truncate 故障。
 func TestNonStreamFaults(t *testing.T) {
 	for kind, check := range map[string]func(st int, err error) bool{
 		"stream_error": func(st int, err error) bool { return err == nil && st == 500 },

@@ -32,6 +32,7 @@ func emuSdk(ep deploy.Endpoint) openai.Client {
 	return openai.NewClient(opts...)
 }
 
+// TestChatNonStreamSDK 用 openai-go 验证非流式 chat 的 id、object、usage 算术与 ignore_eos。
 func TestChatNonStreamSDK(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "qwen"})
 	_, ep2 := startEmu(t, deploy.EmulatorConfig{Model: "m"})
@@ -90,6 +91,7 @@ func emuGenerate(t *testing.T, ep deploy.Endpoint, prompt string) string {
 	return emuStr(emuJget(emuObj(t, b), "choices", 0, "message", "content"))
 }
 
+// TestChatStreamWireShape 用原始 SSE 字节验证流式 chat 的 role chunk、单一 finish、usage chunk 与 [DONE]。
 func TestChatStreamWireShape(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	body := emuChatBody("hello 世界", map[string]any{"max_tokens": 6, "stream_options": map[string]any{"include_usage": true}})
@@ -157,6 +159,7 @@ func TestChatStreamWireShape(t *testing.T) {
 	}
 }
 
+// TestStreamNoUsageByDefaultAndContinuous 验证没有 stream_options 时不带 usage，continuous_usage_stats 时单调。
 func TestStreamNoUsageByDefaultAndContinuous(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}}, "max_tokens": 3})
@@ -180,6 +183,7 @@ func TestStreamNoUsageByDefaultAndContinuous(t *testing.T) {
 	}
 }
 
+// TestCompletions 验证 /v1/completions 的默认 max_tokens、批量提示、echo、logprobs、流式与 token id 提示。
 func TestCompletions(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	st, _, b := emuPost(t, ep, "/v1/completions", map[string]any{"model": "m", "prompt": "Once upon a time", "temperature": 0, "ignore_eos": true})
@@ -223,6 +227,7 @@ func TestCompletions(t *testing.T) {
 	}
 }
 
+// TestErrors 验证 404/400 错误的形状与 param，以及未知字段被忽略。
 func TestErrors(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", MaxModelLen: 100})
 	st, h, b := emuPost(t, ep, "/v1/chat/completions", map[string]any{"model": "nope", "messages": []any{map[string]any{"role": "user", "content": "x"}}})
@@ -297,6 +302,7 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestAuth 验证 API key 保护 /v1 而不保护 /health。
 func TestAuth(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", APIKey: "sekret"})
 	if st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 1})); st != 200 {
@@ -322,6 +328,7 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+// TestModelsVersionTokenize 验证 /v1/models、/version 与 /tokenize，并与 usage 计数一致。
 func TestModelsVersionTokenize(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", MaxModelLen: 4096})
 	st, _, b := emuDo(t, ep, http.MethodGet, "/v1/models", nil)
@@ -361,6 +368,7 @@ func emuPngDataURL(t *testing.T, w, h int) string {
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
+// TestMultimodalImageTokens 验证 data URL 图片按 28 像素规则计 token，坏图片 400。
 func TestMultimodalImageTokens(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	content := []map[string]any{
@@ -379,6 +387,7 @@ func TestMultimodalImageTokens(t *testing.T) {
 	}
 }
 
+// TestDeterminism 验证 temperature 0 与 seed 无关、相同 seed 可复现、n>1 的 choices 互不相同。
 func TestDeterminism(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	gen := func(extra map[string]any) string {
@@ -414,6 +423,7 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
+// TestStopMinTokensIgnoreEOS 验证 stop（单个、多个、Unicode）、include_stop_str_in_output、ignore_eos、min_tokens 与 stop_token_ids。
 func TestStopMinTokensIgnoreEOS(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	for _, stop := range []any{"。", []string{"\n", "END"}, "終わり", []string{"zzz", "ok"}} {
@@ -489,6 +499,7 @@ func emuContains(ss []string, s string) bool {
 	return false
 }
 
+// TestChatLogprobs 验证 chat logprobs/top_logprobs 的数量与形状（含流式）。
 func TestChatLogprobs(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 4, "logprobs": true, "top_logprobs": 3}))
@@ -508,6 +519,7 @@ func TestChatLogprobs(t *testing.T) {
 	}
 }
 
+// TestArchiveLogsAndTeardown 验证日志归档不含密钥、Teardown 幂等并真正停止监听。
 func TestArchiveLogsAndTeardown(t *testing.T) {
 	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", APIKey: "topsecret-key"})
 	if err != nil {
@@ -560,6 +572,7 @@ func TestArchiveLogsAndTeardown(t *testing.T) {
 	}
 }
 
+// TestTeardownDoesNotHangOnLongStream 验证进行中的长流不会让 Teardown 无限期阻塞。
 func TestTeardownDoesNotHangOnLongStream(t *testing.T) {
 	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", ITL: time.Second})
 	if err != nil {
@@ -592,6 +605,7 @@ func TestTeardownDoesNotHangOnLongStream(t *testing.T) {
 	}
 }
 
+// TestUnhealthy 验证 Unhealthy 让 /health 返回 503 且 Deploy 等不到健康。
 func TestUnhealthy(t *testing.T) {
 	em, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	if err := em.Update(func(c *deploy.EmulatorConfig) { c.Unhealthy = true }); err != nil {
@@ -611,6 +625,7 @@ func TestUnhealthy(t *testing.T) {
 	}
 }
 
+// TestConfigValidation 验证构造与 Update 的配置校验、默认值与错误信息。
 func TestConfigValidation(t *testing.T) {
 	bad := []deploy.EmulatorConfig{
 		{TTFT: -1}, {ITL: -1}, {PrefillPerToken: -1}, {MaxNumSeqs: -1}, {TokensPerChunk: -1}, {SpecAcceptRate: 2},

@@ -31,6 +31,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// TestRunServesAndStops 验证独立服务器启动、读取环境变量中的密钥且不打印它、收到取消后退出。
 func TestRunServesAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
@@ -72,6 +73,7 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 }
 
+// TestParseConfigErrors 验证参数错误与配置错误被报告。
 func TestParseConfigErrors(t *testing.T) {
 	env := func(string) string { return "" }
 	var sink bytes.Buffer

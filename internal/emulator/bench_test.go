@@ -7,6 +7,7 @@ import (
 	"github.com/vllm-cibench/cibench/internal/emulator"
 )
 
+// BenchmarkTextNext 衡量生成一个 token 片段的开销。
 func BenchmarkTextNext(b *testing.B) {
 	v := emulator.NewVocab()
 	t := v.NewText(1)
@@ -16,6 +17,7 @@ func BenchmarkTextNext(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendString 衡量 JSON 字符串转义的开销。
 func BenchmarkAppendString(b *testing.B) {
 	buf := make([]byte, 0, 256)
 	s := "混合 mixed text with \"quotes\" and 中文字符 \n"
@@ -26,6 +28,7 @@ func BenchmarkAppendString(b *testing.B) {
 	}
 }
 
+// BenchmarkGenerateJSON 衡量按 schema 生成 JSON 的开销。
 func BenchmarkGenerateJSON(b *testing.B) {
 	schema := json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1,"maximum":7},"tags":{"type":"array","items":{"type":"string"}}},"required":["city"]}`)
 	b.ReportAllocs()

@@ -20,6 +20,7 @@ import (
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
 
+// TestAppendStringMatchesJSON 验证手写 JSON 转义可被 encoding/json 往返解析，且不做 HTML 转义。
 func TestAppendStringMatchesJSON(t *testing.T) {
 	for _, s := range []string{"", "plain", `quote " back \ slash`, "tab\tnl\ncr\r", "\x00\x01\x1f", "中文 ok 😀",
 		"<html>&", "bad \xff utf8", "line\u2028sep\u2029", "mixed 世界\n\"end\""} {
@@ -41,6 +42,7 @@ func TestAppendStringMatchesJSON(t *testing.T) {
 	}
 }
 
+// FuzzAppendString 以模糊测试验证任意输入的转义结果都是合法 JSON 字符串。
 func FuzzAppendString(f *testing.F) {
 	f.Add("hello 世界")
 	f.Add("\x00\"\\\u2028")
@@ -56,6 +58,7 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
+// TestAppendFloat 验证浮点数编码及 NaN/Inf 的退化。
 func TestAppendFloat(t *testing.T) {
 	for f, want := range map[float64]string{1.5: "1.5", -0.25: "-0.25", math.NaN(): "0", math.Inf(1): "0", 1e21: "1e+21"} {
 		if got := string(emulator.AppendFloat(nil, f)); got != want {
@@ -64,6 +67,7 @@ func TestAppendFloat(t *testing.T) {
 	}
 }
 
+// TestTextPiecesRetokenize 验证生成的片段按 internal/tokenize 重新切分后数量不变、确定且中英混排。
 func TestTextPiecesRetokenize(t *testing.T) {
 	v := emulator.NewVocab()
 	for seed := uint64(0); seed < 200; seed++ {
@@ -88,6 +92,7 @@ func TestTextPiecesRetokenize(t *testing.T) {
 	}
 }
 
+// TestRandAndHash 验证哈希分隔、随机数范围与长度函数的取值区间。
 func TestRandAndHash(t *testing.T) {
 	if emulator.Hash("ab", "c") == emulator.Hash("a", "bc") {
 		t.Fatal("hash separators missing")
@@ -122,6 +127,7 @@ func TestRandAndHash(t *testing.T) {
 	}
 }
 
+// TestScriptedAnswer 验证评测提示的脚本化回答。
 func TestScriptedAnswer(t *testing.T) {
 	if _, ok := emulator.ScriptedAnswer("hello"); ok {
 		t.Fatal("plain prompt scripted")
@@ -162,6 +168,7 @@ func mustSchema(t *testing.T, s string) *jsonschema.Schema {
 	return sc
 }
 
+// TestGenerateJSONSatisfiesSchemas 用 jsonschema/v6 验证生成的值满足多种 schema。
 func TestGenerateJSONSatisfiesSchemas(t *testing.T) {
 	schemas := []string{
 		`{}`,
@@ -204,6 +211,7 @@ func TestGenerateJSONSatisfiesSchemas(t *testing.T) {
 	}
 }
 
+// TestGenerateRegex 验证生成的字符串完整匹配正则。
 func TestGenerateRegex(t *testing.T) {
 	for _, p := range []string{`\d{3}-\d{4}`, `(yes|no)`, `[A-Z][a-z]+ [0-9]?x*`, `a{2,5}b+c?`, `.\w\s`, `^(foo|bar)+$`, `[^0-9]{3}`} {
 		re := regexp.MustCompile(`^(?:` + p + `)$`)
@@ -219,6 +227,7 @@ func TestGenerateRegex(t *testing.T) {
 	}
 }
 
+// TestEmbedAndRerank 验证嵌入的确定性、截断与 rerank 分数的相对大小。
 func TestEmbedAndRerank(t *testing.T) {
 	a := emulator.Embed("sunny weather today", 128)
 	b := emulator.Embed("sunny weather today", 128)
@@ -245,6 +254,7 @@ func TestEmbedAndRerank(t *testing.T) {
 	}
 }
 
+// TestScheduler 验证 FIFO 排队、取消与放宽上限。
 func TestScheduler(t *testing.T) {
 	s := emulator.NewScheduler(1)
 	ctx := context.Background()
@@ -293,6 +303,7 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
+// TestFailer 验证故障抽签的确定性与比例。
 func TestFailer(t *testing.T) {
 	f1, f2 := emulator.NewFailer(3), emulator.NewFailer(3)
 	n := 0
@@ -313,6 +324,7 @@ func TestFailer(t *testing.T) {
 	}
 }
 
+// TestAccessLog 验证环形访问日志与汇总。
 func TestAccessLog(t *testing.T) {
 	l := emulator.NewAccessLog(2)
 	for i := 0; i < 3; i++ {
@@ -339,6 +351,7 @@ func TestAccessLog(t *testing.T) {
 	}
 }
 
+// TestMetrics 验证指标族与 lint（vLLM 指标名中的冒号除外）。
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := emulator.NewMetrics(reg, "m")
