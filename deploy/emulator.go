@@ -201,6 +201,7 @@ type Emulator struct {
 	handler http.Handler
 	reqSeq  atomic.Uint64
 	bufs    emuBufPool
+	idSalt  uint64 // Seed 为 0 时取构造时刻，使不同进程的响应 id 不重复
 }
 
 var _ Deployer = (*Emulator)(nil)
@@ -216,6 +217,9 @@ func NewEmulator(cfg EmulatorConfig) (*Emulator, error) {
 		sched:  emulator.NewScheduler(c.MaxNumSeqs),
 		failer: emulator.NewFailer(c.Seed),
 		access: emulator.NewAccessLog(10000),
+	}
+	if c.Seed == 0 {
+		e.idSalt = uint64(time.Now().UnixNano())
 	}
 	e.metrics = emulator.NewMetrics(prometheus.NewRegistry(), c.Model)
 	e.cfg.Store(&c)

@@ -51,12 +51,13 @@ func decodeJSON(body []byte, v any) *emuErr {
 }
 
 // newID 生成响应 id：前缀 + 32 位十六进制（与 vLLM 的 random_uuid 长度一致）。
+// Seed 非 0 时 id 序列可复现（金样测试依赖这一点）；Seed 为 0 时混入构造时刻，跨进程不重复。
 func (e *Emulator) newID(cfg *EmulatorConfig, prefix string) string {
 	if cfg.Defects.WrongIDPrefix {
 		prefix = "req-"
 	}
 	n := e.reqSeq.Add(1)
-	a := emulator.Mix(uint64(cfg.Seed), n)
+	a := emulator.Mix(uint64(cfg.Seed)^e.idSalt, n)
 	b := emulator.Mix(a, n)
 	var buf [64]byte
 	out := append(buf[:0], prefix...)
