@@ -313,7 +313,7 @@ func testLWS(t *testing.T, c *kubetest.Cluster) {
 		startEmulator(t, "qwen3-235b-a22b", port)
 		return d.Deploy(context.Background())
 	}
-	_, err := run(1, 8*time.Second)
+	_, err := run(1, 15*time.Second)
 	if !errors.Is(err, deploy.ErrNotReady) || !strings.Contains(err.Error(), "groups want=2 ready=1 Available=True") {
 		t.Fatalf("short LWS: err = %v", err)
 	}

@@ -166,6 +166,10 @@ func (d *Deployer) Deploy(ctx context.Context) (deploy.Deployment, error) {
 	if rc.Timeout == 0 {
 		rc.Timeout = 30 * time.Second
 	}
+	// client-go 默认 5 QPS；就绪与删除轮询会被限流器拖慢甚至在截止前报错。
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = 50, 100
+	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: clientset: %w", err)
@@ -307,14 +311,17 @@ func (x *Deployment) apply(ctx context.Context, o object) error {
 
 // waitEstablished 等待 CRD 的 Established 条件为 True。
 func (x *Deployment) waitEstablished(ctx context.Context, a applied) error {
+	last := "no status yet"
 	return poll(ctx, x.cfg.PollInterval/4, func() (bool, error) {
 		u, err := x.dyn.Resource(a.gvr).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
 		if err != nil {
+			last = err.Error()
 			return false, nil
 		}
-		s, _, _, _ := condition(u, "Established")
+		s, reason, msg, _ := condition(u, "Established")
+		last = "Established=" + orNone(s) + " " + reason + " " + msg
 		return s == "True", nil
-	}, func() string { return "CRD " + a.obj.GetName() + " not established" })
+	}, func() string { return "CRD " + a.obj.GetName() + " not established: " + last })
 }
 
 // poll 以固定间隔调用 f，直到它返回 true 或错误，或 ctx 结束（此时用 what 描述卡在哪）。

@@ -378,6 +378,9 @@ func startProc(dir, name, bin string, args ...string) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	// Debian 的 etcd 3.4 不支持 RequestWatchProgress，API Server 因此拒绝
+	// “流式 watch list”；让组件里的 client-go 退回普通 list+watch，避免反射器反复重试。
+	cmd.Env = append(os.Environ(), "KUBE_FEATURE_WatchListClient=false")
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
