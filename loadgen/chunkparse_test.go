@@ -1,8 +1,10 @@
 package loadgen
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestChunkScannerFields 验证扫描器从各种 chunk 形态（角色、转义、推理新旧字段、工具调用、usage、错误）取出的字段。
@@ -128,4 +130,71 @@ func BenchmarkChunkScanner(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzChunkScannerMatchesEncodingJSON 对合法 JSON 把扫描器的结果与 encoding/json 对照：
+// 正文、推理、完成 token 数与是否带 error 必须一致。
+func FuzzChunkScannerMatchesEncodingJSON(f *testing.F) {
+	f.Add(`{"choices":[{"delta":{"content":"a\"b\u00e9"}}],"usage":{"completion_tokens":3}}`)
+	f.Add(`{"id":"x","choices":[{"index":0,"delta":{"reasoning":"r"},"finish_reason":null}],"usage":null}`)
+	f.Add(`{"error":{"message":"boom"}}`)
+	f.Add(`{"choices":[{"text":"t"}],"x":[1,{"y":"}"}]}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var ref struct {
+			Error   json.RawMessage `json:"error"`
+			Choices []struct {
+				Delta *struct {
+					Content   *string `json:"content"`
+					Reasoning *string `json:"reasoning"`
+				} `json:"delta"`
+				Text *string `json:"text"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int64 `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if !utf8.ValidString(s) || json.Unmarshal([]byte(s), &ref) != nil {
+			return // 只比较两边都接受的合法 UTF-8 输入（encoding/json 会替换非法字节）
+		}
+		// encoding/json 的键名匹配不区分大小写，而线上格式区分：含大小写变体的输入不比较。
+		for _, k := range []string{`"choices"`, `"delta"`, `"content"`, `"reasoning"`, `"text"`, `"usage"`, `"error"`, `"completion_tokens"`} {
+			if strings.Count(strings.ToLower(s), k) != strings.Count(s, k) {
+				return
+			}
+		}
+		var sc chunkScanner
+		got, err := sc.scan(s)
+		if err != nil {
+			if strings.TrimSpace(s) == "null" || !strings.HasPrefix(strings.TrimSpace(s), "{") {
+				return // 顶层不是对象：扫描器拒绝是正确的
+			}
+			t.Fatalf("scanner rejected valid JSON %q: %v", s, err)
+		}
+		wantErr := len(ref.Error) > 0 && string(ref.Error) != "null"
+		if got.hasError != wantErr {
+			t.Fatalf("%q: hasError %v, want %v", s, got.hasError, wantErr)
+		}
+		if wantErr {
+			return
+		}
+		var content, reasoning string
+		if len(ref.Choices) > 0 {
+			c := ref.Choices[0]
+			if c.Delta != nil && c.Delta.Content != nil {
+				content = *c.Delta.Content
+			}
+			if c.Delta != nil && c.Delta.Reasoning != nil {
+				reasoning = *c.Delta.Reasoning
+			}
+			if c.Text != nil && content == "" {
+				content = *c.Text
+			}
+		}
+		if got.content != content || got.reasoning != reasoning {
+			t.Fatalf("%q: content %q reasoning %q, want %q %q", s, got.content, got.reasoning, content, reasoning)
+		}
+		if ref.Usage != nil && got.complTok != ref.Usage.CompletionTokens {
+			t.Fatalf("%q: completion tokens %d, want %d", s, got.complTok, ref.Usage.CompletionTokens)
+		}
+	})
 }
