@@ -1,0 +1,124 @@
+package kubetest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestWritePKI 验证生成的服务证书与客户端证书都能被 CA 验证，且用途与身份正确。
+func TestWritePKI(t *testing.T) {
+	dir := t.TempDir()
+	p, err := writePKI(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(p.caCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("bad CA PEM")
+	}
+	server, err := tls.LoadX509KeyPair(p.servingCert, p.servingKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(server.Certificate[0])
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err != nil {
+		t.Fatalf("serving cert: %v", err)
+	}
+	client, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := x509.ParseCertificate(client.Certificate[0])
+	if _, err := cl.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("client cert: %v", err)
+	}
+	if len(cl.Subject.Organization) != 1 || cl.Subject.Organization[0] != "system:masters" {
+		t.Fatalf("client org = %v", cl.Subject.Organization)
+	}
+	if err := writeKubeconfig(filepath.Join(dir, "kc"), "https://127.0.0.1:6443", p); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(filepath.Join(dir, "kc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CurrentContext != "cibench" || cfg.Clusters["kubetest"].Server != "https://127.0.0.1:6443" {
+		t.Fatalf("kubeconfig = %+v", cfg)
+	}
+}
+
+// TestFindBinaryAndPorts 验证二进制查找顺序（显式目录优先）与 NodePort 范围。
+func TestFindBinaryAndPorts(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kube-apiserver")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CIBENCH_KUBE_BIN_DIR", dir)
+	if got := findBinary("kube-apiserver"); got != bin {
+		t.Fatalf("findBinary = %q, want %q", got, bin)
+	}
+	t.Setenv("PATH", "")
+	t.Setenv("CIBENCH_CACHE", t.TempDir())
+	if got := findBinary("definitely-not-here"); got != "" {
+		t.Fatalf("missing binary found at %q", got)
+	}
+	if p := FreeNodePort(t); p < 30000 || p > 32767 {
+		t.Fatalf("node port %d out of range", p)
+	}
+	if tail(filepath.Join(dir, "nope"), 3) == "" {
+		t.Fatal("tail of a missing file must describe the error")
+	}
+}
+
+// TestStart 启动真实控制面，检查假节点地址与“调度 + kwok”让 Pod 进入 Running 并能读到日志。
+func TestStart(t *testing.T) {
+	c := Start(t)
+	ctx := context.Background()
+	n, err := c.Client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			ip = a.Address
+		}
+	}
+	if ip != "127.0.0.1" {
+		t.Fatalf("node addresses = %v", n.Status.Addresses)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+	}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = waitFor(wctx, 100*time.Millisecond, func() bool {
+		p, err := c.Client.CoreV1().Pods("default").Get(wctx, "p", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == NodeName && p.Status.Phase == corev1.PodRunning
+	})
+	if err != nil {
+		t.Fatalf("pod not running: %v", err)
+	}
+	b, err := c.Client.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{Container: "c"}).DoRaw(ctx)
+	if err != nil || string(b) != PodLog {
+		t.Fatalf("logs = %q, %v", b, err)
+	}
+}
