@@ -379,6 +379,11 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 	var jobs chan job
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	// exhausted 在所有请求都已被领取后关闭，让尚在等待爬坡时刻的 worker 立即退出，
+	// 否则一组很快做完的请求也要等到最后一个 worker 的启动时刻（每日档可达数十秒）。
+	exhausted := make(chan struct{})
+	var once sync.Once
+	markExhausted := func() { once.Do(func() { close(exhausted) }) }
 	if rate > 0 {
 		jobs = make(chan job, 1024)
 		wg.Go(func() { r.dispatch(ctx, gr, rate, jobs) })
@@ -402,7 +407,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				continue
 			}
 			wg.Go(func() {
-				if off > 0 && !sleepCtx(ctx, off) {
+				if off > 0 && !sleepUntil(ctx, off, exhausted) {
 					return
 				}
 				x := newExchange()
@@ -414,6 +419,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 						select {
 						case j, ok = <-jobs:
 							if !ok {
+								markExhausted()
 								return
 							}
 						case <-ctx.Done():
@@ -422,6 +428,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 					} else {
 						idx := int(next.Add(1) - 1)
 						if idx >= gr.total || ctx.Err() != nil {
+							markExhausted()
 							return
 						}
 						j = job{idx: idx}
@@ -491,6 +498,20 @@ func gammaSample(r *rand.Rand, shape, scale float64) float64 {
 		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
 			return d * v * scale
 		}
+	}
+}
+
+// sleepUntil 等待 d；ctx 结束或 stop 关闭时提前返回 false。
+func sleepUntil(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
 	}
 }
 

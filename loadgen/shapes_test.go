@@ -222,3 +222,18 @@ func TestUnreachableServer(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestClimbEndsWhenWorkIsDone 验证请求做完后，尚未到启动时刻的爬坡 worker 不再拖住分组。
+func TestClimbEndsWhenWorkIsDone(t *testing.T) {
+	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
+	p := loadgen.Profile{Concurrency: []int{8}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{5},
+		ControlMethod: loadgen.ControlClimb, InitConcurrency: []int{1}, GrowthRate: 1, GrowthInterval: time.Minute}
+	start := time.Now()
+	sums, err := loadgen.Run(context.Background(), tgt, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 30*time.Second || sums[0].NumPrompts != 5 {
+		t.Fatalf("run took %v (climb schedule reaches 7 minutes), %d requests", el, sums[0].NumPrompts)
+	}
+}
