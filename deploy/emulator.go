@@ -221,7 +221,10 @@ func NewEmulator(cfg EmulatorConfig) (*Emulator, error) {
 	if c.Seed == 0 {
 		e.idSalt = uint64(time.Now().UnixNano())
 	}
-	e.metrics = emulator.NewMetrics(prometheus.NewRegistry(), c.Model)
+	e.metrics = emulator.NewMetrics(prometheus.NewRegistry(), c.Model, func() (int, int, int) {
+		run, wait := e.sched.Counts()
+		return run, wait, e.cfg.Load().MaxNumSeqs
+	})
 	e.cfg.Store(&c)
 	e.handler = e.newMux()
 	return e, nil
@@ -386,8 +389,6 @@ func (d *emulatorDeployment) ArchiveLogs(ctx context.Context, dir string) error 
 		return fmt.Errorf("deploy: emulator archive logs: %w", werr)
 	}
 	// 指标快照（Prometheus 文本格式），便于事后对照客户端测得的数字。
-	run, wait := d.em.sched.Counts()
-	d.em.metrics.SetQueue(run, wait, d.em.Config().MaxNumSeqs)
 	if err := prometheus.WriteToTextfile(filepath.Join(dir, "emulator-metrics.prom"), d.em.metrics.Registry()); err != nil {
 		return fmt.Errorf("deploy: emulator archive logs: %w", err)
 	}

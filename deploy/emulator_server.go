@@ -136,14 +136,9 @@ func (e *Emulator) newMux() http.Handler {
 	})
 }
 
-// metricsHandler 在输出前刷新运行/排队 gauge，使抓取时看到的是当下的值。
+// metricsHandler 以 Prometheus 文本格式暴露私有注册表。
 func (e *Emulator) metricsHandler() http.Handler {
-	h := promhttp.HandlerFor(e.metrics.Registry(), promhttp.HandlerOpts{})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		run, wait := e.sched.Counts()
-		e.metrics.SetQueue(run, wait, e.cfg.Load().MaxNumSeqs)
-		h.ServeHTTP(w, r)
-	})
+	return promhttp.HandlerFor(e.metrics.Registry(), promhttp.HandlerOpts{})
 }
 
 // writeError 写出 vLLM 形状的错误；ErrorBodyMalformed 缺陷下 4xx 改写为纯文本。

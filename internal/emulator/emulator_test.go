@@ -354,19 +354,19 @@ func TestAccessLog(t *testing.T) {
 // TestMetrics 验证指标族与 lint（vLLM 指标名中的冒号除外）。
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := emulator.NewMetrics(reg, "m")
+	run, wait, limit := 2, 3, 4
+	m := emulator.NewMetrics(reg, "m", func() (int, int, int) { return run, wait, limit })
 	m.Success("stop")
 	m.Success("tool_calls")
 	m.Success("length")
 	m.Success("abort")
-	m.SetQueue(2, 3, 4)
-	if v := testutil.ToFloat64(m.Running); v != 2 {
+	if v := testutil.ToFloat64(m.Running); v != 2 || testutil.ToFloat64(m.Waiting) != 3 {
 		t.Fatal(v)
 	}
 	if v := testutil.ToFloat64(m.KVCacheUsage); v != 0.5 {
 		t.Fatal(v)
 	}
-	m.SetQueue(1, 0, 0)
+	run, wait, limit = 1, 0, 0
 	if v := testutil.ToFloat64(m.KVCacheUsage); v != 0 {
 		t.Fatal(v)
 	}

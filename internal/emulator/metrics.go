@@ -11,7 +11,7 @@ import (
 type Metrics struct {
 	reg *prometheus.Registry
 
-	Running, Waiting, KVCacheUsage prometheus.Gauge
+	Running, Waiting, KVCacheUsage prometheus.GaugeFunc
 	PromptTokens, GenerationTokens prometheus.Counter
 	success                        *prometheus.CounterVec
 	successStop, successLength     prometheus.Counter
@@ -30,12 +30,17 @@ var itlBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0
 // e2eBuckets 与 vLLM 的 e2e_request_latency_seconds 桶一致。
 var e2eBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 
-// NewMetrics 在 reg 上注册全部指标，标签 model_name=model。
-func NewMetrics(reg *prometheus.Registry, model string) *Metrics {
+// QueueFunc 返回当前运行数、排队数与 max_num_seqs（0 表示不限）。
+type QueueFunc func() (running, waiting, limit int)
+
+// NewMetrics 在 reg 上注册全部指标，标签 model_name=model。运行/排队/KV cache
+// gauge 在每次采集时调用 queue 取值，因此无论通过 /metrics 还是直接 Gather 注册表，
+// 看到的都是当下的值。
+func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc) *Metrics {
 	lbl := prometheus.Labels{"model_name": model}
 	m := &Metrics{reg: reg}
-	gauge := func(name, help string) prometheus.Gauge {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: lbl})
+	gauge := func(name, help string, f func() float64) prometheus.GaugeFunc {
+		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: lbl}, f)
 		reg.MustRegister(g)
 		return g
 	}
@@ -49,9 +54,21 @@ func NewMetrics(reg *prometheus.Registry, model string) *Metrics {
 		reg.MustRegister(h)
 		return h
 	}
-	m.Running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
-	m.Waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
-	m.KVCacheUsage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage (emulated: running/max_num_seqs).")
+	m.Running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.", func() float64 {
+		r, _, _ := queue()
+		return float64(r)
+	})
+	m.Waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", func() float64 {
+		_, w, _ := queue()
+		return float64(w)
+	})
+	m.KVCacheUsage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage (emulated: running/max_num_seqs).", func() float64 {
+		r, _, limit := queue()
+		if limit <= 0 {
+			return 0
+		}
+		return float64(r) / float64(limit)
+	})
 	m.PromptTokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
 	m.GenerationTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
@@ -83,16 +100,5 @@ func (m *Metrics) Success(finish string) {
 		m.successAbort.Inc()
 	default:
 		m.successStop.Inc()
-	}
-}
-
-// SetQueue 更新运行/排队 gauge 与模拟的 KV cache 使用率。
-func (m *Metrics) SetQueue(running, waiting, maxNumSeqs int) {
-	m.Running.Set(float64(running))
-	m.Waiting.Set(float64(waiting))
-	if maxNumSeqs > 0 {
-		m.KVCacheUsage.Set(float64(running) / float64(maxNumSeqs))
-	} else {
-		m.KVCacheUsage.Set(0)
 	}
 }
