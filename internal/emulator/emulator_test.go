@@ -140,6 +140,10 @@ func TestScriptedAnswer(t *testing.T) {
 	if !ok || !strings.HasSuffix(a, "Answer: 30") {
 		t.Fatalf("math: %q", a)
 	}
+	a, ok = emulator.ScriptedAnswer("Passage: 7 goals. Think step by step, then write a line of the form \"Answer: $ANSWER\" at the end")
+	if !ok || !strings.HasSuffix(a, "Answer: 7") {
+		t.Fatalf("drop: %q", a)
+	}
 	a, _ = emulator.ScriptedAnswer(`integer answer, no digits`)
 	if !strings.HasSuffix(a, "Answer: 0") {
 		t.Fatalf("no digits: %q", a)

@@ -177,15 +177,16 @@ const MultipleChoiceMarker = "Answer the following multiple choice question"
 //   - 多选题（simple-evals QUERY_TEMPLATE_MULTICHOICE）：简短的分步文字，最后一行
 //     "Answer: X"，X 是题干文本的哈希对 4 取模——因此得分接近随机猜测（约 25%），
 //     这是诚实的：模拟器并不理解题目，只保证流程可端到端跑通且结果可复现；
-//   - MGSM 类数学题（提示要求在 "Answer:" 后给出整数）：最后一行 "Answer: N"，
-//     N 取题目中最后出现的整数（没有则为 0），同样只是确定性的占位答案。
+//   - MGSM 类数学题（提示要求在 "Answer:" 后给出整数），以及 MATH/DROP 模板
+//     （"Answer: $ANSWER"）：最后一行 "Answer: N"，N 取提示中最后出现的整数
+//     （没有则为 0），同样只是确定性的占位答案。
 func ScriptedAnswer(prompt string) (string, bool) {
 	if strings.Contains(prompt, MultipleChoiceMarker) {
 		letter := "ABCD"[Hash(prompt)%4]
 		return "Let me think step by step. 首先阅读题目, then compare the options one by one. 综合来看, the best option is " +
 			string(letter) + ".\nAnswer: " + string(letter), true
 	}
-	if strings.Contains(prompt, `"Answer:"`) || strings.Contains(prompt, "integer answer") {
+	if strings.Contains(prompt, `"Answer:"`) || strings.Contains(prompt, "integer answer") || strings.Contains(prompt, "Answer: $ANSWER") {
 		return "Let me solve this step by step. 先列出已知条件, then compute the result.\nAnswer: " +
 			strconv.Itoa(lastInteger(prompt)), true
 	}
