@@ -12,8 +12,8 @@ import (
 func Example() {
 	fsys := fstest.MapFS{
 		"scenarios/emulator.yaml":     {Data: []byte("mode: emulator\nserved_model_name: cibench-emulator\n")},
-		"tests/perf/profiles/pr.yaml": {Data: []byte("concurrency: [1, 2]\n")},
-		"tests/accuracy/pr.yaml":      {Data: []byte("dataset: gpqa\n")},
+		"tests/perf/profiles/pr.yaml": {Data: []byte("concurrency: [1, 2]\ninput_length: [128]\noutput_length: [128]\n")},
+		"tests/accuracy/pr.yaml":      {Data: []byte("debug: true\ndatasets: [{name: gpqa}]\n")},
 		"matrix.yaml":                 {Data: []byte("scenarios:\n  emulator:\n    pr: {functional: {suites: [chat_core]}}\n")},
 	}
 	m, err := matrix.Load(fsys)
@@ -23,10 +23,10 @@ func Example() {
 	}
 	plans, _ := m.Plan(matrix.RunPR)
 	for _, p := range plans {
-		fmt.Println(p.Scenario.Name, p.Scenario.Mode, p.Functional.Suites, p.Perf.Profiles[0].Name, p.Perf.Timeout)
+		fmt.Println(p.Scenario.Name, p.Scenario.Mode, p.Functional.Select, p.Perf.Profiles[0].Name, p.Perf.Profiles[0].Profile.Concurrency, p.Perf.Timeout)
 	}
 	// Output:
-	// emulator emulator [chat_core] pr 1h0m0s
+	// emulator emulator [chat_core] pr [1 2] 1h0m0s
 }
 
 // ExampleLoad 展示错误如何指明文件、行列、字段路径与取值。

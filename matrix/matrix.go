@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,10 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // RunType 是运行类型：PR 流水线或每日任务。
@@ -127,6 +132,9 @@ type PerfRun struct {
 	// Profiles 是 tests/perf/profiles/ 下的档位名（文件名去掉 .yaml）；
 	// 空表示与运行类型同名的档位（pr 或 daily）。
 	Profiles []string `yaml:"profiles"`
+	// Override 按字段覆盖所选档位（loadgen.Profile 的 YAML 键），例如在模拟器上
+	// 缩小输出长度，让默认运行在两分钟内完成，而档位文件本身保持规格默认值。
+	Override Block `yaml:"override"`
 	// Timeout 覆盖本阶段的超时。
 	Timeout time.Duration `yaml:"timeout"`
 }
@@ -137,6 +145,8 @@ type AccuracyRun struct {
 	Enabled *bool `yaml:"enabled"`
 	// Configs 是 tests/accuracy/ 下的配置名；空表示与运行类型同名的配置。
 	Configs []string `yaml:"configs"`
+	// Override 按字段覆盖所选配置（accuracy.Config 的 YAML 键）。
+	Override Block `yaml:"override"`
 	// Timeout 覆盖本阶段的超时。
 	Timeout time.Duration `yaml:"timeout"`
 }
@@ -214,14 +224,17 @@ type Matrix struct {
 	Entries []Entry
 	// Scenarios 以场景名为键。
 	Scenarios map[string]*Scenario
-	// Functional 是 tests/functional/*.yaml，以文件名（去掉 .yaml）为键。
-	Functional map[string]Block
-	// Profiles 是 tests/perf/profiles/*.yaml，以档位名为键。
-	Profiles map[string]Block
-	// Accuracy 是 tests/accuracy/*.yaml，以配置名为键。
-	Accuracy map[string]Block
-	// Providers 是 providers.yaml（acs-bench 格式）；文件缺失时为零值。
-	Providers Block
+	// Functional 是 functional.DefaultConfig 依文件名顺序叠加 tests/functional/*.yaml 的结果。
+	Functional functional.Config
+	// Profiles 是 tests/perf/profiles/*.yaml（按文件原样解码，未填默认值），以档位名为键。
+	Profiles map[string]loadgen.Profile
+	// Accuracy 是 tests/accuracy/*.yaml（未填默认值），以配置名为键。
+	Accuracy map[string]accuracy.Config
+	// Providers 是 providers.yaml（acs-bench 格式）；文件缺失时为空。
+	Providers []loadgen.Provider
+
+	// catalog 是按 Functional 构建的用例目录，用于校验矩阵中的用例子集。
+	catalog *functional.Catalog
 }
 
 // Option 调整 Load 的行为。
@@ -368,19 +381,40 @@ func (l *loader) load() *Matrix {
 			d.errorf(nil, "", "", "file is empty")
 		}
 		if len(d.errs) == 0 {
-			validateScenario(d, s, strings.TrimSuffix(path.Base(name), yamlExt))
+			validateScenario(d, l.fsys, s, strings.TrimSuffix(path.Base(name), yamlExt))
 		}
 		l.errs = append(l.errs, d.errs...)
 		m.Scenarios[strings.TrimSuffix(path.Base(name), yamlExt)] = s
 	}
-	m.Functional = l.blocks(functionalDir)
-	m.Profiles = l.blocks(profileDir)
-	m.Accuracy = l.blocks(accuracyDir)
-	if d, root, ok := l.parse(providersPath, false); ok {
-		if root != nil {
-			m.Providers.decodeNode(d, root, "")
+	l.loadFunctional(m)
+	m.Profiles = map[string]loadgen.Profile{}
+	for name, b := range l.blocks(profileDir) {
+		var p loadgen.Profile
+		if l.decodeBlock(b, &p) {
+			if err := p.Defaults().Validate(); err != nil {
+				l.errs = append(l.errs, &Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
+			}
 		}
-		l.errs = append(l.errs, d.errs...)
+		m.Profiles[name] = p
+	}
+	m.Accuracy = map[string]accuracy.Config{}
+	for name, b := range l.blocks(accuracyDir) {
+		var c accuracy.Config
+		if l.decodeBlock(b, &c) {
+			if err := c.WithDefaults().Validate(); err != nil {
+				l.errs = append(l.errs, &Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
+			}
+		}
+		m.Accuracy[name] = c
+	}
+	if data, err := fs.ReadFile(l.fsys, providersPath); err == nil {
+		ps, err := loadgen.ParseProviders(bytes.NewReader(data))
+		if err != nil {
+			l.errs = append(l.errs, &Error{File: l.display(providersPath), Msg: err.Error()})
+		}
+		m.Providers = ps
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		l.errs = append(l.errs, &Error{File: l.display(providersPath), Msg: "cannot read: " + describeReadErr(err)})
 	}
 
 	d, root, _ := l.parse(matrixPath, true)
@@ -423,31 +457,129 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 				continue
 			}
 			rp := joinPath(ep, string(rt))
-			l.checkNames(d, joinPath(rp, "perf.profiles"), rc.Perf.Profiles, enabled(rc.Perf.Enabled), rt, m.Profiles, profileDir)
-			l.checkNames(d, joinPath(rp, "accuracy.configs"), rc.Accuracy.Configs, enabled(rc.Accuracy.Enabled), rt, m.Accuracy, accuracyDir)
+			if l.checkNames(d, joinPath(rp, "perf.profiles"), rc.Perf.Profiles, enabled(rc.Perf.Enabled), rt, keys(m.Profiles), profileDir) {
+				for _, p := range pickNames(rc.Perf.Profiles, rt) {
+					prof := m.Profiles[p]
+					if !rc.Perf.Override.IsZero() && l.decodeBlock(rc.Perf.Override, &prof) {
+						if err := prof.Defaults().Validate(); err != nil {
+							d.errAt(joinPath(rp, "perf.override"), "", "profile %q with override: %v", p, err)
+						}
+					}
+				}
+			}
+			if l.checkNames(d, joinPath(rp, "accuracy.configs"), rc.Accuracy.Configs, enabled(rc.Accuracy.Enabled), rt, keys(m.Accuracy), accuracyDir) {
+				for _, c := range pickNames(rc.Accuracy.Configs, rt) {
+					cfg := m.Accuracy[c]
+					if !rc.Accuracy.Override.IsZero() && l.decodeBlock(rc.Accuracy.Override, &cfg) {
+						if err := cfg.WithDefaults().Validate(); err != nil {
+							d.errAt(joinPath(rp, "accuracy.override"), "", "accuracy config %q with override: %v", c, err)
+						}
+					}
+				}
+			}
 			checkUnique(d, joinPath(rp, "functional.suites"), rc.Functional.Suites)
 			checkUnique(d, joinPath(rp, "functional.cases"), rc.Functional.Cases)
+			l.checkCases(d, m, joinPath(rp, "functional.suites"), rc.Functional.Suites)
+			l.checkCases(d, m, joinPath(rp, "functional.cases"), rc.Functional.Cases)
 		}
 	}
 }
 
 // checkNames 检查引用的名字在 have 中存在；列表为空且阶段开启时，
-// 隐含引用与运行类型同名的文件，它也必须存在。
-func (l *loader) checkNames(d *decoder, p string, names []string, on bool, rt RunType, have map[string]Block, dir string) {
+// 隐含引用与运行类型同名的文件，它也必须存在。全部存在时返回 true。
+func (l *loader) checkNames(d *decoder, p string, names []string, on bool, rt RunType, have map[string]bool, dir string) bool {
+	if !on {
+		return false
+	}
 	if len(names) == 0 {
-		if on {
-			if _, ok := have[string(rt)]; !ok {
-				d.errAt(p, "", "no %s listed and the default %q does not exist (%s)", p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)))
-			}
+		if !have[string(rt)] {
+			d.errAt(p, "", "no %s listed and the default %q does not exist (%s)", p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)))
+			return false
 		}
-		return
+		return true
 	}
 	checkUnique(d, p, names)
+	ok := true
 	for i, n := range names {
-		if _, ok := have[n]; !ok {
+		if !have[n] {
 			d.errAt(fmt.Sprintf("%s[%d]", p, i), n, "unknown name: no %s", l.display(path.Join(dir, n+yamlExt)))
+			ok = false
 		}
 	}
+	return ok
+}
+
+// checkCases 检查功能子集中的每一项（套件名、用例 ID 或通配）都能选中用例，
+// 防止拼写错误让子集悄悄变空。
+func (l *loader) checkCases(d *decoder, m *Matrix, p string, patterns []string) {
+	if m.catalog == nil {
+		return
+	}
+	for i, pat := range patterns {
+		if pat == "" {
+			continue
+		}
+		if _, err := m.catalog.Select(pat); err != nil {
+			d.errAt(fmt.Sprintf("%s[%d]", p, i), pat, "selects no functional case (suites: %s)", strings.Join(m.catalog.Suites(), ", "))
+		}
+	}
+}
+
+// loadFunctional 从默认参数出发按文件名顺序叠加 tests/functional/*.yaml，
+// 再用 functional 包自己的校验检查结果，并构建用例目录。
+func (l *loader) loadFunctional(m *Matrix) {
+	m.Functional = functional.DefaultConfig()
+	blocks := l.blocks(functionalDir)
+	names := make([]string, 0, len(blocks))
+	for n := range blocks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	ok := true
+	for _, n := range names {
+		ok = l.decodeBlock(blocks[n], &m.Functional) && ok
+	}
+	if !ok {
+		return
+	}
+	if err := m.Functional.Validate(); err != nil {
+		l.errs = append(l.errs, &Error{File: l.display(functionalDir), Msg: err.Error()})
+		return
+	}
+	cat, err := functional.NewCatalog(m.Functional)
+	if err != nil {
+		l.errs = append(l.errs, &Error{File: l.display(functionalDir), Msg: err.Error()})
+		return
+	}
+	m.catalog = cat
+}
+
+// decodeBlock 严格解码一个 Block，错误计入 loader；成功返回 true。
+func (l *loader) decodeBlock(b Block, out any) bool {
+	if b.node == nil {
+		return true
+	}
+	d := newDecoder(b.file)
+	d.decode(b.node, b.path, reflectValue(out))
+	l.errs = append(l.errs, d.errs...)
+	return len(d.errs) == 0
+}
+
+// keys 返回映射的键集合。
+func keys[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// pickNames 返回引用的名字；为空时是与运行类型同名的那一个。
+func pickNames(names []string, rt RunType) []string {
+	if len(names) == 0 {
+		return []string{string(rt)}
+	}
+	return names
 }
 
 // checkUnique 拒绝列表中的重复项（重复运行同一档位多半是笔误）。

@@ -32,15 +32,22 @@ health: {path: /healthz, timeout: 30s}
 served_model_name: r1
 quant: w4a8
 pd: {prefill: 2, decode: 1}
-k8s: {namespace: default}
+k8s:
+  namespace: default
+  service_name: r1
+  roles:
+    - {name: prefill, manifests: [k8s/prefill.yaml]}
+    - {name: decode, manifests: [k8s/decode.yaml]}
 `)},
+		"k8s/prefill.yaml":                {Data: []byte("kind: Deployment\n")},
+		"k8s/decode.yaml":                 {Data: []byte("kind: Deployment\n")},
 		"tests/functional/chat_core.yaml": {Data: []byte("chat_core: {max_tokens: 8}\n")},
-		"tests/perf/profiles/pr.yaml":     {Data: []byte("concurrency: [1]\n")},
-		"tests/perf/profiles/daily.yaml":  {Data: []byte("concurrency: [1, 2]\n")},
-		"tests/perf/profiles/tiny.yaml":   {Data: []byte("concurrency: [1]\n")},
-		"tests/accuracy/pr.yaml":          {Data: []byte("dataset: gpqa\n")},
-		"tests/accuracy/daily.yaml":       {Data: []byte("dataset: gpqa\n")},
-		"providers.yaml":                  {Data: []byte("providers: []\n")},
+		"tests/perf/profiles/pr.yaml":     {Data: []byte("concurrency: [1]\ninput_length: [16]\noutput_length: [8]\n")},
+		"tests/perf/profiles/daily.yaml":  {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\n")},
+		"tests/perf/profiles/tiny.yaml":   {Data: []byte("concurrency: [1]\ninput_length: [4]\noutput_length: [2]\ntemperature: 0.5\n")},
+		"tests/accuracy/pr.yaml":          {Data: []byte("debug: true\ndatasets: [{name: gpqa}]\n")},
+		"tests/accuracy/daily.yaml":       {Data: []byte("datasets: [{name: gpqa, threshold: 0.5}]\n")},
+		"providers.yaml":                  {Data: []byte("providers:\n  - {id: p, name: p, api_key: EMPTY, base_url: 'http://127.0.0.1:1/v1', model_name: m, model_category: m}\n")},
 		"matrix.yaml": {Data: []byte(`defaults:
   on_failure: next_scenario
   timeouts:
@@ -48,8 +55,8 @@ k8s: {namespace: default}
 scenarios:
   ext:
     pr:
-      functional: {suites: [chat_core], cases: [chat_core/basic]}
-      perf: {profiles: [tiny, pr]}
+      functional: {suites: [streaming], cases: ["chat_core/*"]}
+      perf: {profiles: [tiny, pr], override: {output_length: [4], temperature: 0}}
       accuracy: {enabled: false}
   emulator:
     pr: {}
@@ -99,14 +106,12 @@ func TestLoadValidTree(t *testing.T) {
 	if got := strings.Join(emu.Reasoning.Keys, ","); got != "reasoning_content,reasoning" {
 		t.Fatalf("default reasoning keys = %q", got)
 	}
-	if emu.Emulator.IsZero() || emu.Emulator.Line() != 7 || emu.Emulator.File() != "configs/scenarios/emulator.yaml" {
-		t.Fatalf("emulator block at %s:%d", emu.Emulator.File(), emu.Emulator.Line())
+	if emu.Emulator == nil || emu.Emulator.TTFT != 5*time.Millisecond || emu.Emulator.Model != "emu" {
+		t.Fatalf("emulator config = %+v", emu.Emulator)
 	}
-	var opts struct {
-		TTFT time.Duration `yaml:"ttft"`
-	}
-	if err := emu.Emulator.Decode(&opts); err != nil || opts.TTFT != 5*time.Millisecond {
-		t.Fatalf("decode emulator block: %v %v", opts, err)
+	pd := m.Scenarios["pd"]
+	if pd.K8s == nil || pd.K8s.Model != "r1" || pd.K8s.HealthPath != "/health" || pd.K8s.StartupTimeout != 20*time.Minute || len(pd.K8s.Roles) != 2 {
+		t.Fatalf("k8s config = %+v", pd.K8s)
 	}
 	if m.Defaults.OnFailure != matrix.OnFailureNextScenario {
 		t.Fatalf("OnFailure = %q", m.Defaults.OnFailure)
@@ -119,8 +124,14 @@ func TestLoadValidTree(t *testing.T) {
 	if d := m.Timeouts(matrix.RunDaily); d.Job != 6*time.Hour || d.Functional != 30*time.Minute {
 		t.Fatalf("daily timeouts = %+v", d)
 	}
-	if m.Providers.IsZero() {
-		t.Fatal("providers not loaded")
+	if len(m.Providers) != 1 || m.Providers[0].ID != "p" || m.Providers[0].BaseURLs[0] != "http://127.0.0.1:1/v1" {
+		t.Fatalf("providers = %+v", m.Providers)
+	}
+	if m.Functional.ChatCore.MaxTokens != 8 || m.Functional.ChatCore.N < 2 {
+		t.Fatalf("functional overlay lost defaults or override: %+v", m.Functional.ChatCore)
+	}
+	if m.Profiles["tiny"].InputLength[0] != 4 || *m.Profiles["tiny"].Temperature != 0.5 {
+		t.Fatalf("tiny = %+v", m.Profiles["tiny"])
 	}
 }
 
@@ -140,24 +151,31 @@ func TestPlanDefaultPR(t *testing.T) {
 	if ext.OnFailure != matrix.OnFailureNextScenario || ext.RunType != matrix.RunPR {
 		t.Fatalf("ext plan = %+v", ext)
 	}
-	if !ext.Functional.Enabled || strings.Join(ext.Functional.Suites, ",") != "chat_core" || strings.Join(ext.Functional.Cases, ",") != "chat_core/basic" {
+	if !ext.Functional.Enabled || strings.Join(ext.Functional.Select, ",") != "streaming,chat_core/*" {
 		t.Fatalf("functional = %+v", ext.Functional)
 	}
-	if ext.Functional.Timeout != 5*time.Minute || len(ext.Functional.Configs) != 1 || ext.Functional.Configs[0].Name != "chat_core" {
+	if ext.Functional.Timeout != 5*time.Minute || ext.Functional.Config.ChatCore.MaxTokens != 8 {
 		t.Fatalf("functional = %+v", ext.Functional)
 	}
-	if got := namedList(ext.Perf.Profiles); got != "tiny,pr" || ext.Perf.Timeout != time.Hour {
+	if got := profileNames(ext.Perf.Profiles); got != "tiny,pr" || ext.Perf.Timeout != time.Hour {
 		t.Fatalf("perf = %s %v", got, ext.Perf.Timeout)
+	}
+	tiny, pr := ext.Perf.Profiles[0].Profile, ext.Perf.Profiles[1].Profile
+	if tiny.OutputLength[0] != 4 || *tiny.Temperature != 0 || tiny.InputLength[0] != 4 || pr.OutputLength[0] != 4 || pr.InputLength[0] != 16 {
+		t.Fatalf("override not applied per field: tiny=%+v pr=%+v", tiny, pr)
+	}
+	if *m.Profiles["tiny"].Temperature != 0.5 || m.Profiles["pr"].OutputLength[0] != 8 {
+		t.Fatal("override leaked into the shared base profile")
 	}
 	if ext.Accuracy.Enabled || len(ext.Accuracy.Configs) != 0 {
 		t.Fatalf("accuracy = %+v", ext.Accuracy)
 	}
 	emu := plans[1]
-	if len(emu.Functional.Suites) != 0 || len(emu.Functional.Cases) != 0 {
-		t.Fatalf("default subset must be all, got %+v", emu.Functional)
+	if len(emu.Functional.Select) != 0 {
+		t.Fatalf("default subset must be all, got %+v", emu.Functional.Select)
 	}
-	if namedList(emu.Perf.Profiles) != "pr" || namedList(emu.Accuracy.Configs) != "pr" {
-		t.Fatalf("defaults: perf %s accuracy %s", namedList(emu.Perf.Profiles), namedList(emu.Accuracy.Configs))
+	if profileNames(emu.Perf.Profiles) != "pr" || len(emu.Accuracy.Configs) != 1 || emu.Accuracy.Configs[0].Name != "pr" || !emu.Accuracy.Configs[0].Config.Debug {
+		t.Fatalf("defaults: perf %s accuracy %+v", profileNames(emu.Perf.Profiles), emu.Accuracy.Configs)
 	}
 }
 
@@ -173,7 +191,7 @@ func TestPlanDailyAndSelection(t *testing.T) {
 	if got := names(daily); got != "emulator" {
 		t.Fatalf("daily default plan = %s (pd is default: false)", got)
 	}
-	if daily[0].Perf.Timeout != 2*time.Hour || namedList(daily[0].Perf.Profiles) != "daily" {
+	if daily[0].Perf.Timeout != 2*time.Hour || profileNames(daily[0].Perf.Profiles) != "daily" {
 		t.Fatalf("daily emulator perf = %+v", daily[0].Perf)
 	}
 	sel, err := m.Plan(matrix.RunDaily, "pd", "emulator")
@@ -254,8 +272,42 @@ func TestBrokenTree(t *testing.T) {
 			[]string{`api_key_env: api_key_env must be the NAME of an environment variable`}},
 		{"block for other mode", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nlocal: {command: vllm}\n"},
 			[]string{`ext.yaml:4:8: local: local block is not allowed with mode "external"`}},
-		{"pd without roles", map[string]string{"scenarios/pd.yaml": "mode: k8s-pd\nserved_model_name: r1\nk8s: {}\npd: {prefill: 0, decode: 1}\n"},
-			[]string{`pd.yaml:4:15: pd.prefill: pd.prefill must be at least 1 (got "0")`}},
+		{"pd without roles", map[string]string{"scenarios/pd.yaml": "mode: k8s-pd\nserved_model_name: r1\nk8s: {manifests: [k8s/decode.yaml]}\npd: {prefill: 0, decode: 1}\n"},
+			[]string{`pd.yaml:4:15: pd.prefill: pd.prefill must be at least 1 (got "0")`, `pd.yaml:3:6: k8s.roles: mode k8s-pd needs k8s.roles`}},
+		{"missing manifest", map[string]string{"scenarios/pd.yaml": "mode: k8s-pd\nserved_model_name: r1\npd: {prefill: 1, decode: 1}\nk8s:\n  roles:\n    - {name: p, manifests: [k8s/prefill.yaml, k8s/nope.yaml]}\n"},
+			[]string{`pd.yaml:6:47: k8s.roles[0].manifests[1]: manifest not found in the config directory (got "k8s/nope.yaml")`}},
+		{"literal key in local block", map[string]string{"scenarios/ext.yaml": "mode: local\nserved_model_name: q\nbase_url: http://h/v1\nlocal: {command: vllm, api_key: sk-123}\n"},
+			[]string{`ext.yaml:4:33: local.api_key: API keys must not be written in YAML`}},
+		{"local model mismatch", map[string]string{"scenarios/ext.yaml": "mode: local\nserved_model_name: q\nbase_url: http://h/v1\nlocal: {command: vllm, served_model_name: other}\n"},
+			[]string{`local.served_model_name: must equal served_model_name "q" (or be omitted) (got "other")`}},
+		{"local invalid", map[string]string{"scenarios/ext.yaml": "mode: local\nserved_model_name: q\nbase_url: http://h/v1\nlocal: {command: vllm, port: 70000}\n"},
+			[]string{`ext.yaml:4:8: local: deploy: invalid config: local: instances[0].port 70000 out of range`}},
+		{"emulator invalid", map[string]string{"scenarios/emulator.yaml": "mode: emulator\nserved_model_name: e\nemulator: {failure_rate: 2}\n"},
+			[]string{`emulator.yaml:3:11: emulator: deploy: invalid emulator config: FailureRate=2`}},
+		{"emulator unknown field", map[string]string{"scenarios/emulator.yaml": "mode: emulator\nserved_model_name: e\nemulator: {tftt: 5ms}\n"},
+			[]string{`emulator.yaml:3:12: emulator.tftt: unknown field "tftt"`}},
+		{"emulator addr", map[string]string{"scenarios/emulator.yaml": "mode: emulator\nserved_model_name: e\nemulator: {addr: \"127.0.0.1:8000\"}\n"},
+			[]string{`emulator.addr: the emulator scenario always listens on 127.0.0.1:0`}},
+		{"profile invalid", map[string]string{"tests/perf/profiles/tiny.yaml": "concurrency: [1]\ninput_length: [4]\noutput_length: [0]\n"},
+			[]string{`configs/tests/perf/profiles/tiny.yaml:1:1: loadgen: invalid profile: output_length=0: must be >= 1`}},
+		{"profile wrong type", map[string]string{"tests/perf/profiles/tiny.yaml": "concurrency: [one]\ninput_length: [4]\noutput_length: [1]\n"},
+			[]string{`configs/tests/perf/profiles/tiny.yaml:1:15: concurrency[0]: want an integer, got a string (got "one")`}},
+		{"override invalid", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {warmup: -1}}}\n"},
+			[]string{`configs/matrix.yaml:3:27: scenarios.emulator.pr.perf.override: profile "pr" with override: loadgen: invalid profile: warmup=-1`}},
+		{"override unknown field", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {concurency: [1]}}}\n"},
+			[]string{`configs/matrix.yaml:3:28: scenarios.emulator.pr.perf.override.concurency: unknown field "concurency"`}},
+		{"accuracy invalid", map[string]string{"tests/accuracy/daily.yaml": "datasets: [{name: gpqb}]\n"},
+			[]string{`configs/tests/accuracy/daily.yaml:1:1: accuracy: config: datasets[0].name: "gpqb"`}},
+		{"accuracy override invalid", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    daily: {accuracy: {override: {temperature: 3}}}\n"},
+			[]string{`scenarios.emulator.daily.accuracy.override: accuracy config "daily" with override: accuracy: config: temperature: 3 must be in [0, 2]`}},
+		{"functional invalid", map[string]string{"tests/functional/chat_core.yaml": "chat_core: {n: 1}\n"},
+			[]string{`configs/tests/functional: functional: invalid config: chat_core.n=1: must be >= 2`}},
+		{"functional unknown suite key", map[string]string{"tests/functional/chat_core.yaml": "chat_cor: {n: 3}\n"},
+			[]string{`configs/tests/functional/chat_core.yaml:1:1: chat_cor: unknown field "chat_cor"`}},
+		{"unknown case pattern", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {functional: {suites: [chat_core, chat_cor]}}\n"},
+			[]string{`configs/matrix.yaml:3:43: scenarios.emulator.pr.functional.suites[1]: selects no functional case`, `(got "chat_cor")`}},
+		{"bad providers", map[string]string{"providers.yaml": "providers: []\n"},
+			[]string{`configs/providers.yaml: loadgen: providers.yaml: no providers`}},
 		{"name mismatch", map[string]string{"scenarios/ext.yaml": "name: other\nmode: external\nserved_model_name: q\nbase_url: http://h/v1\n"},
 			[]string{`ext.yaml:1:7: name: name must match the file name "ext" (got "other")`}},
 		{"expect reasoning without feature", map[string]string{"scenarios/emulator.yaml": "mode: emulator\nserved_model_name: e\nreasoning: {expect_reasoning: true}\n"},
@@ -355,34 +407,6 @@ func TestAliasBomb(t *testing.T) {
 	}
 }
 
-func TestBlockDecode(t *testing.T) {
-	m, err := matrix.Load(validTree(), matrix.WithRoot("configs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wrong struct {
-		Concurrency []string `yaml:"concurrency"`
-	}
-	err = m.Profiles["daily"].Decode(&wrong)
-	if err == nil || !strings.Contains(err.Error(), `configs/tests/perf/profiles/daily.yaml:1:15: concurrency[0]: want a string, got an integer (quote it if it is meant as text) (got "1")`) {
-		t.Fatalf("err = %v", err)
-	}
-	var right struct {
-		Concurrency []int `yaml:"concurrency"`
-	}
-	if err := m.Profiles["daily"].Decode(&right); err != nil || len(right.Concurrency) != 2 || right.Concurrency[1] != 2 {
-		t.Fatalf("decode: %v %v", right, err)
-	}
-	if err := m.Profiles["daily"].Decode(right); err == nil {
-		t.Fatal("non-pointer must be rejected")
-	}
-	var zero matrix.Block
-	keep := struct{ X int }{X: 7}
-	if err := zero.Decode(&keep); err != nil || keep.X != 7 || zero.Line() != 0 {
-		t.Fatalf("zero block: %v %v", keep, err)
-	}
-}
-
 // names 把计划中的场景名用逗号连接。
 func names(plans []matrix.ScenarioPlan) string {
 	var s []string
@@ -392,11 +416,58 @@ func names(plans []matrix.ScenarioPlan) string {
 	return strings.Join(s, ",")
 }
 
-// namedList 把 Named 列表的名字用逗号连接。
-func namedList(ns []matrix.Named) string {
+// profileNames 把档位列表的名字用逗号连接。
+func profileNames(ns []matrix.NamedProfile) string {
 	var s []string
 	for _, n := range ns {
 		s = append(s, n.Name)
 	}
 	return strings.Join(s, ",")
+}
+
+// TestOverrideBlock 通过矩阵中的 override 段检查 Block 的公开方法。
+func TestOverrideBlock(t *testing.T) {
+	m, err := matrix.Load(validTree(), matrix.WithRoot("configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := m.Entries[0].PR.Perf.Override
+	if b.IsZero() || b.File() != "configs/matrix.yaml" || b.Line() != 9 {
+		t.Fatalf("override block at %s:%d", b.File(), b.Line())
+	}
+	var wrong struct {
+		OutputLength []string `yaml:"output_length"`
+	}
+	err = b.Decode(&wrong)
+	if err == nil || !strings.Contains(err.Error(), `configs/matrix.yaml:9:63: scenarios.ext.pr.perf.override.output_length[0]: want a string, got an integer`) {
+		t.Fatalf("err = %v", err)
+	}
+	var notPtr struct{}
+	if err := b.Decode(notPtr); err == nil {
+		t.Fatal("non-pointer must be rejected")
+	}
+	var zero matrix.Block
+	keep := struct{ X int }{X: 7}
+	if err := zero.Decode(&keep); err != nil || keep.X != 7 || zero.Line() != 0 || !zero.IsZero() {
+		t.Fatalf("zero block: %v %v", keep, err)
+	}
+}
+
+// TestStrictScalars 覆盖各种标量类型的严格检查。
+func TestStrictScalars(t *testing.T) {
+	m, err := matrix.Load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr:\n      perf:\n        override:\n          seed: 18446744073709551616\n          temperature: yes\n          top_p: high\n          timeout: 5\n          input_length: {a: 1}\n"}))
+	if err == nil {
+		t.Fatalf("want error, got %+v", m)
+	}
+	for _, w := range []string{
+		`override.seed: want an integer, got a number (got "18446744073709551616")`,
+		`override.temperature: want a number, got a string (got "yes")`,
+		`override.top_p: want a number, got a string (got "high")`,
+		`override.timeout: want a duration such as "30s" or "20m", got an integer (got "5")`,
+		`override.input_length: want a list, got a mapping`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in\n%v", w, err)
+		}
+	}
 }

@@ -2,37 +2,48 @@ package matrix
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// Named 是一份带名字的阶段配置（档位或精度配置），Block 由阶段所在的包解码。
-type Named struct {
-	Name  string
-	Block Block
+// NamedProfile 是一个带名字的性能档位（已叠加矩阵中的 override，未填默认值）。
+type NamedProfile struct {
+	Name    string
+	Profile loadgen.Profile
+}
+
+// NamedAccuracy 是一份带名字的精度配置（已叠加 override，未填默认值）。
+type NamedAccuracy struct {
+	Name   string
+	Config accuracy.Config
 }
 
 // FunctionalPlan 是一个场景的功能阶段计划。
 type FunctionalPlan struct {
 	Enabled bool
-	// Suites 与 Cases 为空表示全部（规格第 3 节：默认运行全部功能用例）。
-	Suites []string
-	Cases  []string
-	// Configs 是 tests/functional/ 下全部参数集合，按名字排序。
-	Configs []Named
+	// Select 是交给 functional.Catalog.Select 的模式：矩阵中 suites 与 cases 的并集；
+	// 为空表示全部用例（规格第 3 节：默认运行全部功能用例）。
+	Select []string
+	// Config 是全部套件的参数（tests/functional/*.yaml 叠加在默认值上）。
+	Config  functional.Config
 	Timeout time.Duration
 }
 
 // PerfPlan 是一个场景的性能阶段计划。
 type PerfPlan struct {
 	Enabled  bool
-	Profiles []Named
+	Profiles []NamedProfile
 	Timeout  time.Duration
 }
 
 // AccuracyPlan 是一个场景的精度阶段计划。
 type AccuracyPlan struct {
 	Enabled bool
-	Configs []Named
+	Configs []NamedAccuracy
 	Timeout time.Duration
 }
 
@@ -99,30 +110,33 @@ func (m *Matrix) Plan(rt RunType, only ...string) ([]ScenarioPlan, error) {
 			OnFailure: m.Defaults.OnFailure,
 			Functional: FunctionalPlan{
 				Enabled: enabled(rc.Functional.Enabled),
-				Suites:  append([]string(nil), rc.Functional.Suites...),
-				Cases:   append([]string(nil), rc.Functional.Cases...),
-				Configs: sortedNamed(m.Functional),
+				Select:  append(append([]string(nil), rc.Functional.Suites...), rc.Functional.Cases...),
+				Config:  m.Functional,
 				Timeout: orDefault(rc.Functional.Timeout, t.Functional),
 			},
-			Perf: PerfPlan{
-				Enabled:  enabled(rc.Perf.Enabled),
-				Profiles: pick(m.Profiles, rc.Perf.Profiles, rt),
-				Timeout:  orDefault(rc.Perf.Timeout, t.Perf),
-			},
-			Accuracy: AccuracyPlan{
-				Enabled: enabled(rc.Accuracy.Enabled),
-				Configs: pick(m.Accuracy, rc.Accuracy.Configs, rt),
-				Timeout: orDefault(rc.Accuracy.Timeout, t.Accuracy),
-			},
+			Perf:     PerfPlan{Enabled: enabled(rc.Perf.Enabled), Timeout: orDefault(rc.Perf.Timeout, t.Perf)},
+			Accuracy: AccuracyPlan{Enabled: enabled(rc.Accuracy.Enabled), Timeout: orDefault(rc.Accuracy.Timeout, t.Accuracy)},
 		}
 		if p.OnFailure == "" {
 			p.OnFailure = OnFailureContinue
 		}
-		if !p.Perf.Enabled {
-			p.Perf.Profiles = nil
+		if p.Perf.Enabled {
+			for _, n := range pickNames(rc.Perf.Profiles, rt) {
+				prof := m.Profiles[n]
+				if err := rc.Perf.Override.Decode(&prof); err != nil {
+					return nil, err
+				}
+				p.Perf.Profiles = append(p.Perf.Profiles, NamedProfile{Name: n, Profile: prof})
+			}
 		}
-		if !p.Accuracy.Enabled {
-			p.Accuracy.Configs = nil
+		if p.Accuracy.Enabled {
+			for _, n := range pickNames(rc.Accuracy.Configs, rt) {
+				cfg := m.Accuracy[n]
+				if err := rc.Accuracy.Override.Decode(&cfg); err != nil {
+					return nil, err
+				}
+				p.Accuracy.Configs = append(p.Accuracy.Configs, NamedAccuracy{Name: n, Config: cfg})
+			}
 		}
 		plans = append(plans, p)
 	}
@@ -141,43 +155,11 @@ func (m *Matrix) entry(name string) *Entry {
 
 // names 列出矩阵中的场景名，用于错误提示。
 func (m *Matrix) names() string {
-	s := ""
+	s := make([]string, len(m.Entries))
 	for i, e := range m.Entries {
-		if i > 0 {
-			s += ", "
-		}
-		s += e.Scenario
+		s[i] = e.Scenario
 	}
-	return s
-}
-
-// pick 取出 names 对应的配置；names 为空时取与运行类型同名的那一份。
-// Load 已保证引用存在，这里缺失的名字直接跳过。
-func pick(have map[string]Block, names []string, rt RunType) []Named {
-	if len(names) == 0 {
-		names = []string{string(rt)}
-	}
-	var out []Named
-	for _, n := range names {
-		if b, ok := have[n]; ok {
-			out = append(out, Named{Name: n, Block: b})
-		}
-	}
-	return out
-}
-
-// sortedNamed 把映射按名字排序成列表，使计划稳定可比。
-func sortedNamed(have map[string]Block) []Named {
-	out := make([]Named, 0, len(have))
-	for n, b := range have {
-		out = append(out, Named{Name: n, Block: b})
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Name < out[j-1].Name; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
+	return strings.Join(s, ", ")
 }
 
 // orDefault 在 d 为 0 时返回 def。

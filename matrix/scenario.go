@@ -2,10 +2,14 @@ package matrix
 
 import (
 	"fmt"
+	"io/fs"
 	"net/url"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/kube"
 )
 
 // Mode 是场景的部署方式。
@@ -58,19 +62,20 @@ type Feature string
 
 // 已知能力取值。
 const (
-	FeatureGuidedDecoding Feature = "guided_decoding"
-	FeatureFunctionCall   Feature = "function_call"
-	FeatureReasoning      Feature = "reasoning"
-	FeatureMultimodal     Feature = "multimodal"
-	FeatureSpecDecode     Feature = "spec_decode"
-	FeaturePrefixCaching  Feature = "prefix_caching"
-	FeatureEmbeddings     Feature = "embeddings"
-	FeatureRerank         Feature = "rerank"
+	FeatureGuidedDecoding    Feature = "guided_decoding"
+	FeatureStructuredOutputs Feature = "structured_outputs"
+	FeatureFunctionCall      Feature = "function_call"
+	FeatureReasoning         Feature = "reasoning"
+	FeatureMultimodal        Feature = "multimodal"
+	FeatureSpecDecode        Feature = "spec_decode"
+	FeaturePrefixCaching     Feature = "prefix_caching"
+	FeatureEmbeddings        Feature = "embeddings"
+	FeatureRerank            Feature = "rerank"
 )
 
 // knownFeatures 列出全部已知能力，顺序即错误信息中的顺序。
 var knownFeatures = []Feature{
-	FeatureGuidedDecoding, FeatureFunctionCall, FeatureReasoning, FeatureMultimodal,
+	FeatureGuidedDecoding, FeatureStructuredOutputs, FeatureFunctionCall, FeatureReasoning, FeatureMultimodal,
 	FeatureSpecDecode, FeaturePrefixCaching, FeatureEmbeddings, FeatureRerank,
 }
 
@@ -161,13 +166,15 @@ type Scenario struct {
 	Reasoning Reasoning `yaml:"reasoning"`
 	// PD 是 PD 分离各角色的参数，仅 k8s-pd 使用。
 	PD *PD `yaml:"pd"`
-	// Emulator 是模拟器选项（时延、能力开关、故障注入），仅 emulator 方式使用。
-	Emulator Block `yaml:"emulator"`
-	// Local 是本地启动配置（命令、环境、日志），由 deploy 包解释，仅 local 方式使用。
-	Local Block `yaml:"local"`
-	// K8s 是 Kubernetes 部署配置（manifest 路径、命名空间、服务名/NodePort 等），
-	// 由 deploy/kube 包解释，仅 k8s-* 方式使用。
-	K8s Block `yaml:"k8s"`
+	// Emulator 是模拟器选项（时延、能力开关、故障注入），仅 emulator 方式使用；
+	// Model 缺省为 ServedModelName。
+	Emulator *deploy.EmulatorConfig `yaml:"emulator"`
+	// Local 是本地启动配置（命令、参数、环境、端口），仅 local 方式使用；
+	// served_model_name、health_path、startup_timeout 缺省取场景的对应值。
+	Local *deploy.LocalConfig `yaml:"local"`
+	// K8s 是 Kubernetes 部署配置（清单、命名空间、角色、Service/NodePort），
+	// 仅 k8s-* 方式使用。清单路径相对于配置目录（如 k8s/qwen3-32b-hybrid.yaml）。
+	K8s *kube.Config `yaml:"k8s"`
 
 	// File 是场景文件的显示路径，用于后续错误与报告。
 	File string `yaml:"-"`
@@ -188,7 +195,7 @@ var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // validateScenario 补默认值并做跨字段校验：各部署方式需要的字段必须给出，
 // 不属于该方式的配置块不得出现（多半是复制粘贴错了场景）。
-func validateScenario(d *decoder, s *Scenario, name string) {
+func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 	if s.Name == "" {
 		s.Name = name
 	} else if s.Name != name {
@@ -254,9 +261,9 @@ func validateScenario(d *decoder, s *Scenario, name string) {
 		}
 		d.errAt(field, "", "%s block is not allowed with mode %q", field, s.Mode)
 	}
-	only("emulator", !s.Emulator.IsZero(), ModeEmulator)
-	only("local", !s.Local.IsZero(), ModeLocal)
-	only("k8s", !s.K8s.IsZero(), ModeK8sHybrid, ModeK8sPD)
+	only("emulator", s.Emulator != nil, ModeEmulator)
+	only("local", s.Local != nil, ModeLocal)
+	only("k8s", s.K8s != nil, ModeK8sHybrid, ModeK8sPD)
 	only("pd", s.PD != nil, ModeK8sPD)
 
 	switch s.Mode {
@@ -268,11 +275,11 @@ func validateScenario(d *decoder, s *Scenario, name string) {
 		if s.BaseURL == "" {
 			d.errAt("base_url", "", "base_url is required for mode local (where the started server listens)")
 		}
-		if s.Local.IsZero() {
+		if s.Local == nil {
 			d.errAt("local", "", "local block (command to start the server) is required for mode local")
 		}
 	case ModeK8sHybrid, ModeK8sPD:
-		if s.K8s.IsZero() {
+		if s.K8s == nil {
 			d.errAt("k8s", "", "k8s block (manifests, service) is required for mode %s", s.Mode)
 		}
 		if s.Mode == ModeK8sPD && s.PD == nil {
@@ -283,6 +290,9 @@ func validateScenario(d *decoder, s *Scenario, name string) {
 			d.errAt("base_url", s.BaseURL, "base_url is not used with mode emulator (it listens on 127.0.0.1:0)")
 		}
 	}
+	validateEmulator(d, s)
+	validateLocal(d, s)
+	validateKube(d, fsys, s)
 	if s.PD != nil {
 		if s.PD.Prefill < 1 {
 			d.errAt("pd.prefill", fmt.Sprint(s.PD.Prefill), "pd.prefill must be at least 1")
@@ -306,5 +316,98 @@ func validateBaseURL(d *decoder, path, raw string) {
 	}
 	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 		d.errAt(path, raw, "base_url must end with /v1")
+	}
+}
+
+// sameModel 让部署块里的模型名缺省取场景的 served_model_name，写了不同的值
+// 则报错：两个名字不一致时请求会打到不存在的模型上（404）。
+func sameModel(d *decoder, path string, got *string, want string) {
+	switch {
+	case *got == "":
+		*got = want
+	case *got != want:
+		d.errAt(path, *got, "must equal served_model_name %q (or be omitted)", want)
+	}
+}
+
+// noLiteralKey 拒绝写在 YAML 里的密钥：密钥只能经 api_key_env 指向的环境变量提供。
+func noLiteralKey(d *decoder, path, key string) {
+	if key != "" {
+		d.errAt(path, "", "API keys must not be written in YAML; set api_key_env to the name of an environment variable instead")
+	}
+}
+
+// validateEmulator 补全模拟器的模型名，并用 deploy 包自己的校验检查取值。
+func validateEmulator(d *decoder, s *Scenario) {
+	if s.Emulator == nil {
+		if s.Mode != ModeEmulator {
+			return
+		}
+		s.Emulator = &deploy.EmulatorConfig{}
+	}
+	sameModel(d, "emulator.model", &s.Emulator.Model, s.ServedModelName)
+	if s.Emulator.Addr != "" {
+		d.errAt("emulator.addr", s.Emulator.Addr, "the emulator scenario always listens on 127.0.0.1:0; addr is not configurable here")
+	}
+	if _, err := deploy.NewEmulator(*s.Emulator); err != nil {
+		d.errAt("emulator", "", "%v", err)
+	}
+}
+
+// validateLocal 补全本地启动配置的模型名、健康路径与启动超时，并做 deploy 包的校验。
+func validateLocal(d *decoder, s *Scenario) {
+	l := s.Local
+	if l == nil {
+		return
+	}
+	sameModel(d, "local.served_model_name", &l.Model, s.ServedModelName)
+	noLiteralKey(d, "local.api_key", l.APIKey)
+	if l.HealthPath == "" {
+		l.HealthPath = s.Health.Path
+	}
+	if l.StartupTimeout == 0 {
+		l.StartupTimeout = s.Health.Timeout
+	}
+	if _, err := deploy.NewLocal(*l); err != nil {
+		d.errAt("local", "", "%v", err)
+	}
+}
+
+// validateKube 补全 Kubernetes 配置，并检查引用的清单文件在配置目录中存在
+// （清单由用户提供，路径写错是最常见的错误，越早发现越好）。
+func validateKube(d *decoder, fsys fs.FS, s *Scenario) {
+	k := s.K8s
+	if k == nil {
+		return
+	}
+	sameModel(d, "k8s.served_model_name", &k.Model, s.ServedModelName)
+	noLiteralKey(d, "k8s.api_key", k.APIKey)
+	if k.HealthPath == "" {
+		k.HealthPath = s.Health.Path
+	}
+	if k.StartupTimeout == 0 {
+		k.StartupTimeout = s.Health.Timeout
+	}
+	if len(k.Manifests) == 0 && len(k.Roles) == 0 {
+		d.errAt("k8s", "", "k8s needs manifests (hybrid) or roles (PD)")
+	}
+	if s.Mode == ModeK8sPD && len(k.Roles) == 0 {
+		d.errAt("k8s.roles", "", "mode k8s-pd needs k8s.roles (scheduler/prefill/decode)")
+	}
+	check := func(path, name string) {
+		if fsys == nil {
+			return
+		}
+		if _, err := fs.Stat(fsys, name); err != nil {
+			d.errAt(path, name, "manifest not found in the config directory")
+		}
+	}
+	for i, m := range k.Manifests {
+		check(fmt.Sprintf("k8s.manifests[%d]", i), m)
+	}
+	for i, r := range k.Roles {
+		for j, m := range r.Manifests {
+			check(fmt.Sprintf("k8s.roles[%d].manifests[%d]", i, j), m)
+		}
 	}
 }

@@ -228,10 +228,14 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			v.Set(reflect.Zero(t))
 			return
 		}
-		if v.IsNil() {
-			v.Set(reflect.New(t.Elem()))
+		// 总是解码进新分配的值（先复制旧值）：被叠加的基础配置可能与别处共享
+		// 同一个指针，就地修改会把覆盖项泄漏回基础配置。
+		nv := reflect.New(t.Elem())
+		if !v.IsNil() {
+			nv.Elem().Set(v.Elem())
 		}
-		d.decode(n, path, v.Elem())
+		d.decode(n, path, nv.Elem())
+		v.Set(nv)
 		return
 	}
 	if t == durationType {
@@ -427,7 +431,7 @@ func (d *decoder) decodeSlice(n *yaml.Node, path string, v reflect.Value) {
 	v.Set(s)
 }
 
-// decodeMap 解码以字符串为键的映射；重复键是错误。
+// decodeMap 解码映射（整体替换原值）；重复键是错误。
 func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
 	if isNull(n) {
 		return
@@ -436,10 +440,10 @@ func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
 		d.errorf(n, path, scalarValue(n), "want a mapping, got %s", describe(n))
 		return
 	}
+	// 映射整体替换而不是与已有内容合并：配置文件写出的映射（如 JSON Schema）
+	// 就是完整的值，与默认值合并会悄悄产生两者都不是的东西。
 	t := v.Type()
-	if v.IsNil() {
-		v.Set(reflect.MakeMap(t))
-	}
+	v.Set(reflect.MakeMap(t))
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
