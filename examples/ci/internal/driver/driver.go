@@ -1,0 +1,382 @@
+// Package driver 是参考 CI 驱动 examples/ci 的全部逻辑：加载配置矩阵，
+// 对每个计划中的场景依次 部署 → 功能 → 性能 → 精度 → 归档日志与清理，
+// 然后计算门禁、写出报告，并在每日运行时推送指标。
+//
+// 它放在 internal 包里而不是 main 中，是为了让端到端测试能以函数调用的方式
+// 运行整条流水线（注入时钟、部署器与阶段钩子），而 main 只负责解析参数、
+// 读取环境变量和处理信号。
+package driver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/internal/redact"
+	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// Options 是一次驱动运行的全部输入。零值字段取文档中的默认值。
+type Options struct {
+	// Config 是配置树的根（通常 os.DirFS("configs")），ConfigRoot 是它在错误与
+	// 报告中的显示名。
+	Config     fs.FS
+	ConfigRoot string
+	// RunType 是 pr 或 daily。
+	RunType matrix.RunType
+	// Scenarios 非空时只运行这些场景（-scenario a,b）。
+	Scenarios []string
+	// Artifacts 是产物根目录；运行写在 Artifacts/<run_type>/<run_id>/ 下。
+	Artifacts string
+	// RunID 为空时按开始时间与随机后缀生成。
+	RunID string
+	// BaseURL 非空时不部署，而是把每个计划中的场景指向这个已在运行的服务；
+	// Model 是其 served-model-name（为空时从 /v1/models 取第一个）。
+	BaseURL, Model string
+	// APIKeyEnv 覆盖场景的 api_key_env（环境变量名）。
+	APIKeyEnv string
+	// Getenv 读取环境变量（密钥）；nil 时视为全部未设置。
+	Getenv func(string) string
+	// Args 是命令行快照，写入产物的 command.json。
+	Args []string
+	// Commit 与 Branch 写入报告与指标标签。
+	Commit, Branch string
+	// JobTimeout 覆盖矩阵中的作业超时（0 表示取矩阵值）。
+	JobTimeout time.Duration
+	// Retention 覆盖产物保留期（0 表示 PR 14 天、每日 30 天；负数表示不清理）。
+	Retention time.Duration
+	// PushURL 是 Pushgateway 地址；只在每日运行且非空时推送。
+	PushURL string
+	// PushOptions 是指标转换选项（前缀等）。
+	PushOptions metrics.Options
+	// Thresholds 是性能门禁阈值；零值取 report.DefaultThresholds。
+	Thresholds report.Thresholds
+	// Logger 接收进度日志；nil 时丢弃。调用方应让它写进 Redactor.NewWriter，
+	// 驱动会把运行时读到的密钥登记到 Redactor 中。
+	Logger *slog.Logger
+	// Redactor 是整个运行共用的脱敏器；nil 时新建一个。
+	Redactor *redact.Redactor
+	// Out 接收给人看的最终摘要；nil 时丢弃。
+	Out io.Writer
+	// Now 是时钟；nil 时取 time.Now。
+	Now func() time.Time
+
+	// NewDeployer 为测试替换部署方式；nil 时按场景的 mode 构造。
+	NewDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
+	// StageHook 在每个阶段开始前被调用（测试用它在阶段中途制造故障）。
+	StageHook func(ctx context.Context, scenario string, stage report.Stage, ep deploy.Endpoint)
+}
+
+// Outcome 是一次运行的结论。
+type Outcome struct {
+	// Dir 是本次运行的产物目录。
+	Dir string
+	// ExitCode 是进程应使用的退出码（report.Exit*）。
+	ExitCode int
+	// Result 是最终写入 summary.json 的结果。
+	Result report.Result
+	// Interrupted 为 true 表示运行被取消或作业超时，结果不完整。
+	Interrupted bool
+}
+
+// ErrConfig 包装所有在开始运行之前就能发现的错误（参数、配置、选择的场景）。
+var ErrConfig = errors.New("ci: invalid configuration")
+
+// teardownTimeout 是清理与日志归档的时限：即使运行被取消也要给清理留出时间。
+const teardownTimeout = 5 * time.Minute
+
+// Run 执行一次完整的 CI 运行。配置错误返回包装 ErrConfig 的错误且不创建产物；
+// 之后发生的一切（部署失败、阶段失败、超时、取消）都记录在产物中，由
+// Outcome.ExitCode 表达，Run 只在产物无法写出时返回错误。
+func Run(ctx context.Context, o Options) (Outcome, error) {
+	d, err := newDriver(o)
+	if err != nil {
+		return Outcome{ExitCode: report.ExitError}, err
+	}
+	return d.execute(ctx)
+}
+
+// driver 持有一次运行的状态。
+type driver struct {
+	o      Options
+	m      *matrix.Matrix
+	plans  []matrix.ScenarioPlan
+	log    *slog.Logger
+	now    func() time.Time
+	red    *redact.Redactor
+	run    *report.Run
+	keys   map[string]string // 场景名 → API Key（只在内存中）
+	runID  string
+	tmo    matrix.Timeouts
+	abort  bool
+	pushed []metrics.Results
+}
+
+// newDriver 校验参数、加载矩阵并生成计划；此时还不写任何产物。
+func newDriver(o Options) (*driver, error) {
+	if o.Config == nil {
+		return nil, fmt.Errorf("%w: no config directory", ErrConfig)
+	}
+	if o.RunType == "" {
+		o.RunType = matrix.RunPR
+	}
+	if _, err := matrix.ParseRunType(string(o.RunType)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if o.Artifacts == "" {
+		o.Artifacts = "artifacts"
+	}
+	if o.Getenv == nil {
+		o.Getenv = func(string) string { return "" }
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Model != "" && o.BaseURL == "" {
+		return nil, fmt.Errorf("%w: -model needs -base-url", ErrConfig)
+	}
+	var opts []matrix.Option
+	if o.ConfigRoot != "" {
+		opts = append(opts, matrix.WithRoot(o.ConfigRoot))
+	}
+	m, err := matrix.Load(o.Config, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w:\n%w", ErrConfig, err)
+	}
+	plans, err := m.Plan(o.RunType, o.Scenarios...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if len(plans) == 0 {
+		return nil, fmt.Errorf("%w: matrix plans no scenario for run type %s", ErrConfig, o.RunType)
+	}
+	red := o.Redactor
+	if red == nil {
+		red = redact.New()
+	}
+	d := &driver{o: o, m: m, plans: plans, log: log, now: o.Now, red: red, keys: map[string]string{}}
+	for _, p := range plans {
+		env := p.Scenario.APIKeyEnv
+		if o.APIKeyEnv != "" {
+			env = o.APIKeyEnv
+		}
+		if env == "" {
+			continue
+		}
+		key := o.Getenv(env)
+		if key == "" {
+			log.Warn("API key environment variable is empty", "scenario", p.Scenario.Name, "env", env)
+			continue
+		}
+		d.keys[p.Scenario.Name] = key
+		d.red.Add(key)
+	}
+	d.tmo = m.Timeouts(o.RunType)
+	if o.JobTimeout > 0 {
+		d.tmo.Job = o.JobTimeout
+	}
+	d.runID = o.RunID
+	if d.runID == "" {
+		d.runID = newRunID(d.now())
+	}
+	return d, nil
+}
+
+// newRunID 生成按时间排序、带随机后缀的运行 ID（同一秒内的两次运行不冲突）。
+func newRunID(t time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// run 执行全部场景并写出报告。
+func (d *driver) execute(parent context.Context) (Outcome, error) {
+	started := d.now()
+	rt := string(d.o.RunType)
+	if d.o.Retention >= 0 {
+		ret := d.o.Retention
+		if ret == 0 {
+			ret = report.DefaultRetention(rt)
+		}
+		if pruned, err := report.Prune(d.o.Artifacts, rt, ret, started); err != nil {
+			d.log.Warn("pruning old artifacts failed", "err", err)
+		} else if len(pruned) > 0 {
+			d.log.Info("pruned old runs", "run_type", rt, "runs", pruned)
+		}
+	}
+	// 基线在本次运行开始前读取：本次运行自身（尚未完成）永远不会成为基线。
+	baselines, err := report.ArtifactBaselines(os.DirFS(d.o.Artifacts))
+	if err != nil {
+		d.log.Warn("reading daily baselines failed; perf gates will report no baseline", "err", err)
+		baselines = report.StaticBaselines{}
+	}
+	run, err := report.NewRun(d.o.Artifacts, rt, d.runID, started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithRedactor(d.red))
+	if err != nil {
+		return Outcome{ExitCode: report.ExitError}, fmt.Errorf("ci: %w", err)
+	}
+	d.run = run
+	d.log.Info("run started", "run_type", rt, "run_id", d.runID, "dir", run.Dir(), "scenarios", len(d.plans), "job_timeout", d.tmo.Job)
+	if err := run.SnapshotCommand("", report.Command{Args: d.o.Args, Time: started.UTC()}); err != nil {
+		d.log.Warn("command snapshot failed", "err", err)
+	}
+	if err := run.SnapshotConfig(d.o.Config); err != nil {
+		d.log.Warn("config snapshot failed", "err", err)
+	}
+
+	ctx, cancel := context.WithTimeout(parent, d.tmo.Job)
+	defer cancel()
+	for i := range d.plans {
+		if ctx.Err() != nil || d.abort {
+			d.skipScenario(&d.plans[i], ctx)
+			continue
+		}
+		d.runScenario(ctx, &d.plans[i])
+	}
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		d.log.Warn("run interrupted", "cause", context.Cause(ctx))
+	}
+
+	// 门禁、推送与报告在一个不受取消影响的 ctx 中完成：已测得的内容必须写出。
+	fin, finCancel := context.WithTimeout(context.WithoutCancel(parent), teardownTimeout)
+	defer finCancel()
+	th := d.o.Thresholds
+	if th == (report.Thresholds{}) {
+		th = report.DefaultThresholds()
+	}
+	gates, err := report.Evaluate(fin, run.Result(), th, baselines)
+	if err != nil {
+		d.log.Warn("gate evaluation incomplete", "err", err)
+	}
+	if d.o.RunType == matrix.RunDaily && !interrupted {
+		d.push(fin)
+	}
+	out := Outcome{Dir: run.Dir(), Interrupted: interrupted}
+	if interrupted {
+		// 被中断的运行不调用 Finish：summary.json 保持 complete=false，
+		// 这样它永远不会被当作每日基线；报告与 JUnit 仍然写出，标注为不完整。
+		res := run.Result()
+		res.Gates = gates
+		res.ExitCode = report.ExitCode(gates)
+		if res.ExitCode == report.ExitOK {
+			res.ExitCode = report.ExitInterrupted
+		}
+		out.ExitCode = res.ExitCode
+		out.Result = res
+		err = d.writePartial(fin, res)
+	} else {
+		out.ExitCode, err = run.Finish(fin, gates, d.now())
+		out.Result = run.Result()
+	}
+	d.summarize(out, gates)
+	if err != nil {
+		return out, fmt.Errorf("ci: write report: %w", err)
+	}
+	return out, nil
+}
+
+// skipScenario 把因中断或 abort 而未运行的场景登记进报告，使人能看到它被跳过的原因。
+func (d *driver) skipScenario(p *matrix.ScenarioPlan, ctx context.Context) {
+	sc := p.Scenario
+	d.addScenario(p)
+	why := "not run: the run was aborted after an earlier failure (on_failure: abort)"
+	if ctx.Err() != nil {
+		why = fmt.Sprintf("not run: %v", context.Cause(ctx))
+	}
+	d.recordError(sc.Name, report.StageDeploy, errors.New(why))
+}
+
+// addScenario 在报告中登记场景的身份信息。
+func (d *driver) addScenario(p *matrix.ScenarioPlan) {
+	sc := p.Scenario
+	backend := ""
+	if len(p.Perf.Profiles) > 0 {
+		backend = p.Perf.Profiles[0].Profile.Defaults().Backend
+	}
+	if err := d.run.AddScenario(report.ScenarioInfo{Name: sc.Name, Model: sc.ServedModelName, Quant: string(sc.Quant), Deploy: string(sc.Mode), Backend: backend}); err != nil {
+		d.log.Warn("add scenario to report failed", "scenario", sc.Name, "err", err)
+	}
+}
+
+// recordError 记录阶段错误（写入前由 report 脱敏）。
+func (d *driver) recordError(scenario string, stage report.Stage, err error) {
+	d.log.Error("stage failed", "scenario", scenario, "stage", stage, "err", d.red.String(err.Error()))
+	if rerr := d.run.RecordError(scenario, stage, err); rerr != nil {
+		d.log.Warn("record error failed", "scenario", scenario, "err", rerr)
+	}
+}
+
+// writePartial 为被中断的运行写出 JUnit、HTML 与清单（不标记为完成）。
+func (d *driver) writePartial(ctx context.Context, res report.Result) error {
+	var errs []error
+	var sb strings.Builder
+	if err := report.WriteJUnit(&sb, res); err == nil {
+		errs = append(errs, d.run.WriteFile("junit.xml", []byte(sb.String())))
+	} else {
+		errs = append(errs, err)
+	}
+	sb.Reset()
+	if err := report.WriteHTML(&sb, res); err == nil {
+		errs = append(errs, d.run.WriteFile("report.html", []byte(sb.String())))
+	} else {
+		errs = append(errs, err)
+	}
+	errs = append(errs, d.run.WriteJSON("gates.json", res.Gates))
+	errs = append(errs, d.run.RedactTree(ctx))
+	errs = append(errs, d.run.WriteManifest(d.now(), true))
+	return errors.Join(errs...)
+}
+
+// summarize 向 Out 打印给人看的结论：每个场景的阶段结果、失败的门禁与报告位置。
+func (d *driver) summarize(out Outcome, gates []report.Gate) {
+	w := d.o.Out
+	res := out.Result
+	fmt.Fprintf(w, "cibench %s run %s: %d scenario(s)\n", res.RunType, res.RunID, len(res.Scenarios))
+	for _, sc := range res.Scenarios {
+		fn := "-"
+		if sc.Functional != nil {
+			fn = fmt.Sprintf("%d pass / %d fail / %d skip", sc.Functional.Count("pass"), sc.Functional.Count("fail"), sc.Functional.Count("skip"))
+		}
+		fmt.Fprintf(w, "  %-40s functional: %s; perf rows: %d; accuracy: %d; stage errors: %d\n", sc.Name, fn, len(sc.Perf), len(sc.Accuracy), len(sc.Errors))
+	}
+	counts := map[report.Verdict]int{}
+	var failed []report.Gate
+	for _, g := range gates {
+		counts[g.Verdict]++
+		if g.Verdict == report.VerdictFail {
+			failed = append(failed, g)
+		}
+	}
+	verdicts := make([]string, 0, len(counts))
+	for v, n := range counts {
+		verdicts = append(verdicts, fmt.Sprintf("%s=%d", v, n))
+	}
+	sort.Strings(verdicts)
+	fmt.Fprintf(w, "gates: %s\n", strings.Join(verdicts, " "))
+	for _, g := range failed {
+		fmt.Fprintf(w, "  FAIL %s %s: %s\n", g.Scenario, g.Name, d.red.String(g.Reason))
+	}
+	if out.Interrupted {
+		fmt.Fprintf(w, "run INTERRUPTED: partial results kept\n")
+	}
+	fmt.Fprintf(w, "report: %s/report.html (exit code %d)\n", out.Dir, out.ExitCode)
+}

@@ -1,0 +1,312 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// stageTiming 是一个阶段在 deployment.json 中的记录。
+type stageTiming struct {
+	Stage    report.Stage `json:"stage"`
+	Status   string       `json:"status"` // ok | failed | skipped
+	Started  time.Time    `json:"started"`
+	Duration float64      `json:"duration_seconds"`
+	Timeout  float64      `json:"timeout_seconds,omitempty"`
+	Error    string       `json:"error,omitempty"`
+}
+
+// deploymentRecord 是每个场景的运行清单 <scenario>/deploy/deployment.json：
+// 场景、实际访问的地址（已去掉密钥）与各阶段耗时。
+type deploymentRecord struct {
+	Scenario  string           `json:"scenario"`
+	RunType   string           `json:"run_type"`
+	Mode      string           `json:"mode"`
+	Model     string           `json:"model"`
+	Quant     string           `json:"quant"`
+	Features  []string         `json:"features,omitempty"`
+	OnFailure string           `json:"on_failure"`
+	External  bool             `json:"external_override,omitempty"`
+	Endpoint  *deploy.Endpoint `json:"endpoint,omitempty"`
+	Stages    []stageTiming    `json:"stages"`
+	Started   time.Time        `json:"started"`
+	Finished  time.Time        `json:"finished"`
+	Teardown  string           `json:"teardown"`
+}
+
+// runScenario 对一个场景执行 部署 → 功能 → 性能 → 精度，最后无论如何都归档日志并清理。
+func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
+	sc := p.Scenario
+	d.addScenario(p)
+	rec := &deploymentRecord{
+		Scenario: sc.Name, RunType: string(p.RunType), Mode: string(sc.Mode), Model: sc.ServedModelName,
+		Quant: string(sc.Quant), OnFailure: string(p.OnFailure), External: d.o.BaseURL != "", Started: d.now().UTC(),
+	}
+	for _, f := range sc.Features {
+		rec.Features = append(rec.Features, string(f))
+	}
+	log := d.log.With("scenario", sc.Name)
+	log.Info("scenario started", "mode", sc.Mode, "model", sc.ServedModelName)
+
+	// 部署：超时取健康等待时限（部署器自己也会按它等待），再留一点余量。
+	var dep deploy.Deployment
+	d.stage(ctx, rec, report.StageDeploy, sc.Health.Timeout+time.Minute, func(ctx context.Context) error {
+		var err error
+		dep, err = d.deploy(ctx, sc)
+		return err
+	})
+	if dep == nil {
+		for _, st := range []report.Stage{report.StageFunctional, report.StagePerf, report.StageAccuracy} {
+			rec.Stages = append(rec.Stages, stageTiming{Stage: st, Status: "skipped", Error: "no deployment"})
+		}
+		d.finishRecord(rec)
+		if p.OnFailure == matrix.OnFailureAbort {
+			d.abort = true
+		}
+		return
+	}
+	ep := dep.Endpoint()
+	if key := d.keys[sc.Name]; key != "" && ep.APIKey == "" {
+		ep.APIKey = key
+	}
+	red := ep.Redacted()
+	rec.Endpoint = &red
+	log.Info("deployed", "endpoint", ep.String())
+	_ = d.run.WriteJSON(path.Join(sc.Name, string(report.StageDeploy), "deployment.json"), rec)
+
+	defer func() {
+		// 清理在不受取消影响的 ctx 中进行：Ctrl-C 之后更要把资源释放掉。
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+		defer cancel()
+		d.teardown(tctx, sc.Name, dep, rec)
+		d.finishRecord(rec)
+	}()
+
+	type stageRun struct {
+		stage   report.Stage
+		enabled bool
+		timeout time.Duration
+		fn      func(context.Context) error
+	}
+	stages := []stageRun{
+		{report.StageFunctional, p.Functional.Enabled, p.Functional.Timeout, func(ctx context.Context) error { return d.functional(ctx, p, ep) }},
+		{report.StagePerf, p.Perf.Enabled && len(p.Perf.Profiles) > 0, p.Perf.Timeout, func(ctx context.Context) error { return d.perf(ctx, p, ep) }},
+		{report.StageAccuracy, p.Accuracy.Enabled && len(p.Accuracy.Configs) > 0, p.Accuracy.Timeout, func(ctx context.Context) error { return d.accuracy(ctx, p, ep) }},
+	}
+	stop := false
+	for _, s := range stages {
+		switch {
+		case !s.enabled:
+			rec.Stages = append(rec.Stages, stageTiming{Stage: s.stage, Status: "skipped", Error: "disabled in matrix"})
+			continue
+		case stop || ctx.Err() != nil:
+			why := "skipped after an earlier failure (on_failure: " + string(p.OnFailure) + ")"
+			if ctx.Err() != nil {
+				why = fmt.Sprintf("not run: %v", context.Cause(ctx))
+			}
+			rec.Stages = append(rec.Stages, stageTiming{Stage: s.stage, Status: "skipped", Error: why})
+			continue
+		}
+		if d.o.StageHook != nil {
+			d.o.StageHook(ctx, sc.Name, s.stage, ep)
+		}
+		if failed := d.stage(ctx, rec, s.stage, s.timeout, s.fn); failed {
+			switch p.OnFailure {
+			case matrix.OnFailureNextScenario:
+				stop = true
+			case matrix.OnFailureAbort:
+				stop, d.abort = true, true
+			}
+		}
+	}
+}
+
+// stage 在带超时的 ctx 中执行 fn，记录耗时与结果；返回阶段是否失败。
+// 阶段错误写进报告（成为 stage 门禁），但不会中断后续阶段——是否继续由调用方按
+// on_failure 决定。
+func (d *driver) stage(ctx context.Context, rec *deploymentRecord, st report.Stage, timeout time.Duration, fn func(context.Context) error) bool {
+	start := d.now()
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%s stage timed out after %v", st, timeout))
+	defer cancel()
+	d.log.Info("stage started", "scenario", rec.Scenario, "stage", st, "timeout", timeout)
+	err := fn(sctx)
+	if err == nil && sctx.Err() != nil {
+		err = context.Cause(sctx)
+	}
+	t := stageTiming{Stage: st, Status: "ok", Started: start.UTC(), Duration: d.now().Sub(start).Seconds(), Timeout: timeout.Seconds()}
+	if err != nil {
+		if cause := context.Cause(sctx); cause != nil && ctx.Err() == nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
+		t.Status, t.Error = "failed", d.red.String(err.Error())
+		d.recordError(rec.Scenario, st, err)
+	}
+	rec.Stages = append(rec.Stages, t)
+	d.log.Info("stage finished", "scenario", rec.Scenario, "stage", st, "status", t.Status, "seconds", fmt.Sprintf("%.2f", t.Duration))
+	return err != nil || d.stageRed(rec.Scenario, st)
+}
+
+// stageRed 报告阶段虽然完成但结论为失败（功能用例失败、精度低于阈值），
+// 供 on_failure 判断是否继续。
+func (d *driver) stageRed(scenario string, st report.Stage) bool {
+	for _, sc := range d.run.Result().Scenarios {
+		if sc.Name != scenario {
+			continue
+		}
+		switch st {
+		case report.StageFunctional:
+			return sc.Functional != nil && sc.Functional.Count("fail") > 0
+		case report.StageAccuracy:
+			for _, a := range sc.Accuracy {
+				if a.Threshold != nil && a.Result.Score < *a.Threshold {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// finishRecord 写出场景的运行清单（阶段耗时、清理结果）。
+func (d *driver) finishRecord(rec *deploymentRecord) {
+	rec.Finished = d.now().UTC()
+	if err := d.run.WriteJSON(path.Join(rec.Scenario, string(report.StageDeploy), "deployment.json"), rec); err != nil {
+		d.log.Warn("write deployment record failed", "scenario", rec.Scenario, "err", err)
+	}
+}
+
+// teardown 先归档日志再清理部署；两者的失败都记入报告。
+func (d *driver) teardown(ctx context.Context, scenario string, dep deploy.Deployment, rec *deploymentRecord) {
+	start := d.now()
+	if dir, err := d.run.ScenarioDir(scenario, report.StageLogs); err != nil {
+		d.recordError(scenario, report.StageLogs, err)
+	} else if err := dep.ArchiveLogs(ctx, dir); err != nil {
+		d.recordError(scenario, report.StageLogs, fmt.Errorf("archive logs: %w", err))
+	}
+	rec.Teardown = "ok"
+	if err := dep.Teardown(ctx); err != nil {
+		rec.Teardown = d.red.String(err.Error())
+		d.recordError(scenario, report.StageDeploy, fmt.Errorf("teardown: %w", err))
+	}
+	rec.Stages = append(rec.Stages, stageTiming{Stage: "teardown", Status: map[bool]string{true: "ok", false: "failed"}[rec.Teardown == "ok"], Started: start.UTC(), Duration: d.now().Sub(start).Seconds()})
+	d.log.Info("scenario finished", "scenario", scenario, "teardown", rec.Teardown)
+}
+
+// deploy 按场景（或 -base-url 覆盖）构造部署器并部署到健康状态。
+func (d *driver) deploy(ctx context.Context, sc *matrix.Scenario) (deploy.Deployment, error) {
+	var (
+		dep deploy.Deployer
+		err error
+	)
+	switch {
+	case d.o.BaseURL != "":
+		dep, err = deploy.NewExternal(deploy.ExternalConfig{
+			BaseURL: d.o.BaseURL, Model: d.o.Model, APIKey: d.keys[sc.Name],
+			HealthPath: sc.Health.Path, StartupTimeout: sc.Health.Timeout,
+		})
+	case d.o.NewDeployer != nil:
+		dep, err = d.o.NewDeployer(sc)
+	default:
+		dep, err = d.deployerFor(sc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dp, err := dep.Deploy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dp.Endpoint().Model == "" {
+		// -base-url 未给 -model：向服务询问它的模型名，而不是猜一个会 404 的名字。
+		model, merr := discoverModel(ctx, dp.Endpoint(), d.keys[sc.Name])
+		if merr != nil {
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+			defer cancel()
+			_ = dp.Teardown(tctx)
+			return nil, fmt.Errorf("no -model given and %w", merr)
+		}
+		return modelOverride{Deployment: dp, model: model}, nil
+	}
+	return dp, nil
+}
+
+// deployerFor 按场景的部署方式构造部署器。
+func (d *driver) deployerFor(sc *matrix.Scenario) (deploy.Deployer, error) {
+	key := d.keys[sc.Name]
+	switch sc.Mode {
+	case matrix.ModeEmulator:
+		cfg := deploy.EmulatorConfig{Model: sc.ServedModelName}
+		if sc.Emulator != nil {
+			cfg = *sc.Emulator
+		}
+		cfg.APIKey = key
+		return deploy.NewEmulator(cfg)
+	case matrix.ModeExternal:
+		return deploy.NewExternal(deploy.ExternalConfig{BaseURL: sc.BaseURL, Model: sc.ServedModelName, APIKey: key, HealthPath: sc.Health.Path, StartupTimeout: sc.Health.Timeout})
+	case matrix.ModeLocal:
+		cfg := *sc.Local
+		cfg.APIKey = key
+		return deploy.NewLocal(cfg)
+	case matrix.ModeK8sHybrid, matrix.ModeK8sPD:
+		cfg := *sc.K8s
+		cfg.APIKey = key
+		return kube.New(cfg, kube.WithFS(d.o.Config), kube.WithLogger(d.log))
+	}
+	return nil, fmt.Errorf("ci: scenario %s: unsupported mode %q", sc.Name, sc.Mode)
+}
+
+// modelOverride 给没有模型名的部署（-base-url 而无 -model）补上从 /v1/models 查到的名字。
+type modelOverride struct {
+	deploy.Deployment
+	model string
+}
+
+// Endpoint 返回补上模型名的地址。
+func (m modelOverride) Endpoint() deploy.Endpoint {
+	ep := m.Deployment.Endpoint()
+	ep.Model = m.model
+	return ep
+}
+
+// discoverModel 读取 GET {base}/models 的第一个模型 ID。
+func discoverModel(ctx context.Context, ep deploy.Endpoint, key string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(ep.BaseURL(), "/")+"/models", nil)
+	if err != nil {
+		return "", err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET /v1/models failed: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /v1/models returned %s", resp.Status)
+	}
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return "", fmt.Errorf("GET /v1/models: %w", err)
+	}
+	if len(body.Data) == 0 || body.Data[0].ID == "" {
+		return "", errors.New("GET /v1/models lists no model")
+	}
+	return body.Data[0].ID, nil
+}

@@ -1,0 +1,143 @@
+// Command ci 是 cibench 的参考 CI 驱动：一条命令从 configs/ 走到结论。
+//
+//	go run ./examples/ci                      # 默认矩阵（PR，内置模拟器），约一分钟
+//	go run ./examples/ci -run-type daily      # 每日档位；配置了 PROM_PUSHGATEWAY_URL 时推送指标
+//	go run ./examples/ci -scenario k8s_hybrid_qwen3-32b_tp2_w4a8 -run-type daily
+//	go run ./examples/ci -base-url http://127.0.0.1:8000/v1 -model qwen3-32b   # 测一个已在运行的服务
+//
+// 对每个计划中的场景依次 部署 → 功能 → 性能 → 精度 → 归档日志与清理（失败继续），
+// 然后计算门禁，把产物写进 artifacts/<run_type>/<run_id>/（CSV/JSON/JUnit/HTML/日志/命令与配置快照）。
+// 退出码：0 全部门禁通过；1 有门禁失败；2 参数或配置错误；130 被 Ctrl-C/SIGTERM 中断
+// （已测得的部分仍写出，门禁失败优先）。第二次 Ctrl-C 立即退出。
+//
+// 环境变量：场景 api_key_env（或 -api-key-env）指定的密钥；PROM_PUSHGATEWAY_URL（每日推送）；
+// CIBENCH_METRIC_PREFIX（指标前缀）；GITHUB_SHA / GITHUB_REF_NAME（提交与分支标签）。
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
+	"github.com/vllm-cibench/cibench/internal/redact"
+	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// main 解析参数、安装信号处理并把退出码交给操作系统。
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// run 是可测试的 main：返回退出码而不是直接退出。
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("ci", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		configDir = fs.String("config", "configs", "configuration directory (scenarios/, tests/, matrix.yaml, providers.yaml)")
+		runType   = fs.String("run-type", "pr", "run type: pr (PR profiles, debug accuracy, no push) or daily (daily profiles, full accuracy, push)")
+		scenarios = fs.String("scenario", "", "comma-separated scenarios to run (default: the matrix's default scenarios for the run type)")
+		artifacts = fs.String("artifacts", "artifacts", "artifacts root; a run writes <artifacts>/<run_type>/<run_id>/")
+		baseURL   = fs.String("base-url", "", "run the stages against this already running server (…/v1) instead of deploying")
+		model     = fs.String("model", "", "served model name of -base-url (default: first id of GET /v1/models)")
+		keyEnv    = fs.String("api-key-env", "", "name of the environment variable holding the API key (overrides the scenario's api_key_env)")
+		runID     = fs.String("run-id", "", "run id (default: UTC start time plus a random suffix)")
+		jobTmo    = fs.Duration("job-timeout", 0, "job timeout (default from matrix.yaml: pr 60m, daily 6h)")
+		retention = fs.Duration("retention", 0, "delete runs of this run type older than this (default pr 336h, daily 720h; negative disables)")
+		pushURL   = fs.String("push-url", getenv("PROM_PUSHGATEWAY_URL"), "Pushgateway URL for daily runs (default $PROM_PUSHGATEWAY_URL)")
+		prefix    = fs.String("metric-prefix", getenv("CIBENCH_METRIC_PREFIX"), "metric name prefix (default $CIBENCH_METRIC_PREFIX, empty = none)")
+		commit    = fs.String("commit", getenv("GITHUB_SHA"), "commit label (default $GITHUB_SHA)")
+		branch    = fs.String("branch", getenv("GITHUB_REF_NAME"), "branch label (default $GITHUB_REF_NAME)")
+		plan      = fs.Bool("plan", false, "print the plan (scenarios, stages, profiles, timeouts) and exit without running")
+		verbose   = fs.Bool("v", false, "debug logging")
+	)
+	if err := fs.Parse(args); err != nil {
+		return report.ExitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ci: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return report.ExitError
+	}
+	rt, err := matrix.ParseRunType(*runType)
+	if err != nil {
+		fmt.Fprintln(stderr, "ci:", err)
+		return report.ExitError
+	}
+
+	red := redact.New()
+	logw := red.NewWriter(stderr)
+	defer logw.Close()
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// 第一次信号：取消运行，让驱动清理并写出部分结果；之后恢复默认行为，
+		// 第二次 Ctrl-C 立即结束进程。
+		<-ctx.Done()
+		stop()
+	}()
+
+	opts := driver.Options{
+		Config:      os.DirFS(*configDir),
+		ConfigRoot:  filepath.ToSlash(filepath.Clean(*configDir)),
+		RunType:     rt,
+		Scenarios:   splitList(*scenarios),
+		Artifacts:   *artifacts,
+		RunID:       *runID,
+		BaseURL:     *baseURL,
+		Model:       *model,
+		APIKeyEnv:   *keyEnv,
+		Getenv:      getenv,
+		Args:        append([]string{"go", "run", "./examples/ci"}, args...),
+		Commit:      *commit,
+		Branch:      *branch,
+		JobTimeout:  *jobTmo,
+		Retention:   *retention,
+		PushURL:     *pushURL,
+		PushOptions: metrics.Options{Prefix: *prefix},
+		Logger:      logger,
+		Redactor:    red,
+		Out:         stdout,
+	}
+	if *plan {
+		if err := driver.PrintPlan(stdout, opts); err != nil {
+			fmt.Fprintln(stderr, "ci:", err)
+			return report.ExitError
+		}
+		return report.ExitOK
+	}
+	out, err := driver.Run(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, red.String("ci: "+err.Error()))
+		if errors.Is(err, driver.ErrConfig) {
+			return report.ExitError
+		}
+	}
+	return out.ExitCode
+}
+
+// splitList 把 "a, b,,c" 拆成 [a b c]。
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
