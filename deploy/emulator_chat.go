@@ -300,6 +300,7 @@ func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, 
 	// 工具
 	in := &emuGenInput{key: p.all, s: s, ignoreEOS: req.IgnoreEOS, includeStr: req.IncludeStopStrInOutput,
 		stopIDs: req.StopTokenIDs, stream: req.Stream}
+	e.applyLogitBias(in, req.LogitBias)
 	if er := e.planTools(cfg, req, p, in); er != nil {
 		return nil, er
 	}
@@ -564,6 +565,7 @@ func (e *Emulator) planCompletion(cfg *EmulatorConfig, req *emuCompletionRequest
 		run.promptTokens += counts[pi]
 		in := &emuGenInput{key: "\x01" + text, s: s, budget: budget, ignoreEOS: req.IgnoreEOS,
 			includeStr: req.IncludeStopStrInOutput, stopIDs: req.StopTokenIDs, stream: req.Stream}
+		e.applyLogitBias(in, req.LogitBias)
 		if fn != nil {
 			in.hasFixed, in.fixedFn = true, fn
 		} else if txt, ok := emulator.ScriptedAnswer(text); ok {

@@ -48,6 +48,34 @@ type emuGenInput struct {
 	includeStr bool
 	stopIDs    []int
 	stream     bool
+	forced     string       // logit_bias ≥ 50 指向的词表片段：随机文本全部由它组成
+	banned     map[int]bool // logit_bias ≤ -50 的 token id：随机文本中不出现
+}
+
+// emuBiasThreshold 是 logit_bias 产生可见效果的阈值：|bias| ≥ 50 时相当于强制/禁止该
+// token（真实模型上 ±100 即如此）；更小的偏置只校验不改变文本。
+const emuBiasThreshold = 50
+
+// applyLogitBias 根据 logit_bias 设置 in.forced 与 in.banned。
+func (e *Emulator) applyLogitBias(in *emuGenInput, bias map[string]float64) {
+	best := 0.0
+	for k, v := range bias {
+		id, err := strconv.Atoi(k)
+		if err != nil {
+			continue
+		}
+		switch {
+		case v >= emuBiasThreshold && v > best:
+			if p, ok := e.engine.Vocab.PieceByID(id); ok {
+				in.forced, best = p, v
+			}
+		case v <= -emuBiasThreshold:
+			if in.banned == nil {
+				in.banned = map[int]bool{}
+			}
+			in.banned[id] = true
+		}
+	}
 }
 
 // emuNullJSON 是 JSON null。
@@ -115,6 +143,19 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 		n = min(n, budget+1) // 多生成一个，让超出预算的自然长度在下面被判为 length
 		t := v.NewText(emulator.Mix(h, 2))
 		content = t.AppendPieces(make([]string, 0, n+1), n)
+		if in.forced != "" {
+			for k := range content {
+				content[k] = in.forced
+			}
+			if strings.TrimLeft(in.forced, " ") != in.forced && len(content) > 0 {
+				content[0] = strings.TrimLeft(in.forced, " ")
+			}
+		}
+		for k := range content {
+			for tries := 0; len(in.banned) > 0 && in.banned[tokenize.ID(content[k])] && tries < 100; tries++ {
+				content[k] = t.Next()
+			}
+		}
 	}
 	if in.inContent && len(reasoning) > 0 {
 		var sb strings.Builder

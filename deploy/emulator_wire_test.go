@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -664,4 +665,51 @@ func TestConfigValidation(t *testing.T) {
 	if em.Handler() == nil || em.Registry() == nil {
 		t.Fatal("handler/registry nil")
 	}
+}
+
+// TestLogitBiasEffect 验证 |bias| ≥ 50 的 logit_bias 真正改变文本：+100 强制该 token，
+// -100 禁止该 token；小偏置只校验不改变文本。
+func TestLogitBiasEffect(t *testing.T) {
+	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	idOf := func(word string) string {
+		_, _, b := emuPost(t, ep, "/tokenize", map[string]any{"prompt": word})
+		return strconv.Itoa(emuNum(emuJget(emuObj(t, b), "tokens", 0)))
+	}
+	text := func(extra map[string]any) string {
+		extra["max_tokens"] = 50
+		extra["ignore_eos"] = true
+		st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("bias", extra))
+		if st != 200 {
+			t.Fatalf("%d %s", st, b)
+		}
+		return emuStr(emuJget(emuObj(t, b), "choices", 0, "message", "content"))
+	}
+	base := text(map[string]any{})
+	if got := text(map[string]any{"logit_bias": map[string]float64{idOf("的"): 5}}); got != base {
+		t.Fatal("a small bias must not change the text")
+	}
+	forced := text(map[string]any{"logit_bias": map[string]float64{idOf("cache"): 100}})
+	if forced != "cache"+strings.Repeat(" cache", 49) {
+		t.Fatalf("forced token: %q", forced)
+	}
+	// 禁止基线文本中出现过的每个汉字与英文词的 id：结果中不再出现它们。
+	banned := map[string]float64{}
+	for _, p := range tokenize.Split(base) {
+		w := strings.TrimSpace(p)
+		if w != "" && w[0] >= 'a' && w[0] <= 'z' || containsCJKOnly(w) {
+			banned[idOf(w)] = -100
+		}
+	}
+	out := text(map[string]any{"logit_bias": banned})
+	for _, p := range tokenize.Split(out) {
+		if _, ok := banned[idOf(strings.TrimSpace(p))]; ok {
+			t.Fatalf("banned token %q appeared in %q", p, out)
+		}
+	}
+}
+
+// containsCJKOnly 报告 s 是否是单个汉字。
+func containsCJKOnly(s string) bool {
+	r := []rune(s)
+	return len(r) == 1 && r[0] >= 0x4e00 && r[0] <= 0x9fff
 }

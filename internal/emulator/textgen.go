@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
 
 // Hash 返回若干字符串的 64 位 FNV-1a 哈希（各段之间插入分隔字节，避免
@@ -84,6 +86,14 @@ type Vocab struct {
 	words    []string // " word"
 	wordsCap []string // 句首形式 "Word"（无前导空格）
 	cjk      []string // 单个汉字
+	byID     map[int]string
+}
+
+// PieceByID 返回 token id（按 internal/tokenize.ID）对应的词表片段，用于让
+// logit_bias 强制某个 token；id 不在生成词表中时 ok 为 false。
+func (v *Vocab) PieceByID(id int) (string, bool) {
+	p, ok := v.byID[id]
+	return p, ok
 }
 
 // NewVocab 构建词表。片段全部切自常量，生成时不再分配。
@@ -97,6 +107,10 @@ func NewVocab() *Vocab {
 		_, size := utf8.DecodeRuneInString(cjkChars[i:])
 		v.cjk = append(v.cjk, cjkChars[i:i+size])
 		i += size
+	}
+	v.byID = make(map[int]string, len(v.words)+len(v.cjk))
+	for _, p := range append(append([]string(nil), v.words...), v.cjk...) {
+		v.byID[tokenize.ID(p)] = p
 	}
 	return v
 }
