@@ -143,8 +143,34 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.emuTTFT, "emu-ttft", 0, "emulator TTFT when no provider is given")
 	fs.DurationVar(&o.emuITL, "emu-itl", 0, "emulator inter-token latency when no provider is given")
 	fs.IntVar(&o.emuTokensPerChunk, "emu-tokens-per-chunk", 1, "emulator tokens per SSE chunk")
+	// acs-bench 的其余参数：接受以便原命令行可直接使用；不支持的取值报错，其余不影响本实现。
+	cb := fs.String("concurrency-backend", loadgen.ConcurrencyBackend, "threading-pool only (goroutines)")
+	rm := fs.String("request-mode", "normal", "normal only (pd_dynamic is not implemented)")
+	fs.Int("num-process", 1, "accepted for acs-bench compatibility; ignored (one process)")
+	fs.Int("prefill-concurrency", 0, "accepted for acs-bench compatibility; ignored")
+	fs.Int("decoder-concurrency", 0, "accepted for acs-bench compatibility; ignored")
+	fs.Int("chunk-size", 1024, "accepted for acs-bench compatibility; ignored (SSE lines are unbounded)")
+	fs.Bool("use-spec-decode", false, "accepted; the accept rate is always read from the server's counters when present")
+	fs.Int("num-spec-tokens", -1, "accepted for acs-bench compatibility; ignored")
+	fs.Bool("use-mtp-accept-rate", true, "accepted for acs-bench compatibility; ignored")
+	fs.Int("num-scheduler-steps", 1, "accepted for acs-bench compatibility; ignored")
+	fs.Float64("bucket-interval", 0, "accepted for acs-bench compatibility; ignored (see the progress line)")
+	fs.String("revision", "master", "accepted for acs-bench compatibility; ignored")
+	fs.Bool("trust-remote-code", false, "accepted for acs-bench compatibility; ignored")
+	fs.Bool("profile", false, "service profiler: not implemented (false only)")
+	fs.String("profile-level", "Level0", "accepted for acs-bench compatibility; ignored")
+	fs.Bool("trace", false, "accepted for acs-bench compatibility; ignored")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *cb != loadgen.ConcurrencyBackend {
+		return nil, fmt.Errorf("--concurrency-backend %q: only %s is implemented", *cb, loadgen.ConcurrencyBackend)
+	}
+	if *rm != "normal" {
+		return nil, fmt.Errorf("--request-mode %q: only normal is implemented", *rm)
+	}
+	if f := fs.Lookup("profile"); f.Value.String() == "true" {
+		return nil, fmt.Errorf("--profile: the service profiler is not implemented")
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())

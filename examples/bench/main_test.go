@@ -35,7 +35,11 @@ func TestFlagsCommaListsAndRepeats(t *testing.T) {
 	if err := p.Defaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range [][]string{{"--concurrency", "x"}, {"--request-rate", "-3"}, {"--config-option", "depth:3"}, {"extra"}} {
+	if _, err := parseFlags([]string{"--concurrency-backend", "threading-pool", "--chunk-size", "4096", "--num-process", "1", "--trace"}, &bytes.Buffer{}); err != nil {
+		t.Fatalf("acs-bench compatibility flags rejected: %v", err)
+	}
+	for _, bad := range [][]string{{"--concurrency", "x"}, {"--request-rate", "-3"}, {"--config-option", "depth:3"}, {"extra"},
+		{"--concurrency-backend", "processing-pool"}, {"--request-mode", "pd_dynamic"}, {"--profile"}} {
 		if _, err := parseFlags(bad, &bytes.Buffer{}); err == nil {
 			t.Errorf("accepted %v", bad)
 		}
