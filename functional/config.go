@@ -436,6 +436,31 @@ func (c Config) Validate() error {
 			bad("params_boundary.top_logprobs", v, "must be in [0, 20]")
 		}
 	}
+	dups := func(field string, vals []string) {
+		seen := map[string]bool{}
+		for _, v := range vals {
+			if seen[v] {
+				bad(field, v, "duplicate value (each value becomes one case)")
+			}
+			seen[v] = true
+		}
+	}
+	fmtAll := func(n int, f func(i int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = f(i)
+		}
+		return out
+	}
+	dups("params_boundary.max_tokens", fmtAll(len(p.MaxTokens), func(i int) string { return fmt.Sprint(p.MaxTokens[i]) }))
+	dups("params_boundary.temperature", fmtAll(len(p.Temperature), func(i int) string { return describe(p.Temperature[i]) }))
+	dups("params_boundary.top_p", fmtAll(len(p.TopP), func(i int) string { return describe(p.TopP[i]) }))
+	dups("params_boundary.top_k", fmtAll(len(p.TopK), func(i int) string { return fmt.Sprint(p.TopK[i]) }))
+	dups("params_boundary.presence_penalty", fmtAll(len(p.PresencePenalty), func(i int) string { return describe(p.PresencePenalty[i]) }))
+	dups("params_boundary.frequency_penalty", fmtAll(len(p.FrequencyPenalty), func(i int) string { return describe(p.FrequencyPenalty[i]) }))
+	dups("params_boundary.seeds", fmtAll(len(p.Seeds), func(i int) string { return fmt.Sprint(p.Seeds[i]) }))
+	dups("params_boundary.stop", p.Stop)
+	dups("params_boundary.top_logprobs", fmtAll(len(p.TopLogprobs), func(i int) string { return fmt.Sprint(p.TopLogprobs[i]) }))
 	if p.Samples < 2 {
 		bad("params_boundary.samples", p.Samples, "must be >= 2")
 	}

@@ -64,6 +64,7 @@ func TestConfigDecodeOverlaysAndRejects(t *testing.T) {
 		{"tools.yaml", "function_call: {tools: []}\n", "function_call.tools"},
 		{"inv.yaml", "errors: {invalid: [{name: a b, endpoint: x, status: 200, requires: [gpu]}]}\n", "errors.invalid[0].endpoint=x"},
 		{"rerank.yaml", "rerank: {top_n: 9}\n", "rerank.top_n=9"},
+		{"dup.yaml", "params_boundary: {top_k: [1, 1]}\n", "params_boundary.top_k=1: duplicate"},
 	} {
 		c := functional.DefaultConfig()
 		before := normalize(t, c)
@@ -88,4 +89,25 @@ func TestConfigDecodeOverlaysAndRejects(t *testing.T) {
 	if _, err := functional.NewCatalog(functional.Config{}); err == nil {
 		t.Fatal("NewCatalog accepted the zero Config")
 	}
+}
+
+// FuzzConfigDecode 保证任意 YAML 都不会让 Decode panic，失败时不修改配置，
+// 成功时得到的配置一定能构建目录。
+func FuzzConfigDecode(f *testing.F) {
+	for _, seed := range []string{"chat_core: {max_tokens: 8}\n", "params_boundary: {temperature: [0.1, 0.10]}\n", "params_boundary: {top_p: [0.5]}\n", "errors: {invalid: []}\n", "{", "guided: {json_schema: {type: object}}\n"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		c := functional.DefaultConfig()
+		before := normalize(t, c)
+		if err := c.Decode("fuzz.yaml", strings.NewReader(doc)); err != nil {
+			if normalize(t, c) != before {
+				t.Fatalf("failed Decode modified the config")
+			}
+			return
+		}
+		if _, err := functional.NewCatalog(c); err != nil {
+			t.Fatalf("Decode accepted a config NewCatalog rejects: %v", err)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // WriteJSON 把报告以缩进 JSON 写入 w。
@@ -70,12 +71,14 @@ type junitMessage struct {
 func WriteJUnit(w io.Writer, r Report) error {
 	out := junitSuites{Name: "functional/" + r.Model, Time: seconds(r.Duration.Seconds())}
 	idx := map[string]int{}
+	var suiteTime []time.Duration
 	for _, res := range r.Results {
 		i, ok := idx[res.Suite]
 		if !ok {
 			i = len(out.Suites)
 			idx[res.Suite] = i
 			out.Suites = append(out.Suites, junitSuite{Name: res.Suite})
+			suiteTime = append(suiteTime, 0)
 		}
 		s := &out.Suites[i]
 		c := junitCase{Name: res.CaseID, Classname: "functional." + res.Suite, Time: seconds(res.Duration.Seconds())}
@@ -93,7 +96,8 @@ func WriteJUnit(w io.Writer, r Report) error {
 		}
 		s.Tests++
 		out.Tests++
-		s.Time = seconds(parseSeconds(s.Time) + res.Duration.Seconds())
+		suiteTime[i] += res.Duration
+		s.Time = seconds(suiteTime[i].Seconds())
 		s.Cases = append(s.Cases, c)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -110,13 +114,6 @@ func WriteJUnit(w io.Writer, r Report) error {
 
 // seconds 以 JUnit 习惯的三位小数秒格式化。
 func seconds(v float64) string { return fmt.Sprintf("%.3f", v) }
-
-// parseSeconds 解析 seconds 的输出；空串为 0。
-func parseSeconds(s string) float64 {
-	var v float64
-	_, _ = fmt.Sscanf(s, "%g", &v)
-	return v
-}
 
 // WriteTable 把报告写成便于终端阅读的表格：每个套件一行（通过/失败/跳过/通过率），
 // 随后列出每个失败与跳过的用例及原因。
