@@ -199,3 +199,23 @@ func TestCSVRoundTripWithSummaryWriter(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadSummaryCSV 确认任意输入都不会让读取器崩溃：要么解析成功，要么返回错误；
+// 解析成功的每一行都必须有样本数与可测标记一致的时延分布。
+func FuzzReadSummaryCSV(f *testing.F) {
+	f.Add(specHeader + "\n" + csvRow(baseRow("1")) + "\n")
+	f.Add("Input_Length,Output_Length,Concurrency,TP99_TTFT(s)\n1,2,3,0.5\n")
+	f.Add("Input_Length,Output_Length,Concurrency,Execution_Time\n1,2,3,2026-01-01 00:00:00\n")
+	f.Add("\ufeffInput_Length , Output_Length,Concurrency\n1,2,x\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		rows, err := metrics.ReadSummaryCSV(strings.NewReader(text), time.UTC)
+		if err != nil {
+			return
+		}
+		for _, r := range rows {
+			if r.TTFT.Count < 0 || (r.TTFT.Count == 0 && r.TTFT.P99 != 0) {
+				t.Fatalf("inconsistent TTFT %+v", r.TTFT)
+			}
+		}
+	})
+}
