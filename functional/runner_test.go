@@ -334,3 +334,34 @@ func TestSecretsNeverInResults(t *testing.T) {
 		t.Fatalf("secret leaked or cases did not fail: %s", buf.String())
 	}
 }
+
+// TestEnvironmentKeyNeverSent 证明 openai-go 从环境读到的 OPENAI_API_KEY 不会被发给
+// 一个不需要密钥的被测服务。
+func TestEnvironmentKeyNeverSent(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-environment")
+	var mu sync.Mutex
+	var seen []string
+	spy := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen = append(seen, r.Header.Get("Authorization"))
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+	}
+	target := serveEmulator(t, deploy.EmulatorConfig{}, spy)
+	rep := run(t, target, functional.Options{}, pick(t, "chat_core/basic", "chat_core/models", "chat_core/usage")...)
+	if f := rep.Failed(); len(f) != 0 {
+		t.Fatalf("failed: %v", f)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 3 {
+		t.Fatalf("saw %d requests", len(seen))
+	}
+	for _, h := range seen {
+		if strings.Contains(h, "sk-from-environment") {
+			t.Fatalf("environment key sent to the server: %q", h)
+		}
+	}
+}

@@ -71,14 +71,18 @@ func newT(id string, target Target, cfg *Config, opts Options) *T {
 		CheckRedirect: src.CheckRedirect,
 		Jar:           src.Jar,
 	}
+	// openai-go 会从 OPENAI_* 环境变量读取默认值；这里显式覆盖地址与密钥，并删掉
+	// 组织/项目头，使被测请求只由 Target 决定，不受运行环境影响。
 	sdkOpts := []option.RequestOption{
 		option.WithBaseURL(base + "/"),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
 	}
-	if target.APIKey != "" {
-		sdkOpts = append(sdkOpts, option.WithAPIKey(target.APIKey))
-	} else {
+	// 总是设置密钥（可能为空），以免 SDK 把环境变量 OPENAI_API_KEY 发给被测服务。
+	sdkOpts = append(sdkOpts, option.WithAPIKey(target.APIKey))
+	if target.APIKey == "" {
 		sdkOpts = append(sdkOpts, option.WithHeaderDel("Authorization"))
 	}
 	return &T{
