@@ -471,3 +471,54 @@ func TestStrictScalars(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeKeys 确认 YAML 合并键（<<: *anchor）按标准语义工作：显式键覆盖合并来的键，
+// 合并进来的未知字段同样报错。
+func TestMergeKeys(t *testing.T) {
+	_, err := matrix.Load(with(map[string]string{"matrix.yaml": `base: &base {output_length: [3], warmup: 2}
+scenarios:
+  emulator:
+    pr:
+      perf:
+        override:
+          <<: [*base]
+          warmup: 0
+`}))
+	if err == nil || !strings.Contains(err.Error(), `base: unknown field "base"`) {
+		t.Fatalf("top-level anchors must still be known fields: %v", err)
+	}
+	m, err := matrix.Load(with(map[string]string{"matrix.yaml": `scenarios:
+  emulator:
+    daily: {perf: {override: &base {output_length: [3], warmup: 2}}}
+    pr:
+      perf:
+        override:
+          <<: *base
+          warmup: 0
+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := m.Plan(matrix.RunPR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var emu matrix.ScenarioPlan
+	for _, p := range plans {
+		if p.Scenario.Name == "emulator" {
+			emu = p
+		}
+	}
+	prof := emu.Perf.Profiles[0].Profile
+	if prof.OutputLength[0] != 3 || prof.Warmup != 0 {
+		t.Fatalf("merge: %+v", prof)
+	}
+	_, err = matrix.Load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    daily: {perf: {override: &b {warmpu: 1}}}\n    pr: {perf: {override: {<<: *b}}}\n"}))
+	if err == nil || !strings.Contains(err.Error(), `override.warmpu: unknown field "warmpu"`) {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = matrix.Load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {<<: 3}}}\n"}))
+	if err == nil || !strings.Contains(err.Error(), `merge key (<<) needs a mapping`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -382,11 +382,20 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 	for _, f := range fields {
 		byName[f.name] = f
 	}
+	// 合并键（<<: *anchor）先展开，显式写出的键随后覆盖，与 YAML 的合并语义一致。
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			d.decodeMerge(n.Content[i+1], path, v)
+		}
+	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
 			d.errorf(k, path, "", "mapping keys must be strings, got %s", describe(k))
+			continue
+		}
+		if k.ShortTag() == "!!merge" {
 			continue
 		}
 		fp := joinPath(path, k.Value)
@@ -401,6 +410,30 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 			continue
 		}
 		d.decode(val, fp, v.FieldByIndex(f.index))
+	}
+}
+
+// decodeMerge 把合并键的值（一个映射或映射列表，通常是别名）解码进结构体 v。
+func (d *decoder) decodeMerge(n *yaml.Node, path string, v reflect.Value) {
+	d.nodes++
+	if d.nodes > maxNodes {
+		if d.nodes == maxNodes+1 {
+			d.errorf(n, path, "", "document too large (more than %d nodes after alias expansion)", maxNodes)
+		}
+		return
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		d.decodeStruct(n, path, v)
+	case yaml.SequenceNode:
+		for _, item := range n.Content {
+			d.decodeMerge(item, path, v)
+		}
+	default:
+		d.errorf(n, path, scalarValue(n), "merge key (<<) needs a mapping or a list of mappings, got %s", describe(n))
 	}
 }
 

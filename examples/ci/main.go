@@ -10,8 +10,12 @@
 // 退出码：0 全部门禁通过；1 有门禁失败；2 参数或配置错误；130 被 Ctrl-C/SIGTERM 中断
 // （已测得的部分仍写出，门禁失败优先）。第二次 Ctrl-C 立即退出。
 //
+// 按阶段拆分的 CI（.github/workflows）：每个 job 用同一 -run-id 运行 -stages functional|perf|accuracy，
+// 最后一个 job 合并产物后运行 -summarize 得到门禁与报告（每日运行再加 -push）。
+//
 // 环境变量：场景 api_key_env（或 -api-key-env）指定的密钥；PROM_PUSHGATEWAY_URL（每日推送）；
-// CIBENCH_METRIC_PREFIX（指标前缀）；GITHUB_SHA / GITHUB_REF_NAME（提交与分支标签）。
+// PROMETHEUS_URL（从 Prometheus 读基线）；CIBENCH_METRIC_PREFIX（指标前缀）；
+// GITHUB_SHA / GITHUB_REF_NAME（提交与分支标签）。
 package main
 
 import (
@@ -58,6 +62,12 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		prefix    = fs.String("metric-prefix", getenv("CIBENCH_METRIC_PREFIX"), "metric name prefix (default $CIBENCH_METRIC_PREFIX, empty = none)")
 		commit    = fs.String("commit", getenv("GITHUB_SHA"), "commit label (default $GITHUB_SHA)")
 		branch    = fs.String("branch", getenv("GITHUB_REF_NAME"), "branch label (default $GITHUB_REF_NAME)")
+		stages    = fs.String("stages", "", "comma-separated stages to run: functional,perf,accuracy (default all; a subset run is finished by -summarize)")
+		stageTmo  = fs.Duration("stage-timeout", 0, "override the timeout of the selected stages (default from matrix.yaml: functional 30m, perf 60m, accuracy 90m)")
+		summarize = fs.Bool("summarize", false, "do not deploy or run stages: evaluate gates over the merged artifacts of -run-id, push (daily) and write the final report")
+		baseArt   = fs.String("baseline-artifacts", "", "artifacts root holding completed daily runs used as perf baselines (default -artifacts)")
+		baseProm  = fs.String("baseline-prometheus", getenv("PROMETHEUS_URL"), "read perf baselines from this Prometheus instead (default $PROMETHEUS_URL)")
+		push      = fs.Bool("push", false, "daily only: require pushing metrics (fail when no Pushgateway URL is configured)")
 		plan      = fs.Bool("plan", false, "print the plan (scenarios, stages, profiles, timeouts) and exit without running")
 		verbose   = fs.Bool("v", false, "debug logging")
 	)
@@ -93,26 +103,34 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}()
 
 	opts := driver.Options{
-		Config:      os.DirFS(*configDir),
-		ConfigRoot:  filepath.ToSlash(filepath.Clean(*configDir)),
-		RunType:     rt,
-		Scenarios:   splitList(*scenarios),
-		Artifacts:   *artifacts,
-		RunID:       *runID,
-		BaseURL:     *baseURL,
-		Model:       *model,
-		APIKeyEnv:   *keyEnv,
-		Getenv:      getenv,
-		Args:        append([]string{"go", "run", "./examples/ci"}, args...),
-		Commit:      *commit,
-		Branch:      *branch,
-		JobTimeout:  *jobTmo,
-		Retention:   *retention,
-		PushURL:     *pushURL,
-		PushOptions: metrics.Options{Prefix: *prefix},
-		Logger:      logger,
-		Redactor:    red,
-		Out:         stdout,
+		Config:             os.DirFS(*configDir),
+		ConfigRoot:         filepath.ToSlash(filepath.Clean(*configDir)),
+		RunType:            rt,
+		Scenarios:          splitList(*scenarios),
+		Artifacts:          *artifacts,
+		RunID:              *runID,
+		BaseURL:            *baseURL,
+		Model:              *model,
+		APIKeyEnv:          *keyEnv,
+		Getenv:             getenv,
+		Args:               append([]string{"go", "run", "./examples/ci"}, args...),
+		Commit:             *commit,
+		Branch:             *branch,
+		JobTimeout:         *jobTmo,
+		Retention:          *retention,
+		PushURL:            *pushURL,
+		RequirePush:        *push,
+		Summarize:          *summarize,
+		StageTimeout:       *stageTmo,
+		BaselineArtifacts:  *baseArt,
+		BaselinePrometheus: *baseProm,
+		PushOptions:        metrics.Options{Prefix: *prefix},
+		Logger:             logger,
+		Redactor:           red,
+		Out:                stdout,
+	}
+	for _, st := range splitList(*stages) {
+		opts.Stages = append(opts.Stages, report.Stage(st))
 	}
 	if *plan {
 		if err := driver.PrintPlan(stdout, opts); err != nil {
@@ -123,7 +141,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	out, err := driver.Run(ctx, opts)
 	if err != nil {
-		fmt.Fprintln(stderr, red.String("ci: "+err.Error()))
+		fmt.Fprintln(stderr, red.String(err.Error()))
 		if errors.Is(err, driver.ErrConfig) {
 			return report.ExitError
 		}

@@ -57,8 +57,22 @@ type Options struct {
 	JobTimeout time.Duration
 	// Retention 覆盖产物保留期（0 表示 PR 14 天、每日 30 天；负数表示不清理）。
 	Retention time.Duration
-	// PushURL 是 Pushgateway 地址；只在每日运行且非空时推送。
+	// Stages 非空时只运行这些阶段（functional、perf、accuracy；部署与清理总会进行），
+	// 供按阶段拆分的 CI job 使用；这样的运行不标记为完成，由 Summarize 汇总。
+	Stages []report.Stage
+	// StageTimeout 非 0 时覆盖所选阶段的超时。
+	StageTimeout time.Duration
+	// Summarize 为 true 时不部署也不运行阶段：重新打开同一 run_id 的产物目录
+	// （各阶段 job 的产物已合并进来），计算门禁、推送（每日）并写出最终报告。
+	Summarize bool
+	// BaselineArtifacts 是读取每日基线的产物根目录；空表示 Artifacts。
+	BaselineArtifacts string
+	// BaselinePrometheus 非空时从该 Prometheus 读取每日基线（优先于产物目录）。
+	BaselinePrometheus string
+	// PushURL 是 Pushgateway 地址；每日运行（非按阶段拆分的运行）且非空时推送。
 	PushURL string
+	// RequirePush 为 true 时每日运行必须推送：没有 PushURL 记为失败。
+	RequirePush bool
 	// PushOptions 是指标转换选项（前缀等）。
 	PushOptions metrics.Options
 	// Thresholds 是性能门禁阈值；零值取 report.DefaultThresholds。
@@ -154,6 +168,16 @@ func newDriver(o Options) (*driver, error) {
 	if o.Model != "" && o.BaseURL == "" {
 		return nil, fmt.Errorf("%w: -model needs -base-url", ErrConfig)
 	}
+	for _, st := range o.Stages {
+		switch st {
+		case report.StageFunctional, report.StagePerf, report.StageAccuracy:
+		default:
+			return nil, fmt.Errorf("%w: unknown stage %q (want functional, perf or accuracy)", ErrConfig, st)
+		}
+	}
+	if o.RequirePush && o.RunType != matrix.RunDaily {
+		return nil, fmt.Errorf("%w: metrics are pushed only by daily runs (spec section 7)", ErrConfig)
+	}
 	var opts []matrix.Option
 	if o.ConfigRoot != "" {
 		opts = append(opts, matrix.WithRoot(o.ConfigRoot))
@@ -224,11 +248,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		}
 	}
 	// 基线在本次运行开始前读取：本次运行自身（尚未完成）永远不会成为基线。
-	baselines, err := report.ArtifactBaselines(os.DirFS(d.o.Artifacts))
-	if err != nil {
-		d.log.Warn("reading daily baselines failed; perf gates will report no baseline", "err", err)
-		baselines = report.StaticBaselines{}
-	}
+	baselines := d.baselines()
 	run, err := report.NewRun(d.o.Artifacts, rt, d.runID, started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithRedactor(d.red))
 	if err != nil {
 		return Outcome{ExitCode: report.ExitError}, fmt.Errorf("ci: %w", err)
@@ -242,14 +262,20 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		d.log.Warn("config snapshot failed", "err", err)
 	}
 
-	ctx, cancel := context.WithTimeout(parent, d.tmo.Job)
+	ctx, cancel := context.WithTimeoutCause(parent, d.tmo.Job, fmt.Errorf("job timeout %v exceeded", d.tmo.Job))
 	defer cancel()
-	for i := range d.plans {
-		if ctx.Err() != nil || d.abort {
-			d.skipScenario(&d.plans[i], ctx)
-			continue
+	if d.o.Summarize {
+		if len(run.Result().Scenarios) == 0 {
+			return Outcome{Dir: run.Dir(), ExitCode: report.ExitError}, fmt.Errorf("%w: -summarize: %s holds no scenario results", ErrConfig, run.Dir())
 		}
-		d.runScenario(ctx, &d.plans[i])
+	} else {
+		for i := range d.plans {
+			if ctx.Err() != nil || d.abort {
+				d.skipScenario(&d.plans[i], ctx)
+				continue
+			}
+			d.runScenario(ctx, &d.plans[i])
+		}
 	}
 	interrupted := ctx.Err() != nil
 	if interrupted {
@@ -267,17 +293,22 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	if err != nil {
 		d.log.Warn("gate evaluation incomplete", "err", err)
 	}
-	if d.o.RunType == matrix.RunDaily && !interrupted {
+	partialStages := len(d.o.Stages) > 0 && !d.o.Summarize
+	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
 		d.push(fin)
+		// 推送错误记成了阶段错误，重新计算门禁让它们出现在结论中。
+		if gates, err = report.Evaluate(fin, run.Result(), th, baselines); err != nil {
+			d.log.Warn("gate evaluation incomplete", "err", err)
+		}
 	}
 	out := Outcome{Dir: run.Dir(), Interrupted: interrupted}
-	if interrupted {
+	if interrupted || partialStages {
 		// 被中断的运行不调用 Finish：summary.json 保持 complete=false，
 		// 这样它永远不会被当作每日基线；报告与 JUnit 仍然写出，标注为不完整。
 		res := run.Result()
 		res.Gates = gates
 		res.ExitCode = report.ExitCode(gates)
-		if res.ExitCode == report.ExitOK {
+		if res.ExitCode == report.ExitOK && interrupted {
 			res.ExitCode = report.ExitInterrupted
 		}
 		out.ExitCode = res.ExitCode
@@ -292,6 +323,30 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		return out, fmt.Errorf("ci: write report: %w", err)
 	}
 	return out, nil
+}
+
+// baselines 返回性能门禁的每日基线来源：配置了 Prometheus 时从它读取，
+// 否则读取基线产物目录下已完成的每日运行。读取失败不会中止运行，门禁会报告无基线。
+func (d *driver) baselines() report.BaselineSource {
+	if d.o.BaselinePrometheus != "" {
+		pb, err := metrics.NewPromBaseline(metrics.PromBaselineConfig{URL: d.o.BaselinePrometheus, Prefix: d.o.PushOptions.Prefix})
+		if err == nil {
+			d.log.Info("perf baselines from Prometheus", "url", d.red.String(d.o.BaselinePrometheus))
+			return report.MetricsBaselines(pb)
+		}
+		d.log.Warn("prometheus baseline config invalid; falling back to artifacts", "err", d.red.String(err.Error()))
+	}
+	root := d.o.BaselineArtifacts
+	if root == "" {
+		root = d.o.Artifacts
+	}
+	b, err := report.ArtifactBaselines(os.DirFS(root))
+	if err != nil {
+		d.log.Warn("reading daily baselines failed; perf gates will report no baseline", "dir", root, "err", err)
+		return report.StaticBaselines{}
+	}
+	d.log.Info("perf baselines from artifacts", "dir", root, "combinations", len(b))
+	return b
 }
 
 // skipScenario 把因中断或 abort 而未运行的场景登记进报告，使人能看到它被跳过的原因。

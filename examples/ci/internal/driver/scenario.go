@@ -105,7 +105,13 @@ func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
 	}
 	stop := false
 	for _, s := range stages {
+		if d.o.StageTimeout > 0 {
+			s.timeout = d.o.StageTimeout
+		}
 		switch {
+		case !d.selected(s.stage):
+			rec.Stages = append(rec.Stages, stageTiming{Stage: s.stage, Status: "skipped", Error: "not selected (-stages)"})
+			continue
 		case !s.enabled:
 			rec.Stages = append(rec.Stages, stageTiming{Stage: s.stage, Status: "skipped", Error: "disabled in matrix"})
 			continue
@@ -129,6 +135,19 @@ func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
 			}
 		}
 	}
+}
+
+// selected 报告阶段是否在 -stages 的选择之内（未选择即全部）。
+func (d *driver) selected(st report.Stage) bool {
+	if len(d.o.Stages) == 0 {
+		return true
+	}
+	for _, s := range d.o.Stages {
+		if s == st {
+			return true
+		}
+	}
+	return false
 }
 
 // stage 在带超时的 ctx 中执行 fn，记录耗时与结果；返回阶段是否失败。

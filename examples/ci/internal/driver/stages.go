@@ -213,6 +213,12 @@ func (d *driver) writeWith(rel string, fn func(io.Writer) error) error {
 // 推送失败记为该场景的 push 阶段错误：每日看板缺数据必须让人看见。
 func (d *driver) push(ctx context.Context) {
 	if d.o.PushURL == "" {
+		if d.o.RequirePush {
+			for _, sc := range d.run.Result().Scenarios {
+				d.recordError(sc.Name, report.Stage("push"), errors.New("-push given but no Pushgateway URL (-push-url or PROM_PUSHGATEWAY_URL)"))
+			}
+			return
+		}
 		d.log.Info("daily run: no Pushgateway configured (PROM_PUSHGATEWAY_URL), metrics not pushed")
 		return
 	}
