@@ -378,11 +378,78 @@ spec:
 			t.Errorf("%s: service not cleaned up after failure: %v", tc.name, err)
 		}
 	}
+	// ctx 取消：健康检查永远等不到（NodePort 上没有服务），取消后 Deploy 返回，
+	// 并且仍然用独立的 ctx 完成清理。
+	np := kubetest.FreeNodePort(t)
+	fsys["np.yaml"] = &fstest.MapFile{Data: []byte(fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: np}
+spec:
+  type: NodePort
+  selector: {app: none}
+  ports: [{name: http, port: 80, nodePort: %d}]
+`, np))}
+	cfg := baseConfig(c, "")
+	cfg.Manifests = []string{"np.yaml"}
+	cfg.ServiceName = "np"
+	d, err := kube.New(cfg, kube.WithFS(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// 等 Service 出现后再取消，确保取消发生在 apply 之后。
+		for {
+			if _, err := c.Client.CoreV1().Services("default").Get(ctx, "np", metav1.GetOptions{}); err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		cancel()
+	}()
+	_, err = d.Deploy(ctx)
+	cancel()
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, deploy.ErrNotReady) {
+		t.Fatalf("cancel: err = %v", err)
+	}
+	if _, err := c.Client.CoreV1().Services("default").Get(context.Background(), "np", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("cancel: service not cleaned up: %v", err)
+	}
+
+	// 删不掉的对象（带无人处理的 finalizer）被报告出来，而不是静默遗留。
+	fsys["blocked.yaml"] = &fstest.MapFile{Data: []byte(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: blocked
+  finalizers: [cibench.io/test-block]
+`)}
+	cfg = baseConfig(c, "")
+	cfg.Manifests = []string{"blocked.yaml"}
+	cfg.ServiceName = "nope"
+	cfg.DeleteTimeout = 2 * time.Second
+	d, err = kube.New(cfg, kube.WithFS(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Deploy(context.Background())
+	var te *kube.TeardownError
+	if !errors.Is(err, kube.ErrServiceNotFound) || !errors.As(err, &te) || len(te.Remaining) != 1 || !strings.HasPrefix(te.Remaining[0], "ConfigMap/default/blocked: still present") {
+		t.Fatalf("leftovers: err = %v", err)
+	}
+	if _, err := c.Client.CoreV1().ConfigMaps("default").Patch(context.Background(), "blocked", "application/merge-patch+json",
+		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	// 无法连接的 API Server：用一个刚关闭的端口。
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	d, err := kube.New(kube.Config{Manifests: []string{"svc.yaml"}, NodePort: 30000}, kube.WithFS(fsys),
+	d, err = kube.New(kube.Config{Manifests: []string{"svc.yaml"}, NodePort: 30000}, kube.WithFS(fsys),
 		kube.WithRESTConfig(&rest.Config{Host: "https://" + addr, Timeout: 2 * time.Second}))
 	if err != nil {
 		t.Fatal(err)

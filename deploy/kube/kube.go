@@ -195,7 +195,7 @@ func (d *Deployer) Deploy(ctx context.Context) (deploy.Deployment, error) {
 			err = fmt.Errorf("%w: %w", deploy.ErrNotReady, err)
 		}
 		if terr := dep.Teardown(context.WithoutCancel(ctx)); terr != nil {
-			err = fmt.Errorf("%w; cleanup after failure: %v", err, terr)
+			err = fmt.Errorf("%w; cleanup after failure: %w", err, terr)
 		}
 		return nil, err
 	}
