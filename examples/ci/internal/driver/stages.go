@@ -162,6 +162,10 @@ func (d *driver) evalDataset(ctx context.Context, sc *matrix.Scenario, cfgName s
 		d.writeWith(stem+".html", func(w io.Writer) error { return accuracy.WriteHTML(w, res) }),
 		d.writeWith(stem+".jsonl", func(w io.Writer) error { return accuracy.WriteJSONL(w, res.Singles) }),
 	}
+	if res.Errors > 0 {
+		// simple-evals 把请求失败的样本按空回复计分：分数因此失真，必须让人看见。
+		errs = append(errs, fmt.Errorf("%d of %d samples failed after retries and were scored as empty responses", res.Errors, res.Examples))
+	}
 	threshold := ds.Threshold
 	if ds.Metric != "" && ds.Metric != "score" {
 		// report 以 Score 比较阈值；其他指标时把该指标作为分数交给门禁。

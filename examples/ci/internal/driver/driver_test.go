@@ -1,0 +1,461 @@
+package driver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
+	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// tree 返回一个小而完整的配置树：names 中每个场景都是模拟器，档位很小，
+// 让端到端测试在几秒内跑完整条流水线。
+func tree(names ...string) fstest.MapFS {
+	fsys := fstest.MapFS{
+		"tests/perf/profiles/pr.yaml":    {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\n")},
+		"tests/perf/profiles/daily.yaml": {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\n")},
+		"tests/accuracy/pr.yaml":         {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\ndatasets: [{name: gpqa, threshold: 0.0}]\n")},
+		"tests/accuracy/daily.yaml":      {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\ndatasets: [{name: gpqa, threshold: 0.0}]\n")},
+	}
+	var m strings.Builder
+	m.WriteString("scenarios:\n")
+	for _, n := range names {
+		fsys["scenarios/"+n+".yaml"] = &fstest.MapFile{Data: []byte("mode: emulator\nserved_model_name: " + n + "-model\napi_key_env: TEST_KEY\nemulator: {ttft: 10ms, itl: 1ms}\n")}
+		fmt.Fprintf(&m, "  %s:\n    pr: {functional: {suites: [chat_core]}}\n    daily: {functional: {suites: [chat_core]}}\n", n)
+	}
+	fsys["matrix.yaml"] = &fstest.MapFile{Data: []byte(m.String())}
+	return fsys
+}
+
+// secret 是测试中使用的 API Key；任何产物里都不得出现它。
+const secret = "sk-cibench-test-0123456789abcdef"
+
+// options 返回指向临时产物目录的运行参数。
+func options(t *testing.T, fsys fs.FS, rt matrix.RunType, root string) driver.Options {
+	t.Helper()
+	var out bytes.Buffer
+	return driver.Options{
+		Config: fsys, ConfigRoot: "configs", RunType: rt, Artifacts: root,
+		Getenv: func(k string) string {
+			if k == "TEST_KEY" {
+				return secret
+			}
+			return ""
+		},
+		Out: &out,
+	}
+}
+
+// summary 读取运行目录的 summary.json。
+func summary(t *testing.T, dir string) report.Result {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// scenario 按名字取出结果中的场景。
+func scenario(t *testing.T, r report.Result, name string) report.Scenario {
+	t.Helper()
+	for _, s := range r.Scenarios {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("scenario %s not in result", name)
+	return report.Scenario{}
+}
+
+// assertNoSecret 遍历运行目录的全部文件，确认密钥没有以任何形式落盘。
+func assertNoSecret(t *testing.T, dir string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		n++
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("secret found in %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 10 {
+		t.Fatalf("only %d artifact files", n)
+	}
+}
+
+// TestFullRunOnEmulator 跑一次完整 PR 运行：每个阶段都产出结果，产物齐全，
+// 密钥不落盘，退出码为 0。
+func TestFullRunOnEmulator(t *testing.T) {
+	root := t.TempDir()
+	o := options(t, tree("emu"), matrix.RunPR, root)
+	o.RunID = "r1"
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode != report.ExitOK || out.Interrupted {
+		t.Fatalf("exit %d interrupted %v: %s", out.ExitCode, out.Interrupted, o.Out)
+	}
+	res := summary(t, out.Dir)
+	if !res.Complete || res.RunID != "r1" || res.RunType != "pr" {
+		t.Fatalf("summary = %+v", res)
+	}
+	sc := scenario(t, res, "emu")
+	if sc.Functional == nil || sc.Functional.Count("pass") == 0 || sc.Functional.Count("fail") != 0 {
+		t.Fatalf("functional = %+v", sc.Functional)
+	}
+	if len(sc.Perf) != 2 || len(sc.Accuracy) != 1 || len(sc.Errors) != 0 || sc.Model != "emu-model" || sc.Deploy != "emulator" {
+		t.Fatalf("scenario = %+v", sc)
+	}
+	for _, f := range []string{"report.html", "junit.xml", "manifest.json", "command.json", "config/matrix.yaml",
+		"emu/deploy/deployment.json", "emu/functional/junit.xml", "emu/logs"} {
+		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
+			t.Errorf("missing artifact %s", f)
+		}
+	}
+	csvs, _ := filepath.Glob(filepath.Join(out.Dir, "emu/perf/pr/summary_emu_*.csv"))
+	reqs, _ := filepath.Glob(filepath.Join(out.Dir, "emu/perf/pr/requests_emu_*.csv"))
+	accs, _ := filepath.Glob(filepath.Join(out.Dir, "emu/accuracy/pr/gpqa_emu-model_*.json"))
+	if len(csvs) != 1 || len(reqs) != 2 || len(accs) != 1 {
+		t.Fatalf("csv %v requests %v accuracy %v", csvs, reqs, accs)
+	}
+	var rec struct {
+		Endpoint deploy.Endpoint `json:"endpoint"`
+		Stages   []struct {
+			Stage, Status string
+		} `json:"stages"`
+		Teardown string `json:"teardown"`
+	}
+	b, _ := os.ReadFile(filepath.Join(out.Dir, "emu/deploy/deployment.json"))
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	var stages []string
+	for _, s := range rec.Stages {
+		stages = append(stages, s.Stage+"="+s.Status)
+	}
+	if got := strings.Join(stages, ","); got != "deploy=ok,functional=ok,perf=ok,accuracy=ok,teardown=ok" || rec.Teardown != "ok" {
+		t.Fatalf("stages %s teardown %s", got, rec.Teardown)
+	}
+	if rec.Endpoint.Model != "emu-model" || !strings.HasPrefix(rec.Endpoint.BaseURL(), "http://127.0.0.1:") {
+		t.Fatalf("endpoint = %+v", rec.Endpoint)
+	}
+	assertNoSecret(t, out.Dir)
+}
+
+// TestDailyThenSlowPRTripsPerfGate：先跑一次每日运行作为基线，再让模拟器的
+// TTFT 变为 4 倍跑 PR：性能门禁失败、退出码非零，报告写明哪项回归了多少。
+func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
+	root := t.TempDir()
+	fsys := tree("emu")
+	daily := options(t, fsys, matrix.RunDaily, root)
+	out, err := driver.Run(context.Background(), daily)
+	if err != nil || out.ExitCode != report.ExitOK {
+		t.Fatalf("daily: exit %d err %v: %s", out.ExitCode, err, daily.Out)
+	}
+	pr := options(t, fsys, matrix.RunPR, root)
+	pr.NewDeployer = func(sc *matrix.Scenario) (deploy.Deployer, error) {
+		cfg := *sc.Emulator
+		cfg.TTFT *= 4
+		return deploy.NewEmulator(cfg)
+	}
+	out, err = driver.Run(context.Background(), pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode != report.ExitGateFailed {
+		t.Fatalf("exit code %d, want %d: %s", out.ExitCode, report.ExitGateFailed, pr.Out)
+	}
+	res := summary(t, out.Dir)
+	var ttft []report.Gate
+	for _, g := range res.Gates {
+		if g.Metric == report.MetricTTFTP99 {
+			ttft = append(ttft, g)
+		}
+	}
+	if len(ttft) != 2 {
+		t.Fatalf("want a TTFT gate per combination, got %+v", res.Gates)
+	}
+	for _, g := range ttft {
+		if g.Verdict != report.VerdictFail || g.Baseline == nil || g.DeltaPct == nil || *g.DeltaPct < 100 || !strings.Contains(g.Reason, "regressed") {
+			t.Errorf("gate %s = %+v", g.Name, g)
+		}
+	}
+	html, _ := os.ReadFile(filepath.Join(out.Dir, "report.html"))
+	if !bytes.Contains(html, []byte(ttft[0].Name)) {
+		t.Errorf("report.html does not name the failed gate %s", ttft[0].Name)
+	}
+	if s := pr.Out.(*bytes.Buffer).String(); !strings.Contains(s, "FAIL emu perf/") || !strings.Contains(s, "ttft_p99_seconds regressed") {
+		t.Errorf("summary output does not name the regression:\n%s", s)
+	}
+}
+
+// captured 记住每个场景的部署，供阶段钩子在中途把服务器关掉。
+type captured struct {
+	mu   sync.Mutex
+	deps map[string]deploy.Deployment
+}
+
+// deployer 包装模拟器部署器，记录得到的 Deployment。
+func (c *captured) deployer(sc *matrix.Scenario) (deploy.Deployer, error) {
+	em, err := deploy.NewEmulator(*sc.Emulator)
+	if err != nil {
+		return nil, err
+	}
+	return deployFunc(func(ctx context.Context) (deploy.Deployment, error) {
+		d, err := em.Deploy(ctx)
+		if err == nil {
+			c.mu.Lock()
+			c.deps[sc.Name] = d
+			c.mu.Unlock()
+		}
+		return d, err
+	}), nil
+}
+
+// deployFunc 让函数充当 deploy.Deployer。
+type deployFunc func(ctx context.Context) (deploy.Deployment, error)
+
+// Deploy 调用函数本身。
+func (f deployFunc) Deploy(ctx context.Context) (deploy.Deployment, error) { return f(ctx) }
+
+// TestServerDiesMidStage：第一个场景的服务器在性能阶段开始时死掉，它的性能与精度
+// 阶段失败并被记录，第二个场景照常完成全部阶段（失败继续）。
+func TestServerDiesMidStage(t *testing.T) {
+	root := t.TempDir()
+	c := &captured{deps: map[string]deploy.Deployment{}}
+	o := options(t, tree("dies", "lives"), matrix.RunPR, root)
+	o.NewDeployer = c.deployer
+	o.StageHook = func(ctx context.Context, sc string, st report.Stage, _ deploy.Endpoint) {
+		if sc == "dies" && st == report.StagePerf {
+			c.mu.Lock()
+			d := c.deps[sc]
+			c.mu.Unlock()
+			if err := d.Teardown(ctx); err != nil {
+				t.Errorf("kill server: %v", err)
+			}
+		}
+	}
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode != report.ExitGateFailed {
+		t.Fatalf("exit %d: %s", out.ExitCode, o.Out)
+	}
+	res := summary(t, out.Dir)
+	dies, lives := scenario(t, res, "dies"), scenario(t, res, "lives")
+	if dies.Functional == nil || dies.Functional.Count("fail") != 0 {
+		t.Fatalf("functional ran before the crash and must pass: %+v", dies.Functional)
+	}
+	failed := map[report.Stage]bool{}
+	for _, e := range dies.Errors {
+		failed[e.Stage] = true
+	}
+	if !failed[report.StagePerf] || !failed[report.StageAccuracy] {
+		t.Fatalf("dead server must fail perf and accuracy: %+v", dies.Errors)
+	}
+	if len(lives.Errors) != 0 || lives.Functional == nil || len(lives.Perf) != 2 || len(lives.Accuracy) != 1 {
+		t.Fatalf("second scenario must complete: %+v", lives)
+	}
+	for _, g := range res.Gates {
+		if g.Scenario == "lives" && g.Verdict == report.VerdictFail {
+			t.Errorf("unexpected failed gate for the healthy scenario: %+v", g)
+		}
+	}
+}
+
+// TestCancelledRunKeepsPartialArtifacts：运行在第一个场景的性能阶段被取消
+// （等同 Ctrl-C）：已部署的被清理，功能结果与报告仍写出，summary 标记未完成，
+// 第二个场景登记为未运行，退出码 130；这次（每日）运行不会成为基线。
+func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
+	root := t.TempDir()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	c := &captured{deps: map[string]deploy.Deployment{}}
+	o := options(t, tree("first", "second"), matrix.RunDaily, root)
+	o.NewDeployer = c.deployer
+	o.StageHook = func(_ context.Context, sc string, st report.Stage, _ deploy.Endpoint) {
+		if sc == "first" && st == report.StagePerf {
+			cancel(errors.New("interrupt signal"))
+		}
+	}
+	out, err := driver.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Interrupted || (out.ExitCode != report.ExitInterrupted && out.ExitCode != report.ExitGateFailed) {
+		t.Fatalf("exit %d interrupted %v", out.ExitCode, out.Interrupted)
+	}
+	res := summary(t, out.Dir)
+	if res.Complete {
+		t.Fatal("an interrupted run must not be marked complete")
+	}
+	first, second := scenario(t, res, "first"), scenario(t, res, "second")
+	if first.Functional == nil || first.Functional.Count("pass") == 0 {
+		t.Fatalf("functional results measured before the interrupt are lost: %+v", first)
+	}
+	if len(second.Errors) != 1 || !strings.Contains(second.Errors[0].Message, "interrupt signal") || second.Functional != nil {
+		t.Fatalf("second scenario = %+v", second)
+	}
+	for _, f := range []string{"report.html", "junit.xml", "manifest.json", "first/functional/result.json", "first/deploy/deployment.json"} {
+		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
+			t.Errorf("missing partial artifact %s", f)
+		}
+	}
+	// 清理照常进行：服务器已不可达。
+	c.mu.Lock()
+	ep := c.deps["first"].Endpoint()
+	c.mu.Unlock()
+	if err := deploy.WaitHealthy(context.Background(), deploy.HealthURL(ep.BaseURL(), ""), deploy.HealthOptions{Timeout: 300 * time.Millisecond}); err == nil {
+		t.Error("emulator still serving after the interrupted run")
+	}
+	b, err := report.ArtifactBaselines(os.DirFS(root))
+	if err != nil || len(b) != 0 {
+		t.Fatalf("interrupted daily run must not be a baseline: %v %v", b, err)
+	}
+}
+
+// TestBaseURLOverride：-base-url 不部署，直接测一个已在运行的服务；未给 -model 时
+// 从 /v1/models 取模型名。
+func TestBaseURLOverride(t *testing.T) {
+	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "served-elsewhere", APIKey: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(em.Handler())
+	defer srv.Close()
+	root := t.TempDir()
+	o := options(t, tree("emu"), matrix.RunPR, root)
+	o.BaseURL = srv.URL + "/v1"
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := summary(t, out.Dir)
+	sc := scenario(t, res, "emu")
+	if out.ExitCode != report.ExitOK || sc.Functional == nil || sc.Functional.Model != "served-elsewhere" || len(sc.Errors) != 0 {
+		t.Fatalf("exit %d scenario %+v: %s", out.ExitCode, sc, o.Out)
+	}
+	assertNoSecret(t, out.Dir)
+}
+
+// TestStageSplitAndSummarize 模拟按阶段拆分的 CI：三个 job 各跑一个阶段（同一 run-id），
+// 最后 -summarize 合并出完整结论。
+func TestStageSplitAndSummarize(t *testing.T) {
+	root := t.TempDir()
+	fsys := tree("emu")
+	for _, st := range []report.Stage{report.StageFunctional, report.StagePerf, report.StageAccuracy} {
+		o := options(t, fsys, matrix.RunPR, root)
+		o.RunID, o.Stages, o.StageTimeout = "split", []report.Stage{st}, time.Minute
+		out, err := driver.Run(context.Background(), o)
+		if err != nil || out.ExitCode != report.ExitOK {
+			t.Fatalf("stage %s: exit %d err %v", st, out.ExitCode, err)
+		}
+		if summary(t, out.Dir).Complete {
+			t.Fatalf("stage-only run %s must not be complete", st)
+		}
+	}
+	o := options(t, fsys, matrix.RunPR, root)
+	o.RunID, o.Summarize = "split", true
+	out, err := driver.Run(context.Background(), o)
+	if err != nil || out.ExitCode != report.ExitOK {
+		t.Fatalf("summarize: exit %d err %v", out.ExitCode, err)
+	}
+	res := summary(t, out.Dir)
+	sc := scenario(t, res, "emu")
+	if !res.Complete || sc.Functional == nil || len(sc.Perf) != 2 || len(sc.Accuracy) != 1 {
+		t.Fatalf("merged result = %+v", sc)
+	}
+	o = options(t, fsys, matrix.RunPR, root)
+	o.RunID, o.Summarize = "nothing-here", true
+	if _, err := driver.Run(context.Background(), o); !errors.Is(err, driver.ErrConfig) {
+		t.Fatalf("summarize of an empty run: %v", err)
+	}
+}
+
+// TestConfigErrors 确认配置与参数错误在写任何产物之前被报告。
+func TestConfigErrors(t *testing.T) {
+	root := t.TempDir()
+	broken := tree("emu")
+	broken["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte("mode: emulator\nserved_model_name: e\nquant: int4\n")}
+	for name, o := range map[string]driver.Options{
+		"broken config": options(t, broken, matrix.RunPR, root),
+		"unknown stage": func() driver.Options {
+			o := options(t, tree("emu"), matrix.RunPR, root)
+			o.Stages = []report.Stage{"lint"}
+			return o
+		}(),
+		"model w/o url": func() driver.Options { o := options(t, tree("emu"), matrix.RunPR, root); o.Model = "m"; return o }(),
+		"push on pr": func() driver.Options {
+			o := options(t, tree("emu"), matrix.RunPR, root)
+			o.RequirePush = true
+			return o
+		}(),
+		"unknown scen.": func() driver.Options {
+			o := options(t, tree("emu"), matrix.RunPR, root)
+			o.Scenarios = []string{"nope"}
+			return o
+		}(),
+		"bad run type":    options(t, tree("emu"), "weekly", root),
+		"no config given": {},
+	} {
+		out, err := driver.Run(context.Background(), o)
+		if !errors.Is(err, driver.ErrConfig) || out.ExitCode != report.ExitError {
+			t.Errorf("%s: exit %d err %v", name, out.ExitCode, err)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("config errors must not create artifacts, found %v", entries)
+	}
+	_, err := driver.Run(context.Background(), options(t, broken, matrix.RunPR, root))
+	if err == nil || !strings.Contains(err.Error(), `configs/scenarios/emu.yaml:3:8: quant: invalid quant`) {
+		t.Fatalf("error must locate the bad value: %v", err)
+	}
+}
+
+// TestPrintPlan 检查 -plan 的输出。
+func TestPrintPlan(t *testing.T) {
+	var b bytes.Buffer
+	o := options(t, tree("a", "b"), matrix.RunDaily, t.TempDir())
+	o.Scenarios = []string{"b"}
+	if err := driver.PrintPlan(&b, o); err != nil {
+		t.Fatal(err)
+	}
+	want := "run type daily, job timeout 6h0m0s, on_failure continue\nb (emulator, model b-model, quant none)\n" +
+		"  functional true  timeout 30m0s  chat_core\n" +
+		"  perf       true  timeout 1h0m0s daily(c=[1 2] in=[16] out=[8] normal)\n" +
+		"  accuracy   true  timeout 1h30m0s daily(gpqa debug=true max_tokens=16)\n"
+	if b.String() != want {
+		t.Fatalf("plan:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
