@@ -365,3 +365,13 @@ func TestEnvironmentKeyNeverSent(t *testing.T) {
 		}
 	}
 }
+
+// TestInBandStreamErrorIsAFailure 证明 HTTP 200 的流里带内的 {"error":…} 事件是失败，
+// 而不是“收到了 200 所以通过”（已知的客户端陷阱）。
+func TestInBandStreamErrorIsAFailure(t *testing.T) {
+	_, target := startEmulator(t, deploy.EmulatorConfig{FailureRate: 1, FailureKinds: []string{"stream_error"}})
+	rep := run(t, target, functional.Options{Retries: -1}, pick(t, "chat_core/stream")...)
+	if res := rep.Results[0]; res.Status != functional.StatusFail || !strings.Contains(res.Reason, "in-band error") {
+		t.Fatalf("want an in-band error failure, got %s %q", res.Status, res.Reason)
+	}
+}
