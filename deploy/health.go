@@ -123,7 +123,10 @@ func WaitHealthy(ctx context.Context, url string, opts HealthOptions) error {
 		if ok {
 			return nil
 		}
-		herr.Last = last
+		// 被截止时间打断的那次探测没有信息量，保留上一次真正的结果（如 "status 503"）。
+		if ctx.Err() == nil || herr.Last == "" {
+			herr.Last = last
+		}
 		timer.Reset(interval)
 		interval = min(interval*2, maxInterval)
 	}

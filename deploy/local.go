@@ -92,6 +92,12 @@ type LocalInstance struct {
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// Args 追加到 LocalConfig.Args 之后。
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
+	// Command 非空时替换 LocalConfig.Command（此时不继承 LocalConfig.Args），
+	// 用于同机 PD 分离：prefill、decode 与 proxy 是不同的命令。
+	Command string `yaml:"command,omitempty" json:"command,omitempty"`
+	// Internal 为真时该实例只参与健康等待与生命周期管理，不进入 Endpoint
+	// （例如 PD 的 prefill/decode 只经 proxy 访问）。
+	Internal bool `yaml:"internal,omitempty" json:"internal,omitempty"`
 }
 
 // ExitError 表示某个实例在健康之前退出；Tail 是其最后的日志行，
@@ -126,7 +132,14 @@ var (
 // NewLocal 校验配置、填入默认值并返回 Local。
 func NewLocal(cfg LocalConfig) (*Local, error) {
 	if strings.TrimSpace(cfg.Command) == "" {
-		return nil, fmt.Errorf("%w: local: command is required", ErrConfig)
+		for i, in := range cfg.Instances {
+			if strings.TrimSpace(in.Command) == "" {
+				return nil, fmt.Errorf("%w: local: command is required (instances[%d] has none)", ErrConfig, i)
+			}
+		}
+		if len(cfg.Instances) == 0 {
+			return nil, fmt.Errorf("%w: local: command is required", ErrConfig)
+		}
 	}
 	if cfg.BaseURL != "" {
 		n, err := normalizeBaseURL(cfg.BaseURL)
@@ -158,7 +171,11 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 		cfg.Instances = []LocalInstance{{Port: port}}
 	}
 	seen := map[int]int{}
+	entries := 0
 	for i, in := range cfg.Instances {
+		if !in.Internal {
+			entries++
+		}
 		if in.Port <= 0 || in.Port > 65535 {
 			return nil, fmt.Errorf("%w: local: instances[%d].port %d out of range 1-65535", ErrConfig, i, in.Port)
 		}
@@ -166,6 +183,9 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 			return nil, fmt.Errorf("%w: local: instances[%d].port %d duplicates instances[%d]", ErrConfig, i, in.Port, j)
 		}
 		seen[in.Port] = i
+	}
+	if entries == 0 {
+		return nil, fmt.Errorf("%w: local: every instance is internal; at least one must serve the endpoint", ErrConfig)
 	}
 	return &Local{cfg: cfg}, nil
 }
@@ -207,14 +227,19 @@ func (l *Local) Deploy(ctx context.Context) (Deployment, error) {
 	}
 	d.logDir = logDir
 	d.ep = Endpoint{Model: l.cfg.Model, APIKey: l.cfg.APIKey}
+	var all []string
 	for i, in := range l.cfg.Instances {
-		d.ep.BaseURLs = append(d.ep.BaseURLs, fmt.Sprintf("http://%s/v1", net.JoinHostPort(host, strconv.Itoa(in.Port))))
+		u := fmt.Sprintf("http://%s/v1", net.JoinHostPort(host, strconv.Itoa(in.Port)))
+		all = append(all, u)
+		if !in.Internal {
+			d.ep.BaseURLs = append(d.ep.BaseURLs, u)
+		}
 		if err := d.start(l.cfg, i, in); err != nil {
 			_ = d.Teardown(context.WithoutCancel(ctx))
 			return nil, err
 		}
 	}
-	for _, u := range d.ep.BaseURLs {
+	for _, u := range all {
 		err := WaitHealthy(ctx, HealthURL(u, l.cfg.HealthPath), HealthOptions{
 			Client:  l.cfg.HTTPClient,
 			Timeout: l.cfg.StartupTimeout,
@@ -267,11 +292,15 @@ type localDeployment struct {
 // 派生的 worker 子进程一起结束；stdout/stderr 直接写文件，避免管道被写满阻塞。
 func (d *localDeployment) start(cfg LocalConfig, i int, in LocalInstance) error {
 	host := cfg.Host
-	args := make([]string, 0, len(cfg.Args)+len(in.Args))
-	for _, a := range append(append([]string(nil), cfg.Args...), in.Args...) {
+	command, base := cfg.Command, cfg.Args
+	if in.Command != "" {
+		command, base = in.Command, nil
+	}
+	args := make([]string, 0, len(base)+len(in.Args))
+	for _, a := range append(append([]string(nil), base...), in.Args...) {
 		args = append(args, expand(a, host, in.Port, i))
 	}
-	cmd := exec.Command(cfg.Command, args...)
+	cmd := exec.Command(command, args...)
 	cmd.Dir = cfg.Dir
 	env := map[string]string{}
 	for k, v := range cfg.Env {
@@ -307,7 +336,7 @@ func (d *localDeployment) start(cfg LocalConfig, i int, in LocalInstance) error 
 	if err := cmd.Start(); err != nil {
 		_ = p.stdout.Close()
 		_ = p.stderr.Close()
-		return fmt.Errorf("deploy: local: instance %d: start %s: %w", i, cfg.Command, err)
+		return fmt.Errorf("deploy: local: instance %d: start %s: %w", i, command, err)
 	}
 	d.mu.Lock()
 	d.procs = append(d.procs, p)

@@ -309,6 +309,8 @@ func TestNewLocalValidates(t *testing.T) {
 		{Command: "x", Instances: []deploy.LocalInstance{{Port: 9000}, {Port: 9000}}},
 		{Command: "x", StopGracePeriod: -1},
 		{Command: "x", BaseURL: "ftp://h:1/v1"},
+		{Instances: []deploy.LocalInstance{{Port: 1, Command: "x"}, {Port: 2}}},
+		{Command: "x", Instances: []deploy.LocalInstance{{Port: 1, Internal: true}}},
 	}
 	for i, c := range bad {
 		if _, err := deploy.NewLocal(c); !errors.Is(err, deploy.ErrConfig) {
@@ -333,6 +335,46 @@ func TestLocalBaseURL(t *testing.T) {
 	defer dep.Teardown(context.Background())
 	if got, want := dep.Endpoint().BaseURL(), cfg.BaseURL+"/v1"; got != want {
 		t.Fatalf("base url = %s, want %s", got, want)
+	}
+}
+
+// TestLocalPDOnOneHost 模拟同机 PD 分离：prefill、decode 两个内部实例与一个 proxy，
+// 全部等待健康，但 Endpoint 只含 proxy；每个实例可以是不同的命令。
+func TestLocalPDOnOneHost(t *testing.T) {
+	base := helperConfig(t, "serve")
+	pre, dec, proxy := freePort(t), freePort(t), freePort(t)
+	cfg := base
+	cfg.Command, cfg.Args = "", nil
+	helperArgs := []string{"-test.run=^TestHelperProcess$", "--", "--port", "{port}"}
+	cfg.Instances = []deploy.LocalInstance{
+		{Port: pre, Command: os.Args[0], Args: helperArgs, Internal: true, Env: map[string]string{"DEVICE": "prefill"}},
+		{Port: dec, Command: os.Args[0], Args: helperArgs, Internal: true, Env: map[string]string{"DEVICE": "decode"}},
+		{Port: proxy, Command: os.Args[0], Args: helperArgs, Env: map[string]string{"DEVICE": "proxy"}},
+	}
+	l, err := deploy.NewLocal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := l.Deploy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	want := fmt.Sprintf("http://127.0.0.1:%d/v1", proxy)
+	if got := dep.Endpoint().BaseURLs; len(got) != 1 || got[0] != want {
+		t.Fatalf("endpoint = %v, want [%s]", got, want)
+	}
+	if got := get(t, fmt.Sprintf("http://127.0.0.1:%d/v1/models", dec)); !strings.Contains(got, `"device":"decode"`) {
+		t.Fatalf("decode instance = %s", got)
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{pre, dec, proxy} {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			c.Close()
+			t.Fatalf("port %d still served after teardown", p)
+		}
 	}
 }
 
