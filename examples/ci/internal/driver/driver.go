@@ -254,6 +254,24 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		return Outcome{ExitCode: report.ExitError}, fmt.Errorf("ci: %w", err)
 	}
 	d.run = run
+	// 驱动日志同时写进产物（经 report 的脱敏写入器），CI 系统的控制台日志过期后仍可查。
+	console := d.log
+	closeLog := func() {}
+	if lw, err := run.Create("driver.log"); err == nil {
+		closed := false
+		closeLog = func() {
+			// 在写清单之前关闭，使 driver.log 出现在 manifest.json 中；之后只写控制台。
+			if !closed {
+				closed = true
+				d.log = console
+				_ = lw.Close()
+			}
+		}
+		defer closeLog()
+		d.log = slog.New(slog.NewMultiHandler(d.log.Handler(), slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	} else {
+		d.log.Warn("cannot create driver.log", "err", err)
+	}
 	d.log.Info("run started", "run_type", rt, "run_id", d.runID, "dir", run.Dir(), "scenarios", len(d.plans), "job_timeout", d.tmo.Job)
 	if err := run.SnapshotCommand("", report.Command{Args: d.o.Args, Time: started.UTC()}); err != nil {
 		d.log.Warn("command snapshot failed", "err", err)
@@ -302,6 +320,8 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		}
 	}
 	out := Outcome{Dir: run.Dir(), Interrupted: interrupted}
+	d.log.Info("gates evaluated", "gates", len(gates), "exit_code", report.ExitCode(gates))
+	closeLog()
 	if interrupted || partialStages {
 		// 被中断的运行不调用 Finish：summary.json 保持 complete=false，
 		// 这样它永远不会被当作每日基线；报告与 JUnit 仍然写出，标注为不完整。

@@ -136,7 +136,7 @@ func TestFullRunOnEmulator(t *testing.T) {
 	if len(sc.Perf) != 2 || len(sc.Accuracy) != 1 || len(sc.Errors) != 0 || sc.Model != "emu-model" || sc.Deploy != "emulator" {
 		t.Fatalf("scenario = %+v", sc)
 	}
-	for _, f := range []string{"report.html", "junit.xml", "manifest.json", "command.json", "config/matrix.yaml",
+	for _, f := range []string{"report.html", "junit.xml", "manifest.json", "command.json", "config/matrix.yaml", "driver.log",
 		"emu/deploy/deployment.json", "emu/functional/junit.xml", "emu/logs"} {
 		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
 			t.Errorf("missing artifact %s", f)
@@ -168,6 +168,14 @@ func TestFullRunOnEmulator(t *testing.T) {
 	}
 	if rec.Endpoint.Model != "emu-model" || !strings.HasPrefix(rec.Endpoint.BaseURL(), "http://127.0.0.1:") {
 		t.Fatalf("endpoint = %+v", rec.Endpoint)
+	}
+	manifest, _ := os.ReadFile(filepath.Join(out.Dir, "manifest.json"))
+	if !bytes.Contains(manifest, []byte(`"driver.log"`)) {
+		t.Error("driver.log missing from manifest.json")
+	}
+	dlog, _ := os.ReadFile(filepath.Join(out.Dir, "driver.log"))
+	if !bytes.Contains(dlog, []byte(`msg="stage finished" scenario=emu stage=perf status=ok`)) {
+		t.Errorf("driver.log lacks stage progress:\n%s", dlog)
 	}
 	assertNoSecret(t, out.Dir)
 }
