@@ -137,6 +137,10 @@ type exchange struct {
 	usageReason          int // usage.completion_tokens_details.reasoning_tokens，-1 为无
 	promptUsage          int
 	complUsage           int
+	// 复用的请求头，见 header
+	hdr       http.Header
+	hdrKey    string
+	hdrStream bool
 }
 
 // newExchange 创建一个 worker 的请求状态。
@@ -164,13 +168,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 		x.fail(ctx, ErrClassTransport, err, intended)
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
+	req.Header = x.header(apiKey, stream)
 	rec.Sent = time.Now()
 	rec.SlotWait = rec.Sent.Sub(intended)
 	resp, err := c.Do(req)
@@ -193,6 +191,23 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	} else {
 		x.readWhole(ctx, resp.Body, intended)
 	}
+}
+
+// header 返回本 worker 复用的请求头：内容在各请求间相同，只在 apiKey 或 stream
+// 变化时重建，省去每个请求的 map 与切片分配。net/http 发送时只读请求头，不会修改它。
+func (x *exchange) header(apiKey string, stream bool) http.Header {
+	if x.hdr != nil && x.hdrKey == apiKey && x.hdrStream == stream {
+		return x.hdr
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	if stream {
+		h["Accept"] = []string{"text/event-stream"}
+	}
+	if apiKey != "" {
+		h["Authorization"] = []string{"Bearer " + apiKey}
+	}
+	x.hdr, x.hdrKey, x.hdrStream = h, apiKey, stream
+	return h
 }
 
 // fail 记录一次失败；超时与运行取消分开归类。
