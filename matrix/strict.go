@@ -295,6 +295,7 @@ func scalarValue(n *yaml.Node) string {
 func cleanYAMLErr(err error) string {
 	s := err.Error()
 	s = strings.TrimPrefix(s, "yaml: unmarshal errors:\n")
+	s = strings.TrimPrefix(s, "yaml: ")
 	s = strings.TrimSpace(s)
 	if rest, ok := strings.CutPrefix(s, "line "); ok {
 		if i := strings.Index(rest, ": "); i > 0 {
