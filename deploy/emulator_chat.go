@@ -241,7 +241,7 @@ func (e *Emulator) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		er = emuBadRequest("", "cannot read request body: "+err.Error())
 	} else {
-		er = decodeJSON(body, &req)
+		er = decodeChatBody(cfg, body, &req)
 	}
 	release()
 	var run *emuRun
@@ -271,7 +271,7 @@ func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, 
 	if er != nil {
 		return nil, er
 	}
-	p, er := parseMessages(req.Messages)
+	p, er := parseMessages(req.Messages, cfg.Defects.ImageNotValidated)
 	if er != nil {
 		return nil, er
 	}

@@ -84,4 +84,21 @@ type EmulatorDefects struct {
 	EmbeddingBase64Wrong bool `json:"embedding_base64_wrong,omitempty" yaml:"embedding_base64_wrong,omitempty"`
 	// RerankIndexWrong 让 rerank 结果的 index 与返回的文档错位。
 	RerankIndexWrong bool `json:"rerank_index_wrong,omitempty" yaml:"rerank_index_wrong,omitempty"`
+	// LengthDropsText 在因 max_tokens 截断（finish_reason "length"）时丢掉已生成的文本
+	// （正文与推理都为空，usage 仍计入 token）：增量反分词器只在 EOS/stop 时才刷新输出。
+	LengthDropsText bool `json:"length_drops_text,omitempty" yaml:"length_drops_text,omitempty"`
+	// GreedySeedDependent 在 temperature 0 时仍让 seed 影响输出（贪心解码不再只由提示决定）。
+	GreedySeedDependent bool `json:"greedy_seed_dependent,omitempty" yaml:"greedy_seed_dependent,omitempty"`
+	// TopPZeroServerError 对 top_p=0 不做校验，采样器除零后返回 500（而不是 400）。
+	TopPZeroServerError bool `json:"top_p_zero_server_error,omitempty" yaml:"top_p_zero_server_error,omitempty"`
+	// MalformedJSONServerError 对不是合法 JSON 的 chat 请求体返回 500（未捕获的解析异常）而不是 400。
+	MalformedJSONServerError bool `json:"malformed_json_server_error,omitempty" yaml:"malformed_json_server_error,omitempty"`
+	// UnknownFieldRejected 对 chat 请求中未知的顶层字段返回 400（vLLM 只记录警告并忽略）。
+	UnknownFieldRejected bool `json:"unknown_field_rejected,omitempty" yaml:"unknown_field_rejected,omitempty"`
+	// StreamOptionsUnchecked 接受 stream=false 时的 stream_options（vLLM 返回 400）。
+	StreamOptionsUnchecked bool `json:"stream_options_unchecked,omitempty" yaml:"stream_options_unchecked,omitempty"`
+	// ImageNotValidated 不解码图片：无法解码的 data URL 图片按固定 token 数计入并以 200 回答。
+	ImageNotValidated bool `json:"image_not_validated,omitempty" yaml:"image_not_validated,omitempty"`
+	// EmbeddingBatchIgnored 让 /v1/embeddings 只嵌入输入列表中的第一项。
+	EmbeddingBatchIgnored bool `json:"embedding_batch_ignored,omitempty" yaml:"embedding_batch_ignored,omitempty"`
 }

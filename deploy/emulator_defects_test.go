@@ -256,6 +256,42 @@ func emuDefectCases() []emuDefectCase {
 			s := emuStr(emuJget(c, "message", "content"))
 			return s != "yes" && s != "no"
 		}},
+		{"LengthDropsText", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 3, "ignore_eos": true}))
+			return emuStr(emuJget(c, "message", "content")) == ""
+		}},
+		{"GreedySeedDependent", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			a, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20}))
+			b, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "seed": 11}))
+			return emuStr(emuJget(a, "message", "content")) != emuStr(emuJget(b, "message", "content"))
+		}},
+		{"TopPZeroServerError", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "top_p": 0}))
+			return st == http.StatusInternalServerError
+		}},
+		{"MalformedJSONServerError", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", `{"model": "m", "messages": [`)
+			return st == http.StatusInternalServerError
+		}},
+		{"UnknownFieldRejected", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "cibench_unknown_field": 1}))
+			return st == http.StatusBadRequest
+		}},
+		{"StreamOptionsUnchecked", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "stream_options": map[string]any{"include_usage": true}}))
+			return st == http.StatusOK
+		}},
+		{"ImageNotValidated", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			bad := "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte("not a png"))
+			st, _, _ := emuPost(t, ep, "/v1/chat/completions", map[string]any{"model": "m", "max_tokens": 2, "messages": []any{map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "text", "text": "x"},
+				map[string]any{"type": "image_url", "image_url": map[string]any{"url": bad}}}}}})
+			return st == http.StatusOK
+		}},
+		{"EmbeddingBatchIgnored", deploy.EmulatorConfig{EnableEmbeddings: true, EmbeddingDim: 4}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, b := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": []string{"a", "b", "c"}})
+			return len(emuObj(t, b)["data"].([]any)) != 3
+		}},
 	}
 }
 

@@ -94,6 +94,8 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 			h = emulator.Mix(h, e.engine.Fresh(uint64(cfg.Seed)))
 		}
 		h = emulator.Mix(h, uint64(i))
+	} else if in.s.temperature == 0 && in.s.seed != nil && cfg.Defects.GreedySeedDependent {
+		h = emulator.Mix(h, uint64(*in.s.seed))
 	}
 	if cfg.Defects.StreamDiffers && in.stream {
 		h = emulator.Mix(h, 0xd1ff)
@@ -233,6 +235,9 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 	c.content = content
 	c.tokens = tokens
 	c.finish = finish
+	if cfg.Defects.LengthDropsText && finish == "length" && len(c.tools) == 0 {
+		c.content, c.reasoning = nil, nil
+	}
 	if in.reasoning && cfg.Defects.ReasoningMissing {
 		c.hideReason = true
 	}

@@ -50,6 +50,9 @@ func (e *Emulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		if er != nil {
 			er.param = "input"
 		}
+		if er == nil && cfg.Defects.EmbeddingBatchIgnored && len(texts) > 1 {
+			texts, counts = texts[:1], counts[:1]
+		}
 	}
 	dim := cfg.EmbeddingDim
 	if er == nil && req.Dimensions != nil {

@@ -10,6 +10,7 @@ import (
 	_ "image/jpeg" // 注册 JPEG 解码器
 	_ "image/png"  // 注册 PNG 解码器
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -137,7 +138,7 @@ func (p *emuPrompt) tokens() int {
 }
 
 // parseMessages 解析 messages，校验角色与内容片段。
-func parseMessages(msgs []emuMessage) (*emuPrompt, *emuErr) {
+func parseMessages(msgs []emuMessage, lenientImages bool) (*emuPrompt, *emuErr) {
 	if len(msgs) == 0 {
 		return nil, emuBadRequest("messages", "messages must be a non-empty list")
 	}
@@ -180,6 +181,9 @@ func parseMessages(msgs []emuMessage) (*emuPrompt, *emuErr) {
 						return nil, emuBadRequest("messages", fmt.Sprintf("messages[%d].content[%d].image_url is required", i, j))
 					}
 					n, err := emuImageTokens(part.ImageURL.URL)
+					if err != nil && lenientImages {
+						n, err = emuRemoteImageTokens, nil
+					}
 					if err != nil {
 						return nil, emuBadRequest("messages", fmt.Sprintf("messages[%d].content[%d].image_url: %v", i, j, err))
 					}
@@ -293,7 +297,7 @@ func validateSampling(c *emuCommon, cfg *EmulatorConfig, maxTokens *int) (*emuSa
 	if c.MinTokens != nil {
 		s.minTokens = *c.MinTokens
 	}
-	if c.StreamOptions != nil && !c.Stream {
+	if c.StreamOptions != nil && !c.Stream && !cfg.Defects.StreamOptionsUnchecked {
 		return nil, emuBadRequest("stream_options", "Stream options can only be defined when `stream=True`.")
 	}
 	if cfg.DisableTopK && c.TopK != nil {
@@ -301,6 +305,9 @@ func validateSampling(c *emuCommon, cfg *EmulatorConfig, maxTokens *int) (*emuSa
 	}
 	if cfg.DisablePenalties && (c.PresencePenalty != nil || c.FrequencyPenalty != nil || c.RepetitionPenalty != nil) {
 		return nil, emuBadRequest("presence_penalty", "penalties are not supported by this server")
+	}
+	if cfg.Defects.TopPZeroServerError && c.TopP != nil && *c.TopP == 0 {
+		return nil, &emuErr{status: http.StatusInternalServerError, typ: "InternalServerError", msg: "float division by zero"}
 	}
 	if cfg.Defects.NoParamValidation {
 		if s.n < 1 {

@@ -273,7 +273,7 @@ func (e *Emulator) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	case req.Prompt != nil:
 		ids = tokenize.IDs(*req.Prompt)
 	case req.Messages != nil:
-		p, er := parseMessages(req.Messages)
+		p, er := parseMessages(req.Messages, cfg.Defects.ImageNotValidated)
 		if er != nil {
 			e.writeError(w, cfg, er)
 			return
