@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
 )
 
 // syncBuffer 是并发安全的 bytes.Buffer（run 在另一个 goroutine 写 stdout）。
@@ -91,5 +94,26 @@ func TestParseConfigErrors(t *testing.T) {
 	c, err := parseConfig([]string{"-defects", "NoDone,NoAuth", "-reasoning", "-embeddings"}, env, &sink)
 	if err != nil || !c.Defects.NoDone || !c.Defects.NoAuth || !c.Reasoning || !c.EnableEmbeddings || c.Addr != "127.0.0.1:8000" {
 		t.Fatalf("%+v %v", c, err)
+	}
+}
+
+// TestDefectsFlagAcceptsEveryField 证明 -defects 按字段名映射：deploy.EmulatorDefects 的
+// 每个字段（包括以后新增的）都能从命令行打开，且只打开这一个。
+func TestDefectsFlagAcceptsEveryField(t *testing.T) {
+	var sink bytes.Buffer
+	env := func(string) string { return "" }
+	typ := reflect.TypeFor[deploy.EmulatorDefects]()
+	for i := range typ.NumField() {
+		name := typ.Field(i).Name
+		c, err := parseConfig([]string{"-defects", name}, env, &sink)
+		if err != nil {
+			t.Fatalf("-defects %s: %v", name, err)
+		}
+		v := reflect.ValueOf(c.Defects)
+		for k := range typ.NumField() {
+			if v.Field(k).Bool() != (k == i) {
+				t.Fatalf("-defects %s: field %s = %v", name, typ.Field(k).Name, v.Field(k).Bool())
+			}
+		}
 	}
 }
