@@ -377,13 +377,15 @@ func TestBaseURLOverride(t *testing.T) {
 	assertNoSecret(t, out.Dir)
 }
 
-// TestStageSplitAndSummarize 模拟按阶段拆分的 CI：三个 job 各跑一个阶段（同一 run-id），
-// 最后 -summarize 合并出完整结论。
+// TestStageSplitAndSummarize 模拟按阶段拆分的 CI：三个 job 在各自的机器（各自的产物目录）
+// 上用同一 run-id 各跑一个阶段，summary job 把三份产物合并（同名文件后者覆盖，
+// 与 actions/download-artifact 的 merge-multiple 相同）后 -summarize 得到完整结论。
 func TestStageSplitAndSummarize(t *testing.T) {
-	root := t.TempDir()
+	base := t.TempDir()
+	merged := filepath.Join(base, "merged")
 	fsys := tree("emu")
 	for _, st := range []report.Stage{report.StageFunctional, report.StagePerf, report.StageAccuracy} {
-		o := options(t, fsys, matrix.RunPR, root)
+		o := options(t, fsys, matrix.RunPR, filepath.Join(base, string(st)))
 		o.RunID, o.Stages, o.StageTimeout = "split", []report.Stage{st}, time.Minute
 		out, err := driver.Run(context.Background(), o)
 		if err != nil || out.ExitCode != report.ExitOK {
@@ -392,8 +394,9 @@ func TestStageSplitAndSummarize(t *testing.T) {
 		if summary(t, out.Dir).Complete {
 			t.Fatalf("stage-only run %s must not be complete", st)
 		}
+		mergeDir(t, o.Artifacts, merged)
 	}
-	o := options(t, fsys, matrix.RunPR, root)
+	o := options(t, fsys, matrix.RunPR, merged)
 	o.RunID, o.Summarize = "split", true
 	out, err := driver.Run(context.Background(), o)
 	if err != nil || out.ExitCode != report.ExitOK {
@@ -404,10 +407,32 @@ func TestStageSplitAndSummarize(t *testing.T) {
 	if !res.Complete || sc.Functional == nil || len(sc.Perf) != 2 || len(sc.Accuracy) != 1 {
 		t.Fatalf("merged result = %+v", sc)
 	}
-	o = options(t, fsys, matrix.RunPR, root)
+	o = options(t, fsys, matrix.RunPR, merged)
 	o.RunID, o.Summarize = "nothing-here", true
 	if _, err := driver.Run(context.Background(), o); !errors.Is(err, driver.ErrConfig) {
 		t.Fatalf("summarize of an empty run: %v", err)
+	}
+}
+
+// mergeDir 把 src 下的文件复制到 dst，同名文件覆盖。
+func mergeDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
