@@ -492,3 +492,58 @@ func TestPrintPlan(t *testing.T) {
 		t.Fatalf("plan:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// TestOnFailureBoundary 检查失败继续的边界：next_scenario 跳过本场景剩余阶段但继续下一场景，
+// abort 不再运行任何场景；两种情况下已部署的都被清理。
+func TestOnFailureBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		policy          string
+		secondRuns      bool
+		firstTriesAccuracy bool
+	}{
+		{"continue", true, true},
+		{"next_scenario", true, false},
+		{"abort", false, false},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			fsys := tree("first", "second")
+			fsys["matrix.yaml"].Data = append([]byte("defaults: {on_failure: "+tc.policy+"}\n"), fsys["matrix.yaml"].Data...)
+			c := &captured{deps: map[string]deploy.Deployment{}}
+			o := options(t, fsys, matrix.RunPR, t.TempDir())
+			o.NewDeployer = c.deployer
+			o.StageHook = func(ctx context.Context, sc string, st report.Stage, _ deploy.Endpoint) {
+				if sc == "first" && st == report.StagePerf {
+					c.mu.Lock()
+					d := c.deps[sc]
+					c.mu.Unlock()
+					_ = d.Teardown(ctx)
+				}
+			}
+			out, err := driver.Run(context.Background(), o)
+			if err != nil || out.ExitCode != report.ExitGateFailed {
+				t.Fatalf("exit %d err %v", out.ExitCode, err)
+			}
+			res := summary(t, out.Dir)
+			first, second := scenario(t, res, "first"), scenario(t, res, "second")
+			if got := len(first.Accuracy) > 0 || hasStageError(first, report.StageAccuracy); got != tc.firstTriesAccuracy {
+				t.Errorf("first scenario accuracy attempted = %v, want %v (%+v)", got, tc.firstTriesAccuracy, first.Errors)
+			}
+			if got := second.Functional != nil; got != tc.secondRuns {
+				t.Errorf("second scenario ran = %v, want %v (%+v)", got, tc.secondRuns, second.Errors)
+			}
+			if !tc.secondRuns && (len(second.Errors) != 1 || !strings.Contains(second.Errors[0].Message, "on_failure: abort")) {
+				t.Errorf("skipped scenario must say why: %+v", second.Errors)
+			}
+		})
+	}
+}
+
+// hasStageError 报告场景是否记录了该阶段的错误。
+func hasStageError(sc report.Scenario, st report.Stage) bool {
+	for _, e := range sc.Errors {
+		if e.Stage == st {
+			return true
+		}
+	}
+	return false
+}
