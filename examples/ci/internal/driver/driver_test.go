@@ -497,8 +497,8 @@ func TestPrintPlan(t *testing.T) {
 // abort 不再运行任何场景；两种情况下已部署的都被清理。
 func TestOnFailureBoundary(t *testing.T) {
 	for _, tc := range []struct {
-		policy          string
-		secondRuns      bool
+		policy             string
+		secondRuns         bool
 		firstTriesAccuracy bool
 	}{
 		{"continue", true, true},
