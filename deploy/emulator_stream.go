@@ -81,6 +81,7 @@ func (e *Emulator) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		return
 	}
 	ctx := r.Context()
+	queued := time.Now()
 	if err := e.sched.Acquire(ctx); err != nil {
 		e.logAccess(r, 499, run.stream, run.promptTokens, 0, run.arrival, "client_cancelled")
 		return
@@ -88,7 +89,10 @@ func (e *Emulator) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	defer e.sched.Release()
 	started := time.Now()
 	e.metrics.Queue.Observe(started.Sub(run.arrival).Seconds())
-	first := started.Add(cfg.TTFT + time.Duration(run.promptTokens)*cfg.PrefillPerToken)
+	// 注入的 TTFT 从请求到达处理函数算起（再加 MaxNumSeqs 排队），模拟器自己读取、
+	// 解析、规划请求的时间从这份预算里扣除而不是叠加在上面：否则并发请求同时到达时，
+	// 这段 CPU 排队会让客户端看到的 TTFT 系统性地大于注入值。预算不够扣时不早于开始时刻。
+	first := started.Add(max(0, cfg.TTFT+time.Duration(run.promptTokens)*cfg.PrefillPerToken-queued.Sub(run.arrival)))
 	status := http.StatusOK
 	var ok bool
 	if run.stream {

@@ -23,7 +23,8 @@ import (
 // CPU 的结果；CPU 时间一并打印，便于判断瓶颈在哪一边。
 func selftest(ctx context.Context, o *options, out io.Writer) error {
 	raiseNoFile()
-	fmt.Fprintf(out, "perf self-test: GOMAXPROCS=%d NumCPU=%d\n", runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Fprintf(out, "perf self-test: GOMAXPROCS=%d NumCPU=%d, %s (emulator and load generator share this process)\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), gcSettings())
 	missed := []string{}
 	check := func(ok bool, what string) {
 		mark := "PASS"
