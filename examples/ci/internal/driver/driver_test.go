@@ -547,3 +547,47 @@ func hasStageError(sc report.Scenario, st report.Stage) bool {
 	}
 	return false
 }
+
+// TestStageAndJobTimeouts：阶段超时让该阶段失败并写明原因，其余阶段继续；
+// 作业超时中断运行（与 Ctrl-C 相同的路径），结果标记为未完成。
+func TestStageAndJobTimeouts(t *testing.T) {
+	slow := func(sc *matrix.Scenario) (deploy.Deployer, error) {
+		cfg := *sc.Emulator
+		cfg.TTFT = 2 * time.Second
+		return deploy.NewEmulator(cfg)
+	}
+	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o.NewDeployer, o.StageTimeout, o.Stages = slow, 300*time.Millisecond, []report.Stage{report.StagePerf, report.StageAccuracy}
+	out, err := driver.Run(context.Background(), o)
+	if err != nil || out.ExitCode != report.ExitGateFailed {
+		t.Fatalf("exit %d err %v", out.ExitCode, err)
+	}
+	sc := scenario(t, summary(t, out.Dir), "emu")
+	for _, st := range []report.Stage{report.StagePerf, report.StageAccuracy} {
+		found := false
+		for _, e := range sc.Errors {
+			found = found || (e.Stage == st && strings.Contains(e.Message, string(st)+" stage timed out after 300ms"))
+		}
+		if !found {
+			t.Errorf("%s: no timeout error in %+v", st, sc.Errors)
+		}
+	}
+
+	o = options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o.NewDeployer, o.JobTimeout = slow, 500*time.Millisecond
+	out, err = driver.Run(context.Background(), o)
+	if err != nil || !out.Interrupted {
+		t.Fatalf("job timeout: exit %d interrupted %v err %v", out.ExitCode, out.Interrupted, err)
+	}
+	res := summary(t, out.Dir)
+	if res.Complete {
+		t.Fatal("a timed-out job must not be complete")
+	}
+	msgs := ""
+	for _, e := range scenario(t, res, "emu").Errors {
+		msgs += e.Message + "\n"
+	}
+	if !strings.Contains(msgs, "job timeout 500ms exceeded") {
+		t.Errorf("errors do not name the job timeout:\n%s", msgs)
+	}
+}

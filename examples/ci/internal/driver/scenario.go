@@ -164,7 +164,8 @@ func (d *driver) stage(ctx context.Context, rec *deploymentRecord, st report.Sta
 	}
 	t := stageTiming{Stage: st, Status: "ok", Started: start.UTC(), Duration: d.now().Sub(start).Seconds(), Timeout: timeout.Seconds()}
 	if err != nil {
-		if cause := context.Cause(sctx); cause != nil && ctx.Err() == nil && !errors.Is(err, cause) {
+		// 超时或取消时写明原因（阶段超时、作业超时、中断信号），而不只是 "context deadline exceeded"。
+		if cause := context.Cause(sctx); sctx.Err() != nil && cause != nil && !errors.Is(err, cause) {
 			err = fmt.Errorf("%w (%v)", err, cause)
 		}
 		t.Status, t.Error = "failed", d.red.String(err.Error())
