@@ -201,7 +201,8 @@ type Emulator struct {
 	handler http.Handler
 	reqSeq  atomic.Uint64
 	bufs    emuBufPool
-	idSalt  uint64 // Seed 为 0 时取构造时刻，使不同进程的响应 id 不重复
+	spinner atomic.Int32 // 正在精确等待首 token 的流数，见 emuWaiter.untilPrecise
+	idSalt  uint64       // Seed 为 0 时取构造时刻，使不同进程的响应 id 不重复
 }
 
 var _ Deployer = (*Emulator)(nil)

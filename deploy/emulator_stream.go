@@ -3,8 +3,10 @@ package deploy
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/vllm-cibench/cibench/internal/emulator"
@@ -163,6 +165,35 @@ func (wt *emuWaiter) until(ctx context.Context, deadline time.Time) bool {
 	}
 }
 
+// spinSlack 是 untilPrecise 最后改为让出 CPU 轮询的时长。Linux 上 Go 的定时器经由
+// epoll_wait 的毫秒超时唤醒，空闲进程里会晚到最多约 1 ms，这会原样叠加到注入的 TTFT 上。
+const spinSlack = time.Millisecond
+
+// untilPrecise 与 until 相同，但更准：先用定时器睡到 deadline 前 spinSlack，余下的
+// 不足 1 ms 用 runtime.Gosched 轮询到点。轮询会占 CPU，所以同一时刻只允许一个流这样做
+// （spinner 计数）；其余的流退回普通定时器——并发高时进程本来就忙，定时器也随调度
+// 及时得到检查。只用于首 token，逐 chunk 的等待按绝对时刻排程，晚到不会累积。
+func (wt *emuWaiter) untilPrecise(ctx context.Context, deadline time.Time, spinner *atomic.Int32) bool {
+	if !wt.until(ctx, deadline.Add(-spinSlack)) {
+		return false
+	}
+	if time.Until(deadline) <= 0 {
+		return ctx.Err() == nil
+	}
+	if spinner.Add(1) > 1 {
+		spinner.Add(-1)
+		return wt.until(ctx, deadline)
+	}
+	defer spinner.Add(-1)
+	for time.Now().Before(deadline) {
+		if ctx.Err() != nil {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
+}
+
 // stop 释放定时器。
 func (wt *emuWaiter) stop() {
 	if wt.t != nil {
@@ -229,7 +260,10 @@ func (e *Emulator) writeStream(ctx context.Context, w http.ResponseWriter, run *
 	batch := zero && cfg.CoalesceZeroLatency
 	var last time.Time
 	for j := 0; j < steps; j++ {
-		if !zero && !wt.until(ctx, first.Add(time.Duration(j)*cfg.ITL)) {
+		if j == 0 && !zero && !wt.untilPrecise(ctx, first, &e.spinner) {
+			return false
+		}
+		if j > 0 && !zero && !wt.until(ctx, first.Add(time.Duration(j)*cfg.ITL)) {
 			return false
 		}
 		if j == faultAt {
