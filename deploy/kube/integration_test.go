@@ -313,15 +313,9 @@ func testLWS(t *testing.T, c *kubetest.Cluster) {
 		startEmulator(t, "qwen3-235b-a22b", port)
 		return d.Deploy(context.Background())
 	}
-	_, err := run(1, 15*time.Second)
-	if !errors.Is(err, deploy.ErrNotReady) || !strings.Contains(err.Error(), "groups want=2 ready=1 Available=True") {
-		t.Fatalf("short LWS: err = %v", err)
-	}
-	dyn, _ := dynamic.NewForConfig(c.RESTConfig)
-	if _, err := dyn.Resource(lwsGVR).Namespace("default").Get(context.Background(), "qwen3-235b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("failed deploy did not clean up the LWS: %v", err)
-	}
-	dep, err := run(2, time.Minute)
+	// 先跑就绪路径：它同时让 CRD 进入 Established（CRD 默认保留），这样下面的
+	// 短超时用例只在等待 LWS 本身时耗尽时间，不会因负载高时 CRD 建立慢而误报。
+	dep, err := run(2, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,10 +323,18 @@ func testLWS(t *testing.T, c *kubetest.Cluster) {
 	if err := dep.Teardown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	dyn, _ := dynamic.NewForConfig(c.RESTConfig)
 	// CRD 默认保留（删除它会删掉集群中所有 LWS）。
 	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	if _, err := dyn.Resource(crds).Get(context.Background(), "leaderworkersets.leaderworkerset.x-k8s.io", metav1.GetOptions{}); err != nil {
 		t.Fatalf("CRD should be kept: %v", err)
+	}
+	_, err = run(1, 20*time.Second)
+	if !errors.Is(err, deploy.ErrNotReady) || !strings.Contains(err.Error(), "groups want=2 ready=1 Available=True") {
+		t.Fatalf("short LWS: err = %v", err)
+	}
+	if _, err := dyn.Resource(lwsGVR).Namespace("default").Get(context.Background(), "qwen3-235b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("failed deploy did not clean up the LWS: %v", err)
 	}
 }
 
