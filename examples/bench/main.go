@@ -89,24 +89,9 @@ type options struct {
 
 // main 解析参数并运行；错误打印到 stderr 并以 1 退出。
 func main() {
-	tuneGC()
 	if err := run(os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
-	}
-}
-
-// tuneGC 在用户没有用 GOGC / GOMEMLIMIT 自行设定时，把 GC 目标调到 400%，并以
-// 160 MiB 的软内存上限兜底。压测器每个请求产生十几 KB 的短命垃圾而存活堆很小，
-// 默认 GOGC=100 时 GC 极其频繁；同时开始的一批请求会被标记辅助（mark assist）拖慢，
-// 这段延迟会算进测得的 TTFT（实测 c=64 时约 +3 ms）。软上限保证大量请求的运行
-// 仍远低于 200 MB 常驻内存。
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(160 << 20)
 	}
 }
 
