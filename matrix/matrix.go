@@ -390,7 +390,8 @@ func (l *loader) load() *Matrix {
 	m.Profiles = map[string]loadgen.Profile{}
 	for name, b := range l.blocks(profileDir) {
 		var p loadgen.Profile
-		if l.decodeBlock(b, &p) {
+		// 空文件已报告为 "file is empty"，不再对零值重复报校验错误。
+		if !b.IsZero() && l.decodeBlock(b, &p) {
 			if err := p.Defaults().Validate(); err != nil {
 				l.errs = append(l.errs, &Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
 			}
@@ -400,7 +401,7 @@ func (l *loader) load() *Matrix {
 	m.Accuracy = map[string]accuracy.Config{}
 	for name, b := range l.blocks(accuracyDir) {
 		var c accuracy.Config
-		if l.decodeBlock(b, &c) {
+		if !b.IsZero() && l.decodeBlock(b, &c) {
 			if err := c.WithDefaults().Validate(); err != nil {
 				l.errs = append(l.errs, &Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
 			}
