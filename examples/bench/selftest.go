@@ -108,7 +108,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 			return err
 		}
 		dT, dP := s.TTFT.P50-ttft, s.TPOT.P50-itl
-		fmt.Fprintf(out, "fidelity c=%d n=%d: median TTFT %v (client overhead %+v), median TPOT %v (%+v), TPOT_SEC p90 %v, server TTFT p50 %v\n",
+		fmt.Fprintf(out, "fidelity c=%d n=%d: median TTFT %v (%+v over injected: client + emulator + shared CPU), median TPOT %v (%+v), TPOT_SEC p90 %v, server TTFT p50 %v\n",
 			c, n, s.TTFT.P50, dT, s.TPOT.P50, dP, s.TPOTSec.P90, s.ServerTTFT.P50)
 		check(dT.Abs() <= time.Millisecond && dP.Abs() <= time.Millisecond, fmt.Sprintf("c=%d median TTFT/TPOT within 1ms", c))
 	}
