@@ -13,7 +13,8 @@
 // 按阶段拆分的 CI（.github/workflows）：每个 job 用同一 -run-id 运行 -stages functional|perf|accuracy，
 // 最后一个 job 合并产物后运行 -summarize 得到门禁与报告（每日运行再加 -push）。
 //
-// 环境变量：场景 api_key_env（或 -api-key-env）指定的密钥；PROM_PUSHGATEWAY_URL（每日推送）；
+// 环境变量：场景 api_key_env（或 -api-key-env）指定的密钥；PROM_PUSHGATEWAY_URL（每日推送）
+// 及其凭据 PROM_PUSHGATEWAY_USERNAME/PROM_PUSHGATEWAY_PASSWORD 或 PROM_PUSHGATEWAY_TOKEN；
 // PROMETHEUS_URL（从 Prometheus 读基线）；CIBENCH_METRIC_PREFIX（指标前缀）；
 // GITHUB_SHA / GITHUB_REF_NAME（提交与分支标签）。
 package main
@@ -129,6 +130,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		Redactor:           red,
 		Out:                stdout,
 	}
+	// Pushgateway 凭据：PROM_PUSHGATEWAY_USERNAME/PASSWORD 或 PROM_PUSHGATEWAY_TOKEN。
+	opts.PushAuth = metrics.PushConfigFromEnv(getenv, metrics.PushConfig{URL: *pushURL})
 	for _, st := range splitList(*stages) {
 		opts.Stages = append(opts.Stages, report.Stage(st))
 	}

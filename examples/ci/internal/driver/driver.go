@@ -73,6 +73,10 @@ type Options struct {
 	PushURL string
 	// RequirePush 为 true 时每日运行必须推送：没有 PushURL 记为失败。
 	RequirePush bool
+	// PushAuth 携带 Pushgateway 的凭据与重试/超时等设置（basic auth 或 bearer token，
+	// 通常由 metrics.PushConfigFromEnv 从环境变量读出）；其中的 URL 与 Options 会被
+	// PushURL、PushOptions 覆盖。凭据会登记到 Redactor，不会出现在日志与产物中。
+	PushAuth metrics.PushConfig
 	// PushOptions 是指标转换选项（前缀等）。
 	PushOptions metrics.Options
 	// Thresholds 是性能门禁阈值；零值取 report.DefaultThresholds。

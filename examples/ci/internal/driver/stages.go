@@ -226,7 +226,14 @@ func (d *driver) push(ctx context.Context) {
 		d.log.Info("daily run: no Pushgateway configured (PROM_PUSHGATEWAY_URL), metrics not pushed")
 		return
 	}
-	pusher, err := metrics.NewPusher(metrics.PushConfig{URL: d.o.PushURL, Options: d.o.PushOptions})
+	pcfg := d.o.PushAuth
+	pcfg.URL, pcfg.Options = d.o.PushURL, d.o.PushOptions
+	for _, secret := range []string{pcfg.Password, pcfg.BearerToken} {
+		if secret != "" {
+			d.red.Add(secret)
+		}
+	}
+	pusher, err := metrics.NewPusher(pcfg)
 	if err != nil {
 		d.log.Error("pushgateway config invalid", "err", d.red.String(err.Error()))
 		return
