@@ -235,15 +235,8 @@ func validateSchema(schema json.RawMessage) *emuErr {
 func (e *Emulator) handleChat(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	cfg := e.cfg.Load()
-	body, release, err := e.readBody(r)
 	var req emuChatRequest
-	er := (*emuErr)(nil)
-	if err != nil {
-		er = emuBadRequest("", "cannot read request body: "+err.Error())
-	} else {
-		er = decodeChatBody(cfg, body, &req)
-	}
-	release()
+	er := e.readJSON(r, func(body []byte) *emuErr { return decodeChatBody(cfg, body, &req) })
 	var run *emuRun
 	if er == nil {
 		run, er = e.planChat(cfg, &req)
@@ -440,15 +433,8 @@ func (e *Emulator) planTools(cfg *EmulatorConfig, req *emuChatRequest, p *emuPro
 func (e *Emulator) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	cfg := e.cfg.Load()
-	body, release, err := e.readBody(r)
 	var req emuCompletionRequest
-	er := (*emuErr)(nil)
-	if err != nil {
-		er = emuBadRequest("", "cannot read request body: "+err.Error())
-	} else {
-		er = decodeJSON(body, &req)
-	}
-	release()
+	er := e.readJSON(r, func(body []byte) *emuErr { return decodeJSON(body, &req) })
 	var run *emuRun
 	if er == nil {
 		run, er = e.planCompletion(cfg, &req)

@@ -31,15 +31,8 @@ func (e *Emulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		e.writeError(w, cfg, &emuErr{status: http.StatusNotFound, msg: "Not Found"})
 		return
 	}
-	body, release, err := e.readBody(r)
 	var req emuEmbeddingRequest
-	var er *emuErr
-	if err != nil {
-		er = emuBadRequest("", "cannot read request body: "+err.Error())
-	} else {
-		er = decodeJSON(body, &req)
-	}
-	release()
+	er := e.readJSON(r, func(body []byte) *emuErr { return decodeJSON(body, &req) })
 	if er == nil {
 		er = e.checkModel(cfg, req.Model, true)
 	}
@@ -154,15 +147,8 @@ func (e *Emulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 		e.writeError(w, cfg, &emuErr{status: http.StatusNotFound, msg: "Not Found"})
 		return
 	}
-	body, release, err := e.readBody(r)
 	var req emuRerankRequest
-	var er *emuErr
-	if err != nil {
-		er = emuBadRequest("", "cannot read request body: "+err.Error())
-	} else {
-		er = decodeJSON(body, &req)
-	}
-	release()
+	er := e.readJSON(r, func(body []byte) *emuErr { return decodeJSON(body, &req) })
 	if er == nil {
 		er = e.checkModel(cfg, req.Model, true)
 	}

@@ -242,6 +242,17 @@ func (e *Emulator) readBody(r *http.Request) (body []byte, release func(), err e
 	return b, func() { *bp = b; e.bufs.put(bp) }, err
 }
 
+// readJSON 读取请求体交给 decode 解码，解码结束即归还缓冲区；读取失败时返回 400。
+// 各 JSON 端点共用它，保证“读失败”的错误形状一致、缓冲区不会漏还。
+func (e *Emulator) readJSON(r *http.Request, decode func(body []byte) *emuErr) *emuErr {
+	body, release, err := e.readBody(r)
+	defer release()
+	if err != nil {
+		return emuBadRequest("", "cannot read request body: "+err.Error())
+	}
+	return decode(body)
+}
+
 // emuTokenizeRequest 是 POST /tokenize 的请求体（prompt 或 messages 二选一）。
 type emuTokenizeRequest struct {
 	Model            string       `json:"model"`
