@@ -81,6 +81,7 @@ func with(files map[string]string) fstest.MapFS {
 	return t
 }
 
+// TestLoadValidTree 加载一棵完整、合法的配置树，逐项核对解码出的场景、档位与矩阵取值。
 func TestLoadValidTree(t *testing.T) {
 	m, err := matrix.Load(validTree(), matrix.WithRoot("configs"))
 	if err != nil {
@@ -135,6 +136,7 @@ func TestLoadValidTree(t *testing.T) {
 	}
 }
 
+// TestPlanDefaultPR 确认不指定场景的 PR 计划只含默认场景，阶段与用例子集取矩阵中的值（缺省为全部）。
 func TestPlanDefaultPR(t *testing.T) {
 	m, err := matrix.Load(validTree())
 	if err != nil {
@@ -179,6 +181,7 @@ func TestPlanDefaultPR(t *testing.T) {
 	}
 }
 
+// TestPlanDailyAndSelection 确认每日计划使用 daily 档位，且显式选择场景时按选择生成计划。
 func TestPlanDailyAndSelection(t *testing.T) {
 	m, err := matrix.Load(validTree())
 	if err != nil {
@@ -218,6 +221,7 @@ func TestPlanDailyAndSelection(t *testing.T) {
 	}
 }
 
+// TestPlanScenarioNotInMatrix 确认显式选择一个已定义但未列入 matrix.yaml 的场景会报错并指出原因。
 func TestPlanScenarioNotInMatrix(t *testing.T) {
 	m, err := matrix.Load(with(map[string]string{"scenarios/extra.yaml": "mode: emulator\nserved_model_name: x\n"}))
 	if err != nil {
@@ -228,6 +232,7 @@ func TestPlanScenarioNotInMatrix(t *testing.T) {
 	}
 }
 
+// TestParseRunType 确认运行类型只接受 pr 与 daily，错误信息带出非法值。
 func TestParseRunType(t *testing.T) {
 	if rt, err := matrix.ParseRunType("daily"); err != nil || rt != matrix.RunDaily {
 		t.Fatalf("daily: %v %v", rt, err)

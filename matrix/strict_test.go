@@ -61,6 +61,7 @@ func decodeString(t *testing.T, src string, v any) string {
 	return strings.Join(msgs, "\n")
 }
 
+// TestStrictDecoderTypes 覆盖严格解码器支持的全部字段类型（整数各宽度、浮点、指针、时长、map、yaml.Node 等）。
 func TestStrictDecoderTypes(t *testing.T) {
 	var v everything
 	v.Map = map[string]string{"old": "x"}
@@ -82,6 +83,7 @@ func TestStrictDecoderTypes(t *testing.T) {
 	_ = v.unexposed
 }
 
+// TestStrictDecoderErrors 确认越界、类型不符等错误都带 文件:行:列、字段路径与原因。
 func TestStrictDecoderErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"u8: 300", "x.yaml:1:5: u8: integer out of range for uint8"},
@@ -111,6 +113,7 @@ func TestStrictDecoderErrors(t *testing.T) {
 	}
 }
 
+// TestErrorFormatting 固定 Error 在有无行号、字段路径与取值时的文本格式。
 func TestErrorFormatting(t *testing.T) {
 	e := &Error{File: "f.yaml", Msg: "boom"}
 	if e.Error() != "matrix: f.yaml: boom" {
