@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-cibench/cibench/internal/emulator"
+	"github.com/vllm-cibench/cibench/internal/rxstamp"
 )
 
 // DefaultEmulatorModel 是 EmulatorConfig.Model 为空时对外服务的模型名。
@@ -272,14 +273,21 @@ func (e *Emulator) Deploy(ctx context.Context) (Deployment, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
+	// 监听套接字开启内核接收时间戳（Linux），请求的到达时刻取请求字节进入套接字的
+	// 时刻，见 emuArrival。
+	ln, err := rxstamp.Listen(ctx, nil, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("deploy: emulator listen %s: %w", addr, err)
 	}
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	srv := &http.Server{Handler: e.handler, ReadHeaderTimeout: 30 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+		BaseContext: func(net.Listener) context.Context { return baseCtx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if st := rxstamp.Of(c); st != nil {
+				return context.WithValue(ctx, emuConnKey{}, st)
+			}
+			return ctx
+		}}
 	d := &emulatorDeployment{em: e, srv: srv, ln: ln, done: make(chan struct{}), cancel: cancelBase}
 	go func() {
 		defer close(d.done)
@@ -292,6 +300,23 @@ func (e *Emulator) Deploy(ctx context.Context) (Deployment, error) {
 	}
 	d.ep = Endpoint{BaseURLs: []string{base + "/v1"}, Model: e.cfg.Load().Model, APIKey: e.cfg.Load().APIKey}
 	return d, nil
+}
+
+// emuConnKey 是连接级 context 中保存 rxstamp.Stamper 的键。
+type emuConnKey struct{}
+
+// emuArrival 返回请求的到达时刻：连接带内核接收时间戳时（Deploy 在 Linux 上监听的
+// 连接），取请求字节进入套接字的时刻；否则（例如把 Handler 挂在自己的服务器上）取
+// 处理函数开始执行的时刻。
+//
+// 为什么不直接用 time.Now()：并发高时，请求到达套接字与 net/http 的连接 goroutine
+// 被调度、读完请求头、调用处理函数之间，可能隔着数毫秒的 CPU 排队（模拟器与压测端
+// 共享 2 个核时尤甚）。注入的 TTFT 从处理函数开始算，这段排队就会叠加在注入值上；
+// vLLM 的 arrival_time 同样是在 API 服务收到请求时记下的，排队不应被模拟器额外放大。
+func emuArrival(r *http.Request) time.Time {
+	now := time.Now()
+	st, _ := r.Context().Value(emuConnKey{}).(rxstamp.Stamper)
+	return rxstamp.Arrival(st, now, time.Minute)
 }
 
 // emuWaitHealthy 以 ctx 感知的方式轮询 url 直到返回 200。

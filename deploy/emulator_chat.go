@@ -233,7 +233,7 @@ func validateSchema(schema json.RawMessage) *emuErr {
 
 // handleChat 实现 POST /v1/chat/completions。
 func (e *Emulator) handleChat(w http.ResponseWriter, r *http.Request) {
-	arrival := time.Now()
+	arrival := emuArrival(r)
 	cfg := e.cfg.Load()
 	var req emuChatRequest
 	er := e.readJSON(r, func(body []byte) *emuErr { return decodeChatBody(cfg, body, &req) })
@@ -431,7 +431,7 @@ func (e *Emulator) planTools(cfg *EmulatorConfig, req *emuChatRequest, p *emuPro
 
 // handleCompletions 实现 POST /v1/completions。
 func (e *Emulator) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	arrival := time.Now()
+	arrival := emuArrival(r)
 	cfg := e.cfg.Load()
 	var req emuCompletionRequest
 	er := e.readJSON(r, func(body []byte) *emuErr { return decodeJSON(body, &req) })

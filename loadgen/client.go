@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/vllm-cibench/cibench/internal/rxstamp"
 	"github.com/vllm-cibench/cibench/internal/sse"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
@@ -137,6 +139,9 @@ type exchange struct {
 	usageReason          int // usage.completion_tokens_details.reasoning_tokens，-1 为无
 	promptUsage          int
 	complUsage           int
+	// conn 是本次请求所用连接的接收时间戳来源（GotConn 时取得）；nil 表示不可得
+	conn  rxstamp.Stamper
+	trace *httptrace.ClientTrace
 	// 复用的请求头，见 header
 	hdr       http.Header
 	hdrKey    string
@@ -145,7 +150,35 @@ type exchange struct {
 
 // newExchange 创建一个 worker 的请求状态。
 func newExchange() *exchange {
-	return &exchange{reader: sse.NewReader(bytes.NewReader(nil))}
+	x := &exchange{reader: sse.NewReader(bytes.NewReader(nil))}
+	x.trace = &httptrace.ClientTrace{GotConn: x.gotConn}
+	return x
+}
+
+// gotConn 是 httptrace 的 GotConn 回调（在发请求的 goroutine 中同步调用）：
+// 记下连接的接收时间戳来源。
+func (x *exchange) gotConn(info httptrace.GotConnInfo) { x.conn = rxstamp.Of(info.Conn) }
+
+// withTrace 给 ctx 挂上 GotConn 跟踪。ctx 里已有调用方的跟踪时，WithClientTrace 会把
+// 两者组合并修改传入的结构，因此这时每次新建一个，不复用 x.trace。
+func (x *exchange) withTrace(ctx context.Context) context.Context {
+	if httptrace.ContextClientTrace(ctx) != nil {
+		return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: x.gotConn})
+	}
+	return httptrace.WithClientTrace(ctx, x.trace)
+}
+
+// arrived 返回刚读到的数据的到达时刻（相对 intended），以及客户端读取滞后
+// （now − 内核接收时刻；没有可信的内核时间戳时为 -1，到达时刻退回 now）。
+// 时间戳早于本请求发出时刻说明它属于别的请求，不可信。
+func (x *exchange) arrived(intended time.Time) (at, lag time.Duration) {
+	now := time.Now()
+	if x.conn != nil {
+		if t := x.conn.LastRx(); !t.IsZero() && !t.After(now) && !t.Before(x.rec.Sent) {
+			return t.Sub(intended), now.Sub(t)
+		}
+	}
+	return now.Sub(intended), -1
 }
 
 // send 发出一个请求并测量，结果留在 x.rec 中。intended 是意图发送时刻（时延起点）。
@@ -157,11 +190,12 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	rec.PromptTokens, rec.CompletionTokens, rec.ReasoningTokens = 0, 0, 0
 	rec.TokenSource, rec.FinishReason = TokenSourceEstimate, ""
 	rec.OK, rec.Status, rec.ErrorClass, rec.Error = false, 0, ErrClassNone, ""
-	rec.Sent, rec.SlotWait = time.Time{}, 0
+	rec.Sent, rec.SlotWait, rec.ClientLag = time.Time{}, 0, -1
+	x.conn = nil
 	x.think, x.pend, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, "", 0, 0, 0, false
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
 
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(x.withTrace(ctx), timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(x.body))
 	if err != nil {
@@ -243,7 +277,7 @@ func errorMessage(b []byte) string {
 func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
 	x.reader.Reset(body)
-	done := false
+	done, lagged := false, false
 	for {
 		ev, err := x.reader.Next()
 		if err != nil {
@@ -253,7 +287,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 			}
 			break
 		}
-		now := time.Since(intended)
+		now, lag := x.arrived(intended)
 		rec.E2E = now
 		if ev.IsDone() {
 			done = true
@@ -266,6 +300,9 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 			rec.ErrorClass = ErrClassStreamError
 			rec.Error = validUTF8Prefix(errMsg, 200)
 			return
+		}
+		if len(rec.ChunkTimes) == 1 && !lagged {
+			lagged, rec.ClientLag = true, lag
 		}
 	}
 	if !done {
@@ -284,8 +321,8 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 		x.fail(ctx, ErrClassTruncated, err, intended)
 		return
 	}
-	now := time.Since(intended)
-	rec.E2E = now
+	now, lag := x.arrived(intended)
+	rec.E2E, rec.ClientLag = now, lag
 	s := unsafeString(b)
 	if !gjson.Valid(s) {
 		rec.ErrorClass, rec.Error = ErrClassBadResponse, "response is not JSON"

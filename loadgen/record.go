@@ -53,7 +53,13 @@ type Group struct {
 }
 
 // Record 是一个请求的完整测量结果。所有时长都从该请求的意图发送时刻
-// （Intended）量起，同一请求的全部时间戳来自同一个单调时钟。
+// （Intended）量起。
+//
+// 响应数据的到达时刻（TTFT、各 chunk、E2E）优先取内核接收时间戳：连接由 Run 自己
+// 创建且平台支持（Linux 的 SO_TIMESTAMPNS）时，记录的是字节进入本机套接字的时刻，
+// 而不是读取它的 goroutine 被调度到的时刻——客户端自己在忙 CPU 上的调度滞后不算作
+// 服务端时延，另记在 ClientLag 中。拿不到时间戳时（自带 Target.Client、非 Linux）
+// 退回读取时的 time.Now()，ClientLag 为 -1。
 //
 // Record 及其切片只在 RecordSink.WriteRecord 调用期间有效，接收方需要保留时必须复制。
 type Record struct {
@@ -72,6 +78,9 @@ type Record struct {
 	TPOT time.Duration
 	// E2E 为响应最后一个字节到达时刻。
 	E2E time.Duration
+	// ClientLag 为首个输出 chunk 从到达套接字（内核时间戳）到被客户端解析完的时长，
+	// 即客户端自身的读取开销，不计入 TTFT；没有内核时间戳时为 -1。
+	ClientLag time.Duration
 	// ChunkTimes 为每个输出 chunk 的到达时刻（相对 Intended），ChunkTokens 为对应的 token 增量。
 	ChunkTimes  []time.Duration
 	ChunkTokens []int32

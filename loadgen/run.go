@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/vllm-cibench/cibench/internal/rxstamp"
 )
 
 // ErrInvalidTarget 表示 Target 缺少必要字段。
@@ -126,8 +128,9 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 // （SSE 需要逐块到达），不设整体超时（由每个请求的 ctx 控制）。
 func newHTTPClient(conns int) *http.Client {
 	tr := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		// 连接带内核接收时间戳（Linux），响应数据的到达时刻因此不含客户端的调度滞后，见 Record。
+		DialContext:         rxstamp.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
 		MaxIdleConns:        conns * 2,
 		MaxIdleConnsPerHost: conns * 2,
 		MaxConnsPerHost:     0,

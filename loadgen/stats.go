@@ -91,7 +91,7 @@ func (d *dist) values() Values {
 type stats struct {
 	mu                             sync.Mutex
 	ttft, tpot, tpotSec, f2s, e2e  *dist
-	slot, compl                    *dist
+	slot, compl, lag               *dist
 	sent, ok, failed, good         int64
 	promptTok, complTok, reasonTok int64
 	usageTok                       int64 // token 数来自服务端 usage 的成功请求数
@@ -100,7 +100,7 @@ type stats struct {
 
 // newStats 创建空分片。
 func newStats() *stats {
-	return &stats{ttft: newDist(), tpot: newDist(), tpotSec: newDist(), f2s: newDist(), e2e: newDist(), slot: newDist(), compl: newDist()}
+	return &stats{ttft: newDist(), tpot: newDist(), tpotSec: newDist(), f2s: newDist(), e2e: newDist(), slot: newDist(), compl: newDist(), lag: newDist()}
 }
 
 // micros 把时长转成直方图使用的微秒整数（四舍五入）。
@@ -124,6 +124,9 @@ func (s *stats) observe(r *Record, slo SLO) {
 	}
 	s.ok++
 	s.ttft.add(micros(r.TTFT), 1)
+	if r.ClientLag >= 0 {
+		s.lag.add(micros(r.ClientLag), 1)
+	}
 	s.e2e.add(micros(r.E2E), 1)
 	if r.TPOT >= 0 {
 		s.tpot.add(micros(r.TPOT), 1)
@@ -154,7 +157,7 @@ func (s *stats) observe(r *Record, slo SLO) {
 
 // merge 把 o 合并进 s（调用时 o 已不再被写入）。
 func (s *stats) merge(o *stats) {
-	for _, p := range [][2]*dist{{s.ttft, o.ttft}, {s.tpot, o.tpot}, {s.tpotSec, o.tpotSec}, {s.f2s, o.f2s}, {s.e2e, o.e2e}, {s.slot, o.slot}, {s.compl, o.compl}} {
+	for _, p := range [][2]*dist{{s.ttft, o.ttft}, {s.tpot, o.tpot}, {s.tpotSec, o.tpotSec}, {s.f2s, o.f2s}, {s.e2e, o.e2e}, {s.slot, o.slot}, {s.compl, o.compl}, {s.lag, o.lag}} {
 		p[0].merge(p[1])
 	}
 	s.sent += o.sent
@@ -223,6 +226,7 @@ func (s *stats) fill(sum *Summary, slo SLO) {
 	sum.FirstToSecondToken = s.f2s.latency()
 	sum.E2E = s.e2e.latency()
 	sum.SlotWait = s.slot.latency()
+	sum.ClientLag = s.lag.latency()
 	sum.CompletionTokens = s.compl.values()
 	sum.AvgReasoningTokens, sum.AvgContentTokens, sum.AvgPromptTokens = -1, -1, -1
 	if s.ok > 0 {

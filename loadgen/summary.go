@@ -66,6 +66,9 @@ type Summary struct {
 	FirstToSecondToken Latency // 第二个 token 到达 − 第一个 token 到达
 	E2E                Latency // 意图发送时刻 → 响应最后一个字节
 	SlotWait           Latency // 等待并发槽位的时间（协调遗漏的可见化）
+	// ClientLag 是客户端自身的读取开销：首个输出 chunk 到达套接字（内核时间戳）→
+	// 被解析完。TTFT 等时延不含这一段（见 Record）；Count 为 0 表示没有内核时间戳。
+	ClientLag Latency
 
 	// token 统计
 	CompletionTokens   Values

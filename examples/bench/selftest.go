@@ -108,8 +108,14 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 			return err
 		}
 		dT, dP := s.TTFT.P50-ttft, s.TPOT.P50-itl
-		fmt.Fprintf(out, "fidelity c=%d n=%d: median TTFT %v (%+v over injected: client + emulator + shared CPU), median TPOT %v (%+v), TPOT_SEC p90 %v, server TTFT p50 %v\n",
-			c, n, s.TTFT.P50, dT, s.TPOT.P50, dP, s.TPOTSec.P90, s.ServerTTFT.P50)
+		// 客户端自身开销单独列出：发送侧是意图时刻 → 发出（SlotWait，计入 TTFT），读取侧
+		// 是首 token 到达套接字 → 被解析完（ClientLag，有内核时间戳时不计入 TTFT）。
+		lag := "n/a (no kernel receive timestamps)"
+		if s.ClientLag.Valid() {
+			lag = fmt.Sprintf("p50 %v p99 %v", s.ClientLag.P50, s.ClientLag.P99)
+		}
+		fmt.Fprintf(out, "fidelity c=%d n=%d: median TTFT %v (%+v over injected), median TPOT %v (%+v), TPOT_SEC p90 %v, server TTFT p50 %v; client overhead: send p50 %v (in TTFT), read lag %s (not in TTFT)\n",
+			c, n, s.TTFT.P50, dT, s.TPOT.P50, dP, s.TPOTSec.P90, s.ServerTTFT.P50, s.SlotWait.P50, lag)
 		check(dT.Abs() <= time.Millisecond && dP.Abs() <= time.Millisecond, fmt.Sprintf("c=%d median TTFT/TPOT within 1ms", c))
 	}
 

@@ -1,0 +1,122 @@
+package rxstamp
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Stamper 是能报告最近一次读取的内核接收时刻的连接。
+type Stamper interface {
+	// LastRx 返回最近一次读取的数据到达套接字的时刻；未知时为零值。
+	LastRx() time.Time
+}
+
+// stampState 是两种实现共享的时间戳存储：Unix 纳秒，0 表示未知。
+type stampState struct{ last atomic.Int64 }
+
+// LastRx 实现 Stamper。
+func (s *stampState) LastRx() time.Time {
+	ns := s.last.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Of 返回 c（或它包着的底层连接，例如 *tls.Conn 的 NetConn）上的 Stamper；
+// c 不支持接收时间戳时返回 nil。
+func Of(c net.Conn) Stamper {
+	for range 4 { // 防御性地限制解包层数
+		if s, ok := c.(Stamper); ok {
+			return s
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		c = u.NetConn()
+	}
+	return nil
+}
+
+// Arrival 返回 s 报告的到达时刻；s 为 nil、时间戳未知或不可信（晚于 now，或早于 now
+// 超过 maxAge）时返回 now。maxAge 用于挡住陈旧的时间戳（例如时钟被大幅调整）。
+func Arrival(s Stamper, now time.Time, maxAge time.Duration) time.Time {
+	if s == nil {
+		return now
+	}
+	t := s.LastRx()
+	if t.IsZero() || t.After(now) || now.Sub(t) > maxAge {
+		return now
+	}
+	return t
+}
+
+// Listener 包装 ln：Accept 得到的 TCP 连接都带接收时间戳（平台支持时）。
+func Listener(ln net.Listener) net.Listener { return &listener{Listener: ln} }
+
+// listener 是 Listener 的实现。
+type listener struct{ net.Listener }
+
+// Listen 在 network/address 上监听（同 net.ListenConfig.Listen），并在监听套接字上
+// 开启接收时间戳：新连接从内核继承这一设置，连接上的第一批数据也带时间戳。
+func Listen(ctx context.Context, lc *net.ListenConfig, network, address string) (net.Listener, error) {
+	var cfg net.ListenConfig
+	if lc != nil {
+		cfg = *lc
+	}
+	prev := cfg.Control
+	cfg.Control = func(network, address string, c syscall.RawConn) error {
+		if prev != nil {
+			if err := prev(network, address, c); err != nil {
+				return err
+			}
+		}
+		enable(c)
+		return nil
+	}
+	ln, err := cfg.Listen(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return Listener(ln), nil
+}
+
+// Accept 接受连接并尝试开启接收时间戳；开启失败时原样返回连接。
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	return Wrap(c), nil
+}
+
+// DialContext 返回一个拨号函数（可直接用作 http.Transport.DialContext）：用 d 拨号，
+// 在 connect 之前开启接收时间戳，得到的 TCP 连接实现 Stamper（平台支持时）。
+// d 为 nil 时用零值 Dialer；d 自己的 Control 仍会先被调用。
+func DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var dd net.Dialer
+	if d != nil {
+		dd = *d
+	}
+	prev := dd.Control
+	dd.Control = func(network, address string, c syscall.RawConn) error {
+		if prev != nil {
+			if err := prev(network, address, c); err != nil {
+				return err
+			}
+		}
+		enable(c) // 失败不算错误：只是拿不到时间戳
+		return nil
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dd.DialContext(ctx, network, addr)
+		if err != nil {
+			return c, err
+		}
+		return Wrap(c), nil
+	}
+}
