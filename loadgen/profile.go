@@ -25,6 +25,12 @@ const (
 	ModalText      = "text"
 	ModalImageText = "image-text"
 
+	// TimestampsKernel：响应数据的到达时刻取内核接收时间戳（默认，平台支持时）；
+	// TimestampsRead：取客户端读到数据时的 time.Now()，即应用层看到的时刻，
+	// 含客户端自身的调度滞后。见 Record 与 docs/loadgen.md。
+	TimestampsKernel = "kernel"
+	TimestampsRead   = "read"
+
 	// ConcurrencyBackend 是本实现唯一的并发后端名（goroutine 池），
 	// 沿用 acs-bench 的默认值以保持产物命名一致。
 	ConcurrencyBackend = "threading-pool"
@@ -111,6 +117,10 @@ type Profile struct {
 	ImageWidth  int `yaml:"image_width"`
 	ImageHeight int `yaml:"image_height"`
 
+	// Timestamps 为 "kernel"（默认）或 "read"：响应数据到达时刻的取法，见
+	// TimestampsKernel。Target.Client 由调用方提供时总是 "read" 的效果。
+	Timestamps string `yaml:"timestamps"`
+
 	// Prompts 是 custom 数据集的内容（通常由 ReadPrompts 从 JSONL 读入），不来自 YAML。
 	Prompts []Prompt `yaml:"-"`
 }
@@ -193,6 +203,9 @@ func (p Profile) Defaults() Profile {
 	}
 	if p.ModalType == "" {
 		p.ModalType = ModalText
+	}
+	if p.Timestamps == "" {
+		p.Timestamps = TimestampsKernel
 	}
 	if p.ImageWidth == 0 {
 		p.ImageWidth = DefaultImageSize
@@ -288,6 +301,8 @@ func (p Profile) Validate() error {
 		return invalid("modal_type", p.ModalType, `want "text" or "image-text"`)
 	case p.ModalType == ModalImageText && p.Backend != BackendChat:
 		return invalid("modal_type", p.ModalType, "image-text needs backend openai-chat")
+	case p.Timestamps != TimestampsKernel && p.Timestamps != TimestampsRead:
+		return invalid("timestamps", p.Timestamps, `want "kernel" or "read"`)
 	case p.ImageWidth < 1 || p.ImageHeight < 1 || p.ImageWidth > 8192 || p.ImageHeight > 8192:
 		return invalid("image_width/image_height", fmt.Sprintf("%dx%d", p.ImageWidth, p.ImageHeight), "must be in [1, 8192]")
 	}

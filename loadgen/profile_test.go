@@ -92,6 +92,7 @@ func TestProfileValidateNamesField(t *testing.T) {
 		"image_width/image_height": func(p *loadgen.Profile) { p.ModalType, p.ImageWidth = loadgen.ModalImageText, 99999 },
 		"goodput":                  func(p *loadgen.Profile) { p.Goodput = []string{"ttft=50"} },
 		"warmup":                   func(p *loadgen.Profile) { p.Warmup = -1 },
+		"timestamps":               func(p *loadgen.Profile) { p.Timestamps = "hardware" },
 	}
 	for field, mut := range cases {
 		p := base

@@ -82,7 +82,7 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 	}
 	r.client = target.Client
 	if r.client == nil {
-		r.client = newHTTPClient(max(r.maxConc, 64))
+		r.client = newHTTPClient(max(r.maxConc, 64), p.Timestamps == TimestampsKernel)
 		defer r.client.CloseIdleConnections()
 	}
 	path := "/completions"
@@ -125,12 +125,17 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 }
 
 // newHTTPClient 创建为压测调优的客户端：连接池容量覆盖最大并发，关闭压缩
-// （SSE 需要逐块到达），不设整体超时（由每个请求的 ctx 控制）。
-func newHTTPClient(conns int) *http.Client {
+// （SSE 需要逐块到达），不设整体超时（由每个请求的 ctx 控制）。kernel 为 true 时
+// 连接带内核接收时间戳（Linux），响应数据的到达时刻因此不含客户端的调度滞后，见 Record。
+func newHTTPClient(conns int, kernel bool) *http.Client {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dial := d.DialContext
+	if kernel {
+		dial = rxstamp.DialContext(d)
+	}
 	tr := &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		// 连接带内核接收时间戳（Linux），响应数据的到达时刻因此不含客户端的调度滞后，见 Record。
-		DialContext:         rxstamp.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dial,
 		MaxIdleConns:        conns * 2,
 		MaxIdleConnsPerHost: conns * 2,
 		MaxConnsPerHost:     0,

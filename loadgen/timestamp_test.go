@@ -14,18 +14,22 @@ import (
 // TestKernelTimestampsAndClientLag 检查 Run 自建的连接用内核接收时间戳计时：Linux 上
 // 每个成功请求都有 ClientLag（≥0），汇总里有同样多的样本；TTFT 不小于注入值，
 // chunk 时刻单调不减且不晚于 E2E。自带 Target.Client 时拿不到时间戳，ClientLag 为 -1、
-// 汇总样本数为 0，其余测量照常。
+// 汇总样本数为 0，其余测量照常；timestamps: read 也一样。
 func TestKernelTimestampsAndClientLag(t *testing.T) {
 	const ttft = 20 * time.Millisecond
 	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", TTFT: ttft, ITL: 2 * time.Millisecond})
 	p := loadgen.Profile{Concurrency: []int{2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10}}
-	for _, own := range []bool{false, true} {
-		tg := tgt
-		if own {
+	for _, mode := range []string{"kernel", "own client", loadgen.TimestampsRead} {
+		tg, pp := tgt, p
+		own := mode != "kernel"
+		switch mode {
+		case "own client":
 			tg.Client = &http.Client{}
+		case loadgen.TimestampsRead:
+			pp.Timestamps = loadgen.TimestampsRead
 		}
 		sink := &collect{}
-		sums, err := loadgen.Run(context.Background(), tg, p, sink)
+		sums, err := loadgen.Run(context.Background(), tg, pp, sink)
 		if err != nil {
 			t.Fatal(err)
 		}

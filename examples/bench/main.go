@@ -144,6 +144,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&p.InputPath, "input-path", "", "JSONL prompts for the custom dataset")
 	fs.StringVar(&p.Tokenizer, "tokenizer", "", "HuggingFace tokenizer.json (or its directory), used to size prompts when the server has no /tokenize")
 	fs.StringVar(&p.ModalType, "modal-type", loadgen.ModalText, "text or image-text")
+	fs.StringVar(&p.Timestamps, "timestamps", loadgen.TimestampsKernel, "arrival times: kernel (socket receive timestamps; the client's own read lag is reported apart) or read (when the client read the data)")
 	fs.Var(&o.configOpts, "config-option", "KEY:VALUE, e.g. image_width:512 (repeated or comma list)")
 	fs.StringVar(&o.savePath, "benchmark-save-path", "./benchmark_output", "artifact directory")
 	fs.StringVar(&o.perfProfile, "perf-profile", "", "YAML profile (configs/tests/perf/profiles/pr.yaml); flags given explicitly override it")
@@ -224,7 +225,7 @@ func mergeProfile(o *options, set map[string]bool) error {
 		"seed": func() { o.p.Seed = cli.Seed }, "random-seed": func() { o.p.Seed = cli.Seed },
 		"prefix-length": func() { o.p.PrefixLength = cli.PrefixLength }, "dataset-type": func() { o.p.DatasetType = cli.DatasetType },
 		"input-path": func() { o.p.InputPath = cli.InputPath }, "tokenizer": func() { o.p.Tokenizer = cli.Tokenizer },
-		"modal-type":        func() { o.p.ModalType = cli.ModalType },
+		"modal-type": func() { o.p.ModalType = cli.ModalType }, "timestamps": func() { o.p.Timestamps = cli.Timestamps },
 		"range-ratio-above": func() { o.p.RangeRatioAbove = cli.RangeRatioAbove }, "range-ratio-below": func() { o.p.RangeRatioBelow = cli.RangeRatioBelow },
 	}
 	for name, fn := range over {
