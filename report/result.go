@@ -30,18 +30,20 @@ const (
 // 字段全部可序列化，以便分阶段执行（每个 CI job 一个阶段）时从产物目录
 // 重新装配（见 Load）。
 type Result struct {
-	Schema    string     `json:"schema"`
-	RunType   string     `json:"run_type"`
-	RunID     string     `json:"run_id"`
-	Commit    string     `json:"commit,omitempty"`
-	Branch    string     `json:"branch,omitempty"`
-	Started   time.Time  `json:"started"`
-	Finished  time.Time  `json:"finished,omitzero"`
-	Complete  bool       `json:"complete"` // Finish 之后为 true；中断的运行保持 false
-	Scenarios []Scenario `json:"scenarios"`
-	Gates     []Gate     `json:"gates,omitempty"`
-	Verdict   Verdict    `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
-	ExitCode  int        `json:"exit_code"`         // 与 ExitCode(Gates) 一致
+	Schema   string    `json:"schema"`
+	RunType  string    `json:"run_type"`
+	RunID    string    `json:"run_id"`
+	Commit   string    `json:"commit,omitempty"`
+	Branch   string    `json:"branch,omitempty"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	Complete bool      `json:"complete"` // Finish 之后为 true；中断或只跑了部分阶段的运行保持 false
+	// Interrupted 表示运行被信号或作业超时中断（FinishIncomplete 时记录）。
+	Interrupted bool       `json:"interrupted,omitempty"`
+	Scenarios   []Scenario `json:"scenarios"`
+	Gates       []Gate     `json:"gates,omitempty"`
+	Verdict     Verdict    `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
+	ExitCode    int        `json:"exit_code"`         // 与 ExitCode(Gates) 一致
 }
 
 // SchemaVersion 是 summary.json 的格式版本，格式不兼容变化时递增。

@@ -635,11 +635,32 @@ func (r *Run) scenarioFilesLocked() map[string][]string {
 
 // Finish 结束运行：填入门禁结论与退出码，写出 summary.json、junit.xml、
 // report.html，对整个目录做脱敏，最后写带哈希的 manifest.json。
-// 返回值是进程应使用的退出码（见 ExitCode）。被取消的运行也应调用 Finish
-// （传入一个未取消的 ctx），这样已测得的部分仍有完整报告。
+// 返回值是进程应使用的退出码（见 ExitCode）。
 // Finish 之后的 Record* 返回 ErrFinished；再次 Finish 会用新门禁重写报告。
 // 脱敏是安全属性而不是可选步骤：即使 ctx 已取消，目录脱敏也会做完。
+//
+// 被中断、或只执行了部分阶段的运行改用 FinishIncomplete：Finish 把运行标为完成
+// （complete=true），完成的每日运行会成为之后 PR 的性能基线。
 func (r *Run) Finish(ctx context.Context, gates []Gate, now time.Time) (int, error) {
+	return r.finish(ctx, gates, now, true, false)
+}
+
+// FinishIncomplete 结束一次不完整的运行：被 Ctrl-C / SIGTERM / 作业超时中断
+// （interrupted 为 true），或按 CI 作业只执行了部分阶段、稍后再汇总（false）。
+// 它写出与 Finish 相同的全部产物（带门禁与退出码的 summary.json、junit.xml、带文件
+// 链接的 report.html、目录脱敏、带哈希的 manifest.json），区别只在于 summary.json 的
+// complete 保持 false、interrupted 如实记录：不完整的每日运行因此永远不会被
+// CSVBaseline 当作基线，Load 也不会沿用它的门禁（汇总时重新计算）。HTML 报告标为
+// INCOMPLETE。
+//
+// 退出码：有门禁失败为 ExitGateFailed；否则被中断时为 ExitInterrupted，只执行了
+// 部分阶段时为 ExitOK。之后的 Record* 同样返回 ErrFinished。
+func (r *Run) FinishIncomplete(ctx context.Context, gates []Gate, now time.Time, interrupted bool) (int, error) {
+	return r.finish(ctx, gates, now, false, interrupted)
+}
+
+// finish 是 Finish 与 FinishIncomplete 的共同实现。
+func (r *Run) finish(ctx context.Context, gates []Gate, now time.Time, complete, interrupted bool) (int, error) {
 	ctx = context.WithoutCancel(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -647,11 +668,15 @@ func (r *Run) Finish(ctx context.Context, gates []Gate, now time.Time) (int, err
 	r.res.Gates = append([]Gate(nil), gates...)
 	sanitizeFloats(r.res.Gates)
 	r.res.Finished = now.UTC()
-	r.res.Complete = true
+	r.res.Complete = complete
+	r.res.Interrupted = interrupted && !complete
 	r.res.ExitCode = ExitCode(gates)
 	r.res.Verdict = VerdictPass
 	if r.res.ExitCode != ExitOK {
 		r.res.Verdict = VerdictFail
+	}
+	if r.res.ExitCode == ExitOK && r.res.Interrupted {
+		r.res.ExitCode = ExitInterrupted
 	}
 	var errs []error
 	if err := r.writeJSONLocked(fileSummary, r.res); err != nil {

@@ -440,3 +440,80 @@ func TestNonFiniteValuesRecorded(t *testing.T) {
 		t.Fatalf("not sanitized: %+v %+v %+v", sc.Perf[0].QPS, sc.Accuracy[0].Result, sc.Functional.Suites)
 	}
 }
+
+// TestFinishIncomplete 检查被中断 / 只跑了部分阶段的运行：产物与 Finish 相同（summary.json
+// 带门禁与退出码、junit.xml、带文件链接的 report.html、带哈希的 manifest），但 complete
+// 保持 false；门禁全过时被中断的退出码为 130，部分阶段为 0，有失败时为 1；这样的每日
+// 运行不会成为基线，Load 也不沿用它的门禁。
+func TestFinishIncomplete(t *testing.T) {
+	pass := []report.Gate{{Kind: report.GateFunctional, Scenario: "s", Name: "functional", Verdict: report.VerdictPass}}
+	fail := []report.Gate{{Kind: report.GateFunctional, Scenario: "s", Name: "functional", Verdict: report.VerdictFail}}
+	cases := []struct {
+		name        string
+		gates       []report.Gate
+		interrupted bool
+		code        int
+		badge       string
+	}{
+		{"interrupted", pass, true, report.ExitInterrupted, `id="verdict">INTERRUPTED`},
+		{"interrupted with a failed gate", fail, true, report.ExitGateFailed, `id="verdict">INTERRUPTED`},
+		{"partial stages", pass, false, report.ExitOK, `id="verdict">INCOMPLETE`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			run, err := report.NewRun(root, "daily", "d1", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := run.RecordPerf("s", perfRows(1, 1)); err != nil {
+				t.Fatal(err)
+			}
+			code, err := run.FinishIncomplete(context.Background(), tc.gates, t0.Add(time.Hour), tc.interrupted)
+			if err != nil || code != tc.code {
+				t.Fatalf("FinishIncomplete = %d, %v; want %d", code, err, tc.code)
+			}
+			if err := run.RecordPerf("s", nil); !errors.Is(err, report.ErrFinished) {
+				t.Fatalf("RecordPerf after FinishIncomplete = %v", err)
+			}
+			var sum report.Result
+			readJSONFile(t, filepath.Join(run.Dir(), "summary.json"), &sum)
+			if sum.Complete || sum.Interrupted != tc.interrupted || sum.ExitCode != tc.code || len(sum.Gates) != 1 || sum.Finished.IsZero() {
+				t.Fatalf("summary.json: complete=%v interrupted=%v exit=%d gates=%d finished=%v",
+					sum.Complete, sum.Interrupted, sum.ExitCode, len(sum.Gates), sum.Finished)
+			}
+			html, err := os.ReadFile(filepath.Join(run.Dir(), "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(html), tc.badge) || !strings.Contains(string(html), "s/perf/summary.json") {
+				t.Fatalf("report.html lacks %q or the scenario file links", tc.badge)
+			}
+			var m report.Manifest
+			readJSONFile(t, filepath.Join(run.Dir(), "manifest.json"), &m)
+			hashed := map[string]bool{}
+			for _, f := range m.Files {
+				hashed[f.Path] = len(f.SHA256) == 64
+			}
+			for _, p := range []string{"summary.json", "junit.xml", "report.html"} {
+				if !hashed[p] {
+					t.Errorf("manifest: %s missing or unhashed", p)
+				}
+			}
+			res, err := report.Load(os.DirFS(run.Dir()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Complete || len(res.Gates) != 0 {
+				t.Fatalf("Load reused an incomplete run's verdict: complete=%v gates=%d", res.Complete, len(res.Gates))
+			}
+			src, err := report.ArtifactBaselines(os.DirFS(root))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(src) != 0 {
+				t.Fatalf("an incomplete daily run became a baseline: %v", src)
+			}
+		})
+	}
+}

@@ -49,7 +49,7 @@ pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:6px;mar
 <body>
 <header>
 <h1>cibench report — {{.Res.RunType}} run {{.Res.RunID}}
-{{if not .Res.Complete}}<span class="badge b-partial" id="verdict">INCOMPLETE</span>{{else if eq .Fail 0}}<span class="badge b-pass" id="verdict">PASS</span>{{else}}<span class="badge b-fail" id="verdict">FAIL</span>{{end}}</h1>
+{{if .Res.Interrupted}}<span class="badge b-partial" id="verdict">INTERRUPTED</span>{{else if not .Res.Complete}}<span class="badge b-partial" id="verdict">INCOMPLETE</span>{{else if eq .Fail 0}}<span class="badge b-pass" id="verdict">PASS</span>{{else}}<span class="badge b-fail" id="verdict">FAIL</span>{{end}}</h1>
 <div class="meta">
 <span>commit {{if .Res.Commit}}{{.Res.Commit}}{{else}}—{{end}}</span>
 <span>branch {{if .Res.Branch}}{{.Res.Branch}}{{else}}—{{end}}</span>

@@ -366,9 +366,15 @@ func run(args []string, stderr io.Writer) error {
 		runErr = err
 	}
 	for _, s := range sums {
-		fmt.Fprintf(stderr, "c=%d in=%d out=%d round=%d: %d req, fail %.4f, QPS %.2f, TTFT p99 %.4fs, TPOT avg %.4fs, E2E p99 %.4fs, out tok/s %.1f\n",
+		// 客户端自身的读取滞后（内核接收时间戳可用时）附在行尾，与 TTFT 并列，便于判断
+		// 压测机是否已经忙到影响测量。
+		lag := ""
+		if s.ClientLag.Valid() {
+			lag = fmt.Sprintf(", client read lag p50 %.4fs (not in TTFT)", s.ClientLag.P50.Seconds())
+		}
+		fmt.Fprintf(stderr, "c=%d in=%d out=%d round=%d: %d req, fail %.4f, QPS %.2f, TTFT p99 %.4fs, TPOT avg %.4fs, E2E p99 %.4fs, out tok/s %.1f%s\n",
 			s.Concurrency, s.InputLength, s.OutputLength, s.Round, s.NumPrompts, s.FailRate, s.QPS,
-			s.TTFT.P99.Seconds(), s.TPOT.Avg.Seconds(), s.E2E.P99.Seconds(), s.OutputTokenThroughput)
+			s.TTFT.P99.Seconds(), s.TPOT.Avg.Seconds(), s.E2E.P99.Seconds(), s.OutputTokenThroughput, lag)
 	}
 	for _, f := range art.Files() {
 		fmt.Fprintln(stderr, "wrote", filepath.Join(o.savePath, f))

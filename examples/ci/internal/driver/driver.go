@@ -327,21 +327,13 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	d.log.Info("gates evaluated", "gates", len(gates), "exit_code", report.ExitCode(gates))
 	closeLog()
 	if interrupted || partialStages {
-		// 被中断的运行不调用 Finish：summary.json 保持 complete=false，
-		// 这样它永远不会被当作每日基线；报告与 JUnit 仍然写出，标注为不完整。
-		res := run.Result()
-		res.Gates = gates
-		res.ExitCode = report.ExitCode(gates)
-		if res.ExitCode == report.ExitOK && interrupted {
-			res.ExitCode = report.ExitInterrupted
-		}
-		out.ExitCode = res.ExitCode
-		out.Result = res
-		err = d.writePartial(fin, res)
+		// 被中断（或只执行了部分阶段）的运行用 FinishIncomplete：产物与 Finish 相同，
+		// 但 summary.json 保持 complete=false，这样它永远不会被当作每日基线。
+		out.ExitCode, err = run.FinishIncomplete(fin, gates, d.now(), interrupted)
 	} else {
 		out.ExitCode, err = run.Finish(fin, gates, d.now())
-		out.Result = run.Result()
 	}
+	out.Result = run.Result()
 	d.summarize(out, gates)
 	if err != nil {
 		return out, fmt.Errorf("ci: write report: %w", err)
@@ -402,27 +394,6 @@ func (d *driver) recordError(scenario string, stage report.Stage, err error) {
 	if rerr := d.run.RecordError(scenario, stage, err); rerr != nil {
 		d.log.Warn("record error failed", "scenario", scenario, "err", rerr)
 	}
-}
-
-// writePartial 为被中断的运行写出 JUnit、HTML 与清单（不标记为完成）。
-func (d *driver) writePartial(ctx context.Context, res report.Result) error {
-	var errs []error
-	var sb strings.Builder
-	if err := report.WriteJUnit(&sb, res); err == nil {
-		errs = append(errs, d.run.WriteFile("junit.xml", []byte(sb.String())))
-	} else {
-		errs = append(errs, err)
-	}
-	sb.Reset()
-	if err := report.WriteHTML(&sb, res); err == nil {
-		errs = append(errs, d.run.WriteFile("report.html", []byte(sb.String())))
-	} else {
-		errs = append(errs, err)
-	}
-	errs = append(errs, d.run.WriteJSON("gates.json", res.Gates))
-	errs = append(errs, d.run.RedactTree(ctx))
-	errs = append(errs, d.run.WriteManifest(d.now(), true))
-	return errors.Join(errs...)
 }
 
 // summarize 向 Out 打印给人看的结论：每个场景的阶段结果、失败的门禁与报告位置。

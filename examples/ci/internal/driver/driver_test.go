@@ -340,6 +340,13 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 			t.Errorf("missing partial artifact %s", f)
 		}
 	}
+	// 与正常结束相同的产物：summary.json 带门禁、退出码与 interrupted 标记，报告标注 INTERRUPTED。
+	if !res.Interrupted || len(res.Gates) == 0 || res.ExitCode != out.ExitCode {
+		t.Errorf("summary.json: interrupted=%v gates=%d exit=%d (process exit %d)", res.Interrupted, len(res.Gates), res.ExitCode, out.ExitCode)
+	}
+	if html, err := os.ReadFile(filepath.Join(out.Dir, "report.html")); err != nil || !strings.Contains(string(html), `id="verdict">INTERRUPTED`) {
+		t.Errorf("report.html not marked INTERRUPTED (%v)", err)
+	}
 	// 清理照常进行：服务器已不可达。
 	c.mu.Lock()
 	ep := c.deps["first"].Endpoint()
