@@ -2,12 +2,13 @@ package functional
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/vllm-cibench/cibench/internal/junit"
 )
 
 // WriteJSON 把报告以缩进 JSON 写入 w。
@@ -29,91 +30,42 @@ func ReadJSON(rd io.Reader) (Report, error) {
 	return r, nil
 }
 
-// junitSuites 等 JUnit XML 结构与 Jenkins/GitLab 接受的通用格式一致：
-// 每个套件一个 <testsuite>，每个用例一个 <testcase>，失败为 <failure>，跳过为 <skipped>。
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-// junitSuite 是一个 <testsuite>。
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-// junitCase 是一个 <testcase>。
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-// junitMessage 是 <failure>/<skipped> 的内容。
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
-// WriteJUnit 把报告写成 JUnit XML；失败用例的正文包含脱敏请求与截断响应。
+// WriteJUnit 把报告写成 JUnit XML（每个套件一个 testsuite）；失败用例的正文包含
+// 脱敏请求与截断响应，通过的用例把说明放在 system-out。
 func WriteJUnit(w io.Writer, r Report) error {
-	out := junitSuites{Name: "functional/" + r.Model, Time: seconds(r.Duration.Seconds())}
+	out := junit.Suites{Name: "functional/" + r.Model, Time: junit.Seconds(r.Duration.Seconds())}
 	idx := map[string]int{}
+	var suites []junit.Suite
 	var suiteTime []time.Duration
 	for _, res := range r.Results {
 		i, ok := idx[res.Suite]
 		if !ok {
-			i = len(out.Suites)
+			i = len(suites)
 			idx[res.Suite] = i
-			out.Suites = append(out.Suites, junitSuite{Name: res.Suite})
+			suites = append(suites, junit.Suite{Name: res.Suite})
 			suiteTime = append(suiteTime, 0)
 		}
-		s := &out.Suites[i]
-		c := junitCase{Name: res.CaseID, Classname: "functional." + res.Suite, Time: seconds(res.Duration.Seconds())}
+		c := junit.Case{Name: res.CaseID, Classname: "functional." + res.Suite, Time: junit.Seconds(res.Duration.Seconds())}
 		switch res.Status {
 		case StatusFail:
-			c.Failure = &junitMessage{Message: res.Reason, Body: "request:\n" + res.Request + "\n\nresponse:\n" + res.Response}
-			s.Failures++
-			out.Failures++
+			c.Failure = &junit.Message{Message: res.Reason, Body: "request:\n" + res.Request + "\n\nresponse:\n" + res.Response}
 		case StatusSkip:
-			c.Skipped = &junitMessage{Message: res.Reason}
-			s.Skipped++
-			out.Skipped++
+			c.Skipped = &junit.Message{Message: res.Reason}
 		default:
 			c.SystemOut = res.Reason
 		}
-		s.Tests++
-		out.Tests++
+		suites[i].Add(c)
 		suiteTime[i] += res.Duration
-		s.Time = seconds(suiteTime[i].Seconds())
-		s.Cases = append(s.Cases, c)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
+	for i, s := range suites {
+		s.Time = junit.Seconds(suiteTime[i].Seconds())
+		out.Add(s)
+	}
+	if err := junit.Write(w, out); err != nil {
 		return fmt.Errorf("functional: write junit: %w", err)
 	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("functional: write junit: %w", err)
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return nil
 }
-
-// seconds 以 JUnit 习惯的三位小数秒格式化。
-func seconds(v float64) string { return fmt.Sprintf("%.3f", v) }
 
 // WriteTable 把报告写成便于终端阅读的表格：每个套件一行（通过/失败/跳过/通过率），
 // 随后列出每个失败与跳过的用例及原因。

@@ -1,91 +1,34 @@
 package report
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"sort"
 
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/internal/junit"
 )
-
-// junitSuites 等 junit* 类型是 JUnit XML（Jenkins/GitLab/GitHub 插件通用的
-// Ant 方言）的最小子集：testsuites/testsuite/testcase 与 failure/skipped。
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-// junitSuite 是一个 testsuite 元素。
-type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      string      `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr,omitempty"`
-	Cases     []junitCase `xml:"testcase"`
-}
-
-// junitCase 是一个 testcase 元素；Failure 与 Skipped 至多一个非 nil。
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-// junitMessage 是 failure/skipped 元素：message 属性给一行摘要，正文给细节。
-type junitMessage struct {
-	Message string `xml:"message,attr,omitempty"`
-	Type    string `xml:"type,attr,omitempty"`
-	Body    string `xml:",chardata"`
-}
-
-// add 把用例计入 suite 的统计。
-func (s *junitSuite) add(c junitCase) {
-	s.Tests++
-	switch {
-	case c.Failure != nil:
-		s.Failures++
-	case c.Skipped != nil:
-		s.Skipped++
-	}
-	s.Cases = append(s.Cases, c)
-}
-
-// seconds 把秒数格式化为 JUnit 的 time 属性。
-func seconds(f float64) string { return fmt.Sprintf("%.3f", f) }
 
 // WriteJUnit 把功能用例（每个场景×套件一个 testsuite）与全部门禁（一个
 // "gates" testsuite，无基线与跳过记为 skipped）写成 JUnit XML。
 // 部署等阶段失败没有用例可列，它们以 stage 门禁的形式出现在 gates 中。
 func WriteJUnit(w io.Writer, res Result) error {
-	root := junitSuites{Name: fmt.Sprintf("cibench %s %s", res.RunType, res.RunID)}
+	root := junit.Suites{Name: fmt.Sprintf("cibench %s %s", res.RunType, res.RunID)}
 	total := 0.0
 	for _, sc := range res.Scenarios {
 		if sc.Functional == nil {
 			continue
 		}
-		bySuite := map[string]*junitSuite{}
+		bySuite := map[string]*junit.Suite{}
 		var order []string
 		for _, r := range sc.Functional.Results {
 			s, ok := bySuite[r.Suite]
 			if !ok {
-				s = &junitSuite{Name: sc.Name + "/functional/" + r.Suite, Timestamp: sc.Functional.Started.UTC().Format("2006-01-02T15:04:05")}
+				s = &junit.Suite{Name: sc.Name + "/functional/" + r.Suite, Timestamp: sc.Functional.Started.UTC().Format("2006-01-02T15:04:05")}
 				bySuite[r.Suite] = s
 				order = append(order, r.Suite)
 			}
-			c := junitCase{Name: r.CaseID, Classname: sc.Name + ".functional." + r.Suite, Time: seconds(r.Duration.Seconds())}
+			c := junit.Case{Name: r.CaseID, Classname: sc.Name + ".functional." + r.Suite, Time: junit.Seconds(r.Duration.Seconds())}
 			switch r.Status {
 			case functional.StatusFail:
 				body := r.Reason
@@ -95,11 +38,11 @@ func WriteJUnit(w io.Writer, res Result) error {
 				if r.Response != "" {
 					body += "\n\nresponse:\n" + r.Response
 				}
-				c.Failure = &junitMessage{Message: r.Reason, Type: "fail", Body: body}
+				c.Failure = &junit.Message{Message: r.Reason, Type: "fail", Body: body}
 			case functional.StatusSkip:
-				c.Skipped = &junitMessage{Message: r.Reason}
+				c.Skipped = &junit.Message{Message: r.Reason}
 			}
-			s.add(c)
+			s.Add(c)
 			total += r.Duration.Seconds()
 		}
 		for _, name := range order {
@@ -110,41 +53,28 @@ func WriteJUnit(w io.Writer, res Result) error {
 					d += r.Duration.Seconds()
 				}
 			}
-			s.Time = seconds(d)
-			root.Suites = append(root.Suites, *s)
+			s.Time = junit.Seconds(d)
+			root.Add(*s)
 		}
 	}
 	if len(res.Gates) > 0 {
-		gs := junitSuite{Name: "gates", Time: seconds(0)}
+		gs := junit.Suite{Name: "gates", Time: junit.Seconds(0)}
 		gates := append([]Gate(nil), res.Gates...)
 		sort.SliceStable(gates, func(i, j int) bool { return gates[i].Scenario < gates[j].Scenario })
 		for _, g := range gates {
-			c := junitCase{Name: g.Name, Classname: g.Scenario + ".gates." + string(g.Kind), Time: seconds(0), SystemOut: gateLine(g)}
+			c := junit.Case{Name: g.Name, Classname: g.Scenario + ".gates." + string(g.Kind), Time: junit.Seconds(0), SystemOut: gateLine(g)}
 			switch g.Verdict {
 			case VerdictFail:
-				c.Failure = &junitMessage{Message: g.Reason, Type: string(g.Kind), Body: gateLine(g)}
+				c.Failure = &junit.Message{Message: g.Reason, Type: string(g.Kind), Body: gateLine(g)}
 			case VerdictNoBaseline, VerdictSkipped:
-				c.Skipped = &junitMessage{Message: string(g.Verdict) + ": " + g.Reason}
+				c.Skipped = &junit.Message{Message: string(g.Verdict) + ": " + g.Reason}
 			}
-			gs.add(c)
+			gs.Add(c)
 		}
-		root.Suites = append(root.Suites, gs)
+		root.Add(gs)
 	}
-	for _, s := range root.Suites {
-		root.Tests += s.Tests
-		root.Failures += s.Failures
-		root.Skipped += s.Skipped
-	}
-	root.Time = seconds(total)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return fmt.Errorf("report: junit: %w", err)
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(root); err != nil {
-		return fmt.Errorf("report: junit: %w", err)
-	}
-	if _, err := io.WriteString(w, "\n"); err != nil {
+	root.Time = junit.Seconds(total)
+	if err := junit.Write(w, root); err != nil {
 		return fmt.Errorf("report: junit: %w", err)
 	}
 	return nil
