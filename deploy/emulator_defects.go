@@ -68,6 +68,8 @@ type EmulatorDefects struct {
 	ThinkTagsUnclosed bool `json:"think_tags_unclosed,omitempty" yaml:"think_tags_unclosed,omitempty"`
 	// TemperatureIgnored 忽略 temperature：采样请求总是给出贪心（temperature 0）的文本。
 	TemperatureIgnored bool `json:"temperature_ignored,omitempty" yaml:"temperature_ignored,omitempty"`
+	// TopKIgnored 接受 top_k 但不使用：top_k=1 时仍按完整分布采样（不再是贪心）。
+	TopKIgnored bool `json:"top_k_ignored,omitempty" yaml:"top_k_ignored,omitempty"`
 	// ThinkingNotDisabled 忽略 chat_template_kwargs 的 enable_thinking/thinking=false。
 	ThinkingNotDisabled bool `json:"thinking_not_disabled,omitempty" yaml:"thinking_not_disabled,omitempty"`
 	// BatchIgnored 让 /v1/completions 只服务提示列表中的第一个提示。

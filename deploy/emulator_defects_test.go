@@ -207,6 +207,11 @@ func emuDefectCases() []emuDefectCase {
 			sampled, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 1, "seed": 7}))
 			return emuStr(emuJget(greedy, "message", "content")) == emuStr(emuJget(sampled, "message", "content"))
 		}},
+		{"TopKIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			a, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 1, "top_k": 1, "seed": 7}))
+			b, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 1, "top_k": 1, "seed": 8}))
+			return emuStr(emuJget(a, "message", "content")) != emuStr(emuJget(b, "message", "content"))
+		}},
 		{"ThinkingNotDisabled", deploy.EmulatorConfig{Reasoning: true}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 50, "chat_template_kwargs": map[string]any{"enable_thinking": false}}))
 			return emuStr(emuJget(c, "message", "reasoning")) != ""

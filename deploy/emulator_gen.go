@@ -82,11 +82,11 @@ func (e *Emulator) applyLogitBias(in *emuGenInput, bias map[string]float64) {
 var emuNullJSON = []byte("null")
 
 // genChoice 确定性地生成第 i 个 choice。规则见 docs/emulator.md：
-// temperature 0 只由提示决定；temperature > 0 时由提示、seed、温度与 choice 序号决定，
-// 没有 seed 则每次不同。
+// 贪心（temperature 0，或 top_k 1）只由提示决定；否则由提示、seed、温度与 choice 序号
+// 决定，没有 seed 则每次不同。
 func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuChoice {
 	h := emulator.Hash(cfg.Model, in.key)
-	if in.s.temperature > 0 && !cfg.Defects.TemperatureIgnored {
+	if !in.s.greedy() && !cfg.Defects.TemperatureIgnored {
 		if in.s.seed != nil && !cfg.Defects.SeedIgnored {
 			h = emulator.Mix(h, uint64(*in.s.seed))
 			h = emulator.Mix(h, math.Float64bits(in.s.temperature))
@@ -94,7 +94,7 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 			h = emulator.Mix(h, e.engine.Fresh(uint64(cfg.Seed)))
 		}
 		h = emulator.Mix(h, uint64(i))
-	} else if in.s.temperature == 0 && in.s.seed != nil && cfg.Defects.GreedySeedDependent {
+	} else if in.s.greedy() && in.s.seed != nil && cfg.Defects.GreedySeedDependent {
 		h = emulator.Mix(h, uint64(*in.s.seed))
 	}
 	if cfg.Defects.StreamDiffers && in.stream {

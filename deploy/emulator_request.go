@@ -269,6 +269,7 @@ func parseStop(raw json.RawMessage) ([]string, *emuErr) {
 // emuSampling 是校验后的采样设置。
 type emuSampling struct {
 	temperature float64
+	topK        int // 0 或 -1 表示不限
 	seed        *int64
 	n           int
 	stop        []string
@@ -277,11 +278,18 @@ type emuSampling struct {
 	minTokens   int
 }
 
+// greedy 报告这组参数是否等价于贪心解码：temperature 为 0，或 top_k 为 1（vLLM 先按
+// top_k 截断再采样，只剩一个候选时结果与 argmax 相同，与温度和 seed 无关）。
+func (s *emuSampling) greedy() bool { return s.temperature == 0 || s.topK == 1 }
+
 // validateSampling 按 vLLM 的范围校验采样参数（越界 400），并应用能力开关。
 func validateSampling(c *emuCommon, cfg *EmulatorConfig, maxTokens *int) (*emuSampling, *emuErr) {
 	s := &emuSampling{temperature: 1, n: 1, seed: c.Seed}
 	if c.Temperature != nil {
 		s.temperature = *c.Temperature
+	}
+	if c.TopK != nil && !cfg.Defects.TopKIgnored {
+		s.topK = *c.TopK
 	}
 	if c.N != nil {
 		s.n = *c.N

@@ -10,6 +10,17 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 )
 
+// without 返回去掉 drop 之后的 list 副本。
+func without(list []string, drop string) []string {
+	var out []string
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // paramsExact 是 params_boundary 中断言“精确 token 数 + 固定 seed 可复现”的用例
 // （top_p/top_k/惩罚项的每个取值，top_p=0 被模拟器以 400 拒绝而跳过）。
 var paramsExact = []string{
@@ -42,8 +53,9 @@ var defectTable = map[string]struct {
 	"WrongFinishReason": {want: join([]string{"completions_core/default_max_tokens"}, maxTokensCases, paramsExact, stopCases,
 		[]string{"params_boundary/logit_bias", "function_call/named"})},
 	"StopStringKept": {want: stopCases},
-	// 固定 seed 不再可复现：seed 用例与“固定 seed 可复现”的参数用例。
-	"SeedIgnored":       {want: join(paramsExact, []string{"params_boundary/seed=0", "params_boundary/seed=42", "params_boundary/seed=1234"})},
+	// 固定 seed 不再可复现：seed 用例与“固定 seed 可复现”的参数用例；top_k=1 是贪心，
+	// 与 seed 无关，不受影响。
+	"SeedIgnored":       {want: join(without(paramsExact, "params_boundary/top_k=1"), []string{"params_boundary/seed=0", "params_boundary/seed=42", "params_boundary/seed=1234"})},
 	"JSONObjectInvalid": {want: []string{"guided/json_object", "guided/json_schema", "guided/structured_outputs_json"}},
 	"ToolArgsInvalid":   {want: []string{"function_call/auto", "function_call/required", "function_call/named", "function_call/two_tools", "function_call/stream"}},
 	// 推理 token 已计入 usage 但没有下发：推理用例，以及 chunk 数与 token 数对不上。
@@ -96,7 +108,9 @@ var defectTable = map[string]struct {
 		"params_boundary/temperature=0.6", "params_boundary/temperature=1", "params_boundary/seed_varies",
 		"streaming/completions_usage"}, stopCases)},
 	// 贪心解码随 seed 变化：只有 temperature=0 用例同时发送带与不带 seed 的贪心请求。
-	"GreedySeedDependent": {want: []string{"params_boundary/temperature=0"}},
+	"GreedySeedDependent": {want: []string{"params_boundary/temperature=0", "params_boundary/top_k=1"}},
+	// top_k 被忽略：top_k=1 不再是贪心，不同 seed 给出不同文本。
+	"TopKIgnored": {want: []string{"params_boundary/top_k=1"}},
 	// top_p=0 不校验而 500：5xx 从不被当作“不支持”跳过，用例变红。
 	"TopPZeroServerError": {want: []string{"params_boundary/top_p=0"}},
 	// 非法 JSON 得到 500：errors/recovers 也发送非法 JSON，但不检查其状态码。

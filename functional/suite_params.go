@@ -74,6 +74,22 @@ func paramsCases(cfg Config) []Case {
 		add("top_p="+describe(v), "top_p value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_p", v))
 	}
 	for _, v := range pc.TopK {
+		if v == 1 {
+			// top_k=1 只剩一个候选，采样结果就是 argmax：与温度、seed 都无关（vLLM 如此）。
+			add("top_k=1", "top_k=1 is accepted (or probed as unsupported), generation stays exact, and it is greedy: different seeds at temperature 1 give identical text",
+				func(ctx context.Context, t *T) {
+					exact("top_k", 1)(ctx, t)
+					texts := map[string]bool{}
+					for _, seed := range []int{5, 6, 7} {
+						b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"top_k": 1, "temperature": 1.0, "seed": seed, "ignore_eos": true})
+						texts[t.output(t.chat(ctx, b).Choices[0].Message)] = true
+					}
+					if len(texts) != 1 {
+						t.Fatalf("top_k=1 gave %d different texts for 3 seeds: it is not greedy", len(texts))
+					}
+				})
+			continue
+		}
 		add("top_k="+strconv.Itoa(v), "top_k value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_k", v))
 	}
 	for _, v := range pc.PresencePenalty {
