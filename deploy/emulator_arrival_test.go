@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"bufio"
-	"context"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,18 +20,8 @@ import (
 // 函数起算则 B 要到约 300ms。非 Linux 平台没有内核时间戳，只检查两个响应都正确。
 func TestEmulatorCountsTTFTFromSocketArrival(t *testing.T) {
 	const ttft = 150 * time.Millisecond
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", TTFT: ttft})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	dep, err := em.Deploy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
-	u, err := url.Parse(dep.Endpoint().BaseURLs[0])
+	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", TTFT: ttft})
+	u, err := url.Parse(ep.BaseURLs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

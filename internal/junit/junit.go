@@ -12,25 +12,28 @@ import (
 	"io"
 )
 
-// Suites 是根元素 testsuites；Tests/Failures/Skipped 是全部套件之和（由 Add 维护）。
-type Suites struct {
-	XMLName  xml.Name `xml:"testsuites"`
-	Name     string   `xml:"name,attr"`
-	Tests    int      `xml:"tests,attr"`
-	Failures int      `xml:"failures,attr"`
-	Errors   int      `xml:"errors,attr"`
-	Skipped  int      `xml:"skipped,attr"`
-	Time     string   `xml:"time,attr"`
-	Suites   []Suite  `xml:"testsuite"`
+// Counts 是 testsuites 与 testsuite 共有的计数属性（嵌入两者，encoding/xml 把嵌入
+// 字段当作外层字段输出，属性顺序不变）。
+type Counts struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Errors   int `xml:"errors,attr"`
+	Skipped  int `xml:"skipped,attr"`
 }
 
-// Suite 是一个 testsuite 元素；Tests/Failures/Skipped 由 Add 维护。
+// Suites 是根元素 testsuites；计数是全部套件之和（由 Add 维护）。
+type Suites struct {
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	Counts
+	Time   string  `xml:"time,attr"`
+	Suites []Suite `xml:"testsuite"`
+}
+
+// Suite 是一个 testsuite 元素；计数由 Add 维护。
 type Suite struct {
-	Name      string `xml:"name,attr"`
-	Tests     int    `xml:"tests,attr"`
-	Failures  int    `xml:"failures,attr"`
-	Errors    int    `xml:"errors,attr"`
-	Skipped   int    `xml:"skipped,attr"`
+	Name string `xml:"name,attr"`
+	Counts
 	Time      string `xml:"time,attr"`
 	Timestamp string `xml:"timestamp,attr,omitempty"`
 	Cases     []Case `xml:"testcase"`

@@ -26,7 +26,8 @@ func TestWriteRoundTrip(t *testing.T) {
 	if !strings.HasPrefix(out, xml.Header) || !strings.HasSuffix(out, "</testsuites>\n") || !strings.Contains(out, "\n  <testsuite ") {
 		t.Fatalf("layout:\n%s", out)
 	}
-	if !strings.Contains(out, `time="1.500"`) || !strings.Contains(out, "details &lt;&amp;&gt;") {
+	if !strings.Contains(out, `<testsuites name="run" tests="3" failures="1" errors="0" skipped="1" time="1.500">`) ||
+		!strings.Contains(out, `<testsuite name="s1" tests="3" failures="1" errors="0" skipped="1" time="1.500" timestamp="2026-11-22T07:00:00">`) || !strings.Contains(out, "details &lt;&amp;&gt;") {
 		t.Fatalf("attributes or escaping:\n%s", out)
 	}
 	var back Suites

@@ -68,8 +68,18 @@ func Listen(ctx context.Context, lc *net.ListenConfig, network, address string) 
 	if lc != nil {
 		cfg = *lc
 	}
-	prev := cfg.Control
-	cfg.Control = func(network, address string, c syscall.RawConn) error {
+	cfg.Control = withEnable(cfg.Control)
+	ln, err := cfg.Listen(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return Listener(ln), nil
+}
+
+// withEnable 返回一个套接字 Control 钩子：先调用 prev（可为 nil，错误原样返回），
+// 再开启接收时间戳。开启失败不算错误——只是拿不到时间戳。
+func withEnable(prev func(network, address string, c syscall.RawConn) error) func(network, address string, c syscall.RawConn) error {
+	return func(network, address string, c syscall.RawConn) error {
 		if prev != nil {
 			if err := prev(network, address, c); err != nil {
 				return err
@@ -78,11 +88,6 @@ func Listen(ctx context.Context, lc *net.ListenConfig, network, address string) 
 		enable(c)
 		return nil
 	}
-	ln, err := cfg.Listen(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	return Listener(ln), nil
 }
 
 // Accept 接受连接并尝试开启接收时间戳；开启失败时原样返回连接。
@@ -96,21 +101,22 @@ func (l *listener) Accept() (net.Conn, error) {
 
 // DialContext 返回一个拨号函数（可直接用作 http.Transport.DialContext）：用 d 拨号，
 // 在 connect 之前开启接收时间戳，得到的 TCP 连接实现 Stamper（平台支持时）。
-// d 为 nil 时用零值 Dialer；d 自己的 Control 仍会先被调用。
+// d 为 nil 时用零值 Dialer；d 自己的 ControlContext 或 Control 仍会先被调用。
 func DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	var dd net.Dialer
 	if d != nil {
 		dd = *d
 	}
-	prev := dd.Control
-	dd.Control = func(network, address string, c syscall.RawConn) error {
-		if prev != nil {
-			if err := prev(network, address, c); err != nil {
+	if cc := dd.ControlContext; cc != nil { // Dialer 优先用 ControlContext
+		dd.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
+			if err := cc(ctx, network, address, c); err != nil {
 				return err
 			}
+			enable(c)
+			return nil
 		}
-		enable(c) // 失败不算错误：只是拿不到时间戳
-		return nil
+	} else {
+		dd.Control = withEnable(dd.Control)
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dd.DialContext(ctx, network, addr)

@@ -233,6 +233,10 @@ func TestHookErrorsPropagate(t *testing.T) {
 	if _, err := DialContext(&net.Dialer{Control: hook})(context.Background(), "tcp", "127.0.0.1:1"); !errors.Is(err, boom) {
 		t.Fatalf("Dial with failing Control: %v", err)
 	}
+	ctxHook := func(context.Context, string, string, syscallRawConn) error { return boom }
+	if _, err := DialContext(&net.Dialer{ControlContext: ctxHook})(context.Background(), "tcp", "127.0.0.1:1"); !errors.Is(err, boom) {
+		t.Fatalf("Dial with failing ControlContext: %v", err)
+	}
 	if _, err := DialContext(nil)(context.Background(), "tcp", "127.0.0.1:1"); err == nil {
 		t.Fatal("dial to a closed port succeeded")
 	}
@@ -267,3 +271,34 @@ func BenchmarkRead(b *testing.B) {
 
 // syscallRawConn 是 syscall.RawConn 的别名，让上面的钩子签名保持简短。
 type syscallRawConn = syscall.RawConn
+
+// TestDialerControlContextKept 检查调用方的 ControlContext 被调用，连接仍带时间戳。
+func TestDialerControlContextKept(t *testing.T) {
+	ln, err := Listen(context.Background(), nil, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			_, _ = c.Write([]byte("hi"))
+			c.Close()
+		}
+	}()
+	called := false
+	d := &net.Dialer{ControlContext: func(context.Context, string, string, syscallRawConn) error { called = true; return nil }}
+	c, err := DialContext(d)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatal(err)
+	}
+	if !called {
+		t.Fatal("caller's ControlContext was not called")
+	}
+	if runtime.GOOS == "linux" && (Of(c) == nil || Of(c).LastRx().IsZero()) {
+		t.Fatal("dialled conn carries no receive timestamp")
+	}
+}
