@@ -38,3 +38,37 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// benchFidelity 在模拟器注入 TTFT 50ms、ITL 10ms 时以并发 conc 跑 b.N 个请求（至少 4 轮），
+// 报告中位 TTFT / TPOT 相对注入值的偏差，以及客户端自身的读取滞后（不计入 TTFT）。
+// 这是报告数字的基准，不是断言：共享机器繁忙时偏差会变大。
+func benchFidelity(b *testing.B, conc int) {
+	const ttft, itl = 50 * time.Millisecond, 10 * time.Millisecond
+	_, tgt := startEmulator(b, deploy.EmulatorConfig{Model: "m", TTFT: ttft, ITL: itl})
+	n := max(b.N, 4*conc)
+	p := loadgen.Profile{Concurrency: []int{conc}, InputLength: []int{32}, OutputLength: []int{64}, NumRequests: []int{n}}
+	b.ResetTimer()
+	sums, err := loadgen.Run(context.Background(), tgt, p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := sums[0]
+	if s.Failed > 0 {
+		b.Fatalf("%d of %d requests failed", s.Failed, s.NumPrompts)
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	b.ReportMetric(ms(s.TTFT.P50-ttft), "ttft-p50-err-ms")
+	b.ReportMetric(ms(s.TPOT.P50-itl), "tpot-p50-err-ms")
+	if s.ClientLag.Valid() {
+		b.ReportMetric(ms(s.ClientLag.P50), "client-lag-p50-ms")
+	}
+}
+
+// BenchmarkFidelityC1 并发 1 时的时延保真度。
+func BenchmarkFidelityC1(b *testing.B) { benchFidelity(b, 1) }
+
+// BenchmarkFidelityC64 并发 64 时的时延保真度。
+func BenchmarkFidelityC64(b *testing.B) { benchFidelity(b, 64) }
+
+// BenchmarkFidelityC256 并发 256 时的时延保真度。
+func BenchmarkFidelityC256(b *testing.B) { benchFidelity(b, 256) }
