@@ -93,6 +93,13 @@ func (c *conn) recv(fd uintptr) bool {
 					c.last.Store(ns)
 				}
 			}
+			if raceEnabled {
+				// 竞态检测器把“一次 syscall.Write 之后的 syscall.Read”视为同步（syscall 包里的
+				// ioSync 注解），普通 net.Conn 的读写因此在 -race 下建立 happens-before；
+				// syscall.Recvmsg 没有这个注解。补一次零长度 read（对套接字是无副作用的空操作）
+				// 得到同样的注解，让使用方的 -race 测试与用普通连接时表现一致。
+				_, _ = syscall.Read(int(fd), nil)
+			}
 		default:
 			c.rerr = err
 		}

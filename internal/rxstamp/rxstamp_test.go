@@ -302,3 +302,24 @@ func TestDialerControlContextKept(t *testing.T) {
 		t.Fatal("dialled conn carries no receive timestamp")
 	}
 }
+
+// TestRaceDetectorSeesIOSync 检查在 -race 下，经包装连接的“写 → 读”与普通连接一样建立
+// happens-before：写方在写之前改的变量，读方读到数据后再读它，不算竞态（否则使用方在
+// -race 下会看到普通 net.Conn 不会出现的报告）。不开 -race 时这个测试恒过。
+func TestRaceDetectorSeesIOSync(t *testing.T) {
+	c, s := pair(t)
+	for i := range 20 {
+		shared := 0
+		go func() {
+			shared = i + 1
+			_, _ = c.Write([]byte{byte(i)})
+		}()
+		buf := make([]byte, 1)
+		if _, err := io.ReadFull(s, buf); err != nil {
+			t.Fatal(err)
+		}
+		if shared != i+1 {
+			t.Fatalf("round %d: shared=%d", i, shared)
+		}
+	}
+}
