@@ -20,6 +20,7 @@ const (
 	NamePerfFirstToSecondToken    = "perf_time_between_first_and_second_token_seconds"
 	NamePerfE2E                   = "perf_e2e_seconds"
 	NamePerfSlotWait              = "perf_slot_wait_seconds"
+	NamePerfClientLag             = "perf_client_lag_seconds"
 	NamePerfServerTTFT            = "perf_server_ttft_seconds"
 	NamePerfServerTPOT            = "perf_server_tpot_seconds"
 	NamePerfServerE2E             = "perf_server_e2e_seconds"
@@ -149,6 +150,8 @@ var distSpecs = []distSpec{
 		lat: func(s *loadgen.Summary) *loadgen.Latency { return &s.E2E }},
 	{name: NamePerfSlotWait, help: "Time spent waiting for a concurrency slot (coordinated omission made visible)", csvUnit: 1,
 		lat: func(s *loadgen.Summary) *loadgen.Latency { return &s.SlotWait }},
+	{name: NamePerfClientLag, help: "Load generator's own read lag: first output chunk in the socket (kernel receive timestamp) to parsed; not part of TTFT (absent without kernel timestamps)", csvUnit: 1,
+		lat: func(s *loadgen.Summary) *loadgen.Latency { return &s.ClientLag }},
 	{name: NamePerfServerTTFT, help: "Server-side TTFT from the server's histograms, converted from ms", csvStem: "SERVER_TTFT(ms)", csvUnit: 1e-3,
 		lat: func(s *loadgen.Summary) *loadgen.Latency { return &s.ServerTTFT }},
 	{name: NamePerfServerTPOT, help: "Server-side TPOT from the server's histograms, converted from ms", csvStem: "SERVER_TPOT(ms)", csvUnit: 1e-3,
