@@ -19,15 +19,27 @@ func TestArrivedUsesKernelStamp(t *testing.T) {
 	x.rec.Sent = intended.Add(time.Millisecond)
 
 	// 数据在 30ms 前到达、现在才读：到达时刻取 30ms 前，滞后约 30ms。
+	// 内核时间戳没有单调读数（Round(0) 模拟）；结果按 now − 滞后在单调时钟上计算，
+	// 与墙上时钟的差只有两次读时钟之间的纳秒级抖动。
 	arrival := time.Now().Add(-30 * time.Millisecond)
-	x.conn = stamp{arrival}
+	x.conn = stamp{arrival.Round(0)}
 	at, lag := x.arrived(intended)
-	if want := arrival.Sub(intended); at != want {
+	if want := arrival.Sub(intended); (at - want).Abs() > time.Microsecond {
 		t.Fatalf("at = %v, want %v", at, want)
 	}
 	if lag < 30*time.Millisecond || lag > time.Second {
 		t.Fatalf("lag = %v, want about 30ms", lag)
 	}
+	// 同一个时间戳（一次读取交出的下一个事件）得到完全相同的到达时刻，滞后随读取变大。
+	if at2, lag2 := x.arrived(intended); at2 != at || lag2 < lag {
+		t.Fatalf("same stamp: at %v → %v, lag %v → %v", at, at2, lag, lag2)
+	}
+	// 更晚的时间戳不会让到达时刻倒退。
+	x.conn = stamp{arrival.Round(0).Add(time.Nanosecond)}
+	if at3, _ := x.arrived(intended); at3 < at {
+		t.Fatalf("later stamp went back in time: %v < %v", at3, at)
+	}
+	x.lastStamp, x.lastAt = time.Time{}, 0
 
 	for name, c := range map[string]stamp{
 		"zero":          {},

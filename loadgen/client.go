@@ -142,6 +142,9 @@ type exchange struct {
 	// conn 是本次请求所用连接的接收时间戳来源（GotConn 时取得）；nil 表示不可得
 	conn  rxstamp.Stamper
 	trace *httptrace.ClientTrace
+	// lastStamp / lastAt 是本请求上一次用到的内核时间戳及其换算出的到达时刻，见 arrived
+	lastStamp time.Time
+	lastAt    time.Duration
 	// 复用的请求头，见 header
 	hdr       http.Header
 	hdrKey    string
@@ -170,15 +173,26 @@ func (x *exchange) withTrace(ctx context.Context) context.Context {
 
 // arrived 返回刚读到的数据的到达时刻（相对 intended），以及客户端读取滞后
 // （now − 内核接收时刻；没有可信的内核时间戳时为 -1，到达时刻退回 now）。
-// 时间戳早于本请求发出时刻说明它属于别的请求，不可信。
+// 到达时刻按 now − 滞后计算，整段仍在单调时钟上（见 rxstamp.Lag）；滞后超过本请求
+// 发出以来的时间说明时间戳属于更早的数据，不可信。
+//
+// 一次读取交出的多个事件共享同一个内核时间戳，它们得到完全相同的到达时刻（复用上一次
+// 的结果）；两次读时钟之间墙上时钟与单调时钟有纳秒级抖动，因此到达时刻也不允许倒退。
 func (x *exchange) arrived(intended time.Time) (at, lag time.Duration) {
 	now := time.Now()
+	since := now.Sub(intended)
 	if x.conn != nil {
-		if t := x.conn.LastRx(); !t.IsZero() && !t.After(now) && !t.Before(x.rec.Sent) {
-			return t.Sub(intended), now.Sub(t)
+		if t := x.conn.LastRx(); !t.IsZero() && t.Equal(x.lastStamp) {
+			return x.lastAt, now.Round(0).Sub(t)
 		}
 	}
-	return now.Sub(intended), -1
+	lag, ok := rxstamp.Lag(x.conn, now, now.Sub(x.rec.Sent))
+	if !ok {
+		return since, -1
+	}
+	at = max(since-lag, x.lastAt)
+	x.lastStamp, x.lastAt = now.Round(0).Add(-lag), at
+	return at, lag
 }
 
 // send 发出一个请求并测量，结果留在 x.rec 中。intended 是意图发送时刻（时延起点）。
@@ -191,7 +205,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	rec.TokenSource, rec.FinishReason = TokenSourceEstimate, ""
 	rec.OK, rec.Status, rec.ErrorClass, rec.Error = false, 0, ErrClassNone, ""
 	rec.Sent, rec.SlotWait, rec.ClientLag = time.Time{}, 0, -1
-	x.conn = nil
+	x.conn, x.lastStamp, x.lastAt = nil, time.Time{}, 0
 	x.think, x.pend, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, "", 0, 0, 0, false
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
 

@@ -59,7 +59,8 @@ type Group struct {
 // 创建且平台支持（Linux 的 SO_TIMESTAMPNS）时，记录的是字节进入本机套接字的时刻，
 // 而不是读取它的 goroutine 被调度到的时刻——客户端自己在忙 CPU 上的调度滞后不算作
 // 服务端时延，另记在 ClientLag 中。拿不到时间戳时（自带 Target.Client、非 Linux）
-// 退回读取时的 time.Now()，ClientLag 为 -1。
+// 退回读取时的 time.Now()，ClientLag 为 -1。内核时间戳是墙上时钟，只用来量“到达套接字
+// → 被读到”这一小段滞后；到达时刻按读取时的单调时钟减去滞后得到，整段时延仍在单调时钟上。
 //
 // Record 及其切片只在 RecordSink.WriteRecord 调用期间有效，接收方需要保留时必须复制。
 type Record struct {

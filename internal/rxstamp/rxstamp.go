@@ -42,17 +42,34 @@ func Of(c net.Conn) Stamper {
 	return nil
 }
 
-// Arrival 返回 s 报告的到达时刻；s 为 nil、时间戳未知或不可信（晚于 now，或早于 now
-// 超过 maxAge）时返回 now。maxAge 用于挡住陈旧的时间戳（例如时钟被大幅调整）。
-func Arrival(s Stamper, now time.Time, maxAge time.Duration) time.Time {
+// Lag 返回 now 与 s 报告的最近接收时刻之差（读取方的滞后），以及它是否可信：s 为 nil、
+// 时间戳未知、晚于 now 或早于 now 超过 maxAge（陈旧，或时钟被大幅调整）时不可信。
+//
+// 内核时间戳是墙上时钟（CLOCK_REALTIME），没有单调读数；这里只在“接收 → 读取”这一小段
+// 上比较墙上时钟，调用方再用 now 的单调读数减去滞后（见 Arrival），整段时延因此仍在
+// 单调时钟上计量，不受墙上时钟跳变影响。
+func Lag(s Stamper, now time.Time, maxAge time.Duration) (time.Duration, bool) {
 	if s == nil {
-		return now
+		return 0, false
 	}
 	t := s.LastRx()
-	if t.IsZero() || t.After(now) || now.Sub(t) > maxAge {
-		return now
+	if t.IsZero() {
+		return 0, false
 	}
-	return t
+	lag := now.Round(0).Sub(t) // Round(0) 去掉单调读数：两边都按墙上时钟比较
+	if lag < 0 || lag > maxAge {
+		return 0, false
+	}
+	return lag, true
+}
+
+// Arrival 返回 s 报告的到达时刻，表示为 now 减去读取滞后（保留 now 的单调读数，
+// 可与其他 time.Now() 得到的时刻直接相减）；滞后不可信时（见 Lag）返回 now。
+func Arrival(s Stamper, now time.Time, maxAge time.Duration) time.Time {
+	if lag, ok := Lag(s, now, maxAge); ok {
+		return now.Add(-lag)
+	}
+	return now
 }
 
 // Listener 包装 ln：Accept 得到的 TCP 连接都带接收时间戳（平台支持时）。

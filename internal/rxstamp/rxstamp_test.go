@@ -81,6 +81,13 @@ func TestStampBracketsArrival(t *testing.T) {
 			if got := Arrival(st, after, time.Minute); !got.Equal(ts) {
 				t.Fatalf("Arrival = %v, want %v", got, ts)
 			}
+			// Arrival 保留 after 的单调读数：与其他 time.Now() 相减走单调时钟。
+			if got := Arrival(st, after, time.Minute); got.Sub(before) != after.Sub(before)-after.Round(0).Sub(ts) {
+				t.Fatalf("Arrival lost the monotonic reading: %v", got)
+			}
+			if lag, ok := Lag(st, after, time.Minute); !ok || lag != after.Round(0).Sub(ts) {
+				t.Fatalf("Lag = %v, %v", lag, ok)
+			}
 		})
 	}
 }
