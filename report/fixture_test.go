@@ -14,7 +14,7 @@ var t0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 
 // lat 构造一个只关心 P99 的时延摘要（其余分位按比例填充）。
 func lat(p99 time.Duration) loadgen.Latency {
-	return loadgen.Latency{Count: 16, P75: p99 * 6 / 10, P90: p99 * 8 / 10, P95: p99 * 9 / 10, P99: p99, Min: p99 / 4, Max: p99 * 11 / 10, Avg: p99 / 2}
+	return loadgen.Latency{Count: 16, P50: p99 / 2, P75: p99 * 6 / 10, P90: p99 * 8 / 10, P95: p99 * 9 / 10, P99: p99, Min: p99 / 4, Max: p99 * 11 / 10, Avg: p99 / 2}
 }
 
 // perfRows 构造一个场景的 PR 档压测行：TTFT/E2E 随并发与长度增长，
@@ -33,7 +33,7 @@ func perfRows(slow float64, rounds int) []loadgen.Summary {
 						Provider: "emulator", Backend: "openai-chat", ControlMethod: "climb", ConcurrencyBackend: "threading-pool", DatasetType: "random",
 						NumPrompts: c * 16, Succeeded: c * 16, TotalTime: time.Duration(float64(c*16) / qps * float64(time.Second)),
 						QPS: qps, OutputTokenThroughput: qps * float64(outLen), TotalTokenThroughput: qps * float64(in+outLen),
-						TTFT: lat(ttft), E2E: lat(e2e), TPOT: lat(time.Millisecond), Goodput: -1,
+						TTFT: lat(ttft), E2E: lat(e2e), TPOT: lat(time.Millisecond), Goodput: -1, ClientLag: lat(400 * time.Microsecond),
 					})
 				}
 			}

@@ -23,6 +23,8 @@ type gateRow struct {
 type perfRow struct {
 	In, Out, Conc, Round, Prompts, Failed   int
 	TTFT, TPOT, E2E, QPS, OutTput, FailRate string
+	// ClientLag 是压测端自身的读取滞后 P50（不计入 TTFT）；没有内核时间戳时为 n/a。
+	ClientLag string
 }
 
 // accRow 是精度表的一行。
@@ -176,7 +178,8 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 		v.PerfRows = append(v.PerfRows, perfRow{In: r.InputLength, Out: r.OutputLength, Conc: r.Concurrency, Round: r.Round,
 			Prompts: r.NumPrompts, Failed: r.Failed,
 			TTFT: secs(r.TTFT, r.TTFT.P99), TPOT: secs(r.TPOT, r.TPOT.Avg), E2E: secs(r.E2E, r.E2E.P99),
-			QPS: fmt.Sprintf("%.2f", r.QPS), OutTput: fmt.Sprintf("%.1f", r.OutputTokenThroughput), FailRate: fmt.Sprintf("%.2f%%", r.FailRate*100)})
+			QPS: fmt.Sprintf("%.2f", r.QPS), OutTput: fmt.Sprintf("%.1f", r.OutputTokenThroughput), FailRate: fmt.Sprintf("%.2f%%", r.FailRate*100),
+			ClientLag: secs(r.ClientLag, r.ClientLag.P50)})
 	}
 	if len(sc.Perf) > 0 {
 		v.Charts = perfCharts(sc, gates)
