@@ -509,7 +509,7 @@ func gammaSample(r *rand.Rand, shape, scale float64) float64 {
 	}
 }
 
-// sleepUntil 等待 d；ctx 结束或 stop 关闭时提前返回 false。
+// sleepUntil 等待 d；ctx 结束或 stop 关闭时提前返回 false。stop 可以为 nil（永不关闭）。
 func sleepUntil(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -519,18 +519,6 @@ func sleepUntil(ctx context.Context, d time.Duration, stop <-chan struct{}) bool
 	case <-ctx.Done():
 		return false
 	case <-stop:
-		return false
-	}
-}
-
-// sleepCtx 等待 d 或 ctx 结束，返回是否等满。
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
 		return false
 	}
 }

@@ -256,7 +256,7 @@ func (s *scraper) settled(ctx context.Context, base *metricsSnap, served int64) 
 			return snap
 		}
 		d := snap.hist[2].delta(base.hist[2])
-		if d == nil || d.count >= float64(served) || time.Now().After(deadline) || !sleepCtx(ctx, 20*time.Millisecond) {
+		if d == nil || d.count >= float64(served) || time.Now().After(deadline) || !sleepUntil(ctx, 20*time.Millisecond, nil) {
 			return snap
 		}
 	}

@@ -49,6 +49,10 @@ func num(v float64) string {
 	return strconv.FormatFloat(v, 'f', 4, 64)
 }
 
+// csvStatCode 把 lat/vals 的字段码映射到统计量：'7' P75、'9' P90、'5' P95、'1' P99、
+// 'n' MIN、'x' MAX、'a' AVG（字段码串按 CSV 表头的列顺序书写）。
+var csvStatCode = map[rune]stat{'7': statP75, '9': statP90, '5': statP95, '1': statP99, 'n': statMin, 'x': statMax, 'a': statAvg}
+
 // lat 按列顺序输出 Latency 的若干字段；没有样本时全部为 -1。
 func lat(l loadgen.Latency, f func(time.Duration) string, fields string) []string {
 	out := make([]string, 0, len(fields))
@@ -57,24 +61,7 @@ func lat(l loadgen.Latency, f func(time.Duration) string, fields string) []strin
 			out = append(out, "-1")
 			continue
 		}
-		var d time.Duration
-		switch c {
-		case '7':
-			d = l.P75
-		case '9':
-			d = l.P90
-		case '5':
-			d = l.P95
-		case '1':
-			d = l.P99
-		case 'n':
-			d = l.Min
-		case 'x':
-			d = l.Max
-		case 'a':
-			d = l.Avg
-		}
-		out = append(out, f(d))
+		out = append(out, f(*latencyField(&l, csvStatCode[c])))
 	}
 	return out
 }
@@ -83,24 +70,7 @@ func lat(l loadgen.Latency, f func(time.Duration) string, fields string) []strin
 func vals(v loadgen.Values, fields string) []string {
 	out := make([]string, 0, len(fields))
 	for _, c := range fields {
-		var x float64
-		switch c {
-		case '7':
-			x = v.P75
-		case '9':
-			x = v.P90
-		case '5':
-			x = v.P95
-		case '1':
-			x = v.P99
-		case 'n':
-			x = v.Min
-		case 'x':
-			x = v.Max
-		case 'a':
-			x = v.Avg
-		}
-		out = append(out, num(x))
+		out = append(out, num(*valuesStat(&v, csvStatCode[c])))
 	}
 	return out
 }

@@ -164,34 +164,32 @@ var distSpecs = []distSpec{
 		val: func(s *loadgen.Summary) *loadgen.Values { return &s.SpecAcceptRate }},
 }
 
-// latencyStat 取 Latency 的一个统计量（秒）。
-func latencyStat(l *loadgen.Latency, s stat) float64 {
-	d := map[stat]time.Duration{
-		statP75: l.P75, statP90: l.P90, statP95: l.P95, statP99: l.P99,
-		statMin: l.Min, statMax: l.Max, statAvg: l.Avg,
-	}[s]
-	return d.Seconds()
+// latencyField 返回 Latency 的统计量字段指针，读（导出、CSV）写（基线重建）共用。
+func latencyField(l *loadgen.Latency, s stat) *time.Duration {
+	switch s {
+	case statP75:
+		return &l.P75
+	case statP90:
+		return &l.P90
+	case statP95:
+		return &l.P95
+	case statP99:
+		return &l.P99
+	case statMin:
+		return &l.Min
+	case statMax:
+		return &l.Max
+	default:
+		return &l.Avg
+	}
 }
+
+// latencyStat 取 Latency 的一个统计量（秒）。
+func latencyStat(l *loadgen.Latency, s stat) float64 { return latencyField(l, s).Seconds() }
 
 // setLatencyStat 把秒数写回 Latency 的一个统计量（基线重建用）。
 func setLatencyStat(l *loadgen.Latency, s stat, sec float64) {
-	d := time.Duration(sec * float64(time.Second))
-	switch s {
-	case statP75:
-		l.P75 = d
-	case statP90:
-		l.P90 = d
-	case statP95:
-		l.P95 = d
-	case statP99:
-		l.P99 = d
-	case statMin:
-		l.Min = d
-	case statMax:
-		l.Max = d
-	case statAvg:
-		l.Avg = d
-	}
+	*latencyField(l, s) = time.Duration(sec * float64(time.Second))
 }
 
 // valuesStat 返回 Values 的统计量指针，读写共用。
