@@ -231,6 +231,18 @@ func validateSchema(schema json.RawMessage) *emuErr {
 	return nil
 }
 
+// start 是 chat 与 completions 处理函数的共同收尾：解析或规划失败（er 非 nil）时
+// 写错误体并记访问日志，否则带着到达时刻开始按时间表服务。
+func (e *Emulator) start(w http.ResponseWriter, r *http.Request, cfg *EmulatorConfig, arrival time.Time, stream bool, run *emuRun, er *emuErr) {
+	if er != nil {
+		e.writeError(w, cfg, er)
+		e.logAccess(r, er.status, stream, 0, 0, arrival, "")
+		return
+	}
+	run.arrival, run.em = arrival, e
+	e.serve(w, r, run)
+}
+
 // handleChat 实现 POST /v1/chat/completions。
 func (e *Emulator) handleChat(w http.ResponseWriter, r *http.Request) {
 	arrival := emuArrival(r)
@@ -241,13 +253,7 @@ func (e *Emulator) handleChat(w http.ResponseWriter, r *http.Request) {
 	if er == nil {
 		run, er = e.planChat(cfg, &req)
 	}
-	if er != nil {
-		e.writeError(w, cfg, er)
-		e.logAccess(r, er.status, req.Stream, 0, 0, arrival, "")
-		return
-	}
-	run.arrival, run.em = arrival, e
-	e.serve(w, r, run)
+	e.start(w, r, cfg, arrival, req.Stream, run, er)
 }
 
 // planChat 校验 chat 请求并生成全部 choice。
@@ -439,13 +445,7 @@ func (e *Emulator) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if er == nil {
 		run, er = e.planCompletion(cfg, &req)
 	}
-	if er != nil {
-		e.writeError(w, cfg, er)
-		e.logAccess(r, er.status, req.Stream, 0, 0, arrival, "")
-		return
-	}
-	run.arrival, run.em = arrival, e
-	e.serve(w, r, run)
+	e.start(w, r, cfg, arrival, req.Stream, run, er)
 }
 
 // parsePrompts 解析 completions 的 prompt：字符串、字符串数组、token id 数组或其数组。
