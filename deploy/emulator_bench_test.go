@@ -2,44 +2,33 @@ package deploy_test
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/internal/sse"
 )
 
 // benchStream 在回环上以并行客户端压测流式 chat（零延迟），报告 req/s 与 chunk/s。
 // tokens 是每个请求的输出 token 数（ignore_eos），每个 token 一个 SSE chunk。
 func benchStream(b *testing.B, tokens int, stream, coalesce bool) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: coalesce})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dep, err := em.Deploy(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
-	url := dep.Endpoint().BaseURL() + "/chat/completions"
-	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	_, ep := startEmu(b, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: coalesce})
+	url := ep.BaseURL() + "/chat/completions"
+	client := benchClient(b)
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"benchmark prompt 性能测试"}],"max_tokens":` +
 		itoa(tokens) + `,"ignore_eos":true,"temperature":0,"stream":` + map[bool]string{true: "true", false: "false"}[stream] +
 		`,"stream_options":` + map[bool]string{true: `{"include_usage":true}`, false: "null"}[stream] + `}`)
 	b.SetParallelism(8)
 	b.ResetTimer()
 	start := time.Now()
-	cpu0 := cpuTime()
+	cpu0 := procstat.CPUTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
@@ -52,7 +41,7 @@ func benchStream(b *testing.B, tokens int, stream, coalesce bool) {
 		}
 	})
 	el := time.Since(start).Seconds()
-	cpu := (cpuTime() - cpu0).Seconds()
+	cpu := (procstat.CPUTime() - cpu0).Seconds()
 	b.ReportMetric(float64(b.N)/el, "req/s")
 	// 机器被其他进程争用时墙钟数字会失真；每请求 CPU 时间（客户端 + 服务端合计）更稳定，
 	// 由它可推算 2 核满载时的上限：2 / cpu-s-per-req。
@@ -99,7 +88,7 @@ func BenchmarkHandlerStream(b *testing.B) {
 	h := em.Handler()
 	body := `{"model":"m","messages":[{"role":"user","content":"benchmark prompt 性能测试"}],"max_tokens":40,"ignore_eos":true,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := procstat.CPUTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			rec := httptest.NewRecorder()
@@ -111,35 +100,23 @@ func BenchmarkHandlerStream(b *testing.B) {
 			}
 		}
 	})
-	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N), "cpu-us/op")
+	b.ReportMetric((procstat.CPUTime()-cpu0).Seconds()*1e6/float64(b.N), "cpu-us/op")
 }
 
-// cpuTime 返回本进程累计的用户态 + 内核态 CPU 时间。
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+// benchClient 返回压测用的客户端：连接池足够大、关闭压缩；基准结束时关闭空闲连接。
+func benchClient(b *testing.B) *http.Client {
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, DisableCompression: true}
+	b.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }
 
 // benchFidelity 以并发 conc 个流测量客户端看到的 TTFT 与 ITL 中位数，与注入值
 // （TTFT 50ms、ITL 10ms）比较并报告偏差（毫秒）。这是基准而非断言：机器繁忙时偏差会变大。
 func benchFidelity(b *testing.B, conc int) {
 	const ttft, itl = 50 * time.Millisecond, 10 * time.Millisecond
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", TTFT: ttft, ITL: itl})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dep, err := em.Deploy(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
-	url := dep.Endpoint().BaseURL() + "/completions"
-	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	_, ep := startEmu(b, deploy.EmulatorConfig{Model: "m", TTFT: ttft, ITL: itl})
+	url := ep.BaseURL() + "/completions"
+	client := benchClient(b)
 	body := `{"model":"m","prompt":"x","max_tokens":20,"ignore_eos":true,"stream":true}`
 	var mu sync.Mutex
 	var ttfts, itls []float64

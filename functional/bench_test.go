@@ -2,11 +2,10 @@ package functional_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/internal/procstat"
 )
 
 // BenchmarkCatalog 测量整个默认目录（全部能力开启）对模拟器跑一遍的耗时；
@@ -19,7 +18,7 @@ func BenchmarkCatalog(b *testing.B) {
 	}
 	cases := functional.DefaultCatalog().Cases()
 	b.ReportMetric(float64(len(cases)), "cases/op")
-	cpu0 := cpuTime()
+	cpu0 := procstat.CPUTime()
 	for b.Loop() {
 		rep, err := r.Run(context.Background(), cases)
 		if err != nil {
@@ -31,14 +30,5 @@ func BenchmarkCatalog(b *testing.B) {
 	}
 	// 机器被其他进程占满时墙钟时间会膨胀；进程 CPU 时间（客户端 + 进程内模拟器）
 	// 是不受负载影响的成本指标。
-	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
-}
-
-// cpuTime 返回本进程累计的用户态 + 内核态 CPU 时间。
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((procstat.CPUTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 }

@@ -2,11 +2,11 @@ package loadgen_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -17,9 +17,9 @@ func BenchmarkRunZeroLatency(b *testing.B) {
 	_, tgt := startEmulator(b, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: true})
 	p := loadgen.Profile{Concurrency: []int{64}, InputLength: []int{32}, OutputLength: []int{40}, NumRequests: []int{b.N}}
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := procstat.CPUTime()
 	sums, err := loadgen.Run(context.Background(), tgt, p, nil)
-	cpu := cpuTime() - cpu0
+	cpu := procstat.CPUTime() - cpu0
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,15 +28,6 @@ func BenchmarkRunZeroLatency(b *testing.B) {
 	b.ReportMetric(s.OutputTokenThroughput, "chunks/s")
 	b.ReportMetric(s.FailRate, "failrate")
 	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "cpu-us/op")
-}
-
-// cpuTime 返回本进程累计的用户态 + 内核态 CPU 时间（客户端与同进程模拟器之和）。
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchFidelity 在模拟器注入 TTFT 50ms、ITL 10ms 时以并发 conc 跑 b.N 个请求（至少 4 轮），

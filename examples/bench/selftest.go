@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
 )
@@ -133,7 +134,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 		// 再把内核记录的峰值清零，这样测到的是这一项自己的峰值，与单独运行时一致。
 		debug.FreeOSMemory()
 		peakScope := "this part only"
-		if err := resetPeakRSS(); err != nil {
+		if err := procstat.ResetPeakRSS(); err != nil {
 			peakScope = "whole process, reset failed: " + err.Error()
 		}
 		start := time.Now()
@@ -144,7 +145,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 		}
 		_ = bw.Flush()
 		st, _ := f.Stat()
-		hwm := peakRSS()
+		hwm := procstat.PeakRSS()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		fmt.Fprintf(out, "memory: %d requests in %v (%.0f req/s, %.0f req per CPU-second), fail %.4f, per-request CSV %d MB, peak RSS %d MB (%s), heap in use %d MB\n",
@@ -174,12 +175,12 @@ func selfRun(ctx context.Context, cfg deploy.EmulatorConfig, p loadgen.Profile, 
 
 // selfRunTarget 对给定目标跑一组并计量进程 CPU 时间。
 func selfRunTarget(ctx context.Context, tgt loadgen.Target, p loadgen.Profile, w io.Writer) (loadgen.Summary, time.Duration, error) {
-	cpu0 := cpuTime()
+	cpu0 := procstat.CPUTime()
 	sums, err := loadgen.Run(ctx, tgt, p, metrics.NewRecordWriter(w))
 	if err != nil {
 		return loadgen.Summary{}, 0, err
 	}
-	return sums[0], cpuTime() - cpu0, nil
+	return sums[0], procstat.CPUTime() - cpu0, nil
 }
 
 // blastServer 启动一个回环服务：每个 chat 请求都得到同一段预先渲染的 SSE 响应
@@ -202,37 +203,6 @@ func blastServer(n int) (*httptest.Server, string) {
 		_, _ = w.Write(body)
 	}))
 	return srv, srv.URL + "/v1"
-}
-
-// cpuTime 返回进程累计的用户态 + 内核态 CPU 时间。
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// peakRSS 读取 /proc/self/status 的 VmHWM（峰值常驻内存），单位字节；不可得时为 0。
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-// resetPeakRSS 把内核记录的峰值常驻内存（VmHWM）重置为当前值：向 /proc/self/clear_refs
-// 写 "5"（Linux 4.0 起支持）。
-func resetPeakRSS() error {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
 // raiseNoFile 把打开文件数软限制提到硬限制：2000 个并发流在两端共需约 4000 个描述符。

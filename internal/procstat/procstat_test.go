@@ -1,0 +1,88 @@
+package procstat
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+// TestCPUTimeGrows 检查忙等一段时间后 CPU 时间至少增加了其中的大部分。
+func TestCPUTimeGrows(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no getrusage")
+	}
+	c0 := CPUTime()
+	if c0 <= 0 {
+		t.Fatalf("CPUTime = %v", c0)
+	}
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	}
+	if d := CPUTime() - c0; d < 20*time.Millisecond {
+		t.Fatalf("50ms busy loop added only %v CPU", d)
+	}
+}
+
+// TestPeakRSSParsesStatus 用伪造的 status 文件检查解析：kB 换算成字节，缺行、坏值、
+// 缺文件都是 0。
+func TestPeakRSSParsesStatus(t *testing.T) {
+	old := statusPath
+	defer func() { statusPath = old }()
+	dir := t.TempDir()
+	cases := map[string]int64{
+		"Name:\tx\nVmPeak:\t  9999 kB\nVmHWM:\t   2048 kB\nVmRSS:\t 1024 kB\n": 2048 << 10,
+		"Name:\tx\n":          0,
+		"VmHWM:\t  lots kB\n": 0,
+	}
+	i := 0
+	for body, want := range cases {
+		i++
+		statusPath = filepath.Join(dir, "status"+string(rune('0'+i)))
+		if err := os.WriteFile(statusPath, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := PeakRSS(); got != want {
+			t.Errorf("%q: PeakRSS = %d, want %d", body, got, want)
+		}
+	}
+	statusPath = filepath.Join(dir, "missing")
+	if got := PeakRSS(); got != 0 {
+		t.Errorf("missing file: %d", got)
+	}
+}
+
+// TestLivePeakRSSAndReset 在 Linux 上读真实的 VmHWM：分配并触碰 64 MiB 后峰值至少涨了
+// 这么多；重置后峰值回落到接近当前常驻内存。
+func TestLivePeakRSSAndReset(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /proc")
+	}
+	before := PeakRSS()
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		if i%4096 == 0 {
+			buf[i] = 1
+		}
+	}
+	after := PeakRSS()
+	if after < before || after < 64<<20 {
+		t.Fatalf("peak RSS %d → %d after touching 64 MiB", before, after)
+	}
+	runtime.KeepAlive(buf)
+	buf = nil
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := ResetPeakRSS(); err != nil {
+		t.Fatal(err)
+	}
+	if reset := PeakRSS(); reset >= after {
+		t.Fatalf("peak RSS %d not lowered by reset (was %d)", reset, after)
+	}
+	clearRefsPath = filepath.Join(t.TempDir(), "no", "such")
+	defer func() { clearRefsPath = "/proc/self/clear_refs" }()
+	if err := ResetPeakRSS(); err == nil {
+		t.Fatal("reset through a missing file succeeded")
+	}
+}
