@@ -80,6 +80,22 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
+// deployLocal 用 cfg 构造并部署 Local，任何一步失败即终止测试；测试结束时拆除
+// （显式 Teardown 过也无妨，Teardown 是幂等的）。
+func deployLocal(t *testing.T, cfg deploy.LocalConfig) deploy.Deployment {
+	t.Helper()
+	l, err := deploy.NewLocal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := l.Deploy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
+	return dep
+}
+
 // helperConfig 返回一个以测试二进制自身为命令的 LocalConfig。
 func helperConfig(t *testing.T, mode string) deploy.LocalConfig {
 	t.Helper()
@@ -126,15 +142,7 @@ func TestLocalMultiInstance(t *testing.T) {
 		{Port: p0, Env: map[string]string{"DEVICE": "npu0"}},
 		{Port: p1, Env: map[string]string{"DEVICE": "npu1"}},
 	}
-	l, err := deploy.NewLocal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := l.Deploy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
+	dep := deployLocal(t, cfg)
 	ep := dep.Endpoint()
 	want := []string{fmt.Sprintf("http://127.0.0.1:%d/v1", p0), fmt.Sprintf("http://127.0.0.1:%d/v1", p1)}
 	if strings.Join(ep.BaseURLs, ",") != strings.Join(want, ",") || ep.Model != "m" {
@@ -324,15 +332,7 @@ func TestLocalBaseURL(t *testing.T) {
 	cfg := helperConfig(t, "serve")
 	port := freePort(t)
 	cfg.BaseURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	l, err := deploy.NewLocal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := l.Deploy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
+	dep := deployLocal(t, cfg)
 	if got, want := dep.Endpoint().BaseURL(), cfg.BaseURL+"/v1"; got != want {
 		t.Fatalf("base url = %s, want %s", got, want)
 	}
@@ -351,15 +351,7 @@ func TestLocalPDOnOneHost(t *testing.T) {
 		{Port: dec, Command: os.Args[0], Args: helperArgs, Internal: true, Env: map[string]string{"DEVICE": "decode"}},
 		{Port: proxy, Command: os.Args[0], Args: helperArgs, Env: map[string]string{"DEVICE": "proxy"}},
 	}
-	l, err := deploy.NewLocal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := l.Deploy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
+	dep := deployLocal(t, cfg)
 	want := fmt.Sprintf("http://127.0.0.1:%d/v1", proxy)
 	if got := dep.Endpoint().BaseURLs; len(got) != 1 || got[0] != want {
 		t.Fatalf("endpoint = %v, want [%s]", got, want)
