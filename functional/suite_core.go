@@ -59,15 +59,7 @@ func chatCoreCases(cfg Config) []Case {
 		{ID: "chat_core/ids_object", Suite: SuiteChatCore, Description: "id starts with chatcmpl-, object is chat.completion, model echoes the served name",
 			Run: func(ctx context.Context, t *T) {
 				c := t.chat(ctx, t.chatBody(cc.Prompt, cc.MaxTokens))
-				if !strings.HasPrefix(c.ID, "chatcmpl-") {
-					t.Errorf("id=%q, want prefix chatcmpl-", c.ID)
-				}
-				if c.Object != "chat.completion" {
-					t.Errorf("object=%q, want chat.completion", c.Object)
-				}
-				if c.Model != t.Model() {
-					t.Errorf("model=%q, want %q", c.Model, t.Model())
-				}
+				t.checkIdentity(c.ID, "chatcmpl-", c.Object, "chat.completion", c.Model)
 				if c.Created <= 0 {
 					t.Errorf("created=%d, want a unix timestamp", c.Created)
 				}
@@ -206,15 +198,7 @@ func completionsCases(cfg Config) []Case {
 		{ID: "completions_core/ids_object", Suite: SuiteCompletionsCore, Description: "id starts with cmpl-, object is text_completion",
 			Run: func(ctx context.Context, t *T) {
 				c := t.completion(ctx, t.completionBody(cc.Prompt, cc.MaxTokens))
-				if !strings.HasPrefix(c.ID, "cmpl-") {
-					t.Errorf("id=%q, want prefix cmpl-", c.ID)
-				}
-				if c.Object != "text_completion" {
-					t.Errorf("object=%q, want text_completion", c.Object)
-				}
-				if c.Model != t.Model() {
-					t.Errorf("model=%q, want %q", c.Model, t.Model())
-				}
+				t.checkIdentity(c.ID, "cmpl-", c.Object, "text_completion", c.Model)
 			}},
 		{ID: "completions_core/usage", Suite: SuiteCompletionsCore, Description: "usage arithmetic holds and completion_tokens <= max_tokens",
 			Run: func(ctx context.Context, t *T) {
@@ -278,5 +262,19 @@ func completionsCases(cfg Config) []Case {
 					t.Fatalf("finish_reason appeared %d times, want 1", s.finishes[0])
 				}
 			}},
+	}
+}
+
+// checkIdentity 检查响应的身份字段：id 带 OpenAI 约定的前缀、object 是该端点的类型、
+// model 回显服务的模型名。三项各自报告，不在第一项失败处停下。
+func (t *T) checkIdentity(id, idPrefix, object, wantObject, model string) {
+	if !strings.HasPrefix(id, idPrefix) {
+		t.Errorf("id=%q, want prefix %s", id, idPrefix)
+	}
+	if object != wantObject {
+		t.Errorf("object=%q, want %s", object, wantObject)
+	}
+	if model != t.Model() {
+		t.Errorf("model=%q, want %q", model, t.Model())
 	}
 }
