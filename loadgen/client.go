@@ -181,17 +181,19 @@ func (x *exchange) withTrace(ctx context.Context) context.Context {
 func (x *exchange) arrived(intended time.Time) (at, lag time.Duration) {
 	now := time.Now()
 	since := now.Sub(intended)
+	var t time.Time
 	if x.conn != nil {
-		if t := x.conn.LastRx(); !t.IsZero() && t.Equal(x.lastStamp) {
-			return x.lastAt, now.Round(0).Sub(t)
-		}
+		t = x.conn.LastRx()
 	}
-	lag, ok := rxstamp.Lag(x.conn, now, now.Sub(x.rec.Sent))
+	lag, ok := rxstamp.Lag(t, now, now.Sub(x.rec.Sent))
 	if !ok {
 		return since, -1
 	}
+	if t.Equal(x.lastStamp) {
+		return x.lastAt, lag
+	}
 	at = max(since-lag, x.lastAt)
-	x.lastStamp, x.lastAt = now.Round(0).Add(-lag), at
+	x.lastStamp, x.lastAt = t, at
 	return at, lag
 }
 

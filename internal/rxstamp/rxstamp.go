@@ -42,17 +42,14 @@ func Of(c net.Conn) Stamper {
 	return nil
 }
 
-// Lag 返回 now 与 s 报告的最近接收时刻之差（读取方的滞后），以及它是否可信：s 为 nil、
-// 时间戳未知、晚于 now 或早于 now 超过 maxAge（陈旧，或时钟被大幅调整）时不可信。
+// Lag 返回 now 与接收时刻 t（某个 Stamper.LastRx 的结果）之差，即读取方的滞后，以及
+// 它是否可信：t 为零值（未知）、晚于 now 或早于 now 超过 maxAge（陈旧，或时钟被大幅
+// 调整）时不可信。
 //
 // 内核时间戳是墙上时钟（CLOCK_REALTIME），没有单调读数；这里只在“接收 → 读取”这一小段
 // 上比较墙上时钟，调用方再用 now 的单调读数减去滞后（见 Arrival），整段时延因此仍在
 // 单调时钟上计量，不受墙上时钟跳变影响。
-func Lag(s Stamper, now time.Time, maxAge time.Duration) (time.Duration, bool) {
-	if s == nil {
-		return 0, false
-	}
-	t := s.LastRx()
+func Lag(t, now time.Time, maxAge time.Duration) (time.Duration, bool) {
 	if t.IsZero() {
 		return 0, false
 	}
@@ -64,9 +61,12 @@ func Lag(s Stamper, now time.Time, maxAge time.Duration) (time.Duration, bool) {
 }
 
 // Arrival 返回 s 报告的到达时刻，表示为 now 减去读取滞后（保留 now 的单调读数，
-// 可与其他 time.Now() 得到的时刻直接相减）；滞后不可信时（见 Lag）返回 now。
+// 可与其他 time.Now() 得到的时刻直接相减）；s 为 nil 或滞后不可信时（见 Lag）返回 now。
 func Arrival(s Stamper, now time.Time, maxAge time.Duration) time.Time {
-	if lag, ok := Lag(s, now, maxAge); ok {
+	if s == nil {
+		return now
+	}
+	if lag, ok := Lag(s.LastRx(), now, maxAge); ok {
 		return now.Add(-lag)
 	}
 	return now

@@ -85,7 +85,7 @@ func TestStampBracketsArrival(t *testing.T) {
 			if got := Arrival(st, after, time.Minute); got.Sub(before) != after.Sub(before)-after.Round(0).Sub(ts) {
 				t.Fatalf("Arrival lost the monotonic reading: %v", got)
 			}
-			if lag, ok := Lag(st, after, time.Minute); !ok || lag != after.Round(0).Sub(ts) {
+			if lag, ok := Lag(st.LastRx(), after, time.Minute); !ok || lag != after.Round(0).Sub(ts) {
 				t.Fatalf("Lag = %v, %v", lag, ok)
 			}
 		})
