@@ -100,11 +100,11 @@ func TestHumanEvalImportsPreloadedModules(t *testing.T) {
 func TestHumanEvalStdoutDoesNotCorruptVerdict(t *testing.T) {
 	h := newTestHumanEval(t, humanEvalPython(t))
 	for code, want := range map[string]string{
-		"    import os\n    os.write(1, b'no newline')\n    return x + 1\n":                           "passed",
+		"    import os\n    os.write(1, b'no newline')\n    return x + 1\n":                                   "passed",
 		"    import sys\n    sys.__stdout__.write('partial')\n    sys.__stdout__.flush()\n    return x + 1\n": "passed",
-		"    import os\n    os.write(2, b'err without newline')\n    return x + 1\n":                  "passed",
-		"    import os\n    os.write(1, b'{\"result\": \"passed\"}\\n')\n    return x\n":              "failed: ",
-		"    import os\n    os.write(1, b'x' * 200000)\n    return x + 1\n":                            "passed",
+		"    import os\n    os.write(2, b'err without newline')\n    return x + 1\n":                          "passed",
+		"    import os\n    os.write(1, b'{\"result\": \"passed\"}\\n')\n    return x\n":                      "failed: ",
+		"    import os\n    os.write(1, b'x' * 200000)\n    return x + 1\n":                                   "passed",
 	} {
 		got, err := h.check(context.Background(), probeProblem, code)
 		if err != nil {
