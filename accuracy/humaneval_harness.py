@@ -20,18 +20,22 @@
 #    process reports to the Go side on a dedicated descriptor, never on stdout/stderr,
 #    so whatever the completion writes to fd 1/2 cannot corrupt it.
 #
-# Request (stdin, JSON): program, timeout (s), preload (module names), result_fd.
-# Reply (result_fd, one JSON line): result, python, executable, preloaded, missing.
+# Protocol: the Go side starts one executor per HumanEval run and keeps it while checks
+# arrive (like upstream's single long-lived process, so the preloads are imported once).
+# argv[1]: JSON {"preload": [...], "result_fd": 3, "workers": 12}.
+# stdin: one JSON request per line {"id", "program", "timeout"}; EOF ends the executor.
+# result_fd: a hello line {"hello": {python, executable, preloaded, missing}}, then one
+# {"id", "result"} line per request, in completion order.
 # Deliberate differences from upstream (see docs/accuracy.md): the verdict uses a pipe
 # instead of a multiprocessing.Manager list, and socket creation is disabled in the child.
 import sys
 import os
 import json
 
-_req = json.loads(sys.stdin.read())
-_result_fd = _req["result_fd"]
+_cfg = json.loads(sys.argv[1])
+_result_fd = _cfg["result_fd"]
 _preloaded, _missing = [], []
-for _name in _req["preload"]:
+for _name in _cfg["preload"]:
     try:
         __import__(_name)
         _preloaded.append(_name)
@@ -213,14 +217,40 @@ def check_correctness(program, timeout):
         return "timed out"
 
 
-with ThreadPoolExecutor(max_workers=1) as _pool:
-    _verdict = _pool.submit(check_correctness, _req["program"], _req["timeout"]).result()
-with os.fdopen(_result_fd, "w") as _out:
-    _out.write(json.dumps({
-        "result": _verdict,
-        "python": platform.python_version(),
-        "executable": sys.executable,
-        "preloaded": _preloaded,
-        "missing": _missing,
-    }) + "\n")
+_out = os.fdopen(_result_fd, "w")
+_out_lock = threading.Lock()
+
+
+def _reply(msg):
+    with _out_lock:
+        _out.write(json.dumps(msg) + "\n")
+        _out.flush()
+
+
+def _done(req_id, future):
+    try:
+        verdict = future.result()
+    except BaseException as e:  # the harness itself failed: report, do not invent a verdict
+        _reply({"id": req_id, "error": f"{type(e).__name__}: {e}"})
+        return
+    _reply({"id": req_id, "result": verdict})
+
+
+_reply({"hello": {"python": platform.python_version(), "executable": sys.executable,
+                  "preloaded": _preloaded, "missing": _missing}})
+# Requests are read with os.read, never through sys.stdin: a forked child closes
+# sys.stdin, and a buffered reader whose lock the main thread held at fork time would hang.
+with ThreadPoolExecutor(max_workers=_cfg["workers"]) as _pool:
+    _buf = b""
+    while True:
+        _chunk = os.read(0, 1 << 16)
+        if not _chunk:
+            break
+        _buf += _chunk
+        while b"\n" in _buf:
+            _line, _buf = _buf.split(b"\n", 1)
+            _r = json.loads(_line)
+            _f = _pool.submit(check_correctness, _r["program"], _r["timeout"])
+            _f.add_done_callback(lambda f, i=_r["id"]: _done(i, f))
+_out.close()
 os._exit(0)

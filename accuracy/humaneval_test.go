@@ -161,7 +161,7 @@ func upstreamVerdicts(t *testing.T, py string, programs []string, timeout time.D
 
 // TestHumanEvalVerdictsMatchUpstreamModel 把同一批补全交给参考模型和 cibench 执行器，
 // 判定逐条相同：预加载 import、绕过重定向的输出、递归深度边界（由参考模型在
-// rec(950..999) 上得出，两侧在边界及其两边一致）、超时、断言失败、被禁用的函数、
+// rec(965..999) 上得出，两侧在边界及其两边一致）、超时、断言失败、被禁用的函数、
 // SystemExit、读 stdin。
 func TestHumanEvalVerdictsMatchUpstreamModel(t *testing.T) {
 	rt := humanEvalPython(t)
@@ -190,7 +190,7 @@ func TestHumanEvalVerdictsMatchUpstreamModel(t *testing.T) {
 	for _, c := range codes {
 		programs = append(programs, prog(c))
 	}
-	const first = 950
+	const first = 965
 	for n := first; n < 1000; n++ {
 		programs = append(programs, prog(recursionProbe(n)))
 	}
@@ -270,4 +270,61 @@ func TestFindPythonPrefersPreloads(t *testing.T) {
 	if _, err := FindPython(ctx, "/nonexistent/python3", broken); !errors.Is(err, ErrNoPython) || !strings.Contains(err.Error(), "not json") {
 		t.Errorf("no usable interpreter: %v", err)
 	}
+}
+
+// fakeHarness 写一个假的“解释器”脚本：忽略参数，按 body 行事（fd 3 是结果描述符）。
+func fakeHarness(t *testing.T, body string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fakepy")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+// TestHumanEvalExecutorFaults：harness 自身的故障是错误而不是判定——启动即退出、
+// 不回复、回报内部错误都返回 errExecutorGone 或 executor 错误，且进程组被清理；
+// 空闲后常驻进程退出，下一次检查重新启动。
+func TestHumanEvalExecutorFaults(t *testing.T) {
+	hello := `echo '{"hello":{"python":"3.11.9","executable":"/fake","preloaded":[],"missing":["numpy"]}}' >&3`
+	mk := func(interp []string) *HumanEval {
+		h, err := NewHumanEval(SampleData(), HumanEvalOptions{Interpreter: interp, ExecTimeout: 100 * time.Millisecond, StartupGrace: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	ctx := context.Background()
+	if v, err := mk(fakeHarness(t, "echo broken >&2; exit 3")).check(ctx, probeProblem, ""); !errors.Is(err, errExecutorGone) || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("harness exits at start: %q %v", v, err)
+	}
+	if v, err := mk(fakeHarness(t, hello+"; exec sleep 1000")).check(ctx, probeProblem, ""); !errors.Is(err, errExecutorGone) || !strings.Contains(err.Error(), "no verdict") {
+		t.Errorf("silent harness: %q %v", v, err)
+	}
+	if v, err := mk(fakeHarness(t, hello+`; read line; echo '{"id":1,"error":"boom"}' >&3; exec sleep 1000`)).check(ctx, probeProblem, ""); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("harness error: %q %v", v, err)
+	}
+	h := mk(fakeHarness(t, hello+`; read line; echo '{"id":1,"result":"passed"}' >&3; read line; exit 0`))
+	h.exec.idleAfter = time.Millisecond
+	if v, err := h.check(ctx, probeProblem, ""); err != nil || v != "passed" {
+		t.Fatalf("fake verdict: %q %v", v, err)
+	}
+	if rt, ok := h.Runtime(); !ok || rt.Executable != "/fake" || !slices.Equal(rt.Missing, []string{"numpy"}) {
+		t.Errorf("runtime %+v %v", rt, ok)
+	}
+	h.exec.mu.Lock()
+	p := h.exec.proc
+	h.exec.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("idle executor did not exit")
+		}
+	}
+	h.exec.mu.Lock()
+	if h.exec.proc != nil {
+		t.Error("idle executor still registered")
+	}
+	h.exec.mu.Unlock()
 }
