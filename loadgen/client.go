@@ -314,7 +314,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		}
 		if errMsg, bad := x.chunk(unsafeString(ev.Data), now); bad {
 			rec.ErrorClass = ErrClassStreamError
-			rec.Error = validUTF8Prefix(errMsg, 200)
+			rec.Error = strings.Clone(validUTF8Prefix(errMsg, 200)) // errMsg 引用读缓冲区
 			return
 		}
 		if len(rec.ChunkTimes) == 1 && !lagged {
@@ -345,7 +345,7 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 		return
 	}
 	if errMsg, bad := x.chunk(s, now); bad {
-		rec.ErrorClass, rec.Error = ErrClassStreamError, validUTF8Prefix(errMsg, 200)
+		rec.ErrorClass, rec.Error = ErrClassStreamError, strings.Clone(validUTF8Prefix(errMsg, 200))
 		return
 	}
 	x.finish()
@@ -366,7 +366,7 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 		return f.errMsg, true
 	}
 	if f.finish != "" {
-		x.rec.FinishReason = f.finish
+		x.rec.FinishReason = internFinish(f.finish)
 	}
 	// usage：连续 usage 给出逐 chunk 的精确 token 增量。
 	delta := -1
@@ -402,6 +402,24 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 	x.rec.ChunkTimes = append(x.rec.ChunkTimes, now)
 	x.rec.ChunkTokens = append(x.rec.ChunkTokens, int32(delta))
 	return "", false
+}
+
+// internFinish 返回 finish_reason 的独立副本。扫描器给出的字符串引用 SSE 读取器复用的
+// 缓冲区，后续事件会覆盖它；常见取值返回常量（不分配），其余复制。
+func internFinish(s string) string {
+	switch s {
+	case "length":
+		return "length"
+	case "stop":
+		return "stop"
+	case "tool_calls":
+		return "tool_calls"
+	case "abort":
+		return "abort"
+	case "content_filter":
+		return "content_filter"
+	}
+	return strings.Clone(validUTF8Prefix(s, 64))
 }
 
 // 思考标签。没有推理解析器的服务把它们原样放在 content 里。

@@ -116,3 +116,63 @@ func TestTokenizerFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// readCSV 读出一个 CSV 文件的全部行（第一行为表头）。
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
+}
+
+// TestRequestCSVValues 检查逐请求 CSV 的取值而不只是表头：issue 14 的命令行
+// （c=2、6 个请求、输入 16、输出 8）曾在 Finish_Reason 列写出 "promp"、"rompt_" 等垃圾。
+func TestRequestCSVValues(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	if err := run([]string{"--concurrency", "2", "--num-requests", "6", "--input-length", "16", "--output-length", "8",
+		"--benchmark-save-path", dir, "--quiet"}, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "requests_*.csv"))
+	if len(matches) != 1 {
+		t.Fatalf("request files %v", matches)
+	}
+	rows := readCSV(t, matches[0])
+	if len(rows) != 7 {
+		t.Fatalf("%d rows, want header + 6", len(rows))
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	want := map[string]string{"Finish_Reason": "length", "Success": "true", "Status": "200", "Error_Class": "", "Error": "",
+		"Completion_Tokens": "8", "Prompt_Tokens": "16", "Token_Source": "usage", "Chunks": "8", "Input_Length": "16",
+		"Output_Length": "8", "Concurrency": "2", "Round": "1"}
+	seen := map[string]bool{}
+	for _, r := range rows[1:] {
+		if len(r) != len(rows[0]) {
+			t.Fatalf("row has %d cells, header %d: %q", len(r), len(rows[0]), r)
+		}
+		for name, v := range want {
+			i, ok := col[name]
+			if !ok {
+				t.Fatalf("no column %s", name)
+			}
+			if r[i] != v {
+				t.Errorf("request %s: %s = %q, want %q", r[col["Request_ID"]], name, r[i], v)
+			}
+		}
+		seen[r[col["Request_ID"]]] = true
+	}
+	if len(seen) != 6 {
+		t.Errorf("request ids %v, want 6 distinct", seen)
+	}
+}
