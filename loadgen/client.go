@@ -2,12 +2,14 @@ package loadgen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,6 +137,11 @@ type exchange struct {
 	// 客户端计数的 token（usage 缺失时使用）
 	estTokens, estReason int
 	lastUsage            int // 连续 usage 下上一个 chunk 的 completion_tokens
+	// udelta 与 rec.ChunkTokens 一一对应：该 chunk 自带 usage 时为 completion_tokens 的增量，
+	// 否则为 -1（此时 rec.ChunkTokens 里是本地计数，finish 时按 usage 总数重新分摊）。
+	udelta []int32
+	// rem 是分摊时复用的余数表
+	rem []attrRem
 	sawUsage             bool
 	usageReason          int // usage.completion_tokens_details.reasoning_tokens，-1 为无
 	promptUsage          int
@@ -201,7 +208,8 @@ func (x *exchange) arrived(intended time.Time) (at, lag time.Duration) {
 // body 已在 x.body 中。
 func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string, stream bool, intended time.Time, timeout time.Duration) {
 	rec := &x.rec
-	rec.ChunkTimes, rec.ChunkTokens = rec.ChunkTimes[:0], rec.ChunkTokens[:0]
+	rec.ChunkTimes, rec.ChunkTokens, rec.ChunkTokensEstimated = rec.ChunkTimes[:0], rec.ChunkTokens[:0], true
+	x.udelta = x.udelta[:0]
 	rec.TTFT, rec.FirstToSecond, rec.TPOT, rec.E2E = -1, -1, -1, 0
 	rec.PromptTokens, rec.CompletionTokens, rec.ReasoningTokens = 0, 0, 0
 	rec.TokenSource, rec.FinishReason = TokenSourceEstimate, ""
@@ -369,12 +377,12 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 		x.rec.FinishReason = internFinish(f.finish)
 	}
 	// usage：连续 usage 给出逐 chunk 的精确 token 增量。
-	delta := -1
+	delta := int32(-1)
 	if f.hasUsage {
 		x.sawUsage = true
 		x.promptUsage = int(f.promptTok)
 		ct := int(f.complTok)
-		delta = ct - x.lastUsage
+		delta = int32(max(ct-x.lastUsage, -1)) // 回退的 usage（服务端缺陷）当作没有
 		x.lastUsage, x.complUsage = ct, ct
 		if f.reasonTok >= 0 {
 			x.usageReason = int(f.reasonTok)
@@ -396,12 +404,85 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 	}
 	x.estTokens += est
 	x.estReason += reasonTok
-	if delta < 0 {
-		delta = est
-	}
 	x.rec.ChunkTimes = append(x.rec.ChunkTimes, now)
-	x.rec.ChunkTokens = append(x.rec.ChunkTokens, int32(delta))
+	x.rec.ChunkTokens = append(x.rec.ChunkTokens, int32(est))
+	x.udelta = append(x.udelta, delta)
 	return "", false
+}
+
+// attrRem 是分摊时一个 chunk 的余数（最大余数法）。
+type attrRem struct {
+	rem int64
+	i   int
+}
+
+// attribute 让 rec.ChunkTokens 之和等于服务端 usage（total），返回分摊是否为估算。
+//
+// 每个 chunk 都自带 usage 增量且其和等于 total 时直接用增量（精确）。否则 chunk 数等于
+// total 时每个 chunk 一个：带正文的 chunk 至少对应一个 token，这是唯一相容的分法。其余情况
+// 按权重（有增量时用增量，否则用本地计数）分摊：total 不少于 chunk 数时每个 chunk 先得一个，
+// 多出的按权重超出 1 的部分分；少于 chunk 数时直接按权重分（有的 chunk 得 0）。
+// 余数按最大余数法分配，并列时靠前的 chunk 优先，结果确定。
+func (x *exchange) attribute(total int) bool {
+	toks := x.rec.ChunkTokens
+	n := len(toks)
+	w := toks // 本地计数
+	exact, sum := true, 0
+	for _, d := range x.udelta {
+		if d < 0 {
+			exact = false
+			break
+		}
+		sum += int(d)
+	}
+	if exact {
+		if sum == total {
+			copy(toks, x.udelta)
+			return false
+		}
+		w = x.udelta
+	}
+	if total == n {
+		for i := range toks {
+			toks[i] = 1
+		}
+		return false
+	}
+	base, extra := int32(0), int64(total)
+	if total > n {
+		base, extra = 1, int64(total-n)
+	}
+	var wsum int64
+	for _, v := range w {
+		wsum += int64(max(v-base, 0))
+	}
+	x.rem = x.rem[:0]
+	var given int64
+	for i, v := range w {
+		wi := int64(max(v-base, 0))
+		if wsum == 0 {
+			wi = 1 // 没有可用的权重：平均分
+		}
+		den := max(wsum, 1)
+		if wsum == 0 {
+			den = int64(n)
+		}
+		q := extra * wi / den
+		x.rem = append(x.rem, attrRem{rem: extra * wi % den, i: i})
+		toks[i] = base + int32(q) // 就地改写：w 可能就是 toks，本项的权重已经读过
+		given += q
+	}
+	slices.SortFunc(x.rem, func(a, b attrRem) int {
+		if a.rem != b.rem {
+			return cmp.Compare(b.rem, a.rem)
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	for k := 0; given < extra; k++ {
+		toks[x.rem[k].i]++
+		given++
+	}
+	return n > 1
 }
 
 // internFinish 返回 finish_reason 的独立副本。扫描器给出的字符串引用 SSE 读取器复用的
@@ -502,9 +583,11 @@ func (x *exchange) finish() {
 	}
 	if x.sawUsage && x.complUsage > 0 {
 		rec.CompletionTokens, rec.PromptTokens, rec.TokenSource = x.complUsage, x.promptUsage, TokenSourceUsage
+		rec.ChunkTokensEstimated = x.attribute(x.complUsage)
 	} else {
 		rec.CompletionTokens, rec.TokenSource = x.estTokens, TokenSourceEstimate
 		rec.PromptTokens = x.promptUsage
+		rec.ChunkTokensEstimated = true
 	}
 	switch {
 	case x.usageReason >= 0:
@@ -516,9 +599,11 @@ func (x *exchange) finish() {
 		rec.ReasoningTokens = x.estReason
 	}
 	rec.TTFT = rec.ChunkTimes[0]
-	if rec.ChunkTokens[0] >= 2 {
-		rec.FirstToSecond = 0 // 前两个 token 同一个 chunk 到达
-	} else if len(rec.ChunkTimes) > 1 {
+	switch {
+	case rec.ChunkTokens[0] >= 2 && (!rec.ChunkTokensEstimated || len(rec.ChunkTimes) == 1):
+		rec.FirstToSecond = 0 // 前两个 token 确实在同一个 chunk 到达
+	case len(rec.ChunkTimes) > 1:
+		// 分摊是估算时不凭估算造出 0 间隔：量到第二个 chunk（真实值的上界）。
 		rec.FirstToSecond = rec.ChunkTimes[1] - rec.ChunkTimes[0]
 	}
 	if rec.CompletionTokens >= 2 {
