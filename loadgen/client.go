@@ -141,11 +141,11 @@ type exchange struct {
 	// 否则为 -1（此时 rec.ChunkTokens 里是本地计数，finish 时按 usage 总数重新分摊）。
 	udelta []int32
 	// rem 是分摊时复用的余数表
-	rem []attrRem
-	sawUsage             bool
-	usageReason          int // usage.completion_tokens_details.reasoning_tokens，-1 为无
-	promptUsage          int
-	complUsage           int
+	rem         []attrRem
+	sawUsage    bool
+	usageReason int // usage.completion_tokens_details.reasoning_tokens，-1 为无
+	promptUsage int
+	complUsage  int
 	// conn 是本次请求所用连接的接收时间戳来源（GotConn 时取得）；nil 表示不可得
 	conn  rxstamp.Stamper
 	trace *httptrace.ClientTrace
