@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
 	"github.com/vllm-cibench/cibench/internal/sse"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
@@ -141,7 +143,14 @@ type exchange struct {
 	// 否则为 -1（此时 rec.ChunkTokens 里是本地计数，finish 时按 usage 总数重新分摊）。
 	udelta []int32
 	// rem 是分摊时复用的余数表
-	rem         []attrRem
+	rem []attrRem
+	// 由 runner 设置的请求约束：流内静默上限（0 为不限）、单事件字节上限、服务端文本的脱敏器
+	idle     time.Duration
+	maxEvent int
+	red      *redact.Redactor
+	// 当前请求的 ctx 与带原因的取消函数（静默超时用），只在 send 期间有效
+	rctx        context.Context
+	icancel     context.CancelCauseFunc
 	sawUsage    bool
 	usageReason int // usage.completion_tokens_details.reasoning_tokens，-1 为无
 	promptUsage int
@@ -160,7 +169,7 @@ type exchange struct {
 
 // newExchange 创建一个 worker 的请求状态。
 func newExchange() *exchange {
-	x := &exchange{reader: sse.NewReader(bytes.NewReader(nil))}
+	x := &exchange{reader: sse.NewReader(bytes.NewReader(nil)), maxEvent: DefaultMaxEventBytes}
 	x.trace = &httptrace.ClientTrace{GotConn: x.gotConn}
 	return x
 }
@@ -205,7 +214,7 @@ func (x *exchange) arrived(intended time.Time) (at, lag time.Duration) {
 }
 
 // send 发出一个请求并测量，结果留在 x.rec 中。intended 是意图发送时刻（时延起点）。
-// body 已在 x.body 中。
+// body 已在 x.body 中。整个请求受 timeout 约束；流开始后相邻事件之间受 x.idle 约束。
 func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string, stream bool, intended time.Time, timeout time.Duration) {
 	rec := &x.rec
 	rec.ChunkTimes, rec.ChunkTokens, rec.ChunkTokensEstimated = rec.ChunkTimes[:0], rec.ChunkTokens[:0], true
@@ -219,8 +228,13 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	x.think, x.pend, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, "", 0, 0, 0, false
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
 
-	rctx, cancel := context.WithTimeout(x.withTrace(ctx), timeout)
+	// 两层 ctx：外层可带原因取消（静默超时），内层是总超时。
+	ictx, icancel := context.WithCancelCause(x.withTrace(ctx))
+	defer icancel(nil)
+	rctx, cancel := context.WithTimeout(ictx, timeout)
 	defer cancel()
+	x.rctx, x.icancel = rctx, icancel
+	defer func() { x.rctx, x.icancel = nil, nil }()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(x.body))
 	if err != nil {
 		x.fail(ctx, ErrClassTransport, err, intended)
@@ -241,7 +255,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // 读完小错误体，连接可复用
 		rec.E2E = time.Since(intended)
 		rec.ErrorClass = ErrClassHTTP
-		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg))
+		rec.Error = x.redactText(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg)))
 		return
 	}
 	if stream {
@@ -249,6 +263,77 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	} else {
 		x.readWhole(ctx, resp.Body, intended)
 	}
+}
+
+// errIdle 是静默超时取消请求时的原因。
+var errIdle = errors.New("stream idle")
+
+// errBodyTooLarge 表示非流式响应体超过 Profile.MaxEventBytes。
+var errBodyTooLarge = errors.New("response body too large")
+
+// capReader 读到 left 字节后再有数据就返回 errBodyTooLarge：与 io.LimitReader 不同，
+// 超限不会被当成正常结束，截断的数据不会被当成完整的解析。
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+// Read 实现 io.Reader。
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		if n, err := c.r.Read(one[:]); n > 0 {
+			return 0, errBodyTooLarge
+		} else if err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// idleWatch 在流开始后监视相邻事件的间隔：每个事件只原子地记下到达时刻（热路径上
+// 不重置定时器），定时器到期时检查距上次事件是否已超过 idle，未超过则按剩余时间重新
+// 挂起，超过则以 errIdle 取消请求。每个流式请求一个，定时器回调在另一个 goroutine 中。
+type idleWatch struct {
+	last     atomic.Int64 // 上一个事件的到达时刻（相对 intended 的纳秒）
+	done     atomic.Bool
+	intended time.Time
+	idle     time.Duration
+	cancel   context.CancelCauseFunc
+	t        *time.Timer
+}
+
+// check 是定时器回调。
+func (w *idleWatch) check() {
+	if w.done.Load() {
+		return
+	}
+	quiet := time.Since(w.intended) - time.Duration(w.last.Load())
+	if quiet >= w.idle {
+		w.cancel(errIdle)
+		return
+	}
+	w.t.Reset(w.idle - quiet)
+}
+
+// stop 停止监视（请求结束时）。
+func (w *idleWatch) stop() {
+	w.done.Store(true)
+	w.t.Stop()
+}
+
+// redactText 抹掉服务端文本中的 API key（原文、Bearer 形式、base64 形式），见 secretRedactor。
+func (x *exchange) redactText(s string) string {
+	if x.red == nil {
+		return s
+	}
+	return x.red.String(s)
 }
 
 // header 返回本 worker 复用的请求头：内容在各请求间相同，只在 apiKey 或 stream
@@ -268,22 +353,32 @@ func (x *exchange) header(apiKey string, stream bool) http.Header {
 	return h
 }
 
-// fail 记录一次失败；超时与运行取消分开归类。
+// fail 记录一次失败；运行取消、静默超时、总超时与超限分开归类。
 func (x *exchange) fail(ctx context.Context, class string, err error, intended time.Time) {
 	rec := &x.rec
 	rec.E2E = time.Since(intended)
 	if rec.Sent.IsZero() {
 		rec.Sent = time.Now()
 	}
+	msg := err.Error()
+	var cause error
+	if x.rctx != nil {
+		cause = context.Cause(x.rctx)
+	}
 	switch {
 	case ctx.Err() != nil:
 		class = ErrClassCanceled
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(cause, errIdle):
+		class = ErrClassIdleTimeout
+		msg = fmt.Sprintf("no stream event for %s (idle_timeout)", x.idle)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
 		class = ErrClassTimeout
+	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge):
+		class = ErrClassTooLarge
 	}
 	rec.OK = false
 	rec.ErrorClass = class
-	rec.Error = validUTF8Prefix(err.Error(), 200)
+	rec.Error = x.redactText(validUTF8Prefix(msg, 200))
 }
 
 // errorMessage 从 OpenAI / vLLM 错误体中取出 message，取不到时返回截断的原文。
@@ -298,10 +393,18 @@ func errorMessage(b []byte) string {
 }
 
 // readStream 逐事件读取 SSE 响应并记录每个输出 chunk 的到达时刻与 token 增量。
+// 第一个事件到达后启动静默监视（见 idleWatch）。
 func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
 	x.reader.Reset(body)
+	x.reader.SetMaxEventSize(x.maxEvent)
 	done, lagged := false, false
+	var watch *idleWatch
+	defer func() {
+		if watch != nil {
+			watch.stop()
+		}
+	}()
 	for {
 		ev, err := x.reader.Next()
 		if err != nil {
@@ -313,6 +416,15 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		}
 		now, lag := x.arrived(intended)
 		rec.E2E = now
+		if x.idle > 0 && x.icancel != nil {
+			if watch == nil {
+				watch = &idleWatch{intended: intended, idle: x.idle, cancel: x.icancel}
+				watch.last.Store(int64(time.Since(intended)))
+				watch.t = time.AfterFunc(x.idle, watch.check)
+			} else {
+				watch.last.Store(int64(now))
+			}
+		}
 		if ev.IsDone() {
 			done = true
 			break
@@ -322,7 +434,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		}
 		if errMsg, bad := x.chunk(unsafeString(ev.Data), now); bad {
 			rec.ErrorClass = ErrClassStreamError
-			rec.Error = strings.Clone(validUTF8Prefix(errMsg, 200)) // errMsg 引用读缓冲区
+			rec.Error = x.redactText(strings.Clone(validUTF8Prefix(errMsg, 200))) // errMsg 引用读缓冲区
 			return
 		}
 		if len(rec.ChunkTimes) == 1 && !lagged {
@@ -337,10 +449,14 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 	x.finish()
 }
 
-// readWhole 处理非流式响应：整个响应作为一个 chunk，TTFT 等于 E2E。
+// readWhole 处理非流式响应：整个响应作为一个 chunk，TTFT 等于 E2E。响应体超过
+// x.maxEvent 时不再读下去，计为 too_large。
 func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
-	b, err := io.ReadAll(body)
+	b, err := io.ReadAll(io.LimitReader(body, int64(x.maxEvent)+1))
+	if err == nil && len(b) > x.maxEvent {
+		err = fmt.Errorf("%w: more than %d bytes", errBodyTooLarge, x.maxEvent)
+	}
 	if err != nil {
 		x.fail(ctx, ErrClassTruncated, err, intended)
 		return
@@ -353,7 +469,7 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 		return
 	}
 	if errMsg, bad := x.chunk(s, now); bad {
-		rec.ErrorClass, rec.Error = ErrClassStreamError, strings.Clone(validUTF8Prefix(errMsg, 200))
+		rec.ErrorClass, rec.Error = ErrClassStreamError, x.redactText(strings.Clone(validUTF8Prefix(errMsg, 200)))
 		return
 	}
 	x.finish()

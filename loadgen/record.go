@@ -31,6 +31,8 @@ const (
 	ErrClassTruncated   = "truncated"    // 流在 [DONE] 之前断开
 	ErrClassNoTokens    = "no_tokens"    // 200 且正常结束，但没有任何输出 token
 	ErrClassTimeout     = "timeout"      // 超过 Profile.Timeout
+	ErrClassIdleTimeout = "idle_timeout" // 流开始后静默超过 Profile.IdleTimeout
+	ErrClassTooLarge    = "too_large"    // 单个事件或响应体超过 Profile.MaxEventBytes
 	ErrClassTransport   = "transport"    // 连接失败等传输层错误
 	ErrClassCanceled    = "canceled"     // 运行被 ctx 取消
 	ErrClassBadResponse = "bad_response" // 响应体无法解析

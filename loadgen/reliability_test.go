@@ -2,11 +2,13 @@ package loadgen_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/loadgen"
@@ -61,4 +63,57 @@ func TestErrorTextSurvivesLaterRequests(t *testing.T) {
 			t.Errorf("error text %q missing; have %v", m, got)
 		}
 	}
+}
+
+// TestInterruptedGroupKeepsIncompleteSummary 钉住中断时丢数据的缺陷：组中途取消 ctx 时，
+// 这一组已完成的请求仍汇总成一行（Incomplete=true）交给调用方与 GroupSink；被中断的在途请求
+// 记为 canceled 写进逐请求记录，但不计入汇总。
+func TestInterruptedGroupKeepsIncompleteSummary(t *testing.T) {
+	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", ITL: 2 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sink := &cancelAfter{n: 10, cancel: cancel}
+	p := loadgen.Profile{Concurrency: []int{4}, InputLength: []int{8}, OutputLength: []int{20}, NumRequests: []int{400}}
+	sums, err := loadgen.Run(ctx, tgt, p, sink)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	if len(sums) != 1 || len(sink.ends) != 1 {
+		t.Fatalf("summaries %d, EndGroup calls %d, want 1 each", len(sums), len(sink.ends))
+	}
+	s := sums[0]
+	if !s.Incomplete || !sink.ends[0].Incomplete {
+		t.Fatal("interrupted group not marked incomplete")
+	}
+	measured, canceled := 0, 0
+	for _, r := range sink.recs {
+		if r.ErrorClass == loadgen.ErrClassCanceled {
+			canceled++
+		} else {
+			measured++
+		}
+	}
+	if s.NumPrompts != measured || s.Succeeded != measured || s.NumPrompts >= 400 || measured < 10 {
+		t.Fatalf("summary prompts %d ok %d, records measured %d canceled %d", s.NumPrompts, s.Succeeded, measured, canceled)
+	}
+	if s.FailRate != 0 || s.FailureClasses != nil || !s.TTFT.Valid() || s.CompletionTokens.Avg != 20 {
+		t.Fatalf("incomplete row should describe what was measured: fail %v classes %v TTFT %+v tokens %+v",
+			s.FailRate, s.FailureClasses, s.TTFT, s.CompletionTokens)
+	}
+}
+
+// cancelAfter 是在收到 n 条记录后取消 ctx 的接收器（其余行为同 collect）。
+type cancelAfter struct {
+	collect
+	n      int
+	cancel context.CancelFunc
+}
+
+// WriteRecord 保存记录，第 n 条之后取消运行。
+func (c *cancelAfter) WriteRecord(r *loadgen.Record) error {
+	_ = c.collect.WriteRecord(r)
+	if len(c.recs) >= c.n {
+		c.cancel()
+	}
+	return nil
 }
