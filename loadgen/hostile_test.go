@@ -20,8 +20,8 @@ import (
 // "永远挂住"的行为，测试会在这里失败而不是挂死整个测试进程。
 const hangBound = 20 * time.Second
 
-// runBounded 在 hangBound 内执行 Run，超时则让测试失败；返回记录、汇总、错误与耗时。
-func runBounded(t *testing.T, tgt loadgen.Target, p loadgen.Profile) ([]loadgen.Record, []loadgen.Summary, error, time.Duration) {
+// runBounded 在 hangBound 内执行 Run，超时则让测试失败；返回记录、汇总、耗时与错误。
+func runBounded(t *testing.T, tgt loadgen.Target, p loadgen.Profile) ([]loadgen.Record, []loadgen.Summary, time.Duration, error) {
 	t.Helper()
 	if p.InputLength == nil {
 		p.InputLength = []int{16}
@@ -44,12 +44,12 @@ func runBounded(t *testing.T, tgt loadgen.Target, p loadgen.Profile) ([]loadgen.
 	}()
 	select {
 	case r := <-done:
-		return sink.recs, r.sums, r.err, time.Since(start)
+		return sink.recs, r.sums, time.Since(start), r.err
 	case <-time.After(hangBound):
 		cancel()
 		<-done
 		t.Fatalf("Run still running after %v (timeout %v, idle_timeout %v)", hangBound, p.Timeout, p.IdleTimeout)
-		return nil, nil, nil, 0
+		return nil, nil, 0, nil
 	}
 }
 
@@ -88,7 +88,7 @@ func silentListener(t *testing.T) string {
 // 曾没有任何期限，整个运行永远挂住。现在探测受 Timeout 约束，Run 以点名探测的错误返回。
 func TestAcceptAndSilenceHonoursTimeout(t *testing.T) {
 	tgt := loadgen.Target{BaseURLs: []string{silentListener(t)}, Model: "m"}
-	_, _, err, el := runBounded(t, tgt, loadgen.Profile{Timeout: 300 * time.Millisecond, NumRequests: []int{2}})
+	_, _, el, err := runBounded(t, tgt, loadgen.Profile{Timeout: 300 * time.Millisecond, NumRequests: []int{2}})
 	if err == nil || !strings.Contains(err.Error(), "probe") || !strings.Contains(err.Error(), "deadline exceeded") {
 		t.Fatalf("err %v, want a probe deadline error", err)
 	}
@@ -108,7 +108,7 @@ func TestSilentAfterProbeIsTimeout(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	tgt := loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}
-	recs, sums, err, _ := runBounded(t, tgt, loadgen.Profile{Timeout: 300 * time.Millisecond, NumRequests: []int{2}})
+	recs, sums, _, err := runBounded(t, tgt, loadgen.Profile{Timeout: 300 * time.Millisecond, NumRequests: []int{2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestStallAfterFirstChunksIsIdleTimeout(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tgt := loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}
 	p := loadgen.Profile{Timeout: time.Minute, IdleTimeout: 200 * time.Millisecond, NumRequests: []int{3}, Concurrency: []int{3}}
-	recs, sums, err, el := runBounded(t, tgt, p)
+	recs, sums, el, err := runBounded(t, tgt, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestSilentTokenizeAndMetrics(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tgt := loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}
 	p := loadgen.Profile{Timeout: 5 * time.Second, IdleTimeout: 300 * time.Millisecond, NumRequests: []int{2}}
-	_, sums, err, el := runBounded(t, tgt, p)
+	_, sums, el, err := runBounded(t, tgt, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestOversizedEventIsTooLarge(t *testing.T) {
 				sseWrite(w, roleChunk, contentChunk(big), "[DONE]")
 			})
 			st := stream
-			recs, sums, err, _ := runBounded(t, tgt, loadgen.Profile{MaxEventBytes: 4096, Stream: &st, NumRequests: []int{2}})
+			recs, sums, _, err := runBounded(t, tgt, loadgen.Profile{MaxEventBytes: 4096, Stream: &st, NumRequests: []int{2}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +258,7 @@ func TestServerEchoedKeyIsRedacted(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	tgt := loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: key}
-	recs, _, err, _ := runBounded(t, tgt, loadgen.Profile{NumRequests: []int{4}})
+	recs, _, _, err := runBounded(t, tgt, loadgen.Profile{NumRequests: []int{4}})
 	if err != nil {
 		t.Fatal(err)
 	}
