@@ -59,11 +59,11 @@ type optDef struct {
 
 // names 返回 "-il/--input-length" 形式的名字。
 func (d *optDef) names() string {
-	if d.short == "" {
+	switch {
+	case d.short == "":
 		return "--" + d.long
-	}
-	if d.short == d.long {
-		return "-" + d.short
+	case d.short == "seed": // 规格附录 A 把 --seed 列为短名
+		return "--seed/--" + d.long
 	}
 	return "-" + d.short + "/--" + d.long
 }
