@@ -297,16 +297,16 @@ func (p Profile) Validate() error {
 		}
 	}
 	for i, v := range p.InputLength {
-		if v < 1 || v > MaxTokens {
-			return invalidAt("input_length", i, v, fmt.Sprintf("must be in [1, %d]", MaxTokens))
+		if err := bounded("input_length", i, v, 1, MaxTokens); err != nil {
+			return err
 		}
 		if p.PrefixLength >= v && p.DatasetType == DatasetRandom {
 			return invalid("prefix_length", p.PrefixLength, fmt.Sprintf("must be < input_length %d", v))
 		}
 	}
 	for i, v := range p.OutputLength {
-		if v < 1 || v > MaxTokens {
-			return invalidAt("output_length", i, v, fmt.Sprintf("must be in [1, %d]", MaxTokens))
+		if err := bounded("output_length", i, v, 1, MaxTokens); err != nil {
+			return err
 		}
 	}
 	if err := matchList("num_requests", p.NumRequests, len(p.Concurrency), 1, MaxRequests); err != nil {
@@ -410,9 +410,21 @@ func matchList(field string, vals []int, groups, minimum, maximum int) error {
 		return invalid(field, vals, fmt.Sprintf("give one value or one per concurrency group (%d)", groups))
 	}
 	for i, v := range vals {
-		if v < minimum || v > maximum {
-			return invalidAt(field, i, v, fmt.Sprintf("must be in [%d, %d]", minimum, maximum))
+		if err := bounded(field, i, v, minimum, maximum); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// bounded 检查列表元素的下界与上界，分别给出 ">= 下界" 与 "<= 上界" 的原因
+// （下界的措辞与早期版本相同，调用方可能按它匹配）。
+func bounded(field string, i, v, minimum, maximum int) error {
+	switch {
+	case v < minimum:
+		return invalidAt(field, i, v, fmt.Sprintf("must be >= %d", minimum))
+	case v > maximum:
+		return invalidAt(field, i, v, fmt.Sprintf("must be <= %d", maximum))
 	}
 	return nil
 }
