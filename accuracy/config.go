@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -80,22 +79,22 @@ type Config struct {
 // DatasetConfig 是一个数据集的评测设置与门禁阈值。
 type DatasetConfig struct {
 	// Name 是 gpqa、mmlu、mgsm、drop、humaneval 之一。
-	Name string `yaml:"name" json:"name"`
+	Name string `yaml:"name"`
 	// Threshold 是门禁阈值：Metric 的值 >= Threshold 为通过。必须能失败：score 类指标
 	// 在 (0, 1]（DROP 的 f1_score 是百分制，在 (0, 100]）；缺省只允许用于内置样例或
 	// report_only。
-	Threshold *float64 `yaml:"threshold" json:"threshold,omitempty"`
+	Threshold *float64 `yaml:"threshold"`
 	// Metric 是参与门禁的指标，默认 "score"（也可用 "f1_score"、"pass@1" 等）。
 	// 它只决定门禁比较哪个值，记录的 score 永远是 simple-evals 的总分。
-	Metric string `yaml:"metric" json:"metric,omitempty"`
+	Metric string `yaml:"metric"`
 	// ReportOnly 为 true 时只记录分数、不对分数设门禁（失败请求比例仍然设门禁）；
 	// 与 Threshold 互斥。
-	ReportOnly bool `yaml:"report_only" json:"report_only,omitempty"`
+	ReportOnly bool `yaml:"report_only"`
 	// MaxErrorRate 覆盖 Config.MaxErrorRate（WithDefaults 会填入配置级的值）。
-	MaxErrorRate *float64 `yaml:"max_error_rate" json:"max_error_rate,omitempty"`
+	MaxErrorRate *float64 `yaml:"max_error_rate"`
 	// Examples 与 NRepeats 对应 --examples 与 --n-repeats（0 = 参考默认）。
-	Examples int `yaml:"examples" json:"-"`
-	NRepeats int `yaml:"n_repeats" json:"-"`
+	Examples int `yaml:"examples"`
+	NRepeats int `yaml:"n_repeats"`
 }
 
 // ConfigError 是一处配置错误：Field 是相对配置根的字段路径（如 "datasets[0].threshold"），
@@ -110,7 +109,7 @@ type ConfigError struct {
 func (e *ConfigError) Error() string {
 	s := "accuracy: config: " + e.Field + ": " + e.Msg
 	if e.Value != "" {
-		s += fmt.Sprintf(" (got %s)", e.Value)
+		s += fmt.Sprintf(" (got %q)", e.Value)
 	}
 	return s
 }
@@ -196,7 +195,7 @@ func metricScale(dataset, metric string) float64 {
 // 返回的错误是 *ConfigError（包装 ErrConfig），Field 指明字段路径。
 func (c Config) Validate() error {
 	if c.Evaluator != "" && c.Evaluator != "simple-evals" {
-		return cfgErr("evaluator", strconv.Quote(c.Evaluator), "not supported (want simple-evals; use external for others)")
+		return cfgErr("evaluator", c.Evaluator, "not supported (want simple-evals; use external for others)")
 	}
 	if c.MaxTokens < 0 || c.MaxTokens > MaxMaxTokens {
 		return cfgErr("max_tokens", c.MaxTokens, "must be in [0, %d]", MaxMaxTokens)
@@ -231,7 +230,7 @@ func (c Config) Validate() error {
 			return cfgErr("dataset", BuiltinSample, "conflicts with dataset_path/dataset_url: the built-in sample is not read from files")
 		}
 	default:
-		return cfgErr("dataset", strconv.Quote(c.Dataset), "want empty (simple-evals data from its public URLs) or %q", BuiltinSample)
+		return cfgErr("dataset", c.Dataset, "want empty (simple-evals data from its public URLs) or %q", BuiltinSample)
 	}
 	if c.DatasetPath != "" && c.DatasetURL != "" {
 		return cfgErr("dataset_url", c.DatasetURL, "set either dataset_path or dataset_url, not both (no fallback between sources)")
@@ -246,10 +245,10 @@ func (c Config) Validate() error {
 	for i, d := range c.Datasets {
 		p := fmt.Sprintf("datasets[%d]", i)
 		if !slices.Contains(Datasets(), d.Name) {
-			return &ConfigError{Field: p + ".name", Value: strconv.Quote(d.Name), Msg: fmt.Sprintf("%v (want one of %v)", ErrUnknownDataset, Datasets())}
+			return &ConfigError{Field: p + ".name", Value: d.Name, Msg: fmt.Sprintf("%v (want one of %v)", ErrUnknownDataset, Datasets())}
 		}
 		if seen[d.Name] {
-			return cfgErr(p+".name", strconv.Quote(d.Name), "listed twice")
+			return cfgErr(p+".name", d.Name, "listed twice")
 		}
 		seen[d.Name] = true
 		metric := d.Metric
