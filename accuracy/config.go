@@ -332,8 +332,11 @@ type Verdict struct {
 	Requests     int      `json:"requests"`
 	ErrorRate    float64  `json:"error_rate"`
 	MaxErrorRate float64  `json:"max_error_rate"`
-	Pass         bool     `json:"pass"`
-	Reason       string   `json:"reason"`
+	// ErrorRateExceeded 为 true 表示失败请求比例超过上限（此时 Pass 一定为 false），
+	// 驱动据此把精度阶段本身记为失败。
+	ErrorRateExceeded bool   `json:"error_rate_exceeded,omitempty"`
+	Pass              bool   `json:"pass"`
+	Reason            string `json:"reason"`
 }
 
 // Gate 是精度门禁的唯一判定函数（RunStage、examples/accuracy 与 report 都调用它）。
@@ -370,6 +373,7 @@ func Gate(d DatasetConfig, r EvalResult) Verdict {
 	case r.Examples == 0:
 		v.Reason = "no examples were scored"
 	case v.ErrorRate > maxRate+1e-12:
+		v.ErrorRateExceeded = true
 		v.Reason = fmt.Sprintf("%d of %d requests failed (%s), error rate %.4f > max_error_rate %.4f", r.Errors, r.Requests, formatClasses(r.ErrorClasses), v.ErrorRate, maxRate)
 	case d.Threshold == nil:
 		v.Pass, v.Reason = true, fmt.Sprintf("%s %.4f not gated (no threshold: built-in sample or report_only); %d of %d requests failed", metric, value, r.Errors, r.Requests)
