@@ -29,6 +29,17 @@ func tree(names ...string) fstest.MapFS {
 	return treeAcc("dataset: builtin-sample\ndatasets: [{name: gpqa}]\n", names...)
 }
 
+// realDataAcc 返回一份读取磁盘上真实文件的精度配置片段（用仓库里的样例文件充当数据目录），
+// 供不是进程内模拟器的场景使用：内置样例只能打模拟器。分数只记录不设门禁。
+func realDataAcc(t *testing.T) string {
+	t.Helper()
+	data, err := filepath.Abs("../../../../accuracy/sampledata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "dataset_path: " + data + "\ndatasets: [{name: gpqa, report_only: true}]\n"
+}
+
 // treeAcc 与 tree 相同，但精度配置（pr 与 daily）的数据与数据集部分由 acc 给出。
 func treeAcc(acc string, names ...string) fstest.MapFS {
 	fsys := fstest.MapFS{
@@ -376,8 +387,7 @@ func TestBaseURLOverride(t *testing.T) {
 	srv := httptest.NewServer(em.Handler())
 	defer srv.Close()
 	root := t.TempDir()
-	data, _ := filepath.Abs("../../../../accuracy/sampledata")
-	o := options(t, treeAcc("dataset_path: "+data+"\ndatasets: [{name: gpqa, report_only: true}]\n", "emu"), matrix.RunPR, root)
+	o := options(t, treeAcc(realDataAcc(t), "emu"), matrix.RunPR, root)
 	o.BaseURL = srv.URL + "/v1"
 	out, err := driver.Run(context.Background(), o)
 	if err != nil {
