@@ -39,6 +39,8 @@ type StageOptions struct {
 	HTTPClient *http.Client
 	// Now 是时钟，nil 取 time.Now。
 	Now func() time.Time
+	// Label 是写进结果与文件名的模型名（如 simple-evals 的 --model）；空时用 Target.Model。
+	Label string
 }
 
 // StageResult 是一次精度阶段的全部结果；失败不会中断其余数据集（规格：失败继续）。
@@ -101,6 +103,10 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 		return out, err
 	}
 	scrub := newScrubber(t.APIKey)
+	label := o.Label
+	if label == "" {
+		label = t.Model
+	}
 	for _, d := range cfg.Datasets {
 		rec := newRecorder(src)
 		e, err := NewEval(d.Name, rec, EvalOptions{Debug: cfg.Debug, Examples: d.Examples, NRepeats: d.NRepeats, Interpreter: o.Interpreter})
@@ -118,7 +124,7 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 				o.Progress(name, done, total)
 			}
 		}
-		res, runErr := Run(ctx, sampler, e, Options{Threads: cfg.NumThreads, Model: t.Model, Progress: progress, Now: o.Now, Redact: scrub.String})
+		res, runErr := Run(ctx, sampler, e, Options{Threads: cfg.NumThreads, Model: label, Progress: progress, Now: o.Now, Redact: scrub.String})
 		res.Source = rec.snapshot()
 		if runErr != nil {
 			out.Errors[d.Name] = runErr
@@ -134,7 +140,7 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 		out.Gates = append(out.Gates, d)
 		out.Verdicts = append(out.Verdicts, Gate(d, res))
 		if o.Create != nil {
-			if err := writeResultFiles(o.Create, FileStem(d.Name, t.Model, res.Started), res); err != nil {
+			if err := writeResultFiles(o.Create, FileStem(d.Name, label, res.Started), res); err != nil {
 				out.Errors[d.Name] = errors.Join(out.Errors[d.Name], err)
 			}
 		}
