@@ -100,13 +100,13 @@ func TestUpstreamURLsPerEval(t *testing.T) {
 	h := src.(*accuracy.HTTPSource)
 	const blob = "https://openaipublic.blob.core.windows.net/simple-evals/"
 	for name, want := range map[string]string{
-		accuracy.FileGPQADiamond:   blob + "gpqa_diamond.csv",
-		accuracy.FileMMLU:          blob + "mmlu.csv",
-		accuracy.FileMGSM("bn"):    blob + "mgsm_bn.tsv",
-		accuracy.FileDROPTrain:     blob + "drop_v0_train.jsonl.gz",
-		accuracy.FileDROPDev:       blob + "drop_v0_dev.jsonl.gz",
-		accuracy.FileHumanEval:     "https://github.com/openai/human-eval/raw/master/data/HumanEval.jsonl.gz",
-		accuracy.FileMGSM("zh"):    blob + "mgsm_zh.tsv",
+		accuracy.FileGPQADiamond: blob + "gpqa_diamond.csv",
+		accuracy.FileMMLU:        blob + "mmlu.csv",
+		accuracy.FileMGSM("bn"):  blob + "mgsm_bn.tsv",
+		accuracy.FileDROPTrain:   blob + "drop_v0_train.jsonl.gz",
+		accuracy.FileDROPDev:     blob + "drop_v0_dev.jsonl.gz",
+		accuracy.FileHumanEval:   "https://github.com/openai/human-eval/raw/master/data/HumanEval.jsonl.gz",
+		accuracy.FileMGSM("zh"):  blob + "mgsm_zh.tsv",
 	} {
 		if got := h.Locate(name); got != want {
 			t.Errorf("%s: %s, want %s", name, got, want)

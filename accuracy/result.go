@@ -134,8 +134,8 @@ type EvalResult struct {
 	ErrorClasses map[string]int `json:"error_classes,omitempty"`
 	// Source 记录评分所用数据的来源与每个文件的 sha256。
 	Source   *DataSource `json:"source,omitempty"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
+	Started  time.Time   `json:"started"`
+	Finished time.Time   `json:"finished"`
 	// Singles 是逐样本结果，体积大，只写入 JSONL/HTML，不随 EvalResult 序列化。
 	Singles []SingleResult `json:"-"`
 }

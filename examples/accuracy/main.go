@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,23 +49,23 @@ func main() {
 
 // cliConfig 是解析后的命令行参数。
 type cliConfig struct {
-	datasets    []string
-	model       string
-	served      string
-	url         string
-	apiKey      string
-	maxTokens   int
-	temperature float64
-	threads     int
-	debug       bool
-	examples    int
-	nRepeats    int
-	datasetPath string
-	datasetURL  string
-	cacheDir    string
-	out         string
-	timeout     time.Duration
-	retries     int
+	datasets     []string
+	model        string
+	served       string
+	url          string
+	apiKey       string
+	maxTokens    int
+	temperature  float64
+	threads      int
+	debug        bool
+	examples     int
+	nRepeats     int
+	datasetPath  string
+	datasetURL   string
+	cacheDir     string
+	out          string
+	timeout      time.Duration
+	retries      int
 	python       string
 	sandbox      string
 	config       string
@@ -116,7 +117,7 @@ func parse(args []string, stderr io.Writer) (cliConfig, error) {
 	fs.StringVar(&c.out, "out", "results", "output directory")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "per-request timeout")
 	fs.IntVar(&c.retries, "retries", 3, fmt.Sprintf("retries per request, 0..%d (HTTP 400 is never retried; as in simple-evals it is scored as %q)", accuracy.MaxRetries, accuracy.BadRequestReply))
-	fs.StringVar(&c.python, "python", "python3", "python3 interpreter for humaneval (looked up on PATH)")
+	fs.StringVar(&c.python, "python", "", "python3 interpreter for humaneval (looked up on PATH); empty: the first of python3, /usr/bin/python3, /usr/local/bin/python3 that can import numpy/pandas/scipy like upstream")
 	fs.StringVar(&c.sandbox, "humaneval-netns", "auto", "run humaneval code in a new network namespace via 'unshare -rn': auto (if it works here), on, off")
 	fs.StringVar(&c.config, "config", "", "optional configs/tests/accuracy/{pr,daily}.yaml: its thresholds and max_error_rate gate the exit code")
 	if err := fs.Parse(splitDatasets(args)); err != nil {
@@ -202,9 +203,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		label = model
 	}
 	var interp []string
+	var pyRuntime *accuracy.PythonRuntime
+	var pyErr error
 	if slices.Contains(c.datasets, "humaneval") {
-		if py, err := exec.LookPath(c.python); err == nil {
-			interp = interpreter(ctx, py, c.sandbox, stderr)
+		var cands []string
+		if c.python != "" {
+			cands = []string{c.python}
+		}
+		rt, err := accuracy.FindPython(ctx, cands...)
+		if pyErr = err; err == nil {
+			pyRuntime = &rt
+			interp = interpreter(ctx, rt.Interpreter[0], c.sandbox, stderr)
+			fmt.Fprintf(stderr, "humaneval: python %s (%s)\n", rt.Version, rt.Executable)
+			if len(rt.Missing) > 0 {
+				fmt.Fprintf(stderr, "humaneval: warning: cannot import %v, which upstream preloads; completions importing them fail here and pass upstream\n", rt.Missing)
+			}
 		}
 	}
 	start := time.Now()
@@ -239,10 +252,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if r.Partial {
 			fmt.Fprintf(stderr, "%s: partial results written\n", r.Dataset)
 		}
+		// HumanEval 的判定取决于解释器（版本决定递归深度，预加载模块决定 import 能否通过），
+		// 把实际使用的解释器写在结果旁边，便于复现。
+		if r.Dataset == "humaneval" && pyRuntime != nil {
+			js, _ := json.MarshalIndent(pyRuntime, "", "  ")
+			if err := os.WriteFile(stem+".python.json", append(js, '\n'), 0o644); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", r.Dataset, err)
+				code = 1
+			}
+		}
 	}
 	for _, name := range c.datasets {
 		if why, ok := res.Skipped[name]; ok {
-			fmt.Fprintf(stderr, "%s: skipped: %s (%s)\n", name, why, c.python)
+			fmt.Fprintf(stderr, "%s: skipped: %s: %v\n", name, why, pyErr)
 		}
 		if err := res.Errors[name]; err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
