@@ -175,7 +175,7 @@ func (d *driver) emulated(sc *matrix.Scenario) bool {
 	return sc.Mode == matrix.ModeEmulator && d.o.BaseURL == ""
 }
 
-// accuracyCache 返回精度数据的下载缓存目录：-accuracy-cache 或用户缓存目录下的
+// accuracyCache 返回精度数据的下载缓存目录：Options.AccuracyCacheDir 或用户缓存目录下的
 // cibench/simple-evals；两者都拿不到时为空（不缓存，每次下载）。
 func (d *driver) accuracyCache() string {
 	if d.o.AccuracyCacheDir != "" {
