@@ -357,8 +357,8 @@ func TestSamplerErrorPathsMatchUpstream(t *testing.T) {
 		{"null", func(w http.ResponseWriter) { w.Write([]byte(`{"choices":[{"message":{"content":null}}]}`)) }, "null_content", 3},
 		{"nochoices", func(w http.ResponseWriter) { w.Write([]byte(`{"choices":[]}`)) }, "no_choices", 3},
 		{"badjson", func(w http.ResponseWriter) { w.Write([]byte(`not json`)) }, "decode", 3},
-		{"503", func(w http.ResponseWriter) { http.Error(w, "busy", 503) }, "http_503", 3},
-		{"401", func(w http.ResponseWriter) { http.Error(w, "no key", 401) }, "http_401", 3},
+		{"503", func(w http.ResponseWriter) { http.Error(w, "busy", http.StatusServiceUnavailable) }, "http_503", 3},
+		{"401", func(w http.ResponseWriter) { http.Error(w, "no key", http.StatusUnauthorized) }, "http_401", 3},
 		{"empty", func(w http.ResponseWriter) { w.Write([]byte(`{"choices":[{"message":{"content":""}}]}`)) }, "empty_content", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
