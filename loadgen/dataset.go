@@ -14,6 +14,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vllm-cibench/cibench/internal/tokenize"
@@ -94,6 +97,7 @@ func RandomText(seed int64, tokens int) string {
 }
 
 // TokenCounter 给出服务端分词器下文本的 token 数（通常是 vLLM 的 POST /tokenize）。
+// 建池时最多 16 条 prompt 并发校准，所以 CountTokens 必须可以被并发调用。
 type TokenCounter interface {
 	CountTokens(ctx context.Context, text string) (int, error)
 }
@@ -109,8 +113,17 @@ type promptPool struct {
 	exact  bool     // 长度是否经服务端分词器确认
 }
 
-// buildPool 为输入长度 inputLen 生成 n 个 prompt。有 counter 时逐条用服务端
-// 计数校准（多退少补，最多 8 轮），否则按共享规则精确生成。
+// tokenizeWorkers 是校准 prompt 长度时并发的 /tokenize 请求数上限：足以把 1024 条 prompt
+// 的往返时延重叠起来（串行时对慢一些的服务要 2.6 秒），又不至于在压测开始前压垮服务端。
+const tokenizeWorkers = 16
+
+// tokenizeTimeout 是单次 /tokenize 调用的期限；服务端卡住时启动阶段因此有界地失败，而不是挂起
+// （变量只为让测试缩短它）。
+var tokenizeTimeout = 10 * time.Second
+
+// buildPool 为输入长度 inputLen 生成 n 个 prompt。有 counter 时逐条用服务端计数校准
+// （多退少补，最多 12 轮），最多 tokenizeWorkers 条并发；否则按共享规则精确生成。
+// 每条 prompt 的文本只由种子与序号决定，所以并发不影响可复现性。
 func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCounter) (*promptPool, error) {
 	if n > poolSize {
 		n = poolSize
@@ -127,25 +140,48 @@ func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCo
 	prefixGen := newTextGen(uint64(p.Seed) ^ 0x5eed)
 	prefix := prefixGen.pieces(nil, p.PrefixLength)
 	lenRng := rand.New(rand.NewPCG(uint64(p.Seed), uint64(inputLen)))
-	for i := range n {
-		target := jitter(lenRng, inputLen, p.RangeRatioBelow, p.RangeRatioAbove)
-		if target <= p.PrefixLength {
-			target = p.PrefixLength + 1
-		}
+	targets := make([]int, n)
+	for i := range targets { // 长度抖动按序号顺序抽取，与并发无关
+		targets[i] = max(jitter(lenRng, inputLen, p.RangeRatioBelow, p.RangeRatioAbove), p.PrefixLength+1)
+	}
+	pool.quoted, pool.tokens = make([][]byte, n), make([]int, n)
+	build := func(ctx context.Context, i int) error {
 		g := newTextGen(uint64(p.Seed)*1_000_003 + uint64(inputLen)*7919 + uint64(i))
-		pieces := append(append([]string(nil), prefix...), g.pieces(nil, target-p.PrefixLength)...)
-		text := strings.Join(pieces, "")
-		got := target
+		pieces := append(append([]string(nil), prefix...), g.pieces(nil, targets[i]-p.PrefixLength)...)
+		text, got := strings.Join(pieces, ""), targets[i]
 		if counter != nil {
 			var err error
-			text, got, err = calibrate(ctx, counter, g, pieces, target, p.PrefixLength)
-			if err != nil {
-				return nil, err
+			if text, got, err = calibrate(ctx, counter, g, pieces, targets[i], p.PrefixLength); err != nil {
+				return err
 			}
 		}
-		q, _ := json.Marshal(text)
-		pool.quoted = append(pool.quoted, q)
-		pool.tokens = append(pool.tokens, got)
+		pool.quoted[i], _ = json.Marshal(text)
+		pool.tokens[i] = got
+		return nil
+	}
+	if counter == nil {
+		for i := range n {
+			_ = build(ctx, i) // 没有 counter 时不会出错
+		}
+		return pool, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(tokenizeWorkers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				if err := build(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
 	}
 	return pool, nil
 }
@@ -157,7 +193,9 @@ func calibrate(ctx context.Context, c TokenCounter, g *textGen, pieces []string,
 	bestText, bestGot := "", -1
 	for range 12 {
 		text := strings.Join(pieces, "")
-		got, err := c.CountTokens(ctx, text)
+		cctx, cancel := context.WithTimeout(ctx, tokenizeTimeout)
+		got, err := c.CountTokens(cctx, text)
+		cancel()
 		if err != nil {
 			return "", 0, fmt.Errorf("loadgen: tokenize: %w", err)
 		}
