@@ -70,6 +70,9 @@ type Profile struct {
 	GrowthRate int `yaml:"growth_rate"`
 	// GrowthInterval 是两次爬坡之间的间隔（YAML 写作 "5000ms" 或 "5s"，默认 1s）。
 	GrowthInterval time.Duration `yaml:"growth_interval"`
+	// BucketInterval 是实时时间线的采样间隔（acs-bench --bucket-interval），0 表示不采样；
+	// 大于 0 且 Run 的 sink 实现了 TimelineSink 时，每个间隔交出一行 Timeline。至少 10ms。
+	BucketInterval time.Duration `yaml:"bucket_interval"`
 	// ClimbMode 为 "static"（默认，每个间隔跳升 GrowthRate）或 "linear"（在间隔内均匀逐个增加）。
 	ClimbMode string `yaml:"climb_mode"`
 
@@ -135,11 +138,13 @@ type Prompt struct {
 
 // 以下为 acs-bench 的默认值。
 const (
-	DefaultTemperature            = 0.6
-	DefaultTopK                   = 8
-	DefaultTopP                   = 1.0
-	DefaultTimeout                = 1000 * time.Second
-	DefaultGrowthInterval         = time.Second
+	DefaultTemperature    = 0.6
+	DefaultTopK           = 8
+	DefaultTopP           = 1.0
+	DefaultTimeout        = 1000 * time.Second
+	DefaultGrowthInterval = time.Second
+	// MinBucketInterval 是 BucketInterval 的下限：每个间隔都要抓取一次 /metrics。
+	MinBucketInterval             = 10 * time.Millisecond
 	DefaultRequestsPerConcurrency = 16
 	DefaultImageSize              = 512
 )
@@ -271,6 +276,8 @@ func (p Profile) Validate() error {
 		return invalid("growth_rate", p.GrowthRate, "must be >= 0")
 	case p.GrowthInterval < 0:
 		return invalid("growth_interval", p.GrowthInterval, "must be >= 0")
+	case p.BucketInterval < 0 || (p.BucketInterval > 0 && p.BucketInterval < MinBucketInterval):
+		return invalid("bucket_interval", p.BucketInterval, "must be 0 (off) or >= 10ms")
 	case p.RequestRate < 0:
 		return invalid("request_rate", p.RequestRate, "must be >= 0 (0 = unlimited)")
 	case p.Burstiness <= 0:

@@ -41,6 +41,7 @@ type runner struct {
 	sink     RecordSink
 	gsink    GroupSink
 	psink    ProgressSink
+	tsink    TimelineSink // 仅当 Profile.BucketInterval > 0
 	sinkMu   sync.Mutex
 	base     *metricsSnap // 运行开始前的 /metrics（任何请求之前）
 	served   atomic.Int64 // 本次运行中服务端已成功完成的请求数（含探测与预热）
@@ -76,6 +77,9 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 	}
 	if ps, ok := sink.(ProgressSink); ok {
 		r.psink = ps
+	}
+	if ts, ok := sink.(TimelineSink); ok && p.BucketInterval > 0 {
+		r.tsink = ts
 	}
 	for _, c := range p.Concurrency {
 		r.maxConc = max(r.maxConc, c)
@@ -297,6 +301,7 @@ type groupRun struct {
 	warmup  bool
 	total   int
 	done    atomic.Int64
+	sent    atomic.Int64 // 已发出的请求数（时间线的 Started）
 	failed  atomic.Int64
 	active  atomic.Int64
 	outRng  uint64 // 输出长度抖动的种子
@@ -325,7 +330,20 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		}
 	}
 	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: n, started: g.Start}
-	if err := r.drive(ctx, gr, g.Concurrency, initC, r.p.RequestRate); err != nil {
+	dctx, dcancel := context.WithCancelCause(ctx)
+	defer dcancel(nil)
+	var tl *timeline
+	if r.tsink != nil {
+		tl = r.startTimeline(dctx, dcancel, gr, before, g.Concurrency, initC, r.p.RequestRate)
+	}
+	err = r.drive(dctx, gr, g.Concurrency, initC, r.p.RequestRate)
+	if tl != nil {
+		tl.finish(dctx)
+		if err == nil {
+			err = context.Cause(dctx) // 时间线 sink 在最后一行出错
+		}
+	}
+	if err != nil {
 		return Summary{}, err
 	}
 	tot := gr.shards.total()
@@ -540,6 +558,7 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 	x.body = r.tmpl.build(x.body, pl.quoted[pi], r.imageOrEmpty(j.idx), maxTok)
 	inst := int(r.rr.Add(1)-1) % len(r.urls)
 	gr.active.Add(1)
+	gr.sent.Add(1)
 	x.send(ctx, r.client, r.urls[inst], r.t.APIKey, r.stream, j.intended, r.p.Timeout)
 	gr.active.Add(-1)
 	rec := &x.rec

@@ -24,6 +24,11 @@ var (
 	metricSpecAccept  = "vllm:spec_decode_num_accepted_tokens_total"
 	metricSpecDraft   = "vllm:spec_decode_num_draft_tokens_total"
 	serverMetricNames = [][]string{metricTTFT, metricTPOT, metricE2E}
+	// 时间线采样的调度状态（vLLM v1 的名字在前，旧名在后）。KV-cache 用量是 0..1 的比例。
+	metricRunning     = []string{"vllm:num_requests_running"}
+	metricWaiting     = []string{"vllm:num_requests_waiting"}
+	metricKVUsage     = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}
+	metricPreemptions = []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}
 )
 
 // histSnap 是一个直方图在某一时刻的累计值（各实例、各标签序列求和）。
@@ -38,6 +43,10 @@ type histSnap struct {
 type metricsSnap struct {
 	hist          [3]*histSnap // ttft, tpot, e2e
 	accept, draft float64
+	// 时间线用的调度状态：各实例之和（KV-cache 用量为 kvSum/kvN 的平均）；缺失为 NaN。
+	running, waiting, preempt float64
+	kvSum                     float64
+	kvN                       int
 }
 
 // parseMetrics 用 expfmt 解析 Prometheus 文本格式，抽取 TTFT/TPOT/E2E 直方图与推测解码计数器。
@@ -47,7 +56,17 @@ func parseMetrics(r io.Reader) (*metricsSnap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: parse /metrics: %w", err)
 	}
-	s := &metricsSnap{accept: counterSum(fams, metricSpecAccept), draft: counterSum(fams, metricSpecDraft)}
+	s := &metricsSnap{accept: counterSum(fams, metricSpecAccept), draft: counterSum(fams, metricSpecDraft),
+		running: gaugeSum(fams, metricRunning), waiting: gaugeSum(fams, metricWaiting), preempt: math.NaN(), kvSum: math.NaN()}
+	for _, n := range metricPreemptions {
+		if v := counterSum(fams, n); !math.IsNaN(v) {
+			s.preempt = v
+			break
+		}
+	}
+	if v, n := gaugeMean(fams, metricKVUsage); n > 0 {
+		s.kvSum, s.kvN = v, 1
+	}
 	for i, names := range serverMetricNames {
 		for _, n := range names {
 			if h := histogramSum(fams[n]); h != nil {
@@ -83,6 +102,49 @@ func counterSum(fams map[string]*dto.MetricFamily, name string) float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// gaugeSum 对第一个存在的 gauge（或 untyped）族的全部序列求和；都不存在时为 NaN。
+func gaugeSum(fams map[string]*dto.MetricFamily, names []string) float64 {
+	v, n := gaugeAgg(fams, names)
+	if n == 0 {
+		return math.NaN()
+	}
+	return v
+}
+
+// gaugeMean 返回第一个存在的 gauge 族各序列的平均值与序列数（比例类指标不能相加）。
+func gaugeMean(fams map[string]*dto.MetricFamily, names []string) (float64, int) {
+	v, n := gaugeAgg(fams, names)
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	return v / float64(n), n
+}
+
+// gaugeAgg 返回第一个有样本的 gauge 族的和与序列数。
+func gaugeAgg(fams map[string]*dto.MetricFamily, names []string) (float64, int) {
+	for _, name := range names {
+		f, ok := fams[name]
+		if !ok {
+			continue
+		}
+		total, n := 0.0, 0
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetGauge() != nil:
+				total += m.GetGauge().GetValue()
+				n++
+			case m.GetUntyped() != nil:
+				total += m.GetUntyped().GetValue()
+				n++
+			}
+		}
+		if n > 0 {
+			return total, n
+		}
+	}
+	return 0, 0
 }
 
 // histogramSum 把一个直方图族的全部序列按桶上界求和；不是直方图或没有序列时返回 nil。
@@ -352,7 +414,8 @@ func addSnaps(a, b *metricsSnap) *metricsSnap {
 	if a == nil {
 		return b
 	}
-	out := &metricsSnap{accept: a.accept + b.accept, draft: a.draft + b.draft}
+	out := &metricsSnap{accept: a.accept + b.accept, draft: a.draft + b.draft, running: a.running + b.running,
+		waiting: a.waiting + b.waiting, preempt: a.preempt + b.preempt, kvSum: a.kvSum + b.kvSum, kvN: a.kvN + b.kvN}
 	for i := range a.hist {
 		x, y := a.hist[i], b.hist[i]
 		switch {

@@ -207,6 +207,21 @@ type stats struct {
 	promptTok, complTok, reasonTok int64
 	usageTok                       int64 // token 数来自服务端 usage 的成功请求数
 	firstSent, lastEnd             time.Time
+	iv                             *interval // 时间线当前间隔的累计；未开启时间线时为 nil
+}
+
+// interval 是时间线一个间隔内完成的请求的累计（按完成时刻归入间隔），由分片锁保护。
+type interval struct {
+	done, failed, tokens int64
+	ttft, itl            *dist
+}
+
+// ivCap 是时间线每个间隔、每个指标保留的精确样本数上限，超过后改用 HDR（内存有界）。
+const ivCap = 1 << 15
+
+// newInterval 创建一个间隔累计；b 为同一间隔各分片共享的预算（ttft, itl）。
+func newInterval(b *[2]*atomic.Int64) *interval {
+	return &interval{ttft: newDist(1000, b[0]), itl: newDist(1000, b[1])}
 }
 
 // budgets 是一个分组内各指标的精确样本预算（按 stats 的分布顺序），由全部分片共享。
@@ -242,9 +257,20 @@ func (s *stats) observe(r *Record, slo SLO) {
 		s.lastEnd = end
 	}
 	s.slot.add(int64(r.SlotWait), 1)
+	iv := s.iv
+	if iv != nil {
+		iv.done++
+	}
 	if !r.OK {
 		s.failed++
+		if iv != nil {
+			iv.failed++
+		}
 		return
+	}
+	if iv != nil {
+		iv.tokens += int64(r.CompletionTokens)
+		iv.ttft.add(int64(r.TTFT), 1)
 	}
 	s.ok++
 	s.ttft.add(int64(r.TTFT), 1)
@@ -264,8 +290,11 @@ func (s *stats) observe(r *Record, slo SLO) {
 		if k <= 0 {
 			continue
 		}
-		gap := r.ChunkTimes[i] - r.ChunkTimes[i-1]
-		s.tpotSec.add(int64(gap/time.Duration(k)), k)
+		gap := int64((r.ChunkTimes[i] - r.ChunkTimes[i-1]) / time.Duration(k))
+		s.tpotSec.add(gap, k)
+		if iv != nil {
+			iv.itl.add(gap, k)
+		}
 	}
 	s.compl.add(int64(r.CompletionTokens), 1)
 	s.promptTok += int64(r.PromptTokens)
