@@ -78,7 +78,7 @@ type options struct {
 	emuTTFT, emuITL                             time.Duration
 	emuTokensPerChunk                           int
 	requestRate                                 string
-	timeoutSec, growthIntervalMs                float64
+	timeoutSec, growthIntervalMs, bucketMs      float64
 	configOpts                                  strList
 	useClimb                                    bool
 	temperature, topP                           float64
@@ -168,7 +168,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int("num-spec-tokens", -1, "accepted for acs-bench compatibility; ignored")
 	fs.Bool("use-mtp-accept-rate", true, "accepted for acs-bench compatibility; ignored")
 	fs.Int("num-scheduler-steps", 1, "accepted for acs-bench compatibility; ignored")
-	fs.Float64("bucket-interval", 0, "accepted for acs-bench compatibility; ignored (see the progress line)")
+	fs.Float64Var(&o.bucketMs, "bucket-interval", 0, "live timeline interval in ms: one row per interval in timeline_*.csv (0 = off, else >= 10)")
 	fs.String("revision", "master", "accepted for acs-bench compatibility; ignored")
 	fs.Bool("trust-remote-code", false, "accepted for acs-bench compatibility; ignored")
 	fs.Bool("profile", false, "service profiler: not implemented (false only)")
@@ -253,6 +253,7 @@ func (o *options) finish(set map[string]bool) error {
 		}
 	})
 	apply("growth-interval", func() { p.GrowthInterval = time.Duration(o.growthIntervalMs * float64(time.Millisecond)) })
+	apply("bucket-interval", func() { p.BucketInterval = time.Duration(o.bucketMs * float64(time.Millisecond)) })
 	apply("timeout", func() { p.Timeout = time.Duration(o.timeoutSec * float64(time.Second)) })
 	apply("temperature", func() { p.Temperature = &o.temperature })
 	apply("top-k", func() { p.TopK = &o.topK })
