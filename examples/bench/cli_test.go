@@ -94,6 +94,8 @@ func TestProfEveryOption(t *testing.T) {
 		"prefix-length":            {value: "8", get: func(o *options) any { return o.p.PrefixLength }, want: 8},
 		"input-range-ratio-above":  {value: "0.25", get: func(o *options) any { return [2]float64{o.p.RangeRatioAbove, o.p.OutputRangeRatioAbove} }, want: [2]float64{0.25, 0}},
 		"input-range-ratio-below":  {value: "0.25", get: func(o *options) any { return [2]float64{o.p.RangeRatioBelow, o.p.OutputRangeRatioBelow} }, want: [2]float64{0.25, 0}},
+		"idle-timeout":             {value: "2.5", get: func(o *options) any { return o.p.IdleTimeout }, want: 2500 * time.Millisecond},
+		"max-event-bytes":          {value: "4096", get: func(o *options) any { return o.p.MaxEventBytes }, want: 4096},
 		"requests-per-concurrency": {value: "4", get: func(o *options) any { return o.p.RequestsPerConcurrency }, want: 4},
 		"timestamps":               {value: "read", get: func(o *options) any { return o.p.Timestamps }, want: loadgen.TimestampsRead},
 		"chunk-times":              {value: "true", get: func(o *options) any { return o.chunkTimes }, want: true},

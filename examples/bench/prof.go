@@ -199,6 +199,15 @@ func profDefs() []*optDef {
 			}},
 		{long: "requests-per-concurrency", kind: kInt, def: "16", field: "requests_per_concurrency", min: 1, max: loadgen.MaxRequests,
 			help: "requests per group = concurrency × this, when -n is not given", setInt: func(o *options, v int) { p(o).RequestsPerConcurrency = v }},
+		{long: "idle-timeout", kind: kFloat, def: "120", field: "idle_timeout", min: 1e-3, max: loadgen.MaxTimeout.Seconds(),
+			help: "seconds a stream may stay silent between two events before it is cut (class idle_timeout)",
+			setFloat: func(o *options, v float64) error {
+				p(o).IdleTimeout = time.Duration(v * float64(time.Second))
+				return nil
+			}},
+		{long: "max-event-bytes", kind: kInt, def: "67108864", field: "max_event_bytes", min: 1024, max: 1 << 40,
+			help: "largest SSE event or response body accepted, in bytes (overflow: class too_large)",
+			setInt: func(o *options, v int) { p(o).MaxEventBytes = v }},
 		{long: "timestamps", kind: kString, def: loadgen.TimestampsKernel, field: "timestamps",
 			help:   "arrival times: kernel (socket receive timestamps) or read (when the client read the data)",
 			setStr: func(o *options, v string) error { p(o).Timestamps = v; return nil }},
