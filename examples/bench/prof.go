@@ -206,7 +206,7 @@ func profDefs() []*optDef {
 				return nil
 			}},
 		{long: "max-event-bytes", kind: kInt, def: "67108864", field: "max_event_bytes", min: 1024, max: 1 << 40,
-			help: "largest SSE event or response body accepted, in bytes (overflow: class too_large)",
+			help:   "largest SSE event or response body accepted, in bytes (overflow: class too_large)",
 			setInt: func(o *options, v int) { p(o).MaxEventBytes = v }},
 		{long: "timestamps", kind: kString, def: loadgen.TimestampsKernel, field: "timestamps",
 			help:   "arrival times: kernel (socket receive timestamps) or read (when the client read the data)",
