@@ -63,13 +63,15 @@ var defectTable = map[string]struct {
 	"NoContextCheck":   {want: []string{"errors/context_overflow", "errors/context_boundary"}},
 	"MaxTokensIgnored": {want: join([]string{"chat_core/usage", "completions_core/usage", "completions_core/default_max_tokens", "streaming/completions_usage"},
 		maxTokensCases, paramsExact, []string{"params_boundary/logit_bias"})},
-	"NoUsageChunk":         {want: []string{"streaming/include_usage", "streaming/continuous_usage", "streaming/completions_usage"}},
+	// include_usage 声明为支持却没有 usage chunk：chunk_size 也无法对应 chunk 与 token，失败而不是跳过。
+	"NoUsageChunk":         {want: []string{"streaming/include_usage", "streaming/continuous_usage", "streaming/completions_usage", "streaming/chunk_size"}},
 	"UsageNotMonotonic":    {want: []string{"streaming/continuous_usage"}},
 	"WrongIDPrefix":        {want: []string{"chat_core/ids_object", "completions_core/ids_object"}},
 	"WrongObject":          {want: []string{"chat_core/ids_object", "completions_core/ids_object"}},
 	"LogprobsWrongCount":   {want: []string{"params_boundary/top_logprobs=1", "params_boundary/top_logprobs=5", "params_boundary/completions_logprobs=5"}},
 	"ModelMissingFromList": {want: []string{"chat_core/models"}},
-	"UnknownModelOK":       {want: []string{"errors/unknown_model"}},
+	// body_shape 需要 404 才能检查错误体：状态不对是失败，不是跳过。
+	"UnknownModelOK":       {want: []string{"errors/unknown_model", "errors/body_shape"}},
 	"StreamDiffers":        {want: []string{"completions_core/stream", "streaming/matches_nonstream", "function_call/stream"}},
 	"DoubleFinish":         {want: []string{"completions_core/stream", "streaming/single_finish"}},
 	"WrongContentType":     {want: []string{"streaming/content_type"}},
@@ -77,7 +79,7 @@ var defectTable = map[string]struct {
 	"EchoIgnored":          {want: []string{"completions_core/echo"}},
 	// vLLM 对具名 tool_choice 以 stop 结束。
 	"NamedToolFinishToolCalls": {want: []string{"function_call/named"}},
-	"NoParamValidation": {want: []string{"errors/invalid/temperature_negative", "errors/invalid/top_p_above_one",
+	"NoParamValidation": {want: []string{"errors/body_shape", "errors/invalid/temperature_negative", "errors/invalid/top_p_above_one",
 		"errors/invalid/presence_penalty_out_of_range", "errors/invalid/frequency_penalty_out_of_range", "errors/invalid/max_tokens_zero",
 		"errors/invalid/top_logprobs_above_20", "errors/invalid/top_logprobs_without_logprobs", "errors/invalid/min_tokens_above_max_tokens",
 		"errors/invalid/completions_temperature_negative", "errors/invalid/completions_suffix"}},
