@@ -185,6 +185,20 @@ func (c *Catalog) Suites() []string {
 	return out
 }
 
+// Matches 报告 ID 为 id、套件为 suite 的用例是否被 patterns 选中，规则与 Select 相同：
+// patterns 为空或含 "all" 时选中全部。
+func Matches(patterns []string, id, suite string) bool {
+	if len(patterns) == 0 || slices.Contains(patterns, "all") {
+		return true
+	}
+	for _, p := range patterns {
+		if m, err := path.Match(p, id); p == suite || p == id || (err == nil && m) {
+			return true
+		}
+	}
+	return false
+}
+
 // Select 返回匹配任一 pattern 的用例：pattern 可以是套件名、完整用例 ID，
 // 或 path.Match 风格的通配（如 "params_boundary/top_*"）。patterns 为空或含
 // "all" 时返回全部。不匹配任何用例的 pattern 是错误，防止矩阵里的拼写错误

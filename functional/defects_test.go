@@ -71,12 +71,12 @@ var defectTable = map[string]struct {
 	"LogprobsWrongCount":   {want: []string{"params_boundary/top_logprobs=1", "params_boundary/top_logprobs=5", "params_boundary/completions_logprobs=5"}},
 	"ModelMissingFromList": {want: []string{"chat_core/models"}},
 	// body_shape 需要 404 才能检查错误体：状态不对是失败，不是跳过。
-	"UnknownModelOK":       {want: []string{"errors/unknown_model", "errors/body_shape"}},
-	"StreamDiffers":        {want: []string{"completions_core/stream", "streaming/matches_nonstream", "function_call/stream"}},
-	"DoubleFinish":         {want: []string{"completions_core/stream", "streaming/single_finish"}},
-	"WrongContentType":     {want: []string{"streaming/content_type"}},
-	"NIgnored":             {want: []string{"chat_core/n", "streaming/single_finish"}},
-	"EchoIgnored":          {want: []string{"completions_core/echo"}},
+	"UnknownModelOK":   {want: []string{"errors/unknown_model", "errors/body_shape"}},
+	"StreamDiffers":    {want: []string{"completions_core/stream", "streaming/matches_nonstream", "function_call/stream"}},
+	"DoubleFinish":     {want: []string{"completions_core/stream", "streaming/single_finish"}},
+	"WrongContentType": {want: []string{"streaming/content_type"}},
+	"NIgnored":         {want: []string{"chat_core/n", "streaming/single_finish"}},
+	"EchoIgnored":      {want: []string{"completions_core/echo"}},
 	// vLLM 对具名 tool_choice 以 stop 结束。
 	"NamedToolFinishToolCalls": {want: []string{"function_call/named"}},
 	"NoParamValidation": {want: []string{"errors/body_shape", "errors/invalid/temperature_negative", "errors/invalid/top_p_above_one",

@@ -71,9 +71,12 @@ type SuiteSummary struct {
 
 // Report 是一次功能测试的完整结果。
 type Report struct {
-	Model    string         `json:"model"`
-	Started  time.Time      `json:"started"`
-	Duration time.Duration  `json:"duration_ns"`
-	Results  []Result       `json:"results"`
-	Suites   []SuiteSummary `json:"suites"`
+	Model string `json:"model"`
+	// Selection 是选出这些用例的模式（Catalog.Select 的参数）；空表示全部。门禁据此
+	// 判断基线中通过的用例“消失”是否在本次范围内（见 Matches）。
+	Selection []string       `json:"selection,omitempty"`
+	Started   time.Time      `json:"started"`
+	Duration  time.Duration  `json:"duration_ns"`
+	Results   []Result       `json:"results"`
+	Suites    []SuiteSummary `json:"suites"`
 }

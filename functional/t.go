@@ -47,13 +47,13 @@ type T struct {
 	rec    *recorder
 	cfg    *Config
 
-	mu      sync.Mutex
+	mu          sync.Mutex
 	failed      bool
 	skipped     bool
 	unsupported bool
-	reasons []string
-	notes   []string
-	failure *Failure
+	reasons     []string
+	notes       []string
+	failure     *Failure
 }
 
 // newT 为一个用例构造 T，并把调用方的 http.Client 包装成带超时、重试、记录的客户端。
