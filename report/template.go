@@ -100,7 +100,7 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <h3>Functional</h3>
 {{if .Functional}}
 <table><tr><th>suite</th><th>total</th><th>passed</th><th>failed</th><th>skipped</th><th>pass ratio</th></tr>
-{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{pct .PassRatio}}</td></tr>
+{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{ratio .PassRatio}}</td></tr>
 {{end}}</table>
 {{if .Failed}}<table class="failed-cases"><tr><th>case</th><th>suite</th><th>reason</th><th>request / response</th></tr>
 {{range .Failed}}<tr class="row-fail"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td>{{.Reason}}</td><td>{{if .Request}}<pre>{{.Request}}</pre>{{end}}{{if .Response}}<pre>{{.Response}}</pre>{{end}}</td></tr>

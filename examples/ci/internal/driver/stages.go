@@ -33,7 +33,12 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	if err != nil {
 		return err
 	}
-	target := functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, ReasoningKeys: sc.Reasoning.Keys}
+	target := functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, ReasoningKeys: sc.Reasoning.Keys,
+		Capabilities: map[functional.Capability]functional.Support{}}
+	// 场景的能力声明决定“拒绝”的结论（skip / unsupported / 失败）；矩阵加载时已校验。
+	for k, v := range sc.Capabilities {
+		target.Capabilities[functional.Capability(k)] = functional.Support(v)
+	}
 	for _, f := range sc.Features {
 		if ff := functional.Feature(f); ff.Known() {
 			target.Features = append(target.Features, ff)
@@ -47,6 +52,8 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 		return err
 	}
 	rep, runErr := runner.Run(ctx, cases)
+	// 记下选择模式：下一次运行的门禁据此判断基线中通过的用例“消失”是否在范围内。
+	rep.Selection = append([]string(nil), p.Functional.Select...)
 	if len(rep.Results) > 0 || runErr == nil {
 		if err := d.run.RecordFunctional(sc.Name, rep); err != nil {
 			return errors.Join(runErr, err)
