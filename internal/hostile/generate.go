@@ -115,6 +115,13 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rt route, chat
 		}
 		x.pTokens = tokenize.Count(x.prompt)
 	}
+	if n := x.pTokens + x.maxTokens(); n > s.cfg.MaxModelLen {
+		// vLLM 在生成之前校验上下文长度，所以它先于任何故障。
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
+			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			s.cfg.MaxModelLen, n, x.pTokens, x.maxTokens()))
+		return
+	}
 	f := s.faultFor(rt)
 	if f != FaultNone {
 		s.faulted.Add(1)

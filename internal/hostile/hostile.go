@@ -2,7 +2,6 @@ package hostile
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -373,7 +372,7 @@ func echo(r *http.Request) string {
 		fmt.Fprintf(&b, " decoded basic auth user=%s password=%s;", user, pass)
 	}
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		fmt.Fprintf(&b, " api key %s (base64 %s);", tok, base64.StdEncoding.EncodeToString([]byte(tok)))
+		fmt.Fprintf(&b, " api key %s;", tok)
 	}
 	return b.String()
 }
@@ -390,15 +389,11 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "hostile: tokenize body is not JSON")
 		return
 	}
-	text := req.Prompt
+	// 逐条消息计数再相加，与生成接口计算 prompt_tokens 的方式一致，
+	// 这样"prompt + max_tokens == max_model_len"的边界两边算得一样。
+	ids := append([]int{}, tokenize.IDs(req.Prompt)...)
 	for _, m := range req.Messages {
-		if c, ok := m.Content.(string); ok {
-			text += c
-		}
-	}
-	ids := tokenize.IDs(text)
-	if ids == nil {
-		ids = []int{}
+		ids = append(ids, tokenize.IDs(text(m.Content))...)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(ids), "max_model_len": s.cfg.MaxModelLen, "tokens": ids})
 }
