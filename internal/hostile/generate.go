@@ -257,11 +257,13 @@ func (x *exchange) finalUsage(completion int) {
 	x.event(b)
 }
 
-// pieces 返回健康回复的内容片段与结束原因：Config.Answer 给出时整段一次、stop；
+// pieces 返回健康回复的内容片段与结束原因：Config.Answer 给出非空回复时整段一次、stop；
 // 否则 max_tokens 个 " hi"（每个一个 token）、length。
 func (x *exchange) pieces() ([]string, string) {
 	if x.s.cfg.Answer != nil {
-		return []string{x.s.cfg.Answer(x.prompt)}, "stop"
+		if a := x.s.cfg.Answer(x.prompt); a != "" {
+			return []string{a}, "stop"
+		}
 	}
 	n := x.maxTokens()
 	out := make([]string, n)

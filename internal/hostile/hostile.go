@@ -114,8 +114,9 @@ type Config struct {
 	RetryAfter time.Duration
 	// MaxModelLen 出现在 /v1/models 与 /tokenize 的响应中。
 	MaxModelLen int
-	// Answer 非空时决定健康回复的内容（参数是请求中最后一条用户消息或 prompt），
-	// finish_reason 为 stop；为空时生成 max_tokens 个 " hi"，finish_reason 为 length。
+	// Answer 非空且返回非空串时，它决定健康回复的内容（参数是请求中最后一条用户消息
+	// 或 prompt），finish_reason 为 stop；否则生成 max_tokens 个 " hi"，finish_reason
+	// 为 length（ignore_eos 下 vLLM 的样子）。
 	Answer func(prompt string) string
 }
 

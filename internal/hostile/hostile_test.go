@@ -179,7 +179,13 @@ func TestContinuousUsageAndCompletions(t *testing.T) {
 // 搭配 stream:false 的 400（vLLM 行为）。
 func TestAnswerAndNonStream(t *testing.T) {
 	var got string
-	s := start(t, hostile.Config{Model: "m", Answer: func(p string) string { got = p; return "Answer: C" }})
+	s := start(t, hostile.Config{Model: "m", Answer: func(p string) string {
+		got = p
+		if p == "decline" {
+			return ""
+		}
+		return "Answer: C"
+	}})
 	resp, err := post(t, context.Background(), s.BaseURL(hostile.FaultNone)+"/chat/completions", "", chatBody(false, 5))
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +207,16 @@ func TestAnswerAndNonStream(t *testing.T) {
 	if got != "hello there" || c.Object != "chat.completion" || c.Model != "m" || !strings.HasPrefix(c.ID, "chatcmpl-") ||
 		c.Choices[0].Message.Content != "Answer: C" || c.Choices[0].FinishReason != "stop" || c.Usage.CompletionTokens != tokenize.Count("Answer: C") {
 		t.Errorf("prompt %q, response %+v", got, c)
+	}
+	// Answer 返回空串：退回 max_tokens 个 " hi"。
+	resp, err = post(t, context.Background(), s.BaseURL(hostile.FaultNone)+"/completions", "", map[string]any{"prompt": "decline", "max_tokens": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b2), `"text":" hi hi hi"`) || !strings.Contains(string(b2), `"finish_reason":"length"`) {
+		t.Errorf("declined answer: %s", b2)
 	}
 	b := chatBody(false, 5)
 	b["stream_options"] = map[string]any{"include_usage": true}
