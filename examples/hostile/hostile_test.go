@@ -289,6 +289,7 @@ type run struct {
 	args           []string
 	exit           int
 	killed         bool
+	oomKilled      int64 // 看门狗杀掉进程时的 RSS（字节），0 表示没有
 	elapsed, bound time.Duration
 	maxRSS         int64
 	stdout, stderr *capped
@@ -318,13 +319,29 @@ func execTool(t *testing.T, bin string, args, env []string, dir string, bound ti
 	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		r.killed = true
-		// 杀掉整个进程组（工具可能启动了 python3 等子进程）；只杀自己启动的那一组。
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+	// 内存看门狗：RSS 一超过上限就杀掉，不等它把 1 GiB 读完——没有上限的工具在 ci
+	// 里能涨到 8 GB，会拖垮共用的 CI 机器。
+	watch := time.NewTicker(20 * time.Millisecond)
+	defer watch.Stop()
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		case <-timer.C:
+			r.killed = true
+			// 杀掉整个进程组（工具可能启动了 python3 等子进程）；只杀自己启动的那一组。
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+			break wait
+		case <-watch.C:
+			if rss := currentRSS(cmd.Process.Pid); rss > maxRSS {
+				r.oomKilled = rss
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+				break wait
+			}
+		}
 	}
 	r.elapsed = time.Since(start)
 	r.exit = cmd.ProcessState.ExitCode()
@@ -332,6 +349,21 @@ func execTool(t *testing.T, bin string, args, env []string, dir string, bound ti
 		r.maxRSS = ru.Maxrss * 1024 // Linux 上以 KiB 计
 	}
 	return r
+}
+
+// currentRSS 读 /proc/<pid>/statm 的常驻页数（Linux）；读不到时为 0。
+func currentRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	var pages int64
+	_, _ = fmt.Sscan(f[1], &pages)
+	return pages * int64(os.Getpagesize())
 }
 
 // baseEnv 返回子进程的最小环境：不继承测试进程的环境，免得外部的
@@ -438,7 +470,9 @@ func runRow(t *testing.T, bins, data, tool string, f hostile.Fault, w want) (run
 	if r.killed {
 		ps.add("hang: still running after %v (bound from the configured timeouts), killed", r.bound)
 	}
-	if r.maxRSS > maxRSS {
+	if r.oomKilled > 0 {
+		ps.add("memory: RSS reached %d MiB > %d MiB during the run, killed", r.oomKilled>>20, maxRSS>>20)
+	} else if r.maxRSS > maxRSS {
 		ps.add("memory: peak RSS %d MiB > %d MiB", r.maxRSS>>20, maxRSS>>20)
 	}
 	switch {
