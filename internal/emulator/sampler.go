@@ -1,0 +1,241 @@
+package emulator
+
+import (
+	"math"
+	"slices"
+)
+
+// 本文件是模拟器的“token 分布”模型：当请求带有会改变分布形状的采样参数
+// （temperature 不是 0/1、top_k ≥ 2、top_p < 1、presence/frequency penalty ≠ 0、
+// logit_bias）时，生成文本不再直接取 Text 流，而是每一步从一个显式的 logits
+// 分布中按 vLLM 采样器的顺序采样：
+//
+//	logit_bias → presence/frequency penalty（按已生成 token 的计数）→
+//	temperature == 0 时取 argmax；否则 logits/temperature → top_k → top_p → 按种子采样。
+//
+// 分布本身是一个“位置一元模型”：第 j 步的 argmax 恰是贪心文本（Text 流）的第 j 个
+// 片段，所以 temperature 0、小 top_p 都与贪心输出一致；其余候选的 logits 见 Sample。
+// 默认参数（贪心或 temperature 1 且不带其他参数）仍走 Text 快路径，保持吞吐与既有输出。
+
+// 分布的形状常数（logits，自然对数单位）：
+//   - 贪心片段 0；
+//   - samplerAlts 个备选依次为 -1, -1.5, -2, …；
+//   - 已生成过的片段（“照抄上下文”的倾向）-3；
+//   - 其余全部词表片段 -7。
+//
+// 于是 temperature 1 时贪心片段的概率约 0.2~0.4（始终 ≥ 0.1，top_p 0.1 只留下它）；
+// temperature 0.2 时约 0.99；temperature 1.5 时低于 0.1。
+const (
+	samplerAlts      = 8
+	samplerAltTop    = -1.0
+	samplerAltStep   = -0.5
+	samplerSeenLogit = -3.0
+	samplerRestLogit = -7.0
+)
+
+// Sampling 是一组会改变 token 分布的采样参数（已校验）。零值 TopP 视为 1。
+type Sampling struct {
+	// Temperature 为 0 表示贪心（对惩罚与偏置之后的 logits 取 argmax）。
+	Temperature float64
+	// TopK ≤ 0 表示不限。
+	TopK int
+	// TopP 在 (0,1]；≤0 或 ≥1 表示不限。
+	TopP float64
+	// Presence 与 Frequency 是 OpenAI 语义的惩罚：logit -= presence·[count>0] + frequency·count，
+	// count 只统计本次已生成的 token（vLLM 如此，提示词不计入）。
+	Presence, Frequency float64
+	// Bias 按片段文本给出 logit 偏置；不在词表中的片段作为额外候选加入。
+	Bias map[string]float64
+}
+
+// samplerGroup 是排序/截断的单位：一个显式候选（size 1），或“其余词表”整体。
+type samplerGroup struct {
+	idx  int32 // 候选下标；-1 表示“其余词表”
+	size int   // 组内 token 数
+	z    float64
+}
+
+// Sample 向 dst 追加 n 个片段：第 j 步的分布以贪心流 NewText(backbone) 的第 j 个片段为
+// argmax，按 s 重塑后用 rnd 播种的随机流采样（Temperature 为 0 时不使用随机数）。
+// 相同参数永远得到相同结果。
+func (v *Vocab) Sample(dst []string, backbone, rnd uint64, n int, s *Sampling) []string {
+	g := v.NewText(backbone)
+	r := NewRand(rnd)
+	nPlain := len(v.plain)
+	// 额外片段（偏置指向词表外的 token）排在词表之后。
+	var extra []string
+	var bias []float64
+	if len(s.Bias) > 0 {
+		bias = make([]float64, len(v.table))
+		for p, b := range s.Bias {
+			if i, ok := v.index[p]; ok {
+				bias[i] += b
+				continue
+			}
+			extra = append(extra, p)
+		}
+		slices.Sort(extra) // map 迭代顺序随机：排序保证确定性
+		for _, p := range extra {
+			bias = append(bias, s.Bias[p])
+		}
+	}
+	total := len(v.table) + len(extra)
+	piece := func(i int32) string {
+		if int(i) < len(v.table) {
+			return v.table[i]
+		}
+		return extra[int(i)-len(v.table)]
+	}
+	counts := make([]int32, total)
+	stamp := make([]int32, total)
+	var seen []int32
+	groups := make([]samplerGroup, 0, samplerAlts+8)
+	topP := s.TopP
+	if topP <= 0 || topP >= 1 {
+		topP = 1
+	}
+	for j := 0; j < n; j++ {
+		cur := int32(j + 1)
+		groups = groups[:0]
+		inPlain := 0
+		add := func(i int32, z float64) {
+			if stamp[i] == cur {
+				return
+			}
+			stamp[i] = cur
+			if int(i) < nPlain {
+				inPlain++
+			}
+			groups = append(groups, samplerGroup{idx: i, size: 1, z: z})
+		}
+		gp := g.Next()
+		add(int32(v.index[gp]), 0)
+		step := Mix(backbone, uint64(j)+0x5a)
+		for a := 0; a < samplerAlts; a++ {
+			add(int32(Mix(step, uint64(a))%uint64(nPlain)), samplerAltTop+samplerAltStep*float64(a))
+		}
+		for _, i := range seen {
+			add(i, samplerSeenLogit)
+		}
+		if bias != nil {
+			for i := range bias {
+				if bias[i] != 0 {
+					add(int32(i), samplerRestLogit)
+				}
+			}
+		}
+		for k := range groups {
+			i := groups[k].idx
+			if bias != nil {
+				groups[k].z += bias[i]
+			}
+			if c := counts[i]; c > 0 {
+				groups[k].z -= s.Presence + s.Frequency*float64(c)
+			}
+		}
+		if rest := nPlain - inPlain; rest > 0 {
+			groups = append(groups, samplerGroup{idx: -1, size: rest, z: samplerRestLogit})
+		}
+		pick := v.pickGroup(groups, s.Temperature, s.TopK, topP, &r)
+		i := pick.idx
+		if i < 0 {
+			i = v.restToken(stamp, cur, &r)
+		}
+		if counts[i] == 0 {
+			seen = append(seen, i)
+		}
+		counts[i]++
+		dst = append(dst, piece(i))
+	}
+	return dst
+}
+
+// pickGroup 按 vLLM 的顺序在候选组上完成一步采样：temperature 0 取 argmax（并列取先出现者）；
+// 否则除以温度、top_k 截断、在截断后的分布上做 top_p 截断，再按随机数选取。
+func (v *Vocab) pickGroup(groups []samplerGroup, temp float64, topK int, topP float64, r *Rand) samplerGroup {
+	if temp == 0 {
+		best := groups[0]
+		for _, gr := range groups[1:] {
+			if gr.z > best.z {
+				best = gr
+			}
+		}
+		return best
+	}
+	for k := range groups {
+		groups[k].z /= temp
+	}
+	if topK > 0 || topP < 1 {
+		slices.SortStableFunc(groups, func(a, b samplerGroup) int {
+			switch {
+			case a.z > b.z:
+				return -1
+			case a.z < b.z:
+				return 1
+			}
+			return 0
+		})
+	}
+	if topK > 0 {
+		left := topK
+		for k := range groups {
+			if left <= 0 {
+				groups = groups[:k]
+				break
+			}
+			if groups[k].size > left {
+				groups[k].size = left
+			}
+			left -= groups[k].size
+		}
+	}
+	maxZ := math.Inf(-1)
+	for _, gr := range groups {
+		maxZ = max(maxZ, gr.z)
+	}
+	sum := 0.0
+	for _, gr := range groups {
+		sum += float64(gr.size) * math.Exp(gr.z-maxZ)
+	}
+	if topP < 1 {
+		// 保留概率最高、累计质量首次达到 top_p 的最小集合（至少一个 token）。
+		need, cum := topP*sum, 0.0
+		for k := range groups {
+			w := math.Exp(groups[k].z - maxZ)
+			if cum+float64(groups[k].size)*w >= need {
+				groups[k].size = max(1, int(math.Ceil((need-cum)/w)))
+				groups = groups[:k+1]
+				break
+			}
+			cum += float64(groups[k].size) * w
+		}
+		sum = 0
+		for _, gr := range groups {
+			sum += float64(gr.size) * math.Exp(gr.z-maxZ)
+		}
+	}
+	u := r.Float64() * sum
+	for _, gr := range groups {
+		u -= float64(gr.size) * math.Exp(gr.z-maxZ)
+		if u < 0 {
+			return gr
+		}
+	}
+	return groups[len(groups)-1]
+}
+
+// restToken 从“其余词表”（本步不是显式候选的普通片段）中均匀选一个。
+func (v *Vocab) restToken(stamp []int32, cur int32, r *Rand) int32 {
+	n := len(v.plain)
+	for tries := 0; tries < 64; tries++ {
+		if i := r.Intn(n); stamp[i] != cur {
+			return int32(i)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if stamp[i] != cur {
+			return int32(i)
+		}
+	}
+	return 0
+}
