@@ -136,11 +136,29 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 	}
 	v := e.engine.Vocab
 
+	// 分布采样的参数（只在带有改变分布形状的参数时使用，见 shaped）。
+	var sp *emulator.Sampling
+	if in.shaped() {
+		sp = &emulator.Sampling{TopP: in.s.topP, Presence: in.s.presence, Frequency: in.s.frequency, Bias: in.bias}
+		if sampled {
+			sp.Temperature = in.s.temperature
+			if in.s.topK > 1 {
+				sp.TopK = in.s.topK
+			}
+		} else {
+			backbone = h // 贪心：骨架就是贪心文本本身（含 GreedySeedDependent 等缺陷的混入）
+		}
+	}
+
 	// 推理文本。
 	var reasoning []string
 	if in.reasoning {
-		t := v.NewText(emulator.Mix(h, 1))
-		reasoning = t.AppendPieces(nil, emulator.ReasoningLength(h))
+		if sp != nil {
+			reasoning = v.Sample(nil, emulator.Mix(backbone, 1), emulator.Mix(h, 1), emulator.ReasoningLength(h), sp)
+		} else {
+			t := v.NewText(emulator.Mix(h, 1))
+			reasoning = t.AppendPieces(nil, emulator.ReasoningLength(h))
+		}
 	}
 
 	// 正文（或工具参数）。
@@ -172,20 +190,8 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 			n = in.s.minTokens - len(reasoning)
 		}
 		n = min(n, budget+1) // 多生成一个，让超出预算的自然长度在下面被判为 length
-		if in.shaped() {
-			sp := emulator.Sampling{TopP: in.s.topP, Presence: in.s.presence, Frequency: in.s.frequency, Bias: in.bias}
-			if sampled {
-				sp.Temperature = in.s.temperature
-				if in.s.topK > 1 {
-					sp.TopK = in.s.topK
-				}
-			} else {
-				backbone = h // 贪心：骨架就是贪心文本本身（含 GreedySeedDependent 等缺陷的混入）
-			}
-			content = v.Sample(make([]string, 0, n+1), emulator.Mix(backbone, 2), emulator.Mix(h, 2), n, &sp)
-			if len(content) > 0 {
-				content[0] = strings.TrimLeft(content[0], " ") // 回答开头不带空格，与快路径一致
-			}
+		if sp != nil {
+			content = v.Sample(make([]string, 0, n+1), emulator.Mix(backbone, 2), emulator.Mix(h, 2), n, sp)
 		} else {
 			t := v.NewText(emulator.Mix(h, 2))
 			content = t.AppendPieces(make([]string, 0, n+1), n)

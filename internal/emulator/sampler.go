@@ -3,6 +3,7 @@ package emulator
 import (
 	"math"
 	"slices"
+	"strings"
 )
 
 // 本文件是模拟器的“token 分布”模型：当请求带有会改变分布形状的采样参数
@@ -57,6 +58,7 @@ type samplerGroup struct {
 
 // Sample 向 dst 追加 n 个片段：第 j 步的分布以贪心流 NewText(backbone) 的第 j 个片段为
 // argmax，按 s 重塑后用 rnd 播种的随机流采样（Temperature 为 0 时不使用随机数）。
+// 第一个片段去掉前导空格（文本开头）。
 // 相同参数永远得到相同结果。
 func (v *Vocab) Sample(dst []string, backbone, rnd uint64, n int, s *Sampling) []string {
 	g := v.NewText(backbone)
@@ -145,7 +147,11 @@ func (v *Vocab) Sample(dst []string, backbone, rnd uint64, n int, s *Sampling) [
 			seen = append(seen, i)
 		}
 		counts[i]++
-		dst = append(dst, piece(i))
+		out := piece(i)
+		if j == 0 {
+			out = strings.TrimLeft(out, " ") // 文本开头不带空格，与 Text 流的句首形式一致
+		}
+		dst = append(dst, out)
 	}
 	return dst
 }
