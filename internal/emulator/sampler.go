@@ -119,11 +119,9 @@ func (v *Vocab) Sample(dst []string, backbone, rnd uint64, n int, s *Sampling) [
 		for _, i := range seen {
 			add(i, samplerSeenLogit)
 		}
-		if bias != nil {
-			for i := range bias {
-				if bias[i] != 0 {
-					add(int32(i), samplerRestLogit)
-				}
+		for i := range bias {
+			if bias[i] != 0 {
+				add(int32(i), samplerRestLogit)
 			}
 		}
 		for k := range groups {
