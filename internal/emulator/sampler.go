@@ -49,17 +49,69 @@ type Sampling struct {
 	Bias map[string]float64
 }
 
-// samplerGroup 是排序/截断的单位：一个显式候选（size 1），或“其余词表”整体。
+// samplerGroup 是排序/截断的单位：一个显式候选（size 1），或一组 logit 相同的 token——
+// “已生成 c 次”的片段（惩罚只依赖计数，同一计数的片段 logit 相同），或“其余词表”。
+// 按组而不是按 token 计算，使每一步的代价与词表大小、输出长度基本无关。
 type samplerGroup struct {
-	idx  int32 // 候选下标；-1 表示“其余词表”
+	idx  int32 // ≥0：显式候选下标；samplerRest：其余词表；samplerSeenAll：全部已生成片段；≤ samplerSeen0：已生成 samplerSeen0-idx+1 次的片段
 	size int   // 组内 token 数
 	z    float64
 }
 
+// 组的种类编码：idx = samplerSeen0 - (c-1) 表示计数为 c 的片段；没有 frequency penalty 时
+// 已生成片段的 logit 与计数无关，合成一组 samplerSeenAll，每步的组数更少。
+const (
+	samplerRest    = -1
+	samplerSeenAll = -2
+	samplerSeen0   = -3
+)
+
+// samplerState 是一次 Sample 调用的可变状态：每个片段的计数，以及按计数分桶的片段列表
+// （pos 是片段在其桶中的位置，计数变化时 O(1) 移动）。
+type samplerState struct {
+	counts    []int32
+	pos       []int32
+	stamp     []int32
+	buckets   [][]int32 // buckets[c]：恰好生成过 c 次的片段
+	active    []int     // 非空桶的计数值
+	seen      []int32   // 全部生成过的片段（首次出现顺序）
+	seenPlain int       // 生成过的普通词表片段数
+}
+
+// bump 把片段 i 的计数加一并移动到相应的桶。
+func (st *samplerState) bump(i int32, nPlain int) {
+	c := int(st.counts[i])
+	if c > 0 {
+		b := st.buckets[c]
+		last := b[len(b)-1]
+		b[st.pos[i]] = last
+		st.pos[last] = st.pos[i]
+		st.buckets[c] = b[:len(b)-1]
+		if len(st.buckets[c]) == 0 {
+			k := slices.Index(st.active, c)
+			st.active = slices.Delete(st.active, k, k+1)
+		}
+	} else {
+		st.seen = append(st.seen, i)
+		if int(i) < nPlain {
+			st.seenPlain++
+		}
+	}
+	c++
+	st.counts[i] = int32(c)
+	for len(st.buckets) <= c {
+		st.buckets = append(st.buckets, nil)
+	}
+	if len(st.buckets[c]) == 0 {
+		st.active = append(st.active, c)
+	}
+	st.pos[i] = int32(len(st.buckets[c]))
+	st.buckets[c] = append(st.buckets[c], i)
+}
+
 // Sample 向 dst 追加 n 个片段：第 j 步的分布以贪心流 NewText(backbone) 的第 j 个片段为
 // argmax，按 s 重塑后用 rnd 播种的随机流采样（Temperature 为 0 时不使用随机数）。
-// 第一个片段去掉前导空格（文本开头）。
-// 相同参数永远得到相同结果。
+// 第一个片段去掉前导空格（文本开头）。相同参数永远得到相同结果。
 func (v *Vocab) Sample(dst []string, backbone, rnd uint64, n int, s *Sampling) []string {
 	g := v.NewText(backbone)
 	r := NewRand(rnd)
@@ -81,6 +133,12 @@ func (v *Vocab) Sample(dst []string, backbone, rnd uint64, n int, s *Sampling) [
 			bias = append(bias, s.Bias[p])
 		}
 	}
+	var biased []int32 // 带非零偏置的片段：每一步都作为显式候选
+	for i, b := range bias {
+		if b != 0 {
+			biased = append(biased, int32(i))
+		}
+	}
 	total := len(v.table) + len(extra)
 	piece := func(i int32) string {
 		if int(i) < len(v.table) {
@@ -88,63 +146,71 @@ func (v *Vocab) Sample(dst []string, backbone, rnd uint64, n int, s *Sampling) [
 		}
 		return extra[int(i)-len(v.table)]
 	}
-	counts := make([]int32, total)
-	stamp := make([]int32, total)
-	var seen []int32
-	groups := make([]samplerGroup, 0, samplerAlts+8)
+	st := &samplerState{counts: make([]int32, total), pos: make([]int32, total), stamp: make([]int32, total)}
+	groups := make([]samplerGroup, 0, samplerAlts+len(biased)+16)
+	var excl []int // 本步作为显式候选、因而要从其计数桶中扣除的片段计数
 	topP := s.TopP
 	if topP <= 0 || topP >= 1 {
 		topP = 1
 	}
 	for j := 0; j < n; j++ {
 		cur := int32(j + 1)
-		groups = groups[:0]
-		inPlain := 0
+		groups, excl = groups[:0], excl[:0]
+		explicitPlain, explicitSeenPlain := 0, 0
 		add := func(i int32, z float64) {
-			if stamp[i] == cur {
+			if st.stamp[i] == cur {
 				return
 			}
-			stamp[i] = cur
+			st.stamp[i] = cur
+			c := st.counts[i]
 			if int(i) < nPlain {
-				inPlain++
+				explicitPlain++
+				if c > 0 {
+					explicitSeenPlain++
+				}
+			}
+			if c > 0 {
+				excl = append(excl, int(c))
+				z -= s.Presence + s.Frequency*float64(c)
+			}
+			if bias != nil {
+				z += bias[i]
 			}
 			groups = append(groups, samplerGroup{idx: i, size: 1, z: z})
 		}
-		gp := g.Next()
-		add(int32(v.index[gp]), 0)
+		add(int32(v.index[g.Next()]), 0)
 		step := Mix(backbone, uint64(j)+0x5a)
 		for a := 0; a < samplerAlts; a++ {
 			add(int32(Mix(step, uint64(a))%uint64(nPlain)), samplerAltTop+samplerAltStep*float64(a))
 		}
-		for _, i := range seen {
-			add(i, samplerSeenLogit)
+		for _, i := range biased {
+			add(i, samplerRestLogit)
 		}
-		for i := range bias {
-			if bias[i] != 0 {
-				add(int32(i), samplerRestLogit)
+		if s.Frequency == 0 {
+			if size := len(st.seen) - len(excl); size > 0 {
+				groups = append(groups, samplerGroup{idx: samplerSeenAll, size: size, z: samplerSeenLogit - s.Presence})
 			}
 		}
-		for k := range groups {
-			i := groups[k].idx
-			if bias != nil {
-				groups[k].z += bias[i]
+		for _, c := range st.active {
+			if s.Frequency == 0 {
+				break
 			}
-			if c := counts[i]; c > 0 {
-				groups[k].z -= s.Presence + s.Frequency*float64(c)
+			size := len(st.buckets[c])
+			for _, e := range excl {
+				if e == c {
+					size--
+				}
+			}
+			if size > 0 {
+				groups = append(groups, samplerGroup{idx: int32(samplerSeen0 - (c - 1)), size: size,
+					z: samplerSeenLogit - s.Presence - s.Frequency*float64(c)})
 			}
 		}
-		if rest := nPlain - inPlain; rest > 0 {
-			groups = append(groups, samplerGroup{idx: -1, size: rest, z: samplerRestLogit})
+		if rest := nPlain - explicitPlain - (st.seenPlain - explicitSeenPlain); rest > 0 {
+			groups = append(groups, samplerGroup{idx: samplerRest, size: rest, z: samplerRestLogit})
 		}
-		pick := v.pickGroup(groups, s.Temperature, s.TopK, topP, &r)
-		i := pick.idx
-		if i < 0 {
-			i = v.restToken(stamp, cur, &r)
-		}
-		if counts[i] == 0 {
-			seen = append(seen, i)
-		}
-		counts[i]++
+		i := v.member(st, v.pickGroup(groups, s.Temperature, s.TopK, topP, &r).idx, cur, &r)
+		st.bump(i, nPlain)
 		out := piece(i)
 		if j == 0 {
 			out = strings.TrimLeft(out, " ") // 文本开头不带空格，与 Text 流的句首形式一致
@@ -152,6 +218,41 @@ func (v *Vocab) Sample(dst []string, backbone, rnd uint64, n int, s *Sampling) [
 		dst = append(dst, out)
 	}
 	return dst
+}
+
+// member 把选中的组落到一个具体片段：显式候选就是它本身；计数桶与“其余词表”中
+// 均匀选一个本步不是显式候选的片段。
+func (v *Vocab) member(st *samplerState, idx, cur int32, r *Rand) int32 {
+	if idx >= 0 {
+		return idx
+	}
+	ok := func(i int32) bool { return st.stamp[i] != cur && (idx != samplerRest || st.counts[i] == 0) }
+	var from []int32
+	n := len(v.plain)
+	switch {
+	case idx == samplerSeenAll:
+		from, n = st.seen, len(st.seen)
+	case idx <= samplerSeen0:
+		from = st.buckets[samplerSeen0-int(idx)+1]
+		n = len(from)
+	}
+	at := func(k int) int32 {
+		if from != nil {
+			return from[k]
+		}
+		return int32(k)
+	}
+	for tries := 0; tries < 64; tries++ {
+		if i := at(r.Intn(n)); ok(i) {
+			return i
+		}
+	}
+	for k := 0; k < n; k++ {
+		if i := at(k); ok(i) {
+			return i
+		}
+	}
+	return at(0)
 }
 
 // pickGroup 按 vLLM 的顺序在候选组上完成一步采样：temperature 0 取 argmax（并列取先出现者）；
@@ -198,48 +299,30 @@ func (v *Vocab) pickGroup(groups []samplerGroup, temp float64, topK int, topP fl
 		maxZ = max(maxZ, gr.z)
 	}
 	sum := 0.0
-	for _, gr := range groups {
-		sum += float64(gr.size) * math.Exp(gr.z-maxZ)
+	for k := range groups {
+		groups[k].z = math.Exp(groups[k].z - maxZ) // 此后 z 存放单个 token 的相对权重
+		sum += float64(groups[k].size) * groups[k].z
 	}
 	if topP < 1 {
 		// 保留概率最高、累计质量首次达到 top_p 的最小集合（至少一个 token）。
 		need, cum := topP*sum, 0.0
 		for k := range groups {
-			w := math.Exp(groups[k].z - maxZ)
+			w := groups[k].z
 			if cum+float64(groups[k].size)*w >= need {
 				groups[k].size = max(1, int(math.Ceil((need-cum)/w)))
 				groups = groups[:k+1]
+				sum = cum + float64(groups[k].size)*w
 				break
 			}
 			cum += float64(groups[k].size) * w
 		}
-		sum = 0
-		for _, gr := range groups {
-			sum += float64(gr.size) * math.Exp(gr.z-maxZ)
-		}
 	}
 	u := r.Float64() * sum
 	for _, gr := range groups {
-		u -= float64(gr.size) * math.Exp(gr.z-maxZ)
+		u -= float64(gr.size) * gr.z
 		if u < 0 {
 			return gr
 		}
 	}
 	return groups[len(groups)-1]
-}
-
-// restToken 从“其余词表”（本步不是显式候选的普通片段）中均匀选一个。
-func (v *Vocab) restToken(stamp []int32, cur int32, r *Rand) int32 {
-	n := len(v.plain)
-	for tries := 0; tries < 64; tries++ {
-		if i := r.Intn(n); stamp[i] != cur {
-			return int32(i)
-		}
-	}
-	for i := 0; i < n; i++ {
-		if stamp[i] != cur {
-			return int32(i)
-		}
-	}
-	return 0
 }
