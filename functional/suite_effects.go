@@ -76,8 +76,8 @@ func effectCases(cfg Config) []Case {
 			"fill at least half of the output, and appear more often than without the bias. vLLM adds the bias to the logit before penalties and "+
 			"argmax; model logits span far less than 100, so the biased token wins every step",
 			func(ctx context.Context, t *T) { runLogitBiasPromote(ctx, t, pc) })
-		add("logit_bias_ban", "logit_bias -100 on the first token of the greedy output (its id from /tokenize) at temperature 0: the output changes and no "+
-			"longer starts with that token. vLLM adds -100 to that logit before the argmax, so any other token outranks it",
+		add("logit_bias_ban", "logit_bias -100 on the first visible token of the greedy output (its id from /tokenize, leading whitespace "+
+			"stripped) at temperature 0: the output changes and no longer starts with that token. vLLM adds -100 to that logit before the argmax, so any other token outranks it",
 			func(ctx context.Context, t *T) { runLogitBiasBan(ctx, t, pc) })
 	}
 	if len(pc.TopLogprobs) > 0 {
@@ -362,14 +362,28 @@ func runLogitBiasBan(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
 	if strings.TrimSpace(greedy) == "" {
 		t.Fatalf("greedy output is empty: no first token to ban")
 	}
-	first := tokenIDs(ctx, t, greedy)[0]
+	// 去掉开头的空白再取第一个 token：有的模板让回答以换行开始，换行 token 被禁止后模型
+	// 可以用两个较短的换行拼出同样的文本；禁止第一个可见 token 才稳定。
+	first := tokenIDs(ctx, t, strings.TrimLeftFunc(greedy, unicode.IsSpace))[0]
 	biased := t.chatOrSkip(ctx, b.with(map[string]any{"logit_bias": map[string]any{strconv.Itoa(first): -100}}), "logit_bias").Choices[0].Message.text()
 	if biased == greedy {
 		t.Fatalf("logit_bias -100 on the first greedy token (id %d) left the output unchanged: %q", first, trim(greedy))
 	}
-	if ids := tokenIDs(ctx, t, biased); len(ids) > 0 && ids[0] == first {
+	if ids := tokenIDs(ctx, t, strings.TrimLeftFunc(biased, unicode.IsSpace)); len(ids) > 0 && ids[0] == first {
 		t.Fatalf("logit_bias -100 on token id %d: the output still starts with it: %q", first, trim(biased))
 	}
+	t.Notef("first greedy token id %d banned; output now starts %q", first, trim(firstRunes(biased, 16)))
+}
+
+// firstRunes 返回 s 的前 n 个 rune。
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // runLogprobsEffect 实现 logprobs_effect。
