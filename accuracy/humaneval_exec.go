@@ -11,8 +11,9 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/vllm-cibench/cibench/internal/procgroup"
 )
 
 // executorIdle 是 harness 进程没有待执行补全后继续保留的时间：同一次评测的补全
@@ -118,7 +119,7 @@ func (e *executor) start(ctx context.Context, interp []string, preload []string,
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.ExtraFiles = []*os.File{rw}
 	// 独立进程组：harness 失去响应时连同 fork 出的执行子进程一起杀掉，不留孤儿。
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Setup(cmd)
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		rr.Close()
@@ -157,7 +158,7 @@ func (e *executor) start(ctx context.Context, interp []string, preload []string,
 // kill 杀掉 harness 的整个进程组。
 func (p *execProc) kill() {
 	if p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = procgroup.Kill(p.cmd.Process.Pid)
 	}
 }
 
