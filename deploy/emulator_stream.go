@@ -428,7 +428,7 @@ func emuLogprob(c *emuChoice, j int) float64 {
 }
 
 // emuTopAlternatives 返回第 j 个 token 的 k 个候选（第一个是被采样的 token 本身），
-// 候选互不相同，logprob 递减。
+// 候选互不相同，logprob 递减（LogprobsUnsorted 缺陷时倒序，被采样 token 排在最后）。
 func (e *Emulator) emuTopAlternatives(cfg *EmulatorConfig, c *emuChoice, j int, tok string, k int) ([]string, []float64) {
 	toks := make([]string, 0, k)
 	lps := make([]float64, 0, k)
