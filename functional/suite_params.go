@@ -198,7 +198,7 @@ func paramsCases(cfg Config) []Case {
 				t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
 			})
 	}
-	return cases
+	return append(cases, effectCases(cfg)...)
 }
 
 // runStop 实现 stop 用例：先在温度 0 下生成一次，从输出中挑选确实会出现的停止串，
