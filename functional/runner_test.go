@@ -145,8 +145,15 @@ func TestCapabilityProbingSkipsWithReason(t *testing.T) {
 	if f := rep.Failed(); len(f) != 0 {
 		t.Fatalf("failures on a server lacking capabilities: %v", f)
 	}
-	if n := rep.Count(functional.StatusUnsupported); n != 6 {
-		t.Errorf("%d unsupported, want 6 (top_p=0, top_k=1, top_k=50, top_logprobs=1, top_logprobs=5, completions_logprobs=5)", n)
+	// 8 个：6 个边界用例加上两个效果用例（top_k_effect、logprobs_effect），它们同样带着
+	// probe 的能力，被拒绝时是 unsupported 而不是失败。
+	if n := rep.Count(functional.StatusUnsupported); n != 8 {
+		t.Errorf("%d unsupported, want 8 (top_p=0, top_k=1, top_k=50, top_logprobs=1, top_logprobs=5, completions_logprobs=5, top_k_effect, logprobs_effect)", n)
+	}
+	for _, id := range []string{"params_boundary/top_k_effect", "params_boundary/logprobs_effect"} {
+		if res, _ := rep.Result(id); res.Status != functional.StatusUnsupported {
+			t.Errorf("%s: want unsupported, got %s %q", id, res.Status, res.Reason)
+		}
 	}
 	for id, reason := range map[string]string{
 		"params_boundary/top_k=1":        "top_k is not supported by this server",

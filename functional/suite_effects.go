@@ -100,14 +100,15 @@ func penaltyWhat(param string) string {
 }
 
 // samples 对每个 seed 发送 base 叠加 {"seed": seed} 的请求，返回输出文本（推理 + 正文）。
-// 第一个请求用 chatOrSkip：服务端拒绝该参数时按能力探测的规则处理，之后的请求必须成功。
-func samples(ctx context.Context, t *T, base body, param string, seeds []int) []string {
+// 第一个请求用 chatCap：服务端拒绝该参数时按场景对 caps 的声明下结论（supported 即失败、
+// probe 即 unsupported），之后的请求必须成功。
+func samples(ctx context.Context, t *T, base body, param string, seeds []int, caps ...Capability) []string {
 	out := make([]string, 0, len(seeds))
 	for i, seed := range seeds {
 		b := base.with(map[string]any{"seed": seed})
 		var c *wireChat
 		if i == 0 {
-			c = t.chatOrSkip(ctx, b, param)
+			c = t.chatCap(ctx, b, param, caps...)
 		} else {
 			c = t.chat(ctx, b)
 		}
@@ -209,8 +210,8 @@ func repeatRatio(s string) float64 {
 // runTopPEffect 实现 top_p_effect。
 func runTopPEffect(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
 	base := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": 1.0})
-	low := samples(ctx, t, base.with(map[string]any{"top_p": 0.1}), "top_p=0.1", effectSeeds)
-	high := samples(ctx, t, base.with(map[string]any{"top_p": 1.0}), "top_p=1", effectSeeds)
+	low := samples(ctx, t, base.with(map[string]any{"top_p": 0.1}), "top_p=0.1", effectSeeds, CapTopP)
+	high := samples(ctx, t, base.with(map[string]any{"top_p": 1.0}), "top_p=1", effectSeeds, CapTopP)
 	greedy := t.output(t.chat(ctx, t.plainBody(pc.Prompt, pc.SampleTokens)).Choices[0].Message)
 	dl, dh := distinct(low), distinct(high)
 	if dh < 2 {
@@ -229,8 +230,8 @@ func runTopPEffect(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
 // runTopKEffect 实现 top_k_effect。
 func runTopKEffect(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
 	base := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": 1.0})
-	one := samples(ctx, t, base.with(map[string]any{"top_k": 1}), "top_k=1", effectSeeds)
-	fifty := samples(ctx, t, base.with(map[string]any{"top_k": 50, "top_p": 1.0}), "top_k=50", effectSeeds)
+	one := samples(ctx, t, base.with(map[string]any{"top_k": 1}), "top_k=1", effectSeeds, CapTopK)
+	fifty := samples(ctx, t, base.with(map[string]any{"top_k": 50, "top_p": 1.0}), "top_k=50", effectSeeds, CapTopK, CapTopP)
 	greedy := t.output(t.chat(ctx, t.plainBody(pc.Prompt, pc.SampleTokens)).Choices[0].Message)
 	for i, s := range one {
 		if s != greedy {
@@ -278,7 +279,7 @@ func runPenaltyEffect(ctx context.Context, t *T, pc ParamsBoundaryConfig, param,
 				b := t.plainBody(pc.Prompt, penaltyTokens).with(extra)
 				var c *wireChat
 				if i == 0 {
-					c = t.chatOrSkip(ctx, b, label)
+					c = t.chatCap(ctx, b, label, CapPenalties, CapTopP, CapIgnoreEOS)
 				} else {
 					c = t.chat(ctx, b)
 				}
@@ -287,7 +288,7 @@ func runPenaltyEffect(ctx context.Context, t *T, pc ParamsBoundaryConfig, param,
 				b := t.completionBody(pc.Prompt, penaltyTokens).with(extra)
 				var raw []byte
 				if i == 0 {
-					raw = t.postOrSkip(ctx, "/v1/completions", b, label)
+					raw = t.postCap(ctx, "/v1/completions", b, label, CapPenalties, CapTopP, CapIgnoreEOS)
 				} else {
 					raw = t.postOK(ctx, "/v1/completions", b)
 				}
@@ -325,6 +326,7 @@ func tokenIDs(ctx context.Context, t *T, text string) []int {
 
 // runLogitBiasPromote 实现 logit_bias_promote：挑一个单独成 token 的提示词单词，对它加 +100。
 func runLogitBiasPromote(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
+	t.need(CapTokenize, CapLogitBias)
 	var words []string
 	for _, w := range strings.FieldsFunc(pc.Prompt, func(r rune) bool { return !unicode.IsLetter(r) || r > unicode.MaxASCII }) {
 		if len(w) >= 3 && !slices.Contains(words, w) {
@@ -349,7 +351,7 @@ func runLogitBiasPromote(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
 	}
 	b := t.plainBody(pc.Prompt, pc.SampleTokens)
 	greedy := t.chat(ctx, b).Choices[0].Message.text()
-	biased := t.chatOrSkip(ctx, b.with(map[string]any{"logit_bias": map[string]any{strconv.Itoa(id): 100}}), "logit_bias").Choices[0].Message.text()
+	biased := t.chatCap(ctx, b.with(map[string]any{"logit_bias": map[string]any{strconv.Itoa(id): 100}}), "logit_bias", CapLogitBias).Choices[0].Message.text()
 	count := func(s string) int { return strings.Count(strings.ToLower(s), strings.ToLower(word)) }
 	if n := count(biased); n < pc.SampleTokens/2 || n <= count(greedy) {
 		t.Fatalf("logit_bias +100 on %q (id %d): it appears %d times in %d tokens (%d times without the bias): %q",
@@ -361,6 +363,7 @@ func runLogitBiasPromote(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
 
 // runLogitBiasBan 实现 logit_bias_ban。
 func runLogitBiasBan(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
+	t.need(CapTokenize, CapLogitBias)
 	b := t.plainBody(pc.Prompt, pc.SampleTokens)
 	greedy := t.chat(ctx, b).Choices[0].Message.text()
 	if strings.TrimSpace(greedy) == "" {
@@ -369,7 +372,7 @@ func runLogitBiasBan(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
 	// 去掉开头的空白再取第一个 token：有的模板让回答以换行开始，换行 token 被禁止后模型
 	// 可以用两个较短的换行拼出同样的文本；禁止第一个可见 token 才稳定。
 	first := tokenIDs(ctx, t, strings.TrimLeftFunc(greedy, unicode.IsSpace))[0]
-	biased := t.chatOrSkip(ctx, b.with(map[string]any{"logit_bias": map[string]any{strconv.Itoa(first): -100}}), "logit_bias").Choices[0].Message.text()
+	biased := t.chatCap(ctx, b.with(map[string]any{"logit_bias": map[string]any{strconv.Itoa(first): -100}}), "logit_bias", CapLogitBias).Choices[0].Message.text()
 	if biased == greedy {
 		t.Fatalf("logit_bias -100 on the first greedy token (id %d) left the output unchanged: %q", first, trim(greedy))
 	}
@@ -393,7 +396,7 @@ func firstRunes(s string, n int) string {
 // runLogprobsEffect 实现 logprobs_effect。
 func runLogprobsEffect(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
 	const k, eps = 5, 1e-4
-	c := t.chatOrSkip(ctx, t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": true, "top_logprobs": k}), "logprobs")
+	c := t.chatCap(ctx, t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": true, "top_logprobs": k}), "logprobs", CapLogprobs)
 	lp := c.Choices[0].Logprobs
 	if lp == nil || len(lp.Content) == 0 {
 		t.Fatalf("no logprobs.content in the response")
