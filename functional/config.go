@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
@@ -38,6 +39,17 @@ type Config struct {
 	Multimodal      MultimodalConfig      `yaml:"multimodal" json:"multimodal"`
 	Embeddings      EmbeddingsConfig      `yaml:"embeddings" json:"embeddings"`
 	Rerank          RerankConfig          `yaml:"rerank" json:"rerank"`
+	// Request 是全部套件共用的请求参数（request.yaml），不是一个套件。
+	Request RequestConfig `yaml:"request" json:"request"`
+}
+
+// RequestConfig 是每个请求的界限：ci 的功能阶段与 examples/functional -config 用它们
+// 设置 Options.RequestTimeout 与 Options.MaxResponseBytes（命令行参数优先）。
+type RequestConfig struct {
+	// Timeout 是单个请求（含读完响应体或整个流）的超时，默认 120s；必须 > 0。
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	// MaxResponseBytes 是响应体与单个 SSE 事件的上限，默认 64 MiB；必须 > 0。
+	MaxResponseBytes int64 `yaml:"max_response_bytes" json:"max_response_bytes"`
 }
 
 // SuiteConfig 是 Config 的别名，供矩阵加载器按“套件配置”的语义引用。
@@ -316,6 +328,7 @@ func DefaultConfig() Config {
 			Documents: []string{"Beijing is the capital of China.", "The giant panda lives in Sichuan.", "巴黎是法国的首都。", "Shanghai is a large city in China."},
 			TopN:      2,
 		},
+		Request: RequestConfig{Timeout: 120 * time.Second, MaxResponseBytes: DefaultMaxResponseBytes},
 	}
 }
 
@@ -650,6 +663,12 @@ func (c Config) Validate() error {
 	}
 	if c.Rerank.TopN < 1 || c.Rerank.TopN > len(c.Rerank.Documents) {
 		bad("rerank.top_n", c.Rerank.TopN, "must be in [1, len(documents)]")
+	}
+	if c.Request.Timeout <= 0 {
+		bad("request.timeout", c.Request.Timeout, "must be > 0 (a Go duration such as 120s)")
+	}
+	if c.Request.MaxResponseBytes <= 0 {
+		bad("request.max_response_bytes", c.Request.MaxResponseBytes, "must be > 0")
 	}
 	return errors.Join(errs...)
 }

@@ -28,10 +28,13 @@ func (s Status) NotRun() bool { return s == StatusSkip || s == StatusUnsupported
 
 // Result 是单个用例的执行结果。
 type Result struct {
-	CaseID   string        `json:"case_id"`
-	Suite    string        `json:"suite"`
-	Status   Status        `json:"status"`
-	Reason   string        `json:"reason,omitempty"` // 失败或跳过的原因
+	CaseID string `json:"case_id"`
+	Suite  string `json:"suite"`
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"` // 失败或跳过的原因
+	// Class 是失败（fail 与 cancelled）的故障类别（见 Class 常量）：http_429、timeout、
+	// too_large、server_error、protocol、assertion……；其他状态为空。
+	Class    Class         `json:"class,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
 	Request  string        `json:"request,omitempty"`  // 失败时的请求体（已脱敏）
 	Response string        `json:"response,omitempty"` // 失败时截断后的响应

@@ -11,7 +11,8 @@ import (
 
 // Options 是 Runner 的执行参数（带 yaml 标签，可放进配置文件）。
 type Options struct {
-	// RequestTimeout 是单个 HTTP 请求（含读完响应体）的超时，默认 120s。
+	// RequestTimeout 是单个 HTTP 请求（含读完响应体）的超时；0 时取 Config.Request.Timeout
+	// （Config 为 nil 时 120s）。
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout"`
 	// Retries 是传输错误、5xx 与 429 的重试次数，默认 2；负数表示不重试。
 	Retries int `yaml:"retries" json:"retries"`
@@ -20,6 +21,10 @@ type Options struct {
 	MaxRetryAfter time.Duration `yaml:"max_retry_after" json:"max_retry_after"`
 	// RetryBackoff 是第 k 次重试前等待 k*RetryBackoff，默认 200ms。
 	RetryBackoff time.Duration `yaml:"retry_backoff" json:"retry_backoff"`
+	// MaxResponseBytes 是单个响应体（含整个 SSE 流）与单个 SSE 事件的字节上限，默认
+	// DefaultMaxResponseBytes（64 MiB）；超过时用例以 too_large 失败，内存由配置而不是
+	// 服务端决定。0 时取 Config.Request.MaxResponseBytes；负数表示不限。
+	MaxResponseBytes int64 `yaml:"max_response_bytes" json:"max_response_bytes"`
 	// Parallelism 是同时执行的用例数上限，默认 8。
 	Parallelism int `yaml:"parallelism" json:"parallelism"`
 	// Config 是套件参数；nil 表示 DefaultConfig。
@@ -30,7 +35,8 @@ type Options struct {
 
 // DefaultOptions 返回规格第 4 节的默认值：120 秒超时、重试 2 次。
 func DefaultOptions() Options {
-	return Options{RequestTimeout: 120 * time.Second, Retries: 2, RetryBackoff: 200 * time.Millisecond, MaxRetryAfter: 10 * time.Second, Parallelism: 8}
+	return Options{RequestTimeout: 120 * time.Second, Retries: 2, RetryBackoff: 200 * time.Millisecond, MaxRetryAfter: 10 * time.Second,
+		MaxResponseBytes: DefaultMaxResponseBytes, Parallelism: 8}
 }
 
 // withDefaults 补齐零值字段。
@@ -53,6 +59,11 @@ func (o Options) withDefaults() Options {
 	if o.Parallelism == 0 {
 		o.Parallelism = d.Parallelism
 	}
+	if o.MaxResponseBytes == 0 {
+		o.MaxResponseBytes = d.MaxResponseBytes
+	} else if o.MaxResponseBytes < 0 {
+		o.MaxResponseBytes = 0
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -70,6 +81,15 @@ type Runner struct {
 func NewRunner(target Target, opts Options) (*Runner, error) {
 	if err := target.validate(); err != nil {
 		return nil, err
+	}
+	if c := opts.Config; c != nil {
+		// 调用方没有显式给出的界限取套件配置（request.yaml）中的值。
+		if opts.RequestTimeout == 0 {
+			opts.RequestTimeout = c.Request.Timeout
+		}
+		if opts.MaxResponseBytes == 0 {
+			opts.MaxResponseBytes = c.Request.MaxResponseBytes
+		}
 	}
 	o := opts.withDefaults()
 	if o.RequestTimeout < 0 {
@@ -103,7 +123,7 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			results[i] = Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusCancelled, Reason: "run cancelled before start: " + context.Cause(ctx).Error()}
+			results[i] = Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusCancelled, Class: ClassCancelled, Reason: "run cancelled before start: " + context.Cause(ctx).Error()}
 			continue
 		}
 		wg.Add(1)
@@ -136,14 +156,14 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 		defer close(done)
 		defer func() {
 			if p := recover(); p != nil {
-				t.Errorf("case panicked: %v", p)
+				t.record(ClassPanic, fmt.Sprintf("case panicked: %v", p))
 			}
 		}()
 		c.Run(ctx, t)
 	}()
 	<-done
 	res.Duration = r.opts.Now().Sub(began)
-	res.Status, res.Reason = t.outcome()
+	res.Status, res.Class, res.Reason = t.outcome()
 	res.Reason = redact(res.Reason, r.target.APIKey)
 	if (res.Status == StatusFail || res.Status == StatusUnsupported) && ctx.Err() != nil {
 		// 取消打断的用例没有结论：不是 skip（会让门禁通过），也不是普通失败（原因是
@@ -152,7 +172,7 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 		if res.Status == StatusFail && res.Reason != "" {
 			why += " (after: " + res.Reason + ")"
 		}
-		res.Status, res.Reason = StatusCancelled, why
+		res.Status, res.Class, res.Reason = StatusCancelled, ClassCancelled, why
 	}
 	if res.Status == StatusFail {
 		res.Request, res.Response = t.rec.snapshot()

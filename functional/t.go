@@ -46,9 +46,12 @@ type T struct {
 	sdk    openai.Client
 	rec    *recorder
 	cfg    *Config
+	// maxBody 是响应体与单个 SSE 事件的上限（Options.MaxResponseBytes）。
+	maxBody int64
 
 	mu          sync.Mutex
 	failed      bool
+	class       Class
 	skipped     bool
 	unsupported bool
 	reasons     []string
@@ -70,7 +73,7 @@ func newT(id string, target Target, cfg *Config, opts Options) *T {
 	rec := &recorder{}
 	hc := &http.Client{
 		Transport: &caseTransport{base: rt, timeout: opts.RequestTimeout, retries: opts.Retries, backoff: opts.RetryBackoff,
-			maxRetryAfter: opts.MaxRetryAfter, rec: rec},
+			maxRetryAfter: opts.MaxRetryAfter, maxBody: opts.MaxResponseBytes, rec: rec},
 		CheckRedirect: src.CheckRedirect,
 		Jar:           src.Jar,
 	}
@@ -90,7 +93,7 @@ func newT(id string, target Target, cfg *Config, opts Options) *T {
 	}
 	return &T{
 		id: id, target: target, base: base, root: strings.TrimSuffix(base, "/v1"),
-		hc: hc, sdk: openai.NewClient(sdkOpts...), rec: rec, cfg: cfg,
+		hc: hc, sdk: openai.NewClient(sdkOpts...), rec: rec, cfg: cfg, maxBody: opts.MaxResponseBytes,
 	}
 }
 
@@ -116,12 +119,33 @@ func (t *T) HTTPClient() *http.Client { return t.hc }
 // URL 把路径解析为完整地址："/v1/…" 与 "/tokenize"、"/health" 等都相对服务根地址。
 func (t *T) URL(p string) string { return t.root + p }
 
-// Errorf 记录一次失败但继续执行。
+// Errorf 记录一次失败但继续执行。第一次失败决定用例的故障类别：最近一次 HTTP 交换
+// 观察到故障（传输错误、超时、过大、429/5xx/401、200 里的错误体）时取它的类别，
+// 否则是 assertion。
 func (t *T) Errorf(format string, args ...any) {
+	t.record("", fmt.Sprintf(format, args...))
+}
+
+// record 记录一条失败原因；class 为空时按最近一次交换的故障推断（见 Errorf）。
+// 推断出 server_error 时把服务端的原话放在原因前面，使“0 个 choice”之类的后果
+// 说明不会掩盖真正的原因。
+func (t *T) record(class Class, msg string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.failed = true
-	t.reasons = append(t.reasons, fmt.Sprintf(format, args...))
+	if t.class == "" {
+		if class == "" {
+			class = ClassAssertion
+			if f := t.rec.pending(); f.class != "" {
+				class = f.class
+				if f.detail != "" && !strings.Contains(msg, f.detail) {
+					msg = f.detail + ": " + msg
+				}
+			}
+		}
+		t.class = class
+	}
+	t.reasons = append(t.reasons, msg)
 }
 
 // Fatalf 记录失败并立即结束用例。
@@ -278,10 +302,19 @@ func (t *T) Stream(ctx context.Context, p string, body any) (*Stream, error) {
 	defer resp.Body.Close()
 	s := &Stream{Status: resp.StatusCode, Header: resp.Header}
 	if resp.StatusCode != http.StatusOK {
+		// 响应体的总量由 caseTransport 按 MaxResponseBytes 截断。
 		s.Body, err = io.ReadAll(resp.Body)
-		return s, err
+		if err != nil {
+			return s, fmt.Errorf("functional: stream %s: read body: %w", p, err)
+		}
+		return s, nil
 	}
 	r := sse.NewReader(resp.Body)
+	if t.maxBody > 0 {
+		// 单个事件的上限给出更准确的说明（"event too large"）；整个流的总量同样受
+		// caseTransport 的 MaxResponseBytes 约束，所以保存的事件也不会超过它。
+		r.SetMaxEventSize(int(min(t.maxBody, int64(maxInt))))
+	}
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -301,19 +334,22 @@ func (t *T) Stream(ctx context.Context, p string, body any) (*Stream, error) {
 	}
 }
 
-// outcome 汇总 T 的状态。
-func (t *T) outcome() (Status, string) {
+// maxInt 是 int 的最大值（sse 的上限参数是 int）。
+const maxInt = int(^uint(0) >> 1)
+
+// outcome 汇总 T 的状态；失败时 class 是第一次失败的故障类别。
+func (t *T) outcome() (Status, Class, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
 	case t.failed:
-		return StatusFail, strings.Join(t.reasons, "; ")
+		return StatusFail, t.class, strings.Join(t.reasons, "; ")
 	case t.unsupported:
-		return StatusUnsupported, strings.Join(t.reasons, "; ")
+		return StatusUnsupported, "", strings.Join(t.reasons, "; ")
 	case t.skipped:
-		return StatusSkip, strings.Join(t.reasons, "; ")
+		return StatusSkip, "", strings.Join(t.reasons, "; ")
 	default:
-		return StatusPass, strings.Join(t.notes, "; ")
+		return StatusPass, "", strings.Join(t.notes, "; ")
 	}
 }
 
@@ -326,6 +362,22 @@ type recorder struct {
 	request  string
 	response string
 	attempts int
+	// fault 是最近一次交换观察到的故障（没有则为零值），新请求开始时清空。
+	fault fault
+}
+
+// setFault 记录最近一次交换的故障。
+func (r *recorder) setFault(f fault) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fault = f
+}
+
+// pending 返回最近一次交换的故障。
+func (r *recorder) pending() fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fault
 }
 
 // setRequest 记录请求行与截断后的请求体（请求头不记录，因此不含密钥）。
@@ -334,6 +386,7 @@ func (r *recorder) setRequest(method, path string, body []byte) {
 	defer r.mu.Unlock()
 	r.request = method + " " + path + "\n" + trim(string(body))
 	r.response = ""
+	r.fault = fault{}
 }
 
 // setResponse 记录状态行与截断后的响应体前缀。
@@ -366,7 +419,10 @@ type caseTransport struct {
 	retries       int
 	backoff       time.Duration
 	maxRetryAfter time.Duration
-	rec           *recorder
+	// maxBody 是响应体的上限（0 表示不限）：Content-Length 超过它时不读，读到超过它时
+	// 以 ErrResponseTooLarge 中止，内存由配置而不是服务端决定。
+	maxBody int64
+	rec     *recorder
 }
 
 // ErrRetryAfterTooLong 表示服务端以 429 要求等待的时间超过 Options.MaxRetryAfter。
@@ -414,6 +470,9 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
 		resp, err := c.base.RoundTrip(r2)
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && req.Context().Err() == nil {
+			err = fmt.Errorf("%w %v exceeded: %w", ErrRequestTimeout, c.timeout, err)
+		}
 		retry := err != nil || resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
 		wait := c.backoff * time.Duration(attempt+1)
 		if err == nil && resp.StatusCode == http.StatusTooManyRequests {
@@ -423,6 +482,7 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 					_ = resp.Body.Close()
 					cancel()
 					c.rec.setResponse(fmt.Sprintf("HTTP 429 (Retry-After %s)\n%s", resp.Header.Get("Retry-After"), b))
+					c.rec.setFault(fault{class: ClassHTTP429})
 					return nil, fmt.Errorf("%w: HTTP 429 with Retry-After %v exceeds the %v bound: %s", ErrRetryAfterTooLong, d, c.maxRetryAfter, trim(firstLine(b)))
 				}
 				wait = d
@@ -451,29 +511,68 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			cancel()
 			c.rec.setResponse("transport error: " + err.Error())
+			c.rec.setFault(fault{class: classifyErr(err)})
 			return nil, err
 		}
 		c.rec.setResponse(fmt.Sprintf("HTTP %d", resp.StatusCode))
-		resp.Body = &recordingBody{rc: resp.Body, cancel: cancel, rec: c.rec, status: resp.StatusCode}
+		if c.maxBody > 0 && resp.ContentLength > c.maxBody {
+			_ = resp.Body.Close()
+			cancel()
+			c.rec.setFault(fault{class: ClassTooLarge})
+			return nil, fmt.Errorf("%w: HTTP %d with Content-Length %d exceeds max_response_bytes %d", ErrResponseTooLarge, resp.StatusCode, resp.ContentLength, c.maxBody)
+		}
+		c.rec.setFault(fault{class: statusClass(resp.StatusCode)})
+		resp.Body = &recordingBody{rc: resp.Body, ctx: ctx, cancel: cancel, rec: c.rec, status: resp.StatusCode, limit: c.maxBody, timeout: c.timeout}
 		return resp, nil
 	}
 }
 
-// recordingBody 在读取响应时保留前 traceLimit 字节，并在 Close 时释放超时。
+// recordingBody 在读取响应时保留前 traceLimit 字节、按 limit 截断响应体，把读取中的
+// 故障（超时、过大、传输错误、200 里的错误体）记到 recorder，并在 Close 时释放超时。
 type recordingBody struct {
-	rc     io.ReadCloser
-	cancel context.CancelFunc
-	rec    *recorder
-	status int
-	buf    []byte
+	rc      io.ReadCloser
+	ctx     context.Context
+	cancel  context.CancelFunc
+	rec     *recorder
+	status  int
+	buf     []byte
+	read    int64
+	limit   int64
+	timeout time.Duration
+	err     error
 }
 
-// Read 实现 io.Reader。
+// Read 实现 io.Reader。超过 limit 后返回 ErrResponseTooLarge（之后的调用也是），
+// 只交出 limit 以内的字节。
 func (b *recordingBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
 	n, err := b.rc.Read(p)
+	b.read += int64(n)
+	if b.limit > 0 && b.read > b.limit {
+		n -= int(b.read - b.limit)
+		b.read = b.limit
+		b.err = fmt.Errorf("%w: HTTP %d body exceeds max_response_bytes %d", ErrResponseTooLarge, b.status, b.limit)
+		b.rec.setFault(fault{class: ClassTooLarge})
+		b.cancel()
+		return max(n, 0), b.err
+	}
 	if n > 0 && len(b.buf) <= traceLimit {
 		b.buf = append(b.buf, p[:n]...)
 		b.rec.setResponse(fmt.Sprintf("HTTP %d\n%s", b.status, b.buf))
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		// 整个响应体都在 buf 里且只是一个错误对象：HTTP 200 却是错误，记下服务端原话。
+		if b.status == http.StatusOK && int64(len(b.buf)) == b.read && errorBody(b.buf) {
+			b.rec.setFault(fault{class: ClassServerError, detail: "server returned an error in a 200 body: " + serverMessage(b.buf)})
+		}
+	case err != nil:
+		if errors.Is(b.ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w %v exceeded while reading the body: %w", ErrRequestTimeout, b.timeout, err)
+		}
+		b.rec.setFault(fault{class: classifyErr(err)})
 	}
 	return n, err
 }

@@ -264,10 +264,10 @@ func (t *T) completionBody(prompt any, maxTokens int) body {
 func (t *T) postOK(ctx context.Context, p string, b any) []byte {
 	resp, err := t.Post(ctx, p, b)
 	if err != nil {
-		t.Fatalf("%s: %v", p, err)
+		t.failErr(p, err)
 	}
 	if resp.Status != http.StatusOK {
-		t.Fatalf("%s: want HTTP 200, got %d: %s", p, resp.Status, trim(string(resp.Body)))
+		t.failStatus(p, resp.Status, resp.Body)
 	}
 	return resp.Body
 }
@@ -288,7 +288,7 @@ func (t *T) postCap(ctx context.Context, p string, b any, what string, caps ...C
 	t.need(caps...)
 	resp, err := t.Post(ctx, p, b)
 	if err != nil {
-		t.Fatalf("%s: %v", p, err)
+		t.failErr(p, err)
 	}
 	if resp.Status != http.StatusOK {
 		t.rejected(p, what, resp.Status, resp.Body, caps)
@@ -301,9 +301,9 @@ func (t *T) postCap(ctx context.Context, p string, b any, what string, caps ...C
 //   - 参数拒绝（400/404/405/422/501）且 caps 中有能力声明为 probe：unsupported；
 //   - 参数拒绝且全部声明为 supported：失败，引用服务端的回答。
 func (t *T) rejected(p, what string, status int, body []byte, caps []Capability) {
-	answer := trim(firstLine(body))
+	answer := serverMessage(body)
 	if !probeRejection(status) {
-		t.Fatalf("%s with %s: HTTP %d is a fault, not a capability rejection: %s", p, what, status, answer)
+		t.failf(rejectionClass(status), "%s with %s: HTTP %d is a fault, not a capability rejection: %s", p, what, status, answer)
 	}
 	var probed, declared []string
 	for _, c := range caps {
@@ -316,7 +316,7 @@ func (t *T) rejected(p, what string, status int, body []byte, caps []Capability)
 	if len(probed) > 0 {
 		t.unsupportedf("probe: server rejected %s (HTTP %d), so %s is unsupported: %s", what, status, strings.Join(probed, ", "), answer)
 	}
-	t.Fatalf("server rejected %s (HTTP %d) although the scenario declares %s supported: %s", what, status, strings.Join(declared, ", "), answer)
+	t.failf(rejectionClass(status), "server rejected %s (HTTP %d) although the scenario declares %s supported: %s", what, status, strings.Join(declared, ", "), answer)
 }
 
 // firstLine 取响应体的第一行，用于简短的原因文本。
@@ -338,16 +338,25 @@ func (t *T) chatCap(ctx context.Context, b body, what string, caps ...Capability
 	return t.decodeChat(t.postCap(ctx, "/v1/chat/completions", b, what, caps...))
 }
 
-// decodeChat 解码并做最基本的形状检查（至少一个 choice）。
+// decodeChat 解码并做最基本的形状检查（至少一个 choice）。200 的错误体以 server_error
+// 失败并引用服务端原话，而不是只说“没有 choice”。
 func (t *T) decodeChat(raw []byte) *wireChat {
 	var c wireChat
 	if err := json.Unmarshal(raw, &c); err != nil {
-		t.Fatalf("chat response is not valid JSON: %v", err)
+		t.failf(ClassBadJSON, "chat response is not valid JSON: %v: %s", err, bound(string(raw)))
 	}
 	if len(c.Choices) == 0 {
-		t.Fatalf("chat response has no choices")
+		t.noChoices("chat", raw)
 	}
 	return &c
+}
+
+// noChoices 以失败结束用例：回答没有 choice。是错误体时以 server_error 引用服务端原话。
+func (t *T) noChoices(what string, raw []byte) {
+	if errorBody(raw) {
+		t.failf(ClassServerError, "server returned an error in a 200 body: %s", serverMessage(raw))
+	}
+	t.Fatalf("%s response has no choices", what)
 }
 
 // completion 发送非流式 completions 请求并解码。
@@ -355,10 +364,10 @@ func (t *T) completion(ctx context.Context, b body) *wireCompletion {
 	raw := t.postOK(ctx, "/v1/completions", b)
 	var c wireCompletion
 	if err := json.Unmarshal(raw, &c); err != nil {
-		t.Fatalf("completion response is not valid JSON: %v", err)
+		t.failf(ClassBadJSON, "completion response is not valid JSON: %v: %s", err, bound(string(raw)))
 	}
 	if len(c.Choices) == 0 {
-		t.Fatalf("completion response has no choices")
+		t.noChoices("completion", raw)
 	}
 	return &c
 }
@@ -395,10 +404,10 @@ func (t *T) stream(ctx context.Context, p string, b body) *streamed {
 	b = b.with(map[string]any{"stream": true})
 	s, err := t.Stream(ctx, p, b)
 	if err != nil {
-		t.Fatalf("%s: %v", p, err)
+		t.failErr(p, err)
 	}
 	if s.Status != http.StatusOK {
-		t.Fatalf("%s (stream): want HTTP 200, got %d: %s", p, s.Status, trim(string(s.Body)))
+		t.failStatus(p+" (stream)", s.Status, s.Body)
 	}
 	return t.decodeStream(s)
 }
@@ -409,7 +418,7 @@ func (t *T) streamCap(ctx context.Context, p string, b body, what string, caps .
 	b = b.with(map[string]any{"stream": true})
 	s, err := t.Stream(ctx, p, b)
 	if err != nil {
-		t.Fatalf("%s: %v", p, err)
+		t.failErr(p, err)
 	}
 	if s.Status != http.StatusOK {
 		t.rejected(p+" (stream)", what, s.Status, s.Body, caps)
@@ -417,8 +426,19 @@ func (t *T) streamCap(ctx context.Context, p string, b body, what string, caps .
 	return t.decodeStream(s)
 }
 
-// decodeStream 解码全部事件。带内错误事件（HTTP 200 但 data 为 {"error":…}）是失败。
+// decodeStream 解码全部事件。以下情况让用例失败（vLLM 从不这样做，见
+// shared/reference/vllm-wire-facts.md）：带内错误事件（HTTP 200 但 data 为 {"error":…}，
+// server_error，引用服务端原话）、HTTP 200 的错误体代替事件流（server_error）、
+// 事件不是 JSON（bad_json）、同一 choice 的 finish_reason 出现两次或 finish 之后还有
+// 该 choice 的 chunk、[DONE] 之后还有事件（protocol）。
 func (t *T) decodeStream(s *Stream) *streamed {
+	if f := t.rec.pending(); f.class == ClassServerError {
+		t.failf(f.class, "stream request: %s", f.detail)
+	}
+	if s.AfterDone > 0 {
+		t.failf(ClassProtocol, "stream sent %d event(s) after data: [DONE]", s.AfterDone)
+	}
+	finishedAt := map[int]int{}
 	out := &streamed{raw: s, text: map[int]string{}, reasoning: map[int]string{}, finishes: map[int]int{},
 		finish: map[int]string{}, roleChunks: map[int]int{}, firstRole: map[int]bool{},
 		tools: map[int]map[int]*wireToolCall{}, toolIDDeltas: map[int]map[int]int{}}
@@ -427,10 +447,10 @@ func (t *T) decodeStream(s *Stream) *streamed {
 	for i, ev := range s.Events {
 		var c wireChunk
 		if err := json.Unmarshal(ev, &c); err != nil {
-			t.Fatalf("stream event %d is not JSON: %v: %s", i, err, trim(string(ev)))
+			t.failf(ClassBadJSON, "stream event %d is not JSON: %v: %s", i, err, bound(string(ev)))
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
-			t.Fatalf("stream carried an in-band error event at %d: %s", i, trim(string(ev)))
+			t.failf(ClassServerError, "server sent an in-band error event (event %d): %s", i, serverMessage(ev))
 		}
 		out.chunks = append(out.chunks, c)
 		u := c.usage()
@@ -439,6 +459,15 @@ func (t *T) decodeStream(s *Stream) *streamed {
 			out.usageChunk = u
 		}
 		for _, ch := range c.Choices {
+			if at, done := finishedAt[ch.Index]; done {
+				if ch.FinishReason != nil {
+					t.failf(ClassProtocol, "choice %d: finish_reason sent twice (events %d and %d); vLLM sends exactly one", ch.Index, at, i)
+				}
+				t.failf(ClassProtocol, "choice %d: event %d continues the choice after its finish_reason (event %d)", ch.Index, i, at)
+			}
+			if ch.FinishReason != nil {
+				finishedAt[ch.Index] = i
+			}
 			if !seen[ch.Index] {
 				seen[ch.Index] = true
 				out.firstRole[ch.Index] = ch.Delta.Role == "assistant"

@@ -48,7 +48,8 @@ func WriteJUnit(w io.Writer, r Report) error {
 		c := junit.Case{Name: res.CaseID, Classname: "functional." + res.Suite, Time: junit.Seconds(res.Duration.Seconds())}
 		switch res.Status {
 		case StatusFail:
-			c.Failure = &junit.Message{Message: res.Reason, Body: "request:\n" + res.Request + "\n\nresponse:\n" + res.Response}
+			// type 是故障类别（http_429、timeout、too_large、assertion……），工具据此分类。
+			c.Failure = &junit.Message{Message: res.Reason, Type: string(res.Class), Body: "request:\n" + res.Request + "\n\nresponse:\n" + res.Response}
 		case StatusCancelled:
 			// 被取消的用例没有结论：在 JUnit 中是失败（type=cancelled），不是跳过。
 			c.Failure = &junit.Message{Message: res.Reason, Type: string(StatusCancelled)}
@@ -91,7 +92,11 @@ func WriteTable(w io.Writer, r Report) error {
 		if res.Status == StatusPass {
 			continue
 		}
-		if _, err := fmt.Fprintf(w, "%-4s %s: %s\n", strings.ToUpper(string(res.Status)), res.CaseID, res.Reason); err != nil {
+		status := strings.ToUpper(string(res.Status))
+		if res.Status == StatusFail && res.Class != "" {
+			status += " [" + string(res.Class) + "]"
+		}
+		if _, err := fmt.Fprintf(w, "%-4s %s: %s\n", status, res.CaseID, res.Reason); err != nil {
 			return fmt.Errorf("functional: write table: %w", err)
 		}
 	}

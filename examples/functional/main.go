@@ -56,11 +56,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	configDir := fs.String("config", "", "directory with the suites' YAML (e.g. configs/tests/functional); empty: built-in defaults")
 	caps := fs.String("capabilities", "", "comma-separated name=supported|unsupported|probe overriding the vLLM defaults (e.g. top_k=probe,penalties=unsupported)")
 	out := fs.String("out", "", "directory for report.json and junit.xml")
-	timeout := fs.Duration("timeout", 120*time.Second, "per-request timeout")
+	timeout := fs.Duration("timeout", 120*time.Second, "per-request timeout including the whole body or stream (default: request.timeout of -config, else 120s)")
+	maxBytes := fs.Int64("max-response-bytes", functional.DefaultMaxResponseBytes, "cap on a response body and on one SSE event; a larger answer fails its case as too_large (default: request.max_response_bytes of -config, else 64 MiB)")
 	retries := fs.Int("retries", 2, "retries on transport errors, 5xx and 429 (0: none)")
 	parallel := fs.Int("parallel", 8, "cases run in parallel")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *timeout <= 0 {
+		return 2, fmt.Errorf("-timeout %v: must be > 0", *timeout)
+	}
+	if *maxBytes <= 0 {
+		return 2, fmt.Errorf("-max-response-bytes %d: must be > 0", *maxBytes)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
@@ -70,6 +79,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		var err error
 		if cfg, err = functional.LoadConfigDir(*configDir); err != nil {
 			return 2, fmt.Errorf("-config: %w", err)
+		}
+		// 没有在命令行给出的界限取配置目录的 request.yaml。
+		if !set["timeout"] {
+			*timeout = cfg.Request.Timeout
+		}
+		if !set["max-response-bytes"] {
+			*maxBytes = cfg.Request.MaxResponseBytes
 		}
 	}
 	capabilities, err := functional.ParseCapabilities(*caps)
@@ -109,7 +125,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	if *retries == 0 {
 		*retries = -1
 	}
-	r, err := functional.NewRunner(target, functional.Options{RequestTimeout: *timeout, Retries: *retries, Parallelism: *parallel, Config: &cfg})
+	r, err := functional.NewRunner(target, functional.Options{RequestTimeout: *timeout, MaxResponseBytes: *maxBytes, Retries: *retries, Parallelism: *parallel, Config: &cfg})
 	if err != nil {
 		return 2, err
 	}

@@ -45,6 +45,8 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 		}
 	}
 	opts := functional.DefaultOptions()
+	// 单个请求的超时与响应大小上限来自 tests/functional/request.yaml（矩阵配置树的一部分）。
+	opts.RequestTimeout, opts.MaxResponseBytes = cfg.Request.Timeout, cfg.Request.MaxResponseBytes
 	opts.Config = &cfg
 	opts.Now = d.now
 	runner, err := functional.NewRunner(target, opts)
