@@ -147,7 +147,7 @@ func keys(m map[string]any) []string {
 func (t *T) mustPost(ctx context.Context, p string, b any) *Response {
 	resp, err := t.Post(ctx, p, b)
 	if err != nil {
-		t.Fatalf("%s: %v", p, err)
+		t.failErr(p, err)
 	}
 	return resp
 }
@@ -226,6 +226,10 @@ func runBoundary(ctx context.Context, t *T, ec ErrorsConfig) {
 	}
 	ok := t.mustPost(ctx, "/v1/chat/completions", t.chatBody(prompt, gen))
 	t.Expect(fmt.Sprintf("HTTP status for prompt %d + max_tokens %d == max_model_len %d", count, gen, limit), 200, ok.Status)
+	if errorBody(ok.Body) {
+		// 200 却是错误体：服务端并没有接受边界上的请求。
+		t.failf(ClassServerError, "prompt at max_model_len: server returned an error in a 200 body: %s", serverMessage(ok.Body))
+	}
 	over := t.mustPost(ctx, "/v1/chat/completions", t.chatBody(prompt, gen+1))
 	t.Expect(fmt.Sprintf("HTTP status for prompt %d + max_tokens %d == max_model_len+1", count, gen+1), 400, over.Status)
 }

@@ -438,6 +438,12 @@ func (t *T) decodeStream(s *Stream) *streamed {
 	if s.AfterDone > 0 {
 		t.failf(ClassProtocol, "stream sent %d event(s) after data: [DONE]", s.AfterDone)
 	}
+	if len(s.Events) == 0 && !s.Done {
+		// 没有一个 data 事件、也没有 [DONE]：响应体根本不是 SSE 事件流。
+		_, resp := t.rec.snapshot()
+		t.failf(ClassProtocol, "HTTP 200 stream holds no SSE event and no data: [DONE] (Content-Type %q); body starts: %q",
+			s.Header.Get("Content-Type"), bound(strings.TrimPrefix(resp, "HTTP 200\n")))
+	}
 	finishedAt := map[int]int{}
 	out := &streamed{raw: s, text: map[int]string{}, reasoning: map[int]string{}, finishes: map[int]int{},
 		finish: map[int]string{}, roleChunks: map[int]int{}, firstRole: map[int]bool{},
