@@ -539,14 +539,17 @@ func (l *loader) loadFunctional(m *Matrix) {
 	}
 	sort.Strings(names)
 	ok := true
+	decs := make([]*decoder, 0, len(names))
 	for _, n := range names {
-		ok = l.decodeBlock(blocks[n], &m.Functional) && ok
+		d, dok := l.decodeBlockAt(blocks[n], &m.Functional)
+		ok = dok && ok
+		decs = append(decs, d)
 	}
 	if !ok {
 		return
 	}
 	if err := m.Functional.Validate(); err != nil {
-		l.errs = append(l.errs, &Error{File: l.display(functionalDir), Msg: err.Error()})
+		l.functionalErr(decs, err)
 		return
 	}
 	cat, err := functional.NewCatalog(m.Functional)
@@ -555,6 +558,32 @@ func (l *loader) loadFunctional(m *Matrix) {
 		return
 	}
 	m.catalog = cat
+}
+
+// functionalErr 把套件参数的校验错误记在取值所在文件的那一行（后叠加的文件优先，与取值的
+// 来源一致）；取值来自默认值时只记目录。
+func (l *loader) functionalErr(decs []*decoder, err error) {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var fe *functional.FieldError
+		located := false
+		if errors.As(e, &fe) {
+			for i := len(decs) - 1; i >= 0 && !located; i-- {
+				if _, ok := decs[i].pos[fe.Path]; ok {
+					n := len(decs[i].errs)
+					decs[i].errAt(fe.Path, fmt.Sprint(fe.Value), "%s", fe.Why)
+					l.errs = append(l.errs, decs[i].errs[n:]...)
+					located = true
+				}
+			}
+		}
+		if !located {
+			l.errs = append(l.errs, &Error{File: l.display(functionalDir), Msg: e.Error()})
+		}
+	}
 }
 
 // decodeBlock 严格解码一个 Block，错误计入 loader；成功返回 true。

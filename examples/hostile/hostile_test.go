@@ -77,6 +77,9 @@ type want struct {
 	reason string
 	// mustFail 是 functional 中必须失败的用例（nil 表示全部），mustPass 是必须通过的用例。
 	mustFail, mustPass []string
+	// fclass 是 functional 必须失败的用例可接受的故障类别（report.json 的 class，见
+	// functional.Class）；空表示不检查。
+	fclass []string
 }
 
 // 常用的失败说明模式。
@@ -119,23 +122,23 @@ func expectations() map[string]map[hostile.Fault]want {
 	all := []string(nil)
 	fn := map[hostile.Fault]want{
 		hostile.FaultNone:           ok,
-		hostile.FaultTruncate:       {reason: reEOF},
-		hostile.FaultReset:          {reason: reReset},
-		hostile.FaultErrorEvent:     {reason: `engine failed`},
-		hostile.Fault429:            {reason: `429`},
-		hostile.Fault500:            {reason: `500`},
-		hostile.FaultSilence:        {reason: reTimeout},
-		hostile.FaultStall:          {reason: reTimeout},
-		hostile.FaultTokenizeSilent: {reason: reTimeout, mustFail: []string{"errors/context_boundary"}, mustPass: []string{"chat_core/basic", "chat_core/stream", "params_boundary/top_k=1"}},
+		hostile.FaultTruncate:       {reason: reEOF, fclass: []string{"transport"}},
+		hostile.FaultReset:          {reason: reReset, fclass: []string{"transport"}},
+		hostile.FaultErrorEvent:     {reason: `engine failed`, fclass: []string{"server_error"}},
+		hostile.Fault429:            {reason: `429`, fclass: []string{"http_429"}},
+		hostile.Fault500:            {reason: `500`, fclass: []string{"http_5xx"}},
+		hostile.FaultSilence:        {reason: reTimeout, fclass: []string{"timeout"}},
+		hostile.FaultStall:          {reason: reTimeout, fclass: []string{"timeout"}},
+		hostile.FaultTokenizeSilent: {reason: reTimeout, fclass: []string{"timeout"}, mustFail: []string{"errors/context_boundary"}, mustPass: []string{"chat_core/basic", "chat_core/stream", "params_boundary/top_k=1"}},
 		hostile.FaultMetricsSilent:  ok,
 		hostile.FaultBig:            ok,
-		hostile.FaultHuge:           {reason: reTooBig},
-		hostile.FaultInvalidJSON:    {reason: reDecode},
-		hostile.FaultZeroTokens:     {reason: `(?i)empty|no (content|output|tokens)|completion_tokens|token`},
-		hostile.FaultDupFinish:      {reason: `(?i)finish`, mustFail: []string{"chat_core/stream"}, mustPass: []string{}},
-		hostile.FaultGarbage:        {reason: `(?i)json|invalid|decode|parse|event|utf|content.type|eof|character`},
-		hostile.FaultError200:       {reason: `error in a 200 body`},
-		hostile.FaultEchoAuth:       {reason: `401`},
+		hostile.FaultHuge:           {reason: reTooBig, fclass: []string{"too_large"}},
+		hostile.FaultInvalidJSON:    {reason: reDecode, fclass: []string{"bad_json"}},
+		hostile.FaultZeroTokens:     {reason: `(?i)empty|no (content|output|tokens)|completion_tokens|token`, fclass: []string{"assertion"}},
+		hostile.FaultDupFinish:      {reason: `(?i)finish`, fclass: []string{"protocol"}, mustFail: []string{"chat_core/stream"}, mustPass: []string{}},
+		hostile.FaultGarbage:        {reason: `(?i)json|invalid|decode|parse|event|utf|content.type|eof|character`, fclass: []string{"bad_json", "protocol"}},
+		hostile.FaultError200:       {reason: `error in a 200 body`, fclass: []string{"server_error"}},
+		hostile.FaultEchoAuth:       {reason: `401`, fclass: []string{"http_auth"}},
 	}
 	// errors/context_boundary 只断言状态码（边界上 200、多一个 token 400），所以响应体
 	// 层面的故障（200 但体是坏的）对它不一定是失败；其余三个用例读响应体，必须失败。
@@ -486,7 +489,7 @@ func runRow(t *testing.T, bins, data, tool string, f hostile.Fault, w want) (run
 	case toolBench, toolBenchProbe:
 		checkBench(&ps, r, out, w, tool == toolBenchProbe)
 	case toolFunctional:
-		checkFunctional(&ps, filepath.Join(out, "functional", "report.json"), w, false)
+		checkFunctional(&ps, filepath.Join(out, "functional", "report.json"), w)
 	case toolAccuracy:
 		checkAccuracy(&ps, r, filepath.Join(out, "accuracy"), w)
 	case toolCI:
@@ -604,6 +607,8 @@ func runCI(t *testing.T, bins string, srv *hostile.Server, can canaries, f hosti
 		}
 		mustWrite(t, filepath.Join(cfg, "tests", "functional", e.Name()), string(b))
 	}
+	// 功能阶段的单请求超时与工具行相同（默认 120s 会被阶段超时抢先）。
+	mustWrite(t, filepath.Join(cfg, "tests", "functional", "request.yaml"), fmt.Sprintf("request:\n  timeout: %s\n", funcTimeout))
 	st := ciStageTimeout.String()
 	mustWrite(t, filepath.Join(cfg, "matrix.yaml"), fmt.Sprintf(`defaults:
   on_failure: continue
@@ -749,15 +754,16 @@ type funcReport struct {
 	Results []struct {
 		CaseID string `json:"case_id"`
 		Status string `json:"status"`
+		Class  string `json:"class"`
 		Reason string `json:"reason"`
 	} `json:"results"`
 }
 
-// checkFunctional 检查 functional 的 report.json：必须失败的用例状态是 fail（不是 skip、
-// unsupported、cancelled 或 pass），说明匹配故障；必须通过的用例通过。stageCut 为 true 时
-// （ci 的功能阶段：单请求超时固定 120s，阶段超时先到）被阶段超时取消的用例也算失败——
-// 状态 cancelled 且说明写明期限到了；门禁把 cancelled 算作失败。
-func checkFunctional(ps *problems, path string, w want, stageCut bool) {
+// checkFunctional 检查 functional 的 report.json（ci 功能阶段的 result.json 同形）：必须失败的
+// 用例状态是 fail（不是 skip、unsupported、cancelled 或 pass），故障类别（class）在可接受的
+// 集合内，说明匹配故障；必须通过的用例通过。ci 的功能阶段从 tests/functional/request.yaml
+// 取单请求超时，所以卡住的故障同样由请求超时（而不是阶段超时的取消）判为失败。
+func checkFunctional(ps *problems, path string, w want) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		ps.add("no functional report: %v", err)
@@ -777,9 +783,10 @@ func checkFunctional(ps *problems, path string, w want, stageCut bool) {
 		case w.any:
 		case pass && res.Status != "pass":
 			ps.add("functional %s: %s (%s), want pass", res.CaseID, res.Status, res.Reason)
-		case !pass && must && stageCut && res.Status == "cancelled" && regexp.MustCompile(reTimeout).MatchString(res.Reason):
 		case !pass && must && res.Status != "fail":
 			ps.add("functional %s: %s (%s), want fail", res.CaseID, res.Status, res.Reason)
+		case !pass && must && len(w.fclass) > 0 && !slices.Contains(w.fclass, res.Class):
+			ps.add("functional %s: class %q (%s), want one of %v", res.CaseID, res.Class, res.Reason, w.fclass)
 		case !pass && must && !regexp.MustCompile(w.reason).MatchString(res.Reason):
 			ps.add("functional %s: reason %q does not name the fault (want /%s/)", res.CaseID, res.Reason, w.reason)
 		}
@@ -907,7 +914,7 @@ func checkCI(ps *problems, r run, out string, f hostile.Fault) {
 		ps.add("no failing functional gate in summary.json")
 	}
 	var fps problems
-	checkFunctional(&fps, filepath.Join(scDir, "functional", "result.json"), fw, true)
+	checkFunctional(&fps, filepath.Join(scDir, "functional", "result.json"), fw)
 	for _, p := range fps {
 		ps.add("functional stage: %s", p)
 	}
