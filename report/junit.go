@@ -38,7 +38,12 @@ func WriteJUnit(w io.Writer, res Result) error {
 				if r.Response != "" {
 					body += "\n\nresponse:\n" + r.Response
 				}
-				c.Failure = &junit.Message{Message: r.Reason, Type: "fail", Body: body}
+				// type 是故障类别（http_429、timeout、too_large……）；旧报告没有类别时为 fail。
+				typ := string(r.Class)
+				if typ == "" {
+					typ = "fail"
+				}
+				c.Failure = &junit.Message{Message: r.Reason, Type: typ, Body: body}
 			case functional.StatusCancelled:
 				c.Failure = &junit.Message{Message: r.Reason, Type: string(functional.StatusCancelled)}
 			case functional.StatusSkip:
