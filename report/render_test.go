@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 )
@@ -47,6 +48,18 @@ func sampleResult(t *testing.T) report.Result {
 // TestJUnit 解析生成的 JUnit XML，核对套件、计数与失败信息。
 func TestJUnit(t *testing.T) {
 	res := sampleResult(t)
+	// 第一个失败用例带故障类别：它成为 failure 的 type；没有类别的失败仍是 "fail"。
+	classed := false
+	for _, sc := range res.Scenarios {
+		if sc.Functional == nil {
+			continue
+		}
+		for j := range sc.Functional.Results {
+			if r := &sc.Functional.Results[j]; r.Status == functional.StatusFail && !classed {
+				r.Class, classed = functional.ClassTimeout, true
+			}
+		}
+	}
 	var buf bytes.Buffer
 	if err := report.WriteJUnit(&buf, res); err != nil {
 		t.Fatal(err)
@@ -66,6 +79,7 @@ func TestJUnit(t *testing.T) {
 				Classname string `xml:"classname,attr"`
 				Failure   *struct {
 					Message string `xml:"message,attr"`
+					Type    string `xml:"type,attr"`
 					Body    string `xml:",chardata"`
 				} `xml:"failure"`
 				Skipped *struct {
@@ -87,6 +101,9 @@ func TestJUnit(t *testing.T) {
 	tools := doc.Suites[1]
 	if tools.Tests != 2 || tools.Failures != 2 || tools.Cases[0].Failure == nil || !strings.Contains(tools.Cases[0].Failure.Body, `{"model":"m","messages":[]}`) {
 		t.Fatalf("tools suite %+v", tools)
+	}
+	if !classed || tools.Cases[0].Failure.Type != "timeout" || tools.Cases[1].Failure == nil || tools.Cases[1].Failure.Type != "fail" {
+		t.Fatalf("failure types: classed=%v %+v", classed, tools.Cases)
 	}
 	if r := doc.Suites[2]; r.Skipped != 1 || r.Cases[0].Skipped == nil || r.Cases[0].Skipped.Message != "capability reasoning not supported" {
 		t.Fatalf("reasoning suite %+v", r)
