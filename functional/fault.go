@@ -115,7 +115,7 @@ func classifyErr(err error) Class {
 		return ClassTimeout
 	case errors.Is(err, context.Canceled):
 		return ClassCancelled
-	case errors.As(err, &syn), errors.As(err, &typ), errors.Is(err, io.ErrUnexpectedEOF) && strings.Contains(err.Error(), "JSON"):
+	case errors.As(err, &syn), errors.As(err, &typ), errors.Is(err, io.ErrUnexpectedEOF) && strings.Contains(strings.ToLower(err.Error()), "json"):
 		return ClassBadJSON
 	}
 	return ClassTransport
@@ -181,9 +181,14 @@ func (t *T) failf(class Class, format string, args ...any) {
 }
 
 // failErr 以 err 的类别记录“where: err”并结束用例；用于请求本身失败（传输错误、
-// 超时、响应过大、Retry-After 过长）。
+// 超时、响应过大、Retry-After 过长、SDK 解不开的回答）。传输层亲眼看到的故障优先：
+// SDK 包装错误时不一定保留原始错误链。
 func (t *T) failErr(where string, err error) {
-	t.failf(classifyErr(err), "%s: %v", where, err)
+	class := t.rec.pending().class
+	if class == "" {
+		class = classifyErr(err)
+	}
+	t.failf(class, "%s: %v", where, err)
 }
 
 // failStatus 以状态码的类别记录“期望 200 却得到 status”并结束用例，引用服务端原话。

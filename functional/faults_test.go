@@ -408,3 +408,21 @@ func TestRequestBoundsFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestBadJSONIsClassified 证明 200 但不是合法 JSON 的回答（截断的或垃圾）归为 bad_json，
+// 经 openai-go 的用例（chat_core/basic）与直接解码的用例（chat_core/ids_object）都是；
+// 修复前经 SDK 的用例记为 assertion。
+func TestBadJSONIsClassified(t *testing.T) {
+	for _, body := range []string{`{"id":"chatcmpl-1","choices":[`, "garbage \x00\x01"} {
+		target := fakeServer(t, "", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(body))
+		}, nil)
+		rep := run(t, target, functional.Options{Retries: -1}, pick(t, "chat_core/basic", "chat_core/ids_object")...)
+		for _, res := range rep.Results {
+			if res.Status != functional.StatusFail || res.Class != functional.ClassBadJSON {
+				t.Errorf("%q %s: want fail/bad_json, got %s/%s %q", body, res.CaseID, res.Status, res.Class, res.Reason)
+			}
+		}
+	}
+}

@@ -41,7 +41,7 @@ func chatCoreCases(cfg Config) []Case {
 					Temperature: openai.Float(0),
 				})
 				if err != nil {
-					t.Fatalf("chat completion: %v", err)
+					t.failErr("chat completion", err)
 				}
 				if len(resp.Choices) != 1 {
 					t.Fatalf("want 1 choice, got %d", len(resp.Choices))
@@ -86,12 +86,12 @@ func chatCoreCases(cfg Config) []Case {
 				full, err := t.Client().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 					Model: t.Model(), Messages: msgs, MaxTokens: openai.Int(int64(cc.MaxTokens)), Temperature: openai.Float(0)})
 				if err != nil {
-					t.Fatalf("multi-turn chat: %v", err)
+					t.failErr("multi-turn chat", err)
 				}
 				single, err := t.Client().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 					Model: t.Model(), Messages: msgs[len(msgs)-1:], MaxTokens: openai.Int(int64(cc.MaxTokens)), Temperature: openai.Float(0)})
 				if err != nil {
-					t.Fatalf("single-turn chat: %v", err)
+					t.failErr("single-turn chat", err)
 				}
 				if len(full.Choices) == 0 || !validFinish(full.Choices[0].FinishReason) {
 					t.Fatalf("multi-turn: no choice with a normal finish_reason")
@@ -130,7 +130,7 @@ func chatCoreCases(cfg Config) []Case {
 			Run: func(ctx context.Context, t *T) {
 				page, err := t.Client().Models.List(ctx)
 				if err != nil {
-					t.Fatalf("list models: %v", err)
+					t.failErr("list models", err)
 				}
 				var ids []string
 				for _, m := range page.Data {
@@ -186,7 +186,7 @@ func completionsCases(cfg Config) []Case {
 					Temperature: openai.Float(0),
 				})
 				if err != nil {
-					t.Fatalf("completion: %v", err)
+					t.failErr("completion", err)
 				}
 				if len(resp.Choices) != 1 || resp.Choices[0].Text == "" {
 					t.Fatalf("want one non-empty choice, got %d", len(resp.Choices))

@@ -313,7 +313,7 @@ func runPenaltyEffect(ctx context.Context, t *T, pc ParamsBoundaryConfig, param,
 func tokenIDs(ctx context.Context, t *T, text string) []int {
 	resp, err := t.Post(ctx, "/tokenize", map[string]any{"model": t.Model(), "prompt": text, "add_special_tokens": false})
 	if err != nil {
-		t.Fatalf("tokenize: %v", err)
+		t.failErr("tokenize", err)
 	}
 	var tk struct {
 		Tokens []int `json:"tokens"`

@@ -100,7 +100,7 @@ func errorsCases(cfg Config) []Case {
 					}
 					resp, err := t.hc.Do(req)
 					if err != nil {
-						t.Fatalf("request: %v", err)
+						t.failErr("request", err)
 					}
 					_ = resp.Body.Close()
 					if resp.StatusCode != http.StatusUnauthorized {
@@ -109,7 +109,7 @@ func errorsCases(cfg Config) []Case {
 				}
 				resp, err := t.do(ctx, http.MethodGet, "/health", nil, false)
 				if err != nil {
-					t.Fatalf("health: %v", err)
+					t.failErr("health", err)
 				}
 				t.Expect("/health status without a key", 200, resp.Status)
 			}},
@@ -300,7 +300,7 @@ func embeddingsCases(cfg Config) []Case {
 					Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: ec.Inputs},
 				})
 				if err != nil {
-					t.Fatalf("embeddings: %v", err)
+					t.failErr("embeddings", err)
 				}
 				if len(resp.Data) != len(ec.Inputs) {
 					t.Fatalf("%d embeddings for %d inputs", len(resp.Data), len(ec.Inputs))

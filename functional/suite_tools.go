@@ -164,7 +164,7 @@ func functionCallCases(cfg Config) []Case {
 					ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("auto")},
 				})
 				if err != nil {
-					t.Fatalf("chat with tools: %v", err)
+					t.failErr("chat with tools", err)
 				}
 				if len(resp.Choices) == 0 || len(resp.Choices[0].Message.ToolCalls) != 1 {
 					t.Fatalf("want exactly one tool call")
