@@ -35,7 +35,8 @@ const (
 	ErrClassTooLarge    = "too_large"    // 单个事件或响应体超过 Profile.MaxEventBytes
 	ErrClassTransport   = "transport"    // 连接失败等传输层错误
 	ErrClassCanceled    = "canceled"     // 运行被 ctx 取消
-	ErrClassBadResponse = "bad_response" // 响应体无法解析
+	ErrClassBadResponse = "bad_response" // 响应体或流内事件不是可解析的 JSON
+	ErrClassProtocol    = "protocol"     // JSON 合法但违反 vLLM/OpenAI 流协议（重复的 finish、finish 后的内容、[DONE] 后的事件……）
 )
 
 // Token 数来源（Record.TokenSource / Summary.TokenSource）。

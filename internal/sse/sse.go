@@ -33,6 +33,9 @@ type Event struct {
 	Name []byte
 	// Data 是所有 `data:` 行按 "\n" 连接后的内容。
 	Data []byte
+	// Unterminated 为 true 表示流在这个事件的结束空行之前就结束了（见 Next）：
+	// 数据可能不完整，调用方据此把解析失败归为截断而不是坏数据。
+	Unterminated bool
 }
 
 // IsDone 报告该事件是否为 `data: [DONE]` 结束标记。
@@ -132,13 +135,17 @@ func (r *Reader) Next() (*Event, error) {
 		line, err := r.readLine()
 		if err != nil {
 			if errors.Is(err, io.EOF) && r.saw {
-				return r.emit(), nil
+				ev := r.emit()
+				ev.Unterminated = true
+				return ev, nil
 			}
 			return nil, err
 		}
 		if len(line) == 0 { // 空行：事件结束
 			if r.saw {
-				return r.emit(), nil
+				ev := r.emit()
+				ev.Unterminated = false
+				return ev, nil
 			}
 			continue
 		}
