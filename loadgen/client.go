@@ -410,7 +410,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 	rec := &x.rec
 	x.reader.Reset(body)
 	x.reader.SetMaxEventSize(x.maxEvent)
-	done, lagged := false, false
+	done, lagged, events := false, false, 0
 	var watch *idleWatch
 	defer func() {
 		if watch != nil {
@@ -437,6 +437,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 				watch.last.Store(int64(now))
 			}
 		}
+		events++
 		if ev.IsDone() {
 			done = true
 			break
@@ -458,6 +459,12 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		}
 	}
 	if !done {
+		if n := x.reader.Unrecognized(); events == 0 && n > 0 {
+			// 一个事件都没有、却有不是 SSE 字段的行：服务端发的根本不是 SSE。
+			rec.ErrorClass = ErrClassBadResponse
+			rec.Error = fmt.Sprintf("response is not an SSE stream: no data event, %d unrecognised lines", n)
+			return
+		}
 		rec.ErrorClass = ErrClassTruncated
 		rec.Error = "stream ended before [DONE]"
 		return

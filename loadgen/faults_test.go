@@ -50,6 +50,11 @@ func TestProtocolFaultClasses(t *testing.T) {
 		{"garbage JSON body on a streaming request", true, func(w http.ResponseWriter, _ string) {
 			jsonWrite(w, "\xff\xfe{not json")
 		}, loadgen.ErrClassBadResponse, "not JSON"},
+		{"binary garbage on an SSE stream", true, func(w http.ResponseWriter, _ string) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, "\x89PNG\r\n\x1a\n\x00\x01xdata: \xff\xfe{\n\n\x7f\x02\n")
+		}, loadgen.ErrClassBadResponse, "not an SSE stream"},
 		{"duplicated finish chunk", true, func(w http.ResponseWriter, _ string) {
 			sseWrite(w, roleChunk, contentChunk("a"), finishChunk("b", "length"), `{"choices":[{"index":0,"delta":{"content":""},"finish_reason":"length"}]}`, "[DONE]")
 		}, loadgen.ErrClassProtocol, "finish_reason twice"},
