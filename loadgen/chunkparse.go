@@ -147,11 +147,8 @@ func (c *chunkScanner) top(key string) error {
 			return c.skip()
 		})
 	case "object":
-		if c.peek() == '"' {
-			v, err := c.str()
-			c.out.flatError = v == "error"
-			return err
-		}
+		// 热路径上这里是 "chat.completion.chunk"：只比较前缀，不解码。
+		c.out.flatError = strings.HasPrefix(c.s[c.i:], `"error"`)
 	case "message":
 		if c.peek() == '"' {
 			v, err := c.str()
@@ -217,6 +214,12 @@ func (c *chunkScanner) oneChoice() error {
 func (c *chunkScanner) choice(key string) error {
 	switch key {
 	case "index":
+		// 热路径上是一位数：直接读，免去 skip + ParseInt。
+		if j := c.i + 1; j < len(c.s) && c.s[c.i] >= '0' && c.s[c.i] <= '9' && (c.s[j] < '0' || c.s[j] > '9') && c.s[j] != '.' && c.s[j] != 'e' && c.s[j] != 'E' {
+			c.index = int64(c.s[c.i] - '0')
+			c.i = j
+			return nil
+		}
 		if c.peek() != 'n' {
 			v, err := c.int()
 			c.index = v
