@@ -462,7 +462,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		if n := x.reader.Unrecognized(); events == 0 && n > 0 {
 			// 一个事件都没有、却有不是 SSE 字段的行：服务端发的根本不是 SSE。
 			rec.ErrorClass = ErrClassBadResponse
-			rec.Error = fmt.Sprintf("response is not an SSE stream: no data event, %d unrecognised lines", n)
+			rec.Error = fmt.Sprintf("unparseable response: no SSE data event, %d unrecognised lines", n)
 			return
 		}
 		rec.ErrorClass = ErrClassTruncated

@@ -54,7 +54,7 @@ func TestProtocolFaultClasses(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
 			_, _ = io.WriteString(w, "\x89PNG\r\n\x1a\n\x00\x01xdata: \xff\xfe{\n\n\x7f\x02\n")
-		}, loadgen.ErrClassBadResponse, "not an SSE stream"},
+		}, loadgen.ErrClassBadResponse, "no SSE data event"},
 		{"duplicated finish chunk", true, func(w http.ResponseWriter, _ string) {
 			sseWrite(w, roleChunk, contentChunk("a"), finishChunk("b", "length"), `{"choices":[{"index":0,"delta":{"content":""},"finish_reason":"length"}]}`, "[DONE]")
 		}, loadgen.ErrClassProtocol, "finish_reason twice"},
