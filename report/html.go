@@ -45,6 +45,8 @@ type scenarioView struct {
 	Skipped    int
 	PerfRows   []perfRow
 	Charts     []template.HTML
+	Timelines  []template.HTML // 每个分组两张：时延随时间、并发随时间
+	TLGroups   int
 	AccRows    []accRow
 	AccChart   template.HTML
 	Gates      []gateRow
@@ -184,6 +186,7 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	if len(sc.Perf) > 0 {
 		v.Charts = perfCharts(sc, gates)
 	}
+	v.Timelines, v.TLGroups = timelineCharts(sc.Timeline)
 	var cats []string
 	var scores, thresholds []float64
 	for _, a := range sc.Accuracy {

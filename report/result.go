@@ -59,8 +59,11 @@ type Scenario struct {
 
 	Functional *functional.Report `json:"functional,omitempty"`
 	Perf       []loadgen.Summary  `json:"perf,omitempty"`
-	Accuracy   []Accuracy         `json:"accuracy,omitempty"`
-	Errors     []StageError       `json:"errors,omitempty"`
+	// Timeline 是 --bucket-interval 的实时时间线（各分组的行按时间顺序），单独存放在
+	// perf/timeline.json，不进 summary.json（长时间运行的行数可达数千）。
+	Timeline []loadgen.Timeline `json:"-"`
+	Accuracy []Accuracy         `json:"accuracy,omitempty"`
+	Errors   []StageError       `json:"errors,omitempty"`
 }
 
 // Accuracy 是一项精度评测结果及其门禁阈值。Threshold 为 nil 表示未配置阈值，

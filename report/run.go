@@ -44,6 +44,7 @@ const (
 	fileScenario   = "scenario.json"
 	fileFunctional = "result.json"
 	filePerf       = "summary.json"
+	fileTimeline   = "timeline.json"
 	fileAccuracy   = "results.json"
 	tmpPrefix      = ".tmp-"
 )
@@ -226,6 +227,17 @@ func (r *Run) RecordPerf(scenario string, rows []loadgen.Summary) error {
 	})
 }
 
+// RecordTimeline 追加场景的时间线行（一次 loadgen.Run 经 TimelineSink 收到的全部行），
+// HTML 报告据此按分组画出时延与并发随时间的变化。
+func (r *Run) RecordTimeline(scenario string, rows []loadgen.Timeline) error {
+	return r.record(scenario, func(sc *Scenario) string {
+		start := len(sc.Timeline)
+		sc.Timeline = append(sc.Timeline, rows...)
+		sanitizeFloats(sc.Timeline[start:])
+		return path.Join(string(StagePerf), fileTimeline)
+	})
+}
+
 // RecordAccuracy 追加一项精度评测结果。
 func (r *Run) RecordAccuracy(scenario string, acc Accuracy) error {
 	acc.Result.Metrics = maps.Clone(acc.Result.Metrics)
@@ -298,6 +310,8 @@ func (r *Run) persistScenarioLocked(sc *Scenario, rel string) error {
 			v = sc.Functional
 		case rel == path.Join(string(StagePerf), filePerf):
 			v = sc.Perf
+		case rel == path.Join(string(StagePerf), fileTimeline):
+			v = sc.Timeline
 		case rel == path.Join(string(StageAccuracy), fileAccuracy):
 			v = sc.Accuracy
 		default:

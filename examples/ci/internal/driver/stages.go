@@ -71,12 +71,18 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			errs = append(errs, err)
 			continue
 		}
-		rows, runErr := loadgen.Run(ctx, target, np.Profile, sink)
+		tl := &timelineSink{ArtifactSink: sink}
+		rows, runErr := loadgen.Run(ctx, target, np.Profile, tl)
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
 		}
 		if len(rows) > 0 {
 			if err := d.run.RecordPerf(sc.Name, rows); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(tl.rows) > 0 {
+			if err := d.run.RecordTimeline(sc.Name, tl.rows); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -89,6 +95,19 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// timelineSink 在写 timeline_*.csv 的同时保留时间线行，交给报告画图
+// （行数 = 运行时长 / bucket_interval，未设置 bucket_interval 时没有行）。
+type timelineSink struct {
+	*metrics.ArtifactSink
+	rows []loadgen.Timeline
+}
+
+// WriteTimeline 写 CSV 并保留一份。
+func (s *timelineSink) WriteTimeline(t loadgen.Timeline) error {
+	s.rows = append(s.rows, t)
+	return s.ArtifactSink.WriteTimeline(t)
 }
 
 // accuracy 对每份精度配置中的每个数据集运行 simple-evals 兼容评测（以及配置的
