@@ -12,6 +12,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tidwall/gjson"
 )
 
 // ErrBadShardResult 表示分片结果无法解码或内容自相矛盾（格式、计数与样本不符等）。
@@ -233,13 +234,18 @@ func WriteShardResult(w io.Writer, res *ShardResult) error {
 
 // ReadShardResult 从 r 中读出最后一个分片结果行（以 {"format":"cibench.shard/v1" 开头的行），
 // 前面的日志行被忽略；r 超过 MaxShardResultBytes 或没有结果行时报错。
-func ReadShardResult(r io.Reader) (*ShardResult, error) {
+func ReadShardResult(r io.Reader) (*ShardResult, error) { return ReadShardResultFor(r, -1) }
+
+// ReadShardResultFor 与 ReadShardResult 相同，但只取 index 字段等于 index 的结果行（index<0 时不限）：
+// 收集方知道每个 Pod 是第几片，别的分片的结果行（例如共享的日志文件）不会被误认。
+func ReadShardResultFor(r io.Reader, index int) (*ShardResult, error) {
 	sc := bufio.NewScanner(io.LimitReader(r, MaxShardResultBytes+1))
 	sc.Buffer(make([]byte, 64<<10), MaxShardResultBytes)
 	var last []byte
 	prefix := []byte(`{"format":"` + ShardResultFormat + `"`)
 	for sc.Scan() {
-		if line := sc.Bytes(); len(line) >= len(prefix) && string(line[:len(prefix)]) == string(prefix) {
+		if line := sc.Bytes(); len(line) >= len(prefix) && string(line[:len(prefix)]) == string(prefix) &&
+			(index < 0 || gjson.GetBytes(line, "index").Int() == int64(index)) {
 			last = append(last[:0], line...)
 		}
 	}
@@ -247,7 +253,7 @@ func ReadShardResult(r io.Reader) (*ShardResult, error) {
 		return nil, fmt.Errorf("%w: read: %v", ErrBadShardResult, err)
 	}
 	if last == nil {
-		return nil, fmt.Errorf("%w: no %s line in the output", ErrBadShardResult, ShardResultFormat)
+		return nil, fmt.Errorf("%w: no %s line (shard %d) in the output", ErrBadShardResult, ShardResultFormat, index)
 	}
 	var res ShardResult
 	if err := json.Unmarshal(last, &res); err != nil {

@@ -353,7 +353,8 @@ func (j ShardJob) readResult(ctx context.Context, cs kubernetes.Interface, p *co
 		return nil, fmt.Errorf("logs: %w", err)
 	}
 	defer rc.Close()
-	return loadgen.ReadShardResult(rc)
+	idx, _ := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+	return loadgen.ReadShardResultFor(rc, idx)
 }
 
 // delete 以前台传播删除 Job 并等它（连同 Pod）消失；不随调用方的 ctx 取消。
