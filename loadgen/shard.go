@@ -31,9 +31,9 @@ type Shard struct {
 	StartAt time.Time
 }
 
-// validate 检查分片参数，以及 Profile 能否被这样拆开：闭环（以及有并发上限的开环）时
+// Check 检查分片参数，以及（已填默认值的）Profile 能否被这样拆开：闭环（以及有并发上限的开环）时
 // 每组并发至少要有 Count 个 worker，否则有分片领到请求却没有 worker，会静默少发。
-func (s Shard) validate(p Profile) error {
+func (s Shard) Check(p Profile) error {
 	if s.Count < 1 || s.Count > MaxShards {
 		return fmt.Errorf("%w: count %d must be in [1, %d]", ErrInvalidShard, s.Count, MaxShards)
 	}
@@ -219,7 +219,7 @@ func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, 
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := shard.validate(p); err != nil {
+	if err := shard.Check(p); err != nil {
 		return nil, err
 	}
 	res := &ShardResult{Format: ShardResultFormat, Index: shard.Index, Count: shard.Count, StartAt: shard.StartAt,

@@ -351,13 +351,13 @@ func TestShardValidate(t *testing.T) {
 		{Shard{Index: 0, Count: MaxShards + 1}, "count 1025"},
 		{Shard{Index: 0, Count: 4}, "concurrency[1]=2 is smaller than the 4 shards"},
 	} {
-		err := tc.sh.validate(p)
+		err := tc.sh.Check(p)
 		if !errors.Is(err, ErrInvalidShard) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.sh, err, tc.want)
 		}
 	}
 	open := Profile{Concurrency: []int{0}, RequestRate: 10}.Defaults()
-	if err := (Shard{Index: 1, Count: 4}).validate(open); err != nil {
+	if err := (Shard{Index: 1, Count: 4}).Check(open); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := RunShard(context.Background(), Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"},
