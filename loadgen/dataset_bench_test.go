@@ -25,7 +25,7 @@ func BenchmarkBuildPoolTokenize(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = dep.Teardown(context.Background()) })
 	base := strings.TrimSuffix(dep.Endpoint().BaseURLs[0], "/v1")
-	c := &serverCounter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, url: base + "/tokenize", model: "m"}
+	c := &serverCounter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, url: base + "/tokenize", model: "m", maxBody: 1 << 20}
 	p := Profile{InputLength: []int{64}}.Defaults()
 	var wall, cpu time.Duration
 	for b.Loop() {

@@ -57,7 +57,7 @@ func TestBuildPoolConcurrentBounded(t *testing.T) {
 	srv := &tokenizeServer{two: make(chan struct{})}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c := &serverCounter{client: ts.Client(), url: ts.URL + "/tokenize", model: "m"}
+	c := &serverCounter{client: ts.Client(), url: ts.URL + "/tokenize", model: "m", maxBody: 1 << 20}
 	p := Profile{InputLength: []int{64}, RangeRatioAbove: 0.5}.Defaults()
 	got, err := buildPool(context.Background(), &p, 64, 300, c)
 	if err != nil {
@@ -85,7 +85,7 @@ func TestBuildPoolTokenizeDeadline(t *testing.T) {
 	defer func() { tokenizeTimeout = old }()
 	ts := httptest.NewServer(&tokenizeServer{hang: true})
 	defer ts.Close()
-	c := &serverCounter{client: ts.Client(), url: ts.URL + "/tokenize", model: "m"}
+	c := &serverCounter{client: ts.Client(), url: ts.URL + "/tokenize", model: "m", maxBody: 1 << 20}
 	p := Profile{InputLength: []int{16}}.Defaults()
 	_, err := buildPool(context.Background(), &p, 16, 40, c)
 	if !errors.Is(err, context.DeadlineExceeded) {
