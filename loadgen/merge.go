@@ -113,6 +113,9 @@ func MergeGroups(opts MergeOptions, results ...*ShardResult) ([]MergedGroup, err
 	}
 	ngroups := 0
 	for _, r := range byIdx {
+		if r == nil {
+			continue // 缺失的分片
+		}
 		for _, g := range r.Groups {
 			if g.Group < 0 || g.Group > MaxEpochs*MaxConcurrency {
 				return nil, fmt.Errorf("%w: shard %d: group index %d", ErrBadShardResult, r.Index, g.Group)
