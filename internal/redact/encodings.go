@@ -12,8 +12,10 @@ import (
 // encoders 是密钥离开进程（或被服务端回显、再被我们写进产物）时可能经过的
 // 单层编码：URL 查询串与路径转义、JSON 字符串（Go 默认转义 & < >，以及不转义的
 // 写法，Python json.dumps 与 SetEscapeHTML(false) 都是后者）、HTML 模板转义
-// （report.html 与精度 HTML 由 html/template 渲染，"+" 会变成 &#43;）。
+// （report.html 与精度 HTML 由 html/template 渲染，"+" 会变成 &#43;）、CSV 字段里的
+// 引号加倍（逐请求 CSV 的 Error 列）。
 var encoders = []func(string) string{
+	func(s string) string { return strings.ReplaceAll(s, `"`, `""`) },
 	url.QueryEscape,
 	url.PathEscape,
 	func(s string) string { return jsonInner(s, true) },

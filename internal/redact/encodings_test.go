@@ -48,6 +48,8 @@ func encodings(s string) map[string]string {
 		"query-json":   url.QueryEscape(jsonInner(s, false)),
 		"json-query":   jsonInner(url.QueryEscape(s), true),
 		"html-escaped": template.HTMLEscapeString(s),
+		"csv":          strings.ReplaceAll(s, `"`, `""`),
+		"csv-json":     strings.ReplaceAll(jsonInner(s, false), `"`, `""`),
 	}
 	return out
 }

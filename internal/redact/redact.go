@@ -123,7 +123,7 @@ func New(secrets ...string) *Redactor {
 // Add 登记运行时才知道的密钥值（例如从环境变量读取的 API Key、bearer token），
 // 之后所有输出中出现的该值都会被替换。登记一次即覆盖它的全部编码形态：原文、
 // URL 转义（查询串与路径）、JSON 字符串转义（含两层嵌套：服务端把请求 JSON 编码进
-// 错误体、我们再把错误体写进 JSON 产物）与 HTML 转义（报告页面）。"Bearer <key>"
+// 错误体、我们再把错误体写进 JSON 产物）、HTML 转义（报告页面）与 CSV 引号加倍。"Bearer <key>"
 // 头里发送的就是原文，因此无需另外登记；basic auth 用 AddBasicAuth。
 // 空值与过短的值被忽略，重复登记无副作用。
 func (r *Redactor) Add(secrets ...string) {

@@ -202,6 +202,10 @@ func newDriver(o Options) (*driver, error) {
 		red = redact.New()
 	}
 	d := &driver{o: o, m: m, plans: plans, log: log, now: o.Now, red: red, keys: map[string]string{}}
+	// Pushgateway 凭据在任何请求之前登记：basic auth 实际发送的是 base64("user:pass")，
+	// 服务端回显的也是它，只登记口令原文挡不住（AddBasicAuth 两者都登记）。
+	d.red.AddBasicAuth(o.PushAuth.Username, o.PushAuth.Password)
+	d.red.Add(o.PushAuth.BearerToken)
 	for _, p := range plans {
 		env := p.Scenario.APIKeyEnv
 		if o.APIKeyEnv != "" {
