@@ -55,7 +55,7 @@ type scenarioView struct {
 // htmlView 是整份报告的数据。
 type htmlView struct {
 	Res                                 Result
-	Pass, Fail, NoBaseline, Skip, Total int
+	Pass, Fail, NoBaseline, Skip, Interrupted, Total int
 	Failed                              []gateRow
 	NoBase                              []gateRow
 	Scenarios                           []scenarioView
@@ -86,6 +86,8 @@ func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 		case VerdictNoBaseline:
 			v.NoBaseline++
 			v.NoBase = append(v.NoBase, r)
+		case VerdictInterrupted:
+			v.Interrupted++
 		default:
 			v.Skip++
 		}
@@ -187,7 +189,7 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	var cats []string
 	var scores, thresholds []float64
 	for _, a := range sc.Accuracy {
-		g := accuracyGate(sc.Name, a)
+		g := scenarioAccuracyGate(sc, a)
 		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict}
 		th := math.NaN()
 		if a.Threshold != nil {
