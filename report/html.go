@@ -54,12 +54,12 @@ type scenarioView struct {
 
 // htmlView 是整份报告的数据。
 type htmlView struct {
-	Res                                 Result
+	Res                                              Result
 	Pass, Fail, NoBaseline, Skip, Interrupted, Total int
-	Failed                              []gateRow
-	NoBase                              []gateRow
-	Scenarios                           []scenarioView
-	Generated                           string
+	Failed                                           []gateRow
+	NoBase                                           []gateRow
+	Scenarios                                        []scenarioView
+	Generated                                        string
 }
 
 // WriteHTML 把结果渲染成自包含的 HTML 报告：内联 CSS、Go 生成的 SVG 图表、
