@@ -94,13 +94,22 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		// 第一次信号：取消运行，让驱动清理并写出部分结果；之后恢复默认行为，
-		// 第二次 Ctrl-C 立即结束进程。
-		<-ctx.Done()
-		stop()
+		// 第一次信号：以"被信号中断"为原因取消运行，让驱动清理并写出部分结果
+		// （阶段记为 interrupted，退出码 130）；之后恢复默认行为，第二次 Ctrl-C 立即结束进程。
+		select {
+		case sig := <-sigs:
+			cancel(fmt.Errorf("interrupted by signal %v", sig))
+			signal.Stop(sigs)
+		case <-done:
+		}
 	}()
 
 	opts := driver.Options{
