@@ -128,15 +128,15 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 
 // driver 持有一次运行的状态。
 type driver struct {
-	o      Options
-	m      *matrix.Matrix
-	plans  []matrix.ScenarioPlan
-	log    *slog.Logger
-	now    func() time.Time
-	red    *redact.Redactor
-	run    *report.Run
-	keys   map[string]string // 场景名 → API Key（只在内存中）
-	runID  string
+	o     Options
+	m     *matrix.Matrix
+	plans []matrix.ScenarioPlan
+	log   *slog.Logger
+	now   func() time.Time
+	red   *redact.Redactor
+	run   *report.Run
+	keys  map[string]string // 场景名 → API Key（只在内存中）
+	runID string
 	// parent 是调用方的 ctx：它被取消（Ctrl-C、SIGTERM）即为中断；作业超时只取消
 	// 驱动自己派生的 ctx，是失败而不是中断。
 	parent context.Context
