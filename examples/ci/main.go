@@ -146,19 +146,29 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	if *plan {
 		if err := driver.PrintPlan(stdout, opts); err != nil {
-			fmt.Fprintln(stderr, "ci:", err)
+			printErr(stderr, red, err)
 			return report.ExitError
 		}
 		return report.ExitOK
 	}
 	out, err := driver.Run(ctx, opts)
 	if err != nil {
-		fmt.Fprintln(stderr, red.String(err.Error()))
+		printErr(stderr, red, err)
 		if errors.Is(err, driver.ErrConfig) {
 			return report.ExitError
 		}
 	}
 	return out.ExitCode
+}
+
+// printErr 把错误脱敏后写到 stderr，保证只有一个 "ci: " 前缀：驱动的错误自带前缀
+// （ErrConfig 为 "ci: invalid configuration"），其他包的错误由这里补上。
+func printErr(w io.Writer, red *redact.Redactor, err error) {
+	msg := red.String(err.Error())
+	if !strings.HasPrefix(msg, "ci: ") {
+		msg = "ci: " + msg
+	}
+	fmt.Fprintln(w, msg)
 }
 
 // splitList 把 "a, b,,c" 拆成 [a b c]。
