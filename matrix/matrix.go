@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -187,25 +188,25 @@ func (l *entryList) decodeNode(d *decoder, n *yaml.Node, p string) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, p, scalarValue(n), "want a mapping of scenario name to entry, got %s", describe(n))
+		d.Errorf(n, p, scalarValue(n), "want a mapping of scenario name to entry, got %s", describe(n))
 		return
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			d.errorf(k, p, scalarValue(k), "scenario names must be strings")
+			d.Errorf(k, p, scalarValue(k), "scenario names must be strings")
 			continue
 		}
 		fp := joinPath(p, k.Value)
 		if seen[k.Value] {
-			d.errorf(k, fp, "", "duplicate scenario")
+			d.Errorf(k, fp, "", "duplicate scenario")
 			continue
 		}
 		seen[k.Value] = true
-		d.pos[fp] = k
+		d.Pos[fp] = k
 		e := Entry{Scenario: k.Value}
-		d.decode(v, fp, reflectValue(&e))
+		d.Decode(v, fp, reflectValue(&e))
 		*l = append(*l, e)
 	}
 }
@@ -284,11 +285,7 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 			}
 			return a.Column < b.Column
 		})
-		errs := make([]error, len(l.errs))
-		for i, e := range l.errs {
-			errs[i] = e
-		}
-		return nil, errors.Join(errs...)
+		return nil, joinErrors(l.errs)
 	}
 	return m, nil
 }
@@ -297,7 +294,7 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 type loader struct {
 	fsys fs.FS
 	root string
-	errs []*Error
+	errs []*yamlstrict.Error
 }
 
 // display 返回文件在错误信息中的显示路径。
@@ -314,13 +311,13 @@ func (l *loader) parse(name string, required bool) (*decoder, *yaml.Node, bool) 
 	data, err := fs.ReadFile(l.fsys, name)
 	if err != nil {
 		if required || !errors.Is(err, fs.ErrNotExist) {
-			l.errs = append(l.errs, &Error{File: d.file, Msg: "cannot read: " + describeReadErr(err)})
+			l.errs = append(l.errs, &yamlstrict.Error{File: d.File, Msg: "cannot read: " + describeReadErr(err)})
 		}
 		return d, nil, false
 	}
-	root := d.parseDocument(data)
+	root := d.ParseDocument(data)
 	if root != nil {
-		d.pos[""] = root
+		d.Pos[""] = root
 	}
 	return d, root, true
 }
@@ -341,7 +338,7 @@ func describeReadErr(err error) string {
 func (l *loader) glob(dir string) []string {
 	names, err := fs.Glob(l.fsys, dir+"/*"+yamlExt)
 	if err != nil {
-		l.errs = append(l.errs, &Error{File: l.display(dir), Msg: err.Error()})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(dir), Msg: err.Error()})
 		return nil
 	}
 	sort.Strings(names)
@@ -356,10 +353,10 @@ func (l *loader) blocks(dir string) map[string]Block {
 		var b Block
 		if root != nil {
 			b.decodeNode(d, root, "")
-		} else if len(d.errs) == 0 {
-			d.errorf(nil, "", "", "file is empty")
+		} else if len(d.Errs) == 0 {
+			d.Errorf(nil, "", "", "file is empty")
 		}
-		l.errs = append(l.errs, d.errs...)
+		l.errs = append(l.errs, d.Errs...)
 		out[strings.TrimSuffix(path.Base(name), yamlExt)] = b
 	}
 	return out
@@ -370,20 +367,20 @@ func (l *loader) load() *Matrix {
 	m := &Matrix{Scenarios: map[string]*Scenario{}}
 	names := l.glob(scenarioDir)
 	if len(names) == 0 {
-		l.errs = append(l.errs, &Error{File: l.display(scenarioDir), Msg: "no scenario files (*.yaml) found"})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(scenarioDir), Msg: "no scenario files (*.yaml) found"})
 	}
 	for _, name := range names {
 		d, root, _ := l.parse(name, true)
-		s := &Scenario{File: d.file}
+		s := &Scenario{File: d.File}
 		if root != nil {
-			d.decode(root, "", reflectValue(s))
-		} else if len(d.errs) == 0 {
-			d.errorf(nil, "", "", "file is empty")
+			d.Decode(root, "", reflectValue(s))
+		} else if len(d.Errs) == 0 {
+			d.Errorf(nil, "", "", "file is empty")
 		}
-		if len(d.errs) == 0 {
+		if len(d.Errs) == 0 {
 			validateScenario(d, l.fsys, s, strings.TrimSuffix(path.Base(name), yamlExt))
 		}
-		l.errs = append(l.errs, d.errs...)
+		l.errs = append(l.errs, d.Errs...)
 		m.Scenarios[strings.TrimSuffix(path.Base(name), yamlExt)] = s
 	}
 	l.loadFunctional(m)
@@ -393,7 +390,7 @@ func (l *loader) load() *Matrix {
 		// 空文件已报告为 "file is empty"，不再对零值重复报校验错误。
 		if !b.IsZero() && l.decodeBlock(b, &p) {
 			if err := p.Defaults().Validate(); err != nil {
-				l.errs = append(l.errs, &Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
+				l.errs = append(l.errs, &yamlstrict.Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
 			}
 		}
 		m.Profiles[name] = p
@@ -403,7 +400,7 @@ func (l *loader) load() *Matrix {
 		var c accuracy.Config
 		if !b.IsZero() && l.decodeBlock(b, &c) {
 			if err := c.WithDefaults().Validate(); err != nil {
-				l.errs = append(l.errs, &Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
+				l.errs = append(l.errs, &yamlstrict.Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
 			}
 		}
 		m.Accuracy[name] = c
@@ -411,24 +408,24 @@ func (l *loader) load() *Matrix {
 	if data, err := fs.ReadFile(l.fsys, providersPath); err == nil {
 		ps, err := loadgen.ParseProviders(bytes.NewReader(data))
 		if err != nil {
-			l.errs = append(l.errs, &Error{File: l.display(providersPath), Msg: err.Error()})
+			l.errs = append(l.errs, &yamlstrict.Error{File: l.display(providersPath), Msg: err.Error()})
 		}
 		m.Providers = ps
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		l.errs = append(l.errs, &Error{File: l.display(providersPath), Msg: "cannot read: " + describeReadErr(err)})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(providersPath), Msg: "cannot read: " + describeReadErr(err)})
 	}
 
 	d, root, _ := l.parse(matrixPath, true)
 	var mf matrixFile
 	if root != nil {
-		d.decode(root, "", reflectValue(&mf))
-	} else if len(d.errs) == 0 && len(l.errs) == 0 {
-		d.errorf(nil, "", "", "file is empty")
+		d.Decode(root, "", reflectValue(&mf))
+	} else if len(d.Errs) == 0 && len(l.errs) == 0 {
+		d.Errorf(nil, "", "", "file is empty")
 	}
-	if len(d.errs) == 0 {
+	if len(d.Errs) == 0 {
 		l.checkMatrix(d, m, &mf)
 	}
-	l.errs = append(l.errs, d.errs...)
+	l.errs = append(l.errs, d.Errs...)
 	m.Defaults = mf.Defaults
 	m.Entries = mf.Scenarios
 	return m
@@ -442,15 +439,15 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 	mf.Defaults.Timeouts.PR = mf.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(RunPR))
 	mf.Defaults.Timeouts.Daily = mf.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(RunDaily))
 	if len(mf.Scenarios) == 0 {
-		d.errAt(scenarioKeyPath, "", "matrix must list at least one scenario")
+		d.ErrAt(scenarioKeyPath, "", "matrix must list at least one scenario")
 	}
 	for _, e := range mf.Scenarios {
 		ep := joinPath(scenarioKeyPath, e.Scenario)
 		if _, ok := m.Scenarios[e.Scenario]; !ok {
-			d.errAt(ep, e.Scenario, "unknown scenario (no %s)", l.display(path.Join(scenarioDir, e.Scenario+yamlExt)))
+			d.ErrAt(ep, e.Scenario, "unknown scenario (no %s)", l.display(path.Join(scenarioDir, e.Scenario+yamlExt)))
 		}
 		if e.PR == nil && e.Daily == nil {
-			d.errAt(ep, "", "entry has neither pr nor daily; the scenario would never run")
+			d.ErrAt(ep, "", "entry has neither pr nor daily; the scenario would never run")
 		}
 		for _, rt := range []RunType{RunPR, RunDaily} {
 			rc := e.run(rt)
@@ -463,7 +460,7 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 					prof := m.Profiles[p]
 					if !rc.Perf.Override.IsZero() && l.decodeBlock(rc.Perf.Override, &prof) {
 						if err := prof.Defaults().Validate(); err != nil {
-							d.errAt(joinPath(rp, "perf.override"), "", "profile %q with override: %v", p, err)
+							d.ErrAt(joinPath(rp, "perf.override"), "", "profile %q with override: %v", p, err)
 						}
 					}
 				}
@@ -473,7 +470,7 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 					cfg := m.Accuracy[c]
 					if !rc.Accuracy.Override.IsZero() && l.decodeBlock(rc.Accuracy.Override, &cfg) {
 						if err := cfg.WithDefaults().Validate(); err != nil {
-							d.errAt(joinPath(rp, "accuracy.override"), "", "accuracy config %q with override: %v", c, err)
+							d.ErrAt(joinPath(rp, "accuracy.override"), "", "accuracy config %q with override: %v", c, err)
 						}
 					}
 				}
@@ -494,7 +491,7 @@ func (l *loader) checkNames(d *decoder, p string, names []string, on bool, rt Ru
 	}
 	if len(names) == 0 {
 		if !have[string(rt)] {
-			d.errAt(p, "", "no %s listed and the default %q does not exist (%s)", p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)))
+			d.ErrAt(p, "", "no %s listed and the default %q does not exist (%s)", p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)))
 			return false
 		}
 		return true
@@ -503,7 +500,7 @@ func (l *loader) checkNames(d *decoder, p string, names []string, on bool, rt Ru
 	ok := true
 	for i, n := range names {
 		if !have[n] {
-			d.errAt(fmt.Sprintf("%s[%d]", p, i), n, "unknown name: no %s", l.display(path.Join(dir, n+yamlExt)))
+			d.ErrAt(fmt.Sprintf("%s[%d]", p, i), n, "unknown name: no %s", l.display(path.Join(dir, n+yamlExt)))
 			ok = false
 		}
 	}
@@ -521,7 +518,7 @@ func (l *loader) checkCases(d *decoder, m *Matrix, p string, patterns []string) 
 			continue
 		}
 		if _, err := m.catalog.Select(pat); err != nil {
-			d.errAt(fmt.Sprintf("%s[%d]", p, i), pat, "selects no functional case (suites: %s)", strings.Join(m.catalog.Suites(), ", "))
+			d.ErrAt(fmt.Sprintf("%s[%d]", p, i), pat, "selects no functional case (suites: %s)", strings.Join(m.catalog.Suites(), ", "))
 		}
 	}
 }
@@ -544,12 +541,12 @@ func (l *loader) loadFunctional(m *Matrix) {
 		return
 	}
 	if err := m.Functional.Validate(); err != nil {
-		l.errs = append(l.errs, &Error{File: l.display(functionalDir), Msg: err.Error()})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(functionalDir), Msg: err.Error()})
 		return
 	}
 	cat, err := functional.NewCatalog(m.Functional)
 	if err != nil {
-		l.errs = append(l.errs, &Error{File: l.display(functionalDir), Msg: err.Error()})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(functionalDir), Msg: err.Error()})
 		return
 	}
 	m.catalog = cat
@@ -561,9 +558,9 @@ func (l *loader) decodeBlock(b Block, out any) bool {
 		return true
 	}
 	d := newDecoder(b.file)
-	d.decode(b.node, b.path, reflectValue(out))
-	l.errs = append(l.errs, d.errs...)
-	return len(d.errs) == 0
+	d.Decode(b.node, b.path, reflectValue(out))
+	l.errs = append(l.errs, d.Errs...)
+	return len(d.Errs) == 0
 }
 
 // keys 返回映射的键集合。
@@ -588,10 +585,10 @@ func checkUnique(d *decoder, p string, names []string) {
 	seen := map[string]bool{}
 	for i, n := range names {
 		if n == "" {
-			d.errAt(fmt.Sprintf("%s[%d]", p, i), "", "empty name")
+			d.ErrAt(fmt.Sprintf("%s[%d]", p, i), "", "empty name")
 		}
 		if seen[n] {
-			d.errAt(fmt.Sprintf("%s[%d]", p, i), n, "duplicate name")
+			d.ErrAt(fmt.Sprintf("%s[%d]", p, i), n, "duplicate name")
 		}
 		seen[n] = true
 	}
