@@ -5,12 +5,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,11 +35,16 @@ type HumanEvalOptions struct {
 	// Interpreter 是执行代码的命令前缀，最后一项必须是 python3，例如
 	// ["python3"] 或 ["unshare", "-rn", "python3"]（后者在新的网络命名空间中运行，真正断网）。
 	Interpreter []string
-	// ExecTimeout 是单次执行的时限（参考实现 3s），0 取 3s；由子进程内的 SIGALRM 计时。
+	// ExecTimeout 是单次执行的时限（参考实现 3s），0 取 3s；由子进程内的 SIGALRM 计时，
+	// 执行器在 ExecTimeout+1s 时终止子进程（同上游 p.join(timeout + 1)）。
 	ExecTimeout time.Duration
-	// StartupGrace 是父进程额外等待解释器启动的时间，0 取 30s。超过
-	// ExecTimeout + 1s + StartupGrace 仍未结束的子进程被杀死并记为 "timed out"。
+	// StartupGrace 是父进程额外等待执行器启动（含预加载）的时间，0 取 30s。超过
+	// ExecTimeout + 1s + StartupGrace 仍无判定时执行器被视为失去响应：进程组被杀死，
+	// check 返回错误（基础设施故障，不是判定）。
 	StartupGrace time.Duration
+	// Preload 是 fork 执行子进程前 import 的模块，nil 取 DefaultHumanEvalPreload
+	// （与上游进程一致）；import 失败的模块记入 Runtime().Missing，不算错误。
+	Preload []string
 }
 
 // humanEvalProblem 是 HumanEval.jsonl 的一条题目。
@@ -49,13 +55,13 @@ type humanEvalProblem struct {
 	EntryPoint string `json:"entry_point"`
 }
 
-// HumanEval 复刻 simple-evals 的 HumanEval：每题采样多次，在 python3 子进程中
-// 运行“题目 + 补全 + 测试 + check(入口)”，给出 pass@k。
+// HumanEval 复刻 simple-evals 的 HumanEval：每题采样多次，把“题目 + 补全 + 测试 +
+// check(入口)”交给常驻的 python3 执行器，给出 pass@k。
 //
-// 沙箱限度（如实说明）：子进程在新建的临时目录中运行，环境变量只保留
-// PATH/HOME/LANG（不继承任何代理设置），按 human-eval 的 reliability_guard
-// 禁用 os.system/fork/remove 等破坏性函数并把 socket 置为不可用，
-// 超时由 SIGALRM 与父进程的 context 双重保证。这不是安全沙箱：
+// 执行器复刻上游 check_correctness 的判定条件（预加载 numpy/pandas/scipy 后 fork、同样的
+// 调用链深度、判定不经 stdout），见 docs/accuracy.md。沙箱限度（如实说明）：环境变量只保留
+// PATH/HOME/LANG，按 human-eval 的 reliability_guard 禁用破坏性函数并把 socket 置为不可用，
+// 超时由子进程内的 SIGALRM、执行器的 join(timeout+1) 与父进程兜底共同保证。这不是安全沙箱：
 // 需要真正隔离网络时，把 Interpreter 设为 ["unshare", "-rn", "python3"] 或放进容器。
 type HumanEval struct {
 	src  Source
@@ -64,9 +70,12 @@ type HumanEval struct {
 
 	mu       sync.Mutex
 	problems []humanEvalProblem
-	// execSlots 限制同时运行的 python3 子进程数：参考实现 HumanEval 只用 3 个线程
+	runtime  *PythonRuntime
+	// execSlots 限制同时执行的补全数：参考实现 HumanEval 只用 3 个线程
 	// （map_with_progress(num_threads=3)），每个线程再用 4 个 worker 执行补全，即至多 12 个。
 	execSlots chan struct{}
+	// exec 是常驻的 harness 进程（按需启动、空闲后退出），见 humaneval_exec.go。
+	exec executor
 }
 
 // NewHumanEval 校验参数并构造 HumanEval；Interpreter 为空时返回 ErrNoPython。
@@ -88,6 +97,9 @@ func NewHumanEval(src Source, opts HumanEvalOptions) (*HumanEval, error) {
 	}
 	if opts.StartupGrace == 0 {
 		opts.StartupGrace = 30 * time.Second
+	}
+	if opts.Preload == nil {
+		opts.Preload = DefaultHumanEvalPreload
 	}
 	if opts.NumExamples < 0 || opts.SamplesPerTask < 0 || opts.ExecTimeout < 0 {
 		return nil, fmt.Errorf("accuracy: humaneval: negative option in %+v", opts)
@@ -256,118 +268,119 @@ func PassAtK(n, c, k int) float64 {
 	return 1.0 - prod
 }
 
-// humanEvalHarness 在子进程内执行 check 程序：读取 stdin 的 JSON，按 human-eval 的
-// reliability_guard 禁用破坏性函数与网络，吞掉程序输出，用 SIGALRM 限时，
-// 最后把结果写到预先复制的 stdout 描述符上。
-const humanEvalHarness = `
-import sys, os, io, json, signal, contextlib, faulthandler, builtins
-data = json.loads(sys.stdin.read())
-out = os.fdopen(os.dup(1), "w")
-class TimeoutException(Exception):
-    pass
-def _alarm(signum, frame):
-    raise TimeoutException("Timed out!")
-class WriteOnlyStringIO(io.StringIO):
-    def read(self, *a, **k): raise IOError
-    def readline(self, *a, **k): raise IOError
-    def readlines(self, *a, **k): raise IOError
-    def readable(self, *a, **k): return False
-def _blocked(*a, **k):
-    raise OSError("network disabled by the cibench humaneval harness")
-def guard():
-    faulthandler.disable()
-    builtins.exit = None
-    builtins.quit = None
-    os.environ["OMP_NUM_THREADS"] = "1"
-    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid",
-                 "fork", "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink",
-                 "fchmod", "fchown", "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown",
-                 "getcwd", "chdir"):
-        setattr(os, name, None)
-    import shutil, subprocess, socket
-    shutil.rmtree = None
-    shutil.move = None
-    shutil.chown = None
-    subprocess.Popen = None
-    socket.socket = _blocked
-    socket.create_connection = _blocked
-    socket.getaddrinfo = _blocked
-    builtins.help = None
-    for m in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
-        sys.modules[m] = None
-result = "timed out"
-try:
-    guard()
-    stream = WriteOnlyStringIO()
-    with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
-        old_stdin = sys.stdin
-        sys.stdin = stream
-        signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, data["timeout"])
-        try:
-            exec(data["program"], {})
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            sys.stdin = old_stdin
-    result = "passed"
-except TimeoutException:
-    result = "timed out"
-except BaseException as e:
-    result = "failed: %s" % (e,)
-out.write(json.dumps({"result": result}) + "\n")
-out.flush()
-os._exit(0)
+// humanEvalHarness 是在 python3 中执行补全的程序（humaneval_harness.py）：它复刻上游
+// check_correctness 的执行方式——预先 import 上游父进程已有的模块、在
+// ThreadPoolExecutor 线程里 fork 子进程、同样的调用链深度——并把判定写到专用描述符。
+//
+//go:embed humaneval_harness.py
+var humanEvalHarness string
+
+// DefaultHumanEvalPreload 是上游 simple-evals 进程在 fork 执行子进程前已经 import 的
+// 第三方模块：numpy（common.py、human_eval.evaluation）、pandas（simple_evals.py）、
+// scipy.optimize（drop_eval.py）、jinja2/requests/tqdm（common.py）。补全里对它们的
+// import 在上游只是查 sys.modules；未预加载时会因 reliability_guard 禁用了 os.putenv 而失败。
+var DefaultHumanEvalPreload = []string{"numpy", "pandas", "scipy.optimize", "jinja2", "requests", "tqdm"}
+
+// humanEvalRequiredPreload 是补全实际可能 import、缺失就会改变判定的那部分预加载模块。
+var humanEvalRequiredPreload = []string{"numpy", "pandas", "scipy.optimize"}
+
+// humanEvalResultFD 是 harness 回报判定的描述符（exec.Cmd.ExtraFiles 的第一个）。
+// 判定不走 stdout：补全可以直接写 fd 1（os.write、sys.__stdout__），会破坏结果行。
+const humanEvalResultFD = 3
+
+// PythonRuntime 描述 HumanEval 实际使用的解释器，写入结果以便复现与审计。
+type PythonRuntime struct {
+	// Interpreter 是执行命令（含 unshare 等前缀）。
+	Interpreter []string `json:"interpreter"`
+	// Executable 是 sys.executable，Version 是 platform.python_version()。
+	Executable string `json:"executable"`
+	Version    string `json:"version"`
+	// Preloaded 是 fork 前成功 import 的模块；Missing 是 import 失败的模块
+	// （Missing 含 numpy/pandas/scipy.optimize 时，import 它们的补全判定会与上游不同）。
+	Preloaded []string `json:"preloaded"`
+	Missing   []string `json:"missing,omitempty"`
+}
+
+// Runtime 返回第一次执行补全时记录的解释器信息；尚未执行过时 ok 为 false。
+func (h *HumanEval) Runtime() (rt PythonRuntime, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.runtime == nil {
+		return PythonRuntime{}, false
+	}
+	return *h.runtime, true
+}
+
+// pythonProbe 报告解释器版本与能否 import 各预加载模块（argv[1] 是逗号分隔的模块名）。
+const pythonProbe = `
+import sys, json, platform
+ok, missing = [], []
+for m in sys.argv[1].split(","):
+    try:
+        __import__(m)
+        ok.append(m)
+    except Exception:
+        missing.append(m)
+print(json.dumps({"executable": sys.executable, "version": platform.python_version(), "preloaded": ok, "missing": missing}))
 `
 
-// check 复刻 human_eval.execution.check_correctness，返回 "passed"、"timed out"
-// 或 "failed: ..."。只有父 context 被取消或解释器无法启动时才返回错误。
-func (h *HumanEval) check(ctx context.Context, p humanEvalProblem, completion string) (string, error) {
-	program := p.Prompt + completion + "\n" + p.Test + "\n" + "check(" + p.EntryPoint + ")"
-	input, err := json.Marshal(map[string]any{"program": program, "timeout": h.opts.ExecTimeout.Seconds()})
-	if err != nil {
-		return "", fmt.Errorf("accuracy: humaneval: %w", err)
+// DefaultPythonCandidates 是 FindPython 不带参数时依次尝试的解释器：PATH 上的 python3
+// 可能是 pyenv 等自建解释器，看不到 apt 安装的 python3-numpy，所以也试 Debian 的 /usr/bin/python3。
+var DefaultPythonCandidates = []string{"python3", "/usr/bin/python3", "/usr/local/bin/python3"}
+
+// FindPython 为 HumanEval 挑选解释器：逐个运行候选（名字按 PATH 查找），优先返回能
+// import 全部 numpy、pandas、scipy.optimize 的第一个——上游的判定依赖它们已被预加载；
+// 都不能时返回第一个能运行的，并在 Missing 中列出缺失模块（调用方应据此告警）。
+// 没有任何候选能运行时返回 ErrNoPython。
+func FindPython(ctx context.Context, candidates ...string) (PythonRuntime, error) {
+	if len(candidates) == 0 {
+		candidates = DefaultPythonCandidates
 	}
-	select {
-	case h.execSlots <- struct{}{}:
-		defer func() { <-h.execSlots }()
-	case <-ctx.Done():
-		return "", ctx.Err()
+	var first *PythonRuntime
+	seen := map[string]bool{}
+	var errs []error
+	for _, c := range candidates {
+		path, err := exec.LookPath(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rt, err := probePython(ctx, path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if seen[rt.Executable] {
+			continue
+		}
+		seen[rt.Executable] = true
+		if !slices.ContainsFunc(humanEvalRequiredPreload, func(m string) bool { return slices.Contains(rt.Missing, m) }) {
+			return rt, nil
+		}
+		if first == nil {
+			first = &rt
+		}
 	}
-	dir, err := os.MkdirTemp("", "cibench-humaneval-")
-	if err != nil {
-		return "", fmt.Errorf("accuracy: humaneval: temp dir: %w", err)
+	if first != nil {
+		return *first, nil
 	}
-	defer os.RemoveAll(dir)
-	// 与 check_correctness 的 p.join(timeout + 1) 相同，再留出解释器启动时间
-	// （参考实现 fork 子进程没有启动开销；这里每次都要启动 python3，负载高时可达数秒）。
-	runCtx, cancel := context.WithTimeout(ctx, h.opts.ExecTimeout+time.Second+h.opts.StartupGrace)
+	return PythonRuntime{}, fmt.Errorf("%w: none of %v runs: %w", ErrNoPython, candidates, errors.Join(errs...))
+}
+
+// probePython 在 30 秒内运行 pythonProbe；输出不是预期的 JSON 时视为不可用。
+func probePython(ctx context.Context, path string) (PythonRuntime, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	args := append(append([]string{}, h.opts.Interpreter[1:]...), "-I", "-c", humanEvalHarness)
-	cmd := exec.CommandContext(runCtx, h.opts.Interpreter[0], args...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
-	cmd.Stdin = bytes.NewReader(input)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.WaitDelay = time.Second
-	runErr := cmd.Run()
-	if ctx.Err() != nil {
-		return "", ctx.Err()
+	cmd := exec.CommandContext(ctx, path, "-I", "-c", pythonProbe, strings.Join(DefaultHumanEvalPreload, ","))
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
+	out, err := cmd.Output()
+	if err != nil {
+		return PythonRuntime{}, fmt.Errorf("%s: %w", path, err)
 	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	var res struct {
-		Result string `json:"result"`
+	var rt PythonRuntime
+	if err := json.Unmarshal(bytes.TrimSpace(out), &rt); err != nil || rt.Version == "" {
+		return PythonRuntime{}, fmt.Errorf("%s: unexpected probe output %q", path, bytes.TrimSpace(out))
 	}
-	if json.Unmarshal([]byte(lines[len(lines)-1]), &res) == nil && res.Result != "" {
-		return res.Result, nil
-	}
-	if runCtx.Err() != nil {
-		return "timed out", nil
-	}
-	var ee *exec.ExitError
-	if runErr != nil && !errors.As(runErr, &ee) {
-		return "", fmt.Errorf("%w: %s: %w", ErrNoPython, h.opts.Interpreter[0], runErr)
-	}
-	// 子进程没有留下结果（崩溃或被杀）：check_correctness 在 result 为空时记为 "timed out"。
-	return "timed out", nil
+	rt.Interpreter = []string{path}
+	return rt, nil
 }

@@ -23,9 +23,13 @@ func MGSMLanguages() []string {
 var mgsmLatin = map[string]bool{"de": true, "en": true, "es": true, "fr": true, "sw": true}
 
 // mgsmInstructions 是 LANG_TO_INSTRUCTIONS，逐字节照搬（包括原文中的错别字与标点）。
+// bn 中 দেওয়ার 的 য় 在上游是单个码点 U+09DF，这里写成转义 \u09df：它有规范分解
+// U+09AF U+09BC，NFC 规范化（编辑器、复制粘贴）会悄悄改写字面量，转义则不会；
+// চূড়ান্ত 中的 ড় 上游本来就是 U+09A1 U+09BC 两个码点。
+// testdata/reference/mgsm_upstream.json 保存上游原文，测试逐字节比较。
 var mgsmInstructions = map[string]string{
 	"en": "Solve this math problem. Give the reasoning steps before giving the final answer on the last line by itself in the format of \"Answer:\". Do not add anything other than the integer answer after \"Answer:\".\n\n{input}",
-	"bn": "এই গণিতের সমস্যাটি সমাধান করুন। চূড়ান্ত উত্তর দেওয়ার আগে যুক্তিসম্পন্ন পদক্ষেপ প্রদান করুন। চূড়ান্ত উত্তরটি একক সংখ্যা হিসাবে \"উত্তর:\" এর পরে শেষ লাইনে দিন। \"উত্তর:\" এর পরে অন্য কিছু যুক্ত করবেন না।.\n\n{input}",
+	"bn": "এই গণিতের সমস্যাটি সমাধান করুন। চূড়ান্ত উত্তর দেও\u09dfার আগে যুক্তিসম্পন্ন পদক্ষেপ প্রদান করুন। চূড়ান্ত উত্তরটি একক সংখ্যা হিসাবে \"উত্তর:\" এর পরে শেষ লাইনে দিন। \"উত্তর:\" এর পরে অন্য কিছু যুক্ত করবেন না।.\n\n{input}",
 	"de": "Löse dieses Mathematikproblem. Gib die Schritte zur Begründung an, bevor du die endgültige Antwort in der letzten Zeile alleine im Format \"Antwort:\" gibst. Füge nichts anderes als die ganzzahlige Antwort nach \"Antwort:\" hinzu.\n\n{input}",
 	"es": "Resuelve este problema matemático. Proporciona los pasos de razonamiento antes de dar la respuesta final en la última línea por sí misma en el formato de \"Respuesta:\". No añadas nada más que la respuesta entera después de \"Respuesta:\".\n\n{input}",
 	"fr": "Résolvez ce problème de mathématiques. Donnez les étapes de raisonnement avant de fournir la réponse finale sur la dernière ligne elle-même dans le format de \"Réponse:\". N'ajoutez rien d'autre que la réponse entière après \"Réponse:\".\n\n{input}",

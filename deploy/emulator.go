@@ -72,6 +72,13 @@ type EmulatorConfig struct {
 	DisableGuided bool `json:"disable_guided,omitempty" yaml:"disable_guided,omitempty"`
 	// DisableStreamUsage 忽略 stream_options（流中不带 usage）。
 	DisableStreamUsage bool `json:"disable_stream_usage,omitempty" yaml:"disable_stream_usage,omitempty"`
+	// UsageOnlyAtEnd 接受 continuous_usage_stats 但不照办：usage 只出现在流末尾的 usage chunk
+	// 中（不支持该选项的 OpenAI 兼容服务就是这样），客户端拿不到逐 chunk 的 token 数。
+	UsageOnlyAtEnd bool `json:"usage_only_at_end,omitempty" yaml:"usage_only_at_end,omitempty"`
+	// CountSkew 让流式正文与客户端计数规则（internal/tokenize）不一致：每隔一个正文 delta
+	// 在文本末尾多一个 "."，本地规则因此数出比 usage 更多的 token（usage 不变），用来复现
+	// 分词器与客户端估算不一致的服务。
+	CountSkew bool `json:"count_skew,omitempty" yaml:"count_skew,omitempty"`
 	// DisableTopK 拒绝 top_k 参数（400）。
 	DisableTopK bool `json:"disable_top_k,omitempty" yaml:"disable_top_k,omitempty"`
 	// DisablePenalties 拒绝 presence/frequency/repetition penalty 参数（400）。

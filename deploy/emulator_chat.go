@@ -358,7 +358,8 @@ func (e *Emulator) setStreamOpts(run *emuRun, cfg *EmulatorConfig, c *emuCommon)
 		return
 	}
 	run.includeUsage = c.StreamOptions.IncludeUsage != nil && *c.StreamOptions.IncludeUsage
-	run.continuous = run.includeUsage && c.StreamOptions.ContinuousUsageStats != nil && *c.StreamOptions.ContinuousUsageStats
+	run.continuous = run.includeUsage && c.StreamOptions.ContinuousUsageStats != nil && *c.StreamOptions.ContinuousUsageStats &&
+		!cfg.UsageOnlyAtEnd
 }
 
 // planTools 校验 tools/tool_choice（vLLM 的 400 规则），并决定本轮是否调用工具。

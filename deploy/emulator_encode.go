@@ -126,7 +126,7 @@ func (enc *emuEncoder) chunk(st *emuStreamState, dl emuDelta, last bool, step in
 			b = append(b, `}}]`...)
 		default:
 			b = append(b, `"content":`...)
-			b = emulator.AppendString(b, dl.text)
+			b = appendSkewed(b, cfg, dl, step)
 		}
 		b = append(b, `},"logprobs":`...)
 		if run.logprobs && dl.kind == emuDContent && dl.to > dl.from {
@@ -136,7 +136,7 @@ func (enc *emuEncoder) chunk(st *emuStreamState, dl emuDelta, last bool, step in
 		}
 	} else {
 		b = append(b, `,"text":`...)
-		b = emulator.AppendString(b, dl.text)
+		b = appendSkewed(b, cfg, dl, step)
 		b = append(b, `,"logprobs":`...)
 		if run.cmplLogprobs >= 0 && dl.kind == emuDContent && dl.to > dl.from {
 			b = enc.appendCmplLogprobs(b, c, dl.from, dl.to)
@@ -158,6 +158,14 @@ func (enc *emuEncoder) chunk(st *emuStreamState, dl emuDelta, last bool, step in
 	b = append(b, "}]"...)
 	enc.buf = b
 	enc.tail(st.sent, step)
+}
+
+// appendSkewed 追加 delta 的文本；CountSkew 时偶数步的正文末尾多一个 "."（见 EmulatorConfig.CountSkew）。
+func appendSkewed(b []byte, cfg *EmulatorConfig, dl emuDelta, step int) []byte {
+	if cfg.CountSkew && dl.kind == emuDContent && dl.text != "" && step%2 == 0 {
+		return emulator.AppendString(b, dl.text+".")
+	}
+	return emulator.AppendString(b, dl.text)
 }
 
 // appendUsage 追加 usage 对象。

@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/vllm-cibench/cibench/internal/procgroup"
 )
 
 // Local 相关的默认值。
@@ -35,6 +37,10 @@ const (
 // ErrPortInUse 表示启动前发现端口已被占用：此时启动只会让 vLLM 在加载
 // 完模型后才报错，浪费数分钟，所以提前失败。
 var ErrPortInUse = errors.New("deploy: local: port already in use")
+
+// ErrUnsupportedOS 表示本操作系统没有进程组（如 Windows）：Local 无法保证 Teardown
+// 能连同 vLLM 派生的 worker 一起结束，因此拒绝启动，而不是留下孤儿进程。
+var ErrUnsupportedOS = errors.New("deploy: local: process groups are not supported on this OS")
 
 // LocalConfig 描述本地启动的服务，由矩阵从场景 YAML 解码。
 //
@@ -208,6 +214,9 @@ func expand(s, host string, port, index int) string {
 // Deploy 检查端口、启动全部实例并等待它们健康。任一实例提前退出或超时，
 // 都会停止已启动的实例并返回错误（提前退出时为 *ExitError，含日志尾部）。
 func (l *Local) Deploy(ctx context.Context) (Deployment, error) {
+	if !procgroup.Supported {
+		return nil, fmt.Errorf("%w (GOOS=%s)", ErrUnsupportedOS, runtime.GOOS)
+	}
 	host := l.accessHost()
 	for i, in := range l.cfg.Instances {
 		if err := checkPortFree(l.cfg.Host, in.Port); err != nil {
@@ -322,7 +331,7 @@ func (d *localDeployment) start(cfg LocalConfig, i int, in LocalInstance) error 
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+expand(env[k], host, in.Port, i))
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Setup(cmd)
 	p := &localProc{index: i, cmd: cmd, done: make(chan struct{})}
 	var err error
 	if p.stdout, err = os.Create(filepath.Join(d.logDir, fmt.Sprintf("local-%d.stdout.log", i))); err != nil {
@@ -466,7 +475,7 @@ func (d *localDeployment) Teardown(ctx context.Context) error {
 	d.mu.Unlock()
 
 	for _, p := range procs {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		_ = procgroup.Terminate(p.cmd.Process.Pid)
 	}
 	timer := time.NewTimer(d.grace)
 	defer timer.Stop()
@@ -480,7 +489,7 @@ func (d *localDeployment) Teardown(ctx context.Context) error {
 	var errs []error
 	for _, p := range procs {
 		// 即使组长已退出，组内的 worker 也可能还活着，所以总是对整个组补一枪。
-		if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := procgroup.Kill(p.cmd.Process.Pid); err != nil {
 			errs = append(errs, fmt.Errorf("instance %d: kill: %w", p.index, err))
 		}
 		<-p.done

@@ -2,19 +2,23 @@ package loadgen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
 	"github.com/vllm-cibench/cibench/internal/sse"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
@@ -135,10 +139,22 @@ type exchange struct {
 	// 客户端计数的 token（usage 缺失时使用）
 	estTokens, estReason int
 	lastUsage            int // 连续 usage 下上一个 chunk 的 completion_tokens
-	sawUsage             bool
-	usageReason          int // usage.completion_tokens_details.reasoning_tokens，-1 为无
-	promptUsage          int
-	complUsage           int
+	// udelta 与 rec.ChunkTokens 一一对应：该 chunk 自带 usage 时为 completion_tokens 的增量，
+	// 否则为 -1（此时 rec.ChunkTokens 里是本地计数，finish 时按 usage 总数重新分摊）。
+	udelta []int32
+	// rem 是分摊时复用的余数表
+	rem []attrRem
+	// 由 runner 设置的请求约束：流内静默上限（0 为不限）、单事件字节上限、服务端文本的脱敏器
+	idle     time.Duration
+	maxEvent int
+	red      *redact.Redactor
+	// 当前请求的 ctx 与带原因的取消函数（静默超时用），只在 send 期间有效
+	rctx        context.Context
+	icancel     context.CancelCauseFunc
+	sawUsage    bool
+	usageReason int // usage.completion_tokens_details.reasoning_tokens，-1 为无
+	promptUsage int
+	complUsage  int
 	// conn 是本次请求所用连接的接收时间戳来源（GotConn 时取得）；nil 表示不可得
 	conn  rxstamp.Stamper
 	trace *httptrace.ClientTrace
@@ -153,7 +169,7 @@ type exchange struct {
 
 // newExchange 创建一个 worker 的请求状态。
 func newExchange() *exchange {
-	x := &exchange{reader: sse.NewReader(bytes.NewReader(nil))}
+	x := &exchange{reader: sse.NewReader(bytes.NewReader(nil)), maxEvent: DefaultMaxEventBytes}
 	x.trace = &httptrace.ClientTrace{GotConn: x.gotConn}
 	return x
 }
@@ -198,10 +214,11 @@ func (x *exchange) arrived(intended time.Time) (at, lag time.Duration) {
 }
 
 // send 发出一个请求并测量，结果留在 x.rec 中。intended 是意图发送时刻（时延起点）。
-// body 已在 x.body 中。
+// body 已在 x.body 中。整个请求受 timeout 约束；流开始后相邻事件之间受 x.idle 约束。
 func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string, stream bool, intended time.Time, timeout time.Duration) {
 	rec := &x.rec
-	rec.ChunkTimes, rec.ChunkTokens = rec.ChunkTimes[:0], rec.ChunkTokens[:0]
+	rec.ChunkTimes, rec.ChunkTokens, rec.ChunkTokensEstimated = rec.ChunkTimes[:0], rec.ChunkTokens[:0], true
+	x.udelta = x.udelta[:0]
 	rec.TTFT, rec.FirstToSecond, rec.TPOT, rec.E2E = -1, -1, -1, 0
 	rec.PromptTokens, rec.CompletionTokens, rec.ReasoningTokens = 0, 0, 0
 	rec.TokenSource, rec.FinishReason = TokenSourceEstimate, ""
@@ -211,8 +228,13 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	x.think, x.pend, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, "", 0, 0, 0, false
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
 
-	rctx, cancel := context.WithTimeout(x.withTrace(ctx), timeout)
+	// 两层 ctx：外层可带原因取消（静默超时），内层是总超时。
+	ictx, icancel := context.WithCancelCause(x.withTrace(ctx))
+	defer icancel(nil)
+	rctx, cancel := context.WithTimeout(ictx, timeout)
 	defer cancel()
+	x.rctx, x.icancel = rctx, icancel
+	defer func() { x.rctx, x.icancel = nil, nil }()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(x.body))
 	if err != nil {
 		x.fail(ctx, ErrClassTransport, err, intended)
@@ -233,7 +255,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // 读完小错误体，连接可复用
 		rec.E2E = time.Since(intended)
 		rec.ErrorClass = ErrClassHTTP
-		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg))
+		rec.Error = x.redactText(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg)))
 		return
 	}
 	if stream {
@@ -241,6 +263,77 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	} else {
 		x.readWhole(ctx, resp.Body, intended)
 	}
+}
+
+// errIdle 是静默超时取消请求时的原因。
+var errIdle = errors.New("stream idle")
+
+// errBodyTooLarge 表示非流式响应体超过 Profile.MaxEventBytes。
+var errBodyTooLarge = errors.New("response body too large")
+
+// capReader 读到 left 字节后再有数据就返回 errBodyTooLarge：与 io.LimitReader 不同，
+// 超限不会被当成正常结束，截断的数据不会被当成完整的解析。
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+// Read 实现 io.Reader。
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		if n, err := c.r.Read(one[:]); n > 0 {
+			return 0, errBodyTooLarge
+		} else if err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// idleWatch 在流开始后监视相邻事件的间隔：每个事件只原子地记下到达时刻（热路径上
+// 不重置定时器），定时器到期时检查距上次事件是否已超过 idle，未超过则按剩余时间重新
+// 挂起，超过则以 errIdle 取消请求。每个流式请求一个，定时器回调在另一个 goroutine 中。
+type idleWatch struct {
+	last     atomic.Int64 // 上一个事件的到达时刻（相对 intended 的纳秒）
+	done     atomic.Bool
+	intended time.Time
+	idle     time.Duration
+	cancel   context.CancelCauseFunc
+	t        *time.Timer
+}
+
+// check 是定时器回调。
+func (w *idleWatch) check() {
+	if w.done.Load() {
+		return
+	}
+	quiet := time.Since(w.intended) - time.Duration(w.last.Load())
+	if quiet >= w.idle {
+		w.cancel(errIdle)
+		return
+	}
+	w.t.Reset(w.idle - quiet)
+}
+
+// stop 停止监视（请求结束时）。
+func (w *idleWatch) stop() {
+	w.done.Store(true)
+	w.t.Stop()
+}
+
+// redactText 抹掉服务端文本中的 API key（原文、Bearer 形式、base64 形式），见 secretRedactor。
+func (x *exchange) redactText(s string) string {
+	if x.red == nil {
+		return s
+	}
+	return x.red.String(s)
 }
 
 // header 返回本 worker 复用的请求头：内容在各请求间相同，只在 apiKey 或 stream
@@ -260,22 +353,32 @@ func (x *exchange) header(apiKey string, stream bool) http.Header {
 	return h
 }
 
-// fail 记录一次失败；超时与运行取消分开归类。
+// fail 记录一次失败；运行取消、静默超时、总超时与超限分开归类。
 func (x *exchange) fail(ctx context.Context, class string, err error, intended time.Time) {
 	rec := &x.rec
 	rec.E2E = time.Since(intended)
 	if rec.Sent.IsZero() {
 		rec.Sent = time.Now()
 	}
+	msg := err.Error()
+	var cause error
+	if x.rctx != nil {
+		cause = context.Cause(x.rctx)
+	}
 	switch {
 	case ctx.Err() != nil:
 		class = ErrClassCanceled
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(cause, errIdle):
+		class = ErrClassIdleTimeout
+		msg = fmt.Sprintf("no stream event for %s (idle_timeout)", x.idle)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
 		class = ErrClassTimeout
+	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge):
+		class = ErrClassTooLarge
 	}
 	rec.OK = false
 	rec.ErrorClass = class
-	rec.Error = validUTF8Prefix(err.Error(), 200)
+	rec.Error = x.redactText(validUTF8Prefix(msg, 200))
 }
 
 // errorMessage 从 OpenAI / vLLM 错误体中取出 message，取不到时返回截断的原文。
@@ -290,10 +393,18 @@ func errorMessage(b []byte) string {
 }
 
 // readStream 逐事件读取 SSE 响应并记录每个输出 chunk 的到达时刻与 token 增量。
+// 第一个事件到达后启动静默监视（见 idleWatch）。
 func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
 	x.reader.Reset(body)
+	x.reader.SetMaxEventSize(x.maxEvent)
 	done, lagged := false, false
+	var watch *idleWatch
+	defer func() {
+		if watch != nil {
+			watch.stop()
+		}
+	}()
 	for {
 		ev, err := x.reader.Next()
 		if err != nil {
@@ -305,6 +416,15 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		}
 		now, lag := x.arrived(intended)
 		rec.E2E = now
+		if x.idle > 0 && x.icancel != nil {
+			if watch == nil {
+				watch = &idleWatch{intended: intended, idle: x.idle, cancel: x.icancel}
+				watch.last.Store(int64(time.Since(intended)))
+				watch.t = time.AfterFunc(x.idle, watch.check)
+			} else {
+				watch.last.Store(int64(now))
+			}
+		}
 		if ev.IsDone() {
 			done = true
 			break
@@ -314,7 +434,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		}
 		if errMsg, bad := x.chunk(unsafeString(ev.Data), now); bad {
 			rec.ErrorClass = ErrClassStreamError
-			rec.Error = validUTF8Prefix(errMsg, 200)
+			rec.Error = x.redactText(strings.Clone(validUTF8Prefix(errMsg, 200))) // errMsg 引用读缓冲区
 			return
 		}
 		if len(rec.ChunkTimes) == 1 && !lagged {
@@ -329,10 +449,14 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 	x.finish()
 }
 
-// readWhole 处理非流式响应：整个响应作为一个 chunk，TTFT 等于 E2E。
+// readWhole 处理非流式响应：整个响应作为一个 chunk，TTFT 等于 E2E。响应体超过
+// x.maxEvent 时不再读下去，计为 too_large。
 func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
-	b, err := io.ReadAll(body)
+	b, err := io.ReadAll(io.LimitReader(body, int64(x.maxEvent)+1))
+	if err == nil && len(b) > x.maxEvent {
+		err = fmt.Errorf("%w: more than %d bytes", errBodyTooLarge, x.maxEvent)
+	}
 	if err != nil {
 		x.fail(ctx, ErrClassTruncated, err, intended)
 		return
@@ -345,7 +469,7 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 		return
 	}
 	if errMsg, bad := x.chunk(s, now); bad {
-		rec.ErrorClass, rec.Error = ErrClassStreamError, validUTF8Prefix(errMsg, 200)
+		rec.ErrorClass, rec.Error = ErrClassStreamError, x.redactText(strings.Clone(validUTF8Prefix(errMsg, 200)))
 		return
 	}
 	x.finish()
@@ -366,15 +490,15 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 		return f.errMsg, true
 	}
 	if f.finish != "" {
-		x.rec.FinishReason = f.finish
+		x.rec.FinishReason = internFinish(f.finish)
 	}
 	// usage：连续 usage 给出逐 chunk 的精确 token 增量。
-	delta := -1
+	delta := int32(-1)
 	if f.hasUsage {
 		x.sawUsage = true
 		x.promptUsage = int(f.promptTok)
 		ct := int(f.complTok)
-		delta = ct - x.lastUsage
+		delta = int32(max(ct-x.lastUsage, -1)) // 回退的 usage（服务端缺陷）当作没有
 		x.lastUsage, x.complUsage = ct, ct
 		if f.reasonTok >= 0 {
 			x.usageReason = int(f.reasonTok)
@@ -396,12 +520,103 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 	}
 	x.estTokens += est
 	x.estReason += reasonTok
-	if delta < 0 {
-		delta = est
-	}
 	x.rec.ChunkTimes = append(x.rec.ChunkTimes, now)
-	x.rec.ChunkTokens = append(x.rec.ChunkTokens, int32(delta))
+	x.rec.ChunkTokens = append(x.rec.ChunkTokens, int32(est))
+	x.udelta = append(x.udelta, delta)
 	return "", false
+}
+
+// attrRem 是分摊时一个 chunk 的余数（最大余数法）。
+type attrRem struct {
+	rem int64
+	i   int
+}
+
+// attribute 让 rec.ChunkTokens 之和等于服务端 usage（total），返回分摊是否为估算。
+//
+// 每个 chunk 都自带 usage 增量且其和等于 total 时直接用增量（精确）。否则 chunk 数等于
+// total 时每个 chunk 一个：带正文的 chunk 至少对应一个 token，这是唯一相容的分法。其余情况
+// 按权重（有增量时用增量，否则用本地计数）分摊：total 不少于 chunk 数时每个 chunk 先得一个，
+// 多出的按权重超出 1 的部分分；少于 chunk 数时直接按权重分（有的 chunk 得 0）。
+// 余数按最大余数法分配，并列时靠前的 chunk 优先，结果确定。
+func (x *exchange) attribute(total int) bool {
+	toks := x.rec.ChunkTokens
+	n := len(toks)
+	w := toks // 本地计数
+	exact, sum := true, 0
+	for _, d := range x.udelta {
+		if d < 0 {
+			exact = false
+			break
+		}
+		sum += int(d)
+	}
+	if exact {
+		if sum == total {
+			copy(toks, x.udelta)
+			return false
+		}
+		w = x.udelta
+	}
+	if total == n {
+		for i := range toks {
+			toks[i] = 1
+		}
+		return false
+	}
+	base, extra := int32(0), int64(total)
+	if total > n {
+		base, extra = 1, int64(total-n)
+	}
+	var wsum int64
+	for _, v := range w {
+		wsum += int64(max(v-base, 0))
+	}
+	x.rem = x.rem[:0]
+	var given int64
+	for i, v := range w {
+		wi := int64(max(v-base, 0))
+		if wsum == 0 {
+			wi = 1 // 没有可用的权重：平均分
+		}
+		den := max(wsum, 1)
+		if wsum == 0 {
+			den = int64(n)
+		}
+		q := extra * wi / den
+		x.rem = append(x.rem, attrRem{rem: extra * wi % den, i: i})
+		toks[i] = base + int32(q) // 就地改写：w 可能就是 toks，本项的权重已经读过
+		given += q
+	}
+	slices.SortFunc(x.rem, func(a, b attrRem) int {
+		if a.rem != b.rem {
+			return cmp.Compare(b.rem, a.rem)
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	for k := 0; given < extra; k++ {
+		toks[x.rem[k].i]++
+		given++
+	}
+	return n > 1
+}
+
+// internFinish 返回 finish_reason 的独立副本。扫描器给出的字符串引用 SSE 读取器复用的
+// 缓冲区，后续事件会覆盖它；常见取值返回常量（不分配），其余复制。
+func internFinish(s string) string {
+	switch s {
+	case "length":
+		return "length"
+	case "stop":
+		return "stop"
+	case "tool_calls":
+		return "tool_calls"
+	case "abort":
+		return "abort"
+	case "content_filter":
+		return "content_filter"
+	}
+	return strings.Clone(validUTF8Prefix(s, 64))
 }
 
 // 思考标签。没有推理解析器的服务把它们原样放在 content 里。
@@ -484,9 +699,11 @@ func (x *exchange) finish() {
 	}
 	if x.sawUsage && x.complUsage > 0 {
 		rec.CompletionTokens, rec.PromptTokens, rec.TokenSource = x.complUsage, x.promptUsage, TokenSourceUsage
+		rec.ChunkTokensEstimated = x.attribute(x.complUsage)
 	} else {
 		rec.CompletionTokens, rec.TokenSource = x.estTokens, TokenSourceEstimate
 		rec.PromptTokens = x.promptUsage
+		rec.ChunkTokensEstimated = true
 	}
 	switch {
 	case x.usageReason >= 0:
@@ -498,9 +715,11 @@ func (x *exchange) finish() {
 		rec.ReasoningTokens = x.estReason
 	}
 	rec.TTFT = rec.ChunkTimes[0]
-	if rec.ChunkTokens[0] >= 2 {
-		rec.FirstToSecond = 0 // 前两个 token 同一个 chunk 到达
-	} else if len(rec.ChunkTimes) > 1 {
+	switch {
+	case rec.ChunkTokens[0] >= 2 && (!rec.ChunkTokensEstimated || len(rec.ChunkTimes) == 1):
+		rec.FirstToSecond = 0 // 前两个 token 确实在同一个 chunk 到达
+	case len(rec.ChunkTimes) > 1:
+		// 分摊是估算时不凭估算造出 0 间隔：量到第二个 chunk（真实值的上界）。
 		rec.FirstToSecond = rec.ChunkTimes[1] - rec.ChunkTimes[0]
 	}
 	if rec.CompletionTokens >= 2 {

@@ -89,8 +89,16 @@ type Profile struct {
 	// ContinuousUsageStats 默认 true：请求每个 chunk 带 usage，得到逐 chunk 的精确 token 数；
 	// 服务端拒绝（400）时自动降级。
 	ContinuousUsageStats *bool `yaml:"continuous_usage_stats"`
-	// Timeout 是单个请求的超时（默认 1000s，与 acs-bench 一致）。
+	// Timeout 是单个请求的超时（默认 1000s，与 acs-bench 一致）。探测请求用它；/tokenize 与
+	// /metrics 这类不生成 token 的小请求用 min(Timeout, IdleTimeout, 10s)。
 	Timeout time.Duration `yaml:"timeout"`
+	// IdleTimeout 是流式响应相邻两个事件之间允许的最长静默（默认 120s）：服务端发出前几个 chunk
+	// 后卡住时，请求在这之后就以 idle_timeout 失败，而不是等满 Timeout。从第一个事件开始计时——
+	// 排队与 prefill 的等待由 Timeout 管。120s 远大于 vLLM 抢占重算造成的停顿，又远小于 1000s。
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxEventBytes 是单个 SSE 事件（流式）或整个响应体（非流式）的字节上限（默认 64 MiB，
+	// 至少 1 KiB）。超过时该请求以 too_large 失败，内存由配置而不是服务端决定。
+	MaxEventBytes int `yaml:"max_event_bytes"`
 
 	// Goodput 是 SLO 列表，形如 "ttft:50"、"tpot:20"、"e2e:1000"（毫秒）。
 	Goodput []string `yaml:"goodput"`
@@ -139,6 +147,8 @@ const (
 	DefaultTopK                   = 8
 	DefaultTopP                   = 1.0
 	DefaultTimeout                = 1000 * time.Second
+	DefaultIdleTimeout            = 120 * time.Second
+	DefaultMaxEventBytes          = 64 << 20
 	DefaultGrowthInterval         = time.Second
 	DefaultRequestsPerConcurrency = 16
 	DefaultImageSize              = 512
@@ -194,6 +204,12 @@ func (p Profile) Defaults() Profile {
 	}
 	if p.Timeout == 0 {
 		p.Timeout = DefaultTimeout
+	}
+	if p.IdleTimeout == 0 {
+		p.IdleTimeout = DefaultIdleTimeout
+	}
+	if p.MaxEventBytes == 0 {
+		p.MaxEventBytes = DefaultMaxEventBytes
 	}
 	if p.DatasetType == "" {
 		p.DatasetType = DatasetRandom
@@ -283,6 +299,10 @@ func (p Profile) Validate() error {
 		return invalid("top_p", *p.TopP, "must be in (0, 1]")
 	case p.Timeout < 0:
 		return invalid("timeout", p.Timeout, "must be > 0")
+	case p.IdleTimeout < 0:
+		return invalid("idle_timeout", p.IdleTimeout, "must be > 0")
+	case p.MaxEventBytes < 1024:
+		return invalid("max_event_bytes", p.MaxEventBytes, "must be >= 1024")
 	case p.PrefixLength < 0:
 		return invalid("prefix_length", p.PrefixLength, "must be >= 0")
 	case p.RangeRatioAbove < 0 || p.RangeRatioAbove > 1:

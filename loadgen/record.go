@@ -31,6 +31,8 @@ const (
 	ErrClassTruncated   = "truncated"    // 流在 [DONE] 之前断开
 	ErrClassNoTokens    = "no_tokens"    // 200 且正常结束，但没有任何输出 token
 	ErrClassTimeout     = "timeout"      // 超过 Profile.Timeout
+	ErrClassIdleTimeout = "idle_timeout" // 流开始后静默超过 Profile.IdleTimeout
+	ErrClassTooLarge    = "too_large"    // 单个事件或响应体超过 Profile.MaxEventBytes
 	ErrClassTransport   = "transport"    // 连接失败等传输层错误
 	ErrClassCanceled    = "canceled"     // 运行被 ctx 取消
 	ErrClassBadResponse = "bad_response" // 响应体无法解析
@@ -83,8 +85,16 @@ type Record struct {
 	// 即客户端自身的读取开销，不计入 TTFT；没有内核时间戳时为 -1。
 	ClientLag time.Duration
 	// ChunkTimes 为每个输出 chunk 的到达时刻（相对 Intended），ChunkTokens 为对应的 token 增量。
+	// 服务端逐 chunk 给出 usage（continuous_usage_stats）时 ChunkTokens 是精确的；否则把最终的
+	// usage.completion_tokens 分摊到各 chunk，使其之和等于 usage：chunk 数与 usage 相等时每个
+	// chunk 一个（唯一与"每个 chunk 至少一个 token"相容的分法，视为精确），不等时每个 chunk
+	// 至少一个、其余按本地计数规则的比例分摊，ChunkTokensEstimated 为 true。没有 usage 时
+	// ChunkTokens 是本地计数，同样标为估算。
 	ChunkTimes  []time.Duration
 	ChunkTokens []int32
+	// ChunkTokensEstimated 报告 ChunkTokens 是推断而非服务端给出的（见 ChunkTokens）。
+	// 估算的分摊不会产生零长度的间隔：FirstToSecond 此时量到第二个 chunk。
+	ChunkTokensEstimated bool
 
 	PromptTokens     int
 	CompletionTokens int

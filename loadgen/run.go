@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
 )
 
@@ -42,8 +44,9 @@ type runner struct {
 	gsink    GroupSink
 	psink    ProgressSink
 	sinkMu   sync.Mutex
-	base     *metricsSnap // 运行开始前的 /metrics（任何请求之前）
-	served   atomic.Int64 // 本次运行中服务端已成功完成的请求数（含探测与预热）
+	red      *redact.Redactor // 服务端文本（错误信息）在写入记录前经它脱敏
+	base     *metricsSnap     // 运行开始前的 /metrics（任何请求之前）
+	served   atomic.Int64     // 本次运行中服务端已成功完成的请求数（含探测与预热）
 	lastProg time.Time
 }
 
@@ -92,7 +95,9 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 	for _, b := range target.BaseURLs {
 		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
 	}
+	r.red = secretRedactor(target.APIKey)
 	r.scraper = newScraper(r.client, target.BaseURLs)
+	r.scraper.timeout, r.scraper.maxBody = r.auxTimeout(), int64(p.MaxEventBytes)
 	r.base = r.scraper.scrape(ctx)
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
@@ -114,6 +119,9 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 					gi++
 					s, err := r.runGroup(ctx, g, n, initC, round == 1)
 					if err != nil {
+						if s.Incomplete {
+							out = append(out, s)
+						}
 						return out, err
 					}
 					out = append(out, s)
@@ -146,6 +154,38 @@ func newHTTPClient(conns int, kernel bool) *http.Client {
 		ReadBufferSize:      16 << 10, // 每个连接一份；2000 个并发流时内存随它线性增长
 	}
 	return &http.Client{Transport: tr}
+}
+
+// auxTimeout 是不生成 token 的小请求（/tokenize、/metrics）的超时：
+// min(Timeout, IdleTimeout, 10s)。它们在空闲的服务上是毫秒级的，静默的服务不能拖住运行。
+func (r *runner) auxTimeout() time.Duration {
+	return min(r.p.Timeout, r.p.IdleTimeout, 10*time.Second)
+}
+
+// newExchange 创建一个带本次运行约束（静默超时、事件上限、脱敏）的 worker 请求状态。
+func (r *runner) newExchange() *exchange {
+	x := newExchange()
+	if r.p.IdleTimeout < r.p.Timeout {
+		x.idle = r.p.IdleTimeout
+	}
+	x.maxEvent, x.red = r.p.MaxEventBytes, r.red
+	return x
+}
+
+// secretRedactor 返回脱敏器：除内置规则（Authorization 头、Bearer、sk-… 等）外，登记 API key
+// 的原文，以及它在请求里可能被编码成的形式——key 与 "Bearer key" 的各种 base64。
+// 服务端把请求头回显进错误体时，这些形式都不会进入记录与产物。
+func secretRedactor(key string) *redact.Redactor {
+	if key == "" {
+		return redact.New()
+	}
+	secrets := []string{key}
+	for _, v := range []string{key, "Bearer " + key} {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			secrets = append(secrets, enc.EncodeToString([]byte(v)))
+		}
+	}
+	return redact.New(secrets...)
 }
 
 // prepare 探测服务能力：stream_options 是否被接受（400 时降级）、/tokenize 是否可用。
@@ -189,6 +229,8 @@ func (r *runner) prepare(ctx context.Context) error {
 // probe 发一个极短的请求，只关心状态码；传输错误意味着服务不可达，直接报错。
 func (r *runner) probe(ctx context.Context) (int, error) {
 	body := r.tmpl.build(nil, []byte(`"hi"`), r.imageOrEmpty(0), 1)
+	ctx, cancel := context.WithTimeout(ctx, r.p.Timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.urls[0], bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("loadgen: probe: %w", err)
@@ -199,9 +241,9 @@ func (r *runner) probe(ctx context.Context) (int, error) {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("loadgen: probe %s: %w", r.urls[0], err)
+		return 0, fmt.Errorf("loadgen: probe %s (timeout %s): %w", r.urls[0], r.p.Timeout, err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, int64(r.p.MaxEventBytes)))
 	_ = resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
 		r.served.Add(1)
@@ -220,16 +262,23 @@ func (r *runner) imageOrEmpty(i int) string {
 	return r.images[i%len(r.images)]
 }
 
-// serverCounter 用 vLLM 的 POST /tokenize 计数。
+// serverCounter 用 vLLM 的 POST /tokenize 计数。每次调用受 timeout 约束，响应体不超过 maxBody。
 type serverCounter struct {
-	client *http.Client
-	url    string
-	model  string
-	apiKey string
+	client  *http.Client
+	url     string
+	model   string
+	apiKey  string
+	timeout time.Duration
+	maxBody int64
 }
 
-// CountTokens 调用 /tokenize；非 200 或响应缺少 count 时报错。
+// CountTokens 调用 /tokenize；非 200、超时或响应缺少 count 时报错。
 func (c *serverCounter) CountTokens(ctx context.Context, text string) (int, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	q, _ := jsonString(text)
 	mq, _ := jsonString(c.model)
 	body := append(append(append(append([]byte(`{"model":`), mq...), `,"prompt":`...), q...), `,"add_special_tokens":false}`...)
@@ -246,9 +295,12 @@ func (c *serverCounter) CountTokens(ctx context.Context, text string) (int, erro
 		return 0, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
 	if err != nil {
 		return 0, err
+	}
+	if int64(len(b)) > c.maxBody {
+		return 0, fmt.Errorf("POST %s: response larger than %d bytes", c.url, c.maxBody)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("POST %s: HTTP %d", c.url, resp.StatusCode)
@@ -263,7 +315,8 @@ func (c *serverCounter) CountTokens(ctx context.Context, text string) (int, erro
 // probeTokenize 检查服务端 /tokenize 是否可用；不可用时返回 nil（退回共享规则估算）。
 func (r *runner) probeTokenize(ctx context.Context) TokenCounter {
 	base := strings.TrimSuffix(strings.TrimSuffix(r.t.BaseURLs[0], "/"), "/v1")
-	c := &serverCounter{client: r.client, url: base + "/tokenize", model: r.t.Model, apiKey: r.t.APIKey}
+	c := &serverCounter{client: r.client, url: base + "/tokenize", model: r.t.Model, apiKey: r.t.APIKey,
+		timeout: r.auxTimeout(), maxBody: int64(r.p.MaxEventBytes)}
 	if _, err := c.CountTokens(ctx, "hello 你好"); err != nil {
 		return nil
 	}
@@ -302,6 +355,9 @@ type groupRun struct {
 	outRng  uint64 // 输出长度抖动的种子
 	cancel  context.CancelCauseFunc
 	started time.Time
+	// classMu 保护 classes：失败请求按 ErrorClass 计数（只在失败时加锁）
+	classMu sync.Mutex
+	classes map[string]int
 }
 
 // runGroup 执行一组：预热（仅第一轮）→ 抓取 /metrics → 施压 → 再抓取 → 汇总。
@@ -325,20 +381,31 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		}
 	}
 	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: n, started: g.Start}
-	if err := r.drive(ctx, gr, g.Concurrency, initC, r.p.RequestRate); err != nil {
-		return Summary{}, err
+	derr := r.drive(ctx, gr, g.Concurrency, initC, r.p.RequestRate)
+	interrupted := derr != nil && ctx.Err() != nil
+	if derr != nil && (!interrupted || gr.done.Load() == 0) {
+		return Summary{}, derr
 	}
+	// 被中断的组保留已测部分：汇总中断前完成的请求并标为不完整，仍交给接收方写出。
 	tot := gr.shards.total()
-	after := r.scraper.settled(ctx, r.base, r.served.Load())
+	var after *metricsSnap
+	if !interrupted {
+		after = r.scraper.settled(ctx, r.base, r.served.Load())
+	}
 	s := r.summary(g)
 	tot.fill(&s, r.slo)
 	applyServer(&s, before, after)
+	s.Incomplete = interrupted
+	if len(gr.classes) > 0 {
+		s.FailureClasses = gr.classes
+	}
 	if r.gsink != nil {
 		if err := r.gsink.EndGroup(s); err != nil {
+			s.Incomplete = false // 没有写出的行不交给调用方
 			return s, fmt.Errorf("loadgen: sink: end group: %w", err)
 		}
 	}
-	return s, nil
+	return s, derr
 }
 
 // summary 返回只填好分组键与配置列的汇总行。
@@ -402,7 +469,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 			var inner sync.WaitGroup
 			for j := range jobs {
 				inner.Go(func() {
-					x := newExchange()
+					x := r.newExchange()
 					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
 				})
 			}
@@ -418,7 +485,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				if off > 0 && !sleepUntil(ctx, off, exhausted) {
 					return
 				}
-				x := newExchange()
+				x := r.newExchange()
 				shard := i % len(gr.shards)
 				for {
 					var j job
@@ -553,10 +620,19 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 	if gr.warmup {
 		return
 	}
-	gr.shards[shard].observe(rec, r.slo)
-	gr.done.Add(1)
-	if !rec.OK {
-		gr.failed.Add(1)
+	// 运行被取消时在途请求的记录照常写出（canceled），但它们没有被测完，不计入统计。
+	if rec.ErrorClass != ErrClassCanceled {
+		gr.shards[shard].observe(rec, r.slo)
+		gr.done.Add(1)
+		if !rec.OK {
+			gr.failed.Add(1)
+			gr.classMu.Lock()
+			if gr.classes == nil {
+				gr.classes = map[string]int{}
+			}
+			gr.classes[rec.ErrorClass]++
+			gr.classMu.Unlock()
+		}
 	}
 	if r.sink == nil {
 		return

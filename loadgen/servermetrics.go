@@ -216,9 +216,12 @@ func (h *histSnap) latency() Latency {
 }
 
 // scraper 抓取全部实例的 /metrics 并求和。baseURL 以 /v1 结尾时，/metrics 位于其根路径。
+// 每次抓取受 timeout 约束（0 为 10s），响应体不超过 maxBody（0 为 64 MiB）。
 type scraper struct {
-	client *http.Client
-	urls   []string
+	client  *http.Client
+	urls    []string
+	timeout time.Duration
+	maxBody int64
 }
 
 // newScraper 由各实例的 base URL 推出 /metrics 地址。
@@ -264,7 +267,14 @@ func (s *scraper) settled(ctx context.Context, base *metricsSnap, served int64) 
 
 // one 抓取一个实例。
 func (s *scraper) one(ctx context.Context, url string) (*metricsSnap, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	timeout, maxBody := s.timeout, s.maxBody
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	if maxBody <= 0 {
+		maxBody = DefaultMaxEventBytes
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -279,7 +289,8 @@ func (s *scraper) one(ctx context.Context, url string) (*metricsSnap, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("loadgen: scrape %s: HTTP %d", url, resp.StatusCode)
 	}
-	return parseMetrics(resp.Body)
+	// 超过上限的 /metrics 读到上限即报错，服务端指标记为不可得（而不是用截断的数据）。
+	return parseMetrics(&capReader{r: resp.Body, left: maxBody})
 }
 
 // addSnaps 把两个实例的抓取结果相加（直方图需桶布局一致，否则该项置空）。

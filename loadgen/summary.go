@@ -84,4 +84,11 @@ type Summary struct {
 
 	// 推测解码接受率，[0,1]；不可得的字段为 -1
 	SpecAcceptRate Values
+
+	// FailureClasses 是失败请求按 Record.ErrorClass 的计数（没有失败时为 nil），
+	// 例如 {"timeout": 3, "too_large": 1}；各项之和等于 Failed。
+	FailureClasses map[string]int
+	// Incomplete 为 true 表示该组被中断（ctx 取消），本行只汇总中断前已完成的请求；
+	// 被中断的在途请求（canceled）不计入任何统计，只出现在逐请求记录里。
+	Incomplete bool
 }

@@ -153,14 +153,15 @@ func (s *SummaryWriter) Write(sum loadgen.Summary) error {
 // RecordColumns 是逐请求 CSV 的表头。时间为 Unix 秒（微秒精度），时长为秒，
 // 不可测为 -1；Chunk_Times(s) 与 Chunk_Tokens（每个输出 chunk 的到达时刻与 token 增量，
 // 以 ';' 分隔）仅在 WithChunkTimes 时填写。Client_Lag(s) 是客户端自身的读取滞后
-// （首个输出 chunk 到达套接字 → 被解析完，不计入 TTFT；无内核时间戳时为 -1），
-// 放在最后一列，以免移动既有列的位置。
+// （首个输出 chunk 到达套接字 → 被解析完，不计入 TTFT；无内核时间戳时为 -1）；
+// Chunk_Tokens_Estimated 为 true 时 Chunk_Tokens 是把 usage 总数分摊到各 chunk 的估算
+// （见 loadgen.Record.ChunkTokens）。新列一律追加在最后，以免移动既有列的位置。
 var RecordColumns = []string{
 	"Request_ID", "Round", "Input_Length", "Output_Length", "Concurrency", "Instance",
 	"Intended_Time", "Send_Time", "Slot_Wait(s)", "TTFT(s)", "Time_Between_First_And_Second_Token(s)",
 	"TPOT(s)", "E2E(s)", "Prompt_Tokens", "Completion_Tokens", "Reasoning_Tokens", "Token_Source",
 	"Chunks", "Finish_Reason", "Success", "Status", "Error_Class", "Error", "Chunk_Times(s)", "Chunk_Tokens",
-	"Client_Lag(s)",
+	"Client_Lag(s)", "Chunk_Tokens_Estimated",
 }
 
 // RecordWriter 把逐请求记录写成 CSV，实现 loadgen.RecordSink，可单独使用。
@@ -257,6 +258,7 @@ func (r *RecordWriter) WriteRecord(rec *loadgen.Record) error {
 		row[24] = r.sb.String()
 	}
 	row[25] = secs(rec.ClientLag)
+	row[26] = strconv.FormatBool(rec.ChunkTokensEstimated)
 	if err := r.w.Write(row); err != nil {
 		return fmt.Errorf("metrics: write record: %w", err)
 	}

@@ -176,7 +176,7 @@ func TestRecordWriterRow(t *testing.T) {
 	if err := w.WriteRecord(rec); err != nil {
 		t.Fatal(err)
 	}
-	failed := &loadgen.Record{Index: 8, TTFT: -1, FirstToSecond: -1, TPOT: -1, E2E: time.Second, Status: 503, ClientLag: -1,
+	failed := &loadgen.Record{Index: 8, TTFT: -1, FirstToSecond: -1, TPOT: -1, E2E: time.Second, Status: 503, ClientLag: -1, ChunkTokensEstimated: true,
 		ErrorClass: "http", Error: `HTTP 503: "overloaded", retry`}
 	if err := w.WriteRecord(failed); err != nil {
 		t.Fatal(err)
@@ -189,11 +189,11 @@ func TestRecordWriterRow(t *testing.T) {
 		t.Fatalf("rows %d header %v", len(rows), rows[0])
 	}
 	want := []string{"7", "1", "128", "3", "2", "1", "1700000000.250000", "1700000000.252000", "0.002000", "0.050000",
-		"0.010000", "0.010000", "0.070000", "128", "3", "0", "usage", "3", "length", "true", "200", "", "", "0.050000;0.060000;0.070000", "1;1;1", "0.000150"}
+		"0.010000", "0.010000", "0.070000", "128", "3", "0", "usage", "3", "length", "true", "200", "", "", "0.050000;0.060000;0.070000", "1;1;1", "0.000150", "false"}
 	if strings.Join(rows[1], "|") != strings.Join(want, "|") {
 		t.Fatalf("row\n got %v\nwant %v", rows[1], want)
 	}
-	if rows[2][9] != "-1" || rows[2][19] != "false" || rows[2][22] != `HTTP 503: "overloaded", retry` || rows[2][25] != "-1" {
+	if rows[2][9] != "-1" || rows[2][19] != "false" || rows[2][22] != `HTTP 503: "overloaded", retry` || rows[2][25] != "-1" || rows[2][26] != "true" {
 		t.Fatalf("failed row %v", rows[2])
 	}
 }

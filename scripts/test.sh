@@ -46,6 +46,13 @@ go vet "${pkgs[@]}"
 echo "==> staticcheck"
 staticcheck "${pkgs[@]}"
 
+# 跨平台构建：除 deploy.Local（需要进程组）外，每个包都要能在 Windows 与 macOS 上编译，
+# 使嵌入模拟器与各阶段的用户不被 Unix 专有调用挡住。只编译不运行，所以很快。
+echo "==> cross-OS build (windows, darwin)"
+for goos in windows darwin; do
+	GOOS="$goos" GOARCH=amd64 go build ./...
+done
+
 echo "==> go test -race -cover"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -107,7 +108,7 @@ func parse(args []string, stderr io.Writer) (cliConfig, error) {
 	fs.StringVar(&c.out, "out", "results", "output directory")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "per-request timeout")
 	fs.IntVar(&c.retries, "retries", 3, "retries per request (HTTP 400 is never retried and counts as an empty answer)")
-	fs.StringVar(&c.python, "python", "python3", "python3 interpreter for humaneval (looked up on PATH)")
+	fs.StringVar(&c.python, "python", "", "python3 interpreter for humaneval (looked up on PATH); empty: the first of python3, /usr/bin/python3, /usr/local/bin/python3 that can import numpy/pandas/scipy like upstream")
 	fs.StringVar(&c.sandbox, "humaneval-netns", "auto", "run humaneval code in a new network namespace via 'unshare -rn': auto (if it works here), on, off")
 	fs.StringVar(&c.config, "config", "", "optional configs/tests/accuracy/{pr,daily}.yaml: its thresholds gate the exit code")
 	if err := fs.Parse(splitDatasets(args)); err != nil {
@@ -233,14 +234,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := 0
 	for _, name := range c.datasets {
 		opts := accuracy.EvalOptions{Debug: c.debug, Examples: c.examples, NRepeats: c.nRepeats}
+		var pyErr error
 		if name == "humaneval" {
-			if py, err := exec.LookPath(c.python); err == nil {
-				opts.Interpreter = interpreter(ctx, py, c.sandbox, stderr)
+			var cands []string
+			if c.python != "" {
+				cands = []string{c.python}
+			}
+			rt, err := accuracy.FindPython(ctx, cands...)
+			if pyErr = err; err == nil {
+				opts.Interpreter = interpreter(ctx, rt.Interpreter[0], c.sandbox, stderr)
+				fmt.Fprintf(stderr, "humaneval: python %s (%s)\n", rt.Version, rt.Executable)
+				if len(rt.Missing) > 0 {
+					fmt.Fprintf(stderr, "humaneval: warning: cannot import %v, which upstream preloads; completions importing them fail here and pass upstream\n", rt.Missing)
+				}
 			}
 		}
 		e, err := accuracy.NewEval(name, src, opts)
 		if errors.Is(err, accuracy.ErrNoPython) {
-			fmt.Fprintf(stderr, "%s: skipped: %s not found on PATH (humaneval executes generated code with python3)\n", name, c.python)
+			fmt.Fprintf(stderr, "%s: skipped: no usable python3 (humaneval executes generated code with python3): %v\n", name, pyErr)
 			continue
 		}
 		if err != nil {
@@ -265,6 +276,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err := writeAll(stem, res); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			code = max(code, 1)
+		}
+		// HumanEval 的判定取决于解释器（版本决定递归深度，预加载模块决定 import 能否通过），
+		// 把实际使用的解释器写在结果旁边，便于复现。
+		if h, ok := e.(*accuracy.HumanEval); ok {
+			if rt, ok := h.Runtime(); ok {
+				js, _ := json.MarshalIndent(rt, "", "  ")
+				if err := os.WriteFile(stem+".python.json", append(js, '\n'), 0o644); err != nil {
+					fmt.Fprintf(stderr, "%s: %v\n", name, err)
+					code = max(code, 1)
+				}
+			}
 		}
 		verdict := ""
 		if d, ok := thresholds[name]; ok {

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -372,14 +373,61 @@ func run(args []string, stderr io.Writer) error {
 		if s.ClientLag.Valid() {
 			lag = fmt.Sprintf(", client read lag p50 %.4fs (not in TTFT)", s.ClientLag.P50.Seconds())
 		}
-		fmt.Fprintf(stderr, "c=%d in=%d out=%d round=%d: %d req, fail %.4f, QPS %.2f, TTFT p99 %.4fs, TPOT avg %.4fs, E2E p99 %.4fs, out tok/s %.1f%s\n",
-			s.Concurrency, s.InputLength, s.OutputLength, s.Round, s.NumPrompts, s.FailRate, s.QPS,
-			s.TTFT.P99.Seconds(), s.TPOT.Avg.Seconds(), s.E2E.P99.Seconds(), s.OutputTokenThroughput, lag)
+		fmt.Fprintf(stderr, "c=%d in=%d out=%d round=%d: %d req, fail %.4f%s, QPS %.2f, TTFT p99 %.4fs, TPOT avg %.4fs, E2E p99 %.4fs, out tok/s %.1f%s%s\n",
+			s.Concurrency, s.InputLength, s.OutputLength, s.Round, s.NumPrompts, s.FailRate, failureClasses(s), s.QPS,
+			s.TTFT.P99.Seconds(), s.TPOT.Avg.Seconds(), s.E2E.P99.Seconds(), s.OutputTokenThroughput, lag, incomplete(s))
 	}
 	for _, f := range art.Files() {
 		fmt.Fprintln(stderr, "wrote", filepath.Join(o.savePath, f))
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	return noSuccess(sums, stderr)
+}
+
+// errNoSuccess 表示至少有一组没有任何成功的请求：全部失败的压测不是一次通过的运行。
+var errNoSuccess = errors.New("a group had no successful request")
+
+// noSuccess 在 stderr 上点名每个没有成功请求的组（连同失败类别），有则返回 errNoSuccess。
+func noSuccess(sums []loadgen.Summary, stderr io.Writer) error {
+	bad := 0
+	for _, s := range sums {
+		if s.Succeeded == 0 && s.NumPrompts > 0 {
+			bad++
+			fmt.Fprintf(stderr, "bench: c=%d in=%d out=%d round=%d: no successful request (%d of %d failed%s)\n",
+				s.Concurrency, s.InputLength, s.OutputLength, s.Round, s.Failed, s.NumPrompts, failureClasses(s))
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%w (%d of %d groups)", errNoSuccess, bad, len(sums))
+	}
+	return nil
+}
+
+// failureClasses 把失败类别计数写成 " [timeout=3 too_large=1]"（按类别名排序），没有失败时为空。
+func failureClasses(s loadgen.Summary) string {
+	if len(s.FailureClasses) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(s.FailureClasses))
+	for k := range s.FailureClasses {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s=%d", k, s.FailureClasses[k])
+	}
+	return " [" + strings.Join(parts, " ") + "]"
+}
+
+// incomplete 标出被中断的组（只汇总了中断前完成的请求）。
+func incomplete(s loadgen.Summary) string {
+	if s.Incomplete {
+		return " (INCOMPLETE: interrupted)"
+	}
+	return ""
 }
 
 // loadTokenizer 读取 --tokenizer：tokenizer.json 文件，或包含它的模型目录。

@@ -2,11 +2,19 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,5 +122,225 @@ func TestTokenizerFlag(t *testing.T) {
 		"--num-requests", "2", "--benchmark-save-path", t.TempDir(), "--quiet"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// readCSV 读出一个 CSV 文件的全部行（第一行为表头）。
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
+}
+
+// TestRequestCSVValues 检查逐请求 CSV 的取值而不只是表头：issue 14 的命令行
+// （c=2、6 个请求、输入 16、输出 8）曾在 Finish_Reason 列写出 "promp"、"rompt_" 等垃圾。
+func TestRequestCSVValues(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	if err := run([]string{"--concurrency", "2", "--num-requests", "6", "--input-length", "16", "--output-length", "8",
+		"--benchmark-save-path", dir, "--quiet"}, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "requests_*.csv"))
+	if len(matches) != 1 {
+		t.Fatalf("request files %v", matches)
+	}
+	rows := readCSV(t, matches[0])
+	if len(rows) != 7 {
+		t.Fatalf("%d rows, want header + 6", len(rows))
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	want := map[string]string{"Finish_Reason": "length", "Success": "true", "Status": "200", "Error_Class": "", "Error": "",
+		"Completion_Tokens": "8", "Prompt_Tokens": "16", "Token_Source": "usage", "Chunks": "8", "Input_Length": "16",
+		"Output_Length": "8", "Concurrency": "2", "Round": "1"}
+	seen := map[string]bool{}
+	for _, r := range rows[1:] {
+		if len(r) != len(rows[0]) {
+			t.Fatalf("row has %d cells, header %d: %q", len(r), len(rows[0]), r)
+		}
+		for name, v := range want {
+			i, ok := col[name]
+			if !ok {
+				t.Fatalf("no column %s", name)
+			}
+			if r[i] != v {
+				t.Errorf("request %s: %s = %q, want %q", r[col["Request_ID"]], name, r[i], v)
+			}
+		}
+		seen[r[col["Request_ID"]]] = true
+	}
+	if len(seen) != 6 {
+		t.Errorf("request ids %v, want 6 distinct", seen)
+	}
+}
+
+// providerFile 写一个指向 url 的 providers.yaml（api_key 为 key），返回路径。
+func providerFile(t *testing.T, url, key string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "providers.yaml")
+	y := "providers:\n  - id: 'hostile'\n    name: 'hostile'\n    api_key: '" + key + "'\n    base_url: '" + url + "/v1'\n    model_name: 'm'\n"
+	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sse 写出一组 SSE data 事件。
+func sse(w http.ResponseWriter, events ...string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, e := range events {
+		fmt.Fprintf(w, "data: %s\n\n", e)
+	}
+}
+
+// probeOK 让探测请求（提示 "hi"、max_tokens 1）成功，返回是否已处理。
+func probeOK(w http.ResponseWriter, body []byte) bool {
+	if !bytes.Contains(body, []byte(`"hi"`)) {
+		return false
+	}
+	sse(w, `{"choices":[{"index":0,"delta":{"content":"a"}}]}`, "[DONE]")
+	return true
+}
+
+// TestExitsNonZeroWhenAGroupHadNoSuccess 钉住"全部失败仍退出 0"：服务对每个真实请求都回 500 时，
+// run 返回 errNoSuccess（main 以 1 退出），stderr 点名该组与失败类别；仍写出产物。
+func TestExitsNonZeroWhenAGroupHadNoSuccess(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if probeOK(w, b) {
+			return
+		}
+		http.Error(w, `{"error":{"message":"engine dead","code":500}}`, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	err := run([]string{"--provider", providerFile(t, srv.URL, "EMPTY"), "--concurrency", "1,2", "--num-requests", "3",
+		"--input-length", "8", "--output-length", "4", "--benchmark-save-path", dir, "--quiet"}, &stderr)
+	if !errors.Is(err, errNoSuccess) || !strings.Contains(err.Error(), "2 of 2 groups") {
+		t.Fatalf("err %v, want errNoSuccess for 2 of 2 groups\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"c=1 in=8 out=4 round=1: no successful request (3 of 3 failed [http=3])",
+		"c=2 in=8 out=4 round=1: no successful request (3 of 3 failed [http=3])"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if sums, _ := filepath.Glob(filepath.Join(dir, "summary_*.csv")); len(sums) != 1 || len(readCSV(t, sums[0])) != 3 {
+		t.Errorf("summary file %v should still hold both groups", sums)
+	}
+}
+
+// captureStdout 在 fn 执行期间把 os.Stdout 接到一个临时文件，返回写入的内容。
+func captureStdout(t *testing.T, fn func()) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = f
+	defer func() { os.Stdout = old }()
+	fn()
+	_ = f.Close()
+	b, _ := os.ReadFile(f.Name())
+	return string(b)
+}
+
+// TestEchoedKeyNeverReachesArtifactsOrOutput 钉住密钥泄漏：服务端把 Authorization 头回显进
+// 错误体（401）与流内错误事件（原文与 base64 两种形式），bench 写出的每个文件、stdout 与
+// stderr 中都不得出现密钥（canary）的任何形式。
+func TestEchoedKeyNeverReachesArtifactsOrOutput(t *testing.T) {
+	const key = "sk-canary-0a1b2c3d4e5f"
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if probeOK(w, b) {
+			return
+		}
+		auth := r.Header.Get("Authorization")
+		b64 := base64.StdEncoding.EncodeToString([]byte(strings.TrimPrefix(auth, "Bearer ")))
+		if n.Add(1)%2 == 0 {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"error":{"message":"rejected Authorization: %s (%s)","code":401}}`, auth, b64)
+			return
+		}
+		sse(w, `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+			fmt.Sprintf(`{"error":{"message":"key %s b64 %s","code":500}}`, strings.TrimPrefix(auth, "Bearer "), b64), "[DONE]")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	var err error
+	stdout := captureStdout(t, func() {
+		err = run([]string{"--provider", providerFile(t, srv.URL, key), "--num-requests", "4", "--input-length", "8",
+			"--output-length", "4", "--benchmark-save-path", dir, "--quiet"}, &stderr)
+	})
+	if !errors.Is(err, errNoSuccess) {
+		t.Fatalf("err %v", err)
+	}
+	canaries := []string{key, "canary", base64.StdEncoding.EncodeToString([]byte(key)), base64.StdEncoding.EncodeToString([]byte("Bearer " + key))}
+	outputs := map[string]string{"stdout": stdout, "stderr": stderr.String(), "error": err.Error()}
+	files, _ := os.ReadDir(dir)
+	for _, f := range files {
+		b, _ := os.ReadFile(filepath.Join(dir, f.Name()))
+		outputs[f.Name()] = string(b)
+	}
+	if len(files) != 2 {
+		t.Fatalf("artifacts %v", files)
+	}
+	for name, text := range outputs {
+		for _, c := range canaries {
+			if strings.Contains(text, c) {
+				t.Errorf("%s contains the secret form %q", name, c)
+			}
+		}
+	}
+	if req, _ := filepath.Glob(filepath.Join(dir, "requests_*.csv")); len(req) != 1 || !strings.Contains(outputs[filepath.Base(req[0])], "[REDACTED]") {
+		t.Errorf("the server's error text should be kept with the key masked")
+	}
+}
+
+// TestTimeoutFlagBoundsSilentServer 钉住挂死：服务接受连接后不应答时，bench 曾无视 --timeout
+// 永远挂住（探测没有期限）。现在在 --timeout 之后以点名探测的错误退出。
+func TestTimeoutFlagBoundsSilentServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // 不读不写
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"--provider", providerFile(t, "http://"+ln.Addr().String(), "EMPTY"), "--timeout", "0.5",
+			"--num-requests", "2", "--input-length", "8", "--output-length", "4", "--benchmark-save-path", t.TempDir(), "--quiet"}, io.Discard)
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "probe") {
+			t.Fatalf("err %v, want a probe timeout", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("bench still running 20s after a 0.5s --timeout against a silent server")
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
@@ -203,13 +202,4 @@ func blastServer(n int) (*httptest.Server, string) {
 		_, _ = w.Write(body)
 	}))
 	return srv, srv.URL + "/v1"
-}
-
-// raiseNoFile 把打开文件数软限制提到硬限制：2000 个并发流在两端共需约 4000 个描述符。
-func raiseNoFile() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
-		l.Cur = l.Max
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-	}
 }

@@ -29,10 +29,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vllm-cibench/cibench/internal/procgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -382,7 +382,7 @@ func startProc(dir, name, bin string, args ...string) (*proc, error) {
 	// “流式 watch list”；让组件里的 client-go 退回普通 list+watch，避免反射器反复重试。
 	cmd.Env = append(os.Environ(), "KUBE_FEATURE_WatchListClient=false")
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Setup(cmd)
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("kubetest: start %s: %w", name, err)
@@ -408,12 +408,12 @@ func (p *proc) exited() bool {
 
 // stop 先 SIGTERM 整个进程组，10 秒后 SIGKILL。
 func (p *proc) stop() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	_ = procgroup.Terminate(p.cmd.Process.Pid)
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = procgroup.Kill(p.cmd.Process.Pid)
 	<-p.done
 }
 

@@ -153,3 +153,80 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
+
+// endless 是一个永远给出 'x'（没有换行）的读取器，记录被读走的字节数。
+type endless struct{ n int }
+
+// Read 填满 p。
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	e.n += len(p)
+	return len(p), nil
+}
+
+// TestMaxEventSize 验证单行与单事件的上限：恰好等于上限的事件可以解析，超过一个字节即
+// ErrEventTooLarge（长行、多行 data 累计、比读缓冲区小的上限都算）。
+func TestMaxEventSize(t *testing.T) {
+	next := func(max int, in string) (string, error) {
+		rd := sse.NewReader(strings.NewReader(in))
+		rd.SetMaxEventSize(max)
+		ev, err := rd.Next()
+		if err != nil {
+			return "", err
+		}
+		return string(ev.Data), nil
+	}
+	for _, tc := range []struct {
+		name string
+		max  int
+		in   string
+		want int // 数据字节数；-1 表示应当超限
+	}{
+		{"at limit", 10, "data: 0123456789\n\n", 10},
+		{"one over", 10, "data: 0123456789A\n\n", -1},
+		{"multi-line sum over", 10, "data: 01234\ndata: 56789\n\n", -1}, // 5 + '\n' + 5 = 11
+		{"multi-line at limit", 11, "data: 01234\ndata: 56789\n\n", 11},
+		{"long line under", 200 << 10, "data: " + strings.Repeat("y", 150<<10) + "\n\n", 150 << 10},
+		{"long line over", 100 << 10, "data: " + strings.Repeat("y", 150<<10) + "\n\n", -1},
+		{"unlimited", 0, "data: " + strings.Repeat("y", 150<<10) + "\n\n", 150 << 10},
+	} {
+		got, err := next(tc.max, tc.in)
+		if tc.want >= 0 && (err != nil || len(got) != tc.want) {
+			t.Errorf("%s: got %d bytes, err %v, want %d bytes", tc.name, len(got), err, tc.want)
+		}
+		if tc.want < 0 && !errors.Is(err, sse.ErrEventTooLarge) {
+			t.Errorf("%s: err %v, want ErrEventTooLarge", tc.name, err)
+		}
+	}
+}
+
+// TestEndlessLineStopsAtLimit 验证一个没有尽头的行在读到上限（加一个读缓冲区）后就停下，
+// 内存与读取量都不随服务端发送的数据增长：1 GiB 的行曾让压测进程涨到 4.6 GB RSS。
+func TestEndlessLineStopsAtLimit(t *testing.T) {
+	src := &endless{}
+	rd := sse.NewReader(io.MultiReader(strings.NewReader("data: "), src))
+	rd.SetMaxEventSize(1 << 20)
+	if _, err := rd.Next(); !errors.Is(err, sse.ErrEventTooLarge) {
+		t.Fatalf("err %v", err)
+	}
+	if src.n > 1<<20+128<<10 {
+		t.Fatalf("read %d bytes of an endless line with a 1 MiB limit", src.n)
+	}
+	if d := sse.NewReader(nil); d == nil {
+		t.Fatal("nil reader")
+	}
+}
+
+// TestDefaultMaxEventSize 验证 NewReader 的默认上限是 64 MiB。
+func TestDefaultMaxEventSize(t *testing.T) {
+	src := &endless{}
+	rd := sse.NewReader(io.MultiReader(strings.NewReader("data: "), src))
+	if _, err := rd.Next(); !errors.Is(err, sse.ErrEventTooLarge) || !strings.Contains(err.Error(), "67108864") {
+		t.Fatalf("err %v", err)
+	}
+	if src.n < sse.DefaultMaxEventSize || src.n > sse.DefaultMaxEventSize+128<<10 {
+		t.Fatalf("read %d bytes", src.n)
+	}
+}
