@@ -295,6 +295,8 @@ type loader struct {
 	fsys fs.FS
 	root string
 	errs []*yamlstrict.Error
+	// profiles 是每个合法档位文件的字段位置，override 叠加后的错误据此定位。
+	profiles map[string]located
 }
 
 // display 返回文件在错误信息中的显示路径。
@@ -385,12 +387,18 @@ func (l *loader) load() *Matrix {
 	}
 	l.loadFunctional(m)
 	m.Profiles = map[string]loadgen.Profile{}
+	l.profiles = map[string]located{}
 	for name, b := range l.blocks(profileDir) {
 		var p loadgen.Profile
 		// 空文件已报告为 "file is empty"，不再对零值重复报校验错误。
-		if !b.IsZero() && l.decodeBlock(b, &p) {
-			if err := p.Defaults().Validate(); err != nil {
-				l.errs = append(l.errs, &yamlstrict.Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
+		if !b.IsZero() {
+			if at, ok := l.decodeLocated(b, &p); ok {
+				if err := p.Defaults().Validate(); err != nil {
+					l.profileErr(err, "", at)
+				} else {
+					// 只有自身合法的档位才参与 override 叠加后的校验，同一个错误不报两次。
+					l.profiles[name] = at
+				}
 			}
 		}
 		m.Profiles[name] = p
@@ -457,10 +465,11 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 			rp := joinPath(ep, string(rt))
 			if l.checkNames(d, joinPath(rp, "perf.profiles"), rc.Perf.Profiles, enabled(rc.Perf.Enabled), rt, keys(m.Profiles), profileDir) {
 				for _, p := range pickNames(rc.Perf.Profiles, rt) {
+					base, valid := l.profiles[p]
 					prof := m.Profiles[p]
-					if !rc.Perf.Override.IsZero() && l.decodeBlock(rc.Perf.Override, &prof) {
-						if err := prof.Defaults().Validate(); err != nil {
-							d.ErrAt(joinPath(rp, "perf.override"), "", "profile %q with override: %v", p, err)
+					if ov := rc.Perf.Override; valid && !ov.IsZero() {
+						if at, ok := l.decodeLocated(ov, &prof); ok {
+							l.profileErr(prof.Defaults().Validate(), fmt.Sprintf("profile %q with override (%s): ", p, at.pos()), at, base)
 						}
 					}
 				}

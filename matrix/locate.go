@@ -1,0 +1,94 @@
+package matrix
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-cibench/cibench/internal/yamlstrict"
+)
+
+// located 是一个已解码的片段：解码器记录了其中每个字段路径的节点，base 是
+// 片段在文件中的字段路径前缀（档位文件为 ""，override 为 "scenarios.x.pr.perf.override"）。
+type located struct {
+	d    *decoder
+	base string
+}
+
+// decodeLocated 严格解码 b 进 out，返回记录了字段位置的解码器；解码错误计入 loader。
+func (l *loader) decodeLocated(b Block, out any) (located, bool) {
+	d := newDecoder(b.file)
+	if b.node != nil {
+		d.Decode(b.node, b.path, reflectValue(out))
+	}
+	l.errs = append(l.errs, d.Errs...)
+	return located{d: d, base: b.path}, len(d.Errs) == 0
+}
+
+// profileErrRe 拆开 loadgen 档位校验错误的文本 "loadgen: invalid profile: 字段=值: 原因"
+// （loadgen 保证这一格式）。字段可能是 "a/b"（涉及多个键）。
+var profileErrRe = regexp.MustCompile(`(?s)invalid profile: ([A-Za-z0-9_/]+)=(.*?): (.*)$`)
+
+// profileErr 把 loadgen.Profile.Validate 的错误记在出错字段所在的文件:行:列，而不是
+// 文件开头或 override: 那一行。where 按优先顺序给出可能写了该字段的片段（先 override，
+// 后档位文件）；字段是列表时指向取值相同的那一项。context 在字段不在 where[0] 中时
+// 加在原因前面，说明是哪两份配置叠加后出的错。字段哪里都没写（取了默认值）时记在
+// where[0] 的片段本身。
+func (l *loader) profileErr(err error, context string, where ...located) {
+	if err == nil {
+		return
+	}
+	m := profileErrRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		w := where[0]
+		l.errs = append(l.errs, w.at(w.base, "", strings.TrimSpace(context+err.Error())))
+		return
+	}
+	fields, value, reason := strings.Split(m[1], "/"), m[2], m[3]
+	for i, w := range where {
+		for _, f := range fields {
+			p := joinPath(w.base, f)
+			n, ok := w.d.Pos[p]
+			if !ok {
+				continue
+			}
+			if n.Kind == yaml.SequenceNode {
+				for j, item := range n.Content {
+					if item.Kind == yaml.ScalarNode && item.Value == value {
+						p, n = fmt.Sprintf("%s[%d]", p, j), item
+						break
+					}
+				}
+			}
+			msg := reason
+			if i > 0 {
+				msg = context + reason
+			}
+			e := w.at(p, value, msg)
+			e.Line, e.Column = n.Line, n.Column
+			l.errs = append(l.errs, e)
+			return
+		}
+	}
+	w := where[0]
+	l.errs = append(l.errs, w.at(w.base, value, fmt.Sprintf("%s%s: %s", context, m[1], reason)))
+}
+
+// at 在片段内字段路径 p（找不到则逐级向上）处构造一条错误。
+func (w located) at(p, value, msg string) *yamlstrict.Error {
+	n := len(w.d.Errs)
+	w.d.ErrAt(p, value, "%s", msg)
+	e := w.d.Errs[n]
+	w.d.Errs = w.d.Errs[:n]
+	return e
+}
+
+// pos 返回片段根节点的 "文件:行:列"，用于在另一个文件的错误里指明叠加的来源。
+func (w located) pos() string {
+	if n, ok := w.d.Pos[w.base]; ok {
+		return fmt.Sprintf("%s:%d:%d", w.d.File, n.Line, n.Column)
+	}
+	return w.d.File
+}
