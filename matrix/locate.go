@@ -1,13 +1,14 @@
 package matrix
 
 import (
+	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
+	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // located 是一个已解码的片段：解码器记录了其中每个字段路径的节点，base 是
@@ -27,44 +28,35 @@ func (l *loader) decodeLocated(b Block, out any) (located, bool) {
 	return located{d: d, base: b.path}, len(d.Errs) == 0
 }
 
-// profileErrRe 拆开 loadgen 档位校验错误的文本 "loadgen: invalid profile: 字段=值: 原因"
-// （loadgen 保证这一格式）。字段可能是 "a/b"（涉及多个键）。
-var profileErrRe = regexp.MustCompile(`(?s)invalid profile: ([A-Za-z0-9_/]+)=(.*?): (.*)$`)
-
-// profileErr 把 loadgen.Profile.Validate 的错误记在出错字段所在的文件:行:列，而不是
-// 文件开头或 override: 那一行。where 按优先顺序给出可能写了该字段的片段（先 override，
-// 后档位文件）；字段是列表时指向取值相同的那一项。context 在字段不在 where[0] 中时
-// 加在原因前面，说明是哪两份配置叠加后出的错。字段哪里都没写（取了默认值）时记在
-// where[0] 的片段本身。
+// profileErr 把 loadgen.Profile.Validate 的错误（*loadgen.ProfileError：YAML 键、列表下标、
+// 取值）记在出错字段所在的文件:行:列，而不是文件开头或 override: 那一行。where 按优先
+// 顺序给出可能写了该字段的片段（先 override，后档位文件）；字段是列表时指向出错的那一项。
+// context 在字段不在 where[0] 中时加在原因前面，说明是哪两份配置叠加后出的错。字段哪里
+// 都没写（取了默认值）时记在 where[0] 的片段本身。
 func (l *loader) profileErr(err error, context string, where ...located) {
 	if err == nil {
 		return
 	}
-	m := profileErrRe.FindStringSubmatch(err.Error())
-	if m == nil {
+	var pe *loadgen.ProfileError
+	if !errors.As(err, &pe) {
 		w := where[0]
 		l.errs = append(l.errs, w.at(w.base, "", strings.TrimSpace(context+err.Error())))
 		return
 	}
-	fields, value, reason := strings.Split(m[1], "/"), m[2], m[3]
+	value := fmt.Sprint(pe.Value)
 	for i, w := range where {
-		for _, f := range fields {
+		for _, f := range strings.Split(pe.Field, "/") {
 			p := joinPath(w.base, f)
 			n, ok := w.d.Pos[p]
 			if !ok {
 				continue
 			}
-			if n.Kind == yaml.SequenceNode {
-				for j, item := range n.Content {
-					if item.Kind == yaml.ScalarNode && item.Value == value {
-						p, n = fmt.Sprintf("%s[%d]", p, j), item
-						break
-					}
-				}
+			if n.Kind == yaml.SequenceNode && pe.Index >= 0 && pe.Index < len(n.Content) {
+				p, n = fmt.Sprintf("%s[%d]", p, pe.Index), n.Content[pe.Index]
 			}
-			msg := reason
+			msg := pe.Reason
 			if i > 0 {
-				msg = context + reason
+				msg = context + pe.Reason
 			}
 			e := w.at(p, value, msg)
 			e.Line, e.Column = n.Line, n.Column
@@ -73,7 +65,7 @@ func (l *loader) profileErr(err error, context string, where ...located) {
 		}
 	}
 	w := where[0]
-	l.errs = append(l.errs, w.at(w.base, value, fmt.Sprintf("%s%s: %s", context, m[1], reason)))
+	l.errs = append(l.errs, w.at(w.base, value, fmt.Sprintf("%s%s: %s", context, pe.Field, pe.Reason)))
 }
 
 // at 在片段内字段路径 p（找不到则逐级向上）处构造一条错误。

@@ -298,11 +298,16 @@ func TestBrokenTree(t *testing.T) {
 		{"profile negative concurrency", map[string]string{"tests/perf/profiles/tiny.yaml": "concurrency:\n  - 1\n  - -3\ninput_length: [4]\noutput_length: [2]\n"},
 			[]string{`configs/tests/perf/profiles/tiny.yaml:3:5: concurrency[1]: must be >= 1`, `(got "-3")`}},
 		{"profile default out of range", map[string]string{"tests/perf/profiles/tiny.yaml": "concurrency: [1]\ninput_length: [4]\noutput_length: [2]\nrequests_per_concurrency: -1\n"},
-			[]string{`configs/tests/perf/profiles/tiny.yaml:4:27: requests_per_concurrency: must be >= 1 (got "-1")`}},
+			[]string{`configs/tests/perf/profiles/tiny.yaml:4:27: requests_per_concurrency: must be in [1, `, `(got "-1")`}},
+		// 打错的数（多打了几个 0）在运行之前就报错，指明文件:行:列与取值，而不是跑到阶段超时。
+		{"profile absurd request count", map[string]string{"tests/perf/profiles/tiny.yaml": "concurrency: [1]\ninput_length: [4]\noutput_length: [2]\nrequests_per_concurrency: 999999999999\n"},
+			[]string{`configs/tests/perf/profiles/tiny.yaml:4:27: requests_per_concurrency: must be in [1, `, `(got "999999999999")`}},
+		{"override absurd concurrency", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr:\n      perf:\n        override: {concurrency: [1, 100000000]}\n"},
+			[]string{`configs/matrix.yaml:5:37: scenarios.emulator.pr.perf.override.concurrency[1]: must be <= `, `(got "100000000")`}},
 		{"profile wrong type", map[string]string{"tests/perf/profiles/tiny.yaml": "concurrency: [one]\ninput_length: [4]\noutput_length: [1]\n"},
 			[]string{`configs/tests/perf/profiles/tiny.yaml:1:15: concurrency[0]: want an integer, got a string (got "one")`}},
 		{"override invalid", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {warmup: -1}}}\n"},
-			[]string{`configs/matrix.yaml:3:36: scenarios.emulator.pr.perf.override.warmup: must be >= 0 (got "-1")`}},
+			[]string{`configs/matrix.yaml:3:36: scenarios.emulator.pr.perf.override.warmup: must be in [0, `, `(got "-1")`}},
 		// 负并发写在 override 里：错误指向 concurrency 列表中的那一项，而不是 override: 那一行。
 		{"override negative concurrency", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr:\n      perf:\n        override:\n          warmup: 0\n          concurrency: [1, -2]\n"},
 			[]string{`configs/matrix.yaml:7:28: scenarios.emulator.pr.perf.override.concurrency[1]: must be >= 1`, `(got "-2")`}},
