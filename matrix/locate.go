@@ -3,6 +3,8 @@ package matrix
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -83,4 +85,45 @@ func (w located) pos() string {
 		return fmt.Sprintf("%s:%d:%d", w.d.File, n.Line, n.Column)
 	}
 	return w.d.File
+}
+
+// strictErrors 取出 err（可能经 %w 包装、errors.Join 合并）中的全部 *yamlstrict.Error，
+// 使别的包用共用解码器读到的错误以同样的文件:行:列出现在矩阵的错误列表里。
+func strictErrors(err error) []*yamlstrict.Error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []*yamlstrict.Error
+		for _, e := range j.Unwrap() {
+			out = append(out, strictErrors(e)...)
+		}
+		return out
+	}
+	var se *yamlstrict.Error
+	if errors.As(err, &se) {
+		return []*yamlstrict.Error{se}
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return strictErrors(u)
+	}
+	return nil
+}
+
+// fileLineRe 匹配别的包报告的 "文件:行: 原因"（只有行号的旧式位置）。
+var fileLineRe = regexp.MustCompile(`^:(\d+): `)
+
+// fileError 把别的包对文件 file 的错误（"pkg: file[:行]: 原因"）转换成一条 Error，
+// 去掉与 Error 自身重复的包名和文件名。
+func fileError(file string, err error) *yamlstrict.Error {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i > 0 && !strings.ContainsAny(msg[:i], " /:") {
+		msg = msg[i+2:]
+	}
+	e := &yamlstrict.Error{File: file, Msg: msg}
+	if rest, ok := strings.CutPrefix(msg, file); ok {
+		e.Msg = strings.TrimPrefix(rest, ": ")
+		if m := fileLineRe.FindStringSubmatch(rest); m != nil {
+			e.Line, _ = strconv.Atoi(m[1])
+			e.Column, e.Msg = 1, rest[len(m[0]):]
+		}
+	}
+	return e
 }

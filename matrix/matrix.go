@@ -414,9 +414,14 @@ func (l *loader) load() *Matrix {
 		m.Accuracy[name] = c
 	}
 	if data, err := fs.ReadFile(l.fsys, providersPath); err == nil {
-		ps, err := loadgen.ParseProviders(bytes.NewReader(data))
+		ps, err := loadgen.ReadProviders(bytes.NewReader(data), l.display(providersPath))
 		if err != nil {
-			l.errs = append(l.errs, &yamlstrict.Error{File: l.display(providersPath), Msg: err.Error()})
+			// 解码错误已带文件:行:列与字段路径，原样收下；其余（没有 provider、缺 id）记在文件上。
+			if se := strictErrors(err); len(se) > 0 {
+				l.errs = append(l.errs, se...)
+			} else {
+				l.errs = append(l.errs, fileError(l.display(providersPath), err))
+			}
 		}
 		m.Providers = ps
 	} else if !errors.Is(err, fs.ErrNotExist) {

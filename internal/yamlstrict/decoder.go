@@ -95,9 +95,13 @@ func (d *Decoder) Err() error {
 	return errors.Join(errs...)
 }
 
+// ErrEmpty 表示文档为空（没有内容或只有注释）。Unmarshal 返回的空文档错误满足
+// errors.Is(err, ErrEmpty)，接受空文件的调用方（例如叠加在默认值上的配置）据此忽略它。
+var ErrEmpty = errors.New("file is empty")
+
 // Unmarshal 把 data（恰好一个 YAML 文档）严格解码进 out（非 nil 指针）：未知字段、
 // 重复键、类型不符、整数越界、多文档都是错误，每条是带 file:行:列 与字段路径的 *Error
-// （多条以 errors.Join 合并）。空文档不修改 out 并返回 nil，由调用方决定空文件是否合法；
+// （多条以 errors.Join 合并）。空文档不修改 out，返回 "file: file is empty"（ErrEmpty）；
 // 文档中未出现的键保持 out 中的原值，因此可以先填默认值再叠加。
 //
 // 这是 cibench 读取一切用户所写 YAML 的唯一入口（矩阵、档位、providers.yaml、
@@ -108,7 +112,11 @@ func Unmarshal(file string, data []byte, out any) error {
 		return fmt.Errorf("yamlstrict: unmarshal %s: out must be a non-nil pointer, got %T", file, out)
 	}
 	d := NewDecoder(file)
-	if root := d.ParseDocument(data); root != nil {
+	root := d.ParseDocument(data)
+	if root == nil && len(d.Errs) == 0 {
+		return fmt.Errorf("%s: %w", file, ErrEmpty)
+	}
+	if root != nil {
 		d.Pos[""] = root
 		d.Decode(root, "", v.Elem())
 	}

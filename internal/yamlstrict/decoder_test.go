@@ -158,7 +158,7 @@ type withHooks struct {
 // 多条错误一次报告、文件名与行列）以及 Custom / Check 钩子。
 func TestHooksAndUnmarshal(t *testing.T) {
 	v := withHooks{N: 7}
-	if err := Unmarshal("empty.yaml", []byte("# only a comment\n"), &v); err != nil || v.N != 7 {
+	if err := Unmarshal("empty.yaml", []byte("# only a comment\n"), &v); !errors.Is(err, ErrEmpty) || err.Error() != "empty.yaml: file is empty" || v.N != 7 {
 		t.Fatalf("empty document: %v %+v", err, v)
 	}
 	if err := Unmarshal("x.yaml", []byte("n: 1\n"), v); err == nil || !strings.Contains(err.Error(), "non-nil pointer") {
@@ -209,7 +209,7 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var v everything
 		err := Unmarshal("f.yaml", data, &v)
-		if err == nil {
+		if err == nil || errors.Is(err, ErrEmpty) {
 			return
 		}
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {

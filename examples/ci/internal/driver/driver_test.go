@@ -507,6 +507,27 @@ func TestConfigErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `configs/scenarios/emu.yaml:3:8: quant: invalid quant`) {
 		t.Fatalf("error must locate the bad value: %v", err)
 	}
+	// 打错的请求数与写在 override 里的负并发：运行之前就报错，指向该值所在的行列。
+	absurd := tree("emu")
+	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 999999999999\n")
+	absurd["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr:\n      perf:\n        override:\n          concurrency: [2, -1]\n")
+	out, err := driver.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
+	if !errors.Is(err, driver.ErrConfig) || out.ExitCode != report.ExitError {
+		t.Fatalf("absurd profile: exit %d err %v", out.ExitCode, err)
+	}
+	for _, want := range []string{`configs/tests/perf/profiles/pr.yaml:4:27: requests_per_concurrency: must be in [1, `, `(got "999999999999")`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\n")
+	_, err = driver.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
+	if want := `configs/matrix.yaml:6:28: scenarios.emu.pr.perf.override.concurrency[1]: must be >= 1`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("negative concurrency in an override: %v, want %q", err, want)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("config errors must not create artifacts, found %v", entries)
+	}
 }
 
 // TestPrintPlan 检查 -plan 的输出。
