@@ -7,8 +7,10 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -32,7 +34,14 @@ type accRow struct {
 	Dataset, Model, Score, Threshold string
 	Examples                         int
 	Verdict                          Verdict
+	// Errors 是 "失败数 of 请求数" 加分类；Source 是数据来源种类与位置，Files 是读取的文件。
+	Errors, Source string
+	Files          []accFile
+	Reason         string
 }
+
+// accFile 是精度结果读取的一个数据文件（报告里显示 sha256，分数因此可追溯到字节）。
+type accFile struct{ Name, Location, SHA256 string }
 
 // scenarioView 是一个场景在 HTML 中需要的全部数据。
 type scenarioView struct {
@@ -45,6 +54,8 @@ type scenarioView struct {
 	Skipped    int
 	PerfRows   []perfRow
 	Charts     []template.HTML
+	Timelines  []template.HTML // 每个分组两张：时延随时间、并发随时间
+	TLGroups   int
 	AccRows    []accRow
 	AccChart   template.HTML
 	Gates      []gateRow
@@ -102,6 +113,12 @@ func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 		"statusClass":  func(s functional.Status) string { return "s-" + string(s) },
 		"dur":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 		"pct":          func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
+		"ratio": func(f *float64) string {
+			if f == nil {
+				return "—"
+			}
+			return fmt.Sprintf("%.1f%%", *f*100)
+		},
 		"ts": func(t time.Time) string {
 			if t.IsZero() {
 				return "—"
@@ -166,12 +183,12 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 			v.Suites = suiteSummaries(f.Results)
 		}
 		for _, r := range f.Results {
-			switch r.Status {
-			case functional.StatusFail:
+			switch {
+			case r.Status.Failing():
 				v.Failed = append(v.Failed, r)
-			case functional.StatusSkip:
+			case r.Status.NotRun():
 				v.Skipped++
-			default:
+			case r.Status == functional.StatusPass:
 				v.Passed++
 			}
 		}
@@ -186,14 +203,25 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	if len(sc.Perf) > 0 {
 		v.Charts = perfCharts(sc, gates)
 	}
+	v.Timelines, v.TLGroups = timelineCharts(sc.Timeline)
 	var cats []string
 	var scores, thresholds []float64
 	for _, a := range sc.Accuracy {
 		g := scenarioAccuracyGate(sc, a)
-		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict}
+		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict,
+			Errors: accErrors(a.Result), Source: "not recorded", Reason: g.Reason}
+		if src := a.Result.Source; src != nil {
+			row.Source = src.Kind + ": " + src.Location
+			for _, f := range src.Files {
+				row.Files = append(row.Files, accFile{Name: f.Name, Location: f.Location, SHA256: f.SHA256})
+			}
+		}
 		th := math.NaN()
 		if a.Threshold != nil {
 			row.Threshold = formatMetric(MetricScore, *a.Threshold)
+			if a.Metric != "" && a.Metric != MetricScore {
+				row.Threshold = fmt.Sprintf("%s ≥ %g", a.Metric, *a.Threshold)
+			}
 			th = *a.Threshold
 		}
 		v.AccRows = append(v.AccRows, row)
@@ -216,37 +244,10 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	return v
 }
 
-// suiteSummaries 在报告未带套件汇总时按结果计算，口径与 functional 包一致：
-// PassRatio = passed/(total−skipped)，全部跳过时为 1。
+// suiteSummaries 在报告未带套件汇总时按结果计算，与 functional 包同一口径
+// （没有执行任何用例的套件没有通过率）。
 func suiteSummaries(results []functional.Result) []functional.SuiteSummary {
-	idx := map[string]int{}
-	var out []functional.SuiteSummary
-	for _, r := range results {
-		i, ok := idx[r.Suite]
-		if !ok {
-			i = len(out)
-			idx[r.Suite] = i
-			out = append(out, functional.SuiteSummary{Suite: r.Suite})
-		}
-		s := &out[i]
-		s.Total++
-		switch r.Status {
-		case functional.StatusFail:
-			s.Failed++
-		case functional.StatusSkip:
-			s.Skipped++
-		default:
-			s.Passed++
-		}
-	}
-	for i := range out {
-		s := &out[i]
-		s.PassRatio = 1
-		if n := s.Total - s.Skipped; n > 0 {
-			s.PassRatio = float64(s.Passed) / float64(n)
-		}
-	}
-	return out
+	return functional.Summarize(results)
 }
 
 // maxSeries 是一张图中最多的组合（实线）数；再多就按输出长度拆图。
@@ -393,4 +394,22 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 		}
 	}
 	return out
+}
+
+// accErrors 把失败请求写成 "1 of 5 (bad_request: 1)"；没有失败时只写 "0 of N"。
+func accErrors(r accuracy.EvalResult) string {
+	s := fmt.Sprintf("%d of %d", r.Errors, r.Requests)
+	if len(r.ErrorClasses) == 0 {
+		return s
+	}
+	keys := make([]string, 0, len(r.ErrorClasses))
+	for k := range r.ErrorClasses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, r.ErrorClasses[k])
+	}
+	return s + " (" + strings.Join(parts, ", ") + ")"
 }

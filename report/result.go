@@ -59,8 +59,11 @@ type Scenario struct {
 
 	Functional *functional.Report `json:"functional,omitempty"`
 	Perf       []loadgen.Summary  `json:"perf,omitempty"`
-	Accuracy   []Accuracy         `json:"accuracy,omitempty"`
-	Errors     []StageError       `json:"errors,omitempty"`
+	// Timeline 是 --bucket-interval 的实时时间线（各分组的行按时间顺序），单独存放在
+	// perf/timeline.json，不进 summary.json（长时间运行的行数可达数千）。
+	Timeline []loadgen.Timeline `json:"-"`
+	Accuracy []Accuracy         `json:"accuracy,omitempty"`
+	Errors   []StageError       `json:"errors,omitempty"`
 	// Stages 是驱动登记的各阶段状态（按阶段顺序），让人和工具不必从错误列表里
 	// 推断"哪个阶段跑完了、哪个被中断了、哪个没跑"。
 	Stages []StageResult `json:"stages,omitempty"`
@@ -88,11 +91,22 @@ type StageResult struct {
 	Reason   string      `json:"reason,omitempty"`
 }
 
-// Accuracy 是一项精度评测结果及其门禁阈值。Threshold 为 nil 表示未配置阈值，
-// 此时精度门禁记为 skipped（不凭空设定阈值）。
+// Accuracy 是一项精度评测结果及其门禁设置；门禁由 accuracy.Gate 判定（见 Spec）。
+// Threshold 为 nil 表示分数不设门禁（内置样例或 report_only），失败请求比例照常判定。
+// Result.Source 记录评分所用数据的来源与 sha256，Result.Errors 是失败的请求数。
 type Accuracy struct {
 	Result    accuracy.EvalResult `json:"result"`
 	Threshold *float64            `json:"threshold,omitempty"`
+	// Metric 是门禁比较的指标（空即 score）；它从不改写 Result.Score。
+	Metric string `json:"metric,omitempty"`
+	// MaxErrorRate 是允许的失败请求比例（0 = 任何失败都让门禁失败）。
+	MaxErrorRate float64 `json:"max_error_rate"`
+}
+
+// Spec 返回交给 accuracy.Gate 的门禁设置。
+func (a Accuracy) Spec() accuracy.DatasetConfig {
+	rate := a.MaxErrorRate
+	return accuracy.DatasetConfig{Name: a.Result.Dataset, Threshold: a.Threshold, Metric: a.Metric, MaxErrorRate: &rate}
 }
 
 // StageError 记录某阶段无法完成的原因（部署失败、超时、服务器中途退出……）。

@@ -79,9 +79,14 @@ func echoServer(t *testing.T) *httptest.Server {
 // writeTree 把一个小配置树写到磁盘上（examples/ci 从目录读配置）。
 func writeTree(t *testing.T, dir string) {
 	t.Helper()
+	// 内置样例只能打进程内模拟器；这里的目标是 -base-url，因此用仓库里的样例文件当数据目录。
+	data, err := filepath.Abs("../../accuracy/sampledata")
+	if err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
 		"tests/perf/profiles/daily.yaml": "concurrency: [1]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 2\nwarmup: 0\n",
-		"tests/accuracy/daily.yaml":      "debug: true\nmax_tokens: 16\nnum_threads: 2\nretries: 0\ndatasets: [{name: gpqa, threshold: 0.0, examples: 2}]\n",
+		"tests/accuracy/daily.yaml":      "debug: true\nmax_tokens: 16\nnum_threads: 2\nretries: 0\ndataset_path: " + data + "\ndatasets: [{name: gpqa, report_only: true, examples: 2}]\n",
 		"scenarios/echo.yaml":            "mode: emulator\nserved_model_name: echo-model\napi_key_env: CANARY_KEY\n",
 		"matrix.yaml":                    "scenarios:\n  echo:\n    daily: {functional: {suites: [chat_core]}}\n",
 	}

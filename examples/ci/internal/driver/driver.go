@@ -16,12 +16,14 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
@@ -90,6 +92,13 @@ type Options struct {
 	Out io.Writer
 	// Now 是时钟；nil 时取 time.Now。
 	Now func() time.Time
+
+	// AccuracyCacheDir 是精度数据（simple-evals 上游文件）的下载缓存目录；空时取用户
+	// 缓存目录下的 cibench/simple-evals。配置中的 cache_dir 优先。
+	AccuracyCacheDir string
+	// AccuracyHTTPClient 用于精度阶段的模型请求与数据下载；nil 取 http.DefaultClient
+	// （时限来自配置）。测试用它模拟断网。
+	AccuracyHTTPClient *http.Client
 
 	// NewDeployer 为测试替换部署方式；nil 时按场景的 mode 构造。
 	NewDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
@@ -209,6 +218,9 @@ func newDriver(o Options) (*driver, error) {
 	// 服务端回显的也是它，只登记口令原文挡不住（AddBasicAuth 两者都登记）。
 	d.red.AddBasicAuth(o.PushAuth.Username, o.PushAuth.Password)
 	d.red.Add(o.PushAuth.BearerToken)
+	if err := d.checkAccuracyTargets(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	for _, p := range plans {
 		env := p.Scenario.APIKeyEnv
 		if o.APIKeyEnv != "" {
@@ -356,7 +368,7 @@ func (d *driver) baselines() report.BaselineSource {
 		pb, err := metrics.NewPromBaseline(metrics.PromBaselineConfig{URL: d.o.BaselinePrometheus, Prefix: d.o.PushOptions.Prefix})
 		if err == nil {
 			d.log.Info("perf baselines from Prometheus", "url", d.red.String(d.o.BaselinePrometheus))
-			return report.MetricsBaselines(pb)
+			return d.withFunctionalBaselines(report.MetricsBaselines(pb))
 		}
 		d.log.Warn("prometheus baseline config invalid; falling back to artifacts", "err", d.red.String(err.Error()))
 	}
@@ -367,10 +379,27 @@ func (d *driver) baselines() report.BaselineSource {
 	b, err := report.ArtifactBaselines(os.DirFS(root))
 	if err != nil {
 		d.log.Warn("reading daily baselines failed; perf gates will report no baseline", "dir", root, "err", err)
-		return report.StaticBaselines{}
+		b = report.StaticBaselines{}
+	} else {
+		d.log.Info("perf baselines from artifacts", "dir", root, "combinations", len(b))
 	}
-	d.log.Info("perf baselines from artifacts", "dir", root, "combinations", len(b))
-	return b
+	return d.withFunctionalBaselines(b)
+}
+
+// withFunctionalBaselines 给性能基线来源配上功能基线（最近一次已完成的每日运行中逐用例的
+// 状态，总是读产物目录：summary.json 保存了它们），功能门禁据此发现 pass → skip 漂移。
+func (d *driver) withFunctionalBaselines(perf report.BaselineSource) report.BaselineSource {
+	root := d.o.BaselineArtifacts
+	if root == "" {
+		root = d.o.Artifacts
+	}
+	fb, err := report.ArtifactFunctionalBaselines(os.DirFS(root))
+	if err != nil {
+		d.log.Warn("reading daily functional baselines failed; the functional gate will not check drift", "dir", root, "err", err)
+		return perf
+	}
+	d.log.Info("functional baselines from artifacts", "dir", root, "scenarios", len(fb))
+	return report.WithFunctionalBaselines(perf, fb)
 }
 
 // interrupted 报告运行是否被调用方中断（信号或取消），区别于作业超时。
@@ -437,7 +466,8 @@ func (d *driver) summarize(out Outcome, gates []report.Gate) {
 	for _, sc := range res.Scenarios {
 		fn := "-"
 		if sc.Functional != nil {
-			fn = fmt.Sprintf("%d pass / %d fail / %d skip", sc.Functional.Count("pass"), sc.Functional.Count("fail"), sc.Functional.Count("skip"))
+			fn = fmt.Sprintf("%d pass / %d fail / %d skip / %d unsupported / %d cancelled", sc.Functional.Count(functional.StatusPass), sc.Functional.Count(functional.StatusFail),
+				sc.Functional.Count(functional.StatusSkip), sc.Functional.Count(functional.StatusUnsupported), sc.Functional.Count(functional.StatusCancelled))
 		}
 		fmt.Fprintf(w, "  %-40s functional: %s; perf rows: %d; accuracy: %d; stage errors: %d\n", sc.Name, fn, len(sc.Perf), len(sc.Accuracy), len(sc.Errors))
 	}
