@@ -427,7 +427,6 @@ func scenarioAccuracyGate(sc Scenario, a Accuracy) Gate {
 	return g
 }
 
-
 // listCases 把用例名列表截到前 10 个。
 func listCases(ids []string) string {
 	shown := ids
