@@ -111,3 +111,26 @@ func TestInterruptedIsItsOwnOutcome(t *testing.T) {
 		t.Error("RecordStage accepted an invalid stage name")
 	}
 }
+
+// TestCancelledCasesInterruptedVersusTimedOut：功能用例被取消时，信号中断（功能阶段
+// 记为 interrupted）让功能门禁成为 interrupted；同样的取消若来自作业超时（阶段失败）
+// 仍是失败——取消不是跳过。
+func TestCancelledCasesInterruptedVersusTimedOut(t *testing.T) {
+	rep := &functional.Report{Results: []functional.Result{
+		{Suite: "chat_core", CaseID: "a", Status: functional.StatusPass},
+		{Suite: "chat_core", CaseID: "b", Status: functional.StatusCancelled},
+	}}
+	for _, tc := range []struct {
+		interrupted bool
+		want        report.Verdict
+	}{{true, report.VerdictInterrupted}, {false, report.VerdictFail}} {
+		sc := report.Scenario{Name: "s", Functional: rep, Errors: []report.StageError{{Stage: report.StageFunctional, Message: "cancelled", Interrupted: tc.interrupted}}}
+		gates, err := report.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{sc}}, report.Thresholds{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := gateByName(t, gates, "s", "functional"); g.Verdict != tc.want || !strings.Contains(g.Reason, "cancelled") {
+			t.Errorf("interrupted=%v: functional gate %+v, want %s", tc.interrupted, g, tc.want)
+		}
+	}
+}
