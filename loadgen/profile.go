@@ -129,6 +129,9 @@ type Profile struct {
 	// TimestampsKernel。Target.Client 由调用方提供时总是 "read" 的效果。
 	Timestamps string `yaml:"timestamps"`
 
+	// Sweep 是 control_method: sweep（容量扫描）的参数，见 sweep.go。
+	Sweep SweepConfig `yaml:"sweep"`
+
 	// Prompts 是 custom 数据集的内容（通常由 ReadPrompts 从 JSONL 读入），不来自 YAML。
 	Prompts []Prompt `yaml:"-"`
 }
@@ -158,6 +161,9 @@ const (
 func (p Profile) Defaults() Profile {
 	if p.Backend == "" {
 		p.Backend = BackendChat
+	}
+	if len(p.Concurrency) == 0 && p.ControlMethod == ControlSweep {
+		p.Concurrency = []int{0} // 扫描默认纯开环：客户端并发上限会掩盖服务端的容量
 	}
 	if len(p.Concurrency) == 0 {
 		p.Concurrency = []int{1}
@@ -249,7 +255,7 @@ func (p Profile) Validate() error {
 		return invalid("output_length", p.OutputLength, "at least one value required")
 	}
 	for _, c := range p.Concurrency {
-		if c < 0 || (c == 0 && p.RequestRate == 0) {
+		if c < 0 || (c == 0 && p.RequestRate == 0 && p.ControlMethod != ControlSweep) {
 			return invalid("concurrency", c, "must be >= 1 (0 only with request_rate)")
 		}
 	}
@@ -279,8 +285,8 @@ func (p Profile) Validate() error {
 		return invalid("warmup", p.Warmup, "must be >= 0")
 	case p.Epochs < 1:
 		return invalid("epochs", p.Epochs, "must be >= 1")
-	case p.ControlMethod != ControlNormal && p.ControlMethod != ControlClimb:
-		return invalid("control_method", p.ControlMethod, `want "normal" or "climb"`)
+	case p.ControlMethod != ControlNormal && p.ControlMethod != ControlClimb && p.ControlMethod != ControlSweep:
+		return invalid("control_method", p.ControlMethod, `want "normal", "climb" or "sweep"`)
 	case p.ClimbMode != ClimbStatic && p.ClimbMode != ClimbLinear:
 		return invalid("climb_mode", p.ClimbMode, `want "static" or "linear"`)
 	case p.GrowthRate < 0:
@@ -328,6 +334,9 @@ func (p Profile) Validate() error {
 	}
 	if _, err := ParseGoodput(p.Goodput); err != nil {
 		return err
+	}
+	if p.ControlMethod == ControlSweep {
+		return p.validateSweep()
 	}
 	return nil
 }

@@ -107,6 +107,9 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 	if p.DatasetType == DatasetCustom && len(inputs) == 0 {
 		inputs = []int{0}
 	}
+	if p.ControlMethod == ControlSweep {
+		return r.sweepAll(ctx, inputs)
+	}
 	var out []Summary
 	gi := 0
 	for _, in := range inputs {

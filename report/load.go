@@ -49,6 +49,12 @@ func Load(fsys fs.FS) (Result, error) {
 		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), filePerf), &sc.Perf); err != nil {
 			return Result{}, err
 		}
+		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
+			return Result{}, err
+		}
+		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileCapacity), &sc.Capacity); err != nil {
+			return Result{}, err
+		}
 		if err := readOptional(fsys, path.Join(sc.Name, string(StageAccuracy), fileAccuracy), &sc.Accuracy); err != nil {
 			return Result{}, err
 		}

@@ -59,6 +59,9 @@ type Scenario struct {
 
 	Functional *functional.Report `json:"functional,omitempty"`
 	Perf       []loadgen.Summary  `json:"perf,omitempty"`
+	// PerfSamples 是各压测组合的有界逐请求样本（<scenario>/perf/samples.json），
+	// 性能门禁用它计算置信区间；体积较大，不写进 summary.json。
+	PerfSamples []PerfSamples `json:"-"`
 	Accuracy   []Accuracy         `json:"accuracy,omitempty"`
 	Errors     []StageError       `json:"errors,omitempty"`
 }
