@@ -154,8 +154,8 @@ type SweepResult struct {
 	MaxSustainableRate float64
 	// MaxGoodput 是各级中测得的最高 goodput（请求/秒）。
 	MaxGoodput float64
-	// KneeRate 是 goodput 曲线的拐点（Kneedle：归一化后 goodput 与到达速率之差最大处）；
-	// 曲线上没有出现饱和（没有失败的级）或不足三级时为 0。
+	// KneeRate 是 goodput 曲线的拐点（goodput 最高的一级，见 kneeRate）；
+	// 曲线上没有出现饱和（没有失败的级）时为 0。
 	KneeRate float64
 	// Stop 是结束原因（SweepStop*），Started 与 Elapsed 是开始时刻与总耗时。
 	Stop    string
@@ -374,13 +374,12 @@ func classList(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// kneeRate 用 Kneedle（Satopää 等，2011）找 goodput 曲线的拐点：把到达速率与 goodput
-// 都归一化到 [0,1]，拐点是 goodput − 速率 最大的那一级。只有曲线上出现过失败的级
-// （即确实看到了饱和）且至少三级时才有意义，否则返回 0。
+// kneeRate 返回 goodput 曲线的拐点：goodput 最高的那一级的到达速率。开环超载时
+// 积压让越来越多的请求违反 SLO，goodput 在容量附近达到峰值后回落（而不是像闭环那样
+// 走平），所以峰值处就是"再加负载也换不来更多合格请求"的拐点；常用的 Kneedle
+// 假设曲线单调饱和，对这种先升后降的曲线会选到最低的一级。只有曲线上出现过失败的级
+// （确实看到了饱和）时才有意义，否则返回 0。
 func kneeRate(curve []SweepStep) float64 {
-	if len(curve) < 3 {
-		return 0
-	}
 	saturated := false
 	for _, st := range curve {
 		saturated = saturated || !st.Pass
@@ -388,20 +387,10 @@ func kneeRate(curve []SweepStep) float64 {
 	if !saturated {
 		return 0
 	}
-	x0, x1 := curve[0].OfferedRate, curve[len(curve)-1].OfferedRate
-	y0, y1 := math.Inf(1), math.Inf(-1)
-	for _, st := range curve {
-		y := max(st.Summary.Goodput, 0)
-		y0, y1 = min(y0, y), max(y1, y)
-	}
-	if x1 <= x0 || y1 <= y0 {
-		return 0
-	}
 	best, knee := math.Inf(-1), 0.0
 	for _, st := range curve {
-		d := (max(st.Summary.Goodput, 0)-y0)/(y1-y0) - (st.OfferedRate-x0)/(x1-x0)
-		if d > best {
-			best, knee = d, st.OfferedRate
+		if st.Summary.Goodput > best {
+			best, knee = st.Summary.Goodput, st.OfferedRate
 		}
 	}
 	return knee
