@@ -77,7 +77,7 @@ func Load(fsys fs.FS) (Result, error) {
 		return Result{}, err
 	}
 	if sum.Complete {
-		res.Gates, res.Verdict, res.ExitCode = sum.Gates, sum.Verdict, sum.ExitCode
+		res.Gates, res.Verdict, res.ExitCode, res.Trend = sum.Gates, sum.Verdict, sum.ExitCode, sum.Trend
 		res.Finished, res.Complete = sum.Finished, true
 		res.Scenarios = orderLike(res.Scenarios, sum.Scenarios)
 	}

@@ -260,10 +260,14 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	g.Mode = mode
 	q := c.q
 	need := neededSamples(q)
-	g.Samples = &GateSamples{Current: c.curN, Baseline: c.baseN, Needed: need}
-	g.Support = SupportOK
 	var notes []string
-	insufficient := c.curN < need || c.baseN < need
+	// 样本量未知（调用方自己构造的基线没有 Count）时不判断支撑，保持规格行为。
+	known := c.curN > 0 && c.baseN > 0
+	if known {
+		g.Samples = &GateSamples{Current: c.curN, Baseline: c.baseN, Needed: need}
+		g.Support = SupportOK
+	}
+	insufficient := known && (c.curN < need || c.baseN < need)
 	if insufficient {
 		g.Support = SupportInsufficient
 		have := min(c.curN, c.baseN)
@@ -276,6 +280,7 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 					q, c.cur, c.base = lq, lc.Seconds(), lb.Seconds()
 					need = neededSamples(lq)
 					g.Samples.Needed, g.Support, lowered = need, SupportOK, true
+					insufficient = false
 					break
 				}
 			}
@@ -347,9 +352,9 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	case fail && insufficient && onIns == InsufficientWarn:
 		g.Verdict, g.Reason = VerdictWarn, fmt.Sprintf("%s %+.1f%% vs baseline beyond the limit%s", label, dp, how)
 	case fail && c.higherBad:
-		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed %+.1f%% vs baseline (limit +%.0f%%, mode %s)%s", label, dp, c.limit*100, mode, how)
+		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed %+.1f%% vs baseline (limit +%.0f%%%s)%s", label, dp, c.limit*100, modeNote(mode), how)
 	case fail:
-		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s dropped %.1f%% vs baseline (limit −%.0f%%, mode %s)%s", label, -dp, c.limit*100, mode, how)
+		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s dropped %.1f%% vs baseline (limit −%.0f%%%s)%s", label, -dp, c.limit*100, modeNote(mode), how)
 	case insufficient && onIns == InsufficientWarn:
 		g.Verdict, g.Reason = VerdictWarn, fmt.Sprintf("%s %+.1f%% vs baseline%s", label, dp, how)
 	case over(d):
@@ -360,4 +365,30 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	if len(notes) > 0 {
 		g.Reason += "; " + strings.Join(notes, "; ")
 	}
+}
+
+// modeNote 在非默认模式时把模式写进原因。
+func modeNote(mode string) string {
+	if mode == ModeSpec {
+		return ""
+	}
+	return ", mode " + mode
+}
+
+// gateEvidence 把门禁的区间与样本量格式化为报告文本（HTML 表格与 JUnit 共用）。
+func gateEvidence(g Gate) (interval, samples string) {
+	interval, samples = "—", "—"
+	if g.Interval != nil {
+		interval = fmt.Sprintf("[%+.1f%%, %+.1f%%] @%.0f%%", g.Interval.LoPct, g.Interval.HiPct, g.Interval.Level*100)
+	}
+	if g.Samples != nil {
+		samples = fmt.Sprintf("%d / %d", g.Samples.Current, g.Samples.Baseline)
+		if g.Quantile > 0 {
+			samples += fmt.Sprintf(" (%s needs %d)", qName(g.Quantile), g.Samples.Needed)
+		}
+		if g.Support == SupportInsufficient {
+			samples += " " + SupportInsufficient
+		}
+	}
+	return interval, samples
 }

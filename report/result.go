@@ -42,8 +42,10 @@ type Result struct {
 	Interrupted bool       `json:"interrupted,omitempty"`
 	Scenarios   []Scenario `json:"scenarios"`
 	Gates       []Gate     `json:"gates,omitempty"`
-	Verdict     Verdict    `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
-	ExitCode    int        `json:"exit_code"`         // 与 ExitCode(Gates) 一致
+	// Trend 是每日运行的趋势分析（最近 N 个每日结果上的变点），见 DailyTrend。
+	Trend    *Trend  `json:"trend,omitempty"`
+	Verdict  Verdict `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
+	ExitCode int     `json:"exit_code"`         // 与 ExitCode(Gates) 一致
 }
 
 // SchemaVersion 是 summary.json 的格式版本，格式不兼容变化时递增。
@@ -62,8 +64,10 @@ type Scenario struct {
 	// PerfSamples 是各压测组合的有界逐请求样本（<scenario>/perf/samples.json），
 	// 性能门禁用它计算置信区间；体积较大，不写进 summary.json。
 	PerfSamples []PerfSamples `json:"-"`
-	Accuracy   []Accuracy         `json:"accuracy,omitempty"`
-	Errors     []StageError       `json:"errors,omitempty"`
+	Accuracy    []Accuracy    `json:"accuracy,omitempty"`
+	// Capacity 是容量扫描（control_method: sweep）的结论，见 RecordCapacity。
+	Capacity []loadgen.SweepResult `json:"capacity,omitempty"`
+	Errors   []StageError          `json:"errors,omitempty"`
 }
 
 // Accuracy 是一项精度评测结果及其门禁阈值。Threshold 为 nil 表示未配置阈值，
