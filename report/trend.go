@@ -114,7 +114,8 @@ func DailyTrend(fsys fs.FS, current Result, opt TrendOptions) (*Trend, error) {
 	}
 	kept := runs[:0]
 	for _, r := range runs {
-		if r.RunID != current.RunID {
+		// 趋势是"截至本次"的：比本次晚开始的运行（重新汇总旧运行时）不参与。
+		if r.RunID != current.RunID && !r.Started.After(current.Started) {
 			kept = append(kept, r)
 		}
 	}
