@@ -3,14 +3,19 @@ package accuracy
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/internal/redact"
 )
 
 // ChatConfig 描述被测的 OpenAI 兼容服务与采样参数（对应参考命令行的
@@ -30,13 +35,15 @@ type ChatConfig struct {
 	Timeout time.Duration
 	// Retries 是失败后的最大重试次数（参考实现无限重试，这里必须有界）。
 	Retries int
-	// Backoff 是首次重试前的等待，之后每次翻倍（参考实现为 1s、2s、4s……）；0 取 1s。
+	// Backoff 是首次重试前的等待，之后每次翻倍（参考实现为 2**trial 秒：1s、2s、4s……）；0 取 1s。
 	Backoff time.Duration
+	// MaxBodyBytes 是响应体上限，0 取 DefaultMaxResponseBytes；超出记为 ErrBodyTooLarge。
+	MaxBodyBytes int64
 	// HTTPClient 为 nil 时使用 http.DefaultClient。
 	HTTPClient *http.Client
 }
 
-// HTTPError 是服务返回的非 2xx 响应；Body 只保留前 512 字节。
+// HTTPError 是服务返回的非 2xx 响应；Body 只保留前 512 字节，且已脱敏（不含 API Key）。
 type HTTPError struct {
 	StatusCode int
 	Body       string
@@ -47,19 +54,90 @@ func (e *HTTPError) Error() string {
 	return fmt.Sprintf("accuracy: chat completions: HTTP %d: %s", e.StatusCode, e.Body)
 }
 
-// ErrEmptyContent 表示响应的 message.content 为 null（例如推理模型在
-// max_tokens 内没有输出正文）。
-var ErrEmptyContent = errors.New("accuracy: chat completions: message.content is null")
+// ServerError 是服务在 2xx 响应里带回的错误（JSON 的 {"error": …} / {"object": "error"}，
+// 或 SSE 流中的 error 事件）。Message 是服务自己的说明（已脱敏）。
+type ServerError struct {
+	// Where 是 "JSON body" 或 "SSE event"。
+	Where   string
+	Type    string
+	Code    string
+	Message string
+}
+
+// Error 写明这是服务端报告的错误，并保留服务的原话。
+func (e *ServerError) Error() string {
+	s := "accuracy: chat completions: server reported an error in the " + e.Where + " of a 2xx response"
+	if e.Type != "" || e.Code != "" {
+		s += " (" + strings.Trim(e.Type+" "+e.Code, " ") + ")"
+	}
+	return s + ": " + e.Message
+}
+
+// 采样失败的哨兵错误，可用 errors.Is 区分。
+var (
+	// ErrEmptyContent 表示 message.content 为 null（例如推理模型在 max_tokens 内没有
+	// 输出正文）。参考实现对此重试；重试用尽后记为失败。
+	ErrEmptyContent = errors.New("accuracy: chat completions: message.content is null")
+	// ErrEmptyReply 表示 content 是空串：按参考实现照常计分，但计为失败的请求。
+	ErrEmptyReply = errors.New("accuracy: chat completions: message.content is empty")
+	// ErrNoChoices 表示 2xx 响应里没有 choices，也没有错误说明。
+	ErrNoChoices = errors.New("accuracy: chat completions: response has no choices and no error")
+	// ErrBodyTooLarge 表示响应体超过 ChatConfig.MaxBodyBytes。
+	ErrBodyTooLarge = errors.New("accuracy: chat completions: response body exceeds the size limit")
+)
+
+// BadRequestReply 是参考实现（simple-evals ChatCompletionSampler）遇到 HTTP 400 时
+// 当作模型回复计分的固定文本。
+const BadRequestReply = "No response (bad request)."
+
+// ErrorClass 返回采样错误的分类，写进结果与报告：bad_request、http_<状态码>、
+// server_error、null_content、empty_content、no_choices、body_too_large、decode、
+// timeout、transport、cancelled。
+func ErrorClass(err error) string {
+	var he *HTTPError
+	var se *ServerError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &he) && he.StatusCode == http.StatusBadRequest:
+		return "bad_request"
+	case errors.As(err, &he):
+		return fmt.Sprintf("http_%d", he.StatusCode)
+	case errors.As(err, &se):
+		return "server_error"
+	case errors.Is(err, ErrEmptyContent):
+		return "null_content"
+	case errors.Is(err, ErrEmptyReply):
+		return "empty_content"
+	case errors.Is(err, ErrNoChoices):
+		return "no_choices"
+	case errors.Is(err, ErrBodyTooLarge):
+		return "body_too_large"
+	case errors.Is(err, errDecode):
+		return "decode"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	}
+	return "transport"
+}
+
+// errDecode 标记响应体无法解析。
+var errDecode = errors.New("cannot decode response")
 
 // ChatSampler 通过 /v1/chat/completions 采样，实现 Sampler；可并发使用。
 //
-// 错误处理与 simple-evals 的 ChatCompletionSampler 对齐：HTTP 400 视为空回复
-// （不重试）；其他错误按指数退避重试，至多 Retries 次，仍失败则返回错误，
-// 由 Run 以空回复计分并记录。content 为 null 时参考实现会无限重试，这里直接
-// 视为空回复，避免推理模型在小 max_tokens 下卡死。
+// 错误处理逐条对齐 simple-evals（sampler/chat_completion_sampler.py）的
+// ChatCompletionSampler：HTTP 400 立即返回 BadRequestReply 作为回复（不重试，
+// 参考实现对它计分）；content 为 null、没有 choices、其他任何异常都按 2**trial 秒
+// （1s、2s、4s……）退避后重试。参考实现无限重试，这里至多 Retries 次，用尽后返回
+// 错误，由 Run 以空回复计分。每个失败都同时作为错误返回，Run 把它计入 Errors。
 type ChatSampler struct {
 	cfg      ChatConfig
 	endpoint string
+	red      *redact.Redactor
 }
 
 // NewChatSampler 校验配置并构造采样器。
@@ -71,16 +149,34 @@ func NewChatSampler(cfg ChatConfig) (*ChatSampler, error) {
 	if cfg.Model == "" {
 		return nil, fmt.Errorf("accuracy: chat: model (served-model-name) is required")
 	}
-	if cfg.MaxTokens < 0 || cfg.Retries < 0 || cfg.Timeout < 0 || cfg.Backoff < 0 {
-		return nil, fmt.Errorf("accuracy: chat: negative max_tokens/retries/timeout/backoff")
+	if cfg.MaxTokens < 0 || cfg.Retries < 0 || cfg.Timeout < 0 || cfg.Backoff < 0 || cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("accuracy: chat: negative max_tokens/retries/timeout/backoff/max_body_bytes")
 	}
 	if cfg.Backoff == 0 {
 		cfg.Backoff = time.Second
 	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxResponseBytes
+	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
 	}
-	return &ChatSampler{cfg: cfg, endpoint: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions"}, nil
+	return &ChatSampler{cfg: cfg, endpoint: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions", red: newKeyRedactor(cfg.APIKey)}, nil
+}
+
+// newKeyRedactor 返回认识 key 的各种编码（原文、Bearer 头、base64）的脱敏器。
+func newKeyRedactor(key string) *redact.Redactor {
+	return redact.New(secretForms(key)...)
+}
+
+// secretForms 返回 key 在请求与错误回显中可能出现的形式。
+func secretForms(key string) []string {
+	if key == "" {
+		return nil
+	}
+	return []string{key, "Bearer " + key, base64.StdEncoding.EncodeToString([]byte(key)),
+		base64.RawStdEncoding.EncodeToString([]byte(key)), base64.URLEncoding.EncodeToString([]byte(key)),
+		base64.RawURLEncoding.EncodeToString([]byte(key))}
 }
 
 // chatRequest 是请求体；只发送参考实现发送的字段。
@@ -91,16 +187,22 @@ type chatRequest struct {
 	MaxTokens   int       `json:"max_tokens,omitempty"`
 }
 
-// chatResponse 是响应体中用到的部分。
+// chatResponse 是响应体中用到的部分（含两种常见的错误形状）。
 type chatResponse struct {
 	Choices []struct {
 		Message struct {
 			Content *string `json:"content"`
 		} `json:"message"`
 	} `json:"choices"`
+	Error   json.RawMessage `json:"error"`
+	Object  string          `json:"object"`
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    any             `json:"code"`
 }
 
-// Sample 发送请求并返回 choices[0].message.content。
+// Sample 发送请求并返回 choices[0].message.content。失败时返回的文本就是参考实现
+// 会计分的回复（400 为 BadRequestReply，其余为空串），同时返回错误供 Run 计数。
 func (c *ChatSampler) Sample(ctx context.Context, messages []Message) (string, error) {
 	if c.cfg.SystemMessage != "" {
 		messages = append([]Message{{Role: "system", Content: c.cfg.SystemMessage}}, messages...)
@@ -110,25 +212,22 @@ func (c *ChatSampler) Sample(ctx context.Context, messages []Message) (string, e
 		return "", fmt.Errorf("accuracy: chat: %w", err)
 	}
 	backoff := c.cfg.Backoff
-	var lastErr error
 	for attempt := 0; ; attempt++ {
 		text, err := c.once(ctx, body)
-		if err == nil {
-			return text, nil
-		}
 		var he *HTTPError
-		if errors.As(err, &he) && he.StatusCode == http.StatusBadRequest {
-			return "", nil
-		}
-		if errors.Is(err, ErrEmptyContent) {
-			return "", nil
-		}
-		if ctx.Err() != nil {
+		switch {
+		case err == nil:
+			return text, nil
+		case errors.As(err, &he) && he.StatusCode == http.StatusBadRequest:
+			// simple-evals: except openai.BadRequestError → "No response (bad request)."
+			return BadRequestReply, err
+		case errors.Is(err, ErrEmptyReply):
+			// 参考实现只对 None 重试；空串照常返回并计分。
+			return "", err
+		case ctx.Err() != nil:
 			return "", ctx.Err()
-		}
-		lastErr = err
-		if attempt >= c.cfg.Retries {
-			return "", fmt.Errorf("accuracy: chat: giving up after %d attempts: %w", attempt+1, lastErr)
+		case attempt >= c.cfg.Retries:
+			return "", fmt.Errorf("accuracy: chat: giving up after %d attempts: %w", attempt+1, err)
 		}
 		t := time.NewTimer(backoff)
 		select {
@@ -141,7 +240,8 @@ func (c *ChatSampler) Sample(ctx context.Context, messages []Message) (string, e
 	}
 }
 
-// once 发送一次请求。
+// once 发送一次请求。响应体最多读 MaxBodyBytes 字节，超出即 ErrBodyTooLarge：
+// 内存由配置决定，而不是由服务决定。
 func (c *ChatSampler) once(ctx context.Context, body []byte) (string, error) {
 	if c.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -158,29 +258,115 @@ func (c *ChatSampler) once(ctx context.Context, body []byte) (string, error) {
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("accuracy: chat: %w", err)
+		return "", fmt.Errorf("accuracy: chat: %s", c.red.String(err.Error()))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
 	if err != nil {
 		return "", fmt.Errorf("accuracy: chat: read body: %w", err)
 	}
+	if int64(len(data)) > c.cfg.MaxBodyBytes {
+		return "", fmt.Errorf("%w (%d bytes, HTTP %d)", ErrBodyTooLarge, c.cfg.MaxBodyBytes, resp.StatusCode)
+	}
 	if resp.StatusCode/100 != 2 {
-		b := string(data)
+		b := c.red.String(string(data))
 		if len(b) > 512 {
 			b = b[:512]
 		}
 		return "", &HTTPError{StatusCode: resp.StatusCode, Body: b}
 	}
+	trimmed := bytes.TrimSpace(data)
+	if bytes.HasPrefix(trimmed, []byte("data:")) || bytes.HasPrefix(trimmed, []byte("event:")) {
+		return "", c.sseError(trimmed)
+	}
 	var cr chatResponse
 	if err := json.Unmarshal(data, &cr); err != nil {
-		return "", fmt.Errorf("accuracy: chat: decode response: %w", err)
+		return "", fmt.Errorf("accuracy: chat: %w: %w", errDecode, err)
+	}
+	if se := c.inBandError(cr); se != nil {
+		return "", se
 	}
 	if len(cr.Choices) == 0 {
-		return "", fmt.Errorf("accuracy: chat: response has no choices")
+		return "", ErrNoChoices
 	}
-	if cr.Choices[0].Message.Content == nil {
+	content := cr.Choices[0].Message.Content
+	switch {
+	case content == nil:
 		return "", ErrEmptyContent
+	case *content == "":
+		return "", ErrEmptyReply
 	}
-	return *cr.Choices[0].Message.Content, nil
+	return *content, nil
+}
+
+// inBandError 识别 2xx 响应体中的错误：OpenAI 形状 {"error": {...}} 或 {"error": "..."}，
+// 以及 vLLM 旧版的 {"object": "error", "message": ...}。
+func (c *ChatSampler) inBandError(cr chatResponse) *ServerError {
+	se := &ServerError{Where: "JSON body"}
+	switch {
+	case len(cr.Error) > 0 && string(cr.Error) != "null":
+		var obj struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		}
+		if json.Unmarshal(cr.Error, &obj) == nil {
+			se.Message, se.Type, se.Code = obj.Message, obj.Type, codeString(obj.Code)
+		} else {
+			var s string
+			if json.Unmarshal(cr.Error, &s) == nil {
+				se.Message = s
+			} else {
+				se.Message = string(cr.Error)
+			}
+		}
+	case cr.Object == "error":
+		se.Message, se.Type, se.Code = cr.Message, cr.Type, codeString(cr.Code)
+	default:
+		return nil
+	}
+	se.Message = c.clip(se.Message)
+	return se
+}
+
+// sseError 从一个（不该出现的）SSE 响应中找出 error 事件并保留服务的原话；
+// 找不到时说明服务对非流式请求回了一个流。
+func (c *ChatSampler) sseError(body []byte) error {
+	for _, line := range strings.Split(string(body), "\n") {
+		line = strings.TrimSpace(line)
+		payload, ok := strings.CutPrefix(line, "data:")
+		if !ok {
+			continue
+		}
+		var cr chatResponse
+		if json.Unmarshal([]byte(strings.TrimSpace(payload)), &cr) == nil {
+			if se := c.inBandError(cr); se != nil {
+				se.Where = "SSE event"
+				return se
+			}
+		}
+	}
+	return fmt.Errorf("accuracy: chat: %w: server answered a non-streaming request with an SSE stream: %s", errDecode, c.clip(string(body)))
+}
+
+// clip 脱敏并截断服务给出的文本。
+func (c *ChatSampler) clip(s string) string {
+	s = c.red.String(s)
+	if len(s) > 512 {
+		s = s[:512] + "…"
+	}
+	return s
+}
+
+// codeString 把 JSON 里的 code（字符串或数字）写成文本。
+func codeString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }

@@ -1,10 +1,37 @@
 package accuracy
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
+)
+
+// BuiltinSample 是 Config.Dataset 的取值之一：使用内置的 12 题合成样例数据（SampleData）。
+// 它只能用于进程内模拟器（见 Config.CheckTarget），分数不代表任何模型能力。
+const BuiltinSample = "builtin-sample"
+
+// 取值上限：超过这些值的配置几乎一定是笔误（如 num_threads: 100000000），
+// 在运行之前报错，而不是开出上亿个 goroutine 或无限期运行。
+const (
+	MaxNumThreads = 1024
+	MaxRetries    = 10
+	MaxMaxTokens  = 1 << 20
+	MaxExamples   = 1_000_000
+	MaxNRepeats   = 1000
+)
+
+// 默认值：下载与响应的大小上限、下载时限。
+const (
+	// DefaultMaxResponseBytes 是单个 /chat/completions 响应体的上限（远大于任何真实回复）。
+	DefaultMaxResponseBytes = 64 << 20
+	// DefaultMaxDownloadBytes 是单个数据文件的下载上限（最大的上游文件 mmlu.csv 约 8 MB）。
+	DefaultMaxDownloadBytes = 512 << 20
+	// DefaultDownloadTimeout 是单个数据文件下载的时限。
+	DefaultDownloadTimeout = 10 * time.Minute
 )
 
 // Config 是 configs/tests/accuracy/{pr,daily}.yaml 的结构（matrix 严格解码到它）。
@@ -18,18 +45,31 @@ type Config struct {
 	MaxTokens int `yaml:"max_tokens"`
 	// Temperature 对应 --temperature（规格为 0.6）；0 即贪心采样。
 	Temperature float64 `yaml:"temperature"`
-	// NumThreads 对应 --num-threads（规格为 32）。
+	// NumThreads 对应 --num-threads（规格为 32），上限 MaxNumThreads。
 	NumThreads int `yaml:"num_threads"`
-	// RequestTimeout 是单次请求时限；Retries 是失败重试次数。
+	// RequestTimeout 是单次请求时限；Retries 是失败重试次数（上限 MaxRetries）。
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	Retries        int           `yaml:"retries"`
 	// Timeout 是整个精度阶段的时限（规格：accuracy 90 分钟，每日可放宽）。
 	Timeout time.Duration `yaml:"timeout"`
-	// DatasetPath 是本地数据目录（参考文件名）；DatasetURL 是下载根地址；
-	// CacheDir 是下载缓存目录。三者都为空时使用内置的合成样例数据。
+	// Dataset 选择数据来源的种类：空（默认）表示 simple-evals 自己读取的上游公共地址
+	// （DefaultBaseURL 与 DefaultURLs），下载一次后缓存在 CacheDir；BuiltinSample 表示
+	// 内置合成样例，只能对进程内模拟器使用。
+	Dataset string `yaml:"dataset"`
+	// DatasetPath 是本地数据目录（参考文件名）；DatasetURL 是替代上游的下载根地址
+	// （镜像）；两者互斥，都为空时用上游地址。CacheDir 是下载缓存目录。
 	DatasetPath string `yaml:"dataset_path"`
 	DatasetURL  string `yaml:"dataset_url"`
 	CacheDir    string `yaml:"cache_dir"`
+	// DownloadTimeout 与 MaxDownloadBytes 约束每个数据文件的下载（0 取默认值）。
+	DownloadTimeout  time.Duration `yaml:"download_timeout"`
+	MaxDownloadBytes int64         `yaml:"max_download_bytes"`
+	// MaxResponseBytes 是单个模型响应体的上限（0 取 DefaultMaxResponseBytes），超出记为
+	// body_too_large 类失败。
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// MaxErrorRate 是每个数据集允许的失败请求比例（重试后仍失败、400、空回复都算），
+	// 超过即门禁失败，与分数无关。缺省为 0：任何失败的请求都让门禁失败。
+	MaxErrorRate *float64 `yaml:"max_error_rate"`
 	// Datasets 是要评测的数据集及其阈值。
 	Datasets []DatasetConfig `yaml:"datasets"`
 	// External 是 OpenCompass/MME 等外部评测（子进程适配器）。
@@ -40,13 +80,54 @@ type Config struct {
 type DatasetConfig struct {
 	// Name 是 gpqa、mmlu、mgsm、drop、humaneval 之一。
 	Name string `yaml:"name"`
-	// Threshold 是门禁阈值：Metric 的值 >= Threshold 为通过；nil 表示不设门禁。
+	// Threshold 是门禁阈值：Metric 的值 >= Threshold 为通过。必须能失败：score 类指标
+	// 在 (0, 1]（DROP 的 f1_score 是百分制，在 (0, 100]）；缺省只允许用于内置样例或
+	// report_only。
 	Threshold *float64 `yaml:"threshold"`
 	// Metric 是参与门禁的指标，默认 "score"（也可用 "f1_score"、"pass@1" 等）。
+	// 它只决定门禁比较哪个值，记录的 score 永远是 simple-evals 的总分。
 	Metric string `yaml:"metric"`
+	// ReportOnly 为 true 时只记录分数、不对分数设门禁（失败请求比例仍然设门禁）；
+	// 与 Threshold 互斥。
+	ReportOnly bool `yaml:"report_only"`
+	// MaxErrorRate 覆盖 Config.MaxErrorRate（WithDefaults 会填入配置级的值）。
+	MaxErrorRate *float64 `yaml:"max_error_rate"`
 	// Examples 与 NRepeats 对应 --examples 与 --n-repeats（0 = 参考默认）。
 	Examples int `yaml:"examples"`
 	NRepeats int `yaml:"n_repeats"`
+}
+
+// ConfigError 是一处配置错误：Field 是相对配置根的字段路径（如 "datasets[0].threshold"），
+// Value 是出错的取值。matrix 用 Field 把错误定位到文件的行列。
+type ConfigError struct {
+	Field string
+	Value string
+	Msg   string
+}
+
+// Error 输出 "accuracy: config: 字段: 说明 (got 值)"。
+func (e *ConfigError) Error() string {
+	s := "accuracy: config: " + e.Field + ": " + e.Msg
+	if e.Value != "" {
+		s += fmt.Sprintf(" (got %q)", e.Value)
+	}
+	return s
+}
+
+// ErrConfig 被所有配置错误（*ConfigError 与 CheckTarget 的错误）包装，调用方可据此区分
+// "配置写错了"与"运行时失败"。
+var ErrConfig = errors.New("accuracy: invalid configuration")
+
+// Is 让 errors.Is(err, ErrConfig) 对 *ConfigError 成立。
+func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// cfgErr 构造 *ConfigError。
+func cfgErr(field string, value any, format string, args ...any) *ConfigError {
+	v := ""
+	if value != nil {
+		v = fmt.Sprint(value)
+	}
+	return &ConfigError{Field: field, Value: v, Msg: fmt.Sprintf(format, args...)}
 }
 
 // DefaultConfig 返回与规格 PR 命令一致的默认值（debug、128 tokens、0.6、32 线程、GPQA）。
@@ -76,73 +157,209 @@ func (c Config) WithDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = d.Timeout
 	}
+	if c.DownloadTimeout == 0 {
+		c.DownloadTimeout = DefaultDownloadTimeout
+	}
+	if c.MaxDownloadBytes == 0 {
+		c.MaxDownloadBytes = DefaultMaxDownloadBytes
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	rate := 0.0
+	if c.MaxErrorRate != nil {
+		rate = *c.MaxErrorRate
+	}
+	c.Datasets = slices.Clone(c.Datasets)
 	for i := range c.Datasets {
 		if c.Datasets[i].Metric == "" {
 			c.Datasets[i].Metric = "score"
+		}
+		if c.Datasets[i].MaxErrorRate == nil {
+			r := rate
+			c.Datasets[i].MaxErrorRate = &r
 		}
 	}
 	return c
 }
 
-// Validate 检查取值范围与数据集名，错误指明字段路径与取值。
+// metricScale 返回 dataset 的 metric 的取值上限：DROP 的 f1_score 是百分制，其余是比例。
+func metricScale(dataset, metric string) float64 {
+	if dataset == "drop" && metric == "f1_score" {
+		return 100
+	}
+	return 1
+}
+
+// Validate 检查取值范围、数据来源与门禁阈值，在任何请求发出之前发现写错的配置。
+// 返回的错误是 *ConfigError（包装 ErrConfig），Field 指明字段路径。
 func (c Config) Validate() error {
 	if c.Evaluator != "" && c.Evaluator != "simple-evals" {
-		return fmt.Errorf("accuracy: config: evaluator: %q is not supported (want simple-evals; use external for others)", c.Evaluator)
+		return cfgErr("evaluator", c.Evaluator, "not supported (want simple-evals; use external for others)")
 	}
-	if c.MaxTokens < 0 {
-		return fmt.Errorf("accuracy: config: max_tokens: %d must be >= 0", c.MaxTokens)
+	if c.MaxTokens < 0 || c.MaxTokens > MaxMaxTokens {
+		return cfgErr("max_tokens", c.MaxTokens, "must be in [0, %d]", MaxMaxTokens)
 	}
 	if c.Temperature < 0 || c.Temperature > 2 || math.IsNaN(c.Temperature) {
-		return fmt.Errorf("accuracy: config: temperature: %v must be in [0, 2]", c.Temperature)
+		return cfgErr("temperature", c.Temperature, "must be in [0, 2]")
 	}
-	if c.NumThreads < 0 || c.Retries < 0 || c.RequestTimeout < 0 || c.Timeout < 0 {
-		return fmt.Errorf("accuracy: config: num_threads/retries/request_timeout/timeout must be >= 0")
+	if c.NumThreads < 0 || c.NumThreads > MaxNumThreads {
+		return cfgErr("num_threads", c.NumThreads, "must be in [1, %d] (0 = default 32)", MaxNumThreads)
 	}
+	if c.Retries < 0 || c.Retries > MaxRetries {
+		return cfgErr("retries", c.Retries, "must be in [0, %d]", MaxRetries)
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"request_timeout", c.RequestTimeout}, {"timeout", c.Timeout}, {"download_timeout", c.DownloadTimeout}} {
+		if f.v < 0 {
+			return cfgErr(f.name, f.v, "must be >= 0")
+		}
+	}
+	if c.MaxDownloadBytes < 0 || c.MaxResponseBytes < 0 {
+		return cfgErr("max_download_bytes/max_response_bytes", fmt.Sprintf("%d/%d", c.MaxDownloadBytes, c.MaxResponseBytes), "must be >= 0")
+	}
+	if err := checkRate("max_error_rate", c.MaxErrorRate); err != nil {
+		return err
+	}
+	switch c.Dataset {
+	case "", "simple-evals":
+	case BuiltinSample:
+		if c.DatasetPath != "" || c.DatasetURL != "" {
+			return cfgErr("dataset", BuiltinSample, "conflicts with dataset_path/dataset_url: the built-in sample is not read from files")
+		}
+	default:
+		return cfgErr("dataset", c.Dataset, "want empty (simple-evals data from its public URLs) or %q", BuiltinSample)
+	}
+	if c.DatasetPath != "" && c.DatasetURL != "" {
+		return cfgErr("dataset_url", c.DatasetURL, "set either dataset_path or dataset_url, not both (no fallback between sources)")
+	}
+	if c.DatasetURL != "" {
+		if u, err := url.Parse(c.DatasetURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfgErr("dataset_url", c.DatasetURL, "must be an absolute http(s) URL")
+		}
+	}
+	builtin := c.Dataset == BuiltinSample
 	seen := map[string]bool{}
 	for i, d := range c.Datasets {
+		p := fmt.Sprintf("datasets[%d]", i)
 		if !slices.Contains(Datasets(), d.Name) {
-			return fmt.Errorf("accuracy: config: datasets[%d].name: %q: %w (want one of %v)", i, d.Name, ErrUnknownDataset, Datasets())
+			return &ConfigError{Field: p + ".name", Value: d.Name, Msg: fmt.Sprintf("%v (want one of %v)", ErrUnknownDataset, Datasets())}
 		}
 		if seen[d.Name] {
-			return fmt.Errorf("accuracy: config: datasets[%d].name: %q listed twice", i, d.Name)
+			return cfgErr(p+".name", d.Name, "listed twice")
 		}
 		seen[d.Name] = true
-		if d.Threshold != nil && (math.IsNaN(*d.Threshold) || *d.Threshold < 0) {
-			return fmt.Errorf("accuracy: config: datasets[%d].threshold: %v must be >= 0", i, *d.Threshold)
+		metric := d.Metric
+		if metric == "" {
+			metric = "score"
 		}
-		if d.Examples < 0 || d.NRepeats < 0 {
-			return fmt.Errorf("accuracy: config: datasets[%d]: examples=%d n_repeats=%d must be >= 0", i, d.Examples, d.NRepeats)
+		if err := checkThreshold(p, d.Threshold, d.ReportOnly, builtin, metricScale(d.Name, metric)); err != nil {
+			return err
+		}
+		if err := checkRate(p+".max_error_rate", d.MaxErrorRate); err != nil {
+			return err
+		}
+		if d.Examples < 0 || d.Examples > MaxExamples {
+			return cfgErr(p+".examples", d.Examples, "must be in [0, %d]", MaxExamples)
+		}
+		if d.NRepeats < 0 || d.NRepeats > MaxNRepeats {
+			return cfgErr(p+".n_repeats", d.NRepeats, "must be in [0, %d]", MaxNRepeats)
 		}
 		if d.Examples > 0 && !c.Debug && d.Name == "gpqa" && d.NRepeats != 1 {
-			return fmt.Errorf("accuracy: config: datasets[%d]: gpqa with examples=%d in full mode needs n_repeats: 1 (simple-evals asserts this)", i, d.Examples)
+			return cfgErr(p+".n_repeats", d.NRepeats, "gpqa with examples=%d in full mode needs n_repeats: 1 (simple-evals asserts this)", d.Examples)
 		}
 	}
 	for i, e := range c.External {
+		p := fmt.Sprintf("external[%d]", i)
 		if err := e.Validate(); err != nil {
-			return fmt.Errorf("accuracy: config: external[%d]: %w", i, err)
+			return &ConfigError{Field: p, Msg: err.Error()}
+		}
+		if err := checkThreshold(p, e.Threshold, e.ReportOnly, false, math.Inf(1)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// Verdict 是一个数据集相对阈值的判定结果。
-type Verdict struct {
-	Dataset   string   `json:"dataset"`
-	Metric    string   `json:"metric"`
-	Value     float64  `json:"value"`
-	Threshold *float64 `json:"threshold,omitempty"`
-	Pass      bool     `json:"pass"`
-	Reason    string   `json:"reason"`
+// checkRate 检查失败率上限在 [0, 1]。
+func checkRate(field string, r *float64) error {
+	if r != nil && (math.IsNaN(*r) || *r < 0 || *r > 1) {
+		return cfgErr(field, *r, "must be in [0, 1] (a fraction of the requests)")
+	}
+	return nil
 }
 
-// Gate 判定 r 是否达到 d 的阈值。没有阈值时 Pass=true 并说明原因；
-// 部分运行（被取消）一律不通过，因为分数不具代表性；指标缺失也不通过。
+// checkThreshold 拒绝不能失败的阈值：0、缺省（除非 report_only 或内置样例）以及
+// 超出指标取值范围的值（如 threshold: 7.5 对一个 [0,1] 的分数）。
+func checkThreshold(p string, t *float64, reportOnly, builtin bool, scale float64) error {
+	switch {
+	case t != nil && reportOnly:
+		return cfgErr(p+".report_only", true, "conflicts with threshold %v: a report-only dataset has no score gate", *t)
+	case t == nil && !reportOnly && !builtin:
+		return cfgErr(p+".threshold", "", "missing: every gated dataset needs a threshold that can fail (or report_only: true to only record the score)")
+	case t == nil:
+		return nil
+	case math.IsNaN(*t) || *t < 0 || *t > scale:
+		return cfgErr(p+".threshold", *t, "must be in (0, %v]", scale)
+	case *t == 0 && !builtin:
+		return cfgErr(p+".threshold", *t, "0 can never fail; set the lowest score you accept (or report_only: true)")
+	}
+	return nil
+}
+
+// CheckTarget 检查数据来源与目标是否相容：内置样例只能对进程内模拟器使用
+// （emulated 为 true）——对真实服务（包括用 -base-url 改指的模拟器场景）打出的
+// 合成分数毫无意义，且会让门禁在没有测量的情况下变绿。
+func (c Config) CheckTarget(emulated bool) error {
+	if c.Dataset == BuiltinSample && !emulated {
+		return &ConfigError{Field: "dataset", Value: BuiltinSample,
+			Msg: "the built-in synthetic sample can only score the in-process emulator, not a real server; remove it to use the simple-evals data (downloaded from its public URLs), or set dataset_path/dataset_url"}
+	}
+	return nil
+}
+
+// Verdict 是一个数据集的门禁判定。Pass 为 false 时 Reason 说明原因；ScoreGated 为
+// false 表示分数没有设门禁（内置样例或 report_only），此时只判定失败请求比例。
+type Verdict struct {
+	Dataset      string   `json:"dataset"`
+	Metric       string   `json:"metric"`
+	Value        float64  `json:"value"`
+	Threshold    *float64 `json:"threshold,omitempty"`
+	ScoreGated   bool     `json:"score_gated"`
+	Errors       int      `json:"errors"`
+	Requests     int      `json:"requests"`
+	ErrorRate    float64  `json:"error_rate"`
+	MaxErrorRate float64  `json:"max_error_rate"`
+	// ErrorRateExceeded 为 true 表示失败请求比例超过上限（此时 Pass 一定为 false），
+	// 驱动据此把精度阶段本身记为失败。
+	ErrorRateExceeded bool   `json:"error_rate_exceeded,omitempty"`
+	Pass              bool   `json:"pass"`
+	Reason            string `json:"reason"`
+}
+
+// Gate 是精度门禁的唯一判定函数（RunStage、examples/accuracy 与 report 都调用它）。
+// 依次判定：指标缺失、部分运行（被取消，分数不具代表性）、没有任何样本、失败请求
+// 比例超过 MaxErrorRate（无论分数多高）、最后才是 Metric 的值 >= Threshold。
+// 没有阈值时（内置样例或 report_only）分数不设门禁，但前面几项照常判定。
+// 判定读取 r.Metrics[metric] 而从不改写 r.Score。
 func Gate(d DatasetConfig, r EvalResult) Verdict {
 	metric := d.Metric
 	if metric == "" {
 		metric = "score"
 	}
-	v := Verdict{Dataset: r.Dataset, Metric: metric, Threshold: d.Threshold}
+	maxRate := 0.0
+	if d.MaxErrorRate != nil {
+		maxRate = *d.MaxErrorRate
+	}
+	v := Verdict{Dataset: r.Dataset, Metric: metric, Threshold: d.Threshold, ScoreGated: d.Threshold != nil,
+		Errors: r.Errors, Requests: r.Requests, MaxErrorRate: maxRate}
+	if r.Requests > 0 {
+		v.ErrorRate = float64(r.Errors) / float64(r.Requests)
+	} else if r.Errors > 0 {
+		v.ErrorRate = 1
+	}
 	value, ok := r.Score, true
 	if metric != "score" {
 		value, ok = r.Metrics[metric]
@@ -153,8 +370,13 @@ func Gate(d DatasetConfig, r EvalResult) Verdict {
 		v.Reason = fmt.Sprintf("metric %q not produced by %s", metric, r.Dataset)
 	case r.Partial:
 		v.Reason = fmt.Sprintf("partial run: %d of %d examples", r.Examples, r.Planned)
+	case r.Examples == 0:
+		v.Reason = "no examples were scored"
+	case v.ErrorRate > maxRate+1e-12:
+		v.ErrorRateExceeded = true
+		v.Reason = fmt.Sprintf("%d of %d requests failed (%s), error rate %.4f > max_error_rate %.4f", r.Errors, r.Requests, formatClasses(r.ErrorClasses), v.ErrorRate, maxRate)
 	case d.Threshold == nil:
-		v.Pass, v.Reason = true, "no threshold configured"
+		v.Pass, v.Reason = true, fmt.Sprintf("%s %.4f not gated (no threshold: built-in sample or report_only); %d of %d requests failed", metric, value, r.Errors, r.Requests)
 	case math.IsNaN(value):
 		v.Reason = fmt.Sprintf("%s is NaN (no examples scored)", metric)
 	case value >= *d.Threshold:
@@ -163,4 +385,21 @@ func Gate(d DatasetConfig, r EvalResult) Verdict {
 		v.Reason = fmt.Sprintf("%s %.4f < threshold %.4f", metric, value, *d.Threshold)
 	}
 	return v
+}
+
+// formatClasses 把失败分类计数写成 "http_500: 3, body_too_large: 1"（按名字排序）。
+func formatClasses(m map[string]int) string {
+	if len(m) == 0 {
+		return "unclassified"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -32,7 +32,8 @@ type Eval interface {
 }
 
 // Sampler 是被测模型：对一组消息返回一条回复文本。实现须可被并发调用。
-// 返回错误表示重试后仍失败；Run 会按 simple-evals 的做法以空回复计分。
+// 返回错误表示这个请求失败（Run 计入 Errors）；此时返回的文本就是要计分的回复——
+// 与 simple-evals 一致，HTTP 400 是 "No response (bad request)."，其余为空串。
 type Sampler interface {
 	Sample(ctx context.Context, messages []Message) (string, error)
 }

@@ -53,8 +53,10 @@ type ExternalConfig struct {
 	Score ScoreSpec `yaml:"score"`
 	// Scale 把读出的分数乘以该系数（如百分制 → 0.01），0 取 1。
 	Scale float64 `yaml:"scale"`
-	// Threshold 是门禁阈值（>= 通过），nil 表示不设门禁。
+	// Threshold 是门禁阈值（>= 通过，须 > 0）；缺省时必须写 report_only: true。
 	Threshold *float64 `yaml:"threshold"`
+	// ReportOnly 为 true 时只记录分数、不设门禁（与 Threshold 互斥）。
+	ReportOnly bool `yaml:"report_only"`
 	// Timeout 是子进程时限，0 表示只受 ctx 约束。
 	Timeout time.Duration `yaml:"timeout"`
 }

@@ -83,21 +83,11 @@ func TestHTTPSourceCache(t *testing.T) {
 	}
 }
 
-// TestSourcesErrors 校验没有任何来源、或本地目录缺文件时的清晰错误与回退。
-func TestSourcesErrors(t *testing.T) {
-	_, err := accuracy.Sources{}.Open(context.Background(), "mmlu.csv")
-	if !errors.Is(err, accuracy.ErrDatasetUnavailable) || !strings.Contains(err.Error(), "no --dataset-path") {
-		t.Fatalf("err=%v", err)
-	}
+// TestFSSourceMissingFile 校验本地目录缺文件时错误写明文件名与目录，且不退回到任何其他数据。
+func TestFSSourceMissingFile(t *testing.T) {
 	empty := accuracy.FSSource{FS: fstest.MapFS{}, Label: "/data/se"}
-	chain := accuracy.Sources{empty, accuracy.SampleData()}
-	rc, err := chain.Open(context.Background(), "mmlu.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Close()
-	_, err = accuracy.Sources{empty}.Open(context.Background(), "mmlu.csv")
-	if !errors.Is(err, accuracy.ErrDatasetUnavailable) || !strings.Contains(err.Error(), "/data/se") {
+	_, err := empty.Open(context.Background(), "mmlu.csv")
+	if !errors.Is(err, accuracy.ErrDatasetUnavailable) || !strings.Contains(err.Error(), "mmlu.csv not found in /data/se") {
 		t.Fatalf("err=%v", err)
 	}
 }
@@ -210,22 +200,24 @@ func TestConfigValidateAndGate(t *testing.T) {
 			t.Errorf("bad[%d] accepted: %+v", i, c)
 		}
 	}
-	if err := accuracy.DefaultConfig().Validate(); err != nil {
+	def := accuracy.DefaultConfig()
+	def.Datasets[0].Threshold = ptr(0.2)
+	if err := def.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if c := (accuracy.Config{Datasets: []accuracy.DatasetConfig{{Name: "drop"}}}).WithDefaults(); c.MaxTokens != 128 || c.Datasets[0].Metric != "score" || c.Evaluator != "simple-evals" {
 		t.Errorf("defaults: %+v", c)
 	}
-	r := accuracy.EvalResult{Dataset: "drop", Score: 0.5, Examples: 10, Planned: 10, Metrics: map[string]float64{"f1_score": 70}}
+	r := accuracy.EvalResult{Dataset: "drop", Score: 0.5, Examples: 10, Planned: 10, Requests: 10, Metrics: map[string]float64{"f1_score": 70}}
 	for _, c := range []struct {
 		d    accuracy.DatasetConfig
 		pass bool
 	}{
 		{accuracy.DatasetConfig{Threshold: ptr(0.5)}, true},
+		{accuracy.DatasetConfig{ReportOnly: true}, true},
 		{accuracy.DatasetConfig{Threshold: ptr(0.51)}, false},
 		{accuracy.DatasetConfig{Metric: "f1_score", Threshold: ptr(65)}, true},
 		{accuracy.DatasetConfig{Metric: "pass@1", Threshold: ptr(0)}, false},
-		{accuracy.DatasetConfig{}, true},
 	} {
 		if v := accuracy.Gate(c.d, r); v.Pass != c.pass || v.Reason == "" {
 			t.Errorf("%+v: %+v", c.d, v)

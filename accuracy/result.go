@@ -105,8 +105,12 @@ type SingleResult struct {
 	Responses       []string `json:"responses"`
 	ExtractedAnswer string   `json:"extracted_answer"`
 	CorrectAnswer   string   `json:"correct_answer"`
-	// Error 非空表示请求在重试后仍失败，按 simple-evals 的做法以空回复计分。
-	Error string `json:"error,omitempty"`
+	// Error 非空表示至少一个请求失败（重试后仍失败、HTTP 400、空回复），按 simple-evals
+	// 的做法计分（400 计为 "No response (bad request)."，其余为空串）；文本已脱敏。
+	// ErrorClass 是它的分类（见 ErrorClass），FailedRequests 是本样本失败的请求数。
+	Error          string `json:"error,omitempty"`
+	ErrorClass     string `json:"error_class,omitempty"`
+	FailedRequests int    `json:"failed_requests,omitempty"`
 }
 
 // EvalResult 是一次评测的聚合结果，对应 simple-evals 的 EvalResult：
@@ -123,10 +127,15 @@ type EvalResult struct {
 	// Planned 是计划评测的样本数；Partial 为 true 表示运行被取消，只聚合了已完成的样本。
 	Planned int  `json:"planned"`
 	Partial bool `json:"partial,omitempty"`
-	// Errors 是重试后仍失败、以空回复计分的样本数。
-	Errors   int       `json:"errors,omitempty"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
+	// Requests 是发出的采样请求数（HumanEval 每题 5 个）；Errors 是其中失败的请求数
+	// （重试后仍失败、HTTP 400、null 或空的 content），ErrorClasses 按分类计数。
+	Requests     int            `json:"requests"`
+	Errors       int            `json:"errors"`
+	ErrorClasses map[string]int `json:"error_classes,omitempty"`
+	// Source 记录评分所用数据的来源与每个文件的 sha256。
+	Source   *DataSource `json:"source,omitempty"`
+	Started  time.Time   `json:"started"`
+	Finished time.Time   `json:"finished"`
 	// Singles 是逐样本结果，体积大，只写入 JSONL/HTML，不随 EvalResult 序列化。
 	Singles []SingleResult `json:"-"`
 }

@@ -17,13 +17,15 @@ type Options struct {
 	Progress func(done, total int)
 	// Now 返回当前时间，用于 Started/Finished；nil 取 time.Now。
 	Now func() time.Time
+	// Redact 在错误文本写进结果之前脱敏（nil 表示原样保留）。
+	Redact func(string) string
 }
 
 // Run 用 sampler 评测 e 的全部样本并按 simple-evals 聚合。
 //
 // 并发契约：Run 启动至多 Threads 个 worker，全部在返回前结束；样本顺序与
-// Examples 一致（与 ThreadPool.imap 的有序结果相同）。采样失败的样本以空回复
-// 计分并计入 Errors。ctx 被取消时停止派发，已完成的样本照常聚合，返回的结果
+// Examples 一致（与 ThreadPool.imap 的有序结果相同）。采样失败的请求以采样器
+// 返回的文本计分（见 Sampler），计入 Errors 与 ErrorClasses。ctx 被取消时停止派发，已完成的样本照常聚合，返回的结果
 // Partial=true，同时返回包装了 ctx.Err() 的错误——调用方应照常写出部分结果。
 // Eval.Score 返回的错误（基础设施故障）会中止整个运行。
 func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult, error) {
@@ -48,7 +50,7 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results := make([]*SingleResult, len(exs))
+	results := make([]*scored, len(exs))
 	jobs := make(chan int)
 	var (
 		mu       sync.Mutex
@@ -61,7 +63,7 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				sr, err := runOne(runCtx, sampler, e, exs[i])
+				sr, err := runOne(runCtx, sampler, e, exs[i], opts.Redact)
 				mu.Lock()
 				if err != nil {
 					if scoreErr == nil && runCtx.Err() == nil {
@@ -93,9 +95,14 @@ dispatch:
 
 	for _, r := range results {
 		if r != nil {
-			res.Singles = append(res.Singles, *r)
-			if r.Error != "" {
-				res.Errors++
+			res.Singles = append(res.Singles, r.SingleResult)
+			res.Requests += r.requests
+			res.Errors += r.FailedRequests
+			for cls, n := range r.classes {
+				if res.ErrorClasses == nil {
+					res.ErrorClasses = map[string]int{}
+				}
+				res.ErrorClasses[cls] += n
 			}
 		}
 	}
@@ -112,27 +119,47 @@ dispatch:
 	return res, nil
 }
 
+// scored 是一个样本的评分结果加上只用于聚合的请求计数。
+type scored struct {
+	SingleResult
+	requests int
+	classes  map[string]int
+}
+
 // runOne 为一个样本取得全部回复并评分；ctx 取消时返回错误，样本不计入结果。
-func runOne(ctx context.Context, sampler Sampler, e Eval, ex Example) (SingleResult, error) {
+// 采样失败时使用采样器返回的文本（ChatSampler 对 400 返回参考实现的固定回复，
+// 其余为空串）计分，并把失败计入本样本的 FailedRequests 与分类计数。
+func runOne(ctx context.Context, sampler Sampler, e Eval, ex Example, red func(string) string) (scored, error) {
 	n := max(ex.Samples, 1)
 	responses := make([]string, n)
-	var errText string
+	out := scored{requests: n}
+	var errText, errClass string
 	for i := 0; i < n; i++ {
 		text, err := sampler.Sample(ctx, ex.Messages)
 		if ctx.Err() != nil {
-			return SingleResult{}, ctx.Err()
+			return scored{}, ctx.Err()
 		}
 		if err != nil {
-			// simple-evals 对采样异常的处理是把回复当作空串（见 MGSM），这里统一如此并记录原因。
-			errText = err.Error()
-			text = ""
+			cls := ErrorClass(err)
+			if out.classes == nil {
+				out.classes = map[string]int{}
+			}
+			out.classes[cls]++
+			out.FailedRequests++
+			if errText == "" {
+				errText, errClass = err.Error(), cls
+				if red != nil {
+					errText = red(errText)
+				}
+			}
 		}
 		responses[i] = text
 	}
 	sr, err := e.Score(ctx, ex, responses)
 	if err != nil {
-		return SingleResult{}, err
+		return scored{}, err
 	}
-	sr.Error = errText
-	return sr, nil
+	sr.Error, sr.ErrorClass, sr.FailedRequests = errText, errClass, out.FailedRequests
+	out.SingleResult = sr
+	return out, nil
 }

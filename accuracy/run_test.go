@@ -25,8 +25,9 @@ func newSampler(t *testing.T, base string, retries int) *accuracy.ChatSampler {
 	return s
 }
 
-// TestBadRequestCountsAsEmpty 校验 400 被当作空回复（不重试），500 先重试后成功。
-func TestBadRequestCountsAsEmpty(t *testing.T) {
+// TestBadRequestScoredAsUpstream 校验 400 按参考实现的固定回复计分并计为失败（不重试），
+// 500 先重试后成功且不计失败。
+func TestBadRequestScoredAsUpstream(t *testing.T) {
 	m := &scriptedModel{fail: func(n int, prompt string) int {
 		if strings.Contains(prompt, "lamp 6 ") {
 			return http.StatusBadRequest
@@ -42,14 +43,14 @@ func TestBadRequestCountsAsEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Errors != 0 || res.Examples != 5 {
-		t.Fatalf("errors=%d examples=%d", res.Errors, res.Examples)
+	if res.Errors != 1 || res.Examples != 5 || res.ErrorClasses["bad_request"] != 1 {
+		t.Fatalf("errors=%d examples=%d classes=%v", res.Errors, res.Examples, res.ErrorClasses)
 	}
 	var found bool
 	for _, s := range res.Singles {
 		if s.ID == "gpqa/row6#r0" {
 			found = true
-			if s.Response != "" || s.Score != 0 || s.ExtractedAnswer != "" {
+			if s.Response != accuracy.BadRequestReply || s.Score != 0 || s.ExtractedAnswer != "" || s.ErrorClass != "bad_request" || s.FailedRequests != 1 {
 				t.Errorf("400 example: %+v", s)
 			}
 		}
@@ -83,7 +84,8 @@ func TestRetriesExhausted(t *testing.T) {
 	}
 }
 
-// TestNullContentAndBadJSON 覆盖 content 为 null（视为空回复）与坏响应体（重试后失败）。
+// TestNullContentAndBadJSON 覆盖 content 为 null、没有 choices 与坏响应体：都按参考实现
+// 重试，用尽后失败；错误中不含 API Key。
 func TestNullContentAndBadJSON(t *testing.T) {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -105,7 +107,7 @@ func TestNullContentAndBadJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text, err := s.Sample(context.Background(), nil); err != nil || text != "" {
+	if text, err := s.Sample(context.Background(), nil); !errors.Is(err, accuracy.ErrEmptyContent) || text != "" {
 		t.Fatalf("null content: %q %v", text, err)
 	}
 	if _, err := s.Sample(context.Background(), nil); err == nil || strings.Contains(err.Error(), "sk-test") {

@@ -10,10 +10,10 @@ import (
 //go:embed sampledata/*.csv sampledata/*.tsv sampledata/*.gz
 var sampleFiles embed.FS
 
-// SampleData 返回内置的合成样例数据集（不是任何真实基准的数据），供没有
-// 真实数据时端到端演示与测试：GPQA 12 题、MMLU 16 题、MGSM 每语言 4 题、
+// SampleData 返回内置的合成样例数据集（不是任何真实基准的数据），只供对进程内
+// 模拟器的端到端演示与测试（Config.Dataset: builtin-sample）：GPQA 12 题、MMLU 16 题、MGSM 每语言 4 题、
 // DROP 开发集 12 条/训练集 6 条、HumanEval 12 题。
 func SampleData() Source {
 	sub, _ := fs.Sub(sampleFiles, "sampledata") // 目录名是常量，不会出错
-	return FSSource{FS: sub, Label: "built-in synthetic sample data"}
+	return sampleSource{FSSource{FS: sub, Label: "built-in synthetic sample data"}}
 }

@@ -8,13 +8,23 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vllm-cibench/cibench/internal/redact"
 )
 
 // StageOptions 是 RunStage 的运行环境（配置之外、由调用方决定的部分）。
 type StageOptions struct {
-	// Source 是数据来源；nil 时按 Config 的 dataset_path/dataset_url/cache_dir 构造，
-	// 三者都为空则使用内置合成样例数据（SampleData）。
+	// Source 是数据来源；nil 时按 Config 构造（见 Config.OpenSource）。给出 Source 时
+	// 调用方自己负责它与目标相容。
 	Source Source
+	// Emulated 为 true 表示目标是进程内模拟器：只有这时才允许 dataset: builtin-sample。
+	Emulated bool
+	// CacheDir 是 Config.CacheDir 为空时使用的下载缓存目录（通常是用户缓存目录下的
+	// cibench/simple-evals）；两者都为空时不缓存。
+	CacheDir string
 	// Interpreter 是 HumanEval 的执行命令（如 ["python3"]）；为空时跳过 HumanEval 并说明原因。
 	Interpreter []string
 	// Create 为结果文件（"{stem}.json"、".html"、".jsonl"）打开写入目标；nil 表示不写文件。
@@ -25,13 +35,20 @@ type StageOptions struct {
 	Logs io.Writer
 	// Progress 在每个样本完成后调用（同一数据集内串行）。
 	Progress func(dataset string, done, total int)
-	// HTTPClient 用于请求模型与下载数据，nil 取 http.DefaultClient。
+	// HTTPClient 用于请求模型与下载数据，nil 取 http.DefaultClient（时限经 ctx 施加）。
 	HTTPClient *http.Client
+	// Now 是时钟，nil 取 time.Now。
+	Now func() time.Time
+	// Label 是写进结果与文件名的模型名（如 simple-evals 的 --model）；空时用 Target.Model。
+	Label string
 }
 
 // StageResult 是一次精度阶段的全部结果；失败不会中断其余数据集（规格：失败继续）。
 type StageResult struct {
+	// Results、Gates 与 Verdicts 一一对应：Gates[i] 是 Results[i] 的门禁设置，
+	// Verdicts[i] 是 Gate(Gates[i], Results[i])。
 	Results  []EvalResult
+	Gates    []DatasetConfig
 	Verdicts []Verdict
 	// Skipped 记录被跳过的数据集及原因（如缺少 python3）。
 	Skipped map[string]string
@@ -52,13 +69,20 @@ func (s StageResult) Passed() bool {
 	return true
 }
 
-// RunStage 按 Config 对目标服务依次评测全部数据集（CI 的精度阶段）：构造采样器与数据来源，
-// 逐个运行、写出结果文件、按阈值判定；单个数据集失败只记录在 Errors 中，继续下一个。
-// 只有配置无效或 ctx 被取消时返回错误（此时已完成的部分仍在返回值中）。
+// RunStage 按 Config 对目标服务依次评测全部数据集（CI 的精度阶段，examples/ci 与
+// examples/accuracy 共用这一条路径）：校验配置与目标、构造采样器与数据来源，逐个
+// 运行、记录数据来源、写出结果文件、用 Gate 判定；单个数据集失败只记录在 Errors 中，
+// 继续下一个。配置无效（包装 ErrConfig）或 ctx 被取消时返回错误（已完成的部分仍在
+// 返回值中）。
 func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageResult, error) {
 	out := StageResult{Skipped: map[string]string{}, Errors: map[string]error{}}
 	if err := cfg.Validate(); err != nil {
 		return out, err
+	}
+	if o.Source == nil {
+		if err := cfg.CheckTarget(o.Emulated); err != nil {
+			return out, err
+		}
 	}
 	cfg = cfg.WithDefaults()
 	if cfg.Timeout > 0 {
@@ -69,17 +93,23 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 	src := o.Source
 	if src == nil {
 		var err error
-		if src, err = cfg.source(o.HTTPClient); err != nil {
+		if src, err = cfg.OpenSource(o.HTTPClient, o.CacheDir); err != nil {
 			return out, err
 		}
 	}
 	sampler, err := NewChatSampler(ChatConfig{BaseURL: t.BaseURL, Model: t.Model, APIKey: t.APIKey, MaxTokens: cfg.MaxTokens,
-		Temperature: cfg.Temperature, Timeout: cfg.RequestTimeout, Retries: cfg.Retries, HTTPClient: o.HTTPClient})
+		Temperature: cfg.Temperature, Timeout: cfg.RequestTimeout, Retries: cfg.Retries, MaxBodyBytes: cfg.MaxResponseBytes, HTTPClient: o.HTTPClient})
 	if err != nil {
 		return out, err
 	}
+	scrub := newScrubber(t.APIKey)
+	label := o.Label
+	if label == "" {
+		label = t.Model
+	}
 	for _, d := range cfg.Datasets {
-		e, err := NewEval(d.Name, src, EvalOptions{Debug: cfg.Debug, Examples: d.Examples, NRepeats: d.NRepeats, Interpreter: o.Interpreter})
+		rec := newRecorder(src)
+		e, err := NewEval(d.Name, rec, EvalOptions{Debug: cfg.Debug, Examples: d.Examples, NRepeats: d.NRepeats, Interpreter: o.Interpreter})
 		if errors.Is(err, ErrNoPython) {
 			out.Skipped[d.Name] = "python3 interpreter not available (humaneval executes generated code)"
 			continue
@@ -94,7 +124,8 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 				o.Progress(name, done, total)
 			}
 		}
-		res, runErr := Run(ctx, sampler, e, Options{Threads: cfg.NumThreads, Model: t.Model, Progress: progress})
+		res, runErr := Run(ctx, sampler, e, Options{Threads: cfg.NumThreads, Model: label, Progress: progress, Now: o.Now, Redact: scrub.String})
+		res.Source = rec.snapshot()
 		if runErr != nil {
 			out.Errors[d.Name] = runErr
 		}
@@ -104,10 +135,12 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 			}
 			continue
 		}
+		scrub.result(&res)
 		out.Results = append(out.Results, res)
+		out.Gates = append(out.Gates, d)
 		out.Verdicts = append(out.Verdicts, Gate(d, res))
 		if o.Create != nil {
-			if err := writeResultFiles(o.Create, FileStem(d.Name, t.Model, res.Started), res); err != nil {
+			if err := writeResultFiles(o.Create, FileStem(d.Name, label, res.Started), res); err != nil {
 				out.Errors[d.Name] = errors.Join(out.Errors[d.Name], err)
 			}
 		}
@@ -127,30 +160,90 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 				out.Errors[x.Name] = err
 				continue
 			}
+			g := DatasetConfig{Name: res.Dataset, Metric: "score", Threshold: x.Threshold, ReportOnly: x.ReportOnly, MaxErrorRate: new(float64)}
 			out.Results = append(out.Results, res)
-			out.Verdicts = append(out.Verdicts, Gate(DatasetConfig{Name: res.Dataset, Threshold: x.Threshold}, res))
+			out.Gates = append(out.Gates, g)
+			out.Verdicts = append(out.Verdicts, Gate(g, res))
 		}
 	}
 	return out, nil
 }
 
-// source 按配置构造数据来源：本地目录优先，其次 URL（带缓存），都没有则用内置样例数据。
-func (c Config) source(client *http.Client) (Source, error) {
-	var ss Sources
-	if c.DatasetPath != "" {
-		ss = append(ss, FSSource{FS: os.DirFS(c.DatasetPath), Label: c.DatasetPath})
+// OpenSource 按配置构造数据来源，从不在来源之间退回：
+//   - dataset: builtin-sample → 内置合成样例（调用方须先用 CheckTarget 确认目标是模拟器）；
+//   - dataset_path → 本地目录；
+//   - dataset_url → 该镜像地址下的全部文件；
+//   - 都没有 → simple-evals 自己读取的上游公共地址（DefaultBaseURL 与 DefaultURLs），
+//     下载一次后缓存在 cache_dir（为空时用 defaultCache）。
+func (c Config) OpenSource(client *http.Client, defaultCache string) (Source, error) {
+	cache := c.CacheDir
+	if cache == "" {
+		cache = defaultCache
 	}
-	if c.DatasetURL != "" {
-		h, err := NewHTTPSource(c.DatasetURL, c.CacheDir, DefaultURLs(), client)
-		if err != nil {
-			return nil, err
-		}
-		ss = append(ss, h)
-	}
-	if len(ss) == 0 {
+	var h *HTTPSource
+	var err error
+	switch {
+	case c.Dataset == BuiltinSample:
 		return SampleData(), nil
+	case c.DatasetPath != "":
+		st, err := os.Stat(c.DatasetPath)
+		if err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("%w: dataset_path %s: not a directory", ErrDatasetUnavailable, c.DatasetPath)
+		}
+		abs, _ := filepath.Abs(c.DatasetPath)
+		return FSSource{FS: os.DirFS(c.DatasetPath), Label: abs}, nil
+	case c.DatasetURL != "":
+		h, err = NewHTTPSource(c.DatasetURL, cache, nil, client)
+	default:
+		h, err = NewHTTPSource(DefaultBaseURL, cache, DefaultURLs(), client)
 	}
-	return ss, nil
+	if err != nil {
+		return nil, err
+	}
+	h.Timeout, h.MaxBytes = c.DownloadTimeout, c.MaxDownloadBytes
+	return h, nil
+}
+
+// scrubber 把配置的 API Key 的各种编码从结果文本中替换掉：服务可能在回复或错误里
+// 回显它，而 JSONL/HTML 会原样保存这些文本。
+type scrubber struct{ r *strings.Replacer }
+
+// newScrubber 为 key 构造 scrubber；key 为空时什么也不做。
+func newScrubber(key string) scrubber {
+	forms := secretForms(key)
+	if len(forms) == 0 {
+		return scrubber{}
+	}
+	// 长的形式先替换（Replacer 按参数顺序匹配同一位置）。
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, f := range forms {
+		pairs = append(pairs, f, redact.Mask)
+	}
+	return scrubber{strings.NewReplacer(pairs...)}
+}
+
+// String 返回 s 脱敏后的文本。
+func (s scrubber) String(v string) string {
+	if s.r == nil {
+		return v
+	}
+	return s.r.Replace(v)
+}
+
+// result 就地脱敏结果中的全部逐样本文本。
+func (s scrubber) result(res *EvalResult) {
+	if s.r == nil {
+		return
+	}
+	for i := range res.Singles {
+		sr := &res.Singles[i]
+		sr.Prompt, sr.Response, sr.ExtractedAnswer, sr.CorrectAnswer, sr.Error =
+			s.String(sr.Prompt), s.String(sr.Response), s.String(sr.ExtractedAnswer), s.String(sr.CorrectAnswer), s.String(sr.Error)
+		for j := range sr.Responses {
+			sr.Responses[j] = s.String(sr.Responses[j])
+		}
+	}
 }
 
 // writeResultFiles 写出一个结果的 .json、.html、.jsonl。

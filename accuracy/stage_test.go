@@ -43,10 +43,10 @@ func TestRunStage(t *testing.T) {
 	cfg := accuracy.Config{
 		Debug: true, MaxTokens: 64, Temperature: 0.6, NumThreads: 4,
 		Datasets: []accuracy.DatasetConfig{
-			{Name: "gpqa", Threshold: ptr(0)},
-			{Name: "mmlu", Threshold: ptr(1.1)},
+			{Name: "gpqa", Threshold: ptr(0.01)},
+			{Name: "mmlu", Threshold: ptr(1)},
 			{Name: "drop", Metric: "f1_score", Threshold: ptr(10)},
-			{Name: "humaneval", Threshold: ptr(0)},
+			{Name: "humaneval", Threshold: ptr(0.5)},
 		},
 		External: []accuracy.ExternalConfig{{Name: "mme", Command: []string{script, "mme"}, ResultFile: "mme.txt", Env: map[string]string{"FAKE_WANT_MODEL": "{model}"},
 			Score: accuracy.ScoreSpec{Format: "regex", Pattern: `total score: ([0-9.]+)`}, Threshold: ptr(1000)}},
@@ -54,7 +54,7 @@ func TestRunStage(t *testing.T) {
 	var files memFiles
 	var progressed sync.Map
 	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{BaseURL: base, Model: "scripted", APIKey: "sk-x"}, accuracy.StageOptions{
-		Create: files.create, ExternalDir: t.TempDir(),
+		Source: accuracy.SampleData(), Create: files.create, ExternalDir: t.TempDir(),
 		Progress: func(ds string, done, total int) { progressed.Store(ds, done) },
 	})
 	if err != nil {
@@ -63,14 +63,14 @@ func TestRunStage(t *testing.T) {
 	if len(res.Errors) != 0 || res.Skipped["humaneval"] == "" || len(res.Results) != 4 || len(res.Verdicts) != 4 {
 		t.Fatalf("errors=%v skipped=%v results=%d", res.Errors, res.Skipped, len(res.Results))
 	}
-	want := map[string]bool{"gpqa": true, "mmlu": false, "drop": true, "mme": true}
+	want := map[string]bool{"gpqa": false, "mmlu": true, "drop": true, "mme": true}
 	for _, v := range res.Verdicts {
 		if v.Pass != want[v.Dataset] {
 			t.Errorf("%s: %+v", v.Dataset, v)
 		}
 	}
 	if res.Passed() {
-		t.Error("stage must fail because mmlu misses its threshold")
+		t.Error("stage must fail because gpqa misses its threshold")
 	}
 	if len(files.files) != 9 {
 		t.Errorf("files: %d", len(files.files))
@@ -88,7 +88,7 @@ func TestRunStage(t *testing.T) {
 		t.Error("invalid config accepted")
 	}
 	// 数据目录缺文件：该数据集记为错误，阶段继续。
-	bad := accuracy.Config{DatasetPath: t.TempDir(), Datasets: []accuracy.DatasetConfig{{Name: "mmlu"}}}
+	bad := accuracy.Config{DatasetPath: t.TempDir(), Datasets: []accuracy.DatasetConfig{{Name: "mmlu", Threshold: ptr(0.5)}}}
 	r2, err := accuracy.RunStage(context.Background(), bad, accuracy.Target{BaseURL: base, Model: "scripted"}, accuracy.StageOptions{})
 	if err != nil || r2.Errors["mmlu"] == nil || r2.Passed() {
 		t.Errorf("missing data: %v %+v", err, r2)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -106,7 +107,40 @@ const poolSize = 1024
 type promptPool struct {
 	quoted [][]byte // json 编码后的字符串（含引号）
 	tokens []int    // 目标 token 数（服务端校准后的实际值）
+	maxTok []int    // custom 数据集中逐条的 max_tokens（0 = 用分组的输出长度）；random 为 nil
 	exact  bool     // 长度是否经服务端分词器确认
+}
+
+// promptsFor 返回 custom 数据集中属于输入长度 inputLen 的 prompt：
+// InputLength 为 0 的条目属于所有长度；inputLen 为 0（未给 --input-length）时返回全部。
+func promptsFor(ps []Prompt, inputLen int) []Prompt {
+	if inputLen == 0 {
+		return ps
+	}
+	var out []Prompt
+	for _, p := range ps {
+		if p.InputLength == 0 || p.InputLength == inputLen {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// lengthsOf 列出 custom 数据集中出现的名义输入长度，用于错误信息。
+func lengthsOf(ps []Prompt) string {
+	seen := map[int]bool{}
+	var ls []string
+	for _, p := range ps {
+		if !seen[p.InputLength] {
+			seen[p.InputLength] = true
+			if p.InputLength == 0 {
+				ls = append(ls, "any")
+			} else {
+				ls = append(ls, strconv.Itoa(p.InputLength))
+			}
+		}
+	}
+	return "in the dataset: " + strings.Join(ls, ", ")
 }
 
 // buildPool 为输入长度 inputLen 生成 n 个 prompt。有 counter 时逐条用服务端
@@ -117,13 +151,35 @@ func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCo
 	}
 	pool := &promptPool{exact: counter != nil}
 	if p.DatasetType == DatasetCustom {
-		for i := range min(n, len(p.Prompts)) {
-			q, _ := json.Marshal(p.Prompts[i].Text)
+		ps := promptsFor(p.Prompts, inputLen)
+		for i := range min(n, len(ps)) {
+			q, _ := json.Marshal(ps[i].Text)
 			pool.quoted = append(pool.quoted, q)
-			pool.tokens = append(pool.tokens, tokenize.Count(p.Prompts[i].Text))
+			tok := ps[i].Tokens
+			if tok == 0 {
+				tok = tokenize.Count(ps[i].Text)
+			}
+			pool.tokens = append(pool.tokens, tok)
+			pool.maxTok = append(pool.maxTok, ps[i].MaxTokens)
 		}
 		return pool, nil
 	}
+	err := randomPrompts(ctx, p, inputLen, n, counter, func(text string, tokens int) error {
+		q, _ := json.Marshal(text)
+		pool.quoted = append(pool.quoted, q)
+		pool.tokens = append(pool.tokens, tokens)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pool, nil
+}
+
+// randomPrompts 按 p 的种子、前缀长度与输入长度抖动（RangeRatioAbove/Below）依次生成
+// n 条随机 prompt 交给 emit。压测的 random 数据集与 GenerateDataset 共用它，
+// 所以同样的参数得到同样的文本。
+func randomPrompts(ctx context.Context, p *Profile, inputLen, n int, counter TokenCounter, emit func(text string, tokens int) error) error {
 	prefixGen := newTextGen(uint64(p.Seed) ^ 0x5eed)
 	prefix := prefixGen.pieces(nil, p.PrefixLength)
 	lenRng := rand.New(rand.NewPCG(uint64(p.Seed), uint64(inputLen)))
@@ -140,14 +196,84 @@ func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCo
 			var err error
 			text, got, err = calibrate(ctx, counter, g, pieces, target, p.PrefixLength)
 			if err != nil {
-				return nil, err
+				return err
 			}
 		}
-		q, _ := json.Marshal(text)
-		pool.quoted = append(pool.quoted, q)
-		pool.tokens = append(pool.tokens, got)
+		if err := emit(text, got); err != nil {
+			return err
+		}
 	}
-	return pool, nil
+	return nil
+}
+
+// DatasetSpec 是 acs-bench "generate dataset" 的参数（规格附录 A.1）：一个输入长度、
+// 条数、公共前缀长度与输入长度的上浮 / 下潜比例。
+type DatasetSpec struct {
+	InputLength     int
+	NumRequests     int
+	PrefixLength    int
+	RangeRatioAbove float64
+	RangeRatioBelow float64
+	Seed            int64
+}
+
+// MaxDatasetRequests 是 GenerateDataset 一次生成的条数上限。
+const MaxDatasetRequests = MaxRequests
+
+// Validate 检查 DatasetSpec；错误是 *ProfileError（字段名同 Profile 的 YAML 键）。
+func (s DatasetSpec) Validate() error {
+	switch {
+	case s.InputLength < 1 || s.InputLength > MaxTokens:
+		return invalid("input_length", s.InputLength, fmt.Sprintf("must be in [1, %d]", MaxTokens))
+	case s.NumRequests < 1 || s.NumRequests > MaxDatasetRequests:
+		return invalid("num_requests", s.NumRequests, fmt.Sprintf("must be in [1, %d]", MaxDatasetRequests))
+	case s.PrefixLength < 0 || s.PrefixLength >= s.InputLength:
+		return invalid("prefix_length", s.PrefixLength, fmt.Sprintf("must be in [0, input_length %d)", s.InputLength))
+	case !finite(s.RangeRatioAbove) || s.RangeRatioAbove < 0 || s.RangeRatioAbove > 1:
+		return invalid("range_ratio_above", s.RangeRatioAbove, "must be in [0, 1]")
+	case !finite(s.RangeRatioBelow) || s.RangeRatioBelow < 0 || s.RangeRatioBelow >= 1:
+		return invalid("range_ratio_below", s.RangeRatioBelow, "must be in [0, 1)")
+	}
+	return nil
+}
+
+// FileName 是生成的数据集文件名：random_input{L}_num{N}[_prefix{P}].jsonl。
+// prof -dt custom -i 目录 读取目录下所有 .jsonl，按每行的 input_length 分组，文件名只供人看。
+func (s DatasetSpec) FileName() string {
+	name := fmt.Sprintf("%s_input%d_num%d", DatasetRandom, s.InputLength, s.NumRequests)
+	if s.PrefixLength > 0 {
+		name += fmt.Sprintf("_prefix%d", s.PrefixLength)
+	}
+	return name + ".jsonl"
+}
+
+// GenerateDataset 把 s 描述的随机数据集逐行写成 JSONL（每行一个 Prompt：prompt、
+// input_length 为名义长度、prompt_tokens 为实际 token 数）。counter 非 nil 时（--tokenizer
+// 或服务端 /tokenize）每条 prompt 按它校准到目标长度，否则按内置计数规则精确生成。
+// 与压测时 random 数据集的文本相同（同种子、同长度、同前缀）。返回写出的条数。
+func GenerateDataset(ctx context.Context, w io.Writer, s DatasetSpec, counter TokenCounter) (int, error) {
+	if err := s.Validate(); err != nil {
+		return 0, err
+	}
+	p := Profile{Seed: s.Seed, PrefixLength: s.PrefixLength, RangeRatioAbove: s.RangeRatioAbove, RangeRatioBelow: s.RangeRatioBelow}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	n := 0
+	err := randomPrompts(ctx, &p, s.InputLength, s.NumRequests, counter, func(text string, tokens int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n++
+		return enc.Encode(Prompt{Text: text, InputLength: s.InputLength, Tokens: tokens})
+	})
+	if err != nil {
+		return n, fmt.Errorf("loadgen: generate dataset: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return n, fmt.Errorf("loadgen: generate dataset: %w", err)
+	}
+	return n, nil
 }
 
 // calibrate 让文本在服务端分词器下恰好（或尽量接近）target 个 token。每个片段在
@@ -214,8 +340,9 @@ func jitter(r *rand.Rand, base int, below, above float64) int {
 }
 
 // ReadPrompts 从 JSONL 读取 custom 数据集：每行一个对象，文本取 "prompt"、"text"、
-// "input" 或 "question" 中第一个非空字段，可选 "max_tokens"/"output_length"。
-// 空行忽略；坏行报错并指出行号。
+// "input" 或 "question" 中第一个非空字段，可选 "max_tokens"/"output_length"、
+// "input_length"（所属输入长度组，GenerateDataset 写出）与 "prompt_tokens"。
+// 空行忽略；坏行（含越界的长度）报错并指出行号。
 func ReadPrompts(r io.Reader) ([]Prompt, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<30)
@@ -234,6 +361,8 @@ func ReadPrompts(r io.Reader) ([]Prompt, error) {
 			Question     string `json:"question"`
 			MaxTokens    int    `json:"max_tokens"`
 			OutputLength int    `json:"output_length"`
+			InputLength  int    `json:"input_length"`
+			Tokens       int    `json:"prompt_tokens"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
 			return nil, fmt.Errorf("loadgen: read prompts: line %d: %w", line, err)
@@ -246,7 +375,11 @@ func ReadPrompts(r io.Reader) ([]Prompt, error) {
 		if mt == 0 {
 			mt = row.OutputLength
 		}
-		out = append(out, Prompt{Text: text, MaxTokens: mt})
+		if mt < 0 || mt > MaxTokens || row.InputLength < 0 || row.InputLength > MaxTokens || row.Tokens < 0 {
+			return nil, fmt.Errorf("loadgen: read prompts: line %d: max_tokens %d / input_length %d / prompt_tokens %d out of range [0, %d]",
+				line, mt, row.InputLength, row.Tokens, MaxTokens)
+		}
+		out = append(out, Prompt{Text: text, MaxTokens: mt, InputLength: row.InputLength, Tokens: row.Tokens})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("loadgen: read prompts: %w", err)

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -136,12 +137,18 @@ type Profile struct {
 	Prompts []Prompt `yaml:"-"`
 }
 
-// Prompt 是 custom 数据集中的一条输入。
+// Prompt 是 custom 数据集中的一条输入，也是 GenerateDataset 写出的 JSONL 的一行。
 type Prompt struct {
 	// Text 是提示文本。
 	Text string `json:"prompt"`
 	// MaxTokens 非 0 时覆盖分组的输出长度。
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// InputLength 非 0 时是这条 prompt 所属的输入长度组（生成时的 --input-length，
+	// 抖动前的名义长度）：只有该长度的分组使用它。0 表示用于所有分组。
+	InputLength int `json:"input_length,omitempty"`
+	// Tokens 是生成时分词器下的实际 token 数（0 表示未知）；服务端不回 usage 时
+	// 作为 prompt_tokens。
+	Tokens int `json:"prompt_tokens,omitempty"`
 }
 
 // 以下为 acs-bench 的默认值。
@@ -238,12 +245,58 @@ func (p Profile) Defaults() Profile {
 	return p
 }
 
-// invalid 构造一个带字段名与取值的校验错误。
-func invalid(field string, value any, why string) error {
-	return fmt.Errorf("%w: %s=%v: %s", ErrInvalidProfile, field, value, why)
+// 以下是 Profile 各字段的上限。它们远高于任何真实压测，作用是让打错的数
+// （多打几个 0、单位写错）在发出第一个请求之前就报错，而不是跑到阶段超时；
+// 也是内存的上界（每组请求数决定记录与直方图的规模）。docs/loadgen.md 列出了它们。
+const (
+	MaxConcurrency     = 65536          // 每组并发（客户端一个进程的连接数上限量级）
+	MaxRequests        = 10_000_000     // 每组请求数（num_requests、concurrency×requests_per_concurrency、warmup）
+	MaxTokens          = 1 << 20        // 输入 / 输出 token 长度、前缀长度
+	MaxEpochs          = 10_000         // 每组轮数
+	MaxRequestRate     = 1_000_000      // 开环到达速率（请求/秒）
+	MaxBurstiness      = 1000           // gamma 形状参数
+	MaxTemperature     = 100            // 采样温度
+	MaxTopK            = 1 << 20        // top_k
+	MaxTimeout         = 24 * time.Hour // 单请求超时
+	MaxGrowthInterval  = 24 * time.Hour // 爬坡间隔
+	MaxImageSide       = 8192           // image-text 图片边长（像素）
+	maxRequestsPerConc = MaxRequests    // requests_per_concurrency 单独的上限
+)
+
+// ProfileError 是 Validate 的错误：Field 是 YAML 键（多个键时用 "/" 连接），
+// Index 是列表字段中出错元素的下标（标量字段为 -1），便于调用方把错误定位到
+// 命令行参数或 YAML 的行号。errors.Is(err, ErrInvalidProfile) 成立。
+type ProfileError struct {
+	Field  string
+	Index  int
+	Value  any
+	Reason string
 }
 
-// Validate 检查（已填默认值的）Profile；错误点名字段与取值，便于定位 YAML 中的问题。
+// Error 保持 "loadgen: invalid profile: 字段=值: 原因" 的格式，供日志与既有调用方匹配。
+func (e *ProfileError) Error() string {
+	return fmt.Sprintf("%v: %s=%v: %s", ErrInvalidProfile, e.Field, e.Value, e.Reason)
+}
+
+// Unwrap 让 errors.Is(err, ErrInvalidProfile) 成立。
+func (e *ProfileError) Unwrap() error { return ErrInvalidProfile }
+
+// invalid 构造一个带字段名与取值的校验错误（标量字段）。
+func invalid(field string, value any, why string) error {
+	return &ProfileError{Field: field, Index: -1, Value: value, Reason: why}
+}
+
+// invalidAt 构造列表字段第 i 个元素的校验错误。
+func invalidAt(field string, i int, value any, why string) error {
+	return &ProfileError{Field: field, Index: i, Value: value, Reason: why}
+}
+
+// finite 报告 v 是有限数（NaN 与 ±Inf 在任何字段里都没有意义）。
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Validate 检查（已填默认值的）Profile；错误是 *ProfileError，点名字段与取值，
+// 便于定位 YAML 中的问题。除取值范围外，每个数值字段都有上限（见 MaxConcurrency 等），
+// 浮点字段拒绝 NaN 与 ±Inf。
 func (p Profile) Validate() error {
 	if p.Backend != BackendChat && p.Backend != BackendCompletion {
 		return invalid("backend", p.Backend, `want "openai-chat" or "openai"`)
@@ -254,83 +307,49 @@ func (p Profile) Validate() error {
 	if len(p.OutputLength) == 0 {
 		return invalid("output_length", p.OutputLength, "at least one value required")
 	}
-	for _, c := range p.Concurrency {
+	if len(p.Concurrency) == 0 {
+		return invalid("concurrency", p.Concurrency, "at least one value required")
+	}
+	for i, c := range p.Concurrency {
 		if c < 0 || (c == 0 && p.RequestRate == 0 && p.ControlMethod != ControlSweep) {
-			return invalid("concurrency", c, "must be >= 1 (0 only with request_rate)")
+			return invalidAt("concurrency", i, c, "must be >= 1 (0 only with request_rate or control_method sweep)")
+		}
+		if c > MaxConcurrency {
+			return invalidAt("concurrency", i, c, fmt.Sprintf("must be <= %d", MaxConcurrency))
 		}
 	}
-	for _, v := range p.InputLength {
-		if v < 1 {
-			return invalid("input_length", v, "must be >= 1")
+	for i, v := range p.InputLength {
+		if err := bounded("input_length", i, v, 1, MaxTokens); err != nil {
+			return err
 		}
 		if p.PrefixLength >= v && p.DatasetType == DatasetRandom {
 			return invalid("prefix_length", p.PrefixLength, fmt.Sprintf("must be < input_length %d", v))
 		}
 	}
-	for _, v := range p.OutputLength {
-		if v < 1 {
-			return invalid("output_length", v, "must be >= 1")
+	for i, v := range p.OutputLength {
+		if err := bounded("output_length", i, v, 1, MaxTokens); err != nil {
+			return err
 		}
 	}
-	if err := matchList("num_requests", p.NumRequests, len(p.Concurrency), 1); err != nil {
+	if err := matchList("num_requests", p.NumRequests, len(p.Concurrency), 1, MaxRequests); err != nil {
 		return err
 	}
-	if err := matchList("init_concurrency", p.InitConcurrency, len(p.Concurrency), 1); err != nil {
+	if err := matchList("init_concurrency", p.InitConcurrency, len(p.Concurrency), 1, MaxConcurrency); err != nil {
 		return err
 	}
-	switch {
-	case p.RequestsPerConcurrency < 1:
-		return invalid("requests_per_concurrency", p.RequestsPerConcurrency, "must be >= 1")
-	case p.Warmup < 0:
-		return invalid("warmup", p.Warmup, "must be >= 0")
-	case p.Epochs < 1:
-		return invalid("epochs", p.Epochs, "must be >= 1")
-	case p.ControlMethod != ControlNormal && p.ControlMethod != ControlClimb && p.ControlMethod != ControlSweep:
-		return invalid("control_method", p.ControlMethod, `want "normal", "climb" or "sweep"`)
-	case p.ClimbMode != ClimbStatic && p.ClimbMode != ClimbLinear:
-		return invalid("climb_mode", p.ClimbMode, `want "static" or "linear"`)
-	case p.GrowthRate < 0:
-		return invalid("growth_rate", p.GrowthRate, "must be >= 0")
-	case p.GrowthInterval < 0:
-		return invalid("growth_interval", p.GrowthInterval, "must be >= 0")
-	case p.RequestRate < 0:
-		return invalid("request_rate", p.RequestRate, "must be >= 0 (0 = unlimited)")
-	case p.Burstiness <= 0:
-		return invalid("burstiness", p.Burstiness, "must be > 0")
-	case *p.Temperature < 0:
-		return invalid("temperature", *p.Temperature, "must be >= 0")
-	case *p.TopK < -1:
-		return invalid("top_k", *p.TopK, "must be >= -1")
-	case *p.TopP <= 0 || *p.TopP > 1:
-		return invalid("top_p", *p.TopP, "must be in (0, 1]")
-	case p.Timeout < 0:
-		return invalid("timeout", p.Timeout, "must be > 0")
-	case p.IdleTimeout < 0:
-		return invalid("idle_timeout", p.IdleTimeout, "must be > 0")
-	case p.MaxEventBytes < 1024:
-		return invalid("max_event_bytes", p.MaxEventBytes, "must be >= 1024")
-	case p.PrefixLength < 0:
-		return invalid("prefix_length", p.PrefixLength, "must be >= 0")
-	case p.RangeRatioAbove < 0 || p.RangeRatioAbove > 1:
-		return invalid("range_ratio_above", p.RangeRatioAbove, "must be in [0, 1]")
-	case p.RangeRatioBelow < 0 || p.RangeRatioBelow >= 1:
-		return invalid("range_ratio_below", p.RangeRatioBelow, "must be in [0, 1)")
-	case p.OutputRangeRatioAbove < 0 || p.OutputRangeRatioAbove > 1:
-		return invalid("output_range_ratio_above", p.OutputRangeRatioAbove, "must be in [0, 1]")
-	case p.OutputRangeRatioBelow < 0 || p.OutputRangeRatioBelow >= 1:
-		return invalid("output_range_ratio_below", p.OutputRangeRatioBelow, "must be in [0, 1)")
-	case p.DatasetType != DatasetRandom && p.DatasetType != DatasetCustom:
-		return invalid("dataset_type", p.DatasetType, `want "random" or "custom"`)
-	case p.DatasetType == DatasetCustom && len(p.Prompts) == 0:
-		return invalid("dataset_type", p.DatasetType, "custom dataset needs prompts (input_path)")
-	case p.ModalType != ModalText && p.ModalType != ModalImageText:
-		return invalid("modal_type", p.ModalType, `want "text" or "image-text"`)
-	case p.ModalType == ModalImageText && p.Backend != BackendChat:
-		return invalid("modal_type", p.ModalType, "image-text needs backend openai-chat")
-	case p.Timestamps != TimestampsKernel && p.Timestamps != TimestampsRead:
-		return invalid("timestamps", p.Timestamps, `want "kernel" or "read"`)
-	case p.ImageWidth < 1 || p.ImageHeight < 1 || p.ImageWidth > 8192 || p.ImageHeight > 8192:
-		return invalid("image_width/image_height", fmt.Sprintf("%dx%d", p.ImageWidth, p.ImageHeight), "must be in [1, 8192]")
+	if err := p.validateScalars(); err != nil {
+		return err
+	}
+	if len(p.NumRequests) == 0 {
+		for i, c := range p.Concurrency {
+			if n := max(c, 1) * p.RequestsPerConcurrency; n > MaxRequests {
+				return invalid("requests_per_concurrency", p.RequestsPerConcurrency,
+					fmt.Sprintf("concurrency[%d]=%d × requests_per_concurrency is %d requests, must be <= %d", i, c, n, MaxRequests))
+			}
+		}
+	}
+	if err := p.validateDataset(); err != nil {
+		return err
 	}
 	if _, err := ParseGoodput(p.Goodput); err != nil {
 		return err
@@ -341,15 +360,100 @@ func (p Profile) Validate() error {
 	return nil
 }
 
+// validateScalars 检查标量字段的取值范围与上限。
+func (p Profile) validateScalars() error {
+	switch {
+	case p.RequestsPerConcurrency < 1 || p.RequestsPerConcurrency > maxRequestsPerConc:
+		return invalid("requests_per_concurrency", p.RequestsPerConcurrency, fmt.Sprintf("must be in [1, %d]", maxRequestsPerConc))
+	case p.Warmup < 0 || p.Warmup > MaxRequests:
+		return invalid("warmup", p.Warmup, fmt.Sprintf("must be in [0, %d]", MaxRequests))
+	case p.Epochs < 1 || p.Epochs > MaxEpochs:
+		return invalid("epochs", p.Epochs, fmt.Sprintf("must be in [1, %d]", MaxEpochs))
+	case p.ControlMethod != ControlNormal && p.ControlMethod != ControlClimb && p.ControlMethod != ControlSweep:
+		return invalid("control_method", p.ControlMethod, `want "normal", "climb" or "sweep"`)
+	case p.ClimbMode != ClimbStatic && p.ClimbMode != ClimbLinear:
+		return invalid("climb_mode", p.ClimbMode, `want "static" or "linear"`)
+	case p.GrowthRate < 0 || p.GrowthRate > MaxConcurrency:
+		return invalid("growth_rate", p.GrowthRate, fmt.Sprintf("must be in [0, %d]", MaxConcurrency))
+	case p.GrowthInterval < 0 || p.GrowthInterval > MaxGrowthInterval:
+		return invalid("growth_interval", p.GrowthInterval, fmt.Sprintf("must be in [0, %s]", MaxGrowthInterval))
+	case !finite(p.RequestRate) || p.RequestRate < 0 || p.RequestRate > MaxRequestRate:
+		return invalid("request_rate", p.RequestRate, fmt.Sprintf("must be in [0, %d] (0 = unlimited)", MaxRequestRate))
+	case !finite(p.Burstiness) || p.Burstiness <= 0 || p.Burstiness > MaxBurstiness:
+		return invalid("burstiness", p.Burstiness, fmt.Sprintf("must be in (0, %d]", MaxBurstiness))
+	case !finite(*p.Temperature) || *p.Temperature < 0 || *p.Temperature > MaxTemperature:
+		return invalid("temperature", *p.Temperature, fmt.Sprintf("must be in [0, %d]", MaxTemperature))
+	case *p.TopK < -1 || *p.TopK > MaxTopK:
+		return invalid("top_k", *p.TopK, fmt.Sprintf("must be in [-1, %d]", MaxTopK))
+	case !finite(*p.TopP) || *p.TopP <= 0 || *p.TopP > 1:
+		return invalid("top_p", *p.TopP, "must be in (0, 1]")
+	case p.Timeout <= 0 || p.Timeout > MaxTimeout:
+		return invalid("timeout", p.Timeout, fmt.Sprintf("must be in (0, %s]", MaxTimeout))
+	case p.IdleTimeout < 0 || p.IdleTimeout > MaxTimeout:
+		return invalid("idle_timeout", p.IdleTimeout, fmt.Sprintf("must be in (0, %s]", MaxTimeout))
+	case p.MaxEventBytes < 1024:
+		return invalid("max_event_bytes", p.MaxEventBytes, "must be >= 1024")
+	case p.PrefixLength < 0 || p.PrefixLength > MaxTokens:
+		return invalid("prefix_length", p.PrefixLength, fmt.Sprintf("must be in [0, %d]", MaxTokens))
+	case !finite(p.RangeRatioAbove) || p.RangeRatioAbove < 0 || p.RangeRatioAbove > 1:
+		return invalid("range_ratio_above", p.RangeRatioAbove, "must be in [0, 1]")
+	case !finite(p.RangeRatioBelow) || p.RangeRatioBelow < 0 || p.RangeRatioBelow >= 1:
+		return invalid("range_ratio_below", p.RangeRatioBelow, "must be in [0, 1)")
+	case !finite(p.OutputRangeRatioAbove) || p.OutputRangeRatioAbove < 0 || p.OutputRangeRatioAbove > 1:
+		return invalid("output_range_ratio_above", p.OutputRangeRatioAbove, "must be in [0, 1]")
+	case !finite(p.OutputRangeRatioBelow) || p.OutputRangeRatioBelow < 0 || p.OutputRangeRatioBelow >= 1:
+		return invalid("output_range_ratio_below", p.OutputRangeRatioBelow, "must be in [0, 1)")
+	case p.Timestamps != TimestampsKernel && p.Timestamps != TimestampsRead:
+		return invalid("timestamps", p.Timestamps, `want "kernel" or "read"`)
+	}
+	return nil
+}
+
+// validateDataset 检查数据集、模态与图片尺寸；custom 数据集的每个输入长度都要有 prompt。
+func (p Profile) validateDataset() error {
+	switch {
+	case p.DatasetType != DatasetRandom && p.DatasetType != DatasetCustom:
+		return invalid("dataset_type", p.DatasetType, `want "random" or "custom"`)
+	case p.DatasetType == DatasetCustom && len(p.Prompts) == 0:
+		return invalid("dataset_type", p.DatasetType, "custom dataset needs prompts (input_path)")
+	case p.ModalType != ModalText && p.ModalType != ModalImageText:
+		return invalid("modal_type", p.ModalType, `want "text" or "image-text"`)
+	case p.ModalType == ModalImageText && p.Backend != BackendChat:
+		return invalid("modal_type", p.ModalType, "image-text needs backend openai-chat")
+	case p.ImageWidth < 1 || p.ImageHeight < 1 || p.ImageWidth > MaxImageSide || p.ImageHeight > MaxImageSide:
+		return invalid("image_width/image_height", fmt.Sprintf("%dx%d", p.ImageWidth, p.ImageHeight), fmt.Sprintf("must be in [1, %d]", MaxImageSide))
+	}
+	if p.DatasetType == DatasetCustom {
+		for i, L := range p.InputLength {
+			if len(promptsFor(p.Prompts, L)) == 0 {
+				return invalidAt("input_length", i, L, "the custom dataset has no prompt of this input length (input_length "+lengthsOf(p.Prompts)+")")
+			}
+		}
+	}
+	return nil
+}
+
 // matchList 校验"一个值用于全部组，或与并发组一一对应"的列表参数。
-func matchList(field string, vals []int, groups, minimum int) error {
+func matchList(field string, vals []int, groups, minimum, maximum int) error {
 	if len(vals) > 1 && len(vals) != groups {
 		return invalid(field, vals, fmt.Sprintf("give one value or one per concurrency group (%d)", groups))
 	}
-	for _, v := range vals {
-		if v < minimum {
-			return invalid(field, v, fmt.Sprintf("must be >= %d", minimum))
+	for i, v := range vals {
+		if err := bounded(field, i, v, minimum, maximum); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// bounded 检查列表元素的下界与上界，分别给出 ">= 下界" 与 "<= 上界" 的原因
+// （下界的措辞与早期版本相同，调用方可能按它匹配）。
+func bounded(field string, i, v, minimum, maximum int) error {
+	switch {
+	case v < minimum:
+		return invalidAt(field, i, v, fmt.Sprintf("must be >= %d", minimum))
+	case v > maximum:
+		return invalidAt(field, i, v, fmt.Sprintf("must be <= %d", maximum))
 	}
 	return nil
 }

@@ -1,9 +1,12 @@
 package loadgen
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -47,42 +50,98 @@ type providerYAML struct {
 	ModelCategory string    `yaml:"model_category"`
 }
 
-// ParseProviders 严格解析 acs-bench 格式的 providers.yaml（未知字段报错），
-// 并校验每项都有 id、base_url 与 model_name。
-func ParseProviders(r io.Reader) ([]Provider, error) {
-	dec := yaml.NewDecoder(r)
+// maxProvidersBytes 是 providers.yaml 的大小上限（真实文件只有几百字节）。
+const maxProvidersBytes = 1 << 20
+
+// ParseProviders 等同于 ReadProviders(r, "providers.yaml")。
+func ParseProviders(r io.Reader) ([]Provider, error) { return ReadProviders(r, "providers.yaml") }
+
+// ReadProviders 严格解析 acs-bench 格式的 providers.yaml（未知字段报错），
+// 并校验每项都有 id、http(s) 的 base_url 与 model_name。name 是文件名（通常是
+// 用户给出的路径），出现在每条错误的开头（"name:行: 原因"）。
+func ReadProviders(r io.Reader, name string) ([]Provider, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxProvidersBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %s: %w", name, err)
+	}
+	if len(data) > maxProvidersBytes {
+		return nil, fmt.Errorf("loadgen: %s: larger than %d bytes", name, maxProvidersBytes)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var doc struct {
 		Providers []providerYAML `yaml:"providers"`
 	}
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("loadgen: providers.yaml: %w", err)
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("loadgen: %s: file is empty", name)
+		}
+		return nil, fmt.Errorf("loadgen: %s", YAMLErrorAt(name, err))
 	}
+	// 再解码一次成节点树，只为取每项的行号（严格解码已保证结构正确）。
+	var lines struct {
+		Providers []yaml.Node `yaml:"providers"`
+	}
+	_ = yaml.Unmarshal(data, &lines)
 	if len(doc.Providers) == 0 {
-		return nil, errors.New("loadgen: providers.yaml: no providers")
+		return nil, fmt.Errorf("loadgen: %s: no providers", name)
 	}
 	out := make([]Provider, 0, len(doc.Providers))
 	for i, py := range doc.Providers {
 		p := Provider{ID: py.ID, Name: py.Name, APIKey: py.APIKey, ModelName: py.ModelName, ModelCategory: py.ModelCategory}
+		at := name
+		if i < len(lines.Providers) {
+			at = fmt.Sprintf("%s:%d", name, lines.Providers[i].Line)
+		}
 		switch py.BaseURL.Kind {
 		case yaml.ScalarNode:
 			p.BaseURLs = []string{py.BaseURL.Value}
 		case yaml.SequenceNode:
 			if err := py.BaseURL.Decode(&p.BaseURLs); err != nil {
-				return nil, fmt.Errorf("loadgen: providers.yaml: providers[%d].base_url: %w", i, err)
+				return nil, fmt.Errorf("loadgen: %s:%d: providers[%d].base_url: %w", name, py.BaseURL.Line, i, err)
 			}
 		}
 		switch {
 		case p.ID == "":
-			return nil, fmt.Errorf("loadgen: providers.yaml: providers[%d].id is empty", i)
-		case len(p.BaseURLs) == 0 || p.BaseURLs[0] == "":
-			return nil, fmt.Errorf("loadgen: providers.yaml: providers[%d] (%s).base_url is empty", i, p.ID)
+			return nil, fmt.Errorf("loadgen: %s: providers[%d].id is empty", at, i)
+		case len(p.BaseURLs) == 0:
+			return nil, fmt.Errorf("loadgen: %s: providers[%d] (%s).base_url is empty", at, i, p.ID)
 		case p.ModelName == "":
-			return nil, fmt.Errorf("loadgen: providers.yaml: providers[%d] (%s).model_name is empty", i, p.ID)
+			return nil, fmt.Errorf("loadgen: %s: providers[%d] (%s).model_name is empty", at, i, p.ID)
+		}
+		for j, raw := range p.BaseURLs {
+			if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, fmt.Errorf("loadgen: %s:%d: providers[%d] (%s).base_url[%d]: want an http(s)://host[:port]/v1 URL (got %q)",
+					name, py.BaseURL.Line, i, p.ID, j, raw)
+			}
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// yamlLine 匹配 yaml.v3 错误中的 "line N: "。
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+// YAMLErrorAt 把 yaml.v3 的解码错误改写成 "name:行: 原因"（每个类型错误一条，以 "; " 连接），
+// 让用户写的 YAML 出错时总能看到文件名与行号。其他错误原样接在 "name: " 之后。
+func YAMLErrorAt(name string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			msgs[i] = yamlLine.ReplaceAllString(m, name+":$1: ")
+			if msgs[i] == m {
+				msgs[i] = name + ": " + m
+			}
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	m := err.Error()
+	if out := yamlLine.ReplaceAllString(m, name+":$1: "); out != m {
+		return errors.New(out)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // FindProvider 按 id 查找；id 为空时返回第一项（acs-bench 的 --provider-id 缺省行为）。

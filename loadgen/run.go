@@ -601,8 +601,8 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 	pl := gr.pool
 	pi := j.idx % len(pl.quoted)
 	maxTok := gr.g.OutputLength
-	if r.p.DatasetType == DatasetCustom && r.p.Prompts[pi%len(r.p.Prompts)].MaxTokens > 0 {
-		maxTok = r.p.Prompts[pi%len(r.p.Prompts)].MaxTokens
+	if pl.maxTok != nil && pl.maxTok[pi] > 0 {
+		maxTok = pl.maxTok[pi]
 	} else if r.p.OutputRangeRatioAbove > 0 || r.p.OutputRangeRatioBelow > 0 {
 		rng := rand.New(rand.NewPCG(gr.outRng, uint64(j.idx)))
 		maxTok = jitter(rng, maxTok, r.p.OutputRangeRatioBelow, r.p.OutputRangeRatioAbove)

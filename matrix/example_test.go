@@ -13,7 +13,7 @@ func Example() {
 	fsys := fstest.MapFS{
 		"scenarios/emulator.yaml":     {Data: []byte("mode: emulator\nserved_model_name: cibench-emulator\n")},
 		"tests/perf/profiles/pr.yaml": {Data: []byte("concurrency: [1, 2]\ninput_length: [128]\noutput_length: [128]\n")},
-		"tests/accuracy/pr.yaml":      {Data: []byte("debug: true\ndatasets: [{name: gpqa}]\n")},
+		"tests/accuracy/pr.yaml":      {Data: []byte("debug: true\ndatasets: [{name: gpqa, threshold: 0.2}]\n")},
 		"matrix.yaml":                 {Data: []byte("scenarios:\n  emulator:\n    pr: {functional: {suites: [chat_core]}}\n")},
 	}
 	m, err := matrix.Load(fsys)

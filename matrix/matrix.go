@@ -401,9 +401,9 @@ func (l *loader) load() *Matrix {
 	m.Accuracy = map[string]accuracy.Config{}
 	for name, b := range l.blocks(accuracyDir) {
 		var c accuracy.Config
-		if !b.IsZero() && l.decodeBlock(b, &c) {
-			if err := c.WithDefaults().Validate(); err != nil {
-				l.errs = append(l.errs, &Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
+		if !b.IsZero() {
+			if d, ok := l.decodeBlockAt(b, &c); ok {
+				l.accuracyErr(d, b.path, c.Validate())
 			}
 		}
 		m.Accuracy[name] = c
@@ -471,9 +471,11 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 			if l.checkNames(d, joinPath(rp, "accuracy.configs"), rc.Accuracy.Configs, enabled(rc.Accuracy.Enabled), rt, keys(m.Accuracy), accuracyDir) {
 				for _, c := range pickNames(rc.Accuracy.Configs, rt) {
 					cfg := m.Accuracy[c]
-					if !rc.Accuracy.Override.IsZero() && l.decodeBlock(rc.Accuracy.Override, &cfg) {
-						if err := cfg.WithDefaults().Validate(); err != nil {
-							d.errAt(joinPath(rp, "accuracy.override"), "", "accuracy config %q with override: %v", c, err)
+					if ov := rc.Accuracy.Override; !ov.IsZero() {
+						if od, ok := l.decodeBlockAt(ov, &cfg); ok {
+							if err := cfg.Validate(); err != nil {
+								l.accuracyOverrideErr(d, od, ov.path, c, err)
+							}
 						}
 					}
 				}
@@ -564,6 +566,56 @@ func (l *loader) decodeBlock(b Block, out any) bool {
 	d.decode(b.node, b.path, reflectValue(out))
 	l.errs = append(l.errs, d.errs...)
 	return len(d.errs) == 0
+}
+
+// decodeBlockAt 与 decodeBlock 相同，但返回解码器，使之后的语义校验能按字段路径定位行列。
+func (l *loader) decodeBlockAt(b Block, out any) (*decoder, bool) {
+	d := newDecoder(b.file)
+	if b.node == nil {
+		return d, true
+	}
+	d.decode(b.node, b.path, reflectValue(out))
+	l.errs = append(l.errs, d.errs...)
+	return d, len(d.errs) == 0
+}
+
+// accuracyErr 把精度配置的校验错误记在它指向的字段所在的行（accuracy.ConfigError.Field
+// 是相对配置根的路径），而不是文件开头。
+func (l *loader) accuracyErr(d *decoder, base string, err error) {
+	if err == nil {
+		return
+	}
+	var ce *accuracy.ConfigError
+	if errors.As(err, &ce) {
+		n := len(d.errs)
+		d.errAt(joinPath(base, ce.Field), ce.Value, "%s", ce.Msg)
+		l.errs = append(l.errs, d.errs[n:]...)
+		return
+	}
+	d.errAt(base, "", "%v", err)
+	l.errs = append(l.errs, d.errs[len(d.errs)-1])
+}
+
+// accuracyOverrideErr 定位叠加 override 之后的校验错误：字段（或它所在的列表项）写在
+// override 里时指向 override 中的那一行，否则指向 override 本身并说明是与哪份配置叠加后出的错。
+func (l *loader) accuracyOverrideErr(md, od *decoder, base, cfgName string, err error) {
+	var ce *accuracy.ConfigError
+	if errors.As(err, &ce) {
+		for p := joinPath(base, ce.Field); len(p) > len(base); {
+			if _, ok := od.pos[p]; ok {
+				l.accuracyErr(od, base, err)
+				return
+			}
+			i := strings.LastIndexAny(p, ".[")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+		}
+		md.errAt(base, ce.Value, "accuracy config %q with override: %s: %s", cfgName, ce.Field, ce.Msg)
+		return
+	}
+	md.errAt(base, "", "accuracy config %q with override: %v", cfgName, err)
 }
 
 // keys 返回映射的键集合。

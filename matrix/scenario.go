@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
-	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/deploy/kube/spec"
 )
 
 // Mode 是场景的部署方式。
@@ -174,7 +174,7 @@ type Scenario struct {
 	Local *deploy.LocalConfig `yaml:"local"`
 	// K8s 是 Kubernetes 部署配置（清单、命名空间、角色、Service/NodePort），
 	// 仅 k8s-* 方式使用。清单路径相对于配置目录（如 k8s/qwen3-32b-hybrid.yaml）。
-	K8s *kube.Config `yaml:"k8s"`
+	K8s *spec.Config `yaml:"k8s"`
 
 	// File 是场景文件的显示路径，用于后续错误与报告。
 	File string `yaml:"-"`

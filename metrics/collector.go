@@ -316,7 +316,8 @@ func (b *builder) addFunctional(r *functional.Report) error {
 	return nil
 }
 
-// addAccuracy 导出每个数据集的总分、样本数与各子指标（Metrics 的键作为 metric 标签）。
+// addAccuracy 导出每个数据集的总分、样本数、请求与失败数、各子指标（Metrics 的键作为
+// metric 标签），以及数据来源的 _info 序列（每个读取的文件一条）。
 func (b *builder) addAccuracy(res Results) error {
 	seen := map[string]bool{}
 	for i, e := range res.Accuracy {
@@ -334,6 +335,25 @@ func (b *builder) addAccuracy(res Results) error {
 		}
 		if err := b.add(NameAccuracyExamples, "Examples evaluated", prometheus.CounterValue, float64(e.Examples), ds, e.Dataset); err != nil {
 			return err
+		}
+		if err := b.add(NameAccuracyRequests, "Sampling requests sent (HumanEval sends 5 per example)", prometheus.CounterValue, float64(e.Requests), ds, e.Dataset); err != nil {
+			return err
+		}
+		if err := b.add(NameAccuracyFailedRequests, "Sampling requests that failed (after retries, HTTP 400, null or empty content) and were scored as simple-evals does", prometheus.CounterValue, float64(e.Errors), ds, e.Dataset); err != nil {
+			return err
+		}
+		if src := e.Source; src != nil {
+			infoLabels := []string{LabelDataset, LabelSourceKind, LabelSourceLoc, LabelFile, LabelSHA256}
+			for j, f := range src.Files {
+				for _, v := range []string{src.Kind, src.Location, f.Name, f.SHA256} {
+					if !labelValueOK(v) {
+						return &FieldError{Field: fmt.Sprintf("Accuracy[%d].Source.Files[%d]", i, j), Value: v, Reason: "must be UTF-8 without newlines"}
+					}
+				}
+				if err := b.add(NameAccuracyDataInfo, "Data file each accuracy score was computed from (value is always 1)", prometheus.GaugeValue, 1, infoLabels, e.Dataset, src.Kind, src.Location, f.Name, f.SHA256); err != nil {
+					return err
+				}
+			}
 		}
 		keys := make([]string, 0, len(e.Metrics))
 		for k := range e.Metrics {

@@ -23,7 +23,8 @@ func TestDocsListEveryFamily(t *testing.T) {
 	}
 	names = append(names, NameRunInfo, NamePerfInfo, NameFunctionalPassRatio, NameFunctionalCasesTotal, NameFunctionalCasesFailed,
 		NameFunctionalCasesPassed, NameFunctionalCasesSkipped, NameFunctionalCasePass, NameFunctionalCaseDuration,
-		NameFunctionalDuration, NameAccuracyScore, NameAccuracyExamples, NameAccuracyMetric)
+		NameFunctionalDuration, NameAccuracyScore, NameAccuracyExamples, NameAccuracyMetric, NameAccuracyDataInfo,
+		NameAccuracyRequests, NameAccuracyFailedRequests)
 	for _, n := range names {
 		if !strings.Contains(doc, "`"+n) && !strings.Contains(doc, n+"`") && !strings.Contains(doc, n+"{") {
 			t.Errorf("docs/metrics.md does not mention %s", n)

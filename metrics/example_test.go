@@ -22,6 +22,12 @@ func Example() {
 	// # HELP cibench_accuracy_examples_total Examples evaluated
 	// # TYPE cibench_accuracy_examples_total counter
 	// cibench_accuracy_examples_total{dataset="gpqa",model="Qwen3-32B",quant="w8a8",run_type="pr",scenario="local"} 8
+	// # HELP cibench_accuracy_requests_failed_total Sampling requests that failed (after retries, HTTP 400, null or empty content) and were scored as simple-evals does
+	// # TYPE cibench_accuracy_requests_failed_total counter
+	// cibench_accuracy_requests_failed_total{dataset="gpqa",model="Qwen3-32B",quant="w8a8",run_type="pr",scenario="local"} 0
+	// # HELP cibench_accuracy_requests_total Sampling requests sent (HumanEval sends 5 per example)
+	// # TYPE cibench_accuracy_requests_total counter
+	// cibench_accuracy_requests_total{dataset="gpqa",model="Qwen3-32B",quant="w8a8",run_type="pr",scenario="local"} 0
 	// # HELP cibench_accuracy_score_ratio Mean score over the evaluated examples (simple-evals score), in [0,1]
 	// # TYPE cibench_accuracy_score_ratio gauge
 	// cibench_accuracy_score_ratio{dataset="gpqa",model="Qwen3-32B",quant="w8a8",run_type="pr",scenario="local"} 0.625

@@ -52,6 +52,13 @@ const (
 	NameAccuracyScore    = "accuracy_score_ratio"
 	NameAccuracyExamples = "accuracy_examples_total"
 	NameAccuracyMetric   = "accuracy_metric"
+	// NameAccuracyDataInfo 每个数据集读取的每个数据文件一条，值恒为 1：标签给出来源种类、
+	// 位置、文件名与 sha256，让看板上的每个分数都能追溯到所用数据的字节。
+	NameAccuracyDataInfo = "accuracy_data_source_info"
+	// NameAccuracyRequests 与 NameAccuracyFailedRequests 是采样请求数与其中失败的数
+	// （重试后仍失败、HTTP 400、null/空 content）。
+	NameAccuracyRequests       = "accuracy_requests_total"
+	NameAccuracyFailedRequests = "accuracy_requests_failed_total"
 )
 
 // 统一标签名（规格第 7 节），加上本实现额外的 round、suite、case_id、metric。
@@ -76,6 +83,10 @@ const (
 	LabelCaseID        = "case_id"
 	LabelMetric        = "metric"
 	LabelQuantile      = "quantile"
+	LabelSourceKind    = "source_kind"
+	LabelSourceLoc     = "source_location"
+	LabelFile          = "file"
+	LabelSHA256        = "sha256"
 )
 
 // GroupingLabels 是 Pushgateway 分组键中除 job 之外的标签，顺序固定。

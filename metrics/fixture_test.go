@@ -66,8 +66,10 @@ func dailyResults() metrics.Results {
 			},
 		},
 		Accuracy: []accuracy.EvalResult{{
-			Dataset: "gpqa", Model: "Qwen3-32B", Score: 0.625, Examples: 198,
+			Dataset: "gpqa", Model: "Qwen3-32B", Score: 0.625, Examples: 198, Requests: 1980, Errors: 2,
 			Metrics: map[string]float64{"score": 0.625, "score:std": 0.484},
+			Source: &accuracy.DataSource{Kind: "url", Location: "https://openaipublic.blob.core.windows.net/simple-evals/", Files: []accuracy.DataFile{
+				{Name: "gpqa_diamond.csv", Location: "https://openaipublic.blob.core.windows.net/simple-evals/gpqa_diamond.csv", SHA256: "7a0a3f3bb7dc1c3f0c5c0e04b4b6fba19f7a3a6f9a3de1f7a0f0c5d4e1f2a3b4"}}},
 		}},
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"github.com/vllm-cibench/cibench/accuracy"
 	"math"
 	"sort"
 	"strings"
@@ -386,23 +387,27 @@ func functionalGate(sc Scenario) Gate {
 	return g
 }
 
-// accuracyGate 计算一项精度评测的门禁。
+// accuracyGate 把 accuracy.Gate（精度门禁唯一的判定函数，RunStage 与 examples/accuracy
+// 也用它）的结论转成报告的门禁：分数不设门禁且其余检查通过时记为 skipped 并说明原因。
 func accuracyGate(scenario string, a Accuracy) Gate {
-	g := Gate{Kind: GateAccuracy, Scenario: scenario, Name: "accuracy/" + a.Result.Dataset, Metric: MetricScore, Current: a.Result.Score}
-	if a.Threshold == nil {
-		g.Verdict, g.Reason = VerdictSkipped, "no accuracy threshold configured"
-		return g
+	v := accuracy.Gate(a.Spec(), a.Result)
+	metric := v.Metric
+	g := Gate{Kind: GateAccuracy, Scenario: scenario, Name: "accuracy/" + a.Result.Dataset, Metric: metric, Current: v.Value, Reason: v.Reason}
+	if a.Threshold != nil {
+		t := *a.Threshold
+		g.Baseline, g.Limit = &t, t
+		if t != 0 {
+			d := (v.Value - t) / t * 100
+			g.DeltaPct = &d
+		}
 	}
-	t := *a.Threshold
-	g.Baseline, g.Limit = &t, t
-	if t != 0 {
-		d := (a.Result.Score - t) / t * 100
-		g.DeltaPct = &d
-	}
-	if a.Result.Score >= t {
-		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("score %.4f ≥ threshold %.4f", a.Result.Score, t)
-	} else {
-		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("score %.4f below threshold %.4f", a.Result.Score, t)
+	switch {
+	case !v.Pass:
+		g.Verdict = VerdictFail
+	case !v.ScoreGated:
+		g.Verdict = VerdictSkipped
+	default:
+		g.Verdict = VerdictPass
 	}
 	return g
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/vllm-cibench/cibench/accuracy"
 	"math"
 	"os"
 	"strings"
@@ -186,11 +187,11 @@ func TestFunctionalAccuracyStageGates(t *testing.T) {
 		}
 	}
 	check("ok", "functional", report.VerdictPass, "4 passed, 1 skipped")
-	check("ok", "accuracy/gpqa", report.VerdictPass, "≥ threshold")
-	check("ok", "accuracy/mmlu", report.VerdictSkipped, "no accuracy threshold")
+	check("ok", "accuracy/gpqa", report.VerdictPass, "score 0.3000 >= threshold 0.3000")
+	check("ok", "accuracy/mmlu", report.VerdictSkipped, "not gated")
 	check("bad", "functional", report.VerdictFail, "12 of 15 cases failed: tools/tools_call_a")
 	check("bad", "functional", report.VerdictFail, "… 2 more")
-	check("bad", "accuracy/gpqa", report.VerdictFail, "below threshold")
+	check("bad", "accuracy/gpqa", report.VerdictFail, "score 0.2900 < threshold 0.3000")
 	check("down", "stage/deploy", report.VerdictFail, "not ready after 20m")
 	check("down", "functional", report.VerdictFail, "deploy stage failed")
 	check("notrun", "functional", report.VerdictSkipped, "no report")
@@ -326,5 +327,50 @@ func TestThresholdsYAML(t *testing.T) {
 		if g := gateByName(t, gates, "s", "perf/in128-out128-c1-openai-chat/"+m); g.Verdict != v {
 			t.Errorf("%s = %s want %s (%s)", m, g.Verdict, v, g.Reason)
 		}
+	}
+}
+
+// TestAccuracyGateIsAccuracyGate 钉住"只有一个精度门禁函数"：旧的 report 门禁放过了部分运行
+// 与全部失败的请求（accuracy.Gate 不放过），并在按 f1_score 判定时要求驱动改写分数。
+// 现在 report 的判定与 accuracy.Gate 逐项相同。
+func TestAccuracyGateIsAccuracyGate(t *testing.T) {
+	th := ptr(0.3)
+	partial := acc("gpqa", 0.9, th)
+	partial.Result.Planned, partial.Result.Examples, partial.Result.Partial = 10, 4, true
+	failed := acc("mmlu", 0.9, th)
+	failed.Result.Requests, failed.Result.Errors, failed.Result.ErrorClasses = 8, 8, map[string]int{"http_500": 8}
+	allowed := acc("mgsm", 0.9, th)
+	allowed.Result.Requests, allowed.Result.Errors, allowed.MaxErrorRate = 8, 1, 0.2
+	f1 := acc("drop", 0.4, ptr(60.0))
+	f1.Metric, f1.Result.Metrics = "f1_score", map[string]float64{"f1_score": 70}
+	res := report.Result{Scenarios: []report.Scenario{{Name: "s", Accuracy: []report.Accuracy{partial, failed, allowed, f1}}}}
+	gates, err := report.Evaluate(context.Background(), res, report.Thresholds{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		want report.Verdict
+		part string
+	}{
+		{"accuracy/gpqa", report.VerdictFail, "partial run: 4 of 10"},
+		{"accuracy/mmlu", report.VerdictFail, "8 of 8 requests failed (http_500: 8)"},
+		{"accuracy/mgsm", report.VerdictPass, "score 0.9000 >= threshold"},
+		{"accuracy/drop", report.VerdictPass, "f1_score 70.0000 >= threshold 60.0000"},
+	} {
+		g := gateByName(t, gates, "s", c.name)
+		if g.Verdict != c.want || !strings.Contains(g.Reason, c.part) {
+			t.Errorf("%s = %s %q, want %s containing %q", c.name, g.Verdict, g.Reason, c.want, c.part)
+		}
+	}
+	for _, a := range res.Scenarios[0].Accuracy {
+		v := accuracy.Gate(a.Spec(), a.Result)
+		g := gateByName(t, gates, "s", "accuracy/"+a.Result.Dataset)
+		if v.Pass != (g.Verdict != report.VerdictFail) || v.Reason != g.Reason {
+			t.Errorf("%s: report %s %q, accuracy.Gate %v %q", a.Result.Dataset, g.Verdict, g.Reason, v.Pass, v.Reason)
+		}
+	}
+	if f1.Result.Score != 0.4 || gateByName(t, gates, "s", "accuracy/drop").Current != 70 {
+		t.Error("gating on f1_score changed the recorded score")
 	}
 }

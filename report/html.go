@@ -7,8 +7,10 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -34,7 +36,14 @@ type accRow struct {
 	Dataset, Model, Score, Threshold string
 	Examples                         int
 	Verdict                          Verdict
+	// Errors 是 "失败数 of 请求数" 加分类；Source 是数据来源种类与位置，Files 是读取的文件。
+	Errors, Source string
+	Files          []accFile
+	Reason         string
 }
+
+// accFile 是精度结果读取的一个数据文件（报告里显示 sha256，分数因此可追溯到字节）。
+type accFile struct{ Name, Location, SHA256 string }
 
 // scenarioView 是一个场景在 HTML 中需要的全部数据。
 type scenarioView struct {
@@ -198,10 +207,20 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	var scores, thresholds []float64
 	for _, a := range sc.Accuracy {
 		g := accuracyGate(sc.Name, a)
-		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict}
+		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict,
+			Errors: accErrors(a.Result), Source: "not recorded", Reason: g.Reason}
+		if src := a.Result.Source; src != nil {
+			row.Source = src.Kind + ": " + src.Location
+			for _, f := range src.Files {
+				row.Files = append(row.Files, accFile{Name: f.Name, Location: f.Location, SHA256: f.SHA256})
+			}
+		}
 		th := math.NaN()
 		if a.Threshold != nil {
 			row.Threshold = formatMetric(MetricScore, *a.Threshold)
+			if a.Metric != "" && a.Metric != MetricScore {
+				row.Threshold = fmt.Sprintf("%s ≥ %g", a.Metric, *a.Threshold)
+			}
 			th = *a.Threshold
 		}
 		v.AccRows = append(v.AccRows, row)
@@ -401,4 +420,22 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 		}
 	}
 	return out
+}
+
+// accErrors 把失败请求写成 "1 of 5 (bad_request: 1)"；没有失败时只写 "0 of N"。
+func accErrors(r accuracy.EvalResult) string {
+	s := fmt.Sprintf("%d of %d", r.Errors, r.Requests)
+	if len(r.ErrorClasses) == 0 {
+		return s
+	}
+	keys := make([]string, 0, len(r.ErrorClasses))
+	for k := range r.ErrorClasses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, r.ErrorClasses[k])
+	}
+	return s + " (" + strings.Join(parts, ", ") + ")"
 }

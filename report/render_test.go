@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 )
@@ -167,7 +169,7 @@ func TestHTMLContent(t *testing.T) {
 		`perf/in2048-out1024-c4-openai-chat/ttft_p99_seconds`,
 		`&#43;25.0%`,
 		`(daily-20261119)`,
-		`score 0.2000 below threshold 0.6000`,
+		`score 0.2000 &lt; threshold 0.6000`,
 		`mmlu &lt;b&gt;`,
 		`pod not ready &lt;after&gt; 20m`,
 		`tools_call_a`,
@@ -367,6 +369,40 @@ func TestHTMLDailyMatrixSplitsCharts(t *testing.T) {
 		paths := strings.Count(svgs[4*i], `class="line"`)
 		if legend != 5 || paths != 8 || !strings.Contains(svgs[4*i], ">daily baseline<") {
 			t.Errorf("output %d: %d legend entries, %d lines", out, legend, paths)
+		}
+	}
+}
+
+// TestAccuracyDataSourceAndErrorsShown 校验 HTML 报告与 summary.json 显示每项精度结果的
+// 数据来源（种类、位置、每个文件的 sha256）与失败请求数；旧报告两者都没有。
+func TestAccuracyDataSourceAndErrorsShown(t *testing.T) {
+	a := acc("gpqa", 0.6, ptr(0.2))
+	a.Result.Requests, a.Result.Errors, a.Result.ErrorClasses = 5, 1, map[string]int{"bad_request": 1}
+	a.Result.Source = &accuracy.DataSource{Kind: "url", Location: "https://openaipublic.blob.core.windows.net/simple-evals/",
+		Files: []accuracy.DataFile{{Name: "gpqa_diamond.csv", Location: "https://openaipublic.blob.core.windows.net/simple-evals/gpqa_diamond.csv", SHA256: "abc123def456"}}}
+	a.MaxErrorRate = 0.2
+	res := report.Result{RunID: "r", Scenarios: []report.Scenario{{Name: "s", Accuracy: []report.Accuracy{a}}}}
+	gates, err := report.Evaluate(context.Background(), res, report.Thresholds{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Gates = gates
+	var page bytes.Buffer
+	if err := report.WriteHTML(&page, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"url: https://openaipublic.blob.core.windows.net/simple-evals/", "<code>gpqa_diamond.csv</code> sha256 <code>abc123def456</code>", "1 of 5 (bad_request: 1)"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	js, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"source":{"kind":"url"`, `"sha256":"abc123def456"`, `"errors":1`, `"requests":5`, `"max_error_rate":0.2`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("summary JSON lacks %s", want)
 		}
 	}
 }

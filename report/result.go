@@ -70,11 +70,22 @@ type Scenario struct {
 	Errors   []StageError          `json:"errors,omitempty"`
 }
 
-// Accuracy 是一项精度评测结果及其门禁阈值。Threshold 为 nil 表示未配置阈值，
-// 此时精度门禁记为 skipped（不凭空设定阈值）。
+// Accuracy 是一项精度评测结果及其门禁设置；门禁由 accuracy.Gate 判定（见 Spec）。
+// Threshold 为 nil 表示分数不设门禁（内置样例或 report_only），失败请求比例照常判定。
+// Result.Source 记录评分所用数据的来源与 sha256，Result.Errors 是失败的请求数。
 type Accuracy struct {
 	Result    accuracy.EvalResult `json:"result"`
 	Threshold *float64            `json:"threshold,omitempty"`
+	// Metric 是门禁比较的指标（空即 score）；它从不改写 Result.Score。
+	Metric string `json:"metric,omitempty"`
+	// MaxErrorRate 是允许的失败请求比例（0 = 任何失败都让门禁失败）。
+	MaxErrorRate float64 `json:"max_error_rate"`
+}
+
+// Spec 返回交给 accuracy.Gate 的门禁设置。
+func (a Accuracy) Spec() accuracy.DatasetConfig {
+	rate := a.MaxErrorRate
+	return accuracy.DatasetConfig{Name: a.Result.Dataset, Threshold: a.Threshold, Metric: a.Metric, MaxErrorRate: &rate}
 }
 
 // StageError 记录某阶段无法完成的原因（部署失败、超时、服务器中途退出……）。

@@ -134,8 +134,8 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <h3>Accuracy</h3>
 {{if .AccRows}}
 <div class="charts">{{.AccChart}}</div>
-<table class="accuracy"><tr><th>dataset</th><th>model</th><th>examples</th><th>score</th><th>threshold</th><th>verdict</th></tr>
-{{range .AccRows}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Dataset}}</td><td>{{.Model}}</td><td class="num">{{.Examples}}</td><td class="num">{{.Score}}</td><td class="num">{{.Threshold}}</td><td class="{{verdictClass .Verdict}}">{{.Verdict}}</td></tr>
+<table class="accuracy"><tr><th>dataset</th><th>model</th><th>examples</th><th>score</th><th>threshold</th><th>failed requests</th><th>verdict</th><th>data source</th></tr>
+{{range .AccRows}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Dataset}}</td><td>{{.Model}}</td><td class="num">{{.Examples}}</td><td class="num">{{.Score}}</td><td class="num">{{.Threshold}}</td><td class="num">{{.Errors}}</td><td class="{{verdictClass .Verdict}}" title="{{.Reason}}">{{.Verdict}}</td><td>{{.Source}}{{range .Files}}<br><code>{{.Name}}</code> sha256 <code>{{.SHA256}}</code> <span class="note">{{.Location}}</span>{{end}}</td></tr>
 {{end}}</table>
 {{else}}<p class="note">No accuracy results.</p>{{end}}
 

@@ -68,7 +68,7 @@ var (
 // New 校验配置并在构造时解析全部清单（写错的 YAML 立即报错，指出文件与文档序号）。
 // 不连接 API Server；连接在 Deploy 时发生。
 func New(cfg Config, opts ...Option) (*Deployer, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := withDefaults(cfg)
 	if err != nil {
 		return nil, err
 	}

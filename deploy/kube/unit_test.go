@@ -101,7 +101,7 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("%+v: err = %v, want ErrConfig mentioning %q", c.cfg, err, c.want)
 		}
 	}
-	c, err := Config{Manifests: []string{"a"}, ServiceName: "s"}.withDefaults()
+	c, err := withDefaults(Config{Manifests: []string{"a"}, ServiceName: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -99,10 +98,33 @@ func TestArgumentErrors(t *testing.T) {
 		t.Errorf("missing served name: %d", code)
 	}
 	se.Reset()
-	if code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/v1", "--served-model-name", "m", "--out", t.TempDir()}, &so, &se); code != 1 || !strings.Contains(se.String(), "no --dataset-path") {
-		t.Errorf("no data source: %d %s", code, se.String())
+	if code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/v1", "--served-model-name", "m", "--dataset-url", "http://127.0.0.1:1/se/", "--out", t.TempDir()}, &so, &se); code != 1 ||
+		!strings.Contains(se.String(), "gpqa_diamond.csv: GET http://127.0.0.1:1/se/gpqa_diamond.csv") {
+		t.Errorf("unreachable data: %d %s", code, se.String())
 	}
-	if code := run(context.Background(), []string{"--dataset", "nope", "--out", t.TempDir()}, &so, &se); code != 1 {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--num-threads", "0"}, "--num-threads 0: must be in [1, 1024]"},
+		{[]string{"--num-threads", "100000000"}, "--num-threads 100000000: must be in [1, 1024]"},
+		{[]string{"--retries", "-1"}, "--retries -1"},
+		{[]string{"--max-error-rate", "2"}, "--max-error-rate 2"},
+		{[]string{"--dataset-path", "/a", "--dataset-url", "http://b/"}, "give one"},
+	} {
+		se.Reset()
+		if code := run(context.Background(), c.args, &so, &se); code != 2 || !strings.Contains(se.String(), c.want) {
+			t.Errorf("%v: exit %d %s", c.args, code, se.String())
+		}
+	}
+	// 阈值越界的 --config 在启动任何东西之前就报错，并写明文件与字段。
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("datasets: [{name: gpqa, threshold: 7.5}]\n"), 0o644)
+	se.Reset()
+	if code := run(context.Background(), []string{"--config", bad}, &so, &se); code != 2 || !strings.Contains(se.String(), bad+": accuracy: config: datasets[0].threshold: must be in (0, 1] (got \"7.5\")") {
+		t.Errorf("threshold 7.5: %s", se.String())
+	}
+	if code := run(context.Background(), []string{"--dataset", "nope", "--out", t.TempDir()}, &so, &se); code != 2 {
 		t.Errorf("unknown dataset: %d", code)
 	}
 	if code := run(context.Background(), []string{"--dataset-path", "/nonexistent", "--out", t.TempDir()}, &so, &se); code != 2 {
@@ -121,22 +143,11 @@ func TestArgumentErrors(t *testing.T) {
 	}
 }
 
-// copySampleData 把内置合成数据复制到临时目录，模拟 --dataset-path。
+// copySampleData 把仓库里的合成样例文件复制到临时目录，模拟 --dataset-path。
 func copySampleData(t *testing.T) string {
 	t.Helper()
-	data := t.TempDir()
-	sample := accuracy.SampleData().(accuracy.FSSource)
-	err := fs.WalkDir(sample.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(sample.FS, p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(data, p), b, 0o644)
-	})
-	if err != nil {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.CopyFS(data, os.DirFS("../../accuracy/sampledata")); err != nil {
 		t.Fatal(err)
 	}
 	return data
@@ -179,5 +190,24 @@ func TestInterruptKeepsPartialResults(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "examples=3/5") || !strings.Contains(stderr.String(), "partial results written") {
 		t.Errorf("stdout=%s stderr=%s", stdout.String(), stderr.String())
+	}
+}
+
+// TestEveryRequestFailedIsNotAPass 是 issue 14 的复现：每个请求都失败时旧命令行打印
+// "errors=5 … PASS"（或不判定）并退出 0。现在失败请求比例超过 --max-error-rate（默认 0）
+// 即 FAIL，退出码 1，并写出失败分类。
+func TestEveryRequestFailedIsNotAPass(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--dataset", "gpqa", "--served-model-name", "m", "--url", srv.URL + "/v1", "--dataset-path", copySampleData(t),
+		"--debug", "--retries", "0", "--out", t.TempDir()}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), "errors=5/5") || !strings.Contains(stdout.String(), "FAIL (5 of 5 requests failed (http_503: 5)") {
+		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "data: path ") || !strings.Contains(stdout.String(), "gpqa_diamond.csv sha256 ") {
+		t.Errorf("data source not shown: %s", stdout.String())
 	}
 }

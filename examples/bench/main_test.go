@@ -43,11 +43,11 @@ func TestFlagsCommaListsAndRepeats(t *testing.T) {
 	if err := p.Defaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parseFlags([]string{"--concurrency-backend", "threading-pool", "--chunk-size", "4096", "--num-process", "1", "--trace"}, &bytes.Buffer{}); err != nil {
-		t.Fatalf("acs-bench compatibility flags rejected: %v", err)
+	if _, err := parseFlags([]string{"--concurrency-backend", "threading-pool", "--chunk-size", "1024", "--num-process", "1", "--trace", "false"}, &bytes.Buffer{}); err != nil {
+		t.Fatalf("acs-bench compatibility flags at their defaults rejected: %v", err)
 	}
 	for _, bad := range [][]string{{"--concurrency", "x"}, {"--request-rate", "-3"}, {"--config-option", "depth:3"}, {"extra"},
-		{"--concurrency-backend", "processing-pool"}, {"--request-mode", "pd_dynamic"}, {"--profile"}} {
+		{"--concurrency-backend", "processing-pool"}, {"--request-mode", "pd_dynamic"}, {"--profile"}, {"--chunk-size", "4096"}, {"--trace"}} {
 		if _, err := parseFlags(bad, &bytes.Buffer{}); err == nil {
 			t.Errorf("accepted %v", bad)
 		}

@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -90,6 +91,13 @@ type Options struct {
 	Out io.Writer
 	// Now 是时钟；nil 时取 time.Now。
 	Now func() time.Time
+
+	// AccuracyCacheDir 是精度数据（simple-evals 上游文件）的下载缓存目录；空时取用户
+	// 缓存目录下的 cibench/simple-evals。配置中的 cache_dir 优先。
+	AccuracyCacheDir string
+	// AccuracyHTTPClient 用于精度阶段的模型请求与数据下载；nil 取 http.DefaultClient
+	// （时限来自配置）。测试用它模拟断网。
+	AccuracyHTTPClient *http.Client
 
 	// NewDeployer 为测试替换部署方式；nil 时按场景的 mode 构造。
 	NewDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
@@ -202,6 +210,9 @@ func newDriver(o Options) (*driver, error) {
 		red = redact.New()
 	}
 	d := &driver{o: o, m: m, plans: plans, log: log, now: o.Now, red: red, keys: map[string]string{}}
+	if err := d.checkAccuracyTargets(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	for _, p := range plans {
 		env := p.Scenario.APIKeyEnv
 		if o.APIKeyEnv != "" {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -25,11 +26,27 @@ import (
 // tree 返回一个小而完整的配置树：names 中每个场景都是模拟器，档位很小，
 // 让端到端测试在几秒内跑完整条流水线。
 func tree(names ...string) fstest.MapFS {
+	return treeAcc("dataset: builtin-sample\ndatasets: [{name: gpqa}]\n", names...)
+}
+
+// realDataAcc 返回一份读取磁盘上真实文件的精度配置片段（用仓库里的样例文件充当数据目录），
+// 供不是进程内模拟器的场景使用：内置样例只能打模拟器。分数只记录不设门禁。
+func realDataAcc(t *testing.T) string {
+	t.Helper()
+	data, err := filepath.Abs("../../../../accuracy/sampledata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "dataset_path: " + data + "\ndatasets: [{name: gpqa, report_only: true}]\n"
+}
+
+// treeAcc 与 tree 相同，但精度配置（pr 与 daily）的数据与数据集部分由 acc 给出。
+func treeAcc(acc string, names ...string) fstest.MapFS {
 	fsys := fstest.MapFS{
 		"tests/perf/profiles/pr.yaml":    {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\n")},
 		"tests/perf/profiles/daily.yaml": {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\n")},
-		"tests/accuracy/pr.yaml":         {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\ndatasets: [{name: gpqa, threshold: 0.0}]\n")},
-		"tests/accuracy/daily.yaml":      {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\ndatasets: [{name: gpqa, threshold: 0.0}]\n")},
+		"tests/accuracy/pr.yaml":         {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\n" + acc)},
+		"tests/accuracy/daily.yaml":      {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\n" + acc)},
 	}
 	var m strings.Builder
 	m.WriteString("scenarios:\n")
@@ -370,7 +387,7 @@ func TestBaseURLOverride(t *testing.T) {
 	srv := httptest.NewServer(em.Handler())
 	defer srv.Close()
 	root := t.TempDir()
-	o := options(t, tree("emu"), matrix.RunPR, root)
+	o := options(t, treeAcc(realDataAcc(t), "emu"), matrix.RunPR, root)
 	o.BaseURL = srv.URL + "/v1"
 	out, err := driver.Run(context.Background(), o)
 	if err != nil {
@@ -596,5 +613,117 @@ func TestStageAndJobTimeouts(t *testing.T) {
 	}
 	if !strings.Contains(msgs, "job timeout 500ms exceeded") {
 		t.Errorf("errors do not name the job timeout:\n%s", msgs)
+	}
+}
+
+// offlineClient 只放行回环地址的请求（被测服务），其余（数据下载）一律失败，模拟没有外网的 CI。
+func offlineClient() *http.Client {
+	return &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		if h := r.URL.Hostname(); h == "127.0.0.1" || h == "localhost" {
+			return http.DefaultTransport.RoundTrip(r)
+		}
+		return nil, fmt.Errorf("no route to %s in this test", r.URL.Host)
+	})}
+}
+
+// roundTrip 让函数实现 http.RoundTripper。
+type roundTrip func(*http.Request) (*http.Response, error)
+
+// RoundTrip 调用 f。
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestExternalServerWithoutAccuracyDataFailsAccuracy 是 issue 12 的验收条件：对外部服务运行、
+// 精度配置没有给出任何数据时，旧驱动悄悄用内置合成样例打分（阶段 ok、门禁 0 阈值通过）。
+// 现在默认读 simple-evals 的上游地址，拿不到时精度阶段失败，错误写明文件与地址，且没有
+// 任何精度结果。
+func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
+	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "real-server", APIKey: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(em.Handler())
+	defer srv.Close()
+	o := options(t, treeAcc("datasets: [{name: gpqa, threshold: 0.2}]\n", "emu"), matrix.RunPR, t.TempDir())
+	o.BaseURL, o.AccuracyHTTPClient, o.AccuracyCacheDir = srv.URL+"/v1", offlineClient(), t.TempDir()
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := scenario(t, summary(t, out.Dir), "emu")
+	if out.ExitCode != report.ExitGateFailed || len(sc.Accuracy) != 0 {
+		t.Fatalf("exit %d, accuracy results %+v", out.ExitCode, sc.Accuracy)
+	}
+	var msg string
+	for _, e := range sc.Errors {
+		if e.Stage == report.StageAccuracy {
+			msg = e.Message
+		}
+	}
+	for _, want := range []string{"gpqa_diamond.csv", "GET https://openaipublic.blob.core.windows.net/simple-evals/gpqa_diamond.csv", "dataset unavailable"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("accuracy stage error %q lacks %q", msg, want)
+		}
+	}
+}
+
+// TestBuiltinSampleAgainstBaseURLIsConfigError：内置样例只能打进程内模拟器；用 -base-url
+// 改指的模拟器场景请求它是配置错误，在部署与写任何产物之前报出。
+func TestBuiltinSampleAgainstBaseURLIsConfigError(t *testing.T) {
+	root := t.TempDir()
+	o := options(t, tree("emu"), matrix.RunPR, root)
+	o.BaseURL = "http://127.0.0.1:1/v1"
+	_, err := driver.Run(context.Background(), o)
+	if !errors.Is(err, driver.ErrConfig) || !strings.Contains(err.Error(), "scenario emu, accuracy config pr (-base-url http://127.0.0.1:1/v1 points the scenario at a real server)") ||
+		!strings.Contains(err.Error(), "dataset: the built-in synthetic sample can only score the in-process emulator") {
+		t.Fatalf("err=%v", err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("artifacts written before the config error: %v", entries)
+	}
+	// 不跑精度阶段时同样的参数是合法的。
+	o.Stages = []report.Stage{report.StageFunctional}
+	o.BaseURL = ""
+	if _, err := driver.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGateOnOtherMetricKeepsScore：按 f1_score 判定时，旧驱动把 f1_score 写进 Score 再交给
+// report，summary.json 里的"分数"因此是百分制的 F1。现在分数原样记录，门禁读 f1_score。
+func TestGateOnOtherMetricKeepsScore(t *testing.T) {
+	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	acc := "dataset: builtin-sample\ndatasets: [{name: drop, metric: f1_score, threshold: 1}]\n"
+	o.Config = treeAcc(acc, "emu")
+	o.Stages = []report.Stage{report.StageAccuracy}
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := summary(t, out.Dir)
+	sc := scenario(t, res, "emu")
+	if len(sc.Accuracy) != 1 {
+		t.Fatalf("accuracy %+v errors %+v", sc.Accuracy, sc.Errors)
+	}
+	a := sc.Accuracy[0]
+	f1 := a.Result.Metrics["f1_score"]
+	files, _ := filepath.Glob(filepath.Join(out.Dir, "emu/accuracy/pr/drop_*.json"))
+	if len(files) != 1 {
+		t.Fatalf("result files %v", files)
+	}
+	raw, _ := os.ReadFile(files[0])
+	var py map[string]float64
+	if err := json.Unmarshal(raw, &py); err != nil {
+		t.Fatal(err)
+	}
+	if a.Metric != "f1_score" || a.Result.Score != py["score"] || a.Result.Score > 1 || (f1 > 1 && a.Result.Score == f1) {
+		t.Errorf("metric %q score %v (result file %v) f1 %v", a.Metric, a.Result.Score, py["score"], f1)
+	}
+	if a.Result.Source == nil || a.Result.Source.Kind != "builtin-sample" || len(a.Result.Source.Files) != 2 {
+		t.Errorf("source %+v", a.Result.Source)
+	}
+	for _, g := range res.Gates {
+		if g.Name == "accuracy/drop" && (g.Metric != "f1_score" || g.Current != f1) {
+			t.Errorf("gate %+v", g)
+		}
 	}
 }

@@ -48,7 +48,7 @@ func TestKubeScenariosEndToEnd(t *testing.T) {
 	}
 	kubeconf := "  kubeconfig: " + strconv.Quote(c.Kubeconfig) + "\n  context: cibench\n  poll_interval: 200ms\n"
 	hybrid, pd := "k8s_hybrid_qwen3-32b_tp2_w4a8", "k8s_pd_deepseek-r1_2p1d_reasoning_w8a8"
-	fsys := tree()
+	fsys := treeAcc(realDataAcc(t))
 	fsys["scenarios/"+hybrid+".yaml"] = shipped(t, "scenarios/"+hybrid+".yaml", "\nk8s:\n", "\nk8s:\n"+kubeconf, "node_port: 30090", "node_port: "+strconv.Itoa(hybridPort))
 	fsys["scenarios/"+pd+".yaml"] = shipped(t, "scenarios/"+pd+".yaml", "\nk8s:\n", "\nk8s:\n"+kubeconf, "node_port: 30080", "node_port: "+strconv.Itoa(pdPort))
 	fsys["k8s/qwen3-32b-hybrid.yaml"] = shipped(t, "k8s/qwen3-32b-hybrid.yaml", "nodePort: 30090", "nodePort: "+strconv.Itoa(hybridPort))

@@ -74,7 +74,7 @@ func TestLocalScenarioEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	fsys := tree()
+	fsys := treeAcc(realDataAcc(t))
 	fsys["scenarios/loc.yaml"] = &fstest.MapFile{Data: []byte(fmt.Sprintf(`mode: local
 served_model_name: local-model
 base_url: http://127.0.0.1:%d/v1

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
+	"sort"
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy"
@@ -91,113 +93,122 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 	return errors.Join(errs...)
 }
 
-// accuracy 对每份精度配置中的每个数据集运行 simple-evals 兼容评测（以及配置的
-// 外部评测），结果按 {dataset}_{model}_{ts}.json/.html 写进 <scenario>/accuracy/。
+// accuracy 对每份精度配置运行 accuracy.RunStage（与 examples/accuracy 同一条路径：
+// 数据来源、采样、计分、记录数据来源、门禁都在那里），结果按
+// {dataset}_{model}_{ts}.json/.html/.jsonl 写进 <scenario>/accuracy/<配置名>/，
+// 外部评测的输出写进 <scenario>/accuracy/ 下各自的子目录。门禁由 report 用同一个
+// accuracy.Gate 判定；数据集无法评测，或失败请求比例超过 max_error_rate 时，
+// 本阶段本身也记为失败。
 func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.Endpoint) error {
 	sc := p.Scenario
 	var errs []error
 	for _, na := range p.Accuracy.Configs {
-		cfg := na.Config.WithDefaults()
-		actx := ctx
-		if cfg.Timeout > 0 {
-			var cancel context.CancelFunc
-			actx, cancel = context.WithTimeout(ctx, cfg.Timeout)
-			defer cancel()
+		var logs io.WriteCloser
+		extDir := ""
+		if len(na.Config.External) > 0 {
+			dir, err := d.run.ScenarioDir(sc.Name, report.StageAccuracy)
+			if err == nil {
+				logs, err = d.run.Create(path.Join(sc.Name, string(report.StageAccuracy), na.Name, "external.log"))
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			extDir = filepath.Join(dir, na.Name)
 		}
-		src, err := accuracySource(cfg)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		sampler, err := accuracy.NewChatSampler(accuracy.ChatConfig{
-			BaseURL: ep.BaseURL(), Model: ep.Model, APIKey: ep.APIKey, MaxTokens: cfg.MaxTokens,
-			Temperature: cfg.Temperature, Timeout: cfg.RequestTimeout, Retries: cfg.Retries,
+		dir := path.Join(sc.Name, string(report.StageAccuracy), na.Name)
+		res, runErr := accuracy.RunStage(ctx, na.Config, accuracy.Target{BaseURL: ep.BaseURL(), Model: ep.Model, APIKey: ep.APIKey}, accuracy.StageOptions{
+			Emulated:    d.emulated(sc),
+			CacheDir:    d.accuracyCache(),
+			HTTPClient:  d.o.AccuracyHTTPClient,
+			Create:      func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) },
+			ExternalDir: extDir,
+			Logs:        logs,
+			Now:         d.now,
 		})
-		if err != nil {
-			errs = append(errs, err)
+		if logs != nil {
+			_ = logs.Close()
+		}
+		for i, r := range res.Results {
+			g, v := res.Gates[i], res.Verdicts[i]
+			rate := 0.0
+			if g.MaxErrorRate != nil {
+				rate = *g.MaxErrorRate
+			}
+			if err := d.run.RecordAccuracy(sc.Name, report.Accuracy{Result: r, Threshold: g.Threshold, Metric: g.Metric, MaxErrorRate: rate}); err != nil {
+				errs = append(errs, err)
+			}
+			if v.ErrorRateExceeded {
+				errs = append(errs, fmt.Errorf("%s/%s: %s", na.Name, r.Dataset, v.Reason))
+			}
+			data := "external"
+			if r.Source != nil {
+				data = r.Source.Kind + " " + r.Source.Location
+			}
+			d.log.Info("accuracy finished", "scenario", sc.Name, "config", na.Name, "dataset", r.Dataset, "score", r.Score,
+				"examples", r.Examples, "failed_requests", r.Errors, "data", data)
+		}
+		names := make([]string, 0, len(res.Errors))
+		for n := range res.Errors {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", na.Name, n, res.Errors[n]))
+		}
+		for n, why := range res.Skipped {
+			d.log.Warn("accuracy dataset skipped", "scenario", sc.Name, "config", na.Name, "dataset", n, "reason", why)
+		}
+		if runErr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", na.Name, runErr))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// emulated 报告场景的目标是否是进程内模拟器：只有这时 dataset: builtin-sample 才合法。
+// 用 -base-url 改指的模拟器场景打的是真实服务，不算。
+func (d *driver) emulated(sc *matrix.Scenario) bool {
+	return sc.Mode == matrix.ModeEmulator && d.o.BaseURL == ""
+}
+
+// accuracyCache 返回精度数据的下载缓存目录：Options.AccuracyCacheDir 或用户缓存目录下的
+// cibench/simple-evals；两者都拿不到时为空（不缓存，每次下载）。
+func (d *driver) accuracyCache() string {
+	if d.o.AccuracyCacheDir != "" {
+		return d.o.AccuracyCacheDir
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "cibench", "simple-evals")
+	}
+	return ""
+}
+
+// checkAccuracyTargets 在任何部署之前检查每个要运行的精度配置与其目标相容
+// （内置样例只能打进程内模拟器），错误写明场景、配置名与改法。
+func (d *driver) checkAccuracyTargets() error {
+	if !d.selected(report.StageAccuracy) {
+		return nil
+	}
+	var errs []error
+	for _, p := range d.plans {
+		if !p.Accuracy.Enabled {
 			continue
 		}
-		for _, ds := range cfg.Datasets {
-			if err := d.evalDataset(actx, sc, na.Name, cfg, ds, src, sampler, ep); err != nil {
-				errs = append(errs, fmt.Errorf("%s/%s: %w", na.Name, ds.Name, err))
-			}
-			if actx.Err() != nil {
-				break
-			}
-		}
-		for _, ext := range cfg.External {
-			if err := d.evalExternal(actx, sc, ext, ep); err != nil {
-				errs = append(errs, fmt.Errorf("%s/%s: %w", na.Name, ext.Name, err))
+		for _, na := range p.Accuracy.Configs {
+			if err := na.Config.CheckTarget(d.emulated(p.Scenario)); err != nil {
+				why := "scenario mode is " + string(p.Scenario.Mode)
+				if d.o.BaseURL != "" {
+					why = "-base-url " + d.o.BaseURL + " points the scenario at a real server"
+				}
+				errs = append(errs, fmt.Errorf("scenario %s, accuracy config %s (%s): %w; or skip accuracy with -stages functional,perf", p.Scenario.Name, na.Name, why, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// accuracySource 按配置选择数据来源：本地目录、下载地址，或内置的合成样例
-// （没有网络与数据集的机器上也能跑通流程；分数不代表模型能力）。
-func accuracySource(cfg accuracy.Config) (accuracy.Source, error) {
-	switch {
-	case cfg.DatasetPath != "":
-		return accuracy.FSSource{FS: os.DirFS(cfg.DatasetPath), Label: cfg.DatasetPath}, nil
-	case cfg.DatasetURL != "":
-		return accuracy.NewHTTPSource(cfg.DatasetURL, cfg.CacheDir, nil, nil)
-	}
-	return accuracy.SampleData(), nil
-}
-
-// evalDataset 评测一个数据集并写出 JSON、HTML 与逐样本 JSONL。
-func (d *driver) evalDataset(ctx context.Context, sc *matrix.Scenario, cfgName string, cfg accuracy.Config, ds accuracy.DatasetConfig, src accuracy.Source, sampler accuracy.Sampler, ep deploy.Endpoint) error {
-	e, err := accuracy.NewEval(ds.Name, src, accuracy.EvalOptions{Debug: cfg.Debug, Examples: ds.Examples, NRepeats: ds.NRepeats})
-	if err != nil {
-		return err
-	}
-	res, runErr := accuracy.Run(ctx, sampler, e, accuracy.Options{Threads: cfg.NumThreads, Model: ep.Model, Now: d.now})
-	if res.Dataset == "" && runErr != nil {
-		return runErr
-	}
-	stem := path.Join(sc.Name, string(report.StageAccuracy), cfgName, accuracy.FileStem(ds.Name, ep.Model, d.now()))
-	errs := []error{runErr,
-		d.writeWith(stem+".json", func(w io.Writer) error { return accuracy.WriteJSON(w, res) }),
-		d.writeWith(stem+".html", func(w io.Writer) error { return accuracy.WriteHTML(w, res) }),
-		d.writeWith(stem+".jsonl", func(w io.Writer) error { return accuracy.WriteJSONL(w, res.Singles) }),
-	}
-	if res.Errors > 0 {
-		// simple-evals 把请求失败的样本按空回复计分：分数因此失真，必须让人看见。
-		errs = append(errs, fmt.Errorf("%d of %d samples failed after retries and were scored as empty responses", res.Errors, res.Examples))
-	}
-	threshold := ds.Threshold
-	if ds.Metric != "" && ds.Metric != "score" {
-		// report 以 Score 比较阈值；其他指标时把该指标作为分数交给门禁。
-		if v, ok := res.Metrics[ds.Metric]; ok {
-			res.Score = v
-		}
-	}
-	errs = append(errs, d.run.RecordAccuracy(sc.Name, report.Accuracy{Result: res, Threshold: threshold}))
-	d.log.Info("accuracy finished", "scenario", sc.Name, "dataset", ds.Name, "score", res.Score, "examples", res.Examples)
-	return errors.Join(errs...)
-}
-
-// evalExternal 运行一个外部评测（OpenCompass、MME……）子进程。
-func (d *driver) evalExternal(ctx context.Context, sc *matrix.Scenario, ext accuracy.ExternalConfig, ep deploy.Endpoint) error {
-	dir, err := d.run.ScenarioDir(sc.Name, report.StageAccuracy)
-	if err != nil {
-		return err
-	}
-	logs, err := d.run.Create(path.Join(sc.Name, string(report.StageAccuracy), ext.Name+".log"))
-	if err != nil {
-		return err
-	}
-	defer logs.Close()
-	sp, err := accuracy.NewSubprocess(ext, path.Join(dir, ext.Name), logs)
-	if err != nil {
-		return err
-	}
-	res, err := sp.Evaluate(ctx, accuracy.Target{BaseURL: ep.BaseURL(), Model: ep.Model, APIKey: ep.APIKey})
-	if err != nil {
-		return err
-	}
-	return d.run.RecordAccuracy(sc.Name, report.Accuracy{Result: res, Threshold: ext.Threshold})
 }
 
 // writeWith 把 fn 的输出原子地写进运行目录中的 rel（经脱敏）。

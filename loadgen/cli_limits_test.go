@@ -1,0 +1,123 @@
+package loadgen_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// TestValidateUpperLimits 验证每个数值字段的上限与 NaN/Inf：荒谬的取值在运行前报错，
+// 错误是 *ProfileError，带字段、下标与取值。
+func TestValidateUpperLimits(t *testing.T) {
+	base := loadgen.Profile{InputLength: []int{16}, OutputLength: []int{16}}
+	nan := math.NaN()
+	cases := []struct {
+		field string
+		index int
+		mut   func(p *loadgen.Profile)
+	}{
+		{"requests_per_concurrency", -1, func(p *loadgen.Profile) { p.RequestsPerConcurrency = 999999999999 }},
+		{"requests_per_concurrency", -1, func(p *loadgen.Profile) { p.Concurrency, p.RequestsPerConcurrency = []int{20000}, 1000 }},
+		{"concurrency", 1, func(p *loadgen.Profile) { p.Concurrency = []int{1, loadgen.MaxConcurrency + 1} }},
+		{"num_requests", 0, func(p *loadgen.Profile) { p.NumRequests = []int{loadgen.MaxRequests + 1} }},
+		{"input_length", 0, func(p *loadgen.Profile) { p.InputLength = []int{loadgen.MaxTokens + 1} }},
+		{"output_length", 1, func(p *loadgen.Profile) { p.OutputLength = []int{1, loadgen.MaxTokens + 1} }},
+		{"epochs", -1, func(p *loadgen.Profile) { p.Epochs = loadgen.MaxEpochs + 1 }},
+		{"warmup", -1, func(p *loadgen.Profile) { p.Warmup = loadgen.MaxRequests + 1 }},
+		{"request_rate", -1, func(p *loadgen.Profile) { p.RequestRate = nan }},
+		{"request_rate", -1, func(p *loadgen.Profile) { p.RequestRate = math.Inf(1) }},
+		{"burstiness", -1, func(p *loadgen.Profile) { p.Burstiness = nan }},
+		{"temperature", -1, func(p *loadgen.Profile) { p.Temperature = &nan }},
+		{"top_p", -1, func(p *loadgen.Profile) { p.TopP = &nan }},
+		{"timeout", -1, func(p *loadgen.Profile) { p.Timeout = 48 * time.Hour }},
+		{"growth_interval", -1, func(p *loadgen.Profile) { p.GrowthInterval = 48 * time.Hour }},
+		{"growth_rate", -1, func(p *loadgen.Profile) { p.GrowthRate = loadgen.MaxConcurrency + 1 }},
+		{"init_concurrency", 0, func(p *loadgen.Profile) { p.InitConcurrency = []int{loadgen.MaxConcurrency + 1} }},
+		{"output_range_ratio_below", -1, func(p *loadgen.Profile) { p.OutputRangeRatioBelow = nan }},
+		{"input_length", 0, func(p *loadgen.Profile) {
+			p.DatasetType, p.Prompts = loadgen.DatasetCustom, []loadgen.Prompt{{Text: "x", InputLength: 32}}
+		}},
+	}
+	for _, c := range cases {
+		p := base
+		c.mut(&p)
+		err := p.Defaults().Validate()
+		var pe *loadgen.ProfileError
+		if !errors.As(err, &pe) || !errors.Is(err, loadgen.ErrInvalidProfile) || pe.Field != c.field || pe.Index != c.index {
+			t.Errorf("%s: got %#v (%v)", c.field, pe, err)
+		}
+	}
+	ok := base
+	ok.Concurrency, ok.NumRequests = []int{loadgen.MaxConcurrency}, []int{loadgen.MaxRequests}
+	if err := ok.Defaults().Validate(); err != nil {
+		t.Fatalf("limits themselves rejected: %v", err)
+	}
+}
+
+// TestGenerateDatasetAndReadBack 验证 GenerateDataset 的每行形状、长度与可复现性，
+// 以及 ReadPrompts 读回 input_length / prompt_tokens、拒绝越界的长度。
+func TestGenerateDatasetAndReadBack(t *testing.T) {
+	spec := loadgen.DatasetSpec{InputLength: 20, NumRequests: 5, PrefixLength: 3, Seed: 1}
+	if spec.FileName() != "random_input20_num5_prefix3.jsonl" {
+		t.Fatal(spec.FileName())
+	}
+	var a, b bytes.Buffer
+	n, err := loadgen.GenerateDataset(context.Background(), &a, spec, nil)
+	if err != nil || n != 5 {
+		t.Fatal(n, err)
+	}
+	if _, err := loadgen.GenerateDataset(context.Background(), &b, spec, nil); err != nil || a.String() != b.String() {
+		t.Fatal("not reproducible", err)
+	}
+	ps, err := loadgen.ReadPrompts(&a)
+	if err != nil || len(ps) != 5 {
+		t.Fatal(len(ps), err)
+	}
+	for _, p := range ps {
+		if p.InputLength != 20 || p.Tokens != 20 || p.Text == "" {
+			t.Fatalf("%+v", p)
+		}
+		if p.Text == loadgen.RandomText(1, 20) {
+			t.Fatal("dataset ignores the prefix/index seed")
+		}
+	}
+	for _, bad := range []loadgen.DatasetSpec{{InputLength: 0, NumRequests: 1}, {InputLength: 8, NumRequests: 0},
+		{InputLength: 8, NumRequests: 1, PrefixLength: 8}, {InputLength: 8, NumRequests: 1, RangeRatioBelow: 1},
+		{InputLength: 8, NumRequests: 1, RangeRatioAbove: math.NaN()}, {InputLength: 8, NumRequests: loadgen.MaxDatasetRequests + 1}} {
+		if _, err := loadgen.GenerateDataset(context.Background(), &bytes.Buffer{}, bad, nil); !errors.Is(err, loadgen.ErrInvalidProfile) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	if _, err := loadgen.ReadPrompts(strings.NewReader(`{"prompt":"x","input_length":-1}`)); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("negative input_length: %v", err)
+	}
+}
+
+// TestReadProvidersNamesFileAndLine 验证 providers.yaml 的每种错误都带文件名与行号，
+// base_url 必须是 http(s) URL。
+func TestReadProvidersNamesFileAndLine(t *testing.T) {
+	cases := map[string]string{
+		"providers:\n  - id: a\n    base_url: [\n":                                           "my/providers.yaml:3: did not find expected node content",
+		"providers:\n  - id: a\n    base_url: x\n    model_name: m\n    typo: 1\n":           "my/providers.yaml:5: field typo not found",
+		"providers:\n  - id: a\n    model_name: m\n":                                         "my/providers.yaml:2: providers[0] (a).base_url is empty",
+		"providers:\n  - id: a\n    model_name: m\n    base_url: 'localhost:8000/v1'\n":      "my/providers.yaml:4: providers[0] (a).base_url[0]: want an http(s)",
+		"providers:\n  - id: a\n    base_url: 'http://h/v1'\n  - id: b\n    model_name: m\n": "my/providers.yaml:2: providers[0] (a).model_name is empty",
+		"":              "my/providers.yaml: file is empty",
+		"providers: []": "my/providers.yaml: no providers",
+	}
+	for body, want := range cases {
+		_, err := loadgen.ReadProviders(strings.NewReader(body), "my/providers.yaml")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
+	}
+	if _, err := loadgen.ReadProviders(strings.NewReader(strings.Repeat("#", 2<<20)), "big.yaml"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized file: %v", err)
+	}
+}
