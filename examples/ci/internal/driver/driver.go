@@ -318,9 +318,10 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	// 门禁、推送与报告在一个不受取消影响的 ctx 中完成：已测得的内容必须写出。
 	fin, finCancel := context.WithTimeout(context.WithoutCancel(parent), teardownTimeout)
 	defer finCancel()
+	// 门禁阈值：Options.Thresholds 优先，否则取 matrix.yaml 的 defaults.gates（零值字段即规格默认值）。
 	th := d.o.Thresholds
 	if th == (report.Thresholds{}) {
-		th = report.DefaultThresholds()
+		th = d.m.Defaults.Gates
 	}
 	gates, err := report.Evaluate(fin, run.Result(), th, baselines)
 	if err != nil {
@@ -333,6 +334,9 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		if gates, err = report.Evaluate(fin, run.Result(), th, baselines); err != nil {
 			d.log.Warn("gate evaluation incomplete", "err", err)
 		}
+	}
+	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
+		d.trend(run)
 	}
 	out := Outcome{Dir: run.Dir(), Interrupted: interrupted}
 	d.log.Info("gates evaluated", "gates", len(gates), "exit_code", report.ExitCode(gates))
@@ -374,6 +378,26 @@ func (d *driver) baselines() report.BaselineSource {
 	}
 	d.log.Info("perf baselines from artifacts", "dir", root, "combinations", len(b))
 	return b
+}
+
+// trend 对最近的每日结果做变点检测，把结论写进本次每日报告；失败只记日志（趋势是
+// 信息，不是门禁）。
+func (d *driver) trend(run *report.Run) {
+	root := d.o.BaselineArtifacts
+	if root == "" {
+		root = d.o.Artifacts
+	}
+	tr, err := report.DailyTrend(os.DirFS(root), run.Result(), report.TrendOptions{})
+	if err != nil {
+		d.log.Warn("daily trend failed", "dir", root, "err", err)
+		return
+	}
+	for _, c := range tr.NewChangePoints() {
+		d.log.Warn("new change point", "series", c.Series, "first_run", c.RunID, "before", c.Before, "after", c.After, "delta_pct", c.DeltaPct, "p", c.PValue)
+	}
+	if err := run.SetTrend(tr); err != nil {
+		d.log.Warn("recording daily trend failed", "err", err)
+	}
 }
 
 // skipScenario 把因中断或 abort 而未运行的场景登记进报告，使人能看到它被跳过的原因。
@@ -435,6 +459,15 @@ func (d *driver) summarize(out Outcome, gates []report.Gate) {
 	fmt.Fprintf(w, "gates: %s\n", strings.Join(verdicts, " "))
 	for _, g := range failed {
 		fmt.Fprintf(w, "  FAIL %s %s: %s\n", g.Scenario, g.Name, d.red.String(g.Reason))
+	}
+	for _, sc := range res.Scenarios {
+		for _, c := range sc.Capacity {
+			fmt.Fprintf(w, "  capacity %s in%d/out%d: %.2f req/s within %s (knee %.2f req/s, %d steps, %s)\n",
+				sc.Name, c.InputLength, c.OutputLength, c.MaxSustainableRate, c.SLO, c.KneeRate, len(c.Steps), c.Stop)
+		}
+	}
+	for _, c := range res.Trend.NewChangePoints() {
+		fmt.Fprintf(w, "  NEW change point %s at %s: %.4g → %.4g (%+.1f%%, p=%.3f)\n", c.Series, c.RunID, c.Before, c.After, c.DeltaPct, c.PValue)
 	}
 	if out.Interrupted {
 		fmt.Fprintf(w, "run INTERRUPTED: partial results kept\n")
