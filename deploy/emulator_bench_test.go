@@ -18,12 +18,17 @@ import (
 
 // benchStream 在回环上以并行客户端压测流式 chat（零延迟），报告 req/s 与 chunk/s。
 // tokens 是每个请求的输出 token 数（ignore_eos），每个 token 一个 SSE chunk。
-func benchStream(b *testing.B, tokens int, stream, coalesce bool) {
+// sampling 是请求里的采样参数片段，省略时为 `"temperature":0`（贪心快路径）。
+func benchStream(b *testing.B, tokens int, stream, coalesce bool, sampling ...string) {
+	sp := `"temperature":0`
+	if len(sampling) > 0 {
+		sp = sampling[0]
+	}
 	_, ep := startEmu(b, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: coalesce})
 	url := ep.BaseURL() + "/chat/completions"
 	client := benchClient(b)
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"benchmark prompt 性能测试"}],"max_tokens":` +
-		itoa(tokens) + `,"ignore_eos":true,"temperature":0,"stream":` + map[bool]string{true: "true", false: "false"}[stream] +
+		itoa(tokens) + `,"ignore_eos":true,` + sp + `,"stream":` + map[bool]string{true: "true", false: "false"}[stream] +
 		`,"stream_options":` + map[bool]string{true: `{"include_usage":true}`, false: "null"}[stream] + `}`)
 	b.SetParallelism(8)
 	b.ResetTimer()
@@ -72,6 +77,12 @@ func BenchmarkLoopbackStream40(b *testing.B) { benchStream(b, 40, true, false) }
 
 // BenchmarkLoopbackStream200 以 200 token 的长流压测回环 chunk 吞吐。
 func BenchmarkLoopbackStream200(b *testing.B) { benchStream(b, 200, true, false) }
+
+// BenchmarkLoopbackStream200Sampled 同 BenchmarkLoopbackStream200，但带 loadgen 的默认采样参数
+// （temperature 0.6、top_k 8）：这类请求走分布采样，衡量它相对贪心快路径的额外开销。
+func BenchmarkLoopbackStream200Sampled(b *testing.B) {
+	benchStream(b, 200, true, false, `"temperature":0.6,"top_k":8,"seed":1`)
+}
 
 // BenchmarkLoopbackStream40Coalesced 同 BenchmarkLoopbackStream40，但打开 CoalesceZeroLatency 合并写入。
 func BenchmarkLoopbackStream40Coalesced(b *testing.B) { benchStream(b, 40, true, true) }

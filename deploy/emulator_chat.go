@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -299,7 +300,7 @@ func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, 
 	// 工具
 	in := &emuGenInput{key: p.all, s: s, ignoreEOS: req.IgnoreEOS, includeStr: req.IncludeStopStrInOutput,
 		stopIDs: req.StopTokenIDs, stream: req.Stream}
-	e.applyLogitBias(in, req.LogitBias)
+	e.applyLogitBias(cfg, in, req.LogitBias, slices.Values(p.texts))
 	if er := e.planTools(cfg, req, p, in); er != nil {
 		return nil, er
 	}
@@ -552,7 +553,7 @@ func (e *Emulator) planCompletion(cfg *EmulatorConfig, req *emuCompletionRequest
 		run.promptTokens += counts[pi]
 		in := &emuGenInput{key: "\x01" + text, s: s, budget: budget, ignoreEOS: req.IgnoreEOS,
 			includeStr: req.IncludeStopStrInOutput, stopIDs: req.StopTokenIDs, stream: req.Stream}
-		e.applyLogitBias(in, req.LogitBias)
+		e.applyLogitBias(cfg, in, req.LogitBias, func(yield func(string) bool) { yield(text) })
 		if fn != nil {
 			in.hasFixed, in.fixedFn = true, fn
 		} else if txt, ok := emulator.ScriptedAnswer(text); ok {

@@ -103,4 +103,16 @@ type EmulatorDefects struct {
 	ImageNotValidated bool `json:"image_not_validated,omitempty" yaml:"image_not_validated,omitempty"`
 	// EmbeddingBatchIgnored 让 /v1/embeddings 只嵌入输入列表中的第一项。
 	EmbeddingBatchIgnored bool `json:"embedding_batch_ignored,omitempty" yaml:"embedding_batch_ignored,omitempty"`
+	// TemperatureScaleIgnored 接受 temperature 但不缩放 logits：任何正温度都按 1 采样。
+	TemperatureScaleIgnored bool `json:"temperature_scale_ignored,omitempty" yaml:"temperature_scale_ignored,omitempty"`
+	// TopPIgnored 接受 top_p 但不截断分布（按 top_p=1 采样）。
+	TopPIgnored bool `json:"top_p_ignored,omitempty" yaml:"top_p_ignored,omitempty"`
+	// PresencePenaltyIgnored 接受 presence_penalty 但不施加。
+	PresencePenaltyIgnored bool `json:"presence_penalty_ignored,omitempty" yaml:"presence_penalty_ignored,omitempty"`
+	// FrequencyPenaltyIgnored 接受 frequency_penalty 但不施加。
+	FrequencyPenaltyIgnored bool `json:"frequency_penalty_ignored,omitempty" yaml:"frequency_penalty_ignored,omitempty"`
+	// LogitBiasIgnored 接受 logit_bias 但不施加。
+	LogitBiasIgnored bool `json:"logit_bias_ignored,omitempty" yaml:"logit_bias_ignored,omitempty"`
+	// LogprobsUnsorted 让 top_logprobs 按 logprob 升序排列，且被采样 token 的 logprob 低于备选。
+	LogprobsUnsorted bool `json:"logprobs_unsorted,omitempty" yaml:"logprobs_unsorted,omitempty"`
 }

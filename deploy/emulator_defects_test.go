@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -293,11 +294,46 @@ func emuDefectCases() []emuDefectCase {
 				map[string]any{"type": "image_url", "image_url": map[string]any{"url": bad}}}}}})
 			return st == http.StatusOK
 		}},
+		// 同一 seed 下 0.2 与 1.5 的采样结果相同：温度没有缩放 logits。
+		{"TemperatureScaleIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			a, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "temperature": 0.2, "seed": 3}))
+			b, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "temperature": 1.5, "seed": 3}))
+			return emuStr(emuJget(a, "message", "content")) == emuStr(emuJget(b, "message", "content"))
+		}},
+		// top_p=0.1 在模拟器的分布上只留下贪心 token：不同 seed 的结果都等于贪心文本。
+		{"TopPIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			g, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "ignore_eos": true}))
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "ignore_eos": true, "temperature": 1, "top_p": 0.1, "seed": 4}))
+			return emuStr(emuJget(g, "message", "content")) != emuStr(emuJget(c, "message", "content"))
+		}},
+		{"PresencePenaltyIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			return penaltyText(t, ep, "presence_penalty", 2) == penaltyText(t, ep, "presence_penalty", -2)
+		}},
+		{"FrequencyPenaltyIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			return penaltyText(t, ep, "frequency_penalty", 2) == penaltyText(t, ep, "frequency_penalty", -2)
+		}},
+		{"LogitBiasIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			_, _, b := emuPost(t, ep, "/tokenize", map[string]any{"prompt": " cache"})
+			id := strconv.Itoa(emuNum(emuJget(emuObj(t, b), "tokens", 0)))
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 5, "ignore_eos": true, "logit_bias": map[string]any{id: 100}}))
+			return emuStr(emuJget(c, "message", "content")) != "cache cache cache cache cache"
+		}},
+		{"LogprobsUnsorted", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 3, "logprobs": true, "top_logprobs": 3}))
+			top := emuJget(c, "logprobs", "content", 0, "top_logprobs").([]any)
+			return emuJget(top[0], "logprob").(float64) < emuJget(top[2], "logprob").(float64)
+		}},
 		{"EmbeddingBatchIgnored", deploy.EmulatorConfig{EnableEmbeddings: true, EmbeddingDim: 4}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": []string{"a", "b", "c"}})
 			return len(emuObj(t, b)["data"].([]any)) != 3
 		}},
 	}
+}
+
+// penaltyText 返回带某个惩罚项、固定 seed、温度 1 的 40 token 生成文本。
+func penaltyText(t *testing.T, ep deploy.Endpoint, param string, v float64) string {
+	c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 40, "ignore_eos": true, "temperature": 1, "seed": 9, param: v}))
+	return emuStr(emuJget(c, "message", "content"))
 }
 
 // TestDefectsChangeWireBehaviour 证明每个缺陷开关都真实改变了线上行为，

@@ -207,7 +207,7 @@ func (enc *emuEncoder) appendChatLogprobs(b []byte, c *emuChoice, from, to int) 
 		b = appendTokenLP(b, tok, emuLogprob(c, j))
 		b = b[:len(b)-1]
 		b = append(b, `,"top_logprobs":[`...)
-		toks, lps := em.emuTopAlternatives(c, j, tok, k)
+		toks, lps := em.emuTopAlternatives(enc.run.cfg, c, j, tok, k)
 		for i := range toks {
 			if i > 0 {
 				b = append(b, ',')
@@ -270,7 +270,7 @@ func (enc *emuEncoder) appendCmplLogprobs(b []byte, c *emuChoice, from, to int) 
 		if j > from {
 			b = append(b, ',')
 		}
-		toks, lps := em.emuTopAlternatives(c, j, c.content[j], k)
+		toks, lps := em.emuTopAlternatives(enc.run.cfg, c, j, c.content[j], k)
 		b = append(b, '{')
 		for i := range toks {
 			if i > 0 {

@@ -48,34 +48,58 @@ type emuGenInput struct {
 	includeStr bool
 	stopIDs    []int
 	stream     bool
-	forced     string       // logit_bias ≥ 50 指向的词表片段：随机文本全部由它组成
-	banned     map[int]bool // logit_bias ≤ -50 的 token id：随机文本中不出现
+	// bias 是 logit_bias 解析到片段之后的偏置（片段 → 偏置）；id 先在生成词表中查找，
+	// 找不到时在本请求提示词的 token 中查找（/tokenize 给出的 id 正来自提示词）。
+	bias map[string]float64
 }
 
-// emuBiasThreshold 是 logit_bias 产生可见效果的阈值：|bias| ≥ 50 时相当于强制/禁止该
-// token（真实模型上 ±100 即如此）；更小的偏置只校验不改变文本。
-const emuBiasThreshold = 50
-
-// applyLogitBias 根据 logit_bias 设置 in.forced 与 in.banned。
-func (e *Emulator) applyLogitBias(in *emuGenInput, bias map[string]float64) {
-	best := 0.0
+// applyLogitBias 把 logit_bias 的 token id 解析为片段，填入 in.bias。prompt 是本请求
+// 提示词的全部文本；既不在生成词表、也不在提示词中的 id 没有可见效果（真实模型的词表
+// 更大，模拟器只认识它说得出的片段）。
+func (e *Emulator) applyLogitBias(cfg *EmulatorConfig, in *emuGenInput, bias map[string]float64, prompt func(yield func(string) bool)) {
+	if len(bias) == 0 || cfg.Defects.LogitBiasIgnored {
+		return
+	}
+	var fromPrompt map[int]string
 	for k, v := range bias {
 		id, err := strconv.Atoi(k)
-		if err != nil {
+		if err != nil || v == 0 {
 			continue
 		}
-		switch {
-		case v >= emuBiasThreshold && v > best:
-			if p, ok := e.engine.Vocab.PieceByID(id); ok {
-				in.forced, best = p, v
+		p, ok := e.engine.Vocab.PieceByID(id)
+		if !ok {
+			if fromPrompt == nil {
+				fromPrompt = map[int]string{}
+				for text := range prompt {
+					tokenize.Walk(text, func(piece string) bool {
+						piece = strings.TrimLeft(piece, " \t\r\n")
+						if piece != "" {
+							if c := piece[0]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+								piece = " " + piece // 词在句中带前导空格，拼接后仍各自成 token
+							}
+							fromPrompt[tokenize.ID(piece)] = piece
+						}
+						return true
+					})
+				}
 			}
-		case v <= -emuBiasThreshold:
-			if in.banned == nil {
-				in.banned = map[int]bool{}
+			if p, ok = fromPrompt[id]; !ok {
+				continue
 			}
-			in.banned[id] = true
 		}
+		if in.bias == nil {
+			in.bias = map[string]float64{}
+		}
+		in.bias[p] += v
 	}
+}
+
+// shaped 报告本请求是否带有改变 token 分布形状的参数，需要走 emulator.Vocab.Sample
+// 的分布采样；否则走 Text 快路径（贪心或 temperature 1 的默认采样），保持吞吐与既有输出。
+func (in *emuGenInput) shaped() bool {
+	s := in.s
+	return len(in.bias) > 0 || s.presence != 0 || s.frequency != 0 || s.topP < 1 || s.topK > 1 ||
+		(!s.greedy() && s.temperature != 1)
 }
 
 // emuNullJSON 是 JSON null。
@@ -86,7 +110,12 @@ var emuNullJSON = []byte("null")
 // 决定，没有 seed 则每次不同。
 func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuChoice {
 	h := emulator.Hash(cfg.Model, in.key)
-	if !in.s.greedy() && !cfg.Defects.TemperatureIgnored {
+	backbone := h // 分布采样的“贪心骨架”：只由提示决定
+	if cfg.Defects.StreamDiffers && in.stream {
+		backbone = emulator.Mix(backbone, 0xd1ff)
+	}
+	sampled := !in.s.greedy() && !cfg.Defects.TemperatureIgnored
+	if sampled {
 		if in.s.seed != nil && !cfg.Defects.SeedIgnored {
 			h = emulator.Mix(h, uint64(*in.s.seed))
 			h = emulator.Mix(h, math.Float64bits(in.s.temperature))
@@ -107,11 +136,29 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 	}
 	v := e.engine.Vocab
 
+	// 分布采样的参数（只在带有改变分布形状的参数时使用，见 shaped）。
+	var sp *emulator.Sampling
+	if in.shaped() {
+		sp = &emulator.Sampling{TopP: in.s.topP, Presence: in.s.presence, Frequency: in.s.frequency, Bias: in.bias}
+		if sampled {
+			sp.Temperature = in.s.temperature
+			if in.s.topK > 1 {
+				sp.TopK = in.s.topK
+			}
+		} else {
+			backbone = h // 贪心：骨架就是贪心文本本身（含 GreedySeedDependent 等缺陷的混入）
+		}
+	}
+
 	// 推理文本。
 	var reasoning []string
 	if in.reasoning {
-		t := v.NewText(emulator.Mix(h, 1))
-		reasoning = t.AppendPieces(nil, emulator.ReasoningLength(h))
+		if sp != nil {
+			reasoning = v.Sample(nil, emulator.Mix(backbone, 1), emulator.Mix(h, 1), emulator.ReasoningLength(h), sp)
+		} else {
+			t := v.NewText(emulator.Mix(h, 1))
+			reasoning = t.AppendPieces(nil, emulator.ReasoningLength(h))
+		}
 	}
 
 	// 正文（或工具参数）。
@@ -143,20 +190,11 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 			n = in.s.minTokens - len(reasoning)
 		}
 		n = min(n, budget+1) // 多生成一个，让超出预算的自然长度在下面被判为 length
-		t := v.NewText(emulator.Mix(h, 2))
-		content = t.AppendPieces(make([]string, 0, n+1), n)
-		if in.forced != "" {
-			for k := range content {
-				content[k] = in.forced
-			}
-			if strings.TrimLeft(in.forced, " ") != in.forced && len(content) > 0 {
-				content[0] = strings.TrimLeft(in.forced, " ")
-			}
-		}
-		for k := range content {
-			for tries := 0; len(in.banned) > 0 && in.banned[tokenize.ID(content[k])] && tries < 100; tries++ {
-				content[k] = t.Next()
-			}
+		if sp != nil {
+			content = v.Sample(make([]string, 0, n+1), emulator.Mix(backbone, 2), emulator.Mix(h, 2), n, sp)
+		} else {
+			t := v.NewText(emulator.Mix(h, 2))
+			content = t.AppendPieces(make([]string, 0, n+1), n)
 		}
 	}
 	if in.inContent && len(reasoning) > 0 {

@@ -269,7 +269,10 @@ func parseStop(raw json.RawMessage) ([]string, *emuErr) {
 // emuSampling 是校验后的采样设置。
 type emuSampling struct {
 	temperature float64
-	topK        int // 0 或 -1 表示不限
+	topK        int     // 0 或 -1 表示不限
+	topP        float64 // 1 表示不限
+	presence    float64
+	frequency   float64
 	seed        *int64
 	n           int
 	stop        []string
@@ -284,12 +287,25 @@ func (s *emuSampling) greedy() bool { return s.temperature == 0 || s.topK == 1 }
 
 // validateSampling 按 vLLM 的范围校验采样参数（越界 400），并应用能力开关。
 func validateSampling(c *emuCommon, cfg *EmulatorConfig, maxTokens *int) (*emuSampling, *emuErr) {
-	s := &emuSampling{temperature: 1, n: 1, seed: c.Seed}
+	s := &emuSampling{temperature: 1, topP: 1, n: 1, seed: c.Seed}
+	d := &cfg.Defects
 	if c.Temperature != nil {
 		s.temperature = *c.Temperature
+		if d.TemperatureScaleIgnored && s.temperature > 0 {
+			s.temperature = 1
+		}
 	}
-	if c.TopK != nil && !cfg.Defects.TopKIgnored {
+	if c.TopK != nil && !d.TopKIgnored {
 		s.topK = *c.TopK
+	}
+	if c.TopP != nil && !d.TopPIgnored {
+		s.topP = *c.TopP
+	}
+	if c.PresencePenalty != nil && !d.PresencePenaltyIgnored {
+		s.presence = *c.PresencePenalty
+	}
+	if c.FrequencyPenalty != nil && !d.FrequencyPenaltyIgnored {
+		s.frequency = *c.FrequencyPenalty
 	}
 	if c.N != nil {
 		s.n = *c.N

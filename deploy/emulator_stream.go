@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -427,8 +428,8 @@ func emuLogprob(c *emuChoice, j int) float64 {
 }
 
 // emuTopAlternatives 返回第 j 个 token 的 k 个候选（第一个是被采样的 token 本身），
-// 候选互不相同，logprob 递减。
-func (e *Emulator) emuTopAlternatives(c *emuChoice, j int, tok string, k int) ([]string, []float64) {
+// 候选互不相同，logprob 递减（LogprobsUnsorted 缺陷时倒序，被采样 token 排在最后）。
+func (e *Emulator) emuTopAlternatives(cfg *EmulatorConfig, c *emuChoice, j int, tok string, k int) ([]string, []float64) {
 	toks := make([]string, 0, k)
 	lps := make([]float64, 0, k)
 	if k == 0 {
@@ -445,6 +446,10 @@ func (e *Emulator) emuTopAlternatives(c *emuChoice, j int, tok string, k int) ([
 		seen[alt] = true
 		toks = append(toks, alt)
 		lps = append(lps, lp-0.5*float64(len(toks)-1)-0.25)
+	}
+	if cfg.Defects.LogprobsUnsorted {
+		slices.Reverse(toks)
+		slices.Reverse(lps)
 	}
 	return toks, lps
 }

@@ -667,8 +667,8 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-// TestLogitBiasEffect 验证 |bias| ≥ 50 的 logit_bias 真正改变文本：+100 强制该 token，
-// -100 禁止该 token；小偏置只校验不改变文本。
+// TestLogitBiasEffect 验证 logit_bias 加在分布采样的 logits 上：+100 让该 token 占满输出，
+// -100 让它消失；贪心下不足以超过贪心 token 的小偏置不改变文本。
 func TestLogitBiasEffect(t *testing.T) {
 	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
 	idOf := func(word string) string {
@@ -712,4 +712,34 @@ func TestLogitBiasEffect(t *testing.T) {
 func containsCJKOnly(s string) bool {
 	r := []rune(s)
 	return len(r) == 1 && r[0] >= 0x4e00 && r[0] <= 0x9fff
+}
+
+// TestLogitBiasPromptToken 验证生成词表之外的 id 在本请求的提示词中查找：/tokenize 给出的
+// 提示词 token 被 +100 后占满 chat 与 completions 的输出；既不在词表也不在提示词中的 id
+// 不改变文本。
+func TestLogitBiasPromptToken(t *testing.T) {
+	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, _, b := emuPost(t, ep, "/tokenize", map[string]any{"prompt": " robot"})
+	robot := strconv.Itoa(emuNum(emuJget(emuObj(t, b), "tokens", 0)))
+	_, _, b = emuPost(t, ep, "/tokenize", map[string]any{"prompt": " zeppelin"})
+	absent := strconv.Itoa(emuNum(emuJget(emuObj(t, b), "tokens", 0)))
+	const prompt = "Tell me a story about a robot."
+	chat := func(bias map[string]any) string {
+		st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody(prompt, map[string]any{"max_tokens": 4, "ignore_eos": true, "logit_bias": bias}))
+		if st != 200 {
+			t.Fatalf("%d %s", st, b)
+		}
+		return emuStr(emuJget(emuObj(t, b), "choices", 0, "message", "content"))
+	}
+	if got := chat(map[string]any{robot: 100}); got != "robot robot robot robot" {
+		t.Fatalf("chat +100 on a prompt token: %q", got)
+	}
+	if base, got := chat(nil), chat(map[string]any{absent: 100}); got != base {
+		t.Fatalf("an id outside vocabulary and prompt changed the text: %q vs %q", got, base)
+	}
+	st, _, b := emuPost(t, ep, "/v1/completions", map[string]any{"model": "m", "prompt": prompt, "max_tokens": 3, "ignore_eos": true,
+		"temperature": 0, "logit_bias": map[string]any{robot: 100}})
+	if got := emuStr(emuJget(emuObj(t, b), "choices", 0, "text")); st != 200 || got != "robot robot robot" {
+		t.Fatalf("completions +100 on a prompt token: %d %q", st, got)
+	}
 }

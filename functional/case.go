@@ -49,10 +49,21 @@ type Target struct {
 	Features []Feature
 	// ReasoningKeys 是场景给出的推理字段备选键名，优先于 ReasoningConfig.Keys。
 	ReasoningKeys []string
+	// Capabilities 是场景对可选参数的声明（supported / unsupported / probe）；
+	// 缺少的键取 DefaultCapabilities（vLLM 的行为）。
+	Capabilities map[Capability]Support
 }
 
 // Has 报告场景是否开启了能力 f。
 func (t Target) Has(f Feature) bool { return slices.Contains(t.Features, f) }
+
+// Support 返回场景对能力 c 的声明；未声明时取 DefaultCapabilities 中的值。
+func (t Target) Support(c Capability) Support {
+	if s, ok := t.Capabilities[c]; ok {
+		return s
+	}
+	return DefaultCapabilities()[c]
+}
 
 // validate 检查 Target 的必填字段。
 func (t Target) validate() error {
@@ -68,6 +79,11 @@ func (t Target) validate() error {
 	for _, f := range t.Features {
 		if !f.Known() {
 			return fmt.Errorf("functional: target: unknown feature %q (known: %v)", f, AllFeatures())
+		}
+	}
+	for c, s := range t.Capabilities {
+		if err := checkCapability(c, s); err != nil {
+			return fmt.Errorf("functional: target: %w", err)
 		}
 	}
 	return nil
@@ -167,6 +183,20 @@ func (c *Catalog) Suites() []string {
 		}
 	}
 	return out
+}
+
+// Matches 报告 ID 为 id、套件为 suite 的用例是否被 patterns 选中，规则与 Select 相同：
+// patterns 为空或含 "all" 时选中全部。
+func Matches(patterns []string, id, suite string) bool {
+	if len(patterns) == 0 || slices.Contains(patterns, "all") {
+		return true
+	}
+	for _, p := range patterns {
+		if m, err := path.Match(p, id); p == suite || p == id || (err == nil && m) {
+			return true
+		}
+	}
+	return false
 }
 
 // Select 返回匹配任一 pattern 的用例：pattern 可以是套件名、完整用例 ID，

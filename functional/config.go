@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -331,17 +334,101 @@ func (c *Config) Decode(name string, r io.Reader) error {
 		return fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
 	}
 	if err := next.Validate(); err != nil {
+		var doc yaml.Node
+		_ = yaml.Unmarshal(data, &doc)
+		located := false
+		for _, e := range flatten(err) {
+			var fe *FieldError
+			if errors.As(e, &fe) {
+				if line := lineOf(&doc, fe.Path); line > 0 {
+					fe.File, fe.Line, located = name, line, true
+				}
+			}
+		}
+		if located {
+			return err
+		}
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	*c = next
 	return nil
 }
 
+// flatten 展开 errors.Join 得到的各个错误。
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// lineOf 返回 path（如 "params_boundary.top_p[1]"）在 YAML 文档中的行号；
+// 文档中没有该路径（取值来自默认值或其他文件）时为 0。
+func lineOf(doc *yaml.Node, path string) int {
+	n := doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, seg := range strings.Split(path, ".") {
+		key, idx := seg, -1
+		if i := strings.IndexByte(seg, '['); i >= 0 && strings.HasSuffix(seg, "]") {
+			if v, err := strconv.Atoi(seg[i+1 : len(seg)-1]); err == nil {
+				key, idx = seg[:i], v
+			}
+		}
+		next := (*yaml.Node)(nil)
+		if n.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				if n.Content[j].Value == key {
+					next = n.Content[j+1]
+				}
+			}
+		}
+		if next == nil {
+			return 0
+		}
+		n = next
+		if idx >= 0 {
+			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
+				return 0
+			}
+			n = n.Content[idx]
+		}
+	}
+	return n.Line
+}
+
+// LoadConfigDir 与 LoadConfig 相同，但读取目录 dir：目录不存在、不是目录或其中没有
+// *.yaml 都是写明路径的错误——否则一个拼错的 -config 会悄悄使用内置默认值。
+// 错误中的文件名是 dir 下的路径。
+func LoadConfigDir(dir string) (Config, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: config dir %s: %w", ErrConfig, dir, err)
+	}
+	if !st.IsDir() {
+		return Config{}, fmt.Errorf("%w: config dir %s is not a directory", ErrConfig, dir)
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(names) == 0 {
+		return Config{}, fmt.Errorf("%w: config dir %s holds no *.yaml file", ErrConfig, dir)
+	}
+	return loadConfig(os.DirFS(dir), func(n string) string { return filepath.Join(dir, n) })
+}
+
 // LoadConfig 从 DefaultConfig 出发，按文件名顺序叠加 fsys 根目录下的全部 *.yaml
-// （即 configs/tests/functional/ 的内容），返回校验后的配置。
+// （即 configs/tests/functional/ 的内容），返回校验后的配置。根目录不可读是错误。
 // 矩阵加载器也可以对每个文件的内容直接调用 Config.Decode。
 func LoadConfig(fsys fs.FS) (Config, error) {
+	return loadConfig(fsys, func(n string) string { return n })
+}
+
+// loadConfig 是 LoadConfig 的实现；display 把文件名变成错误中显示的路径。
+func loadConfig(fsys fs.FS, display func(string) string) (Config, error) {
 	cfg := DefaultConfig()
+	if _, err := fs.ReadDir(fsys, "."); err != nil {
+		return Config{}, fmt.Errorf("%w: load config: %w", ErrConfig, err)
+	}
 	names, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		return Config{}, fmt.Errorf("functional: load config: %w", err)
@@ -352,7 +439,7 @@ func LoadConfig(fsys fs.FS) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("functional: load config: %w", err)
 		}
-		err = cfg.Decode(n, f)
+		err = cfg.Decode(display(n), f)
 		_ = f.Close()
 		if err != nil {
 			return Config{}, err
@@ -375,12 +462,41 @@ func (c Config) clone() Config {
 	return out
 }
 
-// Validate 检查配置中会让用例无法给出有意义结论的取值，错误信息写明字段与值。
+// FieldError 是一个非法取值：字段、取值与原因；由 Decode/LoadConfig 产生时还带着
+// 文件与行号（取值所在的 YAML 行）。errors.Is(err, ErrConfig) 为真。
+type FieldError struct {
+	// Field 是字段名，如 "params_boundary.top_p"。
+	Field string
+	// Path 是定位到具体元素的路径，如 "params_boundary.top_p[1]"；等于 Field 时省略下标。
+	Path  string
+	Value any
+	Why   string
+	// File 与 Line 是取值在 YAML 中的位置；配置不来自文件（或取值是默认值）时为空。
+	File string
+	Line int
+}
+
+// Error 实现 error："file:line: functional: invalid config: field=value: why"。
+func (e *FieldError) Error() string {
+	msg := fmt.Sprintf("%v: %s=%v: %s", ErrConfig, e.Field, e.Value, e.Why)
+	if e.File != "" && e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, msg)
+	}
+	return msg
+}
+
+// Unwrap 让 errors.Is(err, ErrConfig) 成立。
+func (e *FieldError) Unwrap() error { return ErrConfig }
+
+// Validate 检查配置中会让用例无法给出有意义结论的取值，错误信息写明字段与值；
+// 返回的错误由 *FieldError 组成（errors.As 可取出）。
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(field string, v any, why string) {
-		errs = append(errs, fmt.Errorf("%w: %s=%v: %s", ErrConfig, field, v, why))
+	badAt := func(field, path string, v any, why string) {
+		errs = append(errs, &FieldError{Field: field, Path: path, Value: v, Why: why})
 	}
+	bad := func(field string, v any, why string) { badAt(field, field, v, why) }
+	at := func(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
 	positive := func(field string, v int) {
 		if v <= 0 {
 			bad(field, v, "must be > 0")
@@ -403,44 +519,51 @@ func (c Config) Validate() error {
 		bad("streaming.chunk_size", c.Streaming.ChunkSize, "must be >= 0")
 	}
 	p := c.ParamsBoundary
-	for _, v := range p.MaxTokens {
-		positive("params_boundary.max_tokens", v)
+	for i, v := range p.MaxTokens {
+		if v <= 0 {
+			badAt("params_boundary.max_tokens", at("params_boundary.max_tokens", i), v, "must be > 0")
+		}
 	}
-	for _, v := range p.Temperature {
+	for i, v := range p.Temperature {
 		if v < 0 || v > 2 {
-			bad("params_boundary.temperature", v, "must be in [0, 2]")
+			badAt("params_boundary.temperature", at("params_boundary.temperature", i), v, "must be in [0, 2]")
 		}
 	}
-	for _, v := range p.TopP {
+	for i, v := range p.TopP {
 		if v < 0 || v > 1 {
-			bad("params_boundary.top_p", v, "must be in [0, 1]")
+			badAt("params_boundary.top_p", at("params_boundary.top_p", i), v, "must be in [0, 1]")
 		}
 	}
-	for _, v := range p.TopK {
+	for i, v := range p.TopK {
 		if v < 1 {
-			bad("params_boundary.top_k", v, "must be >= 1")
+			badAt("params_boundary.top_k", at("params_boundary.top_k", i), v, "must be >= 1")
 		}
 	}
-	for _, v := range append(append([]float64{}, p.PresencePenalty...), p.FrequencyPenalty...) {
-		if v < -2 || v > 2 {
-			bad("params_boundary.*_penalty", v, "must be in [-2, 2]")
+	for _, pen := range []struct {
+		field string
+		vals  []float64
+	}{{"params_boundary.presence_penalty", p.PresencePenalty}, {"params_boundary.frequency_penalty", p.FrequencyPenalty}} {
+		for i, v := range pen.vals {
+			if v < -2 || v > 2 {
+				badAt(pen.field, at(pen.field, i), v, "must be in [-2, 2]")
+			}
 		}
 	}
-	for _, s := range p.Stop {
+	for i, s := range p.Stop {
 		if s != "single" && s != "multiple" && s != "unicode" {
-			bad("params_boundary.stop", s, "must be single, multiple or unicode")
+			badAt("params_boundary.stop", at("params_boundary.stop", i), s, "must be single, multiple or unicode")
 		}
 	}
-	for _, v := range p.TopLogprobs {
+	for i, v := range p.TopLogprobs {
 		if v < 0 || v > 20 {
-			bad("params_boundary.top_logprobs", v, "must be in [0, 20]")
+			badAt("params_boundary.top_logprobs", at("params_boundary.top_logprobs", i), v, "must be in [0, 20]")
 		}
 	}
 	dups := func(field string, vals []string) {
 		seen := map[string]bool{}
-		for _, v := range vals {
+		for i, v := range vals {
 			if seen[v] {
-				bad(field, v, "duplicate value (each value becomes one case)")
+				badAt(field, at(field, i), v, "duplicate value (each value becomes one case)")
 			}
 			seen[v] = true
 		}
@@ -495,7 +618,7 @@ func (c Config) Validate() error {
 		if inv.Name == "" || strings.ContainsAny(inv.Name, " /") {
 			bad(f+".name", inv.Name, "must be a non-empty word without spaces or slashes")
 		}
-		if seen[inv.Name] {
+		if seen[inv.Name] && inv.Name != "" {
 			bad(f+".name", inv.Name, "duplicate")
 		}
 		seen[inv.Name] = true
@@ -505,9 +628,9 @@ func (c Config) Validate() error {
 		if inv.Status != 0 && (inv.Status < 400 || inv.Status > 499) {
 			bad(f+".status", inv.Status, "must be a 4xx code")
 		}
-		for _, r := range inv.Requires {
+		for j, r := range inv.Requires {
 			if !r.Known() {
-				bad(f+".requires", r, "unknown feature")
+				badAt(f+".requires", at(f+".requires", j), r, "unknown feature")
 			}
 		}
 	}
@@ -516,8 +639,11 @@ func (c Config) Validate() error {
 	if len(c.Embeddings.Inputs) < 2 {
 		bad("embeddings.inputs", len(c.Embeddings.Inputs), "needs at least 2 inputs")
 	}
-	if c.Embeddings.Dim < 0 || c.Embeddings.Dimensions < 0 {
-		bad("embeddings.dim/dimensions", c.Embeddings.Dim, "must be >= 0")
+	if c.Embeddings.Dim < 0 {
+		bad("embeddings.dim", c.Embeddings.Dim, "must be >= 0")
+	}
+	if c.Embeddings.Dimensions < 0 {
+		bad("embeddings.dimensions", c.Embeddings.Dimensions, "must be >= 0")
 	}
 	if len(c.Rerank.Documents) < 2 {
 		bad("rerank.documents", len(c.Rerank.Documents), "needs at least 2 documents")

@@ -30,6 +30,15 @@ var paramsExact = []string{
 	"params_boundary/frequency_penalty=-2", "params_boundary/frequency_penalty=0", "params_boundary/frequency_penalty=2",
 }
 
+// penaltyEffects 是 presence/frequency penalty 的效果用例（chat 与 completions）。
+var (
+	presenceEffects  = []string{"params_boundary/presence_penalty_effect", "params_boundary/presence_penalty_effect_completions"}
+	frequencyEffects = []string{"params_boundary/frequency_penalty_effect", "params_boundary/frequency_penalty_effect_completions"}
+)
+
+// samplingEffects 是需要服务端真正随机采样的效果用例（成对比较两组 seed 的输出）。
+var samplingEffects = []string{"params_boundary/top_p_effect", "params_boundary/top_k_effect", "params_boundary/temperature_effect"}
+
 // maxTokensCases 是 max_tokens 边界值用例。
 var maxTokensCases = []string{"params_boundary/max_tokens=1", "params_boundary/max_tokens=128", "params_boundary/max_tokens=16384"}
 
@@ -53,9 +62,10 @@ var defectTable = map[string]struct {
 	"WrongFinishReason": {want: join([]string{"completions_core/default_max_tokens"}, maxTokensCases, paramsExact, stopCases,
 		[]string{"params_boundary/logit_bias", "function_call/named"})},
 	"StopStringKept": {want: stopCases},
-	// 固定 seed 不再可复现：seed 用例与“固定 seed 可复现”的参数用例；top_k=1 是贪心，
-	// 与 seed 无关，不受影响。
-	"SeedIgnored":       {want: join(without(paramsExact, "params_boundary/top_k=1"), []string{"params_boundary/seed=0", "params_boundary/seed=42", "params_boundary/seed=1234"})},
+	// 固定 seed 不再可复现：seed 用例与“固定 seed 可复现”的参数用例；top_k=1 是贪心、
+	// top_p=0.1 在模拟器的分布上只剩 argmax（贪心 token 的概率始终 ≥ 0.1），都与 seed 无关，
+	// 不受影响。效果用例只比较同一组 seed 之间的差异，不要求复现。
+	"SeedIgnored":       {want: join(without(without(paramsExact, "params_boundary/top_k=1"), "params_boundary/top_p=0.1"), []string{"params_boundary/seed=0", "params_boundary/seed=42", "params_boundary/seed=1234"})},
 	"JSONObjectInvalid": {want: []string{"guided/json_object", "guided/json_schema", "guided/structured_outputs_json"}},
 	"ToolArgsInvalid":   {want: []string{"function_call/auto", "function_call/required", "function_call/named", "function_call/two_tools", "function_call/stream"}},
 	// 推理 token 已计入 usage 但没有下发：推理用例，以及 chunk 数与 token 数对不上。
@@ -63,21 +73,23 @@ var defectTable = map[string]struct {
 	"NoContextCheck":   {want: []string{"errors/context_overflow", "errors/context_boundary"}},
 	"MaxTokensIgnored": {want: join([]string{"chat_core/usage", "completions_core/usage", "completions_core/default_max_tokens", "streaming/completions_usage"},
 		maxTokensCases, paramsExact, []string{"params_boundary/logit_bias"})},
-	"NoUsageChunk":         {want: []string{"streaming/include_usage", "streaming/continuous_usage", "streaming/completions_usage"}},
+	// include_usage 声明为支持却没有 usage chunk：chunk_size 也无法对应 chunk 与 token，失败而不是跳过。
+	"NoUsageChunk":         {want: []string{"streaming/include_usage", "streaming/continuous_usage", "streaming/completions_usage", "streaming/chunk_size"}},
 	"UsageNotMonotonic":    {want: []string{"streaming/continuous_usage"}},
 	"WrongIDPrefix":        {want: []string{"chat_core/ids_object", "completions_core/ids_object"}},
 	"WrongObject":          {want: []string{"chat_core/ids_object", "completions_core/ids_object"}},
 	"LogprobsWrongCount":   {want: []string{"params_boundary/top_logprobs=1", "params_boundary/top_logprobs=5", "params_boundary/completions_logprobs=5"}},
 	"ModelMissingFromList": {want: []string{"chat_core/models"}},
-	"UnknownModelOK":       {want: []string{"errors/unknown_model"}},
-	"StreamDiffers":        {want: []string{"completions_core/stream", "streaming/matches_nonstream", "function_call/stream"}},
-	"DoubleFinish":         {want: []string{"completions_core/stream", "streaming/single_finish"}},
-	"WrongContentType":     {want: []string{"streaming/content_type"}},
-	"NIgnored":             {want: []string{"chat_core/n", "streaming/single_finish"}},
-	"EchoIgnored":          {want: []string{"completions_core/echo"}},
+	// body_shape 需要 404 才能检查错误体：状态不对是失败，不是跳过。
+	"UnknownModelOK":   {want: []string{"errors/unknown_model", "errors/body_shape"}},
+	"StreamDiffers":    {want: []string{"completions_core/stream", "streaming/matches_nonstream", "function_call/stream"}},
+	"DoubleFinish":     {want: []string{"completions_core/stream", "streaming/single_finish"}},
+	"WrongContentType": {want: []string{"streaming/content_type"}},
+	"NIgnored":         {want: []string{"chat_core/n", "streaming/single_finish"}},
+	"EchoIgnored":      {want: []string{"completions_core/echo"}},
 	// vLLM 对具名 tool_choice 以 stop 结束。
 	"NamedToolFinishToolCalls": {want: []string{"function_call/named"}},
-	"NoParamValidation": {want: []string{"errors/invalid/temperature_negative", "errors/invalid/top_p_above_one",
+	"NoParamValidation": {want: []string{"errors/body_shape", "errors/invalid/temperature_negative", "errors/invalid/top_p_above_one",
 		"errors/invalid/presence_penalty_out_of_range", "errors/invalid/frequency_penalty_out_of_range", "errors/invalid/max_tokens_zero",
 		"errors/invalid/top_logprobs_above_20", "errors/invalid/top_logprobs_without_logprobs", "errors/invalid/min_tokens_above_max_tokens",
 		"errors/invalid/completions_temperature_negative", "errors/invalid/completions_suffix"}},
@@ -87,11 +99,14 @@ var defectTable = map[string]struct {
 	"ErrorBodyMalformed":     {want: []string{"errors/body_shape"}},
 	"NoAuth":                 {want: []string{"errors/auth"}},
 	"ThinkTagsUnclosed":      {want: []string{"reasoning/present", "reasoning/stream", "reasoning/separated"}, inContent: true},
-	// 采样总是贪心：随机性与不同 seed 的用例。
-	"TemperatureIgnored": {want: []string{"params_boundary/temperature=0.6", "params_boundary/temperature=1", "params_boundary/seed_varies"}},
+	// 采样总是贪心：随机性与不同 seed 的用例，以及需要真正采样才能比较的效果用例
+	// （惩罚项在贪心下同样生效，仍然通过）。
+	"TemperatureIgnored": {want: join([]string{"params_boundary/temperature=0.6", "params_boundary/temperature=1", "params_boundary/seed_varies"}, samplingEffects)},
 	// 关不掉思考：reasoning/disabled，以及依赖关闭思考来看正文的参数与结构化用例（思考耗尽 max_tokens）。
 	"ThinkingNotDisabled": {want: join([]string{"reasoning/disabled", "guided/structured_outputs_choice",
-		"params_boundary/top_logprobs=1", "params_boundary/top_logprobs=5"}, stopCases)},
+		"params_boundary/top_logprobs=1", "params_boundary/top_logprobs=5",
+		// 效果用例中只看正文的三个：思考耗尽预算后正文为空或过短。
+		"params_boundary/logit_bias_promote", "params_boundary/logit_bias_ban", "params_boundary/logprobs_effect"}, stopCases)},
 	"BatchIgnored":         {want: []string{"completions_core/batch"}},
 	"ToolResultIgnored":    {want: []string{"function_call/follow_up"}},
 	"ImageIgnored":         {want: []string{"multimodal/image_data_url"}},
@@ -106,11 +121,22 @@ var defectTable = map[string]struct {
 		"completions_core/basic", "completions_core/batch", "errors/recovers", "multimodal/image_data_url",
 		"params_boundary/completions_logprobs=5", "params_boundary/top_logprobs=1", "params_boundary/top_logprobs=5",
 		"params_boundary/temperature=0.6", "params_boundary/temperature=1", "params_boundary/seed_varies",
-		"streaming/completions_usage"}, stopCases)},
-	// 贪心解码随 seed 变化：只有 temperature=0 用例同时发送带与不带 seed 的贪心请求。
-	"GreedySeedDependent": {want: []string{"params_boundary/temperature=0", "params_boundary/top_k=1"}},
+		"streaming/completions_usage",
+		// 效果用例都比较 max_tokens 截断的文本：文本丢失后两组输出都为空，比较不出差异。
+		"params_boundary/logit_bias_promote", "params_boundary/logit_bias_ban", "params_boundary/logprobs_effect"},
+		samplingEffects, presenceEffects, frequencyEffects, stopCases)},
+	// 贪心解码随 seed 变化：temperature=0 用例同时发送带与不带 seed 的贪心请求；top_k=1 的
+	// 两个用例比较不同 seed 的 top_k=1 输出（以及与不带 seed 的贪心输出）。
+	"GreedySeedDependent": {want: []string{"params_boundary/temperature=0", "params_boundary/top_k=1", "params_boundary/top_k_effect"}},
+	// 每个“接受但忽略”的采样参数只让它自己的效果用例变红：接受与精确长度的用例仍然通过。
+	"TemperatureScaleIgnored": {want: []string{"params_boundary/temperature_effect"}},
+	"TopPIgnored":             {want: []string{"params_boundary/top_p_effect"}},
+	"PresencePenaltyIgnored":  {want: presenceEffects},
+	"FrequencyPenaltyIgnored": {want: frequencyEffects},
+	"LogitBiasIgnored":        {want: []string{"params_boundary/logit_bias_promote", "params_boundary/logit_bias_ban"}},
+	"LogprobsUnsorted":        {want: []string{"params_boundary/logprobs_effect"}},
 	// top_k 被忽略：top_k=1 不再是贪心，不同 seed 给出不同文本。
-	"TopKIgnored": {want: []string{"params_boundary/top_k=1"}},
+	"TopKIgnored": {want: []string{"params_boundary/top_k=1", "params_boundary/top_k_effect"}},
 	// top_p=0 不校验而 500：5xx 从不被当作“不支持”跳过，用例变红。
 	"TopPZeroServerError": {want: []string{"params_boundary/top_p=0"}},
 	// 非法 JSON 得到 500：errors/recovers 也发送非法 JSON，但不检查其状态码。

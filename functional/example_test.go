@@ -50,9 +50,9 @@ func ExampleRunner_Run() {
 	rep, _ := r.Run(context.Background(), cases)
 	_ = functional.WriteTable(os.Stdout, rep)
 	// Output:
-	// SUITE      TOTAL  PASS  FAIL  SKIP  PASS RATIO
-	// chat_core  9      9     0     0     1.00
-	// guided     4      2     0     2     1.00
+	// SUITE      TOTAL  PASS  FAIL  SKIP  UNSUP  CANCEL  PASS RATIO
+	// chat_core  9      9     0     0     0      0       1.00
+	// guided     4      2     0     2     0      0       1.00
 	// SKIP guided/structured_outputs_json: feature "structured_outputs" not enabled for this scenario
 	// SKIP guided/structured_outputs_choice: feature "structured_outputs" not enabled for this scenario
 }

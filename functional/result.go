@@ -5,12 +5,26 @@ import "time"
 // Status 是一个用例的结果状态。
 type Status string
 
-// 用例状态取值。跳过（能力不支持）不是失败。
+// 用例状态取值。
+//   - skip：场景声明该能力不存在（Requires 的 Feature 未开启、Capability 声明为
+//     unsupported，或配置没有给出用例需要的值），用例没有发请求；
+//   - unsupported：能力声明为 probe，服务端以参数拒绝（400/404/405/422/501）回答，
+//     报告写明“不支持”而不是“通过”；
+//   - cancelled：运行被取消（作业超时、中断），用例没有得出结论——门禁把它算作失败；
+//   - fail：断言不成立，或被声明支持的能力遭拒绝，或任何故障（401/403/429/5xx、传输错误、超时）。
 const (
-	StatusPass Status = "pass"
-	StatusFail Status = "fail"
-	StatusSkip Status = "skip"
+	StatusPass        Status = "pass"
+	StatusFail        Status = "fail"
+	StatusSkip        Status = "skip"
+	StatusUnsupported Status = "unsupported"
+	StatusCancelled   Status = "cancelled"
 )
+
+// Failing 报告该状态是否让门禁失败：fail 与 cancelled（没有结论不等于通过）。
+func (s Status) Failing() bool { return s == StatusFail || s == StatusCancelled }
+
+// NotRun 报告该状态是否表示按声明未执行（skip 与 unsupported），它们不进入通过率。
+func (s Status) NotRun() bool { return s == StatusSkip || s == StatusUnsupported }
 
 // Result 是单个用例的执行结果。
 type Result struct {
@@ -40,19 +54,29 @@ func (r Result) Err() error {
 
 // SuiteSummary 是一个套件的汇总。
 type SuiteSummary struct {
-	Suite     string  `json:"suite"`
-	Total     int     `json:"total"`
-	Passed    int     `json:"passed"`
-	Failed    int     `json:"failed"`
-	Skipped   int     `json:"skipped"`
-	PassRatio float64 `json:"pass_ratio"` // passed / (total − skipped)；全部跳过时为 1
+	Suite       string `json:"suite"`
+	Total       int    `json:"total"`
+	Passed      int    `json:"passed"`
+	Failed      int    `json:"failed"`
+	Skipped     int    `json:"skipped"`
+	Unsupported int    `json:"unsupported,omitempty"`
+	Cancelled   int    `json:"cancelled,omitempty"`
+	// Ran 是应当得出结论的用例数：total − skipped − unsupported（cancelled 计入，
+	// 所以被取消的用例拉低通过率）。
+	Ran int `json:"ran"`
+	// PassRatio = passed / ran；ran 为 0（没有执行任何用例）时为 nil——没有执行的
+	// 套件没有通过率，而不是 1。
+	PassRatio *float64 `json:"pass_ratio,omitempty"`
 }
 
 // Report 是一次功能测试的完整结果。
 type Report struct {
-	Model    string         `json:"model"`
-	Started  time.Time      `json:"started"`
-	Duration time.Duration  `json:"duration_ns"`
-	Results  []Result       `json:"results"`
-	Suites   []SuiteSummary `json:"suites"`
+	Model string `json:"model"`
+	// Selection 是选出这些用例的模式（Catalog.Select 的参数）；空表示全部。门禁据此
+	// 判断基线中通过的用例“消失”是否在本次范围内（见 Matches）。
+	Selection []string       `json:"selection,omitempty"`
+	Started   time.Time      `json:"started"`
+	Duration  time.Duration  `json:"duration_ns"`
+	Results   []Result       `json:"results"`
+	Suites    []SuiteSummary `json:"suites"`
 }

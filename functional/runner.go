@@ -13,8 +13,11 @@ import (
 type Options struct {
 	// RequestTimeout 是单个 HTTP 请求（含读完响应体）的超时，默认 120s。
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout"`
-	// Retries 是传输错误与 5xx 的重试次数，默认 2；负数表示不重试。
+	// Retries 是传输错误、5xx 与 429 的重试次数，默认 2；负数表示不重试。
 	Retries int `yaml:"retries" json:"retries"`
+	// MaxRetryAfter 是 429 的 Retry-After 愿意等待的上限，默认 10s；服务端要求等得
+	// 更久时不再重试，用例以写明 Retry-After 的失败结束（而不是把作业拖到超时）。
+	MaxRetryAfter time.Duration `yaml:"max_retry_after" json:"max_retry_after"`
 	// RetryBackoff 是第 k 次重试前等待 k*RetryBackoff，默认 200ms。
 	RetryBackoff time.Duration `yaml:"retry_backoff" json:"retry_backoff"`
 	// Parallelism 是同时执行的用例数上限，默认 8。
@@ -27,7 +30,7 @@ type Options struct {
 
 // DefaultOptions 返回规格第 4 节的默认值：120 秒超时、重试 2 次。
 func DefaultOptions() Options {
-	return Options{RequestTimeout: 120 * time.Second, Retries: 2, RetryBackoff: 200 * time.Millisecond, Parallelism: 8}
+	return Options{RequestTimeout: 120 * time.Second, Retries: 2, RetryBackoff: 200 * time.Millisecond, MaxRetryAfter: 10 * time.Second, Parallelism: 8}
 }
 
 // withDefaults 补齐零值字段。
@@ -43,6 +46,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetryBackoff == 0 {
 		o.RetryBackoff = d.RetryBackoff
+	}
+	if o.MaxRetryAfter == 0 {
+		o.MaxRetryAfter = d.MaxRetryAfter
 	}
 	if o.Parallelism == 0 {
 		o.Parallelism = d.Parallelism
@@ -83,9 +89,9 @@ func NewRunner(target Target, opts Options) (*Runner, error) {
 }
 
 // Run 以至多 Parallelism 个并发执行 cases，所有用例结束后返回报告。
-// ctx 取消后，进行中的请求随之中断，这些用例以及尚未开始的用例记为跳过
-// （原因写明被取消），返回的 error 为 ctx.Err()；其他情况下 error 为 nil，
-// 用例失败只体现在报告里。
+// ctx 取消后，进行中的请求随之中断，这些用例以及尚未开始的用例记为 cancelled
+// （原因写明被取消；门禁把它算作失败），返回的 error 为 ctx.Err()；其他情况下
+// error 为 nil，用例失败只体现在报告里。
 func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 	start := r.opts.Now()
 	results := make([]Result, len(cases))
@@ -97,7 +103,7 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			results[i] = Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusSkip, Reason: "run cancelled before start: " + ctx.Err().Error()}
+			results[i] = Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusCancelled, Reason: "run cancelled before start: " + context.Cause(ctx).Error()}
 			continue
 		}
 		wg.Add(1)
@@ -139,8 +145,14 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 	res.Duration = r.opts.Now().Sub(began)
 	res.Status, res.Reason = t.outcome()
 	res.Reason = redact(res.Reason, r.target.APIKey)
-	if res.Status == StatusFail && ctx.Err() != nil {
-		res.Status, res.Reason = StatusSkip, "run cancelled: "+ctx.Err().Error()
+	if (res.Status == StatusFail || res.Status == StatusUnsupported) && ctx.Err() != nil {
+		// 取消打断的用例没有结论：不是 skip（会让门禁通过），也不是普通失败（原因是
+		// 取消而不是服务端）。已经记录的失败原因保留在后面，便于排查。
+		why := "run cancelled: " + context.Cause(ctx).Error()
+		if res.Status == StatusFail && res.Reason != "" {
+			why += " (after: " + res.Reason + ")"
+		}
+		res.Status, res.Reason = StatusCancelled, why
 	}
 	if res.Status == StatusFail {
 		res.Request, res.Response = t.rec.snapshot()
@@ -161,8 +173,8 @@ func redact(s, key string) string {
 	return strings.ReplaceAll(s, key, "***")
 }
 
-// Summarize 按套件首次出现的顺序汇总结果；通过率 = passed / (total − skipped)，
-// 全部跳过时为 1（没有可判定的用例不算失败）。
+// Summarize 按套件首次出现的顺序汇总结果；通过率 = passed / ran，
+// ran = total − skipped − unsupported；ran 为 0 时没有通过率（nil）。
 func Summarize(results []Result) []SuiteSummary {
 	var order []string
 	by := map[string]*SuiteSummary{}
@@ -181,21 +193,26 @@ func Summarize(results []Result) []SuiteSummary {
 			s.Failed++
 		case StatusSkip:
 			s.Skipped++
+		case StatusUnsupported:
+			s.Unsupported++
+		case StatusCancelled:
+			s.Cancelled++
 		}
 	}
 	out := make([]SuiteSummary, 0, len(order))
 	for _, name := range order {
 		s := by[name]
-		s.PassRatio = 1
-		if n := s.Total - s.Skipped; n > 0 {
-			s.PassRatio = float64(s.Passed) / float64(n)
+		s.Ran = s.Total - s.Skipped - s.Unsupported
+		if s.Ran > 0 {
+			r := float64(s.Passed) / float64(s.Ran)
+			s.PassRatio = &r
 		}
 		out = append(out, *s)
 	}
 	return out
 }
 
-// Failed 返回报告中失败用例的 ID（按报告顺序）。
+// Failed 返回报告中失败用例的 ID（按报告顺序），不含 cancelled（见 Failing）。
 func (r Report) Failed() []string {
 	var out []string
 	for _, res := range r.Results {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,7 +94,7 @@ func TestRetriesOn5xxAndTransportErrors(t *testing.T) {
 	}
 }
 
-// TestRequestTimeoutAndCancel 证明单请求超时让用例失败，而取消 ctx 让用例跳过。
+// TestRequestTimeoutAndCancel 证明单请求超时让用例失败，而取消 ctx 让用例记为 cancelled（不是跳过）。
 func TestRequestTimeoutAndCancel(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
@@ -127,24 +128,43 @@ func TestRequestTimeoutAndCancel(t *testing.T) {
 		t.Fatalf("Run error = %v, want context.Canceled", err)
 	}
 	for _, res := range rep.Results {
-		if res.Status != functional.StatusSkip || !strings.Contains(res.Reason, "cancel") {
-			t.Errorf("%s: want skipped as cancelled, got %s %q", res.CaseID, res.Status, res.Reason)
+		if res.Status != functional.StatusCancelled || !strings.Contains(res.Reason, "cancel") {
+			t.Errorf("%s: want cancelled, got %s %q", res.CaseID, res.Status, res.Reason)
 		}
 	}
 }
 
-// TestCapabilityProbingSkipsWithReason 证明未开启的能力与被服务端拒绝的参数都是“跳过 + 原因”。
+// TestCapabilityProbingSkipsWithReason 证明未开启的能力与声明为不支持的参数是“跳过 + 原因”，
+// 声明为 probe 而被服务端拒绝的参数是“unsupported + 服务端原文”，都不是失败也不是通过。
 func TestCapabilityProbingSkipsWithReason(t *testing.T) {
 	_, target := startEmulator(t, deploy.EmulatorConfig{DisableTopK: true, DisablePenalties: true, DisableLogprobs: true})
 	target.Features = []functional.Feature{functional.FeatureGuidedDecoding}
+	target.Capabilities = map[functional.Capability]functional.Support{functional.CapTopK: functional.SupportProbe,
+		functional.CapPenalties: functional.SupportUnsupported, functional.CapLogprobs: functional.SupportProbe}
 	rep := run(t, target, functional.Options{}, functional.DefaultCatalog().Cases()...)
 	if f := rep.Failed(); len(f) != 0 {
 		t.Fatalf("failures on a server lacking capabilities: %v", f)
 	}
+	// 8 个：6 个边界用例加上两个效果用例（top_k_effect、logprobs_effect），它们同样带着
+	// probe 的能力，被拒绝时是 unsupported 而不是失败。
+	if n := rep.Count(functional.StatusUnsupported); n != 8 {
+		t.Errorf("%d unsupported, want 8 (top_p=0, top_k=1, top_k=50, top_logprobs=1, top_logprobs=5, completions_logprobs=5, top_k_effect, logprobs_effect)", n)
+	}
+	for _, id := range []string{"params_boundary/top_k_effect", "params_boundary/logprobs_effect"} {
+		if res, _ := rep.Result(id); res.Status != functional.StatusUnsupported {
+			t.Errorf("%s: want unsupported, got %s %q", id, res.Status, res.Reason)
+		}
+	}
+	for id, reason := range map[string]string{
+		"params_boundary/top_k=1":        "top_k is not supported by this server",
+		"params_boundary/top_logprobs=5": "logprobs are not supported by this server",
+	} {
+		if res, _ := rep.Result(id); res.Status != functional.StatusUnsupported || !strings.Contains(res.Reason, reason) {
+			t.Errorf("%s: want unsupported quoting %q, got %s %q", id, reason, res.Status, res.Reason)
+		}
+	}
 	want := map[string]string{
-		"params_boundary/top_k=1":                  "server rejected top_k=1",
-		"params_boundary/presence_penalty=2":       "server rejected presence_penalty=2",
-		"params_boundary/top_logprobs=5":           "server rejected logprobs",
+		"params_boundary/presence_penalty=2":       `capability "penalties" declared unsupported`,
 		"function_call/auto":                       `feature "function_call" not enabled`,
 		"reasoning/present":                        `feature "reasoning" not enabled`,
 		"embeddings/batch":                         `feature "embeddings" not enabled`,
@@ -194,7 +214,7 @@ func TestParallelismBoundAndPanics(t *testing.T) {
 		t.Fatalf("panic not recorded as failure: %+v", res)
 	}
 	s := rep.Suites[0]
-	if s.Total != 7 || s.Passed != 6 || s.Failed != 1 || s.PassRatio != 6.0/7.0 {
+	if s.Total != 7 || s.Passed != 6 || s.Failed != 1 || s.Ran != 7 || s.PassRatio == nil || *s.PassRatio != 6.0/7.0 {
 		t.Fatalf("summary %+v", s)
 	}
 }
@@ -277,7 +297,7 @@ func TestWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Results) != 3 || back.Results[1].Request != "POST /v1/x\n{}" || back.Suites[0].PassRatio != 0.5 || back.Suites[1].PassRatio != 1 {
+	if len(back.Results) != 3 || back.Results[1].Request != "POST /v1/x\n{}" || ratio(back.Suites[0]) != "0.5" || back.Suites[1].PassRatio != nil {
 		t.Fatalf("round trip: %+v", back)
 	}
 	buf.Reset()
@@ -374,4 +394,12 @@ func TestInBandStreamErrorIsAFailure(t *testing.T) {
 	if res := rep.Results[0]; res.Status != functional.StatusFail || !strings.Contains(res.Reason, "in-band error") {
 		t.Fatalf("want an in-band error failure, got %s %q", res.Status, res.Reason)
 	}
+}
+
+// ratio 把通过率写成文本，nil（没有执行任何用例）为 "none"。
+func ratio(s functional.SuiteSummary) string {
+	if s.PassRatio == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*s.PassRatio, 'g', -1, 64)
 }

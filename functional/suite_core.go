@@ -242,7 +242,7 @@ func completionsCases(cfg Config) []Case {
 		{ID: "completions_core/default_max_tokens", Suite: SuiteCompletionsCore, Description: "without max_tokens and with ignore_eos the server generates its default (vLLM: 16) tokens",
 			Run: func(ctx context.Context, t *T) {
 				b := t.completionBody(cc.Prompt, 0).with(map[string]any{"max_tokens": nil, "ignore_eos": true})
-				raw := t.postOrSkip(ctx, "/v1/completions", b, "ignore_eos")
+				raw := t.postCap(ctx, "/v1/completions", b, "ignore_eos", CapIgnoreEOS)
 				var c wireCompletion
 				if err := json.Unmarshal(raw, &c); err != nil || c.Usage == nil || len(c.Choices) == 0 {
 					t.Fatalf("bad completion response: %v", err)

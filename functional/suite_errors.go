@@ -47,9 +47,9 @@ func errorsCases(cfg Config) []Case {
 					{t.chatBody(ec.Prompt, 8).with(map[string]any{"model": "cibench-no-such-model"}), 404},
 				} {
 					resp := t.mustPost(ctx, "/v1/chat/completions", tc.b)
-					if resp.Status != tc.want {
-						t.Skipf("server answered %d instead of %d; body shape not checkable here", resp.Status, tc.want)
-					}
+					// 状态码不对时无法检查错误体的形状；这是服务端的错误（其他用例也会失败），
+					// 不是“不支持”，所以失败而不是跳过。
+					t.Expect(fmt.Sprintf("HTTP status for the %d probe", tc.want), tc.want, resp.Status)
 					e, err := parseError(resp.Body)
 					if err != nil {
 						t.Fatalf("HTTP %d body is not an error object: %v: %s", resp.Status, err, trim(string(resp.Body)))
@@ -158,13 +158,14 @@ type tokenizeResp struct {
 	MaxModelLen int `json:"max_model_len"`
 }
 
-// tokenize 调用 /tokenize（messages 形式，计入 chat 模板）；服务端没有该接口时跳过用例。
+// tokenizeMessages 调用 /tokenize（messages 形式，计入 chat 模板）；能力 tokenize 的
+// 声明决定服务端拒绝时的结论（见 postCap）。
 func tokenizeMessages(ctx context.Context, t *T, prompt string) tokenizeResp {
-	resp := t.mustPost(ctx, "/tokenize", map[string]any{"model": t.Model(),
-		"messages": []any{map[string]any{"role": "user", "content": prompt}}})
+	raw := t.postCap(ctx, "/tokenize", map[string]any{"model": t.Model(),
+		"messages": []any{map[string]any{"role": "user", "content": prompt}}}, "/tokenize", CapTokenize)
 	var tr tokenizeResp
-	if resp.Status != http.StatusOK || json.Unmarshal(resp.Body, &tr) != nil {
-		t.Skipf("server has no usable /tokenize (HTTP %d)", resp.Status)
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		t.Fatalf("/tokenize answer is not JSON: %v: %s", err, trim(string(raw)))
 	}
 	return tr
 }
@@ -203,6 +204,7 @@ func maxModelLen(ctx context.Context, t *T, ec ErrorsConfig) int {
 // runBoundary 构造恰好填满上下文的提示：用 /tokenize 量出 chat 模板开销，
 // 调整重复词的个数直到 prompt_tokens + max_tokens == max_model_len。
 func runBoundary(ctx context.Context, t *T, ec ErrorsConfig) {
+	t.need(CapTokenize)
 	limit := maxModelLen(ctx, t, ec)
 	gen := ec.BoundaryMaxTokens
 	words := limit - gen - 16
@@ -321,7 +323,7 @@ func embeddingsCases(cfg Config) []Case {
 				if ec.Dimensions == 0 {
 					t.Skipf("embeddings.dimensions not set for this scenario")
 				}
-				raw := t.postOrSkip(ctx, "/v1/embeddings", map[string]any{"model": t.Model(), "input": ec.Inputs, "dimensions": ec.Dimensions}, "dimensions")
+				raw := t.postCap(ctx, "/v1/embeddings", map[string]any{"model": t.Model(), "input": ec.Inputs, "dimensions": ec.Dimensions}, fmt.Sprintf("dimensions=%d", ec.Dimensions), CapEmbeddingDimensions)
 				vs := decodeEmbeddings(t, raw)
 				for i, v := range vs {
 					if len(v) != ec.Dimensions {
@@ -332,10 +334,11 @@ func embeddingsCases(cfg Config) []Case {
 		{ID: "embeddings/base64", Suite: SuiteEmbeddings, Requires: req,
 			Description: "encoding_format base64 decodes (little-endian float32) to the float vectors",
 			Run: func(ctx context.Context, t *T) {
+				t.need(CapEmbeddingBase64)
 				b := map[string]any{"model": t.Model(), "input": ec.Inputs}
 				fl := decodeEmbeddings(t, t.postOK(ctx, "/v1/embeddings", b))
 				b["encoding_format"] = "base64"
-				raw := t.postOrSkip(ctx, "/v1/embeddings", b, "encoding_format=base64")
+				raw := t.postCap(ctx, "/v1/embeddings", b, "encoding_format=base64", CapEmbeddingBase64)
 				var r struct {
 					Data []struct {
 						Embedding string `json:"embedding"`

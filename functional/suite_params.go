@@ -21,7 +21,7 @@ func paramsCases(cfg Config) []Case {
 	for _, n := range pc.MaxTokens {
 		add(fmt.Sprintf("max_tokens=%d", n), "with ignore_eos, exactly max_tokens tokens are generated and finish_reason is length",
 			func(ctx context.Context, t *T) {
-				c := t.chatOrSkip(ctx, t.plainBody(pc.Prompt, n).with(map[string]any{"ignore_eos": true}), "ignore_eos")
+				c := t.chatCap(ctx, t.plainBody(pc.Prompt, n).with(map[string]any{"ignore_eos": true}), "ignore_eos", CapIgnoreEOS)
 				t.checkUsage("usage", c.Usage)
 				t.Expect("completion_tokens", n, c.Usage.CompletionTokens)
 				t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
@@ -58,10 +58,10 @@ func paramsCases(cfg Config) []Case {
 			})
 	}
 	// top_p、top_k 与惩罚项：服务端接受该取值，并且仍精确遵守 max_tokens/ignore_eos。
-	exact := func(param string, value any) func(ctx context.Context, t *T) {
+	exact := func(param string, value any, capability Capability) func(ctx context.Context, t *T) {
 		return func(ctx context.Context, t *T) {
 			b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{param: value, "temperature": 1.0, "seed": 5, "ignore_eos": true})
-			c := t.chatOrSkip(ctx, b, fmt.Sprintf("%s=%v", param, value))
+			c := t.chatCap(ctx, b, fmt.Sprintf("%s=%v", param, value), capability, CapIgnoreEOS)
 			t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
 			t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
 			again := t.chat(ctx, b)
@@ -71,14 +71,18 @@ func paramsCases(cfg Config) []Case {
 		}
 	}
 	for _, v := range pc.TopP {
-		add("top_p="+describe(v), "top_p value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_p", v))
+		capability := CapTopP
+		if v == 0 {
+			capability = CapTopPZero
+		}
+		add("top_p="+describe(v), "top_p value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_p", v, capability))
 	}
 	for _, v := range pc.TopK {
 		if v == 1 {
 			// top_k=1 只剩一个候选，采样结果就是 argmax：与温度、seed 都无关（vLLM 如此）。
 			add("top_k=1", "top_k=1 is accepted (or probed as unsupported), generation stays exact, and it is greedy: different seeds at temperature 1 give identical text",
 				func(ctx context.Context, t *T) {
-					exact("top_k", 1)(ctx, t)
+					exact("top_k", 1, CapTopK)(ctx, t)
 					texts := map[string]bool{}
 					for _, seed := range []int{5, 6, 7} {
 						b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"top_k": 1, "temperature": 1.0, "seed": seed, "ignore_eos": true})
@@ -90,13 +94,13 @@ func paramsCases(cfg Config) []Case {
 				})
 			continue
 		}
-		add("top_k="+strconv.Itoa(v), "top_k value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_k", v))
+		add("top_k="+strconv.Itoa(v), "top_k value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_k", v, CapTopK))
 	}
 	for _, v := range pc.PresencePenalty {
-		add("presence_penalty="+describe(v), "presence_penalty boundary value is accepted and generation stays exact", exact("presence_penalty", v))
+		add("presence_penalty="+describe(v), "presence_penalty boundary value is accepted and generation stays exact", exact("presence_penalty", v, CapPenalties))
 	}
 	for _, v := range pc.FrequencyPenalty {
-		add("frequency_penalty="+describe(v), "frequency_penalty boundary value is accepted and generation stays exact", exact("frequency_penalty", v))
+		add("frequency_penalty="+describe(v), "frequency_penalty boundary value is accepted and generation stays exact", exact("frequency_penalty", v, CapPenalties))
 	}
 	for _, seed := range pc.Seeds {
 		add("seed="+strconv.FormatInt(seed, 10), "non-streaming requests with the same seed at temperature 1 are identical",
@@ -130,7 +134,7 @@ func paramsCases(cfg Config) []Case {
 	for _, k := range pc.TopLogprobs {
 		add(fmt.Sprintf("top_logprobs=%d", k), "logprobs=true with top_logprobs=k returns one entry per content token, each with exactly k alternatives",
 			func(ctx context.Context, t *T) {
-				c := t.chatOrSkip(ctx, t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": true, "top_logprobs": k}), "logprobs")
+				c := t.chatCap(ctx, t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": true, "top_logprobs": k}), fmt.Sprintf("logprobs with top_logprobs=%d", k), CapLogprobs)
 				lp := c.Choices[0].Logprobs
 				if lp == nil || len(lp.Content) == 0 {
 					t.Fatalf("no logprobs.content in the response")
@@ -152,7 +156,7 @@ func paramsCases(cfg Config) []Case {
 		k := pc.TopLogprobs[len(pc.TopLogprobs)-1]
 		add(fmt.Sprintf("completions_logprobs=%d", k), "completions logprobs=k returns k alternatives per generated token",
 			func(ctx context.Context, t *T) {
-				raw := t.postOrSkip(ctx, "/v1/completions", t.completionBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": k}), "logprobs")
+				raw := t.postCap(ctx, "/v1/completions", t.completionBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": k}), fmt.Sprintf("completions logprobs=%d", k), CapLogprobs)
 				var c struct {
 					Choices []struct {
 						Logprobs *struct {
@@ -179,24 +183,22 @@ func paramsCases(cfg Config) []Case {
 	if pc.LogitBias {
 		add("logit_bias", "logit_bias with a token id from /tokenize is accepted and generation stays exact",
 			func(ctx context.Context, t *T) {
-				resp, err := t.Post(ctx, "/tokenize", map[string]any{"model": t.Model(), "prompt": pc.Prompt})
-				if err != nil {
-					t.Fatalf("tokenize: %v", err)
-				}
+				t.need(CapTokenize, CapLogitBias, CapIgnoreEOS)
+				raw := t.postCap(ctx, "/tokenize", map[string]any{"model": t.Model(), "prompt": pc.Prompt}, "/tokenize", CapTokenize)
 				var tk struct {
 					Tokens []int `json:"tokens"`
 				}
-				if resp.Status != 200 || json.Unmarshal(resp.Body, &tk) != nil || len(tk.Tokens) == 0 {
-					t.Skipf("server has no usable /tokenize (HTTP %d); cannot pick a token id for logit_bias", resp.Status)
+				if err := json.Unmarshal(raw, &tk); err != nil || len(tk.Tokens) == 0 {
+					t.Fatalf("/tokenize gave no tokens (%v): %s", err, trim(string(raw)))
 				}
 				bias := map[string]any{strconv.Itoa(tk.Tokens[0]): 5}
 				b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logit_bias": bias, "ignore_eos": true})
-				c := t.chatOrSkip(ctx, b, "logit_bias")
+				c := t.chatCap(ctx, b, "logit_bias", CapLogitBias, CapIgnoreEOS)
 				t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
 				t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
 			})
 	}
-	return cases
+	return append(cases, effectCases(cfg)...)
 }
 
 // runStop 实现 stop 用例：先在温度 0 下生成一次，从输出中挑选确实会出现的停止串，

@@ -59,8 +59,8 @@ func guidedCases(cfg Config) []Case {
 		{ID: "guided/json_object", Suite: SuiteGuided, Requires: []Feature{FeatureGuidedDecoding},
 			Description: `response_format {"type":"json_object"} yields content that parses as a JSON object`,
 			Run: func(ctx context.Context, t *T) {
-				c := t.chatOrSkip(ctx, t.plainBody(gc.JSONObjectPrompt, gc.MaxTokens).with(map[string]any{
-					"response_format": map[string]any{"type": "json_object"}, "temperature": 0.6}), "response_format json_object")
+				c := t.chat(ctx, t.plainBody(gc.JSONObjectPrompt, gc.MaxTokens).with(map[string]any{
+					"response_format": map[string]any{"type": "json_object"}, "temperature": 0.6}))
 				var obj map[string]any
 				content := stripThink(c.Choices[0].Message.text())
 				if err := json.Unmarshal([]byte(content), &obj); err != nil {
@@ -70,23 +70,23 @@ func guidedCases(cfg Config) []Case {
 		{ID: "guided/json_schema", Suite: SuiteGuided, Requires: []Feature{FeatureGuidedDecoding},
 			Description: "response_format json_schema (schema from the config) yields content valid against the schema",
 			Run: func(ctx context.Context, t *T) {
-				c := t.chatOrSkip(ctx, t.plainBody(gc.JSONSchemaPrompt, gc.MaxTokens).with(map[string]any{
+				c := t.chat(ctx, t.plainBody(gc.JSONSchemaPrompt, gc.MaxTokens).with(map[string]any{
 					"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{
-						"name": "cibench", "schema": json.RawMessage(schemaJSON), "strict": true}}}), "response_format json_schema")
+						"name": "cibench", "schema": json.RawMessage(schemaJSON), "strict": true}}}))
 				validate(t, c.Choices[0].Message.text())
 			}},
 		{ID: "guided/structured_outputs_json", Suite: SuiteGuided, Requires: []Feature{FeatureStructuredOutputs},
 			Description: "vLLM structured_outputs.json constrains the output to the schema",
 			Run: func(ctx context.Context, t *T) {
-				c := t.chatOrSkip(ctx, t.plainBody(gc.JSONSchemaPrompt, gc.MaxTokens).with(map[string]any{
-					"structured_outputs": map[string]any{"json": json.RawMessage(schemaJSON)}}), "structured_outputs.json")
+				c := t.chat(ctx, t.plainBody(gc.JSONSchemaPrompt, gc.MaxTokens).with(map[string]any{
+					"structured_outputs": map[string]any{"json": json.RawMessage(schemaJSON)}}))
 				validate(t, c.Choices[0].Message.text())
 			}},
 		{ID: "guided/structured_outputs_choice", Suite: SuiteGuided, Requires: []Feature{FeatureStructuredOutputs},
 			Description: "vLLM structured_outputs.choice makes the output exactly one of the choices",
 			Run: func(ctx context.Context, t *T) {
-				c := t.chatOrSkip(ctx, t.plainBody("Classify the sentiment: I love this! 我很喜欢。", 16).with(map[string]any{
-					"structured_outputs": map[string]any{"choice": gc.Choices}}), "structured_outputs.choice")
+				c := t.chat(ctx, t.plainBody("Classify the sentiment: I love this! 我很喜欢。", 16).with(map[string]any{
+					"structured_outputs": map[string]any{"choice": gc.Choices}}))
 				got := strings.TrimSpace(stripThink(c.Choices[0].Message.text()))
 				if !contains(gc.Choices, got) {
 					t.Fatalf("output %q is not one of %v", got, gc.Choices)
@@ -141,7 +141,7 @@ func functionCallCases(cfg Config) []Case {
 	}
 	named := map[string]any{"type": "function", "function": map[string]any{"name": one[0].Name}}
 	call := func(ctx context.Context, t *T, b body, wantFinish string) wireToolCall {
-		c := t.chatOrSkip(ctx, b, "tools/tool_choice")
+		c := t.chat(ctx, b)
 		ch := c.Choices[0]
 		if len(ch.Message.ToolCalls) != 1 {
 			t.Fatalf("want 1 tool call, got %d (content %q)", len(ch.Message.ToolCalls), trim(ch.Message.text()))

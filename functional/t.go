@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,12 +47,13 @@ type T struct {
 	rec    *recorder
 	cfg    *Config
 
-	mu      sync.Mutex
-	failed  bool
-	skipped bool
-	reasons []string
-	notes   []string
-	failure *Failure
+	mu          sync.Mutex
+	failed      bool
+	skipped     bool
+	unsupported bool
+	reasons     []string
+	notes       []string
+	failure     *Failure
 }
 
 // newT 为一个用例构造 T，并把调用方的 http.Client 包装成带超时、重试、记录的客户端。
@@ -67,7 +69,8 @@ func newT(id string, target Target, cfg *Config, opts Options) *T {
 	}
 	rec := &recorder{}
 	hc := &http.Client{
-		Transport:     &caseTransport{base: rt, timeout: opts.RequestTimeout, retries: opts.Retries, backoff: opts.RetryBackoff, rec: rec},
+		Transport: &caseTransport{base: rt, timeout: opts.RequestTimeout, retries: opts.Retries, backoff: opts.RetryBackoff,
+			maxRetryAfter: opts.MaxRetryAfter, rec: rec},
 		CheckRedirect: src.CheckRedirect,
 		Jar:           src.Jar,
 	}
@@ -157,6 +160,19 @@ func (t *T) Skipf(format string, args ...any) {
 	t.mu.Unlock()
 	runtime.Goexit()
 }
+
+// unsupportedf 把用例标记为“探测结果：不支持”并结束它，只由能力声明为 probe 且
+// 服务端以参数拒绝回答时调用。
+func (t *T) unsupportedf(format string, args ...any) {
+	t.mu.Lock()
+	t.unsupported = true
+	t.reasons = append(t.reasons, fmt.Sprintf(format, args...))
+	t.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Support 返回场景对能力 c 的声明，供自定义用例决定是否发送可选参数。
+func (t *T) Support(c Capability) Support { return t.target.Support(c) }
 
 // Notef 记录一条信息（例如服务端使用的推理字段形式），通过时写入 Result.Reason。
 func (t *T) Notef(format string, args ...any) {
@@ -292,6 +308,8 @@ func (t *T) outcome() (Status, string) {
 	switch {
 	case t.failed:
 		return StatusFail, strings.Join(t.reasons, "; ")
+	case t.unsupported:
+		return StatusUnsupported, strings.Join(t.reasons, "; ")
 	case t.skipped:
 		return StatusSkip, strings.Join(t.reasons, "; ")
 	default:
@@ -340,13 +358,33 @@ func trim(s string) string {
 	return s[:traceLimit] + fmt.Sprintf("…(%d bytes)", len(s))
 }
 
-// caseTransport 为每个请求加上超时，在传输错误与 5xx 时重试，并记录交换摘要。
+// caseTransport 为每个请求加上超时，在传输错误、5xx 与 429 时重试（429 按 Retry-After
+// 等待，超过上限则不等），并记录交换摘要。
 type caseTransport struct {
-	base    http.RoundTripper
-	timeout time.Duration
-	retries int
-	backoff time.Duration
-	rec     *recorder
+	base          http.RoundTripper
+	timeout       time.Duration
+	retries       int
+	backoff       time.Duration
+	maxRetryAfter time.Duration
+	rec           *recorder
+}
+
+// ErrRetryAfterTooLong 表示服务端以 429 要求等待的时间超过 Options.MaxRetryAfter。
+var ErrRetryAfterTooLong = errors.New("functional: Retry-After beyond the bound")
+
+// retryAfter 解析 Retry-After（秒数或 HTTP 日期）；缺失或无法解析时 ok 为 false。
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }
 
 // RoundTrip 实现 http.RoundTripper。请求体先读入内存，以便重试时重放。
@@ -376,7 +414,20 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
 		resp, err := c.base.RoundTrip(r2)
-		retry := err != nil || resp.StatusCode >= 500
+		retry := err != nil || resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+		wait := c.backoff * time.Duration(attempt+1)
+		if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+			if d, ok := retryAfter(resp.Header, time.Now()); ok {
+				if d > c.maxRetryAfter {
+					b, _ := io.ReadAll(io.LimitReader(resp.Body, traceLimit))
+					_ = resp.Body.Close()
+					cancel()
+					c.rec.setResponse(fmt.Sprintf("HTTP 429 (Retry-After %s)\n%s", resp.Header.Get("Retry-After"), b))
+					return nil, fmt.Errorf("%w: HTTP 429 with Retry-After %v exceeds the %v bound: %s", ErrRetryAfterTooLong, d, c.maxRetryAfter, trim(firstLine(b)))
+				}
+				wait = d
+			}
+		}
 		if retry && attempt < c.retries && req.Context().Err() == nil {
 			if resp != nil {
 				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
@@ -386,8 +437,8 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.rec.mu.Lock()
 			c.rec.attempts++
 			c.rec.mu.Unlock()
-			if c.backoff > 0 {
-				tm := time.NewTimer(c.backoff * time.Duration(attempt+1))
+			if wait > 0 {
+				tm := time.NewTimer(wait)
 				select {
 				case <-req.Context().Done():
 					tm.Stop()

@@ -16,6 +16,7 @@ func TestCatalogOnServerVariants(t *testing.T) {
 	for name, tc := range map[string]struct {
 		emu       func(*deploy.EmulatorConfig)
 		cfg       func(*functional.Config)
+		caps      map[functional.Capability]functional.Support
 		keys      []string
 		wantNote  map[string]string
 		wantSkips []string
@@ -38,9 +39,9 @@ func TestCatalogOnServerVariants(t *testing.T) {
 		},
 		"no_stream_usage": {
 			emu: func(c *deploy.EmulatorConfig) { c.DisableStreamUsage = true },
-			// 服务端忽略 stream_options：usage 用例失败是正确的（场景必须声明不支持），
-			// 这里只检查 chunk_size 用例因此跳过而不是误判。
-			wantSkips: []string{"streaming/chunk_size"},
+			// 服务端忽略 stream_options：场景声明 stream_usage 不支持，依赖它的用例跳过。
+			caps:      map[functional.Capability]functional.Support{functional.CapStreamUsage: functional.SupportUnsupported},
+			wantSkips: []string{"streaming/chunk_size", "streaming/include_usage", "streaming/continuous_usage", "streaming/completions_usage"},
 		},
 		"small_context_from_config": {
 			emu: func(c *deploy.EmulatorConfig) { c.MaxModelLen = 20000 },
@@ -57,6 +58,7 @@ func TestCatalogOnServerVariants(t *testing.T) {
 			}
 			_, target := startEmulator(t, ec)
 			target.ReasoningKeys = tc.keys
+			target.Capabilities = tc.caps
 			cfg := functional.DefaultConfig()
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
@@ -67,7 +69,7 @@ func TestCatalogOnServerVariants(t *testing.T) {
 			}
 			rep := run(t, target, functional.Options{Config: &cfg}, cat.Cases()...)
 			for _, res := range rep.Results {
-				if res.Status == functional.StatusFail && !(name == "no_stream_usage" && strings.Contains(res.CaseID, "usage")) {
+				if res.Status == functional.StatusFail {
 					t.Errorf("%s failed: %s\n%s\n%s", res.CaseID, res.Reason, res.Request, res.Response)
 				}
 				if res.Status == functional.StatusSkip && res.Reason == "" {
@@ -83,6 +85,10 @@ func TestCatalogOnServerVariants(t *testing.T) {
 				if res, _ := rep.Result(id); res.Status != functional.StatusSkip {
 					t.Errorf("%s: want skip, got %s %q", id, res.Status, res.Reason)
 				}
+			}
+			// 其余用例全部执行：通过数恰好是总数减去声明的跳过与 top_p=0（unsupported）。
+			if want := len(rep.Results) - len(tc.wantSkips) - len(faithfulNotPassing); rep.Count(functional.StatusPass) != want {
+				t.Errorf("%d passed, want %d (every case but the declared skips and top_p=0)", rep.Count(functional.StatusPass), want)
 			}
 		})
 	}

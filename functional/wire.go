@@ -272,20 +272,51 @@ func (t *T) postOK(ctx context.Context, p string, b any) []byte {
 	return resp.Body
 }
 
-// postOrSkip 与 postOK 相同，但 4xx 被视为“服务端不支持该参数”而跳过用例
-// （能力探测）；5xx 与传输错误仍是失败。param 写进跳过原因。
-func (t *T) postOrSkip(ctx context.Context, p string, b any, param string) []byte {
+// need 在 caps 中任一能力被场景声明为 unsupported 时跳过用例（不发请求）。
+// 用例应在发出第一个请求前调用，使“声明不支持”的用例完全不触碰服务端。
+func (t *T) need(caps ...Capability) {
+	for _, c := range caps {
+		if t.target.Support(c) == SupportUnsupported {
+			t.Skipf("capability %q declared unsupported by the scenario", c)
+		}
+	}
+}
+
+// postCap 与 postOK 相同，但请求使用了可选能力 caps（what 是写进原因的参数描述）。
+// 非 200 时由 rejected 按声明给出结论；先调用 need。
+func (t *T) postCap(ctx context.Context, p string, b any, what string, caps ...Capability) []byte {
+	t.need(caps...)
 	resp, err := t.Post(ctx, p, b)
 	if err != nil {
 		t.Fatalf("%s: %v", p, err)
 	}
-	if resp.Status >= 400 && resp.Status < 500 {
-		t.Skipf("server rejected %s (HTTP %d): %s", param, resp.Status, trim(firstLine(resp.Body)))
-	}
 	if resp.Status != http.StatusOK {
-		t.Fatalf("%s: want HTTP 200, got %d: %s", p, resp.Status, trim(string(resp.Body)))
+		t.rejected(p, what, resp.Status, resp.Body, caps)
 	}
 	return resp.Body
+}
+
+// rejected 对使用可选能力的请求的非 200 回答下结论并结束用例：
+//   - 401/403/408/429/5xx（501 除外）与其他非“参数拒绝”的状态：失败，写明状态；
+//   - 参数拒绝（400/404/405/422/501）且 caps 中有能力声明为 probe：unsupported；
+//   - 参数拒绝且全部声明为 supported：失败，引用服务端的回答。
+func (t *T) rejected(p, what string, status int, body []byte, caps []Capability) {
+	answer := trim(firstLine(body))
+	if !probeRejection(status) {
+		t.Fatalf("%s with %s: HTTP %d is a fault, not a capability rejection: %s", p, what, status, answer)
+	}
+	var probed, declared []string
+	for _, c := range caps {
+		if t.target.Support(c) == SupportProbe {
+			probed = append(probed, string(c))
+		} else {
+			declared = append(declared, string(c))
+		}
+	}
+	if len(probed) > 0 {
+		t.unsupportedf("probe: server rejected %s (HTTP %d), so %s is unsupported: %s", what, status, strings.Join(probed, ", "), answer)
+	}
+	t.Fatalf("server rejected %s (HTTP %d) although the scenario declares %s supported: %s", what, status, strings.Join(declared, ", "), answer)
 }
 
 // firstLine 取响应体的第一行，用于简短的原因文本。
@@ -302,9 +333,9 @@ func (t *T) chat(ctx context.Context, b body) *wireChat {
 	return t.decodeChat(t.postOK(ctx, "/v1/chat/completions", b))
 }
 
-// chatOrSkip 与 chat 相同，但 4xx 时以 param 为原因跳过。
-func (t *T) chatOrSkip(ctx context.Context, b body, param string) *wireChat {
-	return t.decodeChat(t.postOrSkip(ctx, "/v1/chat/completions", b, param))
+// chatCap 与 chat 相同，但请求使用了可选能力 caps（见 postCap）。
+func (t *T) chatCap(ctx context.Context, b body, what string, caps ...Capability) *wireChat {
+	return t.decodeChat(t.postCap(ctx, "/v1/chat/completions", b, what, caps...))
 }
 
 // decodeChat 解码并做最基本的形状检查（至少一个 choice）。
@@ -372,18 +403,16 @@ func (t *T) stream(ctx context.Context, p string, b body) *streamed {
 	return t.decodeStream(s)
 }
 
-// streamOrSkip 与 stream 相同，但 4xx 时以 param 为原因跳过。
-func (t *T) streamOrSkip(ctx context.Context, p string, b body, param string) *streamed {
+// streamCap 与 stream 相同，但请求使用了可选能力 caps（见 postCap）。
+func (t *T) streamCap(ctx context.Context, p string, b body, what string, caps ...Capability) *streamed {
+	t.need(caps...)
 	b = b.with(map[string]any{"stream": true})
 	s, err := t.Stream(ctx, p, b)
 	if err != nil {
 		t.Fatalf("%s: %v", p, err)
 	}
-	if s.Status >= 400 && s.Status < 500 {
-		t.Skipf("server rejected %s (HTTP %d): %s", param, s.Status, trim(firstLine(s.Body)))
-	}
 	if s.Status != http.StatusOK {
-		t.Fatalf("%s (stream): want HTTP 200, got %d: %s", p, s.Status, trim(string(s.Body)))
+		t.rejected(p+" (stream)", what, s.Status, s.Body, caps)
 	}
 	return t.decodeStream(s)
 }

@@ -49,8 +49,13 @@ func WriteJUnit(w io.Writer, r Report) error {
 		switch res.Status {
 		case StatusFail:
 			c.Failure = &junit.Message{Message: res.Reason, Body: "request:\n" + res.Request + "\n\nresponse:\n" + res.Response}
+		case StatusCancelled:
+			// 被取消的用例没有结论：在 JUnit 中是失败（type=cancelled），不是跳过。
+			c.Failure = &junit.Message{Message: res.Reason, Type: string(StatusCancelled)}
 		case StatusSkip:
 			c.Skipped = &junit.Message{Message: res.Reason}
+		case StatusUnsupported:
+			c.Skipped = &junit.Message{Message: "unsupported: " + res.Reason, Type: string(StatusUnsupported)}
 		default:
 			c.SystemOut = res.Reason
 		}
@@ -67,13 +72,17 @@ func WriteJUnit(w io.Writer, r Report) error {
 	return nil
 }
 
-// WriteTable 把报告写成便于终端阅读的表格：每个套件一行（通过/失败/跳过/通过率），
-// 随后列出每个失败与跳过的用例及原因。
+// WriteTable 把报告写成便于终端阅读的表格：每个套件一行（通过/失败/跳过/不支持/
+// 取消/通过率，没有执行任何用例时通过率为 "-"），随后列出每个未通过的用例及原因。
 func WriteTable(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SUITE\tTOTAL\tPASS\tFAIL\tSKIP\tPASS RATIO")
+	fmt.Fprintln(tw, "SUITE\tTOTAL\tPASS\tFAIL\tSKIP\tUNSUP\tCANCEL\tPASS RATIO")
 	for _, s := range r.Suites {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\n", s.Suite, s.Total, s.Passed, s.Failed, s.Skipped, s.PassRatio)
+		ratio := "-"
+		if s.PassRatio != nil {
+			ratio = fmt.Sprintf("%.2f", *s.PassRatio)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Suite, s.Total, s.Passed, s.Failed, s.Skipped, s.Unsupported, s.Cancelled, ratio)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("functional: write table: %w", err)

@@ -63,3 +63,32 @@ func BenchmarkFidelityC64(b *testing.B) { benchFidelity(b, 64) }
 
 // BenchmarkFidelityC256 并发 256 时的时延保真度。
 func BenchmarkFidelityC256(b *testing.B) { benchFidelity(b, 256) }
+
+// firstSent 记下全部记录中最早的实际发送时刻（Run 串行调用，无需加锁）。
+type firstSent struct{ t time.Time }
+
+// WriteRecord 更新最早发送时刻。
+func (f *firstSent) WriteRecord(r *loadgen.Record) error {
+	if f.t.IsZero() || r.Sent.Before(f.t) {
+		f.t = r.Sent
+	}
+	return nil
+}
+
+// BenchmarkStartup 测量 issue 13 的启动时间：并发 256、1024 个请求（prompt 池因此是
+// 1024 条，每条经模拟器的 POST /tokenize 校准长度），从调用 Run 到第一个请求发出的时长，
+// 以 startup-ms 报告（目标 < 300ms）。
+func BenchmarkStartup(b *testing.B) {
+	_, tgt := startEmulator(b, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: true})
+	p := loadgen.Profile{Concurrency: []int{256}, InputLength: []int{64}, OutputLength: []int{32}, NumRequests: []int{1024}}
+	var total time.Duration
+	for b.Loop() {
+		f := &firstSent{}
+		start := time.Now()
+		if _, err := loadgen.Run(context.Background(), tgt, p, f); err != nil {
+			b.Fatal(err)
+		}
+		total += f.t.Sub(start)
+	}
+	b.ReportMetric(float64(total)/float64(b.N)/1e6, "startup-ms")
+}

@@ -15,6 +15,9 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vllm-cibench/cibench/internal/tokenize"
@@ -95,6 +98,7 @@ func RandomText(seed int64, tokens int) string {
 }
 
 // TokenCounter 给出服务端分词器下文本的 token 数（通常是 vLLM 的 POST /tokenize）。
+// 建池时最多 16 条 prompt 并发校准，所以 CountTokens 必须可以被并发调用。
 type TokenCounter interface {
 	CountTokens(ctx context.Context, text string) (int, error)
 }
@@ -110,6 +114,14 @@ type promptPool struct {
 	maxTok []int    // custom 数据集中逐条的 max_tokens（0 = 用分组的输出长度）；random 为 nil
 	exact  bool     // 长度是否经服务端分词器确认
 }
+
+// tokenizeWorkers 是校准 prompt 长度时并发的 /tokenize 请求数上限：足以把 1024 条 prompt
+// 的往返时延重叠起来（串行时对慢一些的服务要 2.6 秒），又不至于在压测开始前压垮服务端。
+const tokenizeWorkers = 16
+
+// tokenizeTimeout 是单次 /tokenize 调用的期限；服务端卡住时启动阶段因此有界地失败，而不是挂起
+// （变量只为让测试缩短它）。
+var tokenizeTimeout = 10 * time.Second
 
 // promptsFor 返回 custom 数据集中属于输入长度 inputLen 的 prompt：
 // InputLength 为 0 的条目属于所有长度；inputLen 为 0（未给 --input-length）时返回全部。
@@ -143,8 +155,9 @@ func lengthsOf(ps []Prompt) string {
 	return "in the dataset: " + strings.Join(ls, ", ")
 }
 
-// buildPool 为输入长度 inputLen 生成 n 个 prompt。有 counter 时逐条用服务端
-// 计数校准（多退少补，最多 8 轮），否则按共享规则精确生成。
+// buildPool 为输入长度 inputLen 生成 n 个 prompt。有 counter 时逐条用服务端计数校准
+// （多退少补，最多 12 轮），最多 tokenizeWorkers 条并发；否则按共享规则精确生成。
+// 每条 prompt 的文本只由种子与序号决定，所以并发不影响可复现性。
 func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCounter) (*promptPool, error) {
 	if n > poolSize {
 		n = poolSize
@@ -176,30 +189,56 @@ func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCo
 	return pool, nil
 }
 
-// randomPrompts 按 p 的种子、前缀长度与输入长度抖动（RangeRatioAbove/Below）依次生成
-// n 条随机 prompt 交给 emit。压测的 random 数据集与 GenerateDataset 共用它，
-// 所以同样的参数得到同样的文本。
+// randomPrompts 按 p 的种子、前缀长度与输入长度抖动（RangeRatioAbove/Below）生成
+// n 条随机 prompt，按序号顺序交给 emit。压测的 random 数据集与 GenerateDataset 共用它，
+// 所以同样的参数得到同样的文本。有 counter 时最多 tokenizeWorkers 条并发校准：每条
+// prompt 的文本只由种子与序号决定，长度抖动也按序号预先抽好，所以结果与串行时相同。
 func randomPrompts(ctx context.Context, p *Profile, inputLen, n int, counter TokenCounter, emit func(text string, tokens int) error) error {
 	prefixGen := newTextGen(uint64(p.Seed) ^ 0x5eed)
 	prefix := prefixGen.pieces(nil, p.PrefixLength)
 	lenRng := rand.New(rand.NewPCG(uint64(p.Seed), uint64(inputLen)))
-	for i := range n {
-		target := jitter(lenRng, inputLen, p.RangeRatioBelow, p.RangeRatioAbove)
-		if target <= p.PrefixLength {
-			target = p.PrefixLength + 1
-		}
+	targets := make([]int, n)
+	for i := range targets { // 长度抖动按序号顺序抽取，与并发无关
+		targets[i] = max(jitter(lenRng, inputLen, p.RangeRatioBelow, p.RangeRatioAbove), p.PrefixLength+1)
+	}
+	texts, counts := make([]string, n), make([]int, n)
+	build := func(ctx context.Context, i int) error {
 		g := newTextGen(uint64(p.Seed)*1_000_003 + uint64(inputLen)*7919 + uint64(i))
-		pieces := append(append([]string(nil), prefix...), g.pieces(nil, target-p.PrefixLength)...)
-		text := strings.Join(pieces, "")
-		got := target
-		if counter != nil {
-			var err error
-			text, got, err = calibrate(ctx, counter, g, pieces, target, p.PrefixLength)
-			if err != nil {
-				return err
-			}
+		pieces := append(append([]string(nil), prefix...), g.pieces(nil, targets[i]-p.PrefixLength)...)
+		texts[i], counts[i] = strings.Join(pieces, ""), targets[i]
+		if counter == nil {
+			return nil
 		}
-		if err := emit(text, got); err != nil {
+		var err error
+		texts[i], counts[i], err = calibrate(ctx, counter, g, pieces, targets[i], p.PrefixLength)
+		return err
+	}
+	if counter == nil {
+		for i := range n {
+			_ = build(ctx, i) // 没有 counter 时不会出错
+		}
+	} else {
+		cctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(tokenizeWorkers, n) {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < n && cctx.Err() == nil; i = int(next.Add(1) - 1) {
+					if err := build(cctx, i); err != nil {
+						cancel(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := context.Cause(cctx); err != nil {
+			return err
+		}
+	}
+	for i := range n {
+		if err := emit(texts[i], counts[i]); err != nil {
 			return err
 		}
 	}
@@ -283,7 +322,9 @@ func calibrate(ctx context.Context, c TokenCounter, g *textGen, pieces []string,
 	bestText, bestGot := "", -1
 	for range 12 {
 		text := strings.Join(pieces, "")
-		got, err := c.CountTokens(ctx, text)
+		cctx, cancel := context.WithTimeout(ctx, tokenizeTimeout)
+		got, err := c.CountTokens(cctx, text)
+		cancel()
 		if err != nil {
 			return "", 0, fmt.Errorf("loadgen: tokenize: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode"
 
@@ -93,11 +94,11 @@ func TestPoolPrefixAndRanges(t *testing.T) {
 }
 
 // bpeCounter 模拟一个与共享规则不同的服务端分词器：每个英文词算 2 个 token。
-type bpeCounter struct{ calls int }
+type bpeCounter struct{ calls atomic.Int64 }
 
 // CountTokens 把长英文词算作 2 个 token，制造与共享规则的差异。
 func (b *bpeCounter) CountTokens(_ context.Context, s string) (int, error) {
-	b.calls++
+	b.calls.Add(1)
 	n := 0
 	tokenize.Walk(s, func(p string) bool {
 		n++

@@ -71,6 +71,9 @@ type Profile struct {
 	GrowthRate int `yaml:"growth_rate"`
 	// GrowthInterval 是两次爬坡之间的间隔（YAML 写作 "5000ms" 或 "5s"，默认 1s）。
 	GrowthInterval time.Duration `yaml:"growth_interval"`
+	// BucketInterval 是实时时间线的采样间隔（acs-bench --bucket-interval），0 表示不采样；
+	// 大于 0 且 Run 的 sink 实现了 TimelineSink 时，每个间隔交出一行 Timeline。至少 10ms。
+	BucketInterval time.Duration `yaml:"bucket_interval"`
 	// ClimbMode 为 "static"（默认，每个间隔跳升 GrowthRate）或 "linear"（在间隔内均匀逐个增加）。
 	ClimbMode string `yaml:"climb_mode"`
 
@@ -153,13 +156,15 @@ type Prompt struct {
 
 // 以下为 acs-bench 的默认值。
 const (
-	DefaultTemperature            = 0.6
-	DefaultTopK                   = 8
-	DefaultTopP                   = 1.0
-	DefaultTimeout                = 1000 * time.Second
-	DefaultIdleTimeout            = 120 * time.Second
-	DefaultMaxEventBytes          = 64 << 20
-	DefaultGrowthInterval         = time.Second
+	DefaultTemperature    = 0.6
+	DefaultTopK           = 8
+	DefaultTopP           = 1.0
+	DefaultTimeout        = 1000 * time.Second
+	DefaultIdleTimeout    = 120 * time.Second
+	DefaultMaxEventBytes  = 64 << 20
+	DefaultGrowthInterval = time.Second
+	// MinBucketInterval 是 BucketInterval 的下限：每个间隔都要抓取一次 /metrics。
+	MinBucketInterval             = 10 * time.Millisecond
 	DefaultRequestsPerConcurrency = 16
 	DefaultImageSize              = 512
 )
@@ -377,6 +382,8 @@ func (p Profile) validateScalars() error {
 		return invalid("growth_rate", p.GrowthRate, fmt.Sprintf("must be in [0, %d]", MaxConcurrency))
 	case p.GrowthInterval < 0 || p.GrowthInterval > MaxGrowthInterval:
 		return invalid("growth_interval", p.GrowthInterval, fmt.Sprintf("must be in [0, %s]", MaxGrowthInterval))
+	case p.BucketInterval < 0 || (p.BucketInterval > 0 && p.BucketInterval < MinBucketInterval) || p.BucketInterval > MaxGrowthInterval:
+		return invalid("bucket_interval", p.BucketInterval, fmt.Sprintf("must be 0 (off) or in [%s, %s]", MinBucketInterval, MaxGrowthInterval))
 	case !finite(p.RequestRate) || p.RequestRate < 0 || p.RequestRate > MaxRequestRate:
 		return invalid("request_rate", p.RequestRate, fmt.Sprintf("must be in [0, %d] (0 = unlimited)", MaxRequestRate))
 	case !finite(p.Burstiness) || p.Burstiness <= 0 || p.Burstiness > MaxBurstiness:

@@ -43,6 +43,7 @@ type runner struct {
 	sink     RecordSink
 	gsink    GroupSink
 	psink    ProgressSink
+	tsink    TimelineSink // 仅当 Profile.BucketInterval > 0
 	sinkMu   sync.Mutex
 	red      *redact.Redactor // 服务端文本（错误信息）在写入记录前经它脱敏
 	base     *metricsSnap     // 运行开始前的 /metrics（任何请求之前）
@@ -79,6 +80,9 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 	}
 	if ps, ok := sink.(ProgressSink); ok {
 		r.psink = ps
+	}
+	if ts, ok := sink.(TimelineSink); ok && p.BucketInterval > 0 {
+		r.tsink = ts
 	}
 	for _, c := range p.Concurrency {
 		r.maxConc = max(r.maxConc, c)
@@ -353,6 +357,7 @@ type groupRun struct {
 	warmup  bool
 	total   int
 	done    atomic.Int64
+	sent    atomic.Int64 // 已发出的请求数（时间线的 Started）
 	failed  atomic.Int64
 	active  atomic.Int64
 	outRng  uint64 // 输出长度抖动的种子
@@ -384,7 +389,19 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		}
 	}
 	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: n, started: g.Start}
-	derr := r.drive(ctx, gr, g.Concurrency, initC, r.p.RequestRate)
+	dctx, dcancel := context.WithCancelCause(ctx)
+	defer dcancel(nil)
+	var tl *timeline
+	if r.tsink != nil {
+		tl = r.startTimeline(dctx, dcancel, gr, before, g.Concurrency, initC, r.p.RequestRate)
+	}
+	derr := r.drive(dctx, gr, g.Concurrency, initC, r.p.RequestRate)
+	if tl != nil {
+		tl.finish(dctx)
+		if derr == nil {
+			derr = context.Cause(dctx) // 时间线 sink 在最后一行出错
+		}
+	}
 	interrupted := derr != nil && ctx.Err() != nil
 	if derr != nil && (!interrupted || gr.done.Load() == 0) {
 		return Summary{}, derr
@@ -610,6 +627,7 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 	x.body = r.tmpl.build(x.body, pl.quoted[pi], r.imageOrEmpty(j.idx), maxTok)
 	inst := int(r.rr.Add(1)-1) % len(r.urls)
 	gr.active.Add(1)
+	gr.sent.Add(1)
 	x.send(ctx, r.client, r.urls[inst], r.t.APIKey, r.stream, j.intended, r.p.Timeout)
 	gr.active.Add(-1)
 	rec := &x.rec

@@ -24,6 +24,11 @@ var (
 	metricSpecAccept  = "vllm:spec_decode_num_accepted_tokens_total"
 	metricSpecDraft   = "vllm:spec_decode_num_draft_tokens_total"
 	serverMetricNames = [][]string{metricTTFT, metricTPOT, metricE2E}
+	// 时间线采样的调度状态（vLLM v1 的名字在前，旧名在后）。KV-cache 用量是 0..1 的比例。
+	metricRunning     = []string{"vllm:num_requests_running"}
+	metricWaiting     = []string{"vllm:num_requests_waiting"}
+	metricKVUsage     = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}
+	metricPreemptions = []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}
 )
 
 // histSnap 是一个直方图在某一时刻的累计值（各实例、各标签序列求和）。
@@ -38,6 +43,10 @@ type histSnap struct {
 type metricsSnap struct {
 	hist          [3]*histSnap // ttft, tpot, e2e
 	accept, draft float64
+	// 时间线用的调度状态：各实例之和（KV-cache 用量为 kvSum/kvN 的平均）；缺失为 NaN。
+	running, waiting, preempt float64
+	kvSum                     float64
+	kvN                       int
 }
 
 // parseMetrics 用 expfmt 解析 Prometheus 文本格式，抽取 TTFT/TPOT/E2E 直方图与推测解码计数器。
@@ -47,7 +56,17 @@ func parseMetrics(r io.Reader) (*metricsSnap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: parse /metrics: %w", err)
 	}
-	s := &metricsSnap{accept: counterSum(fams, metricSpecAccept), draft: counterSum(fams, metricSpecDraft)}
+	s := &metricsSnap{accept: counterSum(fams, metricSpecAccept), draft: counterSum(fams, metricSpecDraft),
+		running: gaugeSum(fams, metricRunning), waiting: gaugeSum(fams, metricWaiting), preempt: math.NaN(), kvSum: math.NaN()}
+	for _, n := range metricPreemptions {
+		if v := counterSum(fams, n); !math.IsNaN(v) {
+			s.preempt = v
+			break
+		}
+	}
+	if v, n := gaugeMean(fams, metricKVUsage); n > 0 {
+		s.kvSum, s.kvN = v, 1
+	}
 	for i, names := range serverMetricNames {
 		for _, n := range names {
 			if h := histogramSum(fams[n]); h != nil {
@@ -83,6 +102,49 @@ func counterSum(fams map[string]*dto.MetricFamily, name string) float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// gaugeSum 对第一个存在的 gauge（或 untyped）族的全部序列求和；都不存在时为 NaN。
+func gaugeSum(fams map[string]*dto.MetricFamily, names []string) float64 {
+	v, n := gaugeAgg(fams, names)
+	if n == 0 {
+		return math.NaN()
+	}
+	return v
+}
+
+// gaugeMean 返回第一个存在的 gauge 族各序列的平均值与序列数（比例类指标不能相加）。
+func gaugeMean(fams map[string]*dto.MetricFamily, names []string) (float64, int) {
+	v, n := gaugeAgg(fams, names)
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	return v / float64(n), n
+}
+
+// gaugeAgg 返回第一个有样本的 gauge 族的和与序列数。
+func gaugeAgg(fams map[string]*dto.MetricFamily, names []string) (float64, int) {
+	for _, name := range names {
+		f, ok := fams[name]
+		if !ok {
+			continue
+		}
+		total, n := 0.0, 0
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetGauge() != nil:
+				total += m.GetGauge().GetValue()
+				n++
+			case m.GetUntyped() != nil:
+				total += m.GetUntyped().GetValue()
+				n++
+			}
+		}
+		if n > 0 {
+			return total, n
+		}
+	}
+	return 0, 0
 }
 
 // histogramSum 把一个直方图族的全部序列按桶上界求和；不是直方图或没有序列时返回 nil。
@@ -145,55 +207,120 @@ func (after *histSnap) delta(before *histSnap) *histSnap {
 	return d
 }
 
-// quantile 按 Prometheus histogram_quantile 的方式在桶内线性插值（q ∈ [0,1]）：
-// 落在 +Inf 桶时返回最高的有限上界；第一个桶的下界取 0。
-func (h *histSnap) quantile(q float64) float64 {
-	n := len(h.cum)
-	if n == 0 || h.cum[n-1] == 0 {
-		return math.NaN()
+// smallDeltaTolerance 与 Prometheus promql/quantile.go 相同：相邻累计计数的相对差
+// 小于它时视为浮点误差并抹平。
+const smallDeltaTolerance = 1e-12
+
+// buckets 返回按 Prometheus BucketQuantile 预处理后的桶：按上界排序、合并同上界的桶、
+// 强制累计计数单调（并抹平浮点误差级的差）。不满足 histogram_quantile 前提
+// （最高桶不是 +Inf、少于 2 个桶）时返回 nil。
+func (h *histSnap) buckets() (upper, cum []float64) {
+	n := len(h.upper)
+	if n == 0 || !math.IsInf(h.upper[n-1], 1) {
+		return nil, nil
 	}
-	rank := q * h.cum[n-1]
-	b := sort.SearchFloat64s(h.cum, rank)
-	if b >= n {
-		b = n - 1
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
 	}
-	if math.IsInf(h.upper[b], 1) {
-		if n >= 2 {
-			return h.upper[n-2]
+	sort.SliceStable(idx, func(a, b int) bool { return h.upper[idx[a]] < h.upper[idx[b]] })
+	for _, i := range idx {
+		if k := len(upper); k > 0 && upper[k-1] == h.upper[i] {
+			cum[k-1] += h.cum[i]
+			continue
 		}
-		return math.NaN()
+		upper, cum = append(upper, h.upper[i]), append(cum, h.cum[i])
 	}
-	start, end := 0.0, h.upper[b]
-	if b > 0 {
-		start = h.upper[b-1]
-	} else if end <= 0 {
-		return end
+	if len(upper) < 2 {
+		return nil, nil
 	}
-	count := h.cum[b]
-	if b > 0 {
-		count -= h.cum[b-1]
-		rank -= h.cum[b-1]
+	prev := cum[0]
+	for i := 1; i < len(cum); i++ {
+		switch {
+		case cum[i] > prev && math.Abs(cum[i]-prev)/cum[i] < smallDeltaTolerance:
+			cum[i] = prev
+		case cum[i] < prev:
+			cum[i] = prev
+		}
+		prev = cum[i]
 	}
-	if count == 0 {
-		return end
-	}
-	return start + (end-start)*(rank/count)
+	return upper, cum
 }
 
-// maxBound 返回最高的非空有限桶的上界（直方图能给出的 MAX 的最好估计）。
-func (h *histSnap) maxBound() float64 {
-	prev := 0.0
-	best := math.NaN()
-	for i, u := range h.upper {
-		if math.IsInf(u, 1) {
-			break
-		}
-		if h.cum[i] > prev {
-			best = u
-		}
-		prev = h.cum[i]
+// quantile 逐条按 Prometheus histogram_quantile（promql/quantile.go 的 BucketQuantile）计算
+// q ∈ [0,1] 分位数，因此与 Grafana 上 histogram_quantile(q, sum by (le)(increase(…)))
+// 对同一区间给出的值相同：秩 rank=q·总数，在第一个累计计数 ≥ rank 的有限桶内线性插值；
+// 落在 +Inf 桶时返回最高的有限上界；最低桶的下界取 0（其上界 ≤ 0 时直接返回上界）。
+// 分辨率就是桶宽：样本全部落在 vLLM E2E 的第一个桶 (0, 0.3s] 时，TP75 必然是 225ms，
+// 与真实分布无关（见 docs/loadgen.md）。结果另外夹在非空桶的范围内（Prometheus 的插值
+// 本就不会越界，这只防住强制单调后的退化情形）。没有样本或桶不合法时返回 NaN。
+func (h *histSnap) quantile(q float64) float64 {
+	upper, cum := h.buckets()
+	if upper == nil || math.IsNaN(q) {
+		return math.NaN()
 	}
-	return best
+	n := len(upper)
+	obs := cum[n-1]
+	if obs == 0 {
+		return math.NaN()
+	}
+	rank := q * obs
+	b := sort.Search(n-1, func(i int) bool { return cum[i] >= rank })
+	var v float64
+	switch {
+	case b == n-1:
+		v = upper[n-2]
+	case b == 0 && upper[0] <= 0:
+		v = upper[0]
+	default:
+		start, end, count := 0.0, upper[b], cum[b]
+		if b > 0 {
+			start = upper[b-1]
+			count -= cum[b-1]
+			rank -= cum[b-1]
+		}
+		v = start + (end-start)*(rank/count)
+	}
+	lo, hi := nonEmptyRange(upper, cum)
+	return min(max(v, lo), hi)
+}
+
+// nonEmptyRange 返回非空桶覆盖的范围：最低非空桶的下界（第一个桶按 Prometheus 取 0，
+// 上界 ≤ 0 时取上界本身）到最高非空桶的上界（非空的是 +Inf 桶时取最高有限上界）。
+func nonEmptyRange(upper, cum []float64) (lo, hi float64) {
+	n := len(upper)
+	first, last, prev := -1, -1, 0.0
+	for i := range n {
+		if cum[i] > prev {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+		prev = cum[i]
+	}
+	switch {
+	case first == 0 && upper[0] <= 0:
+		lo = upper[0]
+	case first > 0:
+		lo = upper[first-1]
+	}
+	hi = upper[last]
+	if last == n-1 {
+		hi = upper[n-2]
+	}
+	return lo, hi
+}
+
+// maxBound 返回直方图能给出的 MAX：最高非空桶的上界；非空的是 +Inf 桶时为最高有限上界
+// （真实最大值只知道在它之上，取它保证 MAX 不小于任何分位数）。
+func (h *histSnap) maxBound() float64 {
+	upper, cum := h.buckets()
+	if upper == nil || cum[len(cum)-1] == 0 {
+		return math.NaN()
+	}
+	_, hi := nonEmptyRange(upper, cum)
+	return hi
 }
 
 // latency 把一个秒为单位的增量直方图转成 Latency；无样本返回零值（导出为 -1）。
@@ -205,7 +332,7 @@ func (h *histSnap) latency() Latency {
 		if math.IsNaN(v) {
 			return -1
 		}
-		return time.Duration(v * float64(time.Second))
+		return time.Duration(math.Round(v * float64(time.Second))) // 四舍五入到纳秒，0.3×0.75 不会截成 224.999999ms
 	}
 	return Latency{
 		Count: int64(h.count),
@@ -298,7 +425,8 @@ func addSnaps(a, b *metricsSnap) *metricsSnap {
 	if a == nil {
 		return b
 	}
-	out := &metricsSnap{accept: a.accept + b.accept, draft: a.draft + b.draft}
+	out := &metricsSnap{accept: a.accept + b.accept, draft: a.draft + b.draft, running: a.running + b.running,
+		waiting: a.waiting + b.waiting, preempt: a.preempt + b.preempt, kvSum: a.kvSum + b.kvSum, kvN: a.kvN + b.kvN}
 	for i := range a.hist {
 		x, y := a.hist[i], b.hist[i]
 		switch {

@@ -117,3 +117,123 @@ func TestServerHistogramInfBucketAndSum(t *testing.T) {
 		t.Fatal("bad exposition accepted")
 	}
 }
+
+// vLLM（v1 引擎 loggers.py）给 E2E 与 TPOT 直方图设的桶上界，秒。
+var (
+	vllmE2EBuckets  = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	vllmTPOTBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+)
+
+// histText 生成一个直方图的 Prometheus 文本：per 是各有限桶（非累计）的样本数，inf 是超出
+// 最高有限上界的样本数，sum 是样本和。
+func histText(name string, bounds []float64, per []int, inf int, sum float64) string {
+	var sb strings.Builder
+	sb.WriteString("# TYPE " + name + " histogram\n")
+	cum := 0
+	for i, b := range bounds {
+		if i < len(per) {
+			cum += per[i]
+		}
+		sb.WriteString(name + `_bucket{le="` + ftoa(b) + `",model_name="m"} ` + itoa(cum) + "\n")
+	}
+	cum += inf
+	sb.WriteString(name + `_bucket{le="+Inf",model_name="m"} ` + itoa(cum) + "\n")
+	sb.WriteString(name + `_count{model_name="m"} ` + itoa(cum) + "\n")
+	sb.WriteString(name + `_sum{model_name="m"} ` + ftoa(sum) + "\n")
+	return sb.String()
+}
+
+// serverDelta 解析前后两次文本并返回 applyServer 的结果。
+func serverDelta(t *testing.T, before, after string) Summary {
+	t.Helper()
+	b, err := parseMetrics(strings.NewReader(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := parseMetrics(strings.NewReader(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Summary
+	applyServer(&s, b, a)
+	return s
+}
+
+// TestServerQuantileReportedCases 钉住 issue 13 报告的两组数：它们正是 Prometheus
+// histogram_quantile 在 vLLM 桶布局上的结果（Grafana 显示同样的值），不是插值实现的错：
+// 样本全部落在最低桶时，按 Prometheus 的最低桶规则在 (0, 上界] 内线性插值，TP75 = 0.75×上界，
+// 与真实分布无关——这就是桶的分辨率（docs/loadgen.md 说明）。值必须留在非空桶范围内。
+func TestServerQuantileReportedCases(t *testing.T) {
+	const e2e, tpot = "vllm:e2e_request_latency_seconds", "vllm:time_per_output_token_seconds"
+	// 情形一：100 个请求，E2E 均值 45.9ms，全部在第一个桶 (0, 0.3]。
+	// BucketQuantile: rank=75, b=0, start=0 → 0 + 0.3×75/100 = 0.225s。
+	s := serverDelta(t, histText(e2e, vllmE2EBuckets, nil, 0, 0), histText(e2e, vllmE2EBuckets, []int{100}, 0, 4.59))
+	l := s.ServerE2E
+	if l.Count != 100 || l.P75 != 225*time.Millisecond || l.P50 != 150*time.Millisecond || l.P99 != 297*time.Millisecond {
+		t.Errorf("E2E %+v: want TP50/75/99 = 150/225/297ms as histogram_quantile gives", l)
+	}
+	if l.Avg != 45900*time.Microsecond || l.Max != 300*time.Millisecond {
+		t.Errorf("E2E avg/max %v/%v, want exact mean 45.9ms and bucket bound 300ms", l.Avg, l.Max)
+	}
+	// 情形二：50 个 token 间隔恰为 10ms，全部在 TPOT 第一个桶 (0, 0.01]：TP75 = 7.5ms，
+	// MAX = 桶上界 10ms，AVG = 10ms。
+	s = serverDelta(t, histText(tpot, vllmTPOTBuckets, nil, 0, 0), histText(tpot, vllmTPOTBuckets, []int{50}, 0, 0.5))
+	l = s.ServerTPOT
+	if l.P75 != 7500*time.Microsecond || l.P90 != 9*time.Millisecond || l.Max != 10*time.Millisecond || l.Avg != 10*time.Millisecond {
+		t.Errorf("TPOT %+v: want TP75 7.5ms, TP90 9ms, MAX = AVG = 10ms", l)
+	}
+	for _, l := range []Latency{s.ServerTPOT} {
+		for _, v := range []time.Duration{l.P50, l.P75, l.P90, l.P95, l.P99} {
+			if v < 0 || v > 10*time.Millisecond {
+				t.Errorf("quantile %v outside the non-empty bucket (0, 10ms]", v)
+			}
+		}
+	}
+}
+
+// TestServerMaxWithInfBucket 是修复前的错误：样本同时落在最低桶与 +Inf 桶时，旧实现的 MAX
+// 取最高"非空有限桶"的上界（10ms），比 TP99（最高有限上界 80s）还小。现在 MAX 取非空桶
+// 范围的上端：+Inf 桶非空时为最高有限上界，MAX ≥ 各分位数。
+func TestServerMaxWithInfBucket(t *testing.T) {
+	const tpot = "vllm:time_per_output_token_seconds"
+	s := serverDelta(t, histText(tpot, vllmTPOTBuckets, nil, 0, 0), histText(tpot, vllmTPOTBuckets, []int{90}, 10, 900.9))
+	l := s.ServerTPOT
+	if l.P99 != 80*time.Second || l.Max != 80*time.Second {
+		t.Fatalf("P99 %v MAX %v, want both 80s (highest finite bound)", l.P99, l.Max)
+	}
+	// P50: rank 50 in the first bucket → 0.01×50/90。
+	if want := 0.01 * 50 / 90 * 1e9; math.Abs(float64(l.P50)-want) > 1 {
+		t.Errorf("P50 %v, want %vns", l.P50, want)
+	}
+}
+
+// TestBucketQuantileRules 覆盖 BucketQuantile 的其余规则：同上界的桶合并、强制单调、
+// 上界 ≤ 0 的最低桶、缺 +Inf 桶或只有一个桶时为 NaN、空直方图为 NaN。
+func TestBucketQuantileRules(t *testing.T) {
+	inf := math.Inf(1)
+	cases := []struct {
+		name  string
+		h     histSnap
+		q     float64
+		want  float64
+		isNaN bool
+	}{
+		// 两个序列各自给出 le=0.1 的桶（乱序、重复）：合并后 [0.1:4, 0.2:8, +Inf:8]。
+		{"coalesce", histSnap{upper: []float64{0.2, 0.1, 0.1, inf}, cum: []float64{8, 2, 2, 8}}, 0.75, 0.1 + 0.1*(2.0/4), false},
+		// 非单调（累计 5 之后是 3）：按 Prometheus 抬到 5。rank 0.5×6=3 落在第一个桶。
+		{"monotonic", histSnap{upper: []float64{1, 2, 3, inf}, cum: []float64{5, 3, 6, 6}}, 0.5, 3.0 / 5, false},
+		{"lowest<=0", histSnap{upper: []float64{-1, 1, inf}, cum: []float64{4, 4, 4}}, 0.5, -1, false},
+		{"noInf", histSnap{upper: []float64{1, 2}, cum: []float64{1, 2}}, 0.5, 0, true},
+		{"single", histSnap{upper: []float64{inf}, cum: []float64{3}}, 0.5, 0, true},
+		{"empty", histSnap{upper: []float64{1, inf}, cum: []float64{0, 0}}, 0.5, 0, true},
+	}
+	for _, c := range cases {
+		got := c.h.quantile(c.q)
+		if c.isNaN != math.IsNaN(got) || (!c.isNaN && math.Abs(got-c.want) > 1e-12) {
+			t.Errorf("%s: quantile(%v) = %v, want %v (NaN %v)", c.name, c.q, got, c.want, c.isNaN)
+		}
+	}
+	if !math.IsNaN((&histSnap{upper: []float64{1, inf}, cum: []float64{0, 0}}).maxBound()) {
+		t.Error("maxBound of an empty histogram must be NaN")
+	}
+}

@@ -3,20 +3,30 @@ package loadgen
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// dist 是一个分布：HDR 直方图给分位数（3 位有效数字），精确的计数、和、
-// 最小值、最大值另行累计，避免 HDR 桶等价值带来的 MAX/AVG 偏差。
-// 值的单位由使用者决定（时延为微秒，token 数为个）。
+// dist 是一个分布。样本数不超过共享预算（exactCap）时保留全部精确样本，分位数与
+// numpy.percentile 的默认 linear 方法逐位一致（vLLM benchmark_serving / vllm bench serve
+// 用它算 P50/P90/P99）；超出预算后改用 HDR 直方图（3 位有效数字），内存因此与请求数无关。
+// 计数、和、最小值、最大值始终精确累计。
+//
+// 值的单位由使用者决定：时延为纳秒（HDR 按 unit=1000 以微秒记录），token 数为个（unit=1）。
 type dist struct {
-	h        *hdrhistogram.Histogram
-	n        int64
-	sum      float64
-	min, max int64
+	budget *atomic.Int64 // 同一分组、同一指标的各分片共享的精确样本预算；nil 表示不限
+	exact  []int64       // 精确样本（h 为 nil 时有效）
+	sorted bool          // exact 是否已排序
+	h      *hdrhistogram.Histogram
+	unit   int64 // HDR 记录 v/unit（四舍五入）
+	n      int64
+	sum    float64
+	min    int64
+	max    int64
 }
 
 // 直方图的量程：时延以微秒计，最大约 2.7 小时（超过 Profile.Timeout 上限的余量）。
@@ -26,50 +36,151 @@ const (
 	histSigFigs = 3
 )
 
-// newDist 创建空分布。
-func newDist() *dist {
-	return &dist{h: hdrhistogram.New(histLowest, histHighest, histSigFigs), min: math.MaxInt64, max: math.MinInt64}
+// exactCap 是每个分组每个指标保留的精确样本数上限（每个 8 字节，约 2 MB）。
+// 5,000 个 32-token 请求的 token 级间隔（160,000 个）仍在其内；超过后改用 HDR，
+// 此时分位数的误差见 quantiles。
+const exactCap = 1 << 18
+
+// newBudget 返回一个容量为 n 的精确样本预算，供同一指标的各分片共享。
+func newBudget(n int64) *atomic.Int64 {
+	b := new(atomic.Int64)
+	b.Store(n)
+	return b
 }
 
-// add 记录 count 个值 v（v 会被夹到直方图量程内，精确统计不受影响）。
+// newDist 创建空分布；unit 为 HDR 的记录单位，budget 为 nil 时精确样本不限量（仅用于合并目标）。
+func newDist(unit int64, budget *atomic.Int64) *dist {
+	return &dist{unit: unit, budget: budget, min: math.MaxInt64, max: math.MinInt64}
+}
+
+// spill 把精确样本转入 HDR 直方图（预算用完或与 HDR 分布合并时）。
+func (d *dist) spill() {
+	if d.h != nil {
+		return
+	}
+	d.h = hdrhistogram.New(histLowest, histHighest, histSigFigs)
+	for _, v := range d.exact {
+		d.record(v, 1)
+	}
+	d.exact, d.sorted = nil, false
+}
+
+// record 把 count 个 v 记入 HDR（夹到量程内，精确统计不受影响）。
+func (d *dist) record(v, count int64) {
+	hv := min(max((v+d.unit/2)/d.unit, 0), histHighest)
+	_ = d.h.RecordValues(hv, count) // 已夹到量程内，不会出错
+}
+
+// add 记录 count 个值 v。
 func (d *dist) add(v, count int64) {
 	if count <= 0 {
 		return
 	}
-	hv := min(max(v, 0), histHighest)
-	_ = d.h.RecordValues(hv, count) // 已夹到量程内，不会出错
+	if d.h == nil && (d.budget == nil || d.budget.Add(-count) >= 0) {
+		for range count {
+			d.exact = append(d.exact, v)
+		}
+		d.sorted = false
+	} else {
+		d.spill()
+		d.record(v, count)
+	}
 	d.n += count
 	d.sum += float64(v) * float64(count)
 	d.min = min(d.min, v)
 	d.max = max(d.max, v)
 }
 
-// merge 把 o 合并进 d。
+// merge 把 o 合并进 d：两边都是精确样本时拼接，否则合并为 HDR。
 func (d *dist) merge(o *dist) {
 	if o.n == 0 {
 		return
 	}
-	d.h.Merge(o.h)
+	switch {
+	case d.h == nil && o.h == nil:
+		d.exact = append(d.exact, o.exact...)
+		d.sorted = false
+	case o.h == nil:
+		for _, v := range o.exact {
+			d.record(v, 1)
+		}
+	default:
+		d.spill()
+		d.h.Merge(o.h)
+	}
 	d.n += o.n
 	d.sum += o.sum
 	d.min = min(d.min, o.min)
 	d.max = max(d.max, o.max)
 }
 
-// latency 把以微秒记录的分布转成 Latency；没有样本时返回零值（Count=0，导出为 -1）。
+// reset 清空分布以便复用（时间线每个间隔一次），保留精确样本的底层数组。
+func (d *dist) reset() {
+	d.exact, d.sorted, d.h = d.exact[:0], false, nil
+	d.n, d.sum, d.min, d.max = 0, 0, math.MaxInt64, math.MinInt64
+}
+
+// lerp 按 numpy 的 _lerp 计算 a+(b−a)·t：t ≥ 0.5 时从 b 端回算，结果与 numpy 逐位一致。
+func lerp(a, b, t float64) float64 {
+	diff := b - a
+	if t >= 0.5 {
+		return b - diff*(1-t)
+	}
+	return a + diff*t
+}
+
+// quantiles 按 numpy.percentile(samples, p) 的 linear 方法（Hyndman–Fan 第 7 种）计算各百分位：
+// 升序样本 x[0..n−1]，虚拟下标 h=(n−1)·p/100，结果为 x[⌊h⌋] 与 x[⌊h⌋+1] 之间按 h−⌊h⌋ 的线性插值。
+// 精确样本时与 numpy 一致（浮点舍入内）。HDR 时每个次序统计量取其所在 HDR 桶的中点，
+// 3 位有效数字的桶宽不超过值的 1/1024，所以误差不超过 numpy 值的 1/2048（约 0.05%）
+// 再加单位舍入（时延 0.5µs），并夹在精确的最小、最大值之间。
+func (d *dist) quantiles(ps ...float64) []float64 {
+	out := make([]float64, len(ps))
+	if d.n == 0 {
+		return out
+	}
+	var at func(k int64) float64 // 第 k 个（0 起）次序统计量
+	if d.h == nil {
+		if !d.sorted {
+			slices.Sort(d.exact)
+			d.sorted = true
+		}
+		at = func(k int64) float64 { return float64(d.exact[k]) }
+	} else {
+		bars := d.h.Distribution()
+		at = func(k int64) float64 {
+			seen := int64(0)
+			for _, b := range bars {
+				seen += b.Count
+				if seen > k {
+					mid := float64(b.From+b.To) / 2 * float64(d.unit)
+					return min(max(mid, float64(d.min)), float64(d.max))
+				}
+			}
+			return float64(d.max)
+		}
+	}
+	for i, p := range ps {
+		h := float64(d.n-1) * (p / 100)
+		lo := math.Floor(h)
+		k := int64(lo)
+		out[i] = lerp(at(k), at(min(k+1, d.n-1)), h-lo)
+	}
+	return out
+}
+
+// latency 把以纳秒记录的分布转成 Latency；没有样本时返回零值（Count=0，导出为 -1）。
 func (d *dist) latency() Latency {
 	if d.n == 0 {
 		return Latency{}
 	}
-	// HDR 返回桶内的最高等价值，可能略超出真实极值，故夹到 [min, max]。
-	us := func(v int64) time.Duration { return time.Duration(min(max(v, d.min), d.max)) * time.Microsecond }
+	q := d.quantiles(50, 75, 90, 95, 99)
+	ns := func(v float64) time.Duration { return time.Duration(math.Round(v)) }
 	return Latency{
 		Count: d.n,
-		P50:   us(d.h.ValueAtQuantile(50)),
-		P75:   us(d.h.ValueAtQuantile(75)), P90: us(d.h.ValueAtQuantile(90)),
-		P95: us(d.h.ValueAtQuantile(95)), P99: us(d.h.ValueAtQuantile(99)),
-		Min: us(d.min), Max: us(d.max),
-		Avg: time.Duration(d.sum / float64(d.n) * float64(time.Microsecond)),
+		P50:   ns(q[0]), P75: ns(q[1]), P90: ns(q[2]), P95: ns(q[3]), P99: ns(q[4]),
+		Min: time.Duration(d.min), Max: time.Duration(d.max),
+		Avg: ns(d.sum / float64(d.n)),
 	}
 }
 
@@ -78,10 +189,10 @@ func (d *dist) values() Values {
 	if d.n == 0 {
 		return Unmeasured()
 	}
-	q := func(p float64) float64 { return float64(min(max(d.h.ValueAtQuantile(p), d.min), d.max)) }
+	q := d.quantiles(75, 90, 95, 99)
 	return Values{
 		Count: d.n,
-		P75:   q(75), P90: q(90), P95: q(95), P99: q(99),
+		P75:   q[0], P90: q[1], P95: q[2], P99: q[3],
 		Min: float64(d.min), Max: float64(d.max), Avg: d.sum / float64(d.n),
 	}
 }
@@ -96,15 +207,43 @@ type stats struct {
 	promptTok, complTok, reasonTok int64
 	usageTok                       int64 // token 数来自服务端 usage 的成功请求数
 	firstSent, lastEnd             time.Time
+	iv                             *interval // 时间线当前间隔的累计；未开启时间线时为 nil
 }
 
-// newStats 创建空分片。
-func newStats() *stats {
-	return &stats{ttft: newDist(), tpot: newDist(), tpotSec: newDist(), f2s: newDist(), e2e: newDist(), slot: newDist(), compl: newDist(), lag: newDist()}
+// interval 是时间线一个间隔内完成的请求的累计（按完成时刻归入间隔），由分片锁保护。
+type interval struct {
+	done, failed, tokens int64
+	ttft, itl            *dist
 }
 
-// micros 把时长转成直方图使用的微秒整数（四舍五入）。
-func micros(d time.Duration) int64 { return (int64(d) + 500) / 1000 }
+// ivCap 是时间线每个间隔、每个指标保留的精确样本数上限，超过后改用 HDR（内存有界）。
+const ivCap = 1 << 15
+
+// newInterval 创建一个间隔累计；b 为同一间隔各分片共享的预算（ttft, itl）。
+func newInterval(b *[2]*atomic.Int64) *interval {
+	return &interval{ttft: newDist(1000, b[0]), itl: newDist(1000, b[1])}
+}
+
+// budgets 是一个分组内各指标的精确样本预算（按 stats 的分布顺序），由全部分片共享。
+type budgets [8]*atomic.Int64
+
+// newBudgets 为一个分组创建预算，每个指标 exactCap 个样本。
+func newBudgets() *budgets {
+	var b budgets
+	for i := range b {
+		b[i] = newBudget(exactCap)
+	}
+	return &b
+}
+
+// newStats 创建空分片；b 为 nil 时精确样本不限量（合并目标）。
+func newStats(b *budgets) *stats {
+	if b == nil {
+		b = &budgets{}
+	}
+	return &stats{ttft: newDist(1000, b[0]), tpot: newDist(1000, b[1]), tpotSec: newDist(1000, b[2]), f2s: newDist(1000, b[3]),
+		e2e: newDist(1000, b[4]), slot: newDist(1000, b[5]), compl: newDist(1, b[6]), lag: newDist(1000, b[7])}
+}
 
 // observe 把一条记录计入分片；slo 为空时不计 goodput。
 func (s *stats) observe(r *Record, slo SLO) {
@@ -117,22 +256,33 @@ func (s *stats) observe(r *Record, slo SLO) {
 	if end := r.Intended.Add(r.E2E); end.After(s.lastEnd) {
 		s.lastEnd = end
 	}
-	s.slot.add(micros(r.SlotWait), 1)
+	s.slot.add(int64(r.SlotWait), 1)
+	iv := s.iv
+	if iv != nil {
+		iv.done++
+	}
 	if !r.OK {
 		s.failed++
+		if iv != nil {
+			iv.failed++
+		}
 		return
 	}
-	s.ok++
-	s.ttft.add(micros(r.TTFT), 1)
-	if r.ClientLag >= 0 {
-		s.lag.add(micros(r.ClientLag), 1)
+	if iv != nil {
+		iv.tokens += int64(r.CompletionTokens)
+		iv.ttft.add(int64(r.TTFT), 1)
 	}
-	s.e2e.add(micros(r.E2E), 1)
+	s.ok++
+	s.ttft.add(int64(r.TTFT), 1)
+	if r.ClientLag >= 0 {
+		s.lag.add(int64(r.ClientLag), 1)
+	}
+	s.e2e.add(int64(r.E2E), 1)
 	if r.TPOT >= 0 {
-		s.tpot.add(micros(r.TPOT), 1)
+		s.tpot.add(int64(r.TPOT), 1)
 	}
 	if r.FirstToSecond >= 0 {
-		s.f2s.add(micros(r.FirstToSecond), 1)
+		s.f2s.add(int64(r.FirstToSecond), 1)
 	}
 	// token 级间隔：第一个输出 chunk 之后，每个 chunk 的间隔按其 token 数平分。
 	for i := 1; i < len(r.ChunkTimes); i++ {
@@ -140,8 +290,11 @@ func (s *stats) observe(r *Record, slo SLO) {
 		if k <= 0 {
 			continue
 		}
-		gap := r.ChunkTimes[i] - r.ChunkTimes[i-1]
-		s.tpotSec.add(micros(gap/time.Duration(k)), k)
+		gap := int64((r.ChunkTimes[i] - r.ChunkTimes[i-1]) / time.Duration(k))
+		s.tpotSec.add(gap, k)
+		if iv != nil {
+			iv.itl.add(gap, k)
+		}
 	}
 	s.compl.add(int64(r.CompletionTokens), 1)
 	s.promptTok += int64(r.PromptTokens)
@@ -183,15 +336,16 @@ type shardSet []*stats
 func newShardSet() shardSet {
 	n := max(4, 2*runtime.GOMAXPROCS(0))
 	out := make(shardSet, n)
+	b := newBudgets()
 	for i := range out {
-		out[i] = newStats()
+		out[i] = newStats(b)
 	}
 	return out
 }
 
 // total 合并全部分片。
 func (ss shardSet) total() *stats {
-	t := newStats()
+	t := newStats(nil)
 	for _, s := range ss {
 		s.mu.Lock()
 		t.merge(s)

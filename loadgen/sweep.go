@@ -230,6 +230,14 @@ func (c *sweepCollector) Progress(p Progress) {
 	}
 }
 
+// WriteTimeline 转发时间线行。
+func (c *sweepCollector) WriteTimeline(t Timeline) error {
+	if ts, ok := c.next.(TimelineSink); ok {
+		return ts.WriteTimeline(t)
+	}
+	return nil
+}
+
 // EndSweep 记下结论并转发。
 func (c *sweepCollector) EndSweep(res SweepResult) error {
 	c.results = append(c.results, res)

@@ -5,11 +5,13 @@ import (
 	"io/fs"
 	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/kube/spec"
+	"github.com/vllm-cibench/cibench/functional"
 )
 
 // Mode 是场景的部署方式。
@@ -156,6 +158,11 @@ type Scenario struct {
 	Quant Quant `yaml:"quant"`
 	// Features 是服务具备的能力。
 	Features []Feature `yaml:"features"`
+	// Capabilities 声明可选请求参数的支持情况：键是 functional.Capability（top_k、
+	// penalties、logprobs、ignore_eos……），值是 supported、unsupported 或 probe。
+	// 未列出的取 functional.DefaultCapabilities（vLLM 的行为）。功能用例据此区分
+	// “服务端不支持”（skip / unsupported）与“支持的参数被拒绝”（失败）。
+	Capabilities map[string]string `yaml:"capabilities"`
 	// BaseURL 是 external/local 方式下服务的地址，以 /v1 结尾。
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv 是保存 API Key 的环境变量名（不是密钥本身）。
@@ -219,6 +226,23 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 			d.errAt(fmt.Sprintf("features[%d]", i), string(f), "duplicate feature")
 		}
 		seen[f] = true
+	}
+	capNames := make([]string, 0, len(s.Capabilities))
+	for k := range s.Capabilities {
+		capNames = append(capNames, k)
+	}
+	sort.Strings(capNames)
+	for _, k := range capNames {
+		switch v := s.Capabilities[k]; {
+		case !functional.Capability(k).Known():
+			known := make([]string, 0, len(functional.AllCapabilities()))
+			for _, c := range functional.AllCapabilities() {
+				known = append(known, string(c))
+			}
+			d.errAt("capabilities."+k, k, "unknown capability (want one of %s)", strings.Join(known, ", "))
+		case !functional.Support(v).Valid():
+			d.errAt("capabilities."+k, v, "want supported, unsupported or probe")
+		}
 	}
 	if s.APIKeyEnv != "" && !envNameRe.MatchString(s.APIKeyEnv) {
 		d.errAt("api_key_env", s.APIKeyEnv, "api_key_env must be the NAME of an environment variable (letters, digits, _), never the key itself")

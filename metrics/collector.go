@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 
@@ -225,62 +226,42 @@ func (b *builder) addDist(d distSpec, s *loadgen.Summary, combo []string) error 
 	return nil
 }
 
-// suiteSummaries 返回报告中的套件汇总；生产方未填 Suites 时按 Results 现算，
-// 口径与 functional.SuiteSummary 的注释一致（全部跳过时通过率为 1）。
+// suiteSummaries 返回报告中的套件汇总；生产方未填 Suites 时按 Results 用
+// functional.Summarize 现算（同一口径：没有执行任何用例的套件没有通过率），按套件名排序。
 func suiteSummaries(r *functional.Report) []functional.SuiteSummary {
 	if len(r.Suites) > 0 || len(r.Results) == 0 {
 		return r.Suites
 	}
-	by := map[string]*functional.SuiteSummary{}
-	var order []string
-	for _, res := range r.Results {
-		s, ok := by[res.Suite]
-		if !ok {
-			s = &functional.SuiteSummary{Suite: res.Suite}
-			by[res.Suite] = s
-			order = append(order, res.Suite)
-		}
-		s.Total++
-		switch res.Status {
-		case functional.StatusPass:
-			s.Passed++
-		case functional.StatusFail:
-			s.Failed++
-		case functional.StatusSkip:
-			s.Skipped++
-		}
-	}
-	sort.Strings(order)
-	out := make([]functional.SuiteSummary, 0, len(order))
-	for _, name := range order {
-		s := by[name]
-		s.PassRatio = 1
-		if run := s.Total - s.Skipped; run > 0 {
-			s.PassRatio = float64(s.Passed) / float64(run)
-		}
-		out = append(out, *s)
-	}
+	out := functional.Summarize(r.Results)
+	sort.Slice(out, func(i, j int) bool { return out[i].Suite < out[j].Suite })
 	return out
 }
 
-// addFunctional 导出套件汇总与逐用例 0|1；跳过的用例不导出 functional_case_pass
-// （跳过不是失败，也不是通过），只计入 functional_cases_skipped。
+// addFunctional 导出套件汇总与逐用例 0|1；跳过与 unsupported 的用例不导出
+// functional_case_pass（没有执行），只计入 functional_cases_skipped；cancelled 导出 0
+// （没有结论不是通过）。没有执行任何用例的套件的 functional_pass_ratio 为 NaN。
 func (b *builder) addFunctional(r *functional.Report) error {
 	suite := []string{LabelSuite}
 	for _, s := range suiteSummaries(r) {
 		if !labelValueOK(s.Suite) {
 			return &FieldError{Field: "Functional.Suites.Suite", Value: s.Suite, Reason: "label value must be valid UTF-8 without newlines"}
 		}
-		adds := []struct {
+		type add struct {
 			name, help string
 			typ        prometheus.ValueType
 			v          float64
-		}{
-			{NameFunctionalPassRatio, "Passed / (total - skipped) of the suite; 1 when every case was skipped", prometheus.GaugeValue, s.PassRatio},
+		}
+		// 没有执行任何用例的套件没有通过率：导出 NaN 而不是 1，序列仍在（看板按套件对齐各查询）。
+		ratio := math.NaN()
+		if s.PassRatio != nil {
+			ratio = *s.PassRatio
+		}
+		adds := []add{
+			{NameFunctionalPassRatio, "Passed / cases run (total - skipped - unsupported) of the suite; NaN when no case ran", prometheus.GaugeValue, ratio},
 			{NameFunctionalCasesTotal, "Cases in the suite, skipped ones included", prometheus.CounterValue, float64(s.Total)},
 			{NameFunctionalCasesFailed, "Failed cases in the suite", prometheus.GaugeValue, float64(s.Failed)},
 			{NameFunctionalCasesPassed, "Passed cases in the suite", prometheus.GaugeValue, float64(s.Passed)},
-			{NameFunctionalCasesSkipped, "Cases skipped because the server lacks a required capability", prometheus.GaugeValue, float64(s.Skipped)},
+			{NameFunctionalCasesSkipped, "Cases skipped because the server lacks a required capability", prometheus.GaugeValue, float64(s.Skipped + s.Unsupported)},
 		}
 		for _, a := range adds {
 			if err := b.add(a.name, a.help, a.typ, a.v, suite, s.Suite); err != nil {
@@ -299,7 +280,7 @@ func (b *builder) addFunctional(r *functional.Report) error {
 			return &FieldError{Field: fmt.Sprintf("Functional.Results[%d]", i), Value: res.Suite + "/" + res.CaseID, Reason: "duplicate case"}
 		}
 		seen[k] = true
-		if res.Status == functional.StatusSkip {
+		if res.Status.NotRun() {
 			continue
 		}
 		pass := 0.0

@@ -136,10 +136,10 @@ cibench_accuracy_score_ratio{dataset="gpqa",` + run + `} 0.625
 	}
 	// 规格要求的功能汇总族名与取值。
 	wantFunc := `
-# HELP cibench_functional_pass_ratio Passed / (total - skipped) of the suite; 1 when every case was skipped
+# HELP cibench_functional_pass_ratio Passed / cases run (total - skipped - unsupported) of the suite; NaN when no case ran
 # TYPE cibench_functional_pass_ratio gauge
 cibench_functional_pass_ratio{` + run + `,suite="chat"} 0.5
-cibench_functional_pass_ratio{` + run + `,suite="function_call"} 1
+cibench_functional_pass_ratio{` + run + `,suite="function_call"} NaN
 # HELP cibench_functional_cases_total Cases in the suite, skipped ones included
 # TYPE cibench_functional_cases_total counter
 cibench_functional_cases_total{` + run + `,suite="chat"} 2
@@ -188,10 +188,10 @@ func TestCollectorFunctionalSuitesComputedWhenMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP functional_pass_ratio Passed / (total - skipped) of the suite; 1 when every case was skipped
+# HELP functional_pass_ratio Passed / cases run (total - skipped - unsupported) of the suite; NaN when no case ran
 # TYPE functional_pass_ratio gauge
 functional_pass_ratio{model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid",suite="chat"} 0.5
-functional_pass_ratio{model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid",suite="function_call"} 1
+functional_pass_ratio{model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid",suite="function_call"} NaN
 # HELP functional_cases_skipped Cases skipped because the server lacks a required capability
 # TYPE functional_cases_skipped gauge
 functional_cases_skipped{model="Qwen3-32B",quant="w8a8",run_type="daily",scenario="local-hybrid",suite="chat"} 0

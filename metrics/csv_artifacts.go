@@ -57,6 +57,14 @@ func (n ArtifactNames) SummaryFile() string {
 	return fmt.Sprintf("summary_%s_%s_%s_%s.csv", safeName(n.Provider), n.ControlMethod, n.ConcurrencyBackend, n.Time.Format(ArtifactTimeLayout))
 }
 
+// TimelineFile 返回时间线文件名，与汇总文件同一命名规则（每次运行一个文件，各分组的行
+// 以 Input_Length/Output_Length/Concurrency/Round 列区分）：
+// timeline_{provider}_{control_method}_{concurrency_backend}_{time}.csv
+func (n ArtifactNames) TimelineFile() string {
+	n = n.withDefaults()
+	return fmt.Sprintf("timeline_%s_%s_%s_%s.csv", safeName(n.Provider), n.ControlMethod, n.ConcurrencyBackend, n.Time.Format(ArtifactTimeLayout))
+}
+
 // CreateFunc 按名字创建一个输出流（例如在 --benchmark-save-path 目录下创建文件）。
 type CreateFunc func(name string) (io.WriteCloser, error)
 
@@ -74,12 +82,15 @@ type ArtifactSink struct {
 	rec     *RecordWriter
 	sumFile io.WriteCloser
 	sum     *SummaryWriter
+	tlFile  io.WriteCloser
+	tl      *TimelineWriter
 	files   []string
 }
 
 var (
-	_ loadgen.RecordSink = (*ArtifactSink)(nil)
-	_ loadgen.GroupSink  = (*ArtifactSink)(nil)
+	_ loadgen.RecordSink   = (*ArtifactSink)(nil)
+	_ loadgen.GroupSink    = (*ArtifactSink)(nil)
+	_ loadgen.TimelineSink = (*ArtifactSink)(nil)
 )
 
 // NewArtifactSink 返回按 names 命名、经 create 创建文件的接收器。
@@ -137,6 +148,21 @@ func (a *ArtifactSink) EndGroup(s loadgen.Summary) error {
 	return a.sum.Write(s)
 }
 
+// WriteTimeline 向时间线文件追加一行（首行到来时才创建文件：未开 --bucket-interval 的
+// 运行不会多出空文件）。
+func (a *ArtifactSink) WriteTimeline(t loadgen.Timeline) error {
+	if a.tl == nil {
+		name := a.names.TimelineFile()
+		f, err := a.create(name)
+		if err != nil {
+			return fmt.Errorf("metrics: create %s: %w", name, err)
+		}
+		a.files = append(a.files, name)
+		a.tlFile, a.tl = f, NewTimelineWriter(f)
+	}
+	return a.tl.WriteTimeline(t)
+}
+
 // closeRequests 关闭当前逐请求文件。
 func (a *ArtifactSink) closeRequests() error {
 	if a.cur == nil {
@@ -158,6 +184,12 @@ func (a *ArtifactSink) Close() error {
 			err = fmt.Errorf("metrics: close summary file: %w", e)
 		}
 		a.sumFile, a.sum = nil, nil
+	}
+	if a.tlFile != nil {
+		if e := a.tlFile.Close(); e != nil && err == nil {
+			err = fmt.Errorf("metrics: close timeline file: %w", e)
+		}
+		a.tlFile, a.tl = nil, nil
 	}
 	return err
 }

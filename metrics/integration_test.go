@@ -289,7 +289,7 @@ func expectedSeries(t *testing.T, res metrics.Results, prefix, job string) map[s
 
 // closeEnough 比较浮点值（推送与抓取经过文本/protobuf 往返，允许极小误差）。
 func closeEnough(a, b float64) bool {
-	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+	return a == b || (math.IsNaN(a) && math.IsNaN(b)) || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
 }
 
 // substitute 像 Grafana 一样替换看板变量（${name} 与 $name）。

@@ -318,7 +318,9 @@ func ExitCode(gates []Gate) int {
 
 // Evaluate 对 res 中每个场景计算门禁：
 //   - 每个阶段错误一项 stage 门禁（失败）；
-//   - 功能：所有用例通过（跳过不算失败）；未执行且无错误时 skipped；
+//   - 功能：没有失败或被取消的用例（skip/unsupported 不算失败），且 src 实现
+//     FunctionalBaselineSource 时，每日基线中通过的用例现在没有变成 skip/unsupported/消失；
+//     未执行且无错误时 skipped；
 //   - 精度：每项评测分数 ≥ 阈值；未配置阈值时 skipped；
 //   - 性能：每个组合的失败率 ≤ MaxFailRate（不需基线），以及 TTFT P99、
 //     E2E P99、QPS 与 src 中同键的每日基线比较；无基线时 no_baseline。
@@ -332,7 +334,7 @@ func Evaluate(ctx context.Context, res Result, th Thresholds, src BaselineSource
 			gates = append(gates, Gate{Kind: GateStage, Scenario: sc.Name, Name: "stage/" + string(e.Stage), Metric: MetricStageError,
 				Current: 1, Verdict: VerdictFail, Reason: fmt.Sprintf("%s stage failed: %s", e.Stage, e.Message)})
 		}
-		gates = append(gates, functionalGate(sc))
+		gates = append(gates, functionalGate(ctx, sc, src))
 		for _, a := range sc.Accuracy {
 			gates = append(gates, accuracyGate(sc.Name, a))
 		}
@@ -349,8 +351,18 @@ func Evaluate(ctx context.Context, res Result, th Thresholds, src BaselineSource
 	return gates, nil
 }
 
-// functionalGate 计算一个场景的功能门禁。
-func functionalGate(sc Scenario) Gate {
+// caseName 返回报告里用于列出用例的名字：目录中的 ID 已带 "<suite>/" 前缀时原样使用。
+func caseName(r functional.Result) string {
+	if strings.HasPrefix(r.CaseID, r.Suite+"/") {
+		return r.CaseID
+	}
+	return r.Suite + "/" + r.CaseID
+}
+
+// functionalGate 计算一个场景的功能门禁：失败或被取消（cancelled 没有结论，不是跳过）的
+// 用例让它失败；有功能基线时，基线中通过而现在 skip/unsupported/消失的用例也让它失败
+// （pass → skip 漂移）。
+func functionalGate(ctx context.Context, sc Scenario, src BaselineSource) Gate {
 	g := Gate{Kind: GateFunctional, Scenario: sc.Name, Name: "functional", Metric: MetricFailedCases}
 	if sc.Functional == nil {
 		g.Verdict, g.Reason = VerdictSkipped, "functional stage produced no report"
@@ -361,30 +373,98 @@ func functionalGate(sc Scenario) Gate {
 		}
 		return g
 	}
-	var failed []string
-	pass, skip := 0, 0
+	var failed, cancelled []string
+	pass, skip, unsup := 0, 0, 0
 	for _, r := range sc.Functional.Results {
 		switch r.Status {
-		case functional.StatusFail:
-			failed = append(failed, r.Suite+"/"+r.CaseID)
+		case functional.StatusPass:
+			pass++
 		case functional.StatusSkip:
 			skip++
+		case functional.StatusUnsupported:
+			unsup++
+		case functional.StatusCancelled:
+			cancelled = append(cancelled, caseName(r))
 		default:
-			pass++
+			// fail 以及任何未知状态（更新的生产者）：不认识的结论不能算通过。
+			failed = append(failed, caseName(r))
 		}
 	}
-	g.Current = float64(len(failed))
-	if len(failed) == 0 {
-		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%d passed, %d skipped", pass, skip)
+	drift, baseRun, why := functionalDrift(ctx, sc, src)
+	g.BaselineRun = baseRun
+	g.Current = float64(len(failed) + len(cancelled) + len(drift))
+	counts := fmt.Sprintf("%d passed, %d skipped", pass, skip)
+	if unsup > 0 {
+		counts += fmt.Sprintf(", %d unsupported", unsup)
+	}
+	if g.Current == 0 {
+		g.Verdict, g.Reason = VerdictPass, counts+why
 		return g
 	}
-	shown := failed
-	if len(shown) > 10 {
-		shown = append(shown[:10:10], fmt.Sprintf("… %d more", len(failed)-10))
+	var parts []string
+	if len(failed) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d cases failed: %s", len(failed), len(sc.Functional.Results), listCases(failed)))
+	}
+	if len(cancelled) > 0 {
+		parts = append(parts, fmt.Sprintf("%d cancelled before a verdict (run interrupted or timed out): %s", len(cancelled), listCases(cancelled)))
+	}
+	if len(drift) > 0 {
+		parts = append(parts, fmt.Sprintf("%d cases passed in daily run %s but not now: %s", len(drift), baseRun, listCases(drift)))
 	}
 	g.Verdict = VerdictFail
-	g.Reason = fmt.Sprintf("%d of %d cases failed: %s", len(failed), len(sc.Functional.Results), strings.Join(shown, ", "))
+	g.Reason = strings.Join(parts, "; ") + " (" + counts + ")"
 	return g
+}
+
+// listCases 把用例名列表截到前 10 个。
+func listCases(ids []string) string {
+	shown := ids
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("… %d more", len(ids)-10))
+	}
+	return strings.Join(shown, ", ")
+}
+
+// functionalDrift 返回基线中通过、现在却 skip/unsupported/消失（且在本次选择范围内）
+// 的用例，形如 "chat/b (now skip)"；以及基线运行 ID 与写进原因的说明（没有基线时）。
+func functionalDrift(ctx context.Context, sc Scenario, src BaselineSource) ([]string, string, string) {
+	fs, ok := src.(FunctionalBaselineSource)
+	if !ok {
+		return nil, "", ""
+	}
+	base, found, err := fs.FunctionalBaseline(ctx, sc.Name)
+	switch {
+	case err != nil:
+		return nil, "", "; functional baseline lookup failed: " + err.Error()
+	case !found:
+		return nil, "", "; no daily functional baseline"
+	}
+	now := map[string]functional.Status{}
+	for _, r := range sc.Functional.Results {
+		now[r.CaseID] = r.Status
+	}
+	ids := make([]string, 0, len(base.Statuses))
+	for id := range base.Statuses {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var drift []string
+	for _, id := range ids {
+		if base.Statuses[id] != functional.StatusPass {
+			continue
+		}
+		st, present := now[id]
+		switch {
+		case !present:
+			suite, _, _ := strings.Cut(id, "/")
+			if functional.Matches(sc.Functional.Selection, id, suite) {
+				drift = append(drift, id+" (now missing)")
+			}
+		case st.NotRun():
+			drift = append(drift, fmt.Sprintf("%s (now %s)", id, st))
+		}
+	}
+	return drift, base.RunID, ""
 }
 
 // accuracyGate 把 accuracy.Gate（精度门禁唯一的判定函数，RunStage 与 examples/accuracy

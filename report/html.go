@@ -58,6 +58,8 @@ type scenarioView struct {
 	Charts     []template.HTML
 	CapCharts  []template.HTML
 	CapRows    []capRow
+	Timelines  []template.HTML // 每个分组两张：时延随时间、并发随时间
+	TLGroups   int
 	AccRows    []accRow
 	AccChart   template.HTML
 	Gates      []gateRow
@@ -117,6 +119,12 @@ func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 		"statusClass":  func(s functional.Status) string { return "s-" + string(s) },
 		"dur":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 		"pct":          func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
+		"ratio": func(f *float64) string {
+			if f == nil {
+				return "—"
+			}
+			return fmt.Sprintf("%.1f%%", *f*100)
+		},
 		"ts": func(t time.Time) string {
 			if t.IsZero() {
 				return "—"
@@ -183,12 +191,12 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 			v.Suites = suiteSummaries(f.Results)
 		}
 		for _, r := range f.Results {
-			switch r.Status {
-			case functional.StatusFail:
+			switch {
+			case r.Status.Failing():
 				v.Failed = append(v.Failed, r)
-			case functional.StatusSkip:
+			case r.Status.NotRun():
 				v.Skipped++
-			default:
+			case r.Status == functional.StatusPass:
 				v.Passed++
 			}
 		}
@@ -203,6 +211,7 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	if len(sc.Perf) > 0 {
 		v.Charts = perfCharts(sc, gates)
 	}
+	v.Timelines, v.TLGroups = timelineCharts(sc.Timeline)
 	var cats []string
 	var scores, thresholds []float64
 	for _, a := range sc.Accuracy {
@@ -243,37 +252,10 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	return v
 }
 
-// suiteSummaries 在报告未带套件汇总时按结果计算，口径与 functional 包一致：
-// PassRatio = passed/(total−skipped)，全部跳过时为 1。
+// suiteSummaries 在报告未带套件汇总时按结果计算，与 functional 包同一口径
+// （没有执行任何用例的套件没有通过率）。
 func suiteSummaries(results []functional.Result) []functional.SuiteSummary {
-	idx := map[string]int{}
-	var out []functional.SuiteSummary
-	for _, r := range results {
-		i, ok := idx[r.Suite]
-		if !ok {
-			i = len(out)
-			idx[r.Suite] = i
-			out = append(out, functional.SuiteSummary{Suite: r.Suite})
-		}
-		s := &out[i]
-		s.Total++
-		switch r.Status {
-		case functional.StatusFail:
-			s.Failed++
-		case functional.StatusSkip:
-			s.Skipped++
-		default:
-			s.Passed++
-		}
-	}
-	for i := range out {
-		s := &out[i]
-		s.PassRatio = 1
-		if n := s.Total - s.Skipped; n > 0 {
-			s.PassRatio = float64(s.Passed) / float64(n)
-		}
-	}
-	return out
+	return functional.Summarize(results)
 }
 
 // maxSeries 是一张图中最多的组合（实线）数；再多就按输出长度拆图。

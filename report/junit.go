@@ -39,8 +39,12 @@ func WriteJUnit(w io.Writer, res Result) error {
 					body += "\n\nresponse:\n" + r.Response
 				}
 				c.Failure = &junit.Message{Message: r.Reason, Type: "fail", Body: body}
+			case functional.StatusCancelled:
+				c.Failure = &junit.Message{Message: r.Reason, Type: string(functional.StatusCancelled)}
 			case functional.StatusSkip:
 				c.Skipped = &junit.Message{Message: r.Reason}
+			case functional.StatusUnsupported:
+				c.Skipped = &junit.Message{Message: "unsupported: " + r.Reason, Type: string(functional.StatusUnsupported)}
 			}
 			s.Add(c)
 			total += r.Duration.Seconds()

@@ -55,6 +55,9 @@ func Load(fsys fs.FS) (Result, error) {
 		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileCapacity), &sc.Capacity); err != nil {
 			return Result{}, err
 		}
+		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileTimeline), &sc.Timeline); err != nil {
+			return Result{}, err
+		}
 		if err := readOptional(fsys, path.Join(sc.Name, string(StageAccuracy), fileAccuracy), &sc.Accuracy); err != nil {
 			return Result{}, err
 		}

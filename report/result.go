@@ -64,7 +64,10 @@ type Scenario struct {
 	// PerfSamples 是各压测组合的有界逐请求样本（<scenario>/perf/samples.json），
 	// 性能门禁用它计算置信区间；体积较大，不写进 summary.json。
 	PerfSamples []PerfSamples `json:"-"`
-	Accuracy    []Accuracy    `json:"accuracy,omitempty"`
+	// Timeline 是 --bucket-interval 的实时时间线（各分组的行按时间顺序），单独存放在
+	// perf/timeline.json，不进 summary.json（长时间运行的行数可达数千）。
+	Timeline []loadgen.Timeline `json:"-"`
+	Accuracy []Accuracy         `json:"accuracy,omitempty"`
 	// Capacity 是容量扫描（control_method: sweep）的结论，见 RecordCapacity。
 	Capacity []loadgen.SweepResult `json:"capacity,omitempty"`
 	Errors   []StageError          `json:"errors,omitempty"`

@@ -44,6 +44,7 @@ const (
 	fileScenario   = "scenario.json"
 	fileFunctional = "result.json"
 	filePerf       = "summary.json"
+	fileTimeline   = "timeline.json"
 	fileAccuracy   = "results.json"
 	tmpPrefix      = ".tmp-"
 )
@@ -210,6 +211,12 @@ func (r *Run) RecordFunctional(scenario string, rep functional.Report) error {
 	return r.record(scenario, func(sc *Scenario) string {
 		rep.Results = append([]functional.Result(nil), rep.Results...)
 		rep.Suites = append([]functional.SuiteSummary(nil), rep.Suites...)
+		for i := range rep.Suites {
+			if p := rep.Suites[i].PassRatio; p != nil {
+				v := *p // 不经指针改动调用方的通过率
+				rep.Suites[i].PassRatio = &v
+			}
+		}
 		sanitizeFloats(&rep)
 		sc.Functional = &rep
 		return path.Join(string(StageFunctional), fileFunctional)
@@ -223,6 +230,17 @@ func (r *Run) RecordPerf(scenario string, rows []loadgen.Summary) error {
 		sc.Perf = append(sc.Perf, rows...)
 		sanitizeFloats(sc.Perf[start:])
 		return path.Join(string(StagePerf), filePerf)
+	})
+}
+
+// RecordTimeline 追加场景的时间线行（一次 loadgen.Run 经 TimelineSink 收到的全部行），
+// HTML 报告据此按分组画出时延与并发随时间的变化。
+func (r *Run) RecordTimeline(scenario string, rows []loadgen.Timeline) error {
+	return r.record(scenario, func(sc *Scenario) string {
+		start := len(sc.Timeline)
+		sc.Timeline = append(sc.Timeline, rows...)
+		sanitizeFloats(sc.Timeline[start:])
+		return path.Join(string(StagePerf), fileTimeline)
 	})
 }
 
@@ -302,6 +320,8 @@ func (r *Run) persistScenarioLocked(sc *Scenario, rel string) error {
 			v = sc.PerfSamples
 		case rel == path.Join(string(StagePerf), fileCapacity):
 			v = sc.Capacity
+		case rel == path.Join(string(StagePerf), fileTimeline):
+			v = sc.Timeline
 		case rel == path.Join(string(StageAccuracy), fileAccuracy):
 			v = sc.Accuracy
 		default:

@@ -91,8 +91,8 @@ type comboState struct {
 // 成功请求样本（TTFT、E2E、相邻完成间隔），供 RecordSamples 写入产物、
 // 性能门禁计算置信区间。预热与被取消的请求不计入，与汇总口径一致。
 //
-// 它实现 loadgen.RecordSink、GroupSink 与 ProgressSink（后两者在下一个接收方
-// 支持时转发），可直接包住 metrics.ArtifactSink 交给 loadgen.Run。loadgen.Run 串行
+// 它实现 loadgen.RecordSink、GroupSink、ProgressSink 与 TimelineSink（后三者在下一个
+// 接收方支持时转发），可直接包住 metrics.ArtifactSink 交给 loadgen.Run。loadgen.Run 串行
 // 调用这些方法，所以它不加锁；Samples 须在 Run 返回后调用。
 type SampleCollector struct {
 	next          loadgen.RecordSink
@@ -106,7 +106,16 @@ var (
 	_ loadgen.RecordSink   = (*SampleCollector)(nil)
 	_ loadgen.GroupSink    = (*SampleCollector)(nil)
 	_ loadgen.ProgressSink = (*SampleCollector)(nil)
+	_ loadgen.TimelineSink = (*SampleCollector)(nil)
 )
+
+// WriteTimeline 转发给下一个接收方（不支持时丢弃，与 loadgen 不找到该能力时相同）。
+func (c *SampleCollector) WriteTimeline(t loadgen.Timeline) error {
+	if ts, ok := c.next.(loadgen.TimelineSink); ok {
+		return ts.WriteTimeline(t)
+	}
+	return nil
+}
 
 // NewSampleCollector 返回包住 next（可为 nil）的采样器。backend 与 controlMethod
 // 是档位级的取值（记录里没有），用于把样本与汇总行的组合对上；max ≤ 0 取

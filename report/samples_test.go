@@ -17,7 +17,7 @@ import (
 )
 
 // fwdSink 记录被转发的调用次数。
-type fwdSink struct{ recs, begins, ends, progress int }
+type fwdSink struct{ recs, begins, ends, progress, timeline int }
 
 // WriteRecord 计数。
 func (f *fwdSink) WriteRecord(*loadgen.Record) error { f.recs++; return nil }
@@ -30,6 +30,9 @@ func (f *fwdSink) EndGroup(loadgen.Summary) error { f.ends++; return nil }
 
 // Progress 计数。
 func (f *fwdSink) Progress(loadgen.Progress) { f.progress++ }
+
+// WriteTimeline 计数。
+func (f *fwdSink) WriteTimeline(loadgen.Timeline) error { f.timeline++; return nil }
 
 // TestSampleCollector 检查采样器：只收成功、非预热的请求；相邻完成间隔之和等于首末完成的
 // 跨度（QPS 的自助法因此与 完成数/跨度 一致）；蓄水池把样本数限制在上限内；调用都被转发。
@@ -49,7 +52,8 @@ func TestSampleCollector(t *testing.T) {
 	}
 	_ = c.EndGroup(loadgen.Summary{})
 	c.Progress(loadgen.Progress{})
-	if next.recs != 5 || next.begins != 1 || next.ends != 1 || next.progress != 1 {
+	_ = c.WriteTimeline(loadgen.Timeline{})
+	if next.recs != 5 || next.begins != 1 || next.ends != 1 || next.progress != 1 || next.timeline != 1 {
 		t.Errorf("forwarded %+v", next)
 	}
 	s := c.Samples()

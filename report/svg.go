@@ -18,6 +18,7 @@ type series struct {
 	Values []float64
 	Dashed bool // 基线等参考系列用虚线
 	Color  string
+	Step   bool // 阶梯线（值保持到下一个点再跳变），用于爬坡的目标并发
 }
 
 // chart 是一个类别型 X 轴（并发、数据集）、线性 Y 轴（从 0 开始）的图。
@@ -29,6 +30,8 @@ type chart struct {
 	Categories []string
 	Series     []series
 	Bars       bool // true：分组柱状图；false：折线图
+	// X 非空时 X 轴是数值轴（例如时间线的秒数），Values 与 X 一一对应，Categories 不用。
+	X []float64
 }
 
 // 图表几何尺寸（像素）。固定尺寸让报告中的图排版整齐。
@@ -40,6 +43,9 @@ const (
 	marginTop    = 34
 	marginBottom = 50
 )
+
+// maxPoints 是数值轴折线上还画数据点（带悬停提示）的点数上限。
+const maxPoints = 60
 
 // esc 转义 SVG 文本与属性值。
 func esc(s string) string { return html.EscapeString(s) }
@@ -122,7 +128,29 @@ func (c chart) render() string {
 	n := len(c.Categories)
 	band := pw / float64(max(n, 1))
 	x := func(i int) float64 { return float64(marginLeft) + band*(float64(i)+0.5) }
+	label := func(i int) string { return c.Categories[i] }
+	if len(c.X) > 0 {
+		// 数值 X 轴：0 到最大值，刻度取"好看"的步长。
+		n = len(c.X)
+		xMax := 0.0
+		for _, v := range c.X {
+			xMax = math.Max(xMax, v)
+		}
+		xStep := niceStep(xMax, 8)
+		xTop := math.Max(math.Ceil(xMax/xStep)*xStep, xStep)
+		x = func(i int) float64 { return float64(marginLeft) + c.X[i]/xTop*pw }
+		label = func(i int) string { return formatValue(c.X[i]) }
+		xd := max(0, int(-math.Floor(math.Log10(xStep))))
+		for k := 0; float64(k)*xStep <= xTop+xStep/2; k++ {
+			xx := float64(marginLeft) + float64(k)*xStep/xTop*pw
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, xx, float64(marginTop)+ph, xx, float64(marginTop)+ph+4)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" class="tick">%s</text>`, xx, float64(marginTop)+ph+17, esc(formatTick(roundTo(float64(k)*xStep, xd))))
+		}
+	}
 	for i, cat := range c.Categories {
+		if len(c.X) > 0 {
+			break
+		}
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, x(i), float64(marginTop)+ph, x(i), float64(marginTop)+ph+4)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" class="tick">%s</text>`, x(i), float64(marginTop)+ph+17, esc(cat))
 	}
@@ -164,7 +192,7 @@ func (c chart) render() string {
 					continue
 				}
 				fmt.Fprintf(&b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s><title>%s @ %s: %s</title></line>`,
-					x(i)-band*0.45, y(v), x(i)+band*0.45, y(v), color, dash, esc(s.Name), esc(c.Categories[i]), esc(formatValue(v)))
+					x(i)-band*0.45, y(v), x(i)+band*0.45, y(v), color, dash, esc(s.Name), esc(label(i)), esc(formatValue(v)))
 			}
 		} else if c.Bars {
 			for i, v := range s.Values {
@@ -173,7 +201,7 @@ func (c chart) render() string {
 				}
 				x0 := x(i) - band*0.4 + barW*float64(bi)
 				fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s @ %s: %s</title></rect>`,
-					x0, y(v), math.Max(barW-1, 1), float64(marginTop)+ph-y(v), color, esc(s.Name), esc(c.Categories[i]), esc(formatValue(v)))
+					x0, y(v), math.Max(barW-1, 1), float64(marginTop)+ph-y(v), color, esc(s.Name), esc(label(i)), esc(formatValue(v)))
 			}
 			bi++
 		} else {
@@ -185,22 +213,26 @@ func (c chart) render() string {
 					pen = false
 					continue
 				}
-				cmd := "L"
-				if !pen {
-					cmd = "M"
+				switch {
+				case !pen:
+					fmt.Fprintf(&d, "M%.1f %.1f ", x(i), y(v))
+				case s.Step:
+					fmt.Fprintf(&d, "H%.1f V%.1f ", x(i), y(v))
+				default:
+					fmt.Fprintf(&d, "L%.1f %.1f ", x(i), y(v))
 				}
-				fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, x(i), y(v))
 				pen = true
 			}
 			if d.Len() > 0 {
 				fmt.Fprintf(&b, `<path class="line" d="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.TrimSpace(d.String()), color, dash)
 			}
 			for i, v := range s.Values {
-				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
+				// 数值轴上点很多（时间线），只画线不画点，SVG 保持小巧。
+				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) || (len(c.X) > 0 && n > maxPoints) {
 					continue
 				}
 				fmt.Fprintf(&b, `<circle class="point" cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s @ %s: %s</title></circle>`,
-					x(i), y(v), color, esc(s.Name), esc(c.Categories[i]), esc(formatValue(v)))
+					x(i), y(v), color, esc(s.Name), esc(label(i)), esc(formatValue(v)))
 			}
 		}
 		// 图例。折线图中的虚线参考系列与同色实线共用图例，最后统一注明

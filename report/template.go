@@ -107,7 +107,7 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <h3>Functional</h3>
 {{if .Functional}}
 <table><tr><th>suite</th><th>total</th><th>passed</th><th>failed</th><th>skipped</th><th>pass ratio</th></tr>
-{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{pct .PassRatio}}</td></tr>
+{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{ratio .PassRatio}}</td></tr>
 {{end}}</table>
 {{if .Failed}}<table class="failed-cases"><tr><th>case</th><th>suite</th><th>reason</th><th>request / response</th></tr>
 {{range .Failed}}<tr class="row-fail"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td>{{.Reason}}</td><td>{{if .Request}}<pre>{{.Request}}</pre>{{end}}{{if .Response}}<pre>{{.Response}}</pre>{{end}}</td></tr>
@@ -120,6 +120,8 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <h3>Performance</h3>
 {{if .PerfRows}}
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
+{{if .Timelines}}<details class="timeline"><summary>live timeline, {{.TLGroups}} groups (--bucket-interval)</summary>
+<div class="charts">{{range .Timelines}}{{.}}{{end}}</div></details>{{end}}
 <details><summary>{{len .PerfRows}} summary rows</summary>
 <table class="perf"><tr><th>input</th><th>output</th><th>concurrency</th><th>round</th><th>prompts</th><th>failed</th><th>TTFT P99</th><th>TPOT avg</th><th>E2E P99</th><th>QPS</th><th>output tok/s</th><th>fail rate</th><th title="load generator's own read lag, P50: first token in the socket to parsed; not part of TTFT">client lag P50</th></tr>
 {{range .PerfRows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td><td class="num">{{.Prompts}}</td><td class="num">{{.Failed}}</td><td class="num">{{.TTFT}}</td><td class="num">{{.TPOT}}</td><td class="num">{{.E2E}}</td><td class="num">{{.QPS}}</td><td class="num">{{.OutTput}}</td><td class="num">{{.FailRate}}</td><td class="num">{{.ClientLag}}</td></tr>

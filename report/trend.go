@@ -1,13 +1,11 @@
 package report
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"math"
 	"math/rand/v2"
-	"path"
 	"sort"
 	"time"
 )
@@ -110,7 +108,7 @@ func DailyTrend(fsys fs.FS, current Result, opt TrendOptions) (*Trend, error) {
 	}
 	runs, err := dailyRuns(fsys)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("report: daily trend: %w", err)
 	}
 	kept := runs[:0]
 	for _, r := range runs {
@@ -209,35 +207,6 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
-}
-
-// dailyRuns 读取 fsys 中全部已完成的每日运行（含逐请求样本以外的全部结果）。
-func dailyRuns(fsys fs.FS) ([]Result, error) {
-	entries, err := fs.ReadDir(fsys, RunTypeDaily)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("report: daily trend: %w", err)
-	}
-	var runs []Result
-	for _, e := range entries {
-		if !e.IsDir() || checkName("run id", e.Name()) != nil {
-			continue
-		}
-		var r Result
-		err := readJSON(fsys, path.Join(RunTypeDaily, e.Name(), fileSummary), &r)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("report: daily trend: %w", err)
-		}
-		if r.Complete && r.RunType == RunTypeDaily {
-			runs = append(runs, r)
-		}
-	}
-	return runs, nil
 }
 
 // SetTrend 记录每日趋势（在 Finish 之前调用），它随 summary.json 与 HTML 报告写出。

@@ -68,6 +68,7 @@ func TestProfEveryOption(t *testing.T) {
 		"use-climb":        {value: "true", get: func(o *options) any { return o.p.ControlMethod }, want: loadgen.ControlClimb},
 		"growth-rate":      {value: "2", get: func(o *options) any { return o.p.GrowthRate }, want: 2},
 		"growth-interval":  {value: "5000", get: func(o *options) any { return o.p.GrowthInterval }, want: 5 * time.Second},
+		"bucket-interval":  {value: "500", get: func(o *options) any { return o.p.BucketInterval }, want: 500 * time.Millisecond},
 		"init-concurrency": {value: "1", get: func(o *options) any { return o.p.InitConcurrency }, want: []int{1}},
 		"climb-mode":       {value: "linear", get: func(o *options) any { return o.p.ClimbMode }, want: loadgen.ClimbLinear},
 		"goodput":          {value: "ttft:50,e2e:1000", get: func(o *options) any { return o.p.Goodput }, want: []string{"ttft:50", "e2e:1000"}},
@@ -180,7 +181,7 @@ func TestProfEveryOption(t *testing.T) {
 func TestProfRejectedOptions(t *testing.T) {
 	nonDefault := map[string]string{
 		"revision": "main", "trust-remote-code": "true", "num-process": "4", "request-mode": "pd_dynamic",
-		"prefill-concurrency": "8", "decoder-concurrency": "8", "concurrency-backend": "asyncio", "bucket-interval": "500",
+		"prefill-concurrency": "8", "decoder-concurrency": "8", "concurrency-backend": "asyncio",
 		"chunk-size": "4096", "num-spec-tokens": "3", "use-mtp-accept-rate": "false", "num-scheduler-steps": "8",
 		"profile": "true", "profile-level": "Level1", "trace": "True",
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -342,5 +343,39 @@ func TestTimeoutFlagBoundsSilentServer(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("bench still running 20s after a 0.5s --timeout against a silent server")
+	}
+}
+
+// TestBucketIntervalWritesTimeline 验证 --bucket-interval / -bi 不再被拒绝：写出与汇总同名规则的
+// timeline_*.csv，各行 Started 之和等于请求数；0 与 10 之间的间隔在运行前报错并点名选项。
+func TestBucketIntervalWritesTimeline(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	err := run([]string{"--concurrency", "2", "--input-length", "16", "--output-length", "4", "--num-requests", "8",
+		"--benchmark-save-path", dir, "-bi", "20"}, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "timeline_emulator_normal_threading-pool_*.csv"))
+	if len(files) != 1 {
+		t.Fatalf("timeline files %v", files)
+	}
+	f, _ := os.Open(files[0])
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 || rows[0][9] != "Started" {
+		t.Fatalf("timeline rows %v: %v", rows, err)
+	}
+	started := 0
+	for _, r := range rows[1:] {
+		n, _ := strconv.Atoi(r[9])
+		started += n
+	}
+	if started != 8 {
+		t.Fatalf("started sums to %d, want 8", started)
+	}
+	err = run([]string{"--bucket-interval", "5", "--benchmark-save-path", t.TempDir()}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "bucket-interval") {
+		t.Fatalf("5ms interval: err = %v", err)
 	}
 }

@@ -113,7 +113,15 @@ func profDefs() []*optDef {
 				p(o).Goodput = v
 				return nil
 			}},
-		{short: "bi", long: "bucket-interval", kind: kFloat, def: "0", reject: "the live timeline is not in this build"},
+		{short: "bi", long: "bucket-interval", kind: kFloat, def: "0", field: "bucket_interval", min: 0, max: float64(loadgen.MaxGrowthInterval / time.Millisecond),
+			help: "live timeline interval in ms: one row per interval in timeline_*.csv (0 = off, else >= 10)", setFloat: func(o *options, v float64) error {
+				d := time.Duration(v * float64(time.Millisecond))
+				if d != 0 && d < loadgen.MinBucketInterval {
+					return fmt.Errorf("must be 0 (off) or >= 10")
+				}
+				p(o).BucketInterval = d
+				return nil
+			}},
 
 		// A.5 Serving Options
 		{short: "b", long: "backend", kind: kString, def: loadgen.BackendChat, field: "backend", help: "openai-chat or openai",
@@ -198,7 +206,7 @@ func profDefs() []*optDef {
 				return nil
 			}},
 		{long: "max-event-bytes", kind: kInt, def: "67108864", field: "max_event_bytes", min: 1024, max: 1 << 40,
-			help: "largest SSE event or response body accepted, in bytes (overflow: class too_large)",
+			help:   "largest SSE event or response body accepted, in bytes (overflow: class too_large)",
 			setInt: func(o *options, v int) { p(o).MaxEventBytes = v }},
 		{long: "timestamps", kind: kString, def: loadgen.TimestampsKernel, field: "timestamps",
 			help:   "arrival times: kernel (socket receive timestamps) or read (when the client read the data)",

@@ -4,7 +4,7 @@
 //	go run ./examples/functional -base-url http://127.0.0.1:9000/v1 -model qwen3-32b \
 //	    -features guided_decoding,function_call,reasoning -suites chat_core,streaming -out artifacts/functional
 //
-// 退出码：0 全部通过或跳过；1 有失败用例；2 参数或运行错误。
+// 退出码：0 全部通过、跳过或 unsupported；1 有失败（或被取消）的用例；2 参数或运行错误。
 package main
 
 import (
@@ -54,9 +54,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	features := fs.String("features", "", "comma-separated features: "+joinFeatures()+" (default: all for the emulator, none otherwise)")
 	reasoningKeys := fs.String("reasoning-keys", "", "comma-separated reasoning field names tried before the config's keys")
 	configDir := fs.String("config", "", "directory with the suites' YAML (e.g. configs/tests/functional); empty: built-in defaults")
+	caps := fs.String("capabilities", "", "comma-separated name=supported|unsupported|probe overriding the vLLM defaults (e.g. top_k=probe,penalties=unsupported)")
 	out := fs.String("out", "", "directory for report.json and junit.xml")
 	timeout := fs.Duration("timeout", 120*time.Second, "per-request timeout")
-	retries := fs.Int("retries", 2, "retries on transport errors and 5xx (0: none)")
+	retries := fs.Int("retries", 2, "retries on transport errors, 5xx and 429 (0: none)")
 	parallel := fs.Int("parallel", 8, "cases run in parallel")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
@@ -67,11 +68,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	cfg := functional.DefaultConfig()
 	if *configDir != "" {
 		var err error
-		if cfg, err = functional.LoadConfig(os.DirFS(*configDir)); err != nil {
-			return 2, err
+		if cfg, err = functional.LoadConfigDir(*configDir); err != nil {
+			return 2, fmt.Errorf("-config: %w", err)
 		}
 	}
-	target := functional.Target{BaseURLs: []string{*baseURL}, Model: *model, APIKey: *apiKey, ReasoningKeys: splitList(*reasoningKeys)}
+	capabilities, err := functional.ParseCapabilities(*caps)
+	if err != nil {
+		return 2, fmt.Errorf("-capabilities: %w", err)
+	}
+	target := functional.Target{BaseURLs: []string{*baseURL}, Model: *model, APIKey: *apiKey, ReasoningKeys: splitList(*reasoningKeys),
+		Capabilities: capabilities}
 	for _, f := range splitList(*features) {
 		target.Features = append(target.Features, functional.Feature(f))
 	}
@@ -108,11 +114,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		return 2, err
 	}
 	rep, runErr := r.Run(ctx, cases)
+	rep.Selection = splitList(*suites)
 	if err := functional.WriteTable(stdout, rep); err != nil {
 		return 2, err
 	}
-	fmt.Fprintf(stdout, "%d cases in %v: %d passed, %d failed, %d skipped\n", len(rep.Results), rep.Duration.Round(time.Millisecond),
-		rep.Count(functional.StatusPass), rep.Count(functional.StatusFail), rep.Count(functional.StatusSkip))
+	fmt.Fprintf(stdout, "%d cases in %v: %d passed, %d failed, %d skipped, %d unsupported, %d cancelled\n", len(rep.Results), rep.Duration.Round(time.Millisecond),
+		rep.Count(functional.StatusPass), rep.Count(functional.StatusFail), rep.Count(functional.StatusSkip),
+		rep.Count(functional.StatusUnsupported), rep.Count(functional.StatusCancelled))
 	if *out != "" {
 		if err := writeArtifacts(*out, rep); err != nil {
 			return 2, err

@@ -49,3 +49,32 @@ func TestRunErrors(t *testing.T) {
 		t.Fatalf("bad flag: code %d", code)
 	}
 }
+
+// TestConfigAndCapabilityErrors 复现问题：-config 指向不存在的目录时悄悄使用内置默认值并
+// 运行。现在它与错误的取值、错误的能力声明一样，在运行任何用例之前以退出码 2 报错并写明路径、
+// 文件:行与取值。
+func TestConfigAndCapabilityErrors(t *testing.T) {
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "params_boundary.yaml"), []byte("params_boundary:\n  top_k: [1, 0]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-config", "/nonexistent"}, "/nonexistent"},
+		{[]string{"-config", t.TempDir()}, "holds no *.yaml file"},
+		{[]string{"-config", bad}, filepath.Join(bad, "params_boundary.yaml") + ":2: functional: invalid config: params_boundary.top_k=0"},
+		{[]string{"-capabilities", "top_k=maybe"}, `top_k="maybe"`},
+		{[]string{"-capabilities", "topk=probe"}, `unknown capability "topk"`},
+	} {
+		var out bytes.Buffer
+		code, err := run(context.Background(), tc.args, &out)
+		if code != 2 || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: code %d err %v, want 2 and an error containing %q", tc.args, code, err, tc.want)
+		}
+		if strings.Contains(out.String(), "cases in") {
+			t.Errorf("%v: cases ran despite the bad input:\n%s", tc.args, out.String())
+		}
+	}
+}

@@ -87,6 +87,11 @@ type Vocab struct {
 	wordsCap []string // 句首形式 "Word"（无前导空格）
 	cjk      []string // 单个汉字
 	byID     map[int]string
+	// plain 是采样分布的普通词表（去重后的 words、cjk 与标点），table 在其后追加句首形式；
+	// index 是片段到 table 下标的映射。它们只被 Sample 使用。
+	plain []string
+	table []string
+	index map[string]int
 }
 
 // PieceByID 返回 token id（按 internal/tokenize.ID）对应的词表片段，用于让
@@ -108,9 +113,26 @@ func NewVocab() *Vocab {
 		v.cjk = append(v.cjk, cjkChars[i:i+size])
 		i += size
 	}
-	v.byID = make(map[int]string, len(v.words)+len(v.cjk))
-	for _, p := range append(append([]string(nil), v.words...), v.cjk...) {
-		v.byID[tokenize.ID(p)] = p
+	v.index = map[string]int{}
+	addTable := func(ps []string) {
+		for _, p := range ps {
+			if _, dup := v.index[p]; !dup {
+				v.index[p] = len(v.table)
+				v.table = append(v.table, p)
+			}
+		}
+	}
+	addTable(v.words)
+	addTable(v.cjk)
+	addTable(enPunct)
+	addTable(cjkPunct)
+	v.plain = v.table[:len(v.table):len(v.table)]
+	addTable(v.wordsCap)
+	v.byID = make(map[int]string, len(v.table))
+	for _, p := range v.table {
+		if _, dup := v.byID[tokenize.ID(p)]; !dup {
+			v.byID[tokenize.ID(p)] = p
+		}
 	}
 	return v
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
@@ -363,7 +364,7 @@ func (d *driver) baselines() report.BaselineSource {
 		pb, err := metrics.NewPromBaseline(metrics.PromBaselineConfig{URL: d.o.BaselinePrometheus, Prefix: d.o.PushOptions.Prefix})
 		if err == nil {
 			d.log.Info("perf baselines from Prometheus", "url", d.red.String(d.o.BaselinePrometheus))
-			return report.MetricsBaselines(pb)
+			return d.withFunctionalBaselines(report.MetricsBaselines(pb))
 		}
 		d.log.Warn("prometheus baseline config invalid; falling back to artifacts", "err", d.red.String(err.Error()))
 	}
@@ -374,10 +375,27 @@ func (d *driver) baselines() report.BaselineSource {
 	b, err := report.ArtifactBaselines(os.DirFS(root))
 	if err != nil {
 		d.log.Warn("reading daily baselines failed; perf gates will report no baseline", "dir", root, "err", err)
-		return report.StaticBaselines{}
+		b = report.StaticBaselines{}
+	} else {
+		d.log.Info("perf baselines from artifacts", "dir", root, "combinations", len(b))
 	}
-	d.log.Info("perf baselines from artifacts", "dir", root, "combinations", len(b))
-	return b
+	return d.withFunctionalBaselines(b)
+}
+
+// withFunctionalBaselines 给性能基线来源配上功能基线（最近一次已完成的每日运行中逐用例的
+// 状态，总是读产物目录：summary.json 保存了它们），功能门禁据此发现 pass → skip 漂移。
+func (d *driver) withFunctionalBaselines(perf report.BaselineSource) report.BaselineSource {
+	root := d.o.BaselineArtifacts
+	if root == "" {
+		root = d.o.Artifacts
+	}
+	fb, err := report.ArtifactFunctionalBaselines(os.DirFS(root))
+	if err != nil {
+		d.log.Warn("reading daily functional baselines failed; the functional gate will not check drift", "dir", root, "err", err)
+		return perf
+	}
+	d.log.Info("functional baselines from artifacts", "dir", root, "scenarios", len(fb))
+	return report.WithFunctionalBaselines(perf, fb)
 }
 
 // trend 对最近的每日结果做变点检测，把结论写进本次每日报告；失败只记日志（趋势是
@@ -439,7 +457,8 @@ func (d *driver) summarize(out Outcome, gates []report.Gate) {
 	for _, sc := range res.Scenarios {
 		fn := "-"
 		if sc.Functional != nil {
-			fn = fmt.Sprintf("%d pass / %d fail / %d skip", sc.Functional.Count("pass"), sc.Functional.Count("fail"), sc.Functional.Count("skip"))
+			fn = fmt.Sprintf("%d pass / %d fail / %d skip / %d unsupported / %d cancelled", sc.Functional.Count(functional.StatusPass), sc.Functional.Count(functional.StatusFail),
+				sc.Functional.Count(functional.StatusSkip), sc.Functional.Count(functional.StatusUnsupported), sc.Functional.Count(functional.StatusCancelled))
 		}
 		fmt.Fprintf(w, "  %-40s functional: %s; perf rows: %d; accuracy: %d; stage errors: %d\n", sc.Name, fn, len(sc.Perf), len(sc.Accuracy), len(sc.Errors))
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
+	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
 )
@@ -43,7 +44,7 @@ func realDataAcc(t *testing.T) string {
 // treeAcc 与 tree 相同，但精度配置（pr 与 daily）的数据与数据集部分由 acc 给出。
 func treeAcc(acc string, names ...string) fstest.MapFS {
 	fsys := fstest.MapFS{
-		"tests/perf/profiles/pr.yaml":    {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\n")},
+		"tests/perf/profiles/pr.yaml":    {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\nbucket_interval: 20ms\n")},
 		"tests/perf/profiles/daily.yaml": {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\n")},
 		"tests/accuracy/pr.yaml":         {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\n" + acc)},
 		"tests/accuracy/daily.yaml":      {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\n" + acc)},
@@ -164,6 +165,13 @@ func TestFullRunOnEmulator(t *testing.T) {
 	accs, _ := filepath.Glob(filepath.Join(out.Dir, "emu/accuracy/pr/gpqa_emu-model_*.json"))
 	if len(csvs) != 1 || len(reqs) != 2 || len(accs) != 1 {
 		t.Fatalf("csv %v requests %v accuracy %v", csvs, reqs, accs)
+	}
+	// bucket_interval 打开了时间线：CSV 与报告用的 perf/timeline.json 都在，每组至少一行。
+	tls, _ := filepath.Glob(filepath.Join(out.Dir, "emu/perf/pr/timeline_emu_*.csv"))
+	tlj, _ := os.ReadFile(filepath.Join(out.Dir, "emu/perf/timeline.json"))
+	var tlRows []loadgen.Timeline
+	if err := json.Unmarshal(tlj, &tlRows); err != nil || len(tls) != 1 || len(tlRows) < 2 {
+		t.Fatalf("timeline csv %v, %d timeline.json rows: %v", tls, len(tlRows), err)
 	}
 	var rec struct {
 		Endpoint deploy.Endpoint `json:"endpoint"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
 )
@@ -185,7 +186,7 @@ func (d *driver) stageRed(scenario string, st report.Stage) bool {
 		}
 		switch st {
 		case report.StageFunctional:
-			return sc.Functional != nil && sc.Functional.Count("fail") > 0
+			return sc.Functional != nil && sc.Functional.Count(functional.StatusFail)+sc.Functional.Count(functional.StatusCancelled) > 0
 		case report.StageAccuracy:
 			for _, a := range sc.Accuracy {
 				if a.Threshold != nil && a.Result.Score < *a.Threshold {

@@ -33,7 +33,12 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	if err != nil {
 		return err
 	}
-	target := functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, ReasoningKeys: sc.Reasoning.Keys}
+	target := functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, ReasoningKeys: sc.Reasoning.Keys,
+		Capabilities: map[functional.Capability]functional.Support{}}
+	// 场景的能力声明决定“拒绝”的结论（skip / unsupported / 失败）；矩阵加载时已校验。
+	for k, v := range sc.Capabilities {
+		target.Capabilities[functional.Capability(k)] = functional.Support(v)
+	}
 	for _, f := range sc.Features {
 		if ff := functional.Feature(f); ff.Known() {
 			target.Features = append(target.Features, ff)
@@ -47,6 +52,8 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 		return err
 	}
 	rep, runErr := runner.Run(ctx, cases)
+	// 记下选择模式：下一次运行的门禁据此判断基线中通过的用例“消失”是否在范围内。
+	rep.Selection = append([]string(nil), p.Functional.Select...)
 	if len(rep.Results) > 0 || runErr == nil {
 		if err := d.run.RecordFunctional(sc.Name, rep); err != nil {
 			return errors.Join(runErr, err)
@@ -81,7 +88,8 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			continue
 		}
 		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
-		coll := report.NewSampleCollector(sink, prof.Backend, prof.ControlMethod, 0)
+		tl := &timelineSink{ArtifactSink: sink}
+		coll := report.NewSampleCollector(tl, prof.Backend, prof.ControlMethod, 0)
 		rows, runErr := loadgen.Run(ctx, target, np.Profile, coll)
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
@@ -91,6 +99,11 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 				errs = append(errs, err)
 			}
 			if err := d.run.RecordSamples(sc.Name, coll.Samples()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(tl.rows) > 0 {
+			if err := d.run.RecordTimeline(sc.Name, tl.rows); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -136,6 +149,19 @@ func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, targe
 		errs = append(errs, fmt.Errorf("profile %s: %w", profile, runErr))
 	}
 	return errs
+}
+
+// timelineSink 在写 timeline_*.csv 的同时保留时间线行，交给报告画图
+// （行数 = 运行时长 / bucket_interval，未设置 bucket_interval 时没有行）。
+type timelineSink struct {
+	*metrics.ArtifactSink
+	rows []loadgen.Timeline
+}
+
+// WriteTimeline 写 CSV 并保留一份。
+func (s *timelineSink) WriteTimeline(t loadgen.Timeline) error {
+	s.rows = append(s.rows, t)
+	return s.ArtifactSink.WriteTimeline(t)
 }
 
 // accuracy 对每份精度配置运行 accuracy.RunStage（与 examples/accuracy 同一条路径：
