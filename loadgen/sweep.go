@@ -385,14 +385,15 @@ func classList(m map[string]int) string {
 // kneeRate 返回 goodput 曲线的拐点：goodput 最高的那一级的到达速率。开环超载时
 // 积压让越来越多的请求违反 SLO，goodput 在容量附近达到峰值后回落（而不是像闭环那样
 // 走平），所以峰值处就是"再加负载也换不来更多合格请求"的拐点；常用的 Kneedle
-// 假设曲线单调饱和，对这种先升后降的曲线会选到最低的一级。只有曲线上出现过失败的级
-// （确实看到了饱和）时才有意义，否则返回 0。
+// 假设曲线单调饱和，对这种先升后降的曲线会选到最低的一级。只有曲线上既有通过、又有
+// 失败的级（确实看到了饱和）时才有意义，否则返回 0。
 func kneeRate(curve []SweepStep) float64 {
-	saturated := false
+	saturated, passed := false, false
 	for _, st := range curve {
 		saturated = saturated || !st.Pass
+		passed = passed || st.Pass
 	}
-	if !saturated {
+	if !saturated || !passed {
 		return 0
 	}
 	best, knee := math.Inf(-1), 0.0

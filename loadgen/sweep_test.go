@@ -99,7 +99,7 @@ func TestSweepStopsOnErrorsAndBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res[0]; r.Stop != loadgen.SweepStopStartFailed || r.MaxSustainableRate != 0 || r.Steps[0].Pass || r.Steps[0].Summary.FailureClasses["http"] != 5 {
+	if r := res[0]; r.Stop != loadgen.SweepStopStartFailed || r.MaxSustainableRate != 0 || r.KneeRate != 0 || r.Steps[0].Pass || r.Steps[0].Summary.FailureClasses["http"] != 5 {
 		t.Errorf("all-500 server: stop %q max %.1f step %+v", r.Stop, r.MaxSustainableRate, r.Steps[0].Reason)
 	}
 
