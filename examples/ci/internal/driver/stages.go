@@ -90,7 +90,14 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
 		tl := &timelineSink{ArtifactSink: sink}
 		coll := report.NewSampleCollector(tl, prof.Backend, prof.ControlMethod, 0)
-		rows, runErr := loadgen.Run(ctx, target, np.Profile, coll)
+		var rows []loadgen.Summary
+		var runErr error
+		if p.Perf.Shards > 1 {
+			// 分片运行的记录在各分片进程里，这里没有逐请求样本：门禁退回规格规则（无区间）。
+			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, sink)
+		} else {
+			rows, runErr = loadgen.Run(ctx, target, np.Profile, coll)
+		}
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
 		}
