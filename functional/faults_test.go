@@ -54,9 +54,6 @@ func sseWrite(w http.ResponseWriter, events ...string) {
 	}
 }
 
-// okChat 是一个正常的非流式 chat 回答。
-const okChat = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`
-
 // chunk 返回 choice 0 的一个 chat chunk；finish 为空表示 null。
 func chunk(role, content, finish string) string {
 	delta := map[string]any{"content": content}

@@ -607,17 +607,6 @@ func (l *loader) functionalErr(decs []*decoder, err error) {
 	}
 }
 
-// decodeBlock 严格解码一个 Block，错误计入 loader；成功返回 true。
-func (l *loader) decodeBlock(b Block, out any) bool {
-	if b.node == nil {
-		return true
-	}
-	d := newDecoder(b.file)
-	d.Decode(b.node, b.path, reflectValue(out))
-	l.errs = append(l.errs, d.Errs...)
-	return len(d.Errs) == 0
-}
-
 // decodeBlockAt 与 decodeBlock 相同，但返回解码器，使之后的语义校验能按字段路径定位行列。
 func (l *loader) decodeBlockAt(b Block, out any) (*decoder, bool) {
 	d := newDecoder(b.file)
