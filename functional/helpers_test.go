@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
 // fullEmulator 返回开启全部能力（推理、嵌入、rerank、鉴权）的模拟器配置。
-func fullEmulator() deploy.EmulatorConfig {
-	return deploy.EmulatorConfig{
+func fullEmulator() emulator.Config {
+	return emulator.Config{
 		Model:            "qwen3-test",
 		APIKey:           "sk-cibench-test",
 		Reasoning:        true,
@@ -21,9 +21,9 @@ func fullEmulator() deploy.EmulatorConfig {
 }
 
 // startEmulator 启动模拟器并返回指向它的 Target（全部能力开启）。
-func startEmulator(t testing.TB, cfg deploy.EmulatorConfig) (*deploy.Emulator, functional.Target) {
+func startEmulator(t testing.TB, cfg emulator.Config) (*emulator.Server, functional.Target) {
 	t.Helper()
-	em, err := deploy.NewEmulator(cfg)
+	em, err := emulator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

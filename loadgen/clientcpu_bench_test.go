@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -26,7 +26,7 @@ func TestEmulatorChildProcess(t *testing.T) {
 	if os.Getenv(emuChildEnv) == "" {
 		t.Skip("helper process for BenchmarkClientCPU")
 	}
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m"})
+	em, err := emulator.New(emulator.Config{Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 )
 
@@ -15,7 +15,7 @@ import (
 // 1024 条 64-token prompt。报告每次建池的墙钟时间（pool-ms）与本进程（客户端加进程内
 // 模拟器）的 CPU 时间（pool-cpu-ms）：共享机器繁忙时墙钟时间波动大，CPU 时间更稳定。
 func BenchmarkBuildPoolTokenize(b *testing.B) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m"})
+	em, err := emulator.New(emulator.Config{Model: "m"})
 	if err != nil {
 		b.Fatal(err)
 	}

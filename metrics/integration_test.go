@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
@@ -199,7 +199,7 @@ func (s *stack) waitFor(ctx context.Context, t *testing.T, q string, ok func(mod
 // 功能测试全量用例目录；精度用手写结果（仿真器的回答没有意义，评分由 accuracy 包自己测）。
 func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
 	t.Helper()
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "Qwen3-32B", TTFT: 3 * time.Millisecond, ITL: time.Millisecond,
+	em, err := emulator.New(emulator.Config{Model: "Qwen3-32B", TTFT: 3 * time.Millisecond, ITL: time.Millisecond,
 		SpecDecode: true, SpecAcceptRate: 0.7})
 	if err != nil {
 		t.Fatal(err)

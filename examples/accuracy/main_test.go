@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // TestEmulatorEndToEnd 不给 --url：进程内模拟器 + 内置合成数据，写出三种结果文件。
@@ -64,7 +64,7 @@ func TestEmulatorEndToEnd(t *testing.T) {
 // TestURLAndDatasetPathWithGate 对外部地址（测试中启动的模拟器）与本地数据目录评测，
 // 并用 --config 的阈值判定：阈值 1.0 不可能达到，退出码为 1。
 func TestURLAndDatasetPathWithGate(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "qwen-test"})
+	em, err := emulator.New(emulator.Config{Model: "qwen-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -219,7 +220,7 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 	pr.NewDeployer = func(sc *matrix.Scenario) (deploy.Deployer, error) {
 		cfg := *sc.Emulator
 		cfg.TTFT *= 4
-		return deploy.NewEmulator(cfg)
+		return emulator.New(cfg)
 	}
 	out, err = driver.Run(context.Background(), pr)
 	if err != nil {
@@ -260,7 +261,7 @@ type captured struct {
 
 // deployer 包装模拟器部署器，记录得到的 Deployment。
 func (c *captured) deployer(sc *matrix.Scenario) (deploy.Deployer, error) {
-	em, err := deploy.NewEmulator(*sc.Emulator)
+	em, err := emulator.New(*sc.Emulator)
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +389,7 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 // TestBaseURLOverride：-base-url 不部署，直接测一个已在运行的服务；未给 -model 时
 // 从 /v1/models 取模型名。
 func TestBaseURLOverride(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "served-elsewhere", APIKey: secret})
+	em, err := emulator.New(emulator.Config{Model: "served-elsewhere", APIKey: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +587,7 @@ func TestStageAndJobTimeouts(t *testing.T) {
 	slow := func(sc *matrix.Scenario) (deploy.Deployer, error) {
 		cfg := *sc.Emulator
 		cfg.TTFT = 2 * time.Second
-		return deploy.NewEmulator(cfg)
+		return emulator.New(cfg)
 	}
 	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
 	o.NewDeployer, o.StageTimeout, o.Stages = slow, 300*time.Millisecond, []report.Stage{report.StagePerf, report.StageAccuracy}
@@ -645,7 +646,7 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // 现在默认读 simple-evals 的上游地址，拿不到时精度阶段失败，错误写明文件与地址，且没有
 // 任何精度结果。
 func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "real-server", APIKey: secret})
+	em, err := emulator.New(emulator.Config{Model: "real-server", APIKey: secret})
 	if err != nil {
 		t.Fatal(err)
 	}

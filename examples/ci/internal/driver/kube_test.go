@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -36,7 +36,7 @@ func TestKubeScenariosEndToEnd(t *testing.T) {
 	c := kubetest.Start(t)
 	hybridPort, pdPort := kubetest.FreeNodePort(t), kubetest.FreeNodePort(t)
 	for model, port := range map[string]int{"qwen3-32b": hybridPort, "deepseek-r1": pdPort} {
-		em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: model, Addr: "127.0.0.1:" + strconv.Itoa(port)})
+		em, err := emulator.New(emulator.Config{Model: model, Addr: "127.0.0.1:" + strconv.Itoa(port)})
 		if err != nil {
 			t.Fatal(err)
 		}
