@@ -11,21 +11,10 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// startEmulator 在回环地址上启动一个模拟器，测试结束时回收。
+// startEmulator 用 emulator.Start 启动模拟器（测试结束时回收），并把 Endpoint 换成 loadgen.Target。
 func startEmulator(t testing.TB, cfg emulator.Config) (*emulator.Server, loadgen.Target) {
 	t.Helper()
-	em, err := emulator.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	dep, err := em.Deploy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
-	ep := dep.Endpoint()
+	em, ep := emulator.Start(t, cfg)
 	return em, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emu"}
 }
 

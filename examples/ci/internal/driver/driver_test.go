@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -389,15 +388,10 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 // TestBaseURLOverride：-base-url 不部署，直接测一个已在运行的服务；未给 -model 时
 // 从 /v1/models 取模型名。
 func TestBaseURLOverride(t *testing.T) {
-	em, err := emulator.New(emulator.Config{Model: "served-elsewhere", APIKey: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(em.Handler())
-	defer srv.Close()
+	_, ep := emulator.Start(t, emulator.Config{Model: "served-elsewhere", APIKey: secret})
 	root := t.TempDir()
 	o := options(t, treeAcc(realDataAcc(t), "emu"), matrix.RunPR, root)
-	o.BaseURL = srv.URL + "/v1"
+	o.BaseURL = ep.BaseURL()
 	out, err := driver.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -646,14 +640,9 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // 现在默认读 simple-evals 的上游地址，拿不到时精度阶段失败，错误写明文件与地址，且没有
 // 任何精度结果。
 func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
-	em, err := emulator.New(emulator.Config{Model: "real-server", APIKey: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(em.Handler())
-	defer srv.Close()
+	_, ep := emulator.Start(t, emulator.Config{Model: "real-server", APIKey: secret})
 	o := options(t, treeAcc("datasets: [{name: gpqa, threshold: 0.2}]\n", "emu"), matrix.RunPR, t.TempDir())
-	o.BaseURL, o.AccuracyHTTPClient, o.AccuracyCacheDir = srv.URL+"/v1", offlineClient(), t.TempDir()
+	o.BaseURL, o.AccuracyHTTPClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), t.TempDir()
 	out, err := driver.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
