@@ -97,6 +97,9 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 	if o.selftest {
 		return selftest(ctx, o, stderr)
 	}
+	if handled, err := runSharded(ctx, o, args, stderr); handled {
+		return err
+	}
 	tgt, teardown, err := target(ctx, o)
 	if err != nil {
 		return err

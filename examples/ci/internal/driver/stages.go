@@ -81,7 +81,13 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			continue
 		}
 		tl := &timelineSink{ArtifactSink: sink}
-		rows, runErr := loadgen.Run(ctx, target, np.Profile, tl)
+		var rows []loadgen.Summary
+		var runErr error
+		if p.Perf.Shards > 1 {
+			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, sink)
+		} else {
+			rows, runErr = loadgen.Run(ctx, target, np.Profile, tl)
+		}
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
 		}
