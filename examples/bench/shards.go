@@ -121,10 +121,19 @@ func childArgs(args []string) []string {
 	return out
 }
 
+// shardChildEnv 标记“本进程是 --shards 启动的分片子进程”：子进程不得再启动分片；
+// 测试二进制看到它时直接扮演 bench 主程序（见 TestMain）。
+const shardChildEnv = "CIBENCH_BENCH_SHARD_CHILD"
+
 // runLocalShards 以 N 个本机子进程（本程序自身）跑各分片：约定 2 秒后同时开始，
 // 收集每个子进程 stdout 的结果行后合并。子进程失败时照样合并其余分片，缺的分片被点名、
 // 相应分组标为不完整。
 func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.Target, stderr io.Writer) ([]loadgen.Summary, error) {
+	// 分片子进程再带 --shards 会无限地自我复制（测试二进制被当作 bench 重新执行时
+	// 真的发生过：几分钟内上千个进程）。子进程的环境里有 shardChildEnv，这里拒绝嵌套。
+	if os.Getenv(shardChildEnv) != "" {
+		return nil, fmt.Errorf("--shards %d: this process is itself a shard (%s is set); shards never start shards", o.shard.local, shardChildEnv)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -139,6 +148,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.
 	for i := range n {
 		wg.Go(func() {
 			cmd := exec.CommandContext(ctx, exe, append(append([]string{"prof"}, base...), "--shard-index", strconv.Itoa(i))...)
+			cmd.Env = append(os.Environ(), shardChildEnv+"=1")
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			runErr := cmd.Run()
