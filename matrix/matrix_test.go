@@ -320,7 +320,7 @@ func TestBrokenTree(t *testing.T) {
 		{"bad on_insufficient", map[string]string{"matrix.yaml": "defaults:\n  gates: {per_gate: {qps: {on_insufficient: drop}}}\nscenarios:\n  emulator:\n    pr: {}\n"},
 			[]string{`defaults.gates: report: invalid thresholds: per_gate.qps.on_insufficient=drop`}},
 		{"bad sweep", map[string]string{"tests/perf/profiles/tiny.yaml": "control_method: sweep\ninput_length: [4]\noutput_length: [2]\ngoodput: [\"e2e:100\"]\nsweep: {growth: 1}\n"},
-			[]string{`tiny.yaml:1:1: loadgen: invalid profile: sweep.growth=1: must be > 1`}},
+			[]string{`configs/tests/perf/profiles/tiny.yaml:5:17: sweep.growth: must be > 1 (got "1")`}},
 		{"override unknown field", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {concurency: [1]}}}\n"},
 			[]string{`configs/matrix.yaml:3:28: scenarios.emulator.pr.perf.override.concurency: unknown field "concurency"`}},
 		{"accuracy invalid", map[string]string{"tests/accuracy/daily.yaml": "datasets: [{name: gpqb}]\n"},
