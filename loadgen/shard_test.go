@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // 子进程协议的环境变量：父测试以它们重新执行测试二进制，子进程只跑一个分片。
@@ -45,7 +45,7 @@ func shardProfile(kind string) Profile {
 }
 
 // shardEmulator 是测试用的模拟器配置：有固定的首 token 与 token 间隔，时延分布不退化。
-var shardEmulator = deploy.EmulatorConfig{Model: "m", TTFT: 3 * time.Millisecond, ITL: 500 * time.Microsecond}
+var shardEmulator = emulator.Config{Model: "m", TTFT: 3 * time.Millisecond, ITL: 500 * time.Microsecond}
 
 // jsonRecords 把记录写成 JSONL（子进程用），测试据此在父进程里按单进程的方式重算汇总。
 type jsonRecords struct {
@@ -94,18 +94,7 @@ func TestShardChildProcess(t *testing.T) {
 // startShardEmulator 在本进程启动模拟器（子进程经回环地址访问它）。
 func startShardEmulator(t *testing.T) Target {
 	t.Helper()
-	em, err := deploy.NewEmulator(shardEmulator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	dep, err := em.Deploy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
-	ep := dep.Endpoint()
+	_, ep := emulator.Start(t, shardEmulator)
 	return Target{BaseURLs: ep.BaseURLs, Model: ep.Model, Provider: "emu"}
 }
 
