@@ -23,6 +23,9 @@ const (
 	VerdictFail       Verdict = "fail"
 	VerdictNoBaseline Verdict = "no_baseline"
 	VerdictSkipped    Verdict = "skipped"
+	// VerdictInterrupted 表示该项因运行被中断（Ctrl-C、SIGTERM、取消）没有做完而
+	// 无法判定。它不是失败：只有中断、没有失败的运行以 ExitInterrupted 结束。
+	VerdictInterrupted Verdict = "interrupted"
 )
 
 // GateKind 是门禁的类别。
@@ -55,7 +58,7 @@ const (
 //   - ExitError：驱动自身无法运行（参数或配置错误、产物目录不可写），
 //     此时没有可信的门禁结论。由驱动使用，本包不返回。
 //   - ExitInterrupted：运行被 Ctrl-C / SIGTERM 中断；已测得的部分仍写入报告。
-//     由驱动使用，门禁失败优先于中断。
+//     有 interrupted 门禁而无失败门禁时 ExitCode 返回它；门禁失败优先于中断。
 const (
 	ExitOK          = 0
 	ExitGateFailed  = 1
@@ -274,22 +277,29 @@ type Gate struct {
 	BaselineRun string   `json:"baseline_run,omitempty"`
 }
 
-// ExitCode 返回门禁对应的退出码：任何一项失败为 ExitGateFailed，否则 ExitOK。
+// ExitCode 返回门禁对应的退出码：任何一项失败为 ExitGateFailed；否则有被中断的
+// 项为 ExitInterrupted；否则 ExitOK。
 func ExitCode(gates []Gate) int {
+	code := ExitOK
 	for _, g := range gates {
-		if g.Verdict == VerdictFail {
+		switch g.Verdict {
+		case VerdictFail:
 			return ExitGateFailed
+		case VerdictInterrupted:
+			code = ExitInterrupted
 		}
 	}
-	return ExitOK
+	return code
 }
 
 // Evaluate 对 res 中每个场景计算门禁：
-//   - 每个阶段错误一项 stage 门禁（失败）；
+//   - 每个阶段错误一项 stage 门禁（失败；RecordInterrupted 记下的为 interrupted）；
 //   - 功能：没有失败或被取消的用例（skip/unsupported 不算失败），且 src 实现
 //     FunctionalBaselineSource 时，每日基线中通过的用例现在没有变成 skip/unsupported/消失；
-//     未执行且无错误时 skipped；
-//   - 精度：每项评测分数 ≥ 阈值；未配置阈值时 skipped；
+//     未执行且无错误时 skipped；功能阶段被中断（RecordInterrupted）而没有报告、或只有被
+//     取消的用例时 interrupted（作业超时取消的用例仍是失败）；
+//   - 精度：accuracy.Gate 的判定；精度阶段被中断、只评了部分样本时 interrupted
+//     （部分样本上的分数不代表模型，不拿它判定）；
 //   - 性能：每个组合的失败率 ≤ MaxFailRate（不需基线），以及 TTFT P99、
 //     E2E P99、QPS 与 src 中同键的每日基线比较；无基线时 no_baseline。
 //
@@ -299,12 +309,16 @@ func Evaluate(ctx context.Context, res Result, th Thresholds, src BaselineSource
 	var gates []Gate
 	for _, sc := range res.Scenarios {
 		for _, e := range sc.Errors {
-			gates = append(gates, Gate{Kind: GateStage, Scenario: sc.Name, Name: "stage/" + string(e.Stage), Metric: MetricStageError,
-				Current: 1, Verdict: VerdictFail, Reason: fmt.Sprintf("%s stage failed: %s", e.Stage, e.Message)})
+			g := Gate{Kind: GateStage, Scenario: sc.Name, Name: "stage/" + string(e.Stage), Metric: MetricStageError,
+				Current: 1, Verdict: VerdictFail, Reason: fmt.Sprintf("%s stage failed: %s", e.Stage, e.Message)}
+			if e.Interrupted {
+				g.Current, g.Verdict, g.Reason = 0, VerdictInterrupted, fmt.Sprintf("%s stage interrupted: %s", e.Stage, e.Message)
+			}
+			gates = append(gates, g)
 		}
 		gates = append(gates, functionalGate(ctx, sc, src))
 		for _, a := range sc.Accuracy {
-			gates = append(gates, accuracyGate(sc.Name, a))
+			gates = append(gates, scenarioAccuracyGate(sc, a))
 		}
 		keys, groups := groupPerf(sc)
 		for _, k := range keys {
@@ -333,8 +347,14 @@ func functionalGate(ctx context.Context, sc Scenario, src BaselineSource) Gate {
 	if sc.Functional == nil {
 		g.Verdict, g.Reason = VerdictSkipped, "functional stage produced no report"
 		for _, e := range sc.Errors {
-			if e.Stage == StageFunctional || e.Stage == StageDeploy {
+			if e.Stage != StageFunctional && e.Stage != StageDeploy {
+				continue
+			}
+			switch {
+			case !e.Interrupted:
 				g.Verdict, g.Current, g.Reason = VerdictFail, 1, fmt.Sprintf("no functional report: %s stage failed", e.Stage)
+			case g.Verdict != VerdictFail:
+				g.Verdict, g.Reason = VerdictInterrupted, fmt.Sprintf("no functional report: %s stage interrupted", e.Stage)
 			}
 		}
 		return g
@@ -379,6 +399,31 @@ func functionalGate(ctx context.Context, sc Scenario, src BaselineSource) Gate {
 	}
 	g.Verdict = VerdictFail
 	g.Reason = strings.Join(parts, "; ") + " (" + counts + ")"
+	if len(failed) == 0 && len(drift) == 0 && stageInterrupted(sc, StageFunctional) {
+		// 只有被信号中断取消的用例：没有结论，但也不是失败（作业超时取消的仍是失败）。
+		g.Verdict = VerdictInterrupted
+	}
+	return g
+}
+
+// stageInterrupted 报告场景的 st 阶段是否被中断（RecordInterrupted）。
+func stageInterrupted(sc Scenario, st Stage) bool {
+	for _, e := range sc.Errors {
+		if e.Stage == st && e.Interrupted {
+			return true
+		}
+	}
+	return false
+}
+
+// scenarioAccuracyGate 在 accuracyGate 之上考虑中断：精度阶段被中断、结果只覆盖
+// 部分样本时，分数不代表模型，门禁记为 interrupted 而不是按阈值判定。
+func scenarioAccuracyGate(sc Scenario, a Accuracy) Gate {
+	g := accuracyGate(sc.Name, a)
+	if a.Result.Partial && stageInterrupted(sc, StageAccuracy) {
+		g.Verdict = VerdictInterrupted
+		g.Reason = fmt.Sprintf("interrupted after %d of %d examples; a partial score is not judged", a.Result.Examples, a.Result.Planned)
+	}
 	return g
 }
 

@@ -65,12 +65,12 @@ type scenarioView struct {
 
 // htmlView 是整份报告的数据。
 type htmlView struct {
-	Res                                 Result
-	Pass, Fail, NoBaseline, Skip, Total int
-	Failed                              []gateRow
-	NoBase                              []gateRow
-	Scenarios                           []scenarioView
-	Generated                           string
+	Res                                              Result
+	Pass, Fail, NoBaseline, Skip, Interrupted, Total int
+	Failed                                           []gateRow
+	NoBase                                           []gateRow
+	Scenarios                                        []scenarioView
+	Generated                                        string
 }
 
 // WriteHTML 把结果渲染成自包含的 HTML 报告：内联 CSS、Go 生成的 SVG 图表、
@@ -97,6 +97,8 @@ func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 		case VerdictNoBaseline:
 			v.NoBaseline++
 			v.NoBase = append(v.NoBase, r)
+		case VerdictInterrupted:
+			v.Interrupted++
 		default:
 			v.Skip++
 		}
@@ -205,7 +207,7 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	var cats []string
 	var scores, thresholds []float64
 	for _, a := range sc.Accuracy {
-		g := accuracyGate(sc.Name, a)
+		g := scenarioAccuracyGate(sc, a)
 		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict,
 			Errors: accErrors(a.Result), Source: "not recorded", Reason: g.Reason}
 		if src := a.Result.Source; src != nil {

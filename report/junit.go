@@ -70,7 +70,7 @@ func WriteJUnit(w io.Writer, res Result) error {
 			switch g.Verdict {
 			case VerdictFail:
 				c.Failure = &junit.Message{Message: g.Reason, Type: string(g.Kind), Body: gateLine(g)}
-			case VerdictNoBaseline, VerdictSkipped:
+			case VerdictNoBaseline, VerdictSkipped, VerdictInterrupted:
 				c.Skipped = &junit.Message{Message: string(g.Verdict) + ": " + g.Reason}
 			}
 			gs.Add(c)

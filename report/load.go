@@ -67,6 +67,18 @@ func Load(fsys fs.FS) (Result, error) {
 			}
 			sc.Errors = append(sc.Errors, errs...)
 		}
+		stageFiles, err := fs.Glob(fsys, path.Join(sc.Name, "stage-*.json"))
+		if err != nil {
+			return Result{}, fmt.Errorf("report: load: %w", err)
+		}
+		sort.Slice(stageFiles, func(i, j int) bool { return stageRank(stageFiles[i]) < stageRank(stageFiles[j]) })
+		for _, f := range stageFiles {
+			var st StageResult
+			if err := readJSON(fsys, f, &st); err != nil {
+				return Result{}, err
+			}
+			sc.Stages = append(sc.Stages, st)
+		}
 		res.Scenarios = append(res.Scenarios, sc)
 	}
 	var sum Result
@@ -83,7 +95,8 @@ func Load(fsys fs.FS) (Result, error) {
 
 // stageRank 给错误文件排序：已知阶段按执行顺序，其余阶段排在后面按名字。
 func stageRank(file string) string {
-	stage := strings.TrimSuffix(strings.TrimPrefix(path.Base(file), "errors-"), ".json")
+	base := strings.TrimPrefix(strings.TrimPrefix(path.Base(file), "errors-"), "stage-")
+	stage := strings.TrimSuffix(base, ".json")
 	for i, s := range []Stage{StageDeploy, StageFunctional, StagePerf, StageAccuracy, StageLogs} {
 		if Stage(stage) == s {
 			return fmt.Sprintf("%d", i)

@@ -64,6 +64,31 @@ type Scenario struct {
 	Timeline []loadgen.Timeline `json:"-"`
 	Accuracy []Accuracy         `json:"accuracy,omitempty"`
 	Errors   []StageError       `json:"errors,omitempty"`
+	// Stages 是驱动登记的各阶段状态（按阶段顺序），让人和工具不必从错误列表里
+	// 推断"哪个阶段跑完了、哪个被中断了、哪个没跑"。
+	Stages []StageResult `json:"stages,omitempty"`
+}
+
+// StageStatus 是一个阶段的结局。
+type StageStatus string
+
+// 阶段状态取值。Interrupted 与 Failed 是不同的结局：中断（Ctrl-C、SIGTERM、取消）
+// 说明的是运行没有做完，而不是被测服务有问题，所以它不产生失败的门禁。
+const (
+	StageOK          StageStatus = "ok"
+	StageFailed      StageStatus = "failed"
+	StageSkipped     StageStatus = "skipped"
+	StageInterrupted StageStatus = "interrupted"
+)
+
+// StageResult 是一个阶段的状态、开始时间、耗时与原因（失败、中断或跳过时）。
+// Reason 写入前已脱敏。
+type StageResult struct {
+	Stage    Stage       `json:"stage"`
+	Status   StageStatus `json:"status"`
+	Started  time.Time   `json:"started,omitzero"`
+	Duration float64     `json:"duration_seconds,omitempty"`
+	Reason   string      `json:"reason,omitempty"`
 }
 
 // Accuracy 是一项精度评测结果及其门禁设置；门禁由 accuracy.Gate 判定（见 Spec）。
@@ -86,9 +111,13 @@ func (a Accuracy) Spec() accuracy.DatasetConfig {
 
 // StageError 记录某阶段无法完成的原因（部署失败、超时、服务器中途退出……）。
 // 失败继续策略下它不会中止运行，但会让对应门禁失败。Message 写入前已脱敏。
+//
+// Interrupted 为 true 表示阶段是被中断（RecordInterrupted）而不是失败：它的门禁记为
+// interrupted，不算失败。
 type StageError struct {
-	Stage   Stage  `json:"stage"`
-	Message string `json:"message"`
+	Stage       Stage  `json:"stage"`
+	Message     string `json:"message"`
+	Interrupted bool   `json:"interrupted,omitempty"`
 }
 
 // ScenarioInfo 是场景的描述信息，由驱动在场景开始时登记。

@@ -34,6 +34,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .v-fail,.s-fail{color:#cf222e;font-weight:bold}
 .v-no_baseline{color:#9a6700;font-weight:bold}
 .v-skipped,.s-skip{color:#6e7781}
+.v-interrupted{color:#9a6700;font-weight:bold}
 tr.row-fail{background:#fff0f0}
 .cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
 .card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:10px 16px;min-width:110px}
@@ -66,6 +67,7 @@ pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:6px;mar
 <div class="card v-fail">failed<b id="failed-count">{{.Fail}}</b></div>
 <div class="card v-no_baseline">no baseline<b>{{.NoBaseline}}</b></div>
 <div class="card v-skipped">skipped<b>{{.Skip}}</b></div>
+{{if .Interrupted}}<div class="card v-interrupted">interrupted<b>{{.Interrupted}}</b></div>{{end}}
 <div class="card">scenarios<b>{{len .Scenarios}}</b></div>
 </div>
 <p class="note">Exit code 0: no gate failed (gates without a daily baseline are listed as "no baseline" and are not judged).

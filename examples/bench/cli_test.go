@@ -333,13 +333,13 @@ func TestProfileYAMLErrorsNameFileLine(t *testing.T) {
 	cases := map[string]string{
 		head + "requests_per_concurrency: 999999999999\n":          ":4: requests_per_concurrency: 999999999999",
 		head + "epochs: 0\n":                                       ":4: epochs: 0",
-		head + "num_threads: 100000000\n":                          ":4: field num_threads not found",
+		head + "num_threads: 100000000\n":                          `:4:1: num_threads: unknown field "num_threads"`,
 		"concurrency: [1, -2]\ninput_length: [16]\n":               ":1: concurrency: -2",
 		"concurrency: [1, 100000]\ninput_length: [16]\n":           ":1: concurrency: 100000",
 		head + "timeout: 0s\n":                                     ":4: timeout: 0s",
 		head + "warmup: 99999999999\n":                             ":4: warmup: 99999999999",
 		head + "request_rate: .nan\n":                              ":4: request_rate: NaN",
-		"concurrency: [1]\ninput_length: [16]\noutput_length: [x]": ":3: cannot unmarshal",
+		"concurrency: [1]\ninput_length: [16]\noutput_length: [x]": `:3:17: output_length[0]: want an integer, got a string (got "x")`,
 		"concurrency:\n  - 1\n  - 0\ninput_length: [16]\n":         ":3: concurrency: 0",
 	}
 	for body, want := range cases {

@@ -137,15 +137,18 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 
 // driver 持有一次运行的状态。
 type driver struct {
-	o      Options
-	m      *matrix.Matrix
-	plans  []matrix.ScenarioPlan
-	log    *slog.Logger
-	now    func() time.Time
-	red    *redact.Redactor
-	run    *report.Run
-	keys   map[string]string // 场景名 → API Key（只在内存中）
-	runID  string
+	o     Options
+	m     *matrix.Matrix
+	plans []matrix.ScenarioPlan
+	log   *slog.Logger
+	now   func() time.Time
+	red   *redact.Redactor
+	run   *report.Run
+	keys  map[string]string // 场景名 → API Key（只在内存中）
+	runID string
+	// parent 是调用方的 ctx：它被取消（Ctrl-C、SIGTERM）即为中断；作业超时只取消
+	// 驱动自己派生的 ctx，是失败而不是中断。
+	parent context.Context
 	tmo    matrix.Timeouts
 	abort  bool
 	pushed []metrics.Results
@@ -211,6 +214,10 @@ func newDriver(o Options) (*driver, error) {
 		red = redact.New()
 	}
 	d := &driver{o: o, m: m, plans: plans, log: log, now: o.Now, red: red, keys: map[string]string{}}
+	// Pushgateway 凭据在任何请求之前登记：basic auth 实际发送的是 base64("user:pass")，
+	// 服务端回显的也是它，只登记口令原文挡不住（AddBasicAuth 两者都登记）。
+	d.red.AddBasicAuth(o.PushAuth.Username, o.PushAuth.Password)
+	d.red.Add(o.PushAuth.BearerToken)
 	if err := d.checkAccuracyTargets(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -250,6 +257,7 @@ func newRunID(t time.Time) string {
 
 // run 执行全部场景并写出报告。
 func (d *driver) execute(parent context.Context) (Outcome, error) {
+	d.parent = parent
 	started := d.now()
 	rt := string(d.o.RunType)
 	if d.o.Retention >= 0 {
@@ -394,7 +402,11 @@ func (d *driver) withFunctionalBaselines(perf report.BaselineSource) report.Base
 	return report.WithFunctionalBaselines(perf, fb)
 }
 
-// skipScenario 把因中断或 abort 而未运行的场景登记进报告，使人能看到它被跳过的原因。
+// interrupted 报告运行是否被调用方中断（信号或取消），区别于作业超时。
+func (d *driver) interrupted() bool { return d.parent != nil && d.parent.Err() != nil }
+
+// skipScenario 把因中断、作业超时或 abort 而未运行的场景登记进报告，使人能看到它被跳过的原因。
+// 中断记为 interrupted（不是失败）；作业超时与 abort 是失败。
 func (d *driver) skipScenario(p *matrix.ScenarioPlan, ctx context.Context) {
 	sc := p.Scenario
 	d.addScenario(p)
@@ -402,7 +414,28 @@ func (d *driver) skipScenario(p *matrix.ScenarioPlan, ctx context.Context) {
 	if ctx.Err() != nil {
 		why = fmt.Sprintf("not run: %v", context.Cause(ctx))
 	}
+	if d.interrupted() {
+		d.recordInterrupted(sc.Name, report.StageDeploy, errors.New(why))
+		d.recordStage(sc.Name, report.StageResult{Stage: report.StageDeploy, Status: report.StageInterrupted, Reason: why})
+		return
+	}
 	d.recordError(sc.Name, report.StageDeploy, errors.New(why))
+	d.recordStage(sc.Name, report.StageResult{Stage: report.StageDeploy, Status: report.StageFailed, Reason: why})
+}
+
+// recordInterrupted 记录被中断的阶段（写入前由 report 脱敏）；它不是失败。
+func (d *driver) recordInterrupted(scenario string, stage report.Stage, err error) {
+	d.log.Warn("stage interrupted", "scenario", scenario, "stage", stage, "err", d.red.String(err.Error()))
+	if rerr := d.run.RecordInterrupted(scenario, stage, err); rerr != nil {
+		d.log.Warn("record interruption failed", "scenario", scenario, "err", rerr)
+	}
+}
+
+// recordStage 把阶段状态写进报告（summary.json 与 <scenario>/stage-<stage>.json）。
+func (d *driver) recordStage(scenario string, st report.StageResult) {
+	if err := d.run.RecordStage(scenario, st); err != nil {
+		d.log.Warn("record stage status failed", "scenario", scenario, "stage", st.Stage, "err", err)
+	}
 }
 
 // addScenario 在报告中登记场景的身份信息。

@@ -271,11 +271,6 @@ func (d *driver) push(ctx context.Context) {
 	}
 	pcfg := d.o.PushAuth
 	pcfg.URL, pcfg.Options = d.o.PushURL, d.o.PushOptions
-	for _, secret := range []string{pcfg.Password, pcfg.BearerToken} {
-		if secret != "" {
-			d.red.Add(secret)
-		}
-	}
 	pusher, err := metrics.NewPusher(pcfg)
 	if err != nil {
 		d.log.Error("pushgateway config invalid", "err", d.red.String(err.Error()))
