@@ -33,7 +33,8 @@ type Shard struct {
 	// 以该组的 Group.Index 调用它，它返回时该组开始计时；各分片的 Barrier 应在同一时刻返回
 	// （例如协调者等所有分片都报告就绪后一起放行），否则后面的分组按各分片跑完上一组的时刻
 	// 先后开始，合并因开始时刻相差过大而拒绝（ErrShardSkew）。返回错误时 RunShard 以该错误
-	// 结束（已完成分组的结果照常返回）。nil 表示不等待。第一组仍对齐到 StartAt。
+	// 结束（已完成分组的结果照常返回）。nil 表示不等待。StartAt 非零时第一组仍对齐到 StartAt；
+	// StartAt 为零时第一组也由 Barrier 放行（本机分片用它：子进程建好 prompt 池的时刻难以预估）。
 	Barrier func(ctx context.Context, group int) error
 }
 
@@ -98,13 +99,14 @@ func (r *runner) workerIDs(conc int) []int {
 	return ids
 }
 
-// alignStart 在分组开始计时之前对齐各分片：第一组等到约定的 StartAt，之后的组等 Barrier 放行
+// alignStart 在分组开始计时之前对齐各分片：第一组等到约定的 StartAt（未约定而有 Barrier 时
+// 等它放行），之后的组等 Barrier 放行
 // （未分片时不等）。对齐的参照时刻记在 release 里，capture 以它计算该组的 Skew。
 func (r *runner) alignStart(ctx context.Context, group int) error {
 	if r.sh == nil {
 		return nil
 	}
-	if !r.sh.started {
+	if !r.sh.started && (!r.sh.StartAt.IsZero() || r.sh.Barrier == nil) {
 		r.sh.started = true
 		r.sh.release = r.sh.StartAt
 		if d := time.Until(r.sh.StartAt); !r.sh.StartAt.IsZero() && d > 0 {
@@ -114,6 +116,7 @@ func (r *runner) alignStart(ctx context.Context, group int) error {
 		}
 		return nil
 	}
+	r.sh.started = true
 	r.sh.release = time.Time{}
 	if r.sh.Barrier == nil {
 		return nil

@@ -404,7 +404,7 @@ func TestShardBarrierBetweenGroups(t *testing.T) {
 
 	stop := errors.New("coordinator gone")
 	calls = nil
-	sh.StartAt = time.Time{}
+	sh.StartAt = time.Now()
 	sh.Barrier = func(_ context.Context, group int) error {
 		calls = append(calls, group)
 		if group == 2 {
@@ -419,7 +419,12 @@ func TestShardBarrierBetweenGroups(t *testing.T) {
 	if !slices.Equal(calls, []int{1, 2}) || len(res.Groups) != 2 || res.Groups[1].Group != 1 || res.Error != err.Error() {
 		t.Fatalf("after a barrier error: calls %v, %d groups, Error %q", calls, len(res.Groups), res.Error)
 	}
-	if res.Groups[0].Skew != 0 || res.Groups[1].Skew < 0 {
-		t.Errorf("skews %s %s: without StartAt group 0 has no reference (0), group 1 is relative to the release", res.Groups[0].Skew, res.Groups[1].Skew)
+
+	// 没有 StartAt 时第一组也由 Barrier 放行。
+	calls = nil
+	sh.StartAt = time.Time{}
+	sh.Barrier = func(_ context.Context, group int) error { calls = append(calls, group); return nil }
+	if _, err := RunShard(context.Background(), tgt, p, sh, nil); err != nil || !slices.Equal(calls, []int{0, 1, 2, 3}) {
+		t.Fatalf("without StartAt: calls %v, err %v; want the barrier before every group", calls, err)
 	}
 }

@@ -288,8 +288,8 @@ func splitShardOutput(r io.Reader, onReady func(group int)) (*bytes.Buffer, erro
 	return &kept, err
 }
 
-// runLocalShards 以 N 个本机子进程（本程序自身）跑各分片：第一组约定 2 秒后同时开始，之后的
-// 每组在所有子进程都跑完上一组后由本进程经 stdin 同时放行（localBarrier）；收集每个子进程
+// runLocalShards 以 N 个本机子进程（本程序自身）跑各分片：每一组都在所有子进程就绪（建好池、
+// 跑完上一组）后由本进程经 stdin 同时放行（localBarrier）；收集每个子进程
 // stdout 的结果行后合并。子进程失败时照样合并其余分片，缺的分片被点名、相应分组标为不完整。
 func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.Target, stderr io.Writer) ([]loadgen.Summary, error) {
 	// 分片子进程再带 --shards 会无限地自我复制（测试二进制被当作 bench 重新执行时
@@ -302,8 +302,9 @@ func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.
 		return nil, err
 	}
 	n := o.shard.local
-	start := time.Now().Add(2 * time.Second)
-	base := append(childArgs(args), "--shard-count", strconv.Itoa(n), "--shard-start", start.Format(time.RFC3339Nano),
+	// 不约定 --shard-start：每一组（含第一组）都由 localBarrier 在全部子进程就绪后放行——固定的
+	// 提前量在忙碌的机器上不够子进程建好 prompt 池（-race 下第一组曾相差 2 秒）。
+	base := append(childArgs(args), "--shard-count", strconv.Itoa(n),
 		"--shard-target", tgt.BaseURLs[0]+"|"+tgt.Model, "--quiet")
 	results := make([]*loadgen.ShardResult, n)
 	errs := make([]error, n)
