@@ -117,6 +117,9 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 	if p.DatasetType == DatasetCustom && len(inputs) == 0 {
 		inputs = []int{0}
 	}
+	if p.ControlMethod == ControlSweep {
+		return r.sweepAll(ctx, inputs)
+	}
 	var out []Summary
 	gi := 0
 	for _, in := range inputs {

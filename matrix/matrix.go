@@ -16,6 +16,7 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
 )
 
 // RunType 是运行类型：PR 流水线或每日任务。
@@ -112,6 +113,9 @@ type Defaults struct {
 		PR    Timeouts `yaml:"pr"`
 		Daily Timeouts `yaml:"daily"`
 	} `yaml:"timeouts"`
+	// Gates 是性能门禁的阈值与统计选项（mode、on_insufficient、confidence……），
+	// 零值字段取 report.DefaultThresholds 与规格行为。
+	Gates report.Thresholds `yaml:"gates"`
 }
 
 // FunctionalRun 是矩阵中某场景某运行类型的功能阶段设置。
@@ -454,6 +458,9 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 	}
 	mf.Defaults.Timeouts.PR = mf.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(RunPR))
 	mf.Defaults.Timeouts.Daily = mf.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(RunDaily))
+	if err := mf.Defaults.Gates.Validate(); err != nil {
+		d.ErrAt("defaults.gates", "", "%v", err)
+	}
 	if len(mf.Scenarios) == 0 {
 		d.ErrAt(scenarioKeyPath, "", "matrix must list at least one scenario")
 	}

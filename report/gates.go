@@ -79,6 +79,19 @@ type Thresholds struct {
 	MaxFailRate float64 `yaml:"max_fail_rate" json:"max_fail_rate"`
 	// RequireBaseline 为 true 时，无基线的性能门禁记为失败而不是 no_baseline。
 	RequireBaseline bool `yaml:"require_baseline" json:"require_baseline"`
+
+	// 以下是性能门禁的统计选项（见 perfstat.go 与 docs/report.md）；零值保持规格行为。
+	// Mode 为 spec（默认：点估计越过阈值即失败）或 significant（整个置信区间越过才失败）。
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// OnInsufficient 是样本不足以支撑分位数时的处理：spec（默认）、fail、warn 或 lower_quantile。
+	OnInsufficient string `yaml:"on_insufficient" json:"on_insufficient,omitempty"`
+	// Confidence 是置信水平，默认 0.95；Resamples 是自助法重抽样次数，默认 2000；
+	// Seed 是随机种子（同样的样本与种子永远得到同样的区间）。
+	Confidence float64 `yaml:"confidence" json:"confidence,omitempty"`
+	Resamples  int     `yaml:"resamples" json:"resamples,omitempty"`
+	Seed       int64   `yaml:"seed" json:"seed,omitempty"`
+	// PerGate 按门禁覆盖 Mode 与 OnInsufficient。
+	PerGate PerGateOptions `yaml:"per_gate" json:"per_gate"`
 }
 
 // DefaultThresholds 返回规格中的 PR 性能门禁阈值。
@@ -135,6 +148,13 @@ type Baseline struct {
 	E2EP99   time.Duration `json:"e2e_p99_ns"`
 	QPS      float64       `json:"qps"`
 	FailRate float64       `json:"fail_rate"`
+	// TTFT、E2E 是各轮时延摘要按字段的中位数（含 Count），用于判断样本是否支撑分位数
+	// 与 lower_quantile；Succeeded 是各轮成功请求数的中位数。
+	TTFT      loadgen.Latency `json:"-"`
+	E2E       loadgen.Latency `json:"-"`
+	Succeeded int64           `json:"-"`
+	// Samples 是该组合的逐请求样本（没有时为 nil：置信区间不可得）。
+	Samples *PerfSamples `json:"-"`
 }
 
 // BaselineSource 提供最近一次每日运行中同键的基线。found 为 false 表示没有
@@ -201,7 +221,9 @@ func Aggregate(rows []loadgen.Summary) Baseline {
 		qps = append(qps, r.QPS)
 		fr = append(fr, r.FailRate)
 	}
-	b := Baseline{QPS: -1}
+	b := Baseline{QPS: -1, Succeeded: medianSucceeded(rows)}
+	b.TTFT = aggregateLatency(rows, func(s *loadgen.Summary) loadgen.Latency { return s.TTFT })
+	b.E2E = aggregateLatency(rows, func(s *loadgen.Summary) loadgen.Latency { return s.E2E })
 	if len(ttft) > 0 {
 		b.TTFTP99 = time.Duration(median(ttft))
 	}
@@ -251,6 +273,7 @@ func BaselinesFromResult(res Result) StaticBaselines {
 		for _, k := range keys {
 			b := Aggregate(groups[k])
 			b.RunID = res.RunID
+			b.Samples = findSamples(sc.PerfSamples, k)
 			if b.Time.IsZero() {
 				b.Time = res.Started
 			}
@@ -275,6 +298,15 @@ type Gate struct {
 	Verdict     Verdict  `json:"verdict"`
 	Reason      string   `json:"reason,omitempty"`
 	BaselineRun string   `json:"baseline_run,omitempty"`
+
+	// 以下是性能门禁的统计证据（perfstat.go）。Quantile 是实际比较的分位点
+	// （lower_quantile 时可能低于 0.99）；Mode 是判定模式；Support 说明样本是否
+	// 足以支撑该分位；Samples 是两侧样本量；Interval 是相对变化的置信区间。
+	Quantile float64       `json:"quantile,omitempty"`
+	Mode     string        `json:"mode,omitempty"`
+	Support  string        `json:"support,omitempty"`
+	Samples  *GateSamples  `json:"samples,omitempty"`
+	Interval *GateInterval `json:"interval,omitempty"`
 }
 
 // ExitCode 返回门禁对应的退出码：任何一项失败为 ExitGateFailed；否则有被中断的
@@ -325,7 +357,9 @@ func Evaluate(ctx context.Context, res Result, th Thresholds, src BaselineSource
 			if err := ctx.Err(); err != nil {
 				return gates, fmt.Errorf("report: evaluate: %w", err)
 			}
-			gates = append(gates, perfGates(ctx, k, Aggregate(groups[k]), th, src)...)
+			cur := Aggregate(groups[k])
+			cur.Samples = findSamples(sc.PerfSamples, k)
+			gates = append(gates, perfGates(ctx, k, cur, th, src)...)
 		}
 	}
 	return gates, nil
@@ -536,17 +570,13 @@ func perfGates(ctx context.Context, k BaselineKey, cur Baseline, th Thresholds, 
 			base, found = b, true
 		}
 	}
-	type cmp struct {
-		metric    string
-		cur, base float64
-		limit     float64 // 允许的相对变化（正数）
-		higherBad bool    // 时延：变大为坏；QPS：变小为坏
-		valid     bool    // 当前值可测
-	}
-	cmps := []cmp{
-		{MetricTTFTP99, cur.TTFTP99.Seconds(), base.TTFTP99.Seconds(), th.TTFTP99Regression, true, cur.TTFTP99 > 0},
-		{MetricE2EP99, cur.E2EP99.Seconds(), base.E2EP99.Seconds(), th.E2EP99Regression, true, cur.E2EP99 > 0},
-		{MetricQPS, cur.QPS, base.QPS, th.QPSDrop, false, cur.QPS >= 0},
+	cmps := []perfCmp{
+		{metric: MetricTTFTP99, q: 0.99, cur: cur.TTFTP99.Seconds(), base: base.TTFTP99.Seconds(), curLat: cur.TTFT, baseLat: base.TTFT,
+			curN: cur.TTFT.Count, baseN: base.TTFT.Count, limit: th.TTFTP99Regression, higherBad: true, valid: cur.TTFTP99 > 0},
+		{metric: MetricE2EP99, q: 0.99, cur: cur.E2EP99.Seconds(), base: base.E2EP99.Seconds(), curLat: cur.E2E, baseLat: base.E2E,
+			curN: cur.E2E.Count, baseN: base.E2E.Count, limit: th.E2EP99Regression, higherBad: true, valid: cur.E2EP99 > 0},
+		{metric: MetricQPS, cur: cur.QPS, base: base.QPS, curN: cur.Succeeded, baseN: base.Succeeded,
+			limit: th.QPSDrop, valid: cur.QPS >= 0},
 	}
 	out := make([]Gate, 0, 4)
 	for _, c := range cmps {
@@ -568,21 +598,9 @@ func perfGates(ctx context.Context, k BaselineKey, cur Baseline, th Thresholds, 
 				g.Verdict = VerdictFail
 			}
 		default:
-			b := c.base
-			g.Baseline, g.BaselineRun = &b, base.RunID
-			d := (c.cur - c.base) / c.base
-			dp := d * 100
-			g.DeltaPct = &dp
-			switch {
-			case !c.valid:
-				g.Verdict, g.Reason = VerdictFail, c.metric+" not measurable in this run (no successful request)"
-			case c.higherBad && d > c.limit+eps:
-				g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed %+.1f%% vs baseline (limit +%.0f%%)", c.metric, dp, c.limit*100)
-			case !c.higherBad && d < -c.limit-eps:
-				g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s dropped %.1f%% vs baseline (limit −%.0f%%)", c.metric, -dp, c.limit*100)
-			default:
-				g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %+.1f%% vs baseline", c.metric, dp)
-			}
+			g.BaselineRun = base.RunID
+			c.curS, c.baseS = samplesFor(cur.Samples, c.metric), samplesFor(base.Samples, c.metric)
+			judge(&g, c, th)
 		}
 		if math.IsNaN(g.Current) {
 			g.Current = -1

@@ -49,6 +49,12 @@ func Load(fsys fs.FS) (Result, error) {
 		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), filePerf), &sc.Perf); err != nil {
 			return Result{}, err
 		}
+		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
+			return Result{}, err
+		}
+		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileCapacity), &sc.Capacity); err != nil {
+			return Result{}, err
+		}
 		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileTimeline), &sc.Timeline); err != nil {
 			return Result{}, err
 		}
@@ -86,7 +92,7 @@ func Load(fsys fs.FS) (Result, error) {
 		return Result{}, err
 	}
 	if sum.Complete {
-		res.Gates, res.Verdict, res.ExitCode = sum.Gates, sum.Verdict, sum.ExitCode
+		res.Gates, res.Verdict, res.ExitCode, res.Trend = sum.Gates, sum.Verdict, sum.ExitCode, sum.Trend
 		res.Finished, res.Complete = sum.Finished, true
 		res.Scenarios = orderLike(res.Scenarios, sum.Scenarios)
 	}

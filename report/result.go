@@ -42,8 +42,10 @@ type Result struct {
 	Interrupted bool       `json:"interrupted,omitempty"`
 	Scenarios   []Scenario `json:"scenarios"`
 	Gates       []Gate     `json:"gates,omitempty"`
-	Verdict     Verdict    `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
-	ExitCode    int        `json:"exit_code"`         // 与 ExitCode(Gates) 一致
+	// Trend 是每日运行的趋势分析（最近 N 个每日结果上的变点），见 DailyTrend。
+	Trend    *Trend  `json:"trend,omitempty"`
+	Verdict  Verdict `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
+	ExitCode int     `json:"exit_code"`         // 与 ExitCode(Gates) 一致
 }
 
 // SchemaVersion 是 summary.json 的格式版本，格式不兼容变化时递增。
@@ -59,11 +61,16 @@ type Scenario struct {
 
 	Functional *functional.Report `json:"functional,omitempty"`
 	Perf       []loadgen.Summary  `json:"perf,omitempty"`
+	// PerfSamples 是各压测组合的有界逐请求样本（<scenario>/perf/samples.json），
+	// 性能门禁用它计算置信区间；体积较大，不写进 summary.json。
+	PerfSamples []PerfSamples `json:"-"`
 	// Timeline 是 --bucket-interval 的实时时间线（各分组的行按时间顺序），单独存放在
 	// perf/timeline.json，不进 summary.json（长时间运行的行数可达数千）。
 	Timeline []loadgen.Timeline `json:"-"`
 	Accuracy []Accuracy         `json:"accuracy,omitempty"`
-	Errors   []StageError       `json:"errors,omitempty"`
+	// Capacity 是容量扫描（control_method: sweep）的结论，见 RecordCapacity。
+	Capacity []loadgen.SweepResult `json:"capacity,omitempty"`
+	Errors   []StageError          `json:"errors,omitempty"`
 	// Stages 是驱动登记的各阶段状态（按阶段顺序），让人和工具不必从错误列表里
 	// 推断"哪个阶段跑完了、哪个被中断了、哪个没跑"。
 	Stages []StageResult `json:"stages,omitempty"`

@@ -357,6 +357,10 @@ func (r *Run) persistScenarioLocked(sc *Scenario, rel string) error {
 			v = sc.Functional
 		case rel == path.Join(string(StagePerf), filePerf):
 			v = sc.Perf
+		case rel == path.Join(string(StagePerf), fileSamples):
+			v = sc.PerfSamples
+		case rel == path.Join(string(StagePerf), fileCapacity):
+			v = sc.Capacity
 		case rel == path.Join(string(StagePerf), fileTimeline):
 			v = sc.Timeline
 		case rel == path.Join(string(StageAccuracy), fileAccuracy):

@@ -21,6 +21,7 @@ type options struct {
 	chunkTimes, quiet                           bool
 	emuTTFT, emuITL                             time.Duration
 	emuTokensPerChunk                           int
+	emuMaxNumSeqs                               int // 容量扫描演示：模拟器同时执行的请求上限
 	p                                           loadgen.Profile
 	gen                                         genOptions // 仅 generate dataset 使用
 	shard                                       shardOptions
@@ -40,7 +41,7 @@ const (
 // --input-range-ratio-above/below 与 --prefix-length。
 func profDefs() []*optDef {
 	p := func(o *options) *loadgen.Profile { return &o.p }
-	return []*optDef{
+	return append([]*optDef{
 		// A.2 Dataset Options
 		{short: "dt", long: "dataset-type", kind: kString, field: "dataset_type",
 			help:   "custom (prompts from -i) or random (built-in text, cibench's default when -i is not given)",
@@ -249,7 +250,7 @@ func profDefs() []*optDef {
 		{long: "emu-itl", kind: kDuration, def: "0s", help: "in-process emulator (no -p): inter-token latency", setDur: func(o *options, v time.Duration) { o.emuITL = v }},
 		{long: "emu-tokens-per-chunk", kind: kInt, def: "1", min: 1, max: 1 << 16, help: "in-process emulator (no -p): tokens per SSE chunk",
 			setInt: func(o *options, v int) { o.emuTokensPerChunk = v }},
-	}
+	}, sweepDefs()...) // 容量扫描的选项单独成块，见 sweep.go
 }
 
 // setRequestRate 解析 -r：inf（闭环）或正数（请求/秒）。

@@ -327,9 +327,10 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	// 门禁、推送与报告在一个不受取消影响的 ctx 中完成：已测得的内容必须写出。
 	fin, finCancel := context.WithTimeout(context.WithoutCancel(parent), teardownTimeout)
 	defer finCancel()
+	// 门禁阈值：Options.Thresholds 优先，否则取 matrix.yaml 的 defaults.gates（零值字段即规格默认值）。
 	th := d.o.Thresholds
 	if th == (report.Thresholds{}) {
-		th = report.DefaultThresholds()
+		th = d.m.Defaults.Gates
 	}
 	gates, err := report.Evaluate(fin, run.Result(), th, baselines)
 	if err != nil {
@@ -342,6 +343,9 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		if gates, err = report.Evaluate(fin, run.Result(), th, baselines); err != nil {
 			d.log.Warn("gate evaluation incomplete", "err", err)
 		}
+	}
+	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
+		d.trend(run)
 	}
 	out := Outcome{Dir: run.Dir(), Interrupted: interrupted}
 	d.log.Info("gates evaluated", "gates", len(gates), "exit_code", report.ExitCode(gates))
@@ -404,6 +408,26 @@ func (d *driver) withFunctionalBaselines(perf report.BaselineSource) report.Base
 
 // interrupted 报告运行是否被调用方中断（信号或取消），区别于作业超时。
 func (d *driver) interrupted() bool { return d.parent != nil && d.parent.Err() != nil }
+
+// trend 对最近的每日结果做变点检测，把结论写进本次每日报告；失败只记日志（趋势是
+// 信息，不是门禁）。
+func (d *driver) trend(run *report.Run) {
+	root := d.o.BaselineArtifacts
+	if root == "" {
+		root = d.o.Artifacts
+	}
+	tr, err := report.DailyTrend(os.DirFS(root), run.Result(), report.TrendOptions{})
+	if err != nil {
+		d.log.Warn("daily trend failed", "dir", root, "err", err)
+		return
+	}
+	for _, c := range tr.NewChangePoints() {
+		d.log.Warn("new change point", "series", c.Series, "first_run", c.RunID, "before", c.Before, "after", c.After, "delta_pct", c.DeltaPct, "p", c.PValue)
+	}
+	if err := run.SetTrend(tr); err != nil {
+		d.log.Warn("recording daily trend failed", "err", err)
+	}
+}
 
 // skipScenario 把因中断、作业超时或 abort 而未运行的场景登记进报告，使人能看到它被跳过的原因。
 // 中断记为 interrupted（不是失败）；作业超时与 abort 是失败。
@@ -487,6 +511,15 @@ func (d *driver) summarize(out Outcome, gates []report.Gate) {
 	fmt.Fprintf(w, "gates: %s\n", strings.Join(verdicts, " "))
 	for _, g := range failed {
 		fmt.Fprintf(w, "  FAIL %s %s: %s\n", g.Scenario, g.Name, d.red.String(g.Reason))
+	}
+	for _, sc := range res.Scenarios {
+		for _, c := range sc.Capacity {
+			fmt.Fprintf(w, "  capacity %s in%d/out%d: %.2f req/s within %s (knee %.2f req/s, %d steps, %s)\n",
+				sc.Name, c.InputLength, c.OutputLength, c.MaxSustainableRate, c.SLO, c.KneeRate, len(c.Steps), c.Stop)
+		}
+	}
+	for _, c := range res.Trend.NewChangePoints() {
+		fmt.Fprintf(w, "  NEW change point %s at %s: %.4g → %.4g (%+.1f%%, p=%.3f)\n", c.Series, c.RunID, c.Before, c.After, c.DeltaPct, c.PValue)
 	}
 	if out.Interrupted {
 		fmt.Fprintf(w, "run INTERRUPTED: partial results kept\n")

@@ -242,6 +242,10 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 		if g.Verdict != report.VerdictFail || g.Baseline == nil || g.DeltaPct == nil || *g.DeltaPct < 100 || !strings.Contains(g.Reason, "regressed") {
 			t.Errorf("gate %s = %+v", g.Name, g)
 		}
+		// 每日运行留下了逐请求样本：门禁带区间；4–8 个样本撑不起 P99，如实标注。
+		if g.Interval == nil || g.Interval.LoPct < 100 || g.Samples == nil || g.Samples.Current != int64(4*g.Key.Concurrency) || g.Support != report.SupportInsufficient {
+			t.Errorf("gate %s evidence: interval %+v samples %+v support %q", g.Name, g.Interval, g.Samples, g.Support)
+		}
 	}
 	html, _ := os.ReadFile(filepath.Join(out.Dir, "report.html"))
 	if !bytes.Contains(html, []byte(ttft[0].Name)) {
