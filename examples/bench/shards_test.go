@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -23,7 +23,7 @@ import (
 // 固定延迟让各分片完成一组的时刻按各自的请求数确定地错开，不依赖机器忙闲。
 func slowProvider(t *testing.T, ttft time.Duration) string {
 	t.Helper()
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", TTFT: ttft})
+	em, err := emulator.New(emulator.Config{Model: "m", TTFT: ttft})
 	if err != nil {
 		t.Fatal(err)
 	}
