@@ -155,7 +155,7 @@ func (p *Pusher) GroupingKey(info RunInfo) (map[string]string, error) {
 		return nil, err
 	}
 	return map[string]string{
-		"job": p.cfg.Job, LabelModel: ri.Model, LabelQuant: ri.Quant, LabelScenario: ri.Scenario, LabelRunType: ri.RunType,
+		"job": p.cfg.Job, LabelModel: ri.Model, LabelQuant: ri.Quant, LabelScenario: ri.Scenario, LabelRunType: string(ri.RunType),
 	}, nil
 }
 

@@ -35,7 +35,7 @@ func ArtifactBaselines(fsys fs.FS) (StaticBaselines, error) {
 // dailyRuns 读取 daily/<run_id>/summary.json 中已完成的每日运行，按开始时间从旧到新
 // 排列（后者覆盖前者，于是每个键留下最近一次）。没有 daily 目录时返回空。
 func dailyRuns(fsys fs.FS) ([]Result, error) {
-	entries, err := fs.ReadDir(fsys, RunTypeDaily)
+	entries, err := fs.ReadDir(fsys, string(RunTypeDaily))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -48,7 +48,7 @@ func dailyRuns(fsys fs.FS) ([]Result, error) {
 			continue
 		}
 		var r Result
-		err := readJSON(fsys, path.Join(RunTypeDaily, e.Name(), fileSummary), &r)
+		err := readJSON(fsys, path.Join(string(RunTypeDaily), e.Name(), fileSummary), &r)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -225,7 +225,7 @@ func TestAggregateMedian(t *testing.T) {
 func TestArtifactBaselines(t *testing.T) {
 	root := t.TempDir()
 	write := func(id string, started time.Time, ttft time.Duration, finish bool) {
-		run, err := report.NewRun(root, report.RunTypeDaily, id, started)
+		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), started)
 		if err != nil {
 			t.Fatal(err)
 		}

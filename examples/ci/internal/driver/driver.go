@@ -251,7 +251,7 @@ func newRunID(t time.Time) string {
 // run 执行全部场景并写出报告。
 func (d *driver) execute(parent context.Context) (Outcome, error) {
 	started := d.now()
-	rt := string(d.o.RunType)
+	rt := d.o.RunType
 	if d.o.Retention >= 0 {
 		ret := d.o.Retention
 		if ret == 0 {
@@ -265,7 +265,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	}
 	// 基线在本次运行开始前读取：本次运行自身（尚未完成）永远不会成为基线。
 	baselines := d.baselines()
-	run, err := report.NewRun(d.o.Artifacts, rt, d.runID, started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithRedactor(d.red))
+	run, err := report.NewRun(d.o.Artifacts, rt, report.RunID(d.runID), started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithRedactor(d.red))
 	if err != nil {
 		return Outcome{ExitCode: report.ExitError}, fmt.Errorf("ci: %w", err)
 	}

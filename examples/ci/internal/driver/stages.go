@@ -277,7 +277,7 @@ func (d *driver) push(ctx context.Context) {
 	}
 	for _, sc := range d.run.Result().Scenarios {
 		res := metrics.Results{
-			Info: metrics.RunInfo{Model: sc.Model, Quant: sc.Quant, Scenario: sc.Name, RunType: string(d.o.RunType),
+			Info: metrics.RunInfo{Model: sc.Model, Quant: sc.Quant, Scenario: sc.Name, RunType: d.o.RunType,
 				Commit: d.o.Commit, Branch: d.o.Branch, RunID: d.runID},
 			Perf:       sc.Perf,
 			Functional: sc.Functional,
