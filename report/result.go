@@ -36,14 +36,14 @@ type RunID string
 // 字段全部可序列化，以便分阶段执行（每个 CI job 一个阶段）时从产物目录
 // 重新装配（见 Load）。
 type Result struct {
-	Schema   string    `json:"schema"`
+	Schema   string       `json:"schema"`
 	RunType  runtype.Type `json:"run_type"`
-	RunID    string    `json:"run_id"`
-	Commit   string    `json:"commit,omitempty"`
-	Branch   string    `json:"branch,omitempty"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished,omitzero"`
-	Complete bool      `json:"complete"` // Finish 之后为 true；中断或只跑了部分阶段的运行保持 false
+	RunID    string       `json:"run_id"`
+	Commit   string       `json:"commit,omitempty"`
+	Branch   string       `json:"branch,omitempty"`
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished,omitzero"`
+	Complete bool         `json:"complete"` // Finish 之后为 true；中断或只跑了部分阶段的运行保持 false
 	// Interrupted 表示运行被信号或作业超时中断（FinishIncomplete 时记录）。
 	Interrupted bool       `json:"interrupted,omitempty"`
 	Scenarios   []Scenario `json:"scenarios"`
