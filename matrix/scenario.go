@@ -60,40 +60,22 @@ func (q Quant) checkEnum() error {
 }
 
 // Feature 是场景声明的服务能力，决定哪些功能套件有意义、哪些期望应当成立。
-type Feature string
+// 它是 functional.Feature 的别名：矩阵校验与功能测试用同一个枚举，拼写错误在
+// 加载时即被点名（见 functional.Feature.Check）。
+type Feature = functional.Feature
 
-// 已知能力取值。
+// 已知能力取值（functional 包同名常量的别名）。
 const (
-	FeatureGuidedDecoding    Feature = "guided_decoding"
-	FeatureStructuredOutputs Feature = "structured_outputs"
-	FeatureFunctionCall      Feature = "function_call"
-	FeatureReasoning         Feature = "reasoning"
-	FeatureMultimodal        Feature = "multimodal"
-	FeatureSpecDecode        Feature = "spec_decode"
-	FeaturePrefixCaching     Feature = "prefix_caching"
-	FeatureEmbeddings        Feature = "embeddings"
-	FeatureRerank            Feature = "rerank"
+	FeatureGuidedDecoding    = functional.FeatureGuidedDecoding
+	FeatureStructuredOutputs = functional.FeatureStructuredOutputs
+	FeatureFunctionCall      = functional.FeatureFunctionCall
+	FeatureReasoning         = functional.FeatureReasoning
+	FeatureMultimodal        = functional.FeatureMultimodal
+	FeatureSpecDecode        = functional.FeatureSpecDecode
+	FeaturePrefixCaching     = functional.FeaturePrefixCaching
+	FeatureEmbeddings        = functional.FeatureEmbeddings
+	FeatureRerank            = functional.FeatureRerank
 )
-
-// knownFeatures 列出全部已知能力，顺序即错误信息中的顺序。
-var knownFeatures = []Feature{
-	FeatureGuidedDecoding, FeatureStructuredOutputs, FeatureFunctionCall, FeatureReasoning, FeatureMultimodal,
-	FeatureSpecDecode, FeaturePrefixCaching, FeatureEmbeddings, FeatureRerank,
-}
-
-// checkEnum 拒绝未知能力名，避免拼写错误让某个套件悄悄不运行。
-func (f Feature) checkEnum() error {
-	for _, k := range knownFeatures {
-		if f == k {
-			return nil
-		}
-	}
-	names := make([]string, len(knownFeatures))
-	for i, k := range knownFeatures {
-		names[i] = string(k)
-	}
-	return fmt.Errorf("unknown feature (want one of %s)", strings.Join(names, ", "))
-}
 
 // Health 描述部署就绪的判断方式：轮询 GET path 直到 200 或超时。
 type Health struct {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-cibench/cibench/functional"
 )
 
 // maxNodes 限制一次解码访问的 YAML 节点总数。别名（&a / *a）可以让很小的
@@ -187,6 +189,7 @@ var (
 	textType      = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
 	nodeDecType   = reflect.TypeOf((*nodeDecoder)(nil)).Elem()
 	enumType      = reflect.TypeOf((*enumValue)(nil)).Elem()
+	featureType   = reflect.TypeOf(functional.Feature(""))
 )
 
 // decode 把节点 n 解码进 v（必须可寻址），path 是该值的字段路径。
@@ -273,6 +276,12 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 	}
 	if pt.Implements(enumType) && !isNull(n) {
 		if err := v.Addr().Interface().(enumValue).checkEnum(); err != nil {
+			d.errorf(n, path, n.Value, "%v", err)
+		}
+	}
+	// functional.Feature 属于别的包，不能有本包的私有方法，单独校验。
+	if t == featureType && !isNull(n) {
+		if err := v.Interface().(functional.Feature).Check(); err != nil {
 			d.errorf(n, path, n.Value, "%v", err)
 		}
 	}
