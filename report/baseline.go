@@ -134,17 +134,18 @@ func ArtifactFunctionalBaselines(fsys fs.FS) (FunctionalBaselines, error) {
 }
 
 // MetricsBaselines 把 metrics 包的基线读取器（Prometheus 的 PromBaseline 或
-// 汇总 CSV 的 CSVBaseline）适配为 BaselineSource。每个场景只查询一次并缓存，
+// 汇总 CSV 的 CSVBaseline）的 Baseline 方法适配为 BaselineSource——项目里唯一的
+// 基线抽象：report.MetricsBaselines(pb.Baseline)。每个场景只查询一次并缓存，
 // 避免每个组合都发一轮 PromQL。metrics.ErrNoBaseline 视为"没有基线"而非错误。
 //
 // 并发：返回值可被多个 goroutine 同时使用。
-func MetricsBaselines(src metrics.BaselineSource) BaselineSource {
-	return &metricsAdapter{src: src, cache: map[metrics.RunInfo]metricsEntry{}}
+func MetricsBaselines(read func(ctx context.Context, info metrics.RunInfo) (metrics.Baseline, error)) BaselineSource {
+	return &metricsAdapter{read: read, cache: map[metrics.RunInfo]metricsEntry{}}
 }
 
 // metricsAdapter 是 MetricsBaselines 的实现。
 type metricsAdapter struct {
-	src   metrics.BaselineSource
+	read  func(ctx context.Context, info metrics.RunInfo) (metrics.Baseline, error)
 	mu    sync.Mutex
 	cache map[metrics.RunInfo]metricsEntry
 }
@@ -163,7 +164,7 @@ func (m *metricsAdapter) Lookup(ctx context.Context, key BaselineKey) (Baseline,
 	e, ok := m.cache[info]
 	m.mu.Unlock()
 	if !ok {
-		b, err := m.src.Baseline(ctx, info)
+		b, err := m.read(ctx, info)
 		switch {
 		case errors.Is(err, metrics.ErrNoBaseline):
 			e = metricsEntry{}

@@ -360,7 +360,7 @@ func (d *driver) baselines() report.BaselineSource {
 		pb, err := metrics.NewPromBaseline(metrics.PromBaselineConfig{URL: d.o.BaselinePrometheus, Prefix: d.o.PushOptions.Prefix})
 		if err == nil {
 			d.log.Info("perf baselines from Prometheus", "url", d.red.String(d.o.BaselinePrometheus))
-			return d.withFunctionalBaselines(report.MetricsBaselines(pb))
+			return d.withFunctionalBaselines(report.MetricsBaselines(pb.Baseline))
 		}
 		d.log.Warn("prometheus baseline config invalid; falling back to artifacts", "err", d.red.String(err.Error()))
 	}
