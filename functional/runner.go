@@ -7,13 +7,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vllm-cibench/cibench/internal/retry"
 )
 
 // Options 是 Runner 的执行参数（带 yaml 标签，可放进配置文件）。
 type Options struct {
 	// RequestTimeout 是单个 HTTP 请求（含读完响应体）的超时，默认 120s。
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout"`
-	// Retries 是传输错误、5xx 与 429 的重试次数，默认 2；负数表示不重试。
+	// Retries 是传输错误、5xx 与 429 的重试次数：0 取默认 2，负数表示不重试
+	// （与 metrics 推送、accuracy 的 Retries 同一语义，见 internal/retry）。
 	Retries int `yaml:"retries" json:"retries"`
 	// MaxRetryAfter 是 429 的 Retry-After 愿意等待的上限，默认 10s；服务端要求等得
 	// 更久时不再重试，用例以写明 Retry-After 的失败结束（而不是把作业拖到超时）。
@@ -39,11 +42,7 @@ func (o Options) withDefaults() Options {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = d.RequestTimeout
 	}
-	if o.Retries == 0 {
-		o.Retries = d.Retries
-	} else if o.Retries < 0 {
-		o.Retries = 0
-	}
+	o.Retries = retry.Count(o.Retries, d.Retries)
 	if o.RetryBackoff == 0 {
 		o.RetryBackoff = d.RetryBackoff
 	}
