@@ -146,13 +146,13 @@ type ChatSampler struct {
 func NewChatSampler(cfg ChatConfig) (*ChatSampler, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("accuracy: chat: base URL %q must be an absolute http(s) URL", cfg.BaseURL)
+		return nil, optErrf("accuracy: chat: base URL %q must be an absolute http(s) URL", cfg.BaseURL)
 	}
 	if cfg.Model == "" {
-		return nil, fmt.Errorf("accuracy: chat: model (served-model-name) is required")
+		return nil, optErrf("accuracy: chat: model (served-model-name) is required")
 	}
 	if cfg.MaxTokens < 0 || cfg.Timeout < 0 || cfg.Backoff < 0 || cfg.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("accuracy: chat: negative max_tokens/timeout/backoff/max_body_bytes")
+		return nil, optErrf("accuracy: chat: negative max_tokens/timeout/backoff/max_body_bytes")
 	}
 	cfg.Retries = retry.Count(cfg.Retries, DefaultRetries)
 	if cfg.Backoff == 0 {

@@ -120,12 +120,26 @@ func (e *ConfigError) Error() string {
 	return s
 }
 
-// ErrConfig 被所有配置错误（*ConfigError 与 CheckTarget 的错误）包装，调用方可据此区分
+// ErrConfig 被所有配置错误（*ConfigError、CheckTarget 与各构造函数的参数错误）包装，调用方可据此区分
 // "配置写错了"与"运行时失败"。
 var ErrConfig = errors.New("accuracy: invalid configuration")
 
 // Is 让 errors.Is(err, ErrConfig) 对 *ConfigError 成立。
 func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// optError 是构造参数（ChatConfig、各评测的 Options、数据源地址）写错的错误：
+// 文本与以前一样，同时 errors.Is(err, ErrConfig) 成立，调用方不必解析文本就能
+// 区分"配置写错"与运行期失败。
+type optError struct{ msg string }
+
+// Error 返回原样的说明。
+func (e *optError) Error() string { return e.msg }
+
+// Is 让 errors.Is(err, ErrConfig) 成立。
+func (e *optError) Is(target error) bool { return target == ErrConfig }
+
+// optErrf 按格式构造 *optError。
+func optErrf(format string, args ...any) error { return &optError{msg: fmt.Sprintf(format, args...)} }
 
 // cfgErr 构造 *ConfigError。
 func cfgErr(field string, value any, format string, args ...any) *ConfigError {

@@ -105,8 +105,8 @@ type Reasoning struct {
 	Keys []string `yaml:"reasoning_keys"`
 }
 
-// DefaultReasoningKeys 是未配置时查找推理轨迹的字段名。
-var DefaultReasoningKeys = []string{"reasoning_content", "reasoning"}
+// DefaultReasoningKeys 返回未配置时查找推理轨迹的字段名（每次一个新切片，调用方可以随意修改）。
+func DefaultReasoningKeys() []string { return []string{"reasoning_content", "reasoning"} }
 
 // PD 记录 PD 分离部署各角色的参数（规格第 2 节的 gen_pd_deploy 参数）。
 // 部署 YAML 由用户提供，这里的参数用于报告与标签，便于对比不同配比。
@@ -244,7 +244,7 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 		s.Health.Interval = DefaultHealthInterval
 	}
 	if len(s.Reasoning.Keys) == 0 {
-		s.Reasoning.Keys = append([]string(nil), DefaultReasoningKeys...)
+		s.Reasoning.Keys = DefaultReasoningKeys()
 	}
 	for i, k := range s.Reasoning.Keys {
 		if k == "" {
