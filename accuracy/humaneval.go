@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/vllm-cibench/cibench/internal/pyrandom"
 )
 
@@ -200,18 +202,16 @@ func (h *HumanEval) Score(ctx context.Context, ex Example, responses []string) (
 	// 至多 4 个补全同时执行；结果按补全顺序记录。
 	outcomes := make([]string, len(completions))
 	errs := make([]error, len(completions))
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
+	// 错误按补全顺序取第一个（而不是最先发生的），所以 Go 的函数只记录、不返回错误。
+	var g errgroup.Group
+	g.SetLimit(4)
 	for i := range completions {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			outcomes[i], errs[i] = h.check(ctx, p, completions[i])
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	passed := make([]int, len(responses))
 	correct := 0
 	for i, o := range outcomes {

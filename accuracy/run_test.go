@@ -103,7 +103,7 @@ func TestNullContentAndBadJSON(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1/", Model: "m", APIKey: "sk-test", SystemMessage: "sys", Backoff: time.Millisecond})
+	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1/", Model: "m", APIKey: "sk-test", SystemMessage: "sys", Backoff: time.Millisecond, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/vllm-cibench/cibench/internal/retry"
 )
@@ -94,25 +95,28 @@ func NewRunner(target Target, opts Options) (*Runner, error) {
 func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 	start := r.opts.Now()
 	results := make([]Result, len(cases))
-	sem := make(chan struct{}, r.opts.Parallelism)
-	var wg sync.WaitGroup
+	notStarted := func(i int) Result {
+		return Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusCancelled, Reason: "run cancelled before start: " + context.Cause(ctx).Error()}
+	}
+	// 用例从不返回错误（失败只进报告），所以这里只用 errgroup 的并发上限；
+	// ctx 取消后还没拿到名额的用例记为未开始即取消。
+	var g errgroup.Group
+	g.SetLimit(r.opts.Parallelism)
 	for i := range cases {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
 		if ctx.Err() != nil {
-			results[i] = Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusCancelled, Reason: "run cancelled before start: " + context.Cause(ctx).Error()}
+			results[i] = notStarted(i)
 			continue
 		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				results[i] = notStarted(i)
+				return nil
+			}
 			results[i] = r.runOne(ctx, cases[i])
-		}(i)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	rep := Report{Model: r.target.Model, Started: start, Duration: r.opts.Now().Sub(start), Results: results}
 	rep.Suites = Summarize(results)
 	return rep, ctx.Err()
