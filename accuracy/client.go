@@ -126,6 +126,19 @@ func ErrorClass(err error) string {
 	return "transport"
 }
 
+// redactedError 让传输错误的文本经过脱敏（URL 或服务端回显里可能带密钥），
+// 同时保留原错误链供 errors.Is/As 判断类别；Error 只返回脱敏后的文本。
+type redactedError struct {
+	msg string
+	err error
+}
+
+// Error 返回脱敏后的文本。
+func (e *redactedError) Error() string { return e.msg }
+
+// Unwrap 返回原错误，使 errors.Is(err, context.DeadlineExceeded) 等判断照常成立。
+func (e *redactedError) Unwrap() error { return e.err }
+
 // errDecode 标记响应体无法解析。
 var errDecode = errors.New("cannot decode response")
 
@@ -261,7 +274,9 @@ func (c *ChatSampler) once(ctx context.Context, body []byte) (string, error) {
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("accuracy: chat: %s", c.red.String(err.Error()))
+		// 文本脱敏，但保留错误链：超时（context.DeadlineExceeded、net.Error.Timeout）
+		// 必须仍能被 errorClass 认出，否则会被归为 transport。
+		return "", fmt.Errorf("accuracy: chat: %w", &redactedError{msg: c.red.String(err.Error()), err: err})
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))

@@ -466,3 +466,30 @@ func TestNumThreadsLimitIsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentServerIsTimeoutClass 是 hostile 套件 ci/silence 行的复现：服务端接受请求后
+// 不回答，单次请求时限到期。旧代码为了脱敏把传输错误压成字符串，丢了错误链，
+// 于是 ErrorClass 给出 "transport" 而不是 "timeout"；错误文本仍须经过脱敏。
+func TestSilentServerIsTimeoutClass(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1", Model: "m", APIKey: "sk-canary-silent",
+		Timeout: 50 * time.Millisecond, Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Sample(context.Background(), nil)
+	if got := accuracy.ErrorClass(err); got != "timeout" {
+		t.Fatalf("class = %q, want timeout (err=%v)", got, err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error chain lost DeadlineExceeded: %v", err)
+	}
+}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
 // ErrConfig 是配置非法时所有错误共同包裹的哨兵，调用方用 errors.Is 判断。
@@ -327,11 +329,10 @@ func (c *Config) Decode(name string, r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("functional: decode %s: %w", name, err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	next := c.clone()
-	if err := dec.Decode(&next); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
+	// 与矩阵、档位、providers.yaml 同一个严格解码器："name:行:列: 字段路径: 原因"。
+	if err := yamlstrict.Unmarshal(name, data, &next); err != nil && !errors.Is(err, yamlstrict.ErrEmpty) {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := next.Validate(); err != nil {
 		var doc yaml.Node

@@ -55,7 +55,7 @@ func TestConfigDecodeOverlaysAndRejects(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, doc, want string }{
 		{"unknown.yaml", "chat_core: {max_tokenz: 8}\n", "max_tokenz"},
-		{"type.yaml", "params_boundary: {top_k: [one]}\n", "line 1"},
+		{"type.yaml", "params_boundary: {top_k: [one]}\n", `type.yaml:1:27: params_boundary.top_k[0]: want an integer`},
 		{"range.yaml", "params_boundary: {top_p: [1.5]}\n", "params_boundary.top_p=1.5"},
 		{"n.yaml", "chat_core: {n: 1}\n", "chat_core.n=1"},
 		{"hist.yaml", "chat_core: {history: [a]}\n", "chat_core.history"},

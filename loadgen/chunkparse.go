@@ -25,6 +25,21 @@ type chunkFields struct {
 	promptTok int64
 	complTok  int64
 	reasonTok int64 // -1 表示 usage 中没有 reasoning_tokens
+	hasCompl  bool  // usage 中有非 null 的 completion_tokens
+	// choices 是本事件中每个 choice 的 index、是否带 finish_reason、是否带输出，按出现顺序；
+	// 上面的 content 等字段只取自第一个 choice。协议检查（重复的 finish、finish 之后的输出、
+	// 同一事件里重复的 index）要看全部 choice。
+	choices []choiceMark
+	// flatError 为 true 表示旧版 vLLM 的平铺错误形态（顶层 "object":"error"），flatMsg 是其顶层 message。
+	flatError bool
+	flatMsg   string
+}
+
+// choiceMark 是一个 choice 在协议检查中需要的全部信息。
+type choiceMark struct {
+	index  int64
+	finish bool // 带非 null 的 finish_reason
+	output bool // 带非空的 content / text / reasoning / tool_calls
 }
 
 // chunkScanner 是为 OpenAI 流式 chunk 专门写的单遍 JSON 扫描器：只识别需要的
@@ -35,15 +50,20 @@ type chunkScanner struct {
 	i   int
 	buf []byte // 转义字符串的解码缓冲（复用）
 	out chunkFields
+	// index 是正在解析的 choice 的 index（缺省 0）
+	index int64
 }
 
 // scan 解析 s；返回的字段在下一次调用前有效。
 func (c *chunkScanner) scan(s string) (*chunkFields, error) {
 	c.s, c.i, c.buf = s, 0, c.buf[:0]
-	c.out = chunkFields{reasonTok: -1}
+	c.out = chunkFields{reasonTok: -1, choices: c.out.choices[:0]}
 	c.ws()
 	if err := c.object(c.top); err != nil {
 		return nil, err
+	}
+	if c.out.flatError && !c.out.hasError {
+		c.out.hasError, c.out.errMsg = true, c.out.flatMsg
 	}
 	return &c.out, nil
 }
@@ -126,25 +146,31 @@ func (c *chunkScanner) top(key string) error {
 			}
 			return c.skip()
 		})
+	case "object":
+		// 热路径上这里是 "chat.completion.chunk"：只比较前缀，不解码。
+		c.out.flatError = strings.HasPrefix(c.s[c.i:], `"error"`)
+	case "message":
+		if c.peek() == '"' {
+			v, err := c.str()
+			c.out.flatMsg = v
+			return err
+		}
 	case "choices":
 		if c.peek() != '[' {
 			return c.skip()
 		}
 		c.i++
 		c.ws()
-		first := true
 		for c.i < len(c.s) && c.s[c.i] != ']' {
 			var err error
-			if first && c.peek() == '{' {
-				c.out.hasChoice = true
-				err = c.object(c.choice)
+			if c.peek() == '{' {
+				err = c.oneChoice()
 			} else {
 				err = c.skip()
 			}
 			if err != nil {
 				return err
 			}
-			first = false
 			c.ws()
 			if c.i < len(c.s) && c.s[c.i] == ',' {
 				c.i++
@@ -166,9 +192,39 @@ func (c *chunkScanner) top(key string) error {
 	return c.skip()
 }
 
-// choice 处理 choices[0] 的键。
+// oneChoice 解析 choices 中的一个对象并记下它的 choiceMark。第一个 choice 的内容字段留在
+// c.out 中；之后的 choice 借用同一组字段解析，再恢复第一个的值（转义解码只追加到 c.buf，
+// 先前取出的字符串仍然有效）。
+func (c *chunkScanner) oneChoice() error {
+	o := &c.out
+	first := !o.hasChoice
+	content, reasoning, tools, finish := o.content, o.reasoning, o.tools, o.finish
+	o.content, o.reasoning, o.tools, o.finish, c.index = "", "", false, "", 0
+	err := c.object(c.choice)
+	o.choices = append(o.choices, choiceMark{index: c.index, finish: o.finish != "",
+		output: o.content != "" || o.reasoning != "" || o.tools})
+	if !first {
+		o.content, o.reasoning, o.tools, o.finish = content, reasoning, tools, finish
+	}
+	o.hasChoice = true
+	return err
+}
+
+// choice 处理一个 choice 的键。
 func (c *chunkScanner) choice(key string) error {
 	switch key {
+	case "index":
+		// 热路径上是一位数：直接读，免去 skip + ParseInt。
+		if j := c.i + 1; j < len(c.s) && c.s[c.i] >= '0' && c.s[c.i] <= '9' && (c.s[j] < '0' || c.s[j] > '9') && c.s[j] != '.' && c.s[j] != 'e' && c.s[j] != 'E' {
+			c.index = int64(c.s[c.i] - '0')
+			c.i = j
+			return nil
+		}
+		if c.peek() != 'n' {
+			v, err := c.int()
+			c.index = v
+			return err
+		}
 	case "delta", "message":
 		if c.peek() != '{' {
 			return c.skip()
@@ -233,8 +289,11 @@ func (c *chunkScanner) usage(key string) error {
 		c.out.promptTok = v
 		return err
 	case "completion_tokens":
+		if c.peek() == 'n' {
+			return c.skip()
+		}
 		v, err := c.int()
-		c.out.complTok = v
+		c.out.complTok, c.out.hasCompl = v, true
 		return err
 	case "completion_tokens_details":
 		if c.peek() != '{' {

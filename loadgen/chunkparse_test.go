@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -15,35 +16,41 @@ func TestChunkScannerFields(t *testing.T) {
 		want chunkFields
 	}{
 		{"role chunk", `{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null}`,
-			chunkFields{hasChoice: true, reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{}}, reasonTok: -1}},
 		{"content", `{"choices":[{"delta":{"content":"你好 world"},"finish_reason":null}]}`,
-			chunkFields{hasChoice: true, content: "你好 world", reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{output: true}}, content: "你好 world", reasonTok: -1}},
 		{"escaped content", `{"choices":[{"delta":{"content":"a\"b\\c\n\u4e2d\ud83d\ude00"}}]}`,
-			chunkFields{hasChoice: true, content: "a\"b\\c\n中😀", reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{output: true}}, content: "a\"b\\c\n中😀", reasonTok: -1}},
 		{"reasoning new", `{"choices":[{"delta":{"reasoning":"think"}}]}`,
-			chunkFields{hasChoice: true, reasoning: "think", reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{output: true}}, reasoning: "think", reasonTok: -1}},
 		{"reasoning old", `{"choices":[{"delta":{"reasoning_content":"old"}}]}`,
-			chunkFields{hasChoice: true, reasoning: "old", reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{output: true}}, reasoning: "old", reasonTok: -1}},
 		{"tool call", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}`,
-			chunkFields{hasChoice: true, tools: true, reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{output: true}}, tools: true, reasonTok: -1}},
 		{"empty tool list", `{"choices":[{"delta":{"tool_calls":[ ]}}]}`,
-			chunkFields{hasChoice: true, reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{}}, reasonTok: -1}},
 		{"completion text", `{"choices":[{"text":" hi","finish_reason":"length","stop_reason":null}]}`,
-			chunkFields{hasChoice: true, content: " hi", finish: "length", reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{finish: true, output: true}}, content: " hi", finish: "length", reasonTok: -1}},
 		{"usage", `{"choices":[],"usage":{"prompt_tokens":12,"total_tokens":20,"completion_tokens":8,"completion_tokens_details":{"reasoning_tokens":3}}}`,
-			chunkFields{hasUsage: true, promptTok: 12, complTok: 8, reasonTok: 3}},
+			chunkFields{hasUsage: true, promptTok: 12, complTok: 8, hasCompl: true, choices: []choiceMark{}, reasonTok: 3}},
 		{"usage null details", `{"usage":{"prompt_tokens":1,"completion_tokens":2,"completion_tokens_details":null}}`,
-			chunkFields{hasUsage: true, promptTok: 1, complTok: 2, reasonTok: -1}},
+			chunkFields{hasUsage: true, promptTok: 1, complTok: 2, hasCompl: true, reasonTok: -1}},
+		{"usage null completion", `{"usage":{"prompt_tokens":1,"completion_tokens":null}}`,
+			chunkFields{hasUsage: true, promptTok: 1, reasonTok: -1}},
 		{"error object", `{"error":{"message":"boom","type":"InternalServerError","code":500}}`,
 			chunkFields{hasError: true, errMsg: "boom", reasonTok: -1}},
 		{"error null", `{"error":null,"choices":[{"delta":{"content":"x"}}]}`,
-			chunkFields{hasChoice: true, content: "x", reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{output: true}}, content: "x", reasonTok: -1}},
 		{"flat error", `{"object":"error","message":"m","error":"bad"}`,
-			chunkFields{hasError: true, errMsg: "bad", reasonTok: -1}},
-		{"second choice ignored", `{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`,
-			chunkFields{hasChoice: true, content: "a", reasonTok: -1}},
+			chunkFields{hasError: true, errMsg: "bad", flatError: true, flatMsg: "m", reasonTok: -1}},
+		{"old flat error", `{"object":"error","message":"engine \"x\" died","type":"InternalServerError","param":null,"code":500}`,
+			chunkFields{hasError: true, errMsg: "engine \"x\" died", flatError: true, flatMsg: "engine \"x\" died", reasonTok: -1}},
+		{"chunk object is not an error", `{"object":"chat.completion.chunk","choices":[{"index":3,"delta":{"content":"a"}}]}`,
+			chunkFields{hasChoice: true, choices: []choiceMark{{index: 3, output: true}}, content: "a", reasonTok: -1}},
+		{"second choice marked, its content ignored", `{"choices":[{"delta":{"content":"a\n"}},{"index":1,"delta":{"content":"b\n"},"finish_reason":"stop"},{"index":2,"delta":{}}]}`,
+			chunkFields{hasChoice: true, choices: []choiceMark{{output: true}, {index: 1, finish: true, output: true}, {index: 2}}, content: "a\n", reasonTok: -1}},
 		{"whitespace", " { \"choices\" : [ { \"delta\" : { \"content\" : \"z\" } } ] , \"x\" : [1, {\"y\": \"}\"}] } ",
-			chunkFields{hasChoice: true, content: "z", reasonTok: -1}},
+			chunkFields{hasChoice: true, choices: []choiceMark{{output: true}}, content: "z", reasonTok: -1}},
 	}
 	var sc chunkScanner
 	for _, c := range cases {
@@ -51,7 +58,10 @@ func TestChunkScannerFields(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if *got != c.want {
+		if len(got.choices) == 0 && len(c.want.choices) == 0 {
+			got.choices, c.want.choices = nil, nil // 复用的空切片与 nil 等价
+		}
+		if !reflect.DeepEqual(*got, c.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, *got, c.want)
 		}
 	}
@@ -138,10 +148,12 @@ func FuzzChunkScannerMatchesEncodingJSON(f *testing.F) {
 	f.Add(`{"choices":[{"delta":{"content":"a\"b\u00e9"}}],"usage":{"completion_tokens":3}}`)
 	f.Add(`{"id":"x","choices":[{"index":0,"delta":{"reasoning":"r"},"finish_reason":null}],"usage":null}`)
 	f.Add(`{"error":{"message":"boom"}}`)
+	f.Add(`{"object":"error","message":"flat"}`)
 	f.Add(`{"choices":[{"text":"t"}],"x":[1,{"y":"}"}]}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		var ref struct {
 			Error   json.RawMessage `json:"error"`
+			Object  string          `json:"object"`
 			Choices []struct {
 				Delta *struct {
 					Content   *string `json:"content"`
@@ -157,7 +169,7 @@ func FuzzChunkScannerMatchesEncodingJSON(f *testing.F) {
 			return // 只比较两边都接受的合法 UTF-8 输入（encoding/json 会替换非法字节）
 		}
 		// encoding/json 的键名匹配不区分大小写，而线上格式区分：含大小写变体的输入不比较。
-		for _, k := range []string{`"choices"`, `"delta"`, `"content"`, `"reasoning"`, `"text"`, `"usage"`, `"error"`, `"completion_tokens"`} {
+		for _, k := range []string{`"choices"`, `"delta"`, `"content"`, `"reasoning"`, `"text"`, `"usage"`, `"error"`, `"completion_tokens"`, `"object"`} {
 			if strings.Count(strings.ToLower(s), k) != strings.Count(s, k) {
 				return
 			}
@@ -170,7 +182,7 @@ func FuzzChunkScannerMatchesEncodingJSON(f *testing.F) {
 			}
 			t.Fatalf("scanner rejected valid JSON %q: %v", s, err)
 		}
-		wantErr := len(ref.Error) > 0 && string(ref.Error) != "null"
+		wantErr := len(ref.Error) > 0 && string(ref.Error) != "null" || ref.Object == "error"
 		if got.hasError != wantErr {
 			t.Fatalf("%q: hasError %v, want %v", s, got.hasError, wantErr)
 		}

@@ -103,8 +103,8 @@ func TestGenerateDatasetAndReadBack(t *testing.T) {
 // base_url 必须是 http(s) URL。
 func TestReadProvidersNamesFileAndLine(t *testing.T) {
 	cases := map[string]string{
-		"providers:\n  - id: a\n    base_url: [\n":                                           "my/providers.yaml:3: did not find expected node content",
-		"providers:\n  - id: a\n    base_url: x\n    model_name: m\n    typo: 1\n":           "my/providers.yaml:5: field typo not found",
+		"providers:\n  - id: a\n    base_url: [\n":                                           "my/providers.yaml:3:1: invalid YAML: did not find expected node content",
+		"providers:\n  - id: a\n    base_url: x\n    model_name: m\n    typo: 1\n":           `my/providers.yaml:5:5: providers[0].typo: unknown field "typo"`,
 		"providers:\n  - id: a\n    model_name: m\n":                                         "my/providers.yaml:2: providers[0] (a).base_url is empty",
 		"providers:\n  - id: a\n    model_name: m\n    base_url: 'localhost:8000/v1'\n":      "my/providers.yaml:4: providers[0] (a).base_url[0]: want an http(s)",
 		"providers:\n  - id: a\n    base_url: 'http://h/v1'\n  - id: b\n    model_name: m\n": "my/providers.yaml:2: providers[0] (a).model_name is empty",

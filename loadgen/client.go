@@ -152,7 +152,9 @@ type exchange struct {
 	rctx        context.Context
 	icancel     context.CancelCauseFunc
 	sawUsage    bool
-	usageReason int // usage.completion_tokens_details.reasoning_tokens，-1 为无
+	sawCompl    bool    // 见过非 null 的 usage.completion_tokens
+	finished    []int64 // 已收到 finish_reason 的 choice index（协议检查用）
+	usageReason int     // usage.completion_tokens_details.reasoning_tokens，-1 为无
 	promptUsage int
 	complUsage  int
 	// conn 是本次请求所用连接的接收时间戳来源（GotConn 时取得）；nil 表示不可得
@@ -227,6 +229,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	x.conn, x.lastStamp, x.lastAt = nil, time.Time{}, 0
 	x.think, x.pend, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, "", 0, 0, 0, false
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
+	x.sawCompl, x.finished = false, x.finished[:0]
 
 	// 两层 ctx：外层可带原因取消（静默超时），内层是总超时。
 	ictx, icancel := context.WithCancelCause(x.withTrace(ctx))
@@ -258,11 +261,20 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 		rec.Error = x.redactText(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg)))
 		return
 	}
-	if stream {
+	switch {
+	case stream && !isJSONType(resp.Header.Get("Content-Type")):
 		x.readStream(ctx, resp.Body, intended)
-	} else {
-		x.readWhole(ctx, resp.Body, intended)
+	default:
+		// 流式请求得到 application/json：服务端没有开流（多半是一个 {"error":…} 体），
+		// 整体读取，让错误以服务端原话记下，而不是记成"流在 [DONE] 之前结束"。
+		x.readWhole(ctx, resp.Body, intended, stream)
 	}
+}
+
+// isJSONType 报告 Content-Type 是否为 application/json（忽略参数与大小写）。
+func isJSONType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 // errIdle 是静默超时取消请求时的原因。
@@ -398,7 +410,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 	rec := &x.rec
 	x.reader.Reset(body)
 	x.reader.SetMaxEventSize(x.maxEvent)
-	done, lagged := false, false
+	done, lagged, events := false, false, 0
 	var watch *idleWatch
 	defer func() {
 		if watch != nil {
@@ -425,6 +437,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 				watch.last.Store(int64(now))
 			}
 		}
+		events++
 		if ev.IsDone() {
 			done = true
 			break
@@ -432,9 +445,13 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		if len(ev.Data) == 0 {
 			continue
 		}
-		if errMsg, bad := x.chunk(unsafeString(ev.Data), now); bad {
-			rec.ErrorClass = ErrClassStreamError
-			rec.Error = x.redactText(strings.Clone(validUTF8Prefix(errMsg, 200))) // errMsg 引用读缓冲区
+		if class, msg := x.chunk(unsafeString(ev.Data), now); class != ErrClassNone {
+			if class == ErrClassBadResponse && ev.Unterminated {
+				// 流在一个事件中途干净地结束：是截断，不是服务端发了坏 JSON。
+				class, msg = ErrClassTruncated, "stream ended mid-event before [DONE]"
+			}
+			rec.ErrorClass = class
+			rec.Error = x.redactText(strings.Clone(validUTF8Prefix(msg, 200))) // msg 可能引用读缓冲区
 			return
 		}
 		if len(rec.ChunkTimes) == 1 && !lagged {
@@ -442,16 +459,58 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		}
 	}
 	if !done {
+		if n := x.reader.Unrecognized(); events == 0 && n > 0 {
+			// 一个事件都没有、却有不是 SSE 字段的行：服务端发的根本不是 SSE。
+			rec.ErrorClass = ErrClassBadResponse
+			rec.Error = fmt.Sprintf("unparseable response: no SSE data event, %d unrecognised lines", n)
+			return
+		}
 		rec.ErrorClass = ErrClassTruncated
 		rec.Error = "stream ended before [DONE]"
+		return
+	}
+	if msg := x.afterDone(ctx); msg != "" {
+		rec.ErrorClass, rec.Error = ErrClassProtocol, x.redactText(msg)
 		return
 	}
 	x.finish()
 }
 
+// afterDone 在 [DONE] 之后把响应体读到结束（仍受总超时与静默超时约束），返回协议违例的说明，
+// 没有违例时返回 ""。vLLM 的 [DONE] 是最后一个事件，随后立即结束响应体；之后再有 data 事件
+// （包括第二个 [DONE]）或响应体迟迟不结束都是服务端缺陷。[DONE] 之后的连接错误不算失败：
+// 响应已经完整。读到 EOF 也让连接得以复用。时延在 [DONE] 到达时已经记下，这里不改动。
+func (x *exchange) afterDone(ctx context.Context) string {
+	for {
+		ev, err := x.reader.Next()
+		switch {
+		case err == nil && len(ev.Data) > 0:
+			return "data event after [DONE]: " + strings.Clone(validUTF8Prefix(unsafeString(ev.Data), 80))
+		case err == nil:
+			continue
+		case errors.Is(err, io.EOF), ctx.Err() != nil:
+			return ""
+		case errors.Is(err, sse.ErrEventTooLarge):
+			return "oversized event after [DONE]"
+		}
+		var cause error
+		if x.rctx != nil {
+			cause = context.Cause(x.rctx)
+		}
+		switch {
+		case errors.Is(cause, errIdle):
+			return fmt.Sprintf("stream not closed after [DONE]: no end of body within idle_timeout %s", x.idle)
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
+			return "stream not closed after [DONE] before the request timeout"
+		}
+		return ""
+	}
+}
+
 // readWhole 处理非流式响应：整个响应作为一个 chunk，TTFT 等于 E2E。响应体超过
-// x.maxEvent 时不再读下去，计为 too_large。
-func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.Time) {
+// x.maxEvent 时不再读下去，计为 too_large。streamWanted 为 true 表示请求要的是流、服务端却回了
+// JSON：其中的 {"error":…} 记为 stream_error 并保留原话，其余 JSON 记为 protocol。
+func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.Time, streamWanted bool) {
 	rec := &x.rec
 	b, err := io.ReadAll(io.LimitReader(body, int64(x.maxEvent)+1))
 	if err == nil && len(b) > x.maxEvent {
@@ -468,26 +527,34 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 		rec.ErrorClass, rec.Error = ErrClassBadResponse, "response is not JSON"
 		return
 	}
-	if errMsg, bad := x.chunk(s, now); bad {
-		rec.ErrorClass, rec.Error = ErrClassStreamError, x.redactText(strings.Clone(validUTF8Prefix(errMsg, 200)))
+	if class, msg := x.chunk(s, now); class != ErrClassNone {
+		rec.ErrorClass, rec.Error = class, x.redactText(strings.Clone(validUTF8Prefix(msg, 200)))
+		return
+	}
+	if streamWanted {
+		rec.ErrorClass, rec.Error = ErrClassProtocol, "stream requested but the 200 response is application/json, not an SSE stream"
 		return
 	}
 	x.finish()
 	rec.FirstToSecond, rec.TPOT = -1, -1
 }
 
-// chunk 解析一个 JSON 事件（流式 chunk 或非流式整体），返回 (错误信息, 是否为流内错误)。
-// 无法解析的事件按流内错误处理：服务端发出了客户端无法理解的数据。
-func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
+// chunk 解析一个 JSON 事件（流式 chunk 或非流式整体），事件可用时返回 (ErrClassNone, "")，
+// 否则返回失败类别与说明（说明可能引用读缓冲区，调用方保留前须复制）：无法解析为 bad_response，
+// 服务端的 {"error":…} 为 stream_error（说明是服务端原话），违反协议为 protocol（见 checkChoices）。
+func (x *exchange) chunk(s string, now time.Duration) (class, msg string) {
 	f, err := x.scan.scan(s)
 	if err != nil {
-		return "unparseable stream event: " + validUTF8Prefix(s, 80), true
+		return ErrClassBadResponse, "unparseable stream event: " + validUTF8Prefix(s, 80)
 	}
 	if f.hasError {
 		if f.errMsg == "" {
 			f.errMsg = "in-band error event"
 		}
-		return f.errMsg, true
+		return ErrClassStreamError, f.errMsg
+	}
+	if msg := x.checkChoices(f.choices); msg != "" {
+		return ErrClassProtocol, msg
 	}
 	if f.finish != "" {
 		x.rec.FinishReason = internFinish(f.finish)
@@ -497,15 +564,18 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 	if f.hasUsage {
 		x.sawUsage = true
 		x.promptUsage = int(f.promptTok)
-		ct := int(f.complTok)
-		delta = int32(max(ct-x.lastUsage, -1)) // 回退的 usage（服务端缺陷）当作没有
-		x.lastUsage, x.complUsage = ct, ct
 		if f.reasonTok >= 0 {
 			x.usageReason = int(f.reasonTok)
 		}
 	}
+	if f.hasCompl {
+		x.sawCompl = true
+		ct := int(f.complTok)
+		delta = int32(max(ct-x.lastUsage, -1)) // 回退的 usage（服务端缺陷）当作没有
+		x.lastUsage, x.complUsage = ct, ct
+	}
 	if f.content == "" && f.reasoning == "" && !f.tools {
-		return "", false // 角色 chunk、纯 usage chunk、空 delta：不是输出 token
+		return ErrClassNone, "" // 角色 chunk、纯 usage chunk、空 delta：不是输出 token
 	}
 	// 客户端估算：思考段内的 content 计为推理。
 	reasonTok, contentTok := tokenize.Count(f.reasoning), 0
@@ -523,7 +593,35 @@ func (x *exchange) chunk(s string, now time.Duration) (string, bool) {
 	x.rec.ChunkTimes = append(x.rec.ChunkTimes, now)
 	x.rec.ChunkTokens = append(x.rec.ChunkTokens, int32(est))
 	x.udelta = append(x.udelta, delta)
-	return "", false
+	return ErrClassNone, ""
+}
+
+// checkChoices 按 vLLM 的流协议检查一个事件里的 choices 并登记收到 finish_reason 的 index，
+// 返回违例说明（没有时为 ""）。vLLM 每个 choice 恰好发一次 finish_reason，之后不再发这个
+// choice 的 chunk（serving_chat/serving_completion 的 finish_reason_sent），一个事件（或非流式
+// 响应）里的 index 互不相同。finish 之后的空 delta 不算违例：它不改变任何测量。
+func (x *exchange) checkChoices(cs []choiceMark) string {
+	for i, c := range cs {
+		for _, d := range cs[:i] {
+			if d.index == c.index {
+				return fmt.Sprintf("two choices with index %d in one response", c.index)
+			}
+		}
+		if slices.Contains(x.finished, c.index) {
+			switch {
+			case c.finish:
+				return fmt.Sprintf("choice %d received finish_reason twice", c.index)
+			case c.output:
+				return fmt.Sprintf("choice %d received output after its finish_reason", c.index)
+			}
+		}
+	}
+	for _, c := range cs {
+		if c.finish {
+			x.finished = append(x.finished, c.index)
+		}
+	}
+	return ""
 }
 
 // attrRem 是分摊时一个 chunk 的余数（最大余数法）。
@@ -695,6 +793,13 @@ func (x *exchange) finish() {
 	x.flushThink()
 	if len(rec.ChunkTimes) == 0 {
 		rec.ErrorClass, rec.Error = ErrClassNoTokens, "HTTP 200 but no output tokens"
+		return
+	}
+	if x.sawCompl && x.complUsage == 0 {
+		// 有输出却报 0 个生成 token：vLLM 的 usage 是实际生成数，不会这样；按本地计数
+		// 继续会把服务端的错误账目当成测量结果。
+		rec.ErrorClass = ErrClassProtocol
+		rec.Error = fmt.Sprintf("usage.completion_tokens 0 but %d output chunks arrived", len(rec.ChunkTimes))
 		return
 	}
 	if x.sawUsage && x.complUsage > 0 {

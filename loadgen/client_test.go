@@ -92,7 +92,7 @@ func TestStreamFailureClasses(t *testing.T) {
 		}, loadgen.ErrClassHTTP, 503},
 		{"garbage event", func(w http.ResponseWriter, _ string) {
 			sseWrite(w, roleChunk, `{"choices":[{"delta":{"content":"x"`, "[DONE]")
-		}, loadgen.ErrClassStreamError, 200},
+		}, loadgen.ErrClassBadResponse, 200},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -133,6 +133,9 @@ type Profile struct {
 	// TimestampsKernel。Target.Client 由调用方提供时总是 "read" 的效果。
 	Timestamps string `yaml:"timestamps"`
 
+	// Sweep 是 control_method: sweep（容量扫描）的参数，见 sweep.go。
+	Sweep SweepConfig `yaml:"sweep"`
+
 	// Prompts 是 custom 数据集的内容（通常由 ReadPrompts 从 JSONL 读入），不来自 YAML。
 	Prompts []Prompt `yaml:"-"`
 }
@@ -170,6 +173,9 @@ const (
 func (p Profile) Defaults() Profile {
 	if p.Backend == "" {
 		p.Backend = BackendChat
+	}
+	if len(p.Concurrency) == 0 && p.ControlMethod == ControlSweep {
+		p.Concurrency = []int{0} // 扫描默认纯开环：客户端并发上限会掩盖服务端的容量
 	}
 	if len(p.Concurrency) == 0 {
 		p.Concurrency = []int{1}
@@ -310,8 +316,8 @@ func (p Profile) Validate() error {
 		return invalid("concurrency", p.Concurrency, "at least one value required")
 	}
 	for i, c := range p.Concurrency {
-		if c < 0 || (c == 0 && p.RequestRate == 0) {
-			return invalidAt("concurrency", i, c, "must be >= 1 (0 only with request_rate)")
+		if c < 0 || (c == 0 && p.RequestRate == 0 && p.ControlMethod != ControlSweep) {
+			return invalidAt("concurrency", i, c, "must be >= 1 (0 only with request_rate or control_method sweep)")
 		}
 		if c > MaxConcurrency {
 			return invalidAt("concurrency", i, c, fmt.Sprintf("must be <= %d", MaxConcurrency))
@@ -353,6 +359,9 @@ func (p Profile) Validate() error {
 	if _, err := ParseGoodput(p.Goodput); err != nil {
 		return err
 	}
+	if p.ControlMethod == ControlSweep {
+		return p.validateSweep()
+	}
 	return nil
 }
 
@@ -365,8 +374,8 @@ func (p Profile) validateScalars() error {
 		return invalid("warmup", p.Warmup, fmt.Sprintf("must be in [0, %d]", MaxRequests))
 	case p.Epochs < 1 || p.Epochs > MaxEpochs:
 		return invalid("epochs", p.Epochs, fmt.Sprintf("must be in [1, %d]", MaxEpochs))
-	case p.ControlMethod != ControlNormal && p.ControlMethod != ControlClimb:
-		return invalid("control_method", p.ControlMethod, `want "normal" or "climb"`)
+	case p.ControlMethod != ControlNormal && p.ControlMethod != ControlClimb && p.ControlMethod != ControlSweep:
+		return invalid("control_method", p.ControlMethod, `want "normal", "climb" or "sweep"`)
 	case p.ClimbMode != ClimbStatic && p.ClimbMode != ClimbLinear:
 		return invalid("climb_mode", p.ClimbMode, `want "static" or "linear"`)
 	case p.GrowthRate < 0 || p.GrowthRate > MaxConcurrency:

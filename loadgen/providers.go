@@ -1,15 +1,15 @@
 package loadgen
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
 // ErrProviderNotFound 表示 providers.yaml 中没有指定的 provider id。
@@ -67,16 +67,12 @@ func ReadProviders(r io.Reader, name string) ([]Provider, error) {
 	if len(data) > maxProvidersBytes {
 		return nil, fmt.Errorf("loadgen: %s: larger than %d bytes", name, maxProvidersBytes)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var doc struct {
 		Providers []providerYAML `yaml:"providers"`
 	}
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("loadgen: %s: file is empty", name)
-		}
-		return nil, fmt.Errorf("loadgen: %s", YAMLErrorAt(name, err))
+	// 与矩阵、档位等一切用户 YAML 同一个严格解码器：错误是 "name:行:列: 字段路径: 原因"。
+	if err := yamlstrict.Unmarshal(name, data, &doc); err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	// 再解码一次成节点树，只为取每项的行号（严格解码已保证结构正确）。
 	var lines struct {
@@ -118,30 +114,6 @@ func ReadProviders(r io.Reader, name string) ([]Provider, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// yamlLine 匹配 yaml.v3 错误中的 "line N: "。
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
-
-// YAMLErrorAt 把 yaml.v3 的解码错误改写成 "name:行: 原因"（每个类型错误一条，以 "; " 连接），
-// 让用户写的 YAML 出错时总能看到文件名与行号。其他错误原样接在 "name: " 之后。
-func YAMLErrorAt(name string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		msgs := make([]string, len(te.Errors))
-		for i, m := range te.Errors {
-			msgs[i] = yamlLine.ReplaceAllString(m, name+":$1: ")
-			if msgs[i] == m {
-				msgs[i] = name + ": " + m
-			}
-		}
-		return errors.New(strings.Join(msgs, "; "))
-	}
-	m := err.Error()
-	if out := yamlLine.ReplaceAllString(m, name+":$1: "); out != m {
-		return errors.New(out)
-	}
-	return fmt.Errorf("%s: %w", name, err)
 }
 
 // FindProvider 按 id 查找；id 为空时返回第一项（acs-bench 的 --provider-id 缺省行为）。

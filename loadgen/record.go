@@ -27,15 +27,16 @@ type Target struct {
 const (
 	ErrClassNone        = ""
 	ErrClassHTTP        = "http"         // 非 200 状态码（Status 给出具体值）
-	ErrClassStreamError = "stream_error" // 200 之后流内出现 {"error": …} 事件
-	ErrClassTruncated   = "truncated"    // 流在 [DONE] 之前断开
+	ErrClassStreamError = "stream_error" // 200 里服务端报的错：流内 {"error": …} 事件，或 {"error": …} 响应体（保留原话）
+	ErrClassTruncated   = "truncated"    // 流在 [DONE] 之前断开（含在一个事件中途结束）
 	ErrClassNoTokens    = "no_tokens"    // 200 且正常结束，但没有任何输出 token
 	ErrClassTimeout     = "timeout"      // 超过 Profile.Timeout
 	ErrClassIdleTimeout = "idle_timeout" // 流开始后静默超过 Profile.IdleTimeout
 	ErrClassTooLarge    = "too_large"    // 单个事件或响应体超过 Profile.MaxEventBytes
 	ErrClassTransport   = "transport"    // 连接失败等传输层错误
 	ErrClassCanceled    = "canceled"     // 运行被 ctx 取消
-	ErrClassBadResponse = "bad_response" // 响应体无法解析
+	ErrClassBadResponse = "bad_response" // 响应体或流内事件不是可解析的 JSON，或 SSE 响应里根本没有 data 事件
+	ErrClassProtocol    = "protocol"     // JSON 合法但违反 vLLM/OpenAI 流协议（重复的 finish、finish 后的内容、[DONE] 后的事件……）
 )
 
 // Token 数来源（Record.TokenSource / Summary.TokenSource）。

@@ -49,6 +49,7 @@ type runner struct {
 	base     *metricsSnap     // 运行开始前的 /metrics（任何请求之前）
 	served   atomic.Int64     // 本次运行中服务端已成功完成的请求数（含探测与预热）
 	lastProg time.Time
+	sh       *shardRun // 非 nil 时只执行 Profile 的一片（见 RunShard）
 }
 
 // Run 按 Profile 依次执行全部分组（输入长度 × 输出长度 × 并发 × 轮次），
@@ -58,6 +59,11 @@ type runner struct {
 // 由 Run 串行调用。ctx 取消时在途请求被中断并计为 canceled，Run 返回已完成
 // 分组的汇总与 ctx 的错误。
 func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) ([]Summary, error) {
+	return run(ctx, target, profile, sink, nil)
+}
+
+// run 是 Run 与 RunShard 的共同实现；sh 为 nil 时执行整个 Profile。
+func run(ctx context.Context, target Target, profile Profile, sink RecordSink, sh *shardRun) ([]Summary, error) {
 	p := profile.Defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -74,7 +80,7 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 		return nil, fmt.Errorf("%w: empty model", ErrInvalidTarget)
 	}
 	slo, _ := ParseGoodput(p.Goodput) // 已在 Validate 中校验
-	r := &runner{t: target, p: p, slo: slo, sink: sink, pools: map[int]*promptPool{}, stream: *p.Stream}
+	r := &runner{t: target, p: p, slo: slo, sink: sink, pools: map[int]*promptPool{}, stream: *p.Stream, sh: sh}
 	if gs, ok := sink.(GroupSink); ok {
 		r.gsink = gs
 	}
@@ -110,6 +116,9 @@ func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) (
 	inputs := p.InputLength
 	if p.DatasetType == DatasetCustom && len(inputs) == 0 {
 		inputs = []int{0}
+	}
+	if p.ControlMethod == ControlSweep {
+		return r.sweepAll(ctx, inputs)
 	}
 	var out []Summary
 	gi := 0
@@ -352,7 +361,8 @@ type groupRun struct {
 	pool    *promptPool
 	shards  shardSet
 	warmup  bool
-	total   int
+	total   int // 本进程要完成的请求数
+	global  int // 整组（全部分片）的请求数；未分片时等于 total
 	done    atomic.Int64
 	sent    atomic.Int64 // 已发出的请求数（时间线的 Started）
 	failed  atomic.Int64
@@ -371,21 +381,24 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	if err != nil {
 		return Summary{}, err
 	}
-	if first && r.p.Warmup > 0 {
-		wg := &groupRun{g: g, pool: pool, shards: newShardSet(), warmup: true, total: r.p.Warmup}
+	if first && r.sh.part(r.p.Warmup) > 0 {
+		wg := &groupRun{g: g, pool: pool, shards: newShardSet(), warmup: true, total: r.sh.part(r.p.Warmup), global: r.p.Warmup}
 		wc := max(1, min(g.Concurrency, r.p.Warmup))
 		if err := r.drive(ctx, wg, wc, wc, 0); err != nil {
 			return Summary{}, err
 		}
 	}
 	before := r.scraper.settled(ctx, r.base, r.served.Load())
+	if err := r.alignStart(ctx); err != nil {
+		return Summary{}, err
+	}
 	g.Start = time.Now()
 	if r.gsink != nil {
 		if err := r.gsink.BeginGroup(g); err != nil {
 			return Summary{}, fmt.Errorf("loadgen: sink: begin group: %w", err)
 		}
 	}
-	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: n, started: g.Start}
+	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: r.sh.part(n), global: n, started: g.Start}
 	dctx, dcancel := context.WithCancelCause(ctx)
 	defer dcancel(nil)
 	var tl *timeline
@@ -416,6 +429,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	if len(gr.classes) > 0 {
 		s.FailureClasses = gr.classes
 	}
+	r.capture(g, tot, before, after, gr.classes, interrupted)
 	if r.gsink != nil {
 		if err := r.gsink.EndGroup(s); err != nil {
 			s.Incomplete = false // 没有写出的行不交给调用方
@@ -493,7 +507,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 			inner.Wait()
 		})
 	} else {
-		for i := range conc {
+		for _, i := range r.workerIDs(conc) {
 			off := r.startOffset(i, initC)
 			if off < 0 {
 				continue
@@ -523,7 +537,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 							markExhausted()
 							return
 						}
-						j = job{idx: idx}
+						j = job{idx: r.sh.global(idx)}
 					}
 					r.one(ctx, gr, x, shard, j)
 				}
@@ -550,9 +564,12 @@ func (r *runner) dispatch(ctx context.Context, gr *groupRun, rate float64, jobs 
 	at := time.Duration(0)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for i := range gr.total {
+	for i := range gr.global {
 		if i > 0 {
 			at += time.Duration(gammaSample(rng, r.p.Burstiness, 1/(rate*r.p.Burstiness)) * float64(time.Second))
+		}
+		if !r.sh.mine(i) {
+			continue // 同一张时刻表里属于其他分片的到达
 		}
 		intended := start.Add(at)
 		if d := time.Until(intended); d > 0 {

@@ -24,7 +24,7 @@ func (b *Block) decodeNode(d *decoder, n *yaml.Node, path string) {
 		*b = Block{}
 		return
 	}
-	*b = Block{file: d.file, path: path, node: n}
+	*b = Block{file: d.File, path: path, node: n}
 }
 
 // IsZero 报告配置中是否没有这一段。
@@ -53,18 +53,6 @@ func (b Block) Decode(out any) error {
 		return nil
 	}
 	d := newDecoder(b.file)
-	d.decode(b.node, b.path, v.Elem())
-	return d.err()
-}
-
-// err 把累计的错误合并为一个 error；没有错误时返回 nil。
-func (d *decoder) err() error {
-	if len(d.errs) == 0 {
-		return nil
-	}
-	errs := make([]error, len(d.errs))
-	for i, e := range d.errs {
-		errs[i] = e
-	}
-	return errors.Join(errs...)
+	d.Decode(b.node, b.path, v.Elem())
+	return joinErrors(d.Errs)
 }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
@@ -106,6 +108,9 @@ type Defaults struct {
 		PR    Timeouts `yaml:"pr"`
 		Daily Timeouts `yaml:"daily"`
 	} `yaml:"timeouts"`
+	// Gates 是性能门禁的阈值与统计选项（mode、on_insufficient、confidence……），
+	// 零值字段取 report.DefaultThresholds 与规格行为。
+	Gates report.Thresholds `yaml:"gates"`
 }
 
 // FunctionalRun 是矩阵中某场景某运行类型的功能阶段设置。
@@ -130,6 +135,9 @@ type PerfRun struct {
 	// Override 按字段覆盖所选档位（loadgen.Profile 的 YAML 键），例如在模拟器上
 	// 缩小输出长度，让默认运行在两分钟内完成，而档位文件本身保持规格默认值。
 	Override Block `yaml:"override"`
+	// Shards 大于 1 时每个档位拆成这么多片并发运行、再无损合并（loadgen.RunShard / Merge，
+	// 见 docs/loadgen.md "Sharding"）；每组并发必须至少为分片数。0 或 1 表示不分片。
+	Shards int `yaml:"shards"`
 	// Timeout 覆盖本阶段的超时。
 	Timeout time.Duration `yaml:"timeout"`
 }
@@ -182,25 +190,25 @@ func (l *entryList) decodeNode(d *decoder, n *yaml.Node, p string) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, p, scalarValue(n), "want a mapping of scenario name to entry, got %s", describe(n))
+		d.Errorf(n, p, scalarValue(n), "want a mapping of scenario name to entry, got %s", describe(n))
 		return
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			d.errorf(k, p, scalarValue(k), "scenario names must be strings")
+			d.Errorf(k, p, scalarValue(k), "scenario names must be strings")
 			continue
 		}
 		fp := joinPath(p, k.Value)
 		if seen[k.Value] {
-			d.errorf(k, fp, "", "duplicate scenario")
+			d.Errorf(k, fp, "", "duplicate scenario")
 			continue
 		}
 		seen[k.Value] = true
-		d.pos[fp] = k
+		d.Pos[fp] = k
 		e := Entry{Scenario: k.Value}
-		d.decode(v, fp, reflectValue(&e))
+		d.Decode(v, fp, reflectValue(&e))
 		*l = append(*l, e)
 	}
 }
@@ -279,11 +287,7 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 			}
 			return a.Column < b.Column
 		})
-		errs := make([]error, len(l.errs))
-		for i, e := range l.errs {
-			errs[i] = e
-		}
-		return nil, errors.Join(errs...)
+		return nil, joinErrors(l.errs)
 	}
 	return m, nil
 }
@@ -292,7 +296,9 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 type loader struct {
 	fsys fs.FS
 	root string
-	errs []*Error
+	errs []*yamlstrict.Error
+	// profiles 是每个合法档位文件的字段位置，override 叠加后的错误据此定位。
+	profiles map[string]located
 }
 
 // display 返回文件在错误信息中的显示路径。
@@ -309,13 +315,13 @@ func (l *loader) parse(name string, required bool) (*decoder, *yaml.Node, bool) 
 	data, err := fs.ReadFile(l.fsys, name)
 	if err != nil {
 		if required || !errors.Is(err, fs.ErrNotExist) {
-			l.errs = append(l.errs, &Error{File: d.file, Msg: "cannot read: " + describeReadErr(err)})
+			l.errs = append(l.errs, &yamlstrict.Error{File: d.File, Msg: "cannot read: " + describeReadErr(err)})
 		}
 		return d, nil, false
 	}
-	root := d.parseDocument(data)
+	root := d.ParseDocument(data)
 	if root != nil {
-		d.pos[""] = root
+		d.Pos[""] = root
 	}
 	return d, root, true
 }
@@ -336,7 +342,7 @@ func describeReadErr(err error) string {
 func (l *loader) glob(dir string) []string {
 	names, err := fs.Glob(l.fsys, dir+"/*"+yamlExt)
 	if err != nil {
-		l.errs = append(l.errs, &Error{File: l.display(dir), Msg: err.Error()})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(dir), Msg: err.Error()})
 		return nil
 	}
 	sort.Strings(names)
@@ -351,10 +357,10 @@ func (l *loader) blocks(dir string) map[string]Block {
 		var b Block
 		if root != nil {
 			b.decodeNode(d, root, "")
-		} else if len(d.errs) == 0 {
-			d.errorf(nil, "", "", "file is empty")
+		} else if len(d.Errs) == 0 {
+			d.Errorf(nil, "", "", "file is empty")
 		}
-		l.errs = append(l.errs, d.errs...)
+		l.errs = append(l.errs, d.Errs...)
 		out[strings.TrimSuffix(path.Base(name), yamlExt)] = b
 	}
 	return out
@@ -365,30 +371,36 @@ func (l *loader) load() *Matrix {
 	m := &Matrix{Scenarios: map[string]*Scenario{}}
 	names := l.glob(scenarioDir)
 	if len(names) == 0 {
-		l.errs = append(l.errs, &Error{File: l.display(scenarioDir), Msg: "no scenario files (*.yaml) found"})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(scenarioDir), Msg: "no scenario files (*.yaml) found"})
 	}
 	for _, name := range names {
 		d, root, _ := l.parse(name, true)
-		s := &Scenario{File: d.file}
+		s := &Scenario{File: d.File}
 		if root != nil {
-			d.decode(root, "", reflectValue(s))
-		} else if len(d.errs) == 0 {
-			d.errorf(nil, "", "", "file is empty")
+			d.Decode(root, "", reflectValue(s))
+		} else if len(d.Errs) == 0 {
+			d.Errorf(nil, "", "", "file is empty")
 		}
-		if len(d.errs) == 0 {
+		if len(d.Errs) == 0 {
 			validateScenario(d, l.fsys, s, strings.TrimSuffix(path.Base(name), yamlExt))
 		}
-		l.errs = append(l.errs, d.errs...)
+		l.errs = append(l.errs, d.Errs...)
 		m.Scenarios[strings.TrimSuffix(path.Base(name), yamlExt)] = s
 	}
 	l.loadFunctional(m)
 	m.Profiles = map[string]loadgen.Profile{}
+	l.profiles = map[string]located{}
 	for name, b := range l.blocks(profileDir) {
 		var p loadgen.Profile
 		// 空文件已报告为 "file is empty"，不再对零值重复报校验错误。
-		if !b.IsZero() && l.decodeBlock(b, &p) {
-			if err := p.Defaults().Validate(); err != nil {
-				l.errs = append(l.errs, &Error{File: b.file, Line: b.Line(), Column: 1, Msg: err.Error()})
+		if !b.IsZero() {
+			if at, ok := l.decodeLocated(b, &p); ok {
+				if err := p.Defaults().Validate(); err != nil {
+					l.profileErr(err, "", at)
+				} else {
+					// 只有自身合法的档位才参与 override 叠加后的校验，同一个错误不报两次。
+					l.profiles[name] = at
+				}
 			}
 		}
 		m.Profiles[name] = p
@@ -404,26 +416,31 @@ func (l *loader) load() *Matrix {
 		m.Accuracy[name] = c
 	}
 	if data, err := fs.ReadFile(l.fsys, providersPath); err == nil {
-		ps, err := loadgen.ParseProviders(bytes.NewReader(data))
+		ps, err := loadgen.ReadProviders(bytes.NewReader(data), l.display(providersPath))
 		if err != nil {
-			l.errs = append(l.errs, &Error{File: l.display(providersPath), Msg: err.Error()})
+			// 解码错误已带文件:行:列与字段路径，原样收下；其余（没有 provider、缺 id）记在文件上。
+			if se := strictErrors(err); len(se) > 0 {
+				l.errs = append(l.errs, se...)
+			} else {
+				l.errs = append(l.errs, fileError(l.display(providersPath), err))
+			}
 		}
 		m.Providers = ps
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		l.errs = append(l.errs, &Error{File: l.display(providersPath), Msg: "cannot read: " + describeReadErr(err)})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(providersPath), Msg: "cannot read: " + describeReadErr(err)})
 	}
 
 	d, root, _ := l.parse(matrixPath, true)
 	var mf matrixFile
 	if root != nil {
-		d.decode(root, "", reflectValue(&mf))
-	} else if len(d.errs) == 0 && len(l.errs) == 0 {
-		d.errorf(nil, "", "", "file is empty")
+		d.Decode(root, "", reflectValue(&mf))
+	} else if len(d.Errs) == 0 && len(l.errs) == 0 {
+		d.Errorf(nil, "", "", "file is empty")
 	}
-	if len(d.errs) == 0 {
+	if len(d.Errs) == 0 {
 		l.checkMatrix(d, m, &mf)
 	}
-	l.errs = append(l.errs, d.errs...)
+	l.errs = append(l.errs, d.Errs...)
 	m.Defaults = mf.Defaults
 	m.Entries = mf.Scenarios
 	return m
@@ -436,16 +453,19 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 	}
 	mf.Defaults.Timeouts.PR = mf.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(RunPR))
 	mf.Defaults.Timeouts.Daily = mf.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(RunDaily))
+	if err := mf.Defaults.Gates.Validate(); err != nil {
+		d.ErrAt("defaults.gates", "", "%v", err)
+	}
 	if len(mf.Scenarios) == 0 {
-		d.errAt(scenarioKeyPath, "", "matrix must list at least one scenario")
+		d.ErrAt(scenarioKeyPath, "", "matrix must list at least one scenario")
 	}
 	for _, e := range mf.Scenarios {
 		ep := joinPath(scenarioKeyPath, e.Scenario)
 		if _, ok := m.Scenarios[e.Scenario]; !ok {
-			d.errAt(ep, e.Scenario, "unknown scenario (no %s)", l.display(path.Join(scenarioDir, e.Scenario+yamlExt)))
+			d.ErrAt(ep, e.Scenario, "unknown scenario (no %s)", l.display(path.Join(scenarioDir, e.Scenario+yamlExt)))
 		}
 		if e.PR == nil && e.Daily == nil {
-			d.errAt(ep, "", "entry has neither pr nor daily; the scenario would never run")
+			d.ErrAt(ep, "", "entry has neither pr nor daily; the scenario would never run")
 		}
 		for _, rt := range []RunType{RunPR, RunDaily} {
 			rc := e.run(rt)
@@ -455,10 +475,11 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 			rp := joinPath(ep, string(rt))
 			if l.checkNames(d, joinPath(rp, "perf.profiles"), rc.Perf.Profiles, enabled(rc.Perf.Enabled), rt, keys(m.Profiles), profileDir) {
 				for _, p := range pickNames(rc.Perf.Profiles, rt) {
+					base, valid := l.profiles[p]
 					prof := m.Profiles[p]
-					if !rc.Perf.Override.IsZero() && l.decodeBlock(rc.Perf.Override, &prof) {
-						if err := prof.Defaults().Validate(); err != nil {
-							d.errAt(joinPath(rp, "perf.override"), "", "profile %q with override: %v", p, err)
+					if ov := rc.Perf.Override; valid && !ov.IsZero() {
+						if at, ok := l.decodeLocated(ov, &prof); ok {
+							l.profileErr(prof.Defaults().Validate(), fmt.Sprintf("profile %q with override (%s): ", p, at.pos()), at, base)
 						}
 					}
 				}
@@ -491,7 +512,7 @@ func (l *loader) checkNames(d *decoder, p string, names []string, on bool, rt Ru
 	}
 	if len(names) == 0 {
 		if !have[string(rt)] {
-			d.errAt(p, "", "no %s listed and the default %q does not exist (%s)", p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)))
+			d.ErrAt(p, "", "no %s listed and the default %q does not exist (%s)", p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)))
 			return false
 		}
 		return true
@@ -500,7 +521,7 @@ func (l *loader) checkNames(d *decoder, p string, names []string, on bool, rt Ru
 	ok := true
 	for i, n := range names {
 		if !have[n] {
-			d.errAt(fmt.Sprintf("%s[%d]", p, i), n, "unknown name: no %s", l.display(path.Join(dir, n+yamlExt)))
+			d.ErrAt(fmt.Sprintf("%s[%d]", p, i), n, "unknown name: no %s", l.display(path.Join(dir, n+yamlExt)))
 			ok = false
 		}
 	}
@@ -518,7 +539,7 @@ func (l *loader) checkCases(d *decoder, m *Matrix, p string, patterns []string) 
 			continue
 		}
 		if _, err := m.catalog.Select(pat); err != nil {
-			d.errAt(fmt.Sprintf("%s[%d]", p, i), pat, "selects no functional case (suites: %s)", strings.Join(m.catalog.Suites(), ", "))
+			d.ErrAt(fmt.Sprintf("%s[%d]", p, i), pat, "selects no functional case (suites: %s)", strings.Join(m.catalog.Suites(), ", "))
 		}
 	}
 }
@@ -541,12 +562,12 @@ func (l *loader) loadFunctional(m *Matrix) {
 		return
 	}
 	if err := m.Functional.Validate(); err != nil {
-		l.errs = append(l.errs, &Error{File: l.display(functionalDir), Msg: err.Error()})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(functionalDir), Msg: err.Error()})
 		return
 	}
 	cat, err := functional.NewCatalog(m.Functional)
 	if err != nil {
-		l.errs = append(l.errs, &Error{File: l.display(functionalDir), Msg: err.Error()})
+		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(functionalDir), Msg: err.Error()})
 		return
 	}
 	m.catalog = cat
@@ -558,9 +579,9 @@ func (l *loader) decodeBlock(b Block, out any) bool {
 		return true
 	}
 	d := newDecoder(b.file)
-	d.decode(b.node, b.path, reflectValue(out))
-	l.errs = append(l.errs, d.errs...)
-	return len(d.errs) == 0
+	d.Decode(b.node, b.path, reflectValue(out))
+	l.errs = append(l.errs, d.Errs...)
+	return len(d.Errs) == 0
 }
 
 // decodeBlockAt 与 decodeBlock 相同，但返回解码器，使之后的语义校验能按字段路径定位行列。
@@ -569,9 +590,9 @@ func (l *loader) decodeBlockAt(b Block, out any) (*decoder, bool) {
 	if b.node == nil {
 		return d, true
 	}
-	d.decode(b.node, b.path, reflectValue(out))
-	l.errs = append(l.errs, d.errs...)
-	return d, len(d.errs) == 0
+	d.Decode(b.node, b.path, reflectValue(out))
+	l.errs = append(l.errs, d.Errs...)
+	return d, len(d.Errs) == 0
 }
 
 // accuracyErr 把精度配置的校验错误记在它指向的字段所在的行（accuracy.ConfigError.Field
@@ -582,13 +603,13 @@ func (l *loader) accuracyErr(d *decoder, base string, err error) {
 	}
 	var ce *accuracy.ConfigError
 	if errors.As(err, &ce) {
-		n := len(d.errs)
-		d.errAt(joinPath(base, ce.Field), ce.Value, "%s", ce.Msg)
-		l.errs = append(l.errs, d.errs[n:]...)
+		n := len(d.Errs)
+		d.ErrAt(joinPath(base, ce.Field), ce.Value, "%s", ce.Msg)
+		l.errs = append(l.errs, d.Errs[n:]...)
 		return
 	}
-	d.errAt(base, "", "%v", err)
-	l.errs = append(l.errs, d.errs[len(d.errs)-1])
+	d.ErrAt(base, "", "%v", err)
+	l.errs = append(l.errs, d.Errs[len(d.Errs)-1])
 }
 
 // accuracyOverrideErr 定位叠加 override 之后的校验错误：字段（或它所在的列表项）写在
@@ -597,7 +618,7 @@ func (l *loader) accuracyOverrideErr(md, od *decoder, base, cfgName string, err 
 	var ce *accuracy.ConfigError
 	if errors.As(err, &ce) {
 		for p := joinPath(base, ce.Field); len(p) > len(base); {
-			if _, ok := od.pos[p]; ok {
+			if _, ok := od.Pos[p]; ok {
 				l.accuracyErr(od, base, err)
 				return
 			}
@@ -607,10 +628,10 @@ func (l *loader) accuracyOverrideErr(md, od *decoder, base, cfgName string, err 
 			}
 			p = p[:i]
 		}
-		md.errAt(base, ce.Value, "accuracy config %q with override: %s: %s", cfgName, ce.Field, ce.Msg)
+		md.ErrAt(base, ce.Value, "accuracy config %q with override: %s: %s", cfgName, ce.Field, ce.Msg)
 		return
 	}
-	md.errAt(base, "", "accuracy config %q with override: %v", cfgName, err)
+	md.ErrAt(base, "", "accuracy config %q with override: %v", cfgName, err)
 }
 
 // keys 返回映射的键集合。
@@ -635,10 +656,10 @@ func checkUnique(d *decoder, p string, names []string) {
 	seen := map[string]bool{}
 	for i, n := range names {
 		if n == "" {
-			d.errAt(fmt.Sprintf("%s[%d]", p, i), "", "empty name")
+			d.ErrAt(fmt.Sprintf("%s[%d]", p, i), "", "empty name")
 		}
 		if seen[n] {
-			d.errAt(fmt.Sprintf("%s[%d]", p, i), n, "duplicate name")
+			d.ErrAt(fmt.Sprintf("%s[%d]", p, i), n, "duplicate name")
 		}
 		seen[n] = true
 	}

@@ -37,7 +37,9 @@ type FunctionalPlan struct {
 type PerfPlan struct {
 	Enabled  bool
 	Profiles []NamedProfile
-	Timeout  time.Duration
+	// Shards 大于 1 时每个档位分片运行并合并（矩阵的 perf.shards）。
+	Shards  int
+	Timeout time.Duration
 }
 
 // AccuracyPlan 是一个场景的精度阶段计划。
@@ -126,6 +128,15 @@ func (m *Matrix) Plan(rt RunType, only ...string) ([]ScenarioPlan, error) {
 				if err := rc.Perf.Override.Decode(&prof); err != nil {
 					return nil, err
 				}
+				if rc.Perf.Shards < 0 || rc.Perf.Shards > loadgen.MaxShards {
+					return nil, fmt.Errorf("matrix: scenario %s: perf.shards=%d: must be in [0, %d]", e.Scenario, rc.Perf.Shards, loadgen.MaxShards)
+				}
+				if rc.Perf.Shards > 1 {
+					if err := (loadgen.Shard{Count: rc.Perf.Shards}).Check(prof.Defaults()); err != nil {
+						return nil, fmt.Errorf("matrix: scenario %s: perf.shards=%d with profile %s: %w", e.Scenario, rc.Perf.Shards, n, err)
+					}
+				}
+				p.Perf.Shards = rc.Perf.Shards
 				p.Perf.Profiles = append(p.Perf.Profiles, NamedProfile{Name: n, Profile: prof})
 			}
 		}

@@ -188,13 +188,13 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 	if s.Name == "" {
 		s.Name = name
 	} else if s.Name != name {
-		d.errAt("name", s.Name, "name must match the file name %q", name)
+		d.ErrAt("name", s.Name, "name must match the file name %q", name)
 	}
 	if s.Mode == "" {
-		d.errAt("mode", "", "mode is required (emulator, external, local, k8s-hybrid or k8s-pd)")
+		d.ErrAt("mode", "", "mode is required (emulator, external, local, k8s-hybrid or k8s-pd)")
 	}
 	if s.ServedModelName == "" {
-		d.errAt("served_model_name", "", "served_model_name is required")
+		d.ErrAt("served_model_name", "", "served_model_name is required")
 	}
 	if s.Model == "" {
 		s.Model = s.ServedModelName
@@ -205,7 +205,7 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 	seen := map[Feature]bool{}
 	for i, f := range s.Features {
 		if seen[f] {
-			d.errAt(fmt.Sprintf("features[%d]", i), string(f), "duplicate feature")
+			d.ErrAt(fmt.Sprintf("features[%d]", i), string(f), "duplicate feature")
 		}
 		seen[f] = true
 	}
@@ -221,13 +221,13 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 			for _, c := range functional.AllCapabilities() {
 				known = append(known, string(c))
 			}
-			d.errAt("capabilities."+k, k, "unknown capability (want one of %s)", strings.Join(known, ", "))
+			d.ErrAt("capabilities."+k, k, "unknown capability (want one of %s)", strings.Join(known, ", "))
 		case !functional.Support(v).Valid():
-			d.errAt("capabilities."+k, v, "want supported, unsupported or probe")
+			d.ErrAt("capabilities."+k, v, "want supported, unsupported or probe")
 		}
 	}
 	if s.APIKeyEnv != "" && !envNameRe.MatchString(s.APIKeyEnv) {
-		d.errAt("api_key_env", s.APIKeyEnv, "api_key_env must be the NAME of an environment variable (letters, digits, _), never the key itself")
+		d.ErrAt("api_key_env", s.APIKeyEnv, "api_key_env must be the NAME of an environment variable (letters, digits, _), never the key itself")
 	}
 	if s.BaseURL != "" {
 		validateBaseURL(d, "base_url", s.BaseURL)
@@ -235,7 +235,7 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 	if s.Health.Path == "" {
 		s.Health.Path = DefaultHealthPath
 	} else if !strings.HasPrefix(s.Health.Path, "/") {
-		d.errAt("health.path", s.Health.Path, "health.path must start with /")
+		d.ErrAt("health.path", s.Health.Path, "health.path must start with /")
 	}
 	if s.Health.Timeout == 0 {
 		s.Health.Timeout = DefaultHealthTimeout
@@ -248,11 +248,11 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 	}
 	for i, k := range s.Reasoning.Keys {
 		if k == "" {
-			d.errAt(fmt.Sprintf("reasoning.reasoning_keys[%d]", i), "", "reasoning key must not be empty")
+			d.ErrAt(fmt.Sprintf("reasoning.reasoning_keys[%d]", i), "", "reasoning key must not be empty")
 		}
 	}
 	if s.Reasoning.ExpectReasoning && !s.HasFeature(FeatureReasoning) {
-		d.errAt("reasoning.expect_reasoning", "true", "expect_reasoning needs the %q feature", FeatureReasoning)
+		d.ErrAt("reasoning.expect_reasoning", "true", "expect_reasoning needs the %q feature", FeatureReasoning)
 	}
 
 	// only 列出当前方式允许出现的配置块。
@@ -265,7 +265,7 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 				return
 			}
 		}
-		d.errAt(field, "", "%s block is not allowed with mode %q", field, s.Mode)
+		d.ErrAt(field, "", "%s block is not allowed with mode %q", field, s.Mode)
 	}
 	only("emulator", s.Emulator != nil, ModeEmulator)
 	only("local", s.Local != nil, ModeLocal)
@@ -275,25 +275,25 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 	switch s.Mode {
 	case ModeExternal:
 		if s.BaseURL == "" {
-			d.errAt("base_url", "", "base_url is required for mode external")
+			d.ErrAt("base_url", "", "base_url is required for mode external")
 		}
 	case ModeLocal:
 		if s.BaseURL == "" {
-			d.errAt("base_url", "", "base_url is required for mode local (where the started server listens)")
+			d.ErrAt("base_url", "", "base_url is required for mode local (where the started server listens)")
 		}
 		if s.Local == nil {
-			d.errAt("local", "", "local block (command to start the server) is required for mode local")
+			d.ErrAt("local", "", "local block (command to start the server) is required for mode local")
 		}
 	case ModeK8sHybrid, ModeK8sPD:
 		if s.K8s == nil {
-			d.errAt("k8s", "", "k8s block (manifests, service) is required for mode %s", s.Mode)
+			d.ErrAt("k8s", "", "k8s block (manifests, service) is required for mode %s", s.Mode)
 		}
 		if s.Mode == ModeK8sPD && s.PD == nil {
-			d.errAt("pd", "", "pd block (prefill/decode roles) is required for mode k8s-pd")
+			d.ErrAt("pd", "", "pd block (prefill/decode roles) is required for mode k8s-pd")
 		}
 	case ModeEmulator:
 		if s.BaseURL != "" {
-			d.errAt("base_url", s.BaseURL, "base_url is not used with mode emulator (it listens on 127.0.0.1:0)")
+			d.ErrAt("base_url", s.BaseURL, "base_url is not used with mode emulator (it listens on 127.0.0.1:0)")
 		}
 	}
 	validateEmulator(d, s)
@@ -301,10 +301,10 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 	validateKube(d, fsys, s)
 	if s.PD != nil {
 		if s.PD.Prefill < 1 {
-			d.errAt("pd.prefill", fmt.Sprint(s.PD.Prefill), "pd.prefill must be at least 1")
+			d.ErrAt("pd.prefill", fmt.Sprint(s.PD.Prefill), "pd.prefill must be at least 1")
 		}
 		if s.PD.Decode < 1 {
-			d.errAt("pd.decode", fmt.Sprint(s.PD.Decode), "pd.decode must be at least 1")
+			d.ErrAt("pd.decode", fmt.Sprint(s.PD.Decode), "pd.decode must be at least 1")
 		}
 	}
 }
@@ -313,15 +313,15 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 func validateBaseURL(d *decoder, path, raw string) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		d.errAt(path, raw, "base_url must be an http(s) URL such as http://127.0.0.1:9000/v1")
+		d.ErrAt(path, raw, "base_url must be an http(s) URL such as http://127.0.0.1:9000/v1")
 		return
 	}
 	if u.User != nil {
-		d.errAt(path, "", "base_url must not contain credentials; put the key in the environment variable named by api_key_env")
+		d.ErrAt(path, "", "base_url must not contain credentials; put the key in the environment variable named by api_key_env")
 		return
 	}
 	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
-		d.errAt(path, raw, "base_url must end with /v1")
+		d.ErrAt(path, raw, "base_url must end with /v1")
 	}
 }
 
@@ -332,14 +332,14 @@ func sameModel(d *decoder, path string, got *string, want string) {
 	case *got == "":
 		*got = want
 	case *got != want:
-		d.errAt(path, *got, "must equal served_model_name %q (or be omitted)", want)
+		d.ErrAt(path, *got, "must equal served_model_name %q (or be omitted)", want)
 	}
 }
 
 // noLiteralKey 拒绝写在 YAML 里的密钥：密钥只能经 api_key_env 指向的环境变量提供。
 func noLiteralKey(d *decoder, path, key string) {
 	if key != "" {
-		d.errAt(path, "", "API keys must not be written in YAML; set api_key_env to the name of an environment variable instead")
+		d.ErrAt(path, "", "API keys must not be written in YAML; set api_key_env to the name of an environment variable instead")
 	}
 }
 
@@ -353,10 +353,10 @@ func validateEmulator(d *decoder, s *Scenario) {
 	}
 	sameModel(d, "emulator.model", &s.Emulator.Model, s.ServedModelName)
 	if s.Emulator.Addr != "" {
-		d.errAt("emulator.addr", s.Emulator.Addr, "the emulator scenario always listens on 127.0.0.1:0; addr is not configurable here")
+		d.ErrAt("emulator.addr", s.Emulator.Addr, "the emulator scenario always listens on 127.0.0.1:0; addr is not configurable here")
 	}
 	if _, err := deploy.NewEmulator(*s.Emulator); err != nil {
-		d.errAt("emulator", "", "%v", err)
+		d.ErrAt("emulator", "", "%v", err)
 	}
 }
 
@@ -375,7 +375,7 @@ func validateLocal(d *decoder, s *Scenario) {
 		l.StartupTimeout = s.Health.Timeout
 	}
 	if _, err := deploy.NewLocal(*l); err != nil {
-		d.errAt("local", "", "%v", err)
+		d.ErrAt("local", "", "%v", err)
 	}
 }
 
@@ -395,17 +395,17 @@ func validateKube(d *decoder, fsys fs.FS, s *Scenario) {
 		k.StartupTimeout = s.Health.Timeout
 	}
 	if len(k.Manifests) == 0 && len(k.Roles) == 0 {
-		d.errAt("k8s", "", "k8s needs manifests (hybrid) or roles (PD)")
+		d.ErrAt("k8s", "", "k8s needs manifests (hybrid) or roles (PD)")
 	}
 	if s.Mode == ModeK8sPD && len(k.Roles) == 0 {
-		d.errAt("k8s.roles", "", "mode k8s-pd needs k8s.roles (scheduler/prefill/decode)")
+		d.ErrAt("k8s.roles", "", "mode k8s-pd needs k8s.roles (scheduler/prefill/decode)")
 	}
 	check := func(path, name string) {
 		if fsys == nil {
 			return
 		}
 		if _, err := fs.Stat(fsys, name); err != nil {
-			d.errAt(path, name, "manifest not found in the config directory")
+			d.ErrAt(path, name, "manifest not found in the config directory")
 		}
 	}
 	for i, m := range k.Manifests {

@@ -1,28 +1,19 @@
 package matrix
 
 import (
-	"encoding"
 	"errors"
-	"fmt"
-	"io"
 	"reflect"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
-
-// maxNodes 限制一次解码访问的 YAML 节点总数。别名（&a / *a）可以让很小的
-// 文件展开成指数级的树（"billion laughs"），这里给出硬上限以保证加载器在
-// 任何输入下都能快速结束。
-const maxNodes = 200000
 
 // Error 是配置树中一处具体的错误：哪个文件、哪一行哪一列、哪个字段路径、
 // 什么值，以及为什么不对。调用方可用 errors.As 取出逐条处理。
+// 字段与文本格式与 cibench 其他入口（bench、accuracy、functional 的 --config）
+// 共用的严格解码器 internal/yamlstrict 相同，只多一个 "matrix: " 前缀。
 type Error struct {
 	// File 是出错文件的显示路径（含 WithRoot 给出的前缀）。
 	File string
@@ -36,25 +27,32 @@ type Error struct {
 	Msg string
 }
 
-// Error 按 "文件:行:列: 路径: 说明" 的编译器风格输出，编辑器可直接跳转。
+// Error 按 "matrix: 文件:行:列: 路径: 说明" 的编译器风格输出，编辑器可直接跳转。
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("matrix: ")
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	b.WriteString(": ")
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	if e.Value != "" {
-		fmt.Fprintf(&b, " (got %q)", e.Value)
-	}
-	return b.String()
+	s := yamlstrict.Error(*e)
+	return "matrix: " + s.Error()
 }
+
+// toError 把共用解码器的错误转换为本包的 *Error。
+func toError(e *yamlstrict.Error) *Error {
+	m := Error(*e)
+	return &m
+}
+
+// joinErrors 把错误列表转换后以 errors.Join 合并；没有错误时返回 nil。
+func joinErrors(list []*yamlstrict.Error) error {
+	if len(list) == 0 {
+		return nil
+	}
+	errs := make([]error, len(list))
+	for i, e := range list {
+		errs[i] = toError(e)
+	}
+	return errors.Join(errs...)
+}
+
+// decoder 是共用的严格解码器，装上本包的两个钩子（见 newDecoder）。
+type decoder = yamlstrict.Decoder
 
 // nodeDecoder 由需要自行解释 YAML 节点的本包类型实现（例如保持键顺序的
 // 映射、延迟解码的 Block）。
@@ -68,520 +66,48 @@ type enumValue interface {
 	checkEnum() error
 }
 
-// decoder 把 yaml.Node 严格地解码进 Go 值：未知字段、重复键、类型不符
-// 都记为 Error（带文件、行列与字段路径），并继续解码其余部分，
-// 以便一次报告尽可能多的问题。
-type decoder struct {
-	file  string
-	errs  []*Error
-	nodes int
-	// pos 记录每个已解码字段路径的位置，供解码后的跨字段校验定位。
-	pos map[string]*yaml.Node
-}
-
-// newDecoder 为显示名为 file 的文件创建解码器。
-func newDecoder(file string) *decoder {
-	return &decoder{file: file, pos: map[string]*yaml.Node{}}
-}
-
-// errorf 在节点 n 处记录一条错误；n 为 nil 时只记录文件。
-func (d *decoder) errorf(n *yaml.Node, path, value, format string, args ...any) {
-	e := &Error{File: d.file, Path: path, Value: value, Msg: fmt.Sprintf(format, args...)}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	d.errs = append(d.errs, e)
-}
-
-// errAt 在已记录的字段路径 path（找不到则逐级向上找父路径）处记录错误，
-// 用于解码之后的语义校验。
-func (d *decoder) errAt(path, value, format string, args ...any) {
-	p := path
-	for {
-		if n, ok := d.pos[p]; ok {
-			d.errorf(n, path, value, format, args...)
-			return
-		}
-		i := strings.LastIndexAny(p, ".[")
-		if i < 0 {
-			if n, ok := d.pos[""]; ok {
-				d.errorf(n, path, value, format, args...)
-				return
-			}
-			d.errorf(nil, path, value, format, args...)
-			return
-		}
-		p = p[:i]
-	}
-}
-
-// parseDocument 读取恰好一个 YAML 文档并返回其根节点；空文件返回 nil。
-// 多文档文件被拒绝，因为配置树里一个文件只描述一件事。
-func (d *decoder) parseDocument(data []byte) *yaml.Node {
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		d.errs = append(d.errs, yamlSyntaxError(d.file, err))
-		return nil
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		d.errorf(&extra, "", "", "only one YAML document per file is allowed")
-		return nil
-	} else if !errors.Is(err, io.EOF) {
-		d.errs = append(d.errs, yamlSyntaxError(d.file, err))
-		return nil
-	}
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
-		return doc.Content[0]
-	}
-	return nil
-}
-
-// yamlSyntaxError 把 yaml.v3 的语法错误（"yaml: line N: …"）转换为带行号的 Error。
-func yamlSyntaxError(file string, err error) *Error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	e := &Error{File: file, Msg: "invalid YAML: " + msg}
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if i := strings.Index(rest, ":"); i > 0 {
-			if line, err := strconv.Atoi(rest[:i]); err == nil {
-				e.Line, e.Column = line, 1
-				e.Msg = "invalid YAML:" + rest[i+1:]
-			}
-		}
-	}
-	return e
-}
-
-// describe 给出节点的简短描述，用于类型不符的错误信息。
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str":
-			return "a string"
-		case "!!int":
-			return "an integer"
-		case "!!float":
-			return "a number"
-		case "!!bool":
-			return "a boolean"
-		case "!!null":
-			return "null"
-		}
-		return "a scalar " + n.ShortTag()
-	}
-	return "an unsupported node"
-}
-
 var (
-	durationType  = reflect.TypeOf(time.Duration(0))
-	nodeType      = reflect.TypeOf(yaml.Node{})
-	unmarshalType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
-	textType      = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
-	nodeDecType   = reflect.TypeOf((*nodeDecoder)(nil)).Elem()
-	enumType      = reflect.TypeOf((*enumValue)(nil)).Elem()
-	featureType   = reflect.TypeOf(functional.Feature(""))
+	nodeDecType = reflect.TypeOf((*nodeDecoder)(nil)).Elem()
+	enumType    = reflect.TypeOf((*enumValue)(nil)).Elem()
+	featureType = reflect.TypeOf(functional.Feature(""))
 )
 
-// decode 把节点 n 解码进 v（必须可寻址），path 是该值的字段路径。
-func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
-	d.nodes++
-	if d.nodes > maxNodes {
-		if d.nodes == maxNodes+1 {
-			d.errorf(n, path, "", "document too large (more than %d nodes after alias expansion)", maxNodes)
+// newDecoder 为显示名为 file 的文件创建解码器：实现 nodeDecoder 的类型自行解码，
+// 实现 enumValue 的类型在解码后校验取值。钩子经私有接口识别，不给本包的公开类型
+// 增加导出方法。
+func newDecoder(file string) *decoder {
+	d := yamlstrict.NewDecoder(file)
+	d.Custom = func(d *decoder, n *yaml.Node, path string, v reflect.Value) bool {
+		if !reflect.PointerTo(v.Type()).Implements(nodeDecType) {
+			return false
 		}
-		return
-	}
-	for n.Kind == yaml.AliasNode {
-		if n.Alias == nil {
-			d.errorf(n, path, "", "unresolved alias")
-			return
-		}
-		n = n.Alias
-	}
-	if _, seen := d.pos[path]; !seen {
-		d.pos[path] = n
-	}
-	t := v.Type()
-	pt := reflect.PointerTo(t)
-	switch {
-	case pt.Implements(nodeDecType):
 		v.Addr().Interface().(nodeDecoder).decodeNode(d, n, path)
-		return
-	case t == nodeType:
-		v.Set(reflect.ValueOf(*n))
-		return
-	case pt.Implements(unmarshalType):
-		if err := n.Decode(v.Addr().Interface()); err != nil {
-			d.errorf(n, path, scalarValue(n), "%s", cleanYAMLErr(err))
-		}
-		return
+		return true
 	}
-	if t.Kind() == reflect.Pointer {
-		if isNull(n) {
-			v.Set(reflect.Zero(t))
-			return
+	d.Check = func(v reflect.Value) error {
+		if reflect.PointerTo(v.Type()).Implements(enumType) {
+			return v.Addr().Interface().(enumValue).checkEnum()
 		}
-		// 总是解码进新分配的值（先复制旧值）：被叠加的基础配置可能与别处共享
-		// 同一个指针，就地修改会把覆盖项泄漏回基础配置。
-		nv := reflect.New(t.Elem())
-		if !v.IsNil() {
-			nv.Elem().Set(v.Elem())
+		// functional.Feature 属于别的包，不能有本包的私有方法，单独校验。
+		if v.Type() == featureType {
+			return v.Interface().(functional.Feature).Check()
 		}
-		d.decode(n, path, nv.Elem())
-		v.Set(nv)
-		return
+		return nil
 	}
-	if t == durationType {
-		d.decodeDuration(n, path, v)
-		return
-	}
-	if pt.Implements(textType) {
-		if n.Kind != yaml.ScalarNode {
-			d.errorf(n, path, "", "want a string, got %s", describe(n))
-			return
-		}
-		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
-			d.errorf(n, path, n.Value, "%v", err)
-		}
-		return
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		d.decodeStruct(n, path, v)
-	case reflect.Slice:
-		d.decodeSlice(n, path, v)
-	case reflect.Map:
-		d.decodeMap(n, path, v)
-	case reflect.Interface:
-		var x any
-		if err := n.Decode(&x); err != nil {
-			d.errorf(n, path, "", "%s", cleanYAMLErr(err))
-			return
-		}
-		if x != nil {
-			v.Set(reflect.ValueOf(x))
-		}
-	default:
-		d.decodeScalar(n, path, v)
-	}
-	if pt.Implements(enumType) && !isNull(n) {
-		if err := v.Addr().Interface().(enumValue).checkEnum(); err != nil {
-			d.errorf(n, path, n.Value, "%v", err)
-		}
-	}
-	// functional.Feature 属于别的包，不能有本包的私有方法，单独校验。
-	if t == featureType && !isNull(n) {
-		if err := v.Interface().(functional.Feature).Check(); err != nil {
-			d.errorf(n, path, n.Value, "%v", err)
-		}
-	}
+	return d
 }
 
 // isNull 报告节点是否为 YAML 空值（null、~ 或空）。
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
+func isNull(n *yaml.Node) bool { return yamlstrict.IsNull(n) }
 
 // scalarValue 返回标量节点的原文，非标量返回空串。
-func scalarValue(n *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode {
-		return n.Value
-	}
-	return ""
-}
+func scalarValue(n *yaml.Node) string { return yamlstrict.ScalarValue(n) }
 
-// cleanYAMLErr 去掉 yaml.v3 错误信息中的冗余前缀，行号由 Error 自己给出。
-func cleanYAMLErr(err error) string {
-	s := err.Error()
-	s = strings.TrimPrefix(s, "yaml: unmarshal errors:\n")
-	s = strings.TrimPrefix(s, "yaml: ")
-	s = strings.TrimSpace(s)
-	if rest, ok := strings.CutPrefix(s, "line "); ok {
-		if i := strings.Index(rest, ": "); i > 0 {
-			s = rest[i+2:]
-		}
-	}
-	return s
-}
-
-// decodeDuration 只接受 Go 时长字符串（"30s"、"1h30m"）：裸整数在 YAML 里
-// 会被当成纳秒，几乎总是写错了，因此明确拒绝。
-func (d *decoder) decodeDuration(n *yaml.Node, path string, v reflect.Value) {
-	if isNull(n) {
-		return
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		d.errorf(n, path, scalarValue(n), "want a duration such as \"30s\" or \"20m\", got %s", describe(n))
-		return
-	}
-	dur, err := time.ParseDuration(n.Value)
-	if err != nil {
-		d.errorf(n, path, n.Value, "invalid duration (want e.g. \"30s\", \"20m\", \"1h\")")
-		return
-	}
-	if dur < 0 {
-		d.errorf(n, path, n.Value, "duration must not be negative")
-		return
-	}
-	v.SetInt(int64(dur))
-}
-
-// structField 是结构体中一个可由 YAML 设置的字段。
-type structField struct {
-	index []int
-	name  string
-}
-
-// yamlFields 按 yaml 标签（含 ",inline" 展开）列出结构体字段。
-func yamlFields(t reflect.Type) []structField {
-	var out []structField
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("yaml")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" {
-			continue
-		}
-		if strings.Contains(opts, "inline") && f.Type.Kind() == reflect.Struct {
-			for _, sub := range yamlFields(f.Type) {
-				sub.index = append([]int{i}, sub.index...)
-				out = append(out, sub)
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		out = append(out, structField{index: []int{i}, name: name})
-	}
-	return out
-}
+// describe 给出节点的简短描述，用于类型不符的错误信息。
+func describe(n *yaml.Node) string { return yamlstrict.Describe(n) }
 
 // joinPath 在 path 后追加字段名。
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// decodeStruct 按字段标签解码映射，未知字段与重复键都是错误。
-func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
-	if isNull(n) {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, scalarValue(n), "want a mapping, got %s", describe(n))
-		return
-	}
-	fields := yamlFields(v.Type())
-	byName := make(map[string]structField, len(fields))
-	for _, f := range fields {
-		byName[f.name] = f
-	}
-	// 合并键（<<: *anchor）先展开，显式写出的键随后覆盖，与 YAML 的合并语义一致。
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			d.decodeMerge(n.Content[i+1], path, v)
-		}
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			d.errorf(k, path, "", "mapping keys must be strings, got %s", describe(k))
-			continue
-		}
-		if k.ShortTag() == "!!merge" {
-			continue
-		}
-		fp := joinPath(path, k.Value)
-		if seen[k.Value] {
-			d.errorf(k, fp, "", "duplicate key")
-			continue
-		}
-		seen[k.Value] = true
-		f, ok := byName[k.Value]
-		if !ok {
-			d.errorf(k, fp, "", "unknown field %q (known fields: %s)", k.Value, knownNames(fields))
-			continue
-		}
-		d.decode(val, fp, v.FieldByIndex(f.index))
-	}
-}
-
-// decodeMerge 把合并键的值（一个映射或映射列表，通常是别名）解码进结构体 v。
-func (d *decoder) decodeMerge(n *yaml.Node, path string, v reflect.Value) {
-	d.nodes++
-	if d.nodes > maxNodes {
-		if d.nodes == maxNodes+1 {
-			d.errorf(n, path, "", "document too large (more than %d nodes after alias expansion)", maxNodes)
-		}
-		return
-	}
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		d.decodeStruct(n, path, v)
-	case yaml.SequenceNode:
-		for _, item := range n.Content {
-			d.decodeMerge(item, path, v)
-		}
-	default:
-		d.errorf(n, path, scalarValue(n), "merge key (<<) needs a mapping or a list of mappings, got %s", describe(n))
-	}
-}
-
-// knownNames 把字段名排序后用逗号连接，放进“未知字段”错误里提示正确拼写。
-func knownNames(fields []structField) string {
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
-
-// decodeSlice 解码列表；null 得到 nil 切片。
-func (d *decoder) decodeSlice(n *yaml.Node, path string, v reflect.Value) {
-	if isNull(n) {
-		v.Set(reflect.Zero(v.Type()))
-		return
-	}
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, path, scalarValue(n), "want a list, got %s", describe(n))
-		return
-	}
-	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-	for i, item := range n.Content {
-		d.decode(item, fmt.Sprintf("%s[%d]", path, i), s.Index(i))
-	}
-	v.Set(s)
-}
-
-// decodeMap 解码映射（整体替换原值）；重复键是错误。
-func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
-	if isNull(n) {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, scalarValue(n), "want a mapping, got %s", describe(n))
-		return
-	}
-	// 映射整体替换而不是与已有内容合并：配置文件写出的映射（如 JSON Schema）
-	// 就是完整的值，与默认值合并会悄悄产生两者都不是的东西。
-	t := v.Type()
-	v.Set(reflect.MakeMap(t))
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			d.errorf(k, path, "", "mapping keys must be scalars, got %s", describe(k))
-			continue
-		}
-		fp := joinPath(path, k.Value)
-		if seen[k.Value] {
-			d.errorf(k, fp, "", "duplicate key")
-			continue
-		}
-		seen[k.Value] = true
-		key := reflect.New(t.Key()).Elem()
-		d.decode(k, fp, key)
-		elem := reflect.New(t.Elem()).Elem()
-		d.decode(val, fp, elem)
-		v.SetMapIndex(key, elem)
-	}
-}
-
-// decodeScalar 解码布尔、整数、浮点与字符串，并按 YAML 标签检查类型：
-// 例如 "true" 写进整数字段、列表写进字符串字段都会报错，而不是被默默转换。
-func (d *decoder) decodeScalar(n *yaml.Node, path string, v reflect.Value) {
-	if isNull(n) {
-		return
-	}
-	if n.Kind != yaml.ScalarNode {
-		d.errorf(n, path, "", "want %s, got %s", kindName(v.Kind()), describe(n))
-		return
-	}
-	tag := n.ShortTag()
-	switch v.Kind() {
-	case reflect.String:
-		if tag != "!!str" {
-			d.errorf(n, path, n.Value, "want a string, got %s (quote it if it is meant as text)", describe(n))
-			return
-		}
-		v.SetString(n.Value)
-	case reflect.Bool:
-		if tag != "!!bool" {
-			d.errorf(n, path, n.Value, "want a boolean (true/false), got %s", describe(n))
-			return
-		}
-		b, _ := strconv.ParseBool(strings.ToLower(n.Value))
-		v.SetBool(b)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		var x int64
-		if tag != "!!int" || n.Decode(&x) != nil {
-			d.errorf(n, path, n.Value, "want an integer, got %s", describe(n))
-			return
-		}
-		if v.OverflowInt(x) {
-			d.errorf(n, path, n.Value, "integer out of range for %s", v.Type())
-			return
-		}
-		v.SetInt(x)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		var x uint64
-		if tag != "!!int" || n.Decode(&x) != nil {
-			d.errorf(n, path, n.Value, "want a non-negative integer, got %s", describe(n))
-			return
-		}
-		if v.OverflowUint(x) {
-			d.errorf(n, path, n.Value, "integer out of range for %s", v.Type())
-			return
-		}
-		v.SetUint(x)
-	case reflect.Float32, reflect.Float64:
-		var x float64
-		if (tag != "!!float" && tag != "!!int") || n.Decode(&x) != nil {
-			d.errorf(n, path, n.Value, "want a number, got %s", describe(n))
-			return
-		}
-		v.SetFloat(x)
-	default:
-		d.errorf(n, path, n.Value, "unsupported field type %s", v.Type())
-	}
-}
-
-// kindName 给出 Go 类型种类的人类可读名字。
-func kindName(k reflect.Kind) string {
-	switch k {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	}
-	return "a scalar"
-}
+func joinPath(path, key string) string { return yamlstrict.JoinPath(path, key) }
 
 // reflectValue 返回指针 p 所指向的可寻址值。
 func reflectValue(p any) reflect.Value { return reflect.ValueOf(p).Elem() }

@@ -92,6 +92,9 @@ func newCollector(res Results, opts Options, withRunLabels bool) (*Collector, er
 	if err := b.addPerf(res.Perf); err != nil {
 		return nil, err
 	}
+	if err := b.addCapacity(res.Capacity); err != nil {
+		return nil, err
+	}
 	if res.Functional != nil {
 		if err := b.addFunctional(res.Functional); err != nil {
 			return nil, err

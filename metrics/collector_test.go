@@ -300,3 +300,14 @@ func TestWriteTextMatchesGolden(t *testing.T) {
 		t.Errorf("err = %v, want ErrInvalid", err)
 	}
 }
+
+// TestCapacityDuplicate 检查同一组合的两次扫描被点名拒绝（否则序列重复，推送失败）。
+func TestCapacityDuplicate(t *testing.T) {
+	res := dailyResults()
+	res.Capacity = append(res.Capacity, res.Capacity[0])
+	_, err := metrics.NewCollector(res, metrics.Options{})
+	var fe *metrics.FieldError
+	if !errors.As(err, &fe) || fe.Field != "Capacity[2]" {
+		t.Fatalf("duplicate capacity: %v", err)
+	}
+}

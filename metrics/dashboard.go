@@ -455,6 +455,8 @@ func NewDashboard(opts DashboardOptions) (*Dashboard, error) {
 	g.comparePanel("Total token throughput", "Prompt + completion tokens per second", NamePerfTotalTokenThroughput, "", "none")
 	g.comparePanel("QPS", "Completed requests per second", NamePerfQPS, "", "reqps")
 	g.comparePanel("Fail rate", "Failed / sent requests", NamePerfFailRatio, "", "percentunit")
+	g.comparePanel("Capacity (max sustainable rate)", "Highest open-loop arrival rate at which the goodput SLOs hold without errors "+
+		"(control_method: sweep); concurrency 0 means no client-side cap", NameCapacity, "", "reqps")
 	g.comparePanel("Load generator read lag P$quantile", "The load generator's own lag between a first token reaching the socket and being parsed "+
 		"(kernel receive timestamps; not part of TTFT). A rising line means the benchmark host, not the server, is busy.", NamePerfClientLag, `,quantile="$quantile"`, "s")
 

@@ -53,6 +53,11 @@ func dailyResults() metrics.Results {
 			RunType: metrics.RunTypeDaily, Commit: "0123abcd", Branch: "main", RunID: "daily-20261121",
 		},
 		Perf: []loadgen.Summary{summary(128, 128, 1, 1), summary(2048, 1024, 4, 1)},
+		// 两次容量扫描：一次找到 19.6875 请求/秒，一次起始速率就不满足（不导出）。
+		Capacity: []loadgen.SweepResult{
+			{Backend: "openai-chat", InputLength: 128, OutputLength: 128, MaxSustainableRate: 19.6875, Stop: loadgen.SweepStopConverged},
+			{Backend: "openai-chat", InputLength: 2048, OutputLength: 1024, Stop: loadgen.SweepStopStartFailed},
+		},
 		Functional: &functional.Report{
 			Model: "Qwen3-32B", Started: time.Date(2026, 11, 21, 0, 1, 0, 0, time.UTC), Duration: 8 * time.Second,
 			Results: []functional.Result{

@@ -216,6 +216,13 @@ func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
 	if err != nil {
 		t.Fatalf("loadgen: %v", err)
 	}
+	// 一次很短的容量扫描（并发上限 4，与看板变量的取值一致）：模拟器不排队，速率到 max_rate 仍满足 SLO。
+	capacity, err := loadgen.RunSweep(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emulator"},
+		loadgen.Profile{ControlMethod: loadgen.ControlSweep, Concurrency: []int{4}, InputLength: []int{64}, OutputLength: []int{16}, Goodput: []string{"ttft:5000"},
+			Sweep: loadgen.SweepConfig{StartRate: 20, MaxRate: 40, StepDuration: 200 * time.Millisecond, MinRequests: 4}}, nil)
+	if err != nil || len(capacity) != 1 || capacity[0].MaxSustainableRate != 40 {
+		t.Fatalf("sweep: %v %+v", err, capacity)
+	}
 	runner, err := functional.NewRunner(functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey}, functional.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +235,7 @@ func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
 		Info: metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: metrics.RunTypeDaily,
 			Commit: "0123abcd", Branch: "main", RunID: "daily-1"},
 		Perf:       perf,
+		Capacity:   capacity,
 		Functional: &rep,
 		Accuracy: []accuracy.EvalResult{{Dataset: "gpqa", Model: "Qwen3-32B", Score: 0.625, Examples: 198,
 			Metrics: map[string]float64{"score": 0.625, "score:std": 0.484}}},

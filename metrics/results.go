@@ -69,6 +69,8 @@ type Results struct {
 	Perf       []loadgen.Summary     // 每行一个压测分组（acs-bench 汇总 CSV 的一行）
 	Functional *functional.Report    // 功能测试报告，nil 表示未运行
 	Accuracy   []accuracy.EvalResult // 每个数据集一个结果
+	// Capacity 是容量扫描的结论，导出为 capacity_requests_per_second。
+	Capacity []loadgen.SweepResult
 }
 
 // labelValueOK 检查标签值：必须是合法 UTF-8 且不含换行，避免破坏文本暴露格式与 Grafana 表格。

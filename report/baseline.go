@@ -56,6 +56,16 @@ func dailyRuns(fsys fs.FS) ([]Result, error) {
 			return nil, err
 		}
 		if r.Complete && r.RunType == RunTypeDaily {
+			// 逐请求样本不在 summary.json 里（体积），从各场景的 perf/samples.json 补上。
+			for i := range r.Scenarios {
+				sc := &r.Scenarios[i]
+				if checkName("scenario", sc.Name) != nil {
+					continue
+				}
+				if err := readOptional(fsys, path.Join(string(RunTypeDaily), e.Name(), sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
+					return nil, fmt.Errorf("report: artifact baselines: %w", err)
+				}
+			}
 			runs = append(runs, r)
 		}
 	}

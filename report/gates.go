@@ -23,6 +23,9 @@ const (
 	VerdictFail       Verdict = "fail"
 	VerdictNoBaseline Verdict = "no_baseline"
 	VerdictSkipped    Verdict = "skipped"
+	// VerdictInterrupted 表示该项因运行被中断（Ctrl-C、SIGTERM、取消）没有做完而
+	// 无法判定。它不是失败：只有中断、没有失败的运行以 ExitInterrupted 结束。
+	VerdictInterrupted Verdict = "interrupted"
 )
 
 // GateKind 是门禁的类别。
@@ -55,7 +58,7 @@ const (
 //   - ExitError：驱动自身无法运行（参数或配置错误、产物目录不可写），
 //     此时没有可信的门禁结论。由驱动使用，本包不返回。
 //   - ExitInterrupted：运行被 Ctrl-C / SIGTERM 中断；已测得的部分仍写入报告。
-//     由驱动使用，门禁失败优先于中断。
+//     有 interrupted 门禁而无失败门禁时 ExitCode 返回它；门禁失败优先于中断。
 const (
 	ExitOK          = 0
 	ExitGateFailed  = 1
@@ -76,6 +79,19 @@ type Thresholds struct {
 	MaxFailRate float64 `yaml:"max_fail_rate" json:"max_fail_rate"`
 	// RequireBaseline 为 true 时，无基线的性能门禁记为失败而不是 no_baseline。
 	RequireBaseline bool `yaml:"require_baseline" json:"require_baseline"`
+
+	// 以下是性能门禁的统计选项（见 perfstat.go 与 docs/report.md）；零值保持规格行为。
+	// Mode 为 spec（默认：点估计越过阈值即失败）或 significant（整个置信区间越过才失败）。
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// OnInsufficient 是样本不足以支撑分位数时的处理：spec（默认）、fail、warn 或 lower_quantile。
+	OnInsufficient string `yaml:"on_insufficient" json:"on_insufficient,omitempty"`
+	// Confidence 是置信水平，默认 0.95；Resamples 是自助法重抽样次数，默认 2000；
+	// Seed 是随机种子（同样的样本与种子永远得到同样的区间）。
+	Confidence float64 `yaml:"confidence" json:"confidence,omitempty"`
+	Resamples  int     `yaml:"resamples" json:"resamples,omitempty"`
+	Seed       int64   `yaml:"seed" json:"seed,omitempty"`
+	// PerGate 按门禁覆盖 Mode 与 OnInsufficient。
+	PerGate PerGateOptions `yaml:"per_gate" json:"per_gate"`
 }
 
 // DefaultThresholds 返回规格中的 PR 性能门禁阈值。
@@ -132,6 +148,13 @@ type Baseline struct {
 	E2EP99   time.Duration `json:"e2e_p99_ns"`
 	QPS      float64       `json:"qps"`
 	FailRate float64       `json:"fail_rate"`
+	// TTFT、E2E 是各轮时延摘要按字段的中位数（含 Count），用于判断样本是否支撑分位数
+	// 与 lower_quantile；Succeeded 是各轮成功请求数的中位数。
+	TTFT      loadgen.Latency `json:"-"`
+	E2E       loadgen.Latency `json:"-"`
+	Succeeded int64           `json:"-"`
+	// Samples 是该组合的逐请求样本（没有时为 nil：置信区间不可得）。
+	Samples *PerfSamples `json:"-"`
 }
 
 // BaselineSource 提供最近一次每日运行中同键的基线。found 为 false 表示没有
@@ -198,7 +221,9 @@ func Aggregate(rows []loadgen.Summary) Baseline {
 		qps = append(qps, r.QPS)
 		fr = append(fr, r.FailRate)
 	}
-	b := Baseline{QPS: -1}
+	b := Baseline{QPS: -1, Succeeded: medianSucceeded(rows)}
+	b.TTFT = aggregateLatency(rows, func(s *loadgen.Summary) loadgen.Latency { return s.TTFT })
+	b.E2E = aggregateLatency(rows, func(s *loadgen.Summary) loadgen.Latency { return s.E2E })
 	if len(ttft) > 0 {
 		b.TTFTP99 = time.Duration(median(ttft))
 	}
@@ -248,6 +273,7 @@ func BaselinesFromResult(res Result) StaticBaselines {
 		for _, k := range keys {
 			b := Aggregate(groups[k])
 			b.RunID = res.RunID
+			b.Samples = findSamples(sc.PerfSamples, k)
 			if b.Time.IsZero() {
 				b.Time = res.Started
 			}
@@ -272,24 +298,40 @@ type Gate struct {
 	Verdict     Verdict  `json:"verdict"`
 	Reason      string   `json:"reason,omitempty"`
 	BaselineRun string   `json:"baseline_run,omitempty"`
+
+	// 以下是性能门禁的统计证据（perfstat.go）。Quantile 是实际比较的分位点
+	// （lower_quantile 时可能低于 0.99）；Mode 是判定模式；Support 说明样本是否
+	// 足以支撑该分位；Samples 是两侧样本量；Interval 是相对变化的置信区间。
+	Quantile float64       `json:"quantile,omitempty"`
+	Mode     string        `json:"mode,omitempty"`
+	Support  string        `json:"support,omitempty"`
+	Samples  *GateSamples  `json:"samples,omitempty"`
+	Interval *GateInterval `json:"interval,omitempty"`
 }
 
-// ExitCode 返回门禁对应的退出码：任何一项失败为 ExitGateFailed，否则 ExitOK。
+// ExitCode 返回门禁对应的退出码：任何一项失败为 ExitGateFailed；否则有被中断的
+// 项为 ExitInterrupted；否则 ExitOK。
 func ExitCode(gates []Gate) int {
+	code := ExitOK
 	for _, g := range gates {
-		if g.Verdict == VerdictFail {
+		switch g.Verdict {
+		case VerdictFail:
 			return ExitGateFailed
+		case VerdictInterrupted:
+			code = ExitInterrupted
 		}
 	}
-	return ExitOK
+	return code
 }
 
 // Evaluate 对 res 中每个场景计算门禁：
-//   - 每个阶段错误一项 stage 门禁（失败）；
+//   - 每个阶段错误一项 stage 门禁（失败；RecordInterrupted 记下的为 interrupted）；
 //   - 功能：没有失败或被取消的用例（skip/unsupported 不算失败），且 src 实现
 //     FunctionalBaselineSource 时，每日基线中通过的用例现在没有变成 skip/unsupported/消失；
-//     未执行且无错误时 skipped；
-//   - 精度：每项评测分数 ≥ 阈值；未配置阈值时 skipped；
+//     未执行且无错误时 skipped；功能阶段被中断（RecordInterrupted）而没有报告、或只有被
+//     取消的用例时 interrupted（作业超时取消的用例仍是失败）；
+//   - 精度：accuracy.Gate 的判定；精度阶段被中断、只评了部分样本时 interrupted
+//     （部分样本上的分数不代表模型，不拿它判定）；
 //   - 性能：每个组合的失败率 ≤ MaxFailRate（不需基线），以及 TTFT P99、
 //     E2E P99、QPS 与 src 中同键的每日基线比较；无基线时 no_baseline。
 //
@@ -299,19 +341,25 @@ func Evaluate(ctx context.Context, res Result, th Thresholds, src BaselineSource
 	var gates []Gate
 	for _, sc := range res.Scenarios {
 		for _, e := range sc.Errors {
-			gates = append(gates, Gate{Kind: GateStage, Scenario: sc.Name, Name: "stage/" + string(e.Stage), Metric: MetricStageError,
-				Current: 1, Verdict: VerdictFail, Reason: fmt.Sprintf("%s stage failed: %s", e.Stage, e.Message)})
+			g := Gate{Kind: GateStage, Scenario: sc.Name, Name: "stage/" + string(e.Stage), Metric: MetricStageError,
+				Current: 1, Verdict: VerdictFail, Reason: fmt.Sprintf("%s stage failed: %s", e.Stage, e.Message)}
+			if e.Interrupted {
+				g.Current, g.Verdict, g.Reason = 0, VerdictInterrupted, fmt.Sprintf("%s stage interrupted: %s", e.Stage, e.Message)
+			}
+			gates = append(gates, g)
 		}
 		gates = append(gates, functionalGate(ctx, sc, src))
 		for _, a := range sc.Accuracy {
-			gates = append(gates, accuracyGate(sc.Name, a))
+			gates = append(gates, scenarioAccuracyGate(sc, a))
 		}
 		keys, groups := groupPerf(sc)
 		for _, k := range keys {
 			if err := ctx.Err(); err != nil {
 				return gates, fmt.Errorf("report: evaluate: %w", err)
 			}
-			gates = append(gates, perfGates(ctx, k, Aggregate(groups[k]), th, src)...)
+			cur := Aggregate(groups[k])
+			cur.Samples = findSamples(sc.PerfSamples, k)
+			gates = append(gates, perfGates(ctx, k, cur, th, src)...)
 		}
 	}
 	return gates, nil
@@ -333,8 +381,14 @@ func functionalGate(ctx context.Context, sc Scenario, src BaselineSource) Gate {
 	if sc.Functional == nil {
 		g.Verdict, g.Reason = VerdictSkipped, "functional stage produced no report"
 		for _, e := range sc.Errors {
-			if e.Stage == StageFunctional || e.Stage == StageDeploy {
+			if e.Stage != StageFunctional && e.Stage != StageDeploy {
+				continue
+			}
+			switch {
+			case !e.Interrupted:
 				g.Verdict, g.Current, g.Reason = VerdictFail, 1, fmt.Sprintf("no functional report: %s stage failed", e.Stage)
+			case g.Verdict != VerdictFail:
+				g.Verdict, g.Reason = VerdictInterrupted, fmt.Sprintf("no functional report: %s stage interrupted", e.Stage)
 			}
 		}
 		return g
@@ -379,6 +433,31 @@ func functionalGate(ctx context.Context, sc Scenario, src BaselineSource) Gate {
 	}
 	g.Verdict = VerdictFail
 	g.Reason = strings.Join(parts, "; ") + " (" + counts + ")"
+	if len(failed) == 0 && len(drift) == 0 && stageInterrupted(sc, StageFunctional) {
+		// 只有被信号中断取消的用例：没有结论，但也不是失败（作业超时取消的仍是失败）。
+		g.Verdict = VerdictInterrupted
+	}
+	return g
+}
+
+// stageInterrupted 报告场景的 st 阶段是否被中断（RecordInterrupted）。
+func stageInterrupted(sc Scenario, st Stage) bool {
+	for _, e := range sc.Errors {
+		if e.Stage == st && e.Interrupted {
+			return true
+		}
+	}
+	return false
+}
+
+// scenarioAccuracyGate 在 accuracyGate 之上考虑中断：精度阶段被中断、结果只覆盖
+// 部分样本时，分数不代表模型，门禁记为 interrupted 而不是按阈值判定。
+func scenarioAccuracyGate(sc Scenario, a Accuracy) Gate {
+	g := accuracyGate(sc.Name, a)
+	if a.Result.Partial && stageInterrupted(sc, StageAccuracy) {
+		g.Verdict = VerdictInterrupted
+		g.Reason = fmt.Sprintf("interrupted after %d of %d examples; a partial score is not judged", a.Result.Examples, a.Result.Planned)
+	}
 	return g
 }
 
@@ -491,17 +570,13 @@ func perfGates(ctx context.Context, k BaselineKey, cur Baseline, th Thresholds, 
 			base, found = b, true
 		}
 	}
-	type cmp struct {
-		metric    string
-		cur, base float64
-		limit     float64 // 允许的相对变化（正数）
-		higherBad bool    // 时延：变大为坏；QPS：变小为坏
-		valid     bool    // 当前值可测
-	}
-	cmps := []cmp{
-		{MetricTTFTP99, cur.TTFTP99.Seconds(), base.TTFTP99.Seconds(), th.TTFTP99Regression, true, cur.TTFTP99 > 0},
-		{MetricE2EP99, cur.E2EP99.Seconds(), base.E2EP99.Seconds(), th.E2EP99Regression, true, cur.E2EP99 > 0},
-		{MetricQPS, cur.QPS, base.QPS, th.QPSDrop, false, cur.QPS >= 0},
+	cmps := []perfCmp{
+		{metric: MetricTTFTP99, q: 0.99, cur: cur.TTFTP99.Seconds(), base: base.TTFTP99.Seconds(), curLat: cur.TTFT, baseLat: base.TTFT,
+			curN: cur.TTFT.Count, baseN: base.TTFT.Count, limit: th.TTFTP99Regression, higherBad: true, valid: cur.TTFTP99 > 0},
+		{metric: MetricE2EP99, q: 0.99, cur: cur.E2EP99.Seconds(), base: base.E2EP99.Seconds(), curLat: cur.E2E, baseLat: base.E2E,
+			curN: cur.E2E.Count, baseN: base.E2E.Count, limit: th.E2EP99Regression, higherBad: true, valid: cur.E2EP99 > 0},
+		{metric: MetricQPS, cur: cur.QPS, base: base.QPS, curN: cur.Succeeded, baseN: base.Succeeded,
+			limit: th.QPSDrop, valid: cur.QPS >= 0},
 	}
 	out := make([]Gate, 0, 4)
 	for _, c := range cmps {
@@ -523,21 +598,9 @@ func perfGates(ctx context.Context, k BaselineKey, cur Baseline, th Thresholds, 
 				g.Verdict = VerdictFail
 			}
 		default:
-			b := c.base
-			g.Baseline, g.BaselineRun = &b, base.RunID
-			d := (c.cur - c.base) / c.base
-			dp := d * 100
-			g.DeltaPct = &dp
-			switch {
-			case !c.valid:
-				g.Verdict, g.Reason = VerdictFail, c.metric+" not measurable in this run (no successful request)"
-			case c.higherBad && d > c.limit+eps:
-				g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed %+.1f%% vs baseline (limit +%.0f%%)", c.metric, dp, c.limit*100)
-			case !c.higherBad && d < -c.limit-eps:
-				g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s dropped %.1f%% vs baseline (limit −%.0f%%)", c.metric, -dp, c.limit*100)
-			default:
-				g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %+.1f%% vs baseline", c.metric, dp)
-			}
+			g.BaselineRun = base.RunID
+			c.curS, c.baseS = samplesFor(cur.Samples, c.metric), samplesFor(base.Samples, c.metric)
+			judge(&g, c, th)
 		}
 		if math.IsNaN(g.Current) {
 			g.Current = -1

@@ -19,6 +19,8 @@ import (
 type gateRow struct {
 	Scenario, Name, Kind, Current, Baseline, Delta, Limit, Reason string
 	Verdict                                                       Verdict
+	// Interval 是相对变化的置信区间，Samples 是两侧样本量与支撑情况（性能门禁）。
+	Interval, Samples string
 }
 
 // perfRow 是压测表的一行。
@@ -54,6 +56,8 @@ type scenarioView struct {
 	Skipped    int
 	PerfRows   []perfRow
 	Charts     []template.HTML
+	CapCharts  []template.HTML
+	CapRows    []capRow
 	Timelines  []template.HTML // 每个分组两张：时延随时间、并发随时间
 	TLGroups   int
 	AccRows    []accRow
@@ -65,12 +69,14 @@ type scenarioView struct {
 
 // htmlView 是整份报告的数据。
 type htmlView struct {
-	Res                                 Result
-	Pass, Fail, NoBaseline, Skip, Total int
-	Failed                              []gateRow
-	NoBase                              []gateRow
-	Scenarios                           []scenarioView
-	Generated                           string
+	Res                                              Result
+	Pass, Fail, NoBaseline, Skip, Interrupted, Total int
+	Warn                                             int
+	Trend                                            *Trend
+	Failed                                           []gateRow
+	NoBase                                           []gateRow
+	Scenarios                                        []scenarioView
+	Generated                                        string
 }
 
 // WriteHTML 把结果渲染成自包含的 HTML 报告：内联 CSS、Go 生成的 SVG 图表、
@@ -81,7 +87,7 @@ func WriteHTML(w io.Writer, res Result) error { return writeHTML(w, res, nil) }
 // writeHTML 是 WriteHTML 的实现；files 为各场景目录下的产物相对路径
 // （Finish 时提供），报告据此列出可点击的相对链接，下载产物后离线可用。
 func writeHTML(w io.Writer, res Result, files map[string][]string) error {
-	v := htmlView{Res: res, Generated: res.Finished.Format(time.RFC3339)}
+	v := htmlView{Res: res, Generated: res.Finished.Format(time.RFC3339), Trend: res.Trend}
 	if res.Finished.IsZero() {
 		v.Generated = "in progress (run not finished)"
 	}
@@ -97,6 +103,10 @@ func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 		case VerdictNoBaseline:
 			v.NoBaseline++
 			v.NoBase = append(v.NoBase, r)
+		case VerdictInterrupted:
+			v.Interrupted++
+		case VerdictWarn:
+			v.Warn++
 		default:
 			v.Skip++
 		}
@@ -146,6 +156,7 @@ func toGateRow(g Gate) gateRow {
 	if g.DeltaPct != nil {
 		r.Delta = fmt.Sprintf("%+.1f%%", *g.DeltaPct)
 	}
+	r.Interval, r.Samples = gateEvidence(g)
 	switch g.Metric {
 	case MetricTTFTP99, MetricE2EP99:
 		r.Limit = fmt.Sprintf("≤ %+.0f%%", g.Limit)
@@ -174,6 +185,7 @@ func secs(l loadgen.Latency, d time.Duration) string {
 // buildScenarioView 为一个场景准备表格与图表。
 func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	v := scenarioView{Scenario: sc, Anchor: "s" + strconv.Itoa(i)}
+	v.CapCharts, v.CapRows = capacityView(sc)
 	if f := sc.Functional; f != nil {
 		v.All = f.Results
 		v.Suites = f.Suites
@@ -205,7 +217,7 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	var cats []string
 	var scores, thresholds []float64
 	for _, a := range sc.Accuracy {
-		g := accuracyGate(sc.Name, a)
+		g := scenarioAccuracyGate(sc, a)
 		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict,
 			Errors: accErrors(a.Result), Source: "not recorded", Reason: g.Reason}
 		if src := a.Result.Source; src != nil {

@@ -70,7 +70,7 @@ func WriteJUnit(w io.Writer, res Result) error {
 			switch g.Verdict {
 			case VerdictFail:
 				c.Failure = &junit.Message{Message: g.Reason, Type: string(g.Kind), Body: gateLine(g)}
-			case VerdictNoBaseline, VerdictSkipped:
+			case VerdictNoBaseline, VerdictSkipped, VerdictInterrupted:
 				c.Skipped = &junit.Message{Message: string(g.Verdict) + ": " + g.Reason}
 			}
 			gs.Add(c)
@@ -92,6 +92,21 @@ func gateLine(g Gate) string {
 	}
 	if g.DeltaPct != nil {
 		s += fmt.Sprintf(" delta=%+.1f%%", *g.DeltaPct)
+	}
+	if g.Interval != nil {
+		s += fmt.Sprintf(" interval=[%+.1f%%,%+.1f%%]@%.0f%%", g.Interval.LoPct, g.Interval.HiPct, g.Interval.Level*100)
+	}
+	if g.Quantile > 0 && g.Quantile != 0.99 {
+		s += " quantile=" + qName(g.Quantile)
+	}
+	if g.Samples != nil {
+		s += fmt.Sprintf(" samples=%d/%d", g.Samples.Current, g.Samples.Baseline)
+	}
+	if g.Support == SupportInsufficient {
+		s += " support=" + SupportInsufficient
+	}
+	if g.Mode != "" {
+		s += " mode=" + g.Mode
 	}
 	return s + " verdict=" + string(g.Verdict)
 }

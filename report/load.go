@@ -51,6 +51,12 @@ func Load(fsys fs.FS) (Result, error) {
 		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), filePerf), &sc.Perf); err != nil {
 			return Result{}, err
 		}
+		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
+			return Result{}, err
+		}
+		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileCapacity), &sc.Capacity); err != nil {
+			return Result{}, err
+		}
 		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileTimeline), &sc.Timeline); err != nil {
 			return Result{}, err
 		}
@@ -69,6 +75,18 @@ func Load(fsys fs.FS) (Result, error) {
 			}
 			sc.Errors = append(sc.Errors, errs...)
 		}
+		stageFiles, err := fs.Glob(fsys, path.Join(sc.Name, "stage-*.json"))
+		if err != nil {
+			return Result{}, fmt.Errorf("report: load: %w", err)
+		}
+		sort.Slice(stageFiles, func(i, j int) bool { return stageRank(stageFiles[i]) < stageRank(stageFiles[j]) })
+		for _, f := range stageFiles {
+			var st StageResult
+			if err := readJSON(fsys, f, &st); err != nil {
+				return Result{}, err
+			}
+			sc.Stages = append(sc.Stages, st)
+		}
 		res.Scenarios = append(res.Scenarios, sc)
 	}
 	var sum Result
@@ -76,7 +94,7 @@ func Load(fsys fs.FS) (Result, error) {
 		return Result{}, err
 	}
 	if sum.Complete {
-		res.Gates, res.Verdict, res.ExitCode = sum.Gates, sum.Verdict, sum.ExitCode
+		res.Gates, res.Verdict, res.ExitCode, res.Trend = sum.Gates, sum.Verdict, sum.ExitCode, sum.Trend
 		res.Finished, res.Complete = sum.Finished, true
 		res.Scenarios = orderLike(res.Scenarios, sum.Scenarios)
 	}
@@ -85,7 +103,8 @@ func Load(fsys fs.FS) (Result, error) {
 
 // stageRank 给错误文件排序：已知阶段按执行顺序，其余阶段排在后面按名字。
 func stageRank(file string) string {
-	stage := strings.TrimSuffix(strings.TrimPrefix(path.Base(file), "errors-"), ".json")
+	base := strings.TrimPrefix(strings.TrimPrefix(path.Base(file), "errors-"), "stage-")
+	stage := strings.TrimSuffix(base, ".json")
 	for i, s := range []Stage{StageDeploy, StageFunctional, StagePerf, StageAccuracy, StageLogs} {
 		if Stage(stage) == s {
 			return fmt.Sprintf("%d", i)

@@ -48,8 +48,10 @@ type Result struct {
 	Interrupted bool       `json:"interrupted,omitempty"`
 	Scenarios   []Scenario `json:"scenarios"`
 	Gates       []Gate     `json:"gates,omitempty"`
-	Verdict     Verdict    `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
-	ExitCode    int        `json:"exit_code"`         // 与 ExitCode(Gates) 一致
+	// Trend 是每日运行的趋势分析（最近 N 个每日结果上的变点），见 DailyTrend。
+	Trend    *Trend  `json:"trend,omitempty"`
+	Verdict  Verdict `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
+	ExitCode int     `json:"exit_code"`         // 与 ExitCode(Gates) 一致
 }
 
 // SchemaVersion 是 summary.json 的格式版本，格式不兼容变化时递增。
@@ -65,11 +67,41 @@ type Scenario struct {
 
 	Functional *functional.Report `json:"functional,omitempty"`
 	Perf       []loadgen.Summary  `json:"perf,omitempty"`
+	// PerfSamples 是各压测组合的有界逐请求样本（<scenario>/perf/samples.json），
+	// 性能门禁用它计算置信区间；体积较大，不写进 summary.json。
+	PerfSamples []PerfSamples `json:"-"`
 	// Timeline 是 --bucket-interval 的实时时间线（各分组的行按时间顺序），单独存放在
 	// perf/timeline.json，不进 summary.json（长时间运行的行数可达数千）。
 	Timeline []loadgen.Timeline `json:"-"`
 	Accuracy []Accuracy         `json:"accuracy,omitempty"`
-	Errors   []StageError       `json:"errors,omitempty"`
+	// Capacity 是容量扫描（control_method: sweep）的结论，见 RecordCapacity。
+	Capacity []loadgen.SweepResult `json:"capacity,omitempty"`
+	Errors   []StageError          `json:"errors,omitempty"`
+	// Stages 是驱动登记的各阶段状态（按阶段顺序），让人和工具不必从错误列表里
+	// 推断"哪个阶段跑完了、哪个被中断了、哪个没跑"。
+	Stages []StageResult `json:"stages,omitempty"`
+}
+
+// StageStatus 是一个阶段的结局。
+type StageStatus string
+
+// 阶段状态取值。Interrupted 与 Failed 是不同的结局：中断（Ctrl-C、SIGTERM、取消）
+// 说明的是运行没有做完，而不是被测服务有问题，所以它不产生失败的门禁。
+const (
+	StageOK          StageStatus = "ok"
+	StageFailed      StageStatus = "failed"
+	StageSkipped     StageStatus = "skipped"
+	StageInterrupted StageStatus = "interrupted"
+)
+
+// StageResult 是一个阶段的状态、开始时间、耗时与原因（失败、中断或跳过时）。
+// Reason 写入前已脱敏。
+type StageResult struct {
+	Stage    Stage       `json:"stage"`
+	Status   StageStatus `json:"status"`
+	Started  time.Time   `json:"started,omitzero"`
+	Duration float64     `json:"duration_seconds,omitempty"`
+	Reason   string      `json:"reason,omitempty"`
 }
 
 // Accuracy 是一项精度评测结果及其门禁设置；门禁由 accuracy.Gate 判定（见 Spec）。
@@ -92,9 +124,13 @@ func (a Accuracy) Spec() accuracy.DatasetConfig {
 
 // StageError 记录某阶段无法完成的原因（部署失败、超时、服务器中途退出……）。
 // 失败继续策略下它不会中止运行，但会让对应门禁失败。Message 写入前已脱敏。
+//
+// Interrupted 为 true 表示阶段是被中断（RecordInterrupted）而不是失败：它的门禁记为
+// interrupted，不算失败。
 type StageError struct {
-	Stage   Stage  `json:"stage"`
-	Message string `json:"message"`
+	Stage       Stage  `json:"stage"`
+	Message     string `json:"message"`
+	Interrupted bool   `json:"interrupted,omitempty"`
 }
 
 // ScenarioInfo 是场景的描述信息，由驱动在场景开始时登记。

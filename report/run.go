@@ -273,6 +273,47 @@ func (r *Run) RecordError(scenario string, stage Stage, err error) error {
 	})
 }
 
+// RecordInterrupted 记录某阶段因运行被中断（Ctrl-C、SIGTERM、调用方取消）而没有做完，
+// err 说明中断时它在做什么（脱敏后保存）。与 RecordError 不同，它不是失败：
+// Evaluate 为它生成 interrupted 门禁，没有真正失败时运行以 ExitInterrupted 结束。
+// 作业超时不属于中断——运行超出了自己的预算，是失败，应使用 RecordError。
+func (r *Run) RecordInterrupted(scenario string, stage Stage, err error) error {
+	if err == nil {
+		err = errors.New("interrupted")
+	}
+	if e := checkName("stage", string(stage)); e != nil {
+		return e
+	}
+	msg := r.red.String(err.Error())
+	return r.record(scenario, func(sc *Scenario) string {
+		sc.Errors = append(sc.Errors, StageError{Stage: stage, Message: msg, Interrupted: true})
+		return errorsFile(stage)
+	})
+}
+
+// RecordStage 登记（或替换）场景中一个阶段的状态，写进 summary.json 与
+// <scenario>/stage-<stage>.json（分阶段 CI job 合并产物时互不覆盖）。
+func (r *Run) RecordStage(scenario string, st StageResult) error {
+	if e := checkName("stage", string(st.Stage)); e != nil {
+		return e
+	}
+	st.Reason = r.red.String(st.Reason)
+	st.Started = st.Started.UTC()
+	return r.record(scenario, func(sc *Scenario) string {
+		for i := range sc.Stages {
+			if sc.Stages[i].Stage == st.Stage {
+				sc.Stages[i] = st
+				return stageFile(st.Stage)
+			}
+		}
+		sc.Stages = append(sc.Stages, st)
+		return stageFile(st.Stage)
+	})
+}
+
+// stageFile 返回某阶段状态记录的相对路径。
+func stageFile(stage Stage) string { return "stage-" + string(stage) + ".json" }
+
 // errorsFile 返回某阶段错误记录的相对路径。按阶段分文件，分阶段 CI job
 // 合并产物时互不覆盖。
 func errorsFile(stage Stage) string { return "errors-" + string(stage) + ".json" }
@@ -319,10 +360,21 @@ func (r *Run) persistScenarioLocked(sc *Scenario, rel string) error {
 			v = sc.Functional
 		case rel == path.Join(string(StagePerf), filePerf):
 			v = sc.Perf
+		case rel == path.Join(string(StagePerf), fileSamples):
+			v = sc.PerfSamples
+		case rel == path.Join(string(StagePerf), fileCapacity):
+			v = sc.Capacity
 		case rel == path.Join(string(StagePerf), fileTimeline):
 			v = sc.Timeline
 		case rel == path.Join(string(StageAccuracy), fileAccuracy):
 			v = sc.Accuracy
+		case strings.HasPrefix(rel, "stage-"):
+			stage := Stage(strings.TrimSuffix(strings.TrimPrefix(rel, "stage-"), ".json"))
+			for _, st := range sc.Stages {
+				if st.Stage == stage {
+					v = st
+				}
+			}
 		default:
 			stage := Stage(strings.TrimSuffix(strings.TrimPrefix(rel, "errors-"), ".json"))
 			var errs []StageError
@@ -694,12 +746,16 @@ func (r *Run) finish(ctx context.Context, gates []Gate, now time.Time, complete,
 	r.res.Complete = complete
 	r.res.Interrupted = interrupted && !complete
 	r.res.ExitCode = ExitCode(gates)
-	r.res.Verdict = VerdictPass
-	if r.res.ExitCode != ExitOK {
-		r.res.Verdict = VerdictFail
-	}
 	if r.res.ExitCode == ExitOK && r.res.Interrupted {
 		r.res.ExitCode = ExitInterrupted
+	}
+	switch r.res.ExitCode {
+	case ExitOK:
+		r.res.Verdict = VerdictPass
+	case ExitInterrupted:
+		r.res.Verdict = VerdictInterrupted
+	default:
+		r.res.Verdict = VerdictFail
 	}
 	var errs []error
 	if err := r.writeJSONLocked(fileSummary, r.res); err != nil {

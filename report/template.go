@@ -33,7 +33,9 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .v-pass,.s-pass{color:#1a7f37;font-weight:bold}
 .v-fail,.s-fail{color:#cf222e;font-weight:bold}
 .v-no_baseline{color:#9a6700;font-weight:bold}
+.v-warn{color:#bc4c00;font-weight:bold}
 .v-skipped,.s-skip{color:#6e7781}
+.v-interrupted{color:#9a6700;font-weight:bold}
 tr.row-fail{background:#fff0f0}
 .cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
 .card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:10px 16px;min-width:110px}
@@ -66,6 +68,8 @@ pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:6px;mar
 <div class="card v-fail">failed<b id="failed-count">{{.Fail}}</b></div>
 <div class="card v-no_baseline">no baseline<b>{{.NoBaseline}}</b></div>
 <div class="card v-skipped">skipped<b>{{.Skip}}</b></div>
+{{if .Interrupted}}<div class="card v-interrupted">interrupted<b>{{.Interrupted}}</b></div>{{end}}
+{{if .Warn}}<div class="card v-warn">warn<b>{{.Warn}}</b></div>{{end}}
 <div class="card">scenarios<b>{{len .Scenarios}}</b></div>
 </div>
 <p class="note">Exit code 0: no gate failed (gates without a daily baseline are listed as "no baseline" and are not judged).
@@ -79,6 +83,11 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 {{range .Failed}}<tr class="row-fail"><td>{{.Scenario}}</td><td>{{.Name}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td>{{.Limit}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
 {{else}}<p>No gate failed.</p>{{end}}
+{{with .Trend}}<h3>Daily trend: {{len .NewChangePoints}} new change point(s)</h3>
+<p class="note">E-divisive means over the last {{.Runs}} daily results (window {{.Window}}) of {{.Series}} tracked series.</p>
+{{if .ChangePoints}}<table class="trend"><tr><th>series</th><th>first run after the change</th><th>before</th><th>after</th><th>change</th><th>p</th><th>new</th></tr>
+{{range .ChangePoints}}<tr class="{{if .New}}row-fail{{else}}row-ok{{end}}"><td>{{.Series}}</td><td>{{.RunID}}</td><td class="num">{{printf "%.4g" .Before}}</td><td class="num">{{printf "%.4g" .After}}</td><td class="num">{{printf "%+.1f%%" .DeltaPct}}</td><td class="num">{{printf "%.3f" .PValue}}</td><td>{{if .New}}NEW{{end}}</td></tr>
+{{end}}</table>{{end}}{{end}}
 {{if .NoBase}}<h3>Gates without a baseline ({{len .NoBase}})</h3>
 <details><summary>show</summary><table><tr><th>scenario</th><th>gate</th><th>current</th><th>reason</th></tr>
 {{range .NoBase}}<tr><td>{{.Scenario}}</td><td>{{.Name}}</td><td class="num">{{.Current}}</td><td>{{.Reason}}</td></tr>
@@ -120,6 +129,11 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 {{range .PerfRows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td><td class="num">{{.Prompts}}</td><td class="num">{{.Failed}}</td><td class="num">{{.TTFT}}</td><td class="num">{{.TPOT}}</td><td class="num">{{.E2E}}</td><td class="num">{{.QPS}}</td><td class="num">{{.OutTput}}</td><td class="num">{{.FailRate}}</td><td class="num">{{.ClientLag}}</td></tr>
 {{end}}</table></details>
 {{else}}<p class="note">No performance results.</p>{{end}}
+{{if .CapRows}}<h3>Capacity</h3>
+<div class="charts">{{range .CapCharts}}{{.}}{{end}}</div>
+<table class="capacity"><tr><th>combination</th><th>goodput SLO</th><th>max sustainable rate</th><th>knee</th><th>max goodput</th><th>steps</th><th>stop</th><th>elapsed</th></tr>
+{{range .CapRows}}<tr class="row-ok"><td>{{.Combo}}</td><td>{{.SLO}}</td><td class="num">{{.MaxRate}}</td><td class="num">{{.Knee}}</td><td class="num">{{.MaxGoodput}}</td><td class="num">{{.Steps}}</td><td>{{.Stop}}</td><td class="num">{{.Elapsed}}</td></tr>
+{{end}}</table>{{end}}
 
 <h3>Accuracy</h3>
 {{if .AccRows}}
@@ -131,8 +145,8 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 
 <h3>Gates</h3>
 {{if .Gates}}
-<table class="gates"><tr><th>gate</th><th>kind</th><th>current</th><th>baseline</th><th>delta</th><th>limit</th><th>verdict</th><th>reason</th></tr>
-{{range .Gates}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Name}}</td><td>{{.Kind}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td>{{.Limit}}</td><td class="{{verdictClass .Verdict}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
+<table class="gates"><tr><th>gate</th><th>kind</th><th>current</th><th>baseline</th><th>delta</th><th title="bootstrap confidence interval of the relative change, from per-request samples of both runs">interval</th><th title="samples per run (current / baseline) and how many the compared quantile needs">samples</th><th>limit</th><th>verdict</th><th>reason</th></tr>
+{{range .Gates}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Name}}</td><td>{{.Kind}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td>{{.Samples}}</td><td>{{.Limit}}</td><td class="{{verdictClass .Verdict}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
 {{else}}<p class="note">No gates evaluated yet.</p>{{end}}
 {{if .Files}}<h3>Artifacts</h3>

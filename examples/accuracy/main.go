@@ -33,10 +33,9 @@ import (
 	"syscall"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
 // main 把退出码交给 os.Exit，run 本身可测试。
@@ -288,11 +287,14 @@ func loadConfig(path string) (accuracy.Config, error) {
 		return accuracy.Config{}, err
 	}
 	defer f.Close()
-	dec := yaml.NewDecoder(f)
-	dec.KnownFields(true)
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return accuracy.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
 	var c accuracy.Config
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("%s: %w", path, err)
+	// 与矩阵、档位、providers.yaml 同一个严格解码器："path:行:列: 字段路径: 原因"。
+	if err := yamlstrict.Unmarshal(path, data, &c); err != nil {
+		return c, err
 	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -383,13 +384,9 @@ func loadProfileYAML(path string) (loadgen.Profile, *profileYAML, error) {
 	if err != nil {
 		return p, nil, fmt.Errorf("--perf-profile: %w", err)
 	}
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil {
-		if errors.Is(err, io.EOF) {
-			return p, nil, fmt.Errorf("%s: file is empty", path)
-		}
-		return p, nil, loadgen.YAMLErrorAt(path, err)
+	// 与矩阵、providers.yaml 等一切用户 YAML 同一个严格解码器："文件:行:列: 字段路径: 原因"。
+	if err := yamlstrict.Unmarshal(path, data, &p); err != nil {
+		return p, nil, err
 	}
 	py := &profileYAML{path: path, nodes: map[string]*yaml.Node{}}
 	var root yaml.Node

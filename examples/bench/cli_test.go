@@ -107,6 +107,18 @@ func TestProfEveryOption(t *testing.T) {
 		"emu-ttft":                 {value: "5ms", get: func(o *options) any { return o.emuTTFT }, want: 5 * time.Millisecond},
 		"emu-itl":                  {value: "1ms", get: func(o *options) any { return o.emuITL }, want: time.Millisecond},
 		"emu-tokens-per-chunk":     {value: "4", get: func(o *options) any { return o.emuTokensPerChunk }, want: 4},
+		"shards":                   {value: "4", extra: []string{"-c", "8"}, get: func(o *options) any { return o.shard.local }, want: 4},
+		"shard-index":              {value: "2", extra: []string{"--shard-count", "4", "-c", "8"}, get: func(o *options) any { return o.shard.index }, want: 2},
+		"shard-count":              {value: "4", extra: []string{"-c", "8"}, get: func(o *options) any { return o.shard.count }, want: 4},
+		"shard-start":              {value: "2026-01-02T03:04:05.5Z", get: func(o *options) any { return o.shard.start }, want: time.Date(2026, 1, 2, 3, 4, 5, 5e8, time.UTC)},
+		"shard-from-env":           {value: "true", get: func(o *options) any { return o.shard.fromEnv }, want: true},
+		"shard-target":             {value: "http://127.0.0.1:9/v1|m", get: func(o *options) any { return [2]string{o.shard.url, o.shard.model} }, want: [2]string{"http://127.0.0.1:9/v1", "m"}},
+		"kube-shards":              {value: "3", extra: []string{"--kube-image", "img", "-c", "8"}, get: func(o *options) any { return o.shard.kube }, want: 3},
+		"kube-image":               {value: "reg/bench:1", get: func(o *options) any { return o.shard.image }, want: "reg/bench:1"},
+		"kube-namespace":           {value: "perf", get: func(o *options) any { return o.shard.namespace }, want: "perf"},
+		"kube-cpu":                 {value: "2", get: func(o *options) any { return o.shard.cpu }, want: "2"},
+		"kube-memory":              {value: "4Gi", get: func(o *options) any { return o.shard.memory }, want: "4Gi"},
+		"kube-spread":              {value: "true", get: func(o *options) any { return o.shard.spread }, want: true},
 	}
 	// 非默认值才生效的 image-text 需要图片尺寸之外的默认项；这里只有 modal-type 与 config-option 相关。
 	base, err := parseFlags(nil, &bytes.Buffer{})
@@ -298,6 +310,12 @@ func TestBadCommandLinesNameFlagAndValue(t *testing.T) {
 		`unknown option --nope`:      {"--nope", "1"},
 		`needs a value`:              {"-c"},
 		`unexpected argument "true"`: {"-c", "1", "true"},
+		`--shards/--kube-shards/--shard-count 4: loadgen: invalid shard: concurrency[0]=2`: {"--shards", "4", "-c", "2"},
+		`--kube-shards 2: needs --kube-image`:                                              {"--kube-shards", "2", "-c", "4"},
+		`--shard-index 3: needs --shard-count greater`:                                     {"--shard-index", "3", "--shard-count", "2", "-c", "4"},
+		`--shard-start "yesterday"`:                                                        {"--shard-start", "yesterday"},
+		`--shard-target "127.0.0.1|m"`:                                                     {"--shard-target", "127.0.0.1|m"},
+		`exclude each other`:                                                               {"--shards", "2", "--kube-shards", "2", "--kube-image", "i", "-c", "4"},
 	}
 	for want, args := range cases {
 		_, err := parseFlags(args, &bytes.Buffer{})
@@ -313,13 +331,13 @@ func TestProfileYAMLErrorsNameFileLine(t *testing.T) {
 	cases := map[string]string{
 		head + "requests_per_concurrency: 999999999999\n":          ":4: requests_per_concurrency: 999999999999",
 		head + "epochs: 0\n":                                       ":4: epochs: 0",
-		head + "num_threads: 100000000\n":                          ":4: field num_threads not found",
+		head + "num_threads: 100000000\n":                          `:4:1: num_threads: unknown field "num_threads"`,
 		"concurrency: [1, -2]\ninput_length: [16]\n":               ":1: concurrency: -2",
 		"concurrency: [1, 100000]\ninput_length: [16]\n":           ":1: concurrency: 100000",
 		head + "timeout: 0s\n":                                     ":4: timeout: 0s",
 		head + "warmup: 99999999999\n":                             ":4: warmup: 99999999999",
 		head + "request_rate: .nan\n":                              ":4: request_rate: NaN",
-		"concurrency: [1]\ninput_length: [16]\noutput_length: [x]": ":3: cannot unmarshal",
+		"concurrency: [1]\ninput_length: [16]\noutput_length: [x]": `:3:17: output_length[0]: want an integer, got a string (got "x")`,
 		"concurrency:\n  - 1\n  - 0\ninput_length: [16]\n":         ":3: concurrency: 0",
 	}
 	for body, want := range cases {

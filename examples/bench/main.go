@@ -97,6 +97,9 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 	if o.selftest {
 		return selftest(ctx, o, stderr)
 	}
+	if handled, err := runSharded(ctx, o, args, stderr); handled {
+		return err
+	}
 	tgt, teardown, err := target(ctx, o)
 	if err != nil {
 		return err
@@ -124,7 +127,14 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	sink := &progressSink{ArtifactSink: art, w: stderr, quiet: o.quiet}
-	sums, runErr := loadgen.Run(ctx, tgt, o.p, sink)
+	var sums []loadgen.Summary
+	var sweepFiles []string
+	var runErr error
+	if pd.ControlMethod == loadgen.ControlSweep {
+		sums, sweepFiles, runErr = runSweep(ctx, tgt, o, sink, stderr)
+	} else {
+		sums, runErr = loadgen.Run(ctx, tgt, o.p, sink)
+	}
 	sink.endLine()
 	if err := art.Close(); err != nil && runErr == nil {
 		runErr = err
@@ -140,7 +150,7 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 			s.Concurrency, s.InputLength, s.OutputLength, s.Round, s.NumPrompts, s.FailRate, failureClasses(s), s.QPS,
 			s.TTFT.P99.Seconds(), s.TPOT.Avg.Seconds(), s.E2E.P99.Seconds(), s.OutputTokenThroughput, lag, incomplete(s))
 	}
-	for _, f := range art.Files() {
+	for _, f := range append(art.Files(), sweepFiles...) {
 		fmt.Fprintln(stderr, "wrote", filepath.Join(o.savePath, f))
 	}
 	if runErr != nil {
@@ -213,7 +223,7 @@ func loadTokenizer(path string) (*loadgen.HFTokenizer, error) {
 // target 解析 provider，或在没有 provider 时启动进程内模拟器。
 func target(ctx context.Context, o *options) (loadgen.Target, func(), error) {
 	if o.provider == "" {
-		em, err := deploy.NewEmulator(deploy.EmulatorConfig{TTFT: o.emuTTFT, ITL: o.emuITL, TokensPerChunk: o.emuTokensPerChunk, Seed: o.p.Seed})
+		em, err := deploy.NewEmulator(deploy.EmulatorConfig{TTFT: o.emuTTFT, ITL: o.emuITL, TokensPerChunk: o.emuTokensPerChunk, MaxNumSeqs: o.emuMaxNumSeqs, Seed: o.p.Seed})
 		if err != nil {
 			return loadgen.Target{}, nil, err
 		}

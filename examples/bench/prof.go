@@ -21,8 +21,10 @@ type options struct {
 	chunkTimes, quiet                           bool
 	emuTTFT, emuITL                             time.Duration
 	emuTokensPerChunk                           int
+	emuMaxNumSeqs                               int // 容量扫描演示：模拟器同时执行的请求上限
 	p                                           loadgen.Profile
 	gen                                         genOptions // 仅 generate dataset 使用
+	shard                                       shardOptions
 }
 
 // 不支持的选项的拒绝原因（--help 与 docs/loadgen.md 引用同样的文字）。
@@ -39,7 +41,7 @@ const (
 // --input-range-ratio-above/below 与 --prefix-length。
 func profDefs() []*optDef {
 	p := func(o *options) *loadgen.Profile { return &o.p }
-	return []*optDef{
+	return append([]*optDef{
 		// A.2 Dataset Options
 		{short: "dt", long: "dataset-type", kind: kString, field: "dataset_type",
 			help:   "custom (prompts from -i) or random (built-in text, cibench's default when -i is not given)",
@@ -214,6 +216,28 @@ func profDefs() []*optDef {
 		{long: "chunk-times", kind: kBool, def: "false", help: "write every chunk's arrival time into the per-request CSV",
 			setBool: func(o *options, v bool) { o.chunkTimes = v }},
 		{long: "quiet", kind: kBool, def: "false", help: "no progress line", setBool: func(o *options, v bool) { o.quiet = v }},
+		// 分片（docs/loadgen.md "Sharding"）
+		{long: "shards", kind: kInt, def: "0", min: 0, max: loadgen.MaxShards,
+			help: "split the profile over N local shard processes and merge their results (0 = one process)", setInt: func(o *options, v int) { o.shard.local = v }},
+		{long: "shard-index", kind: kInt, def: "-1", min: -1, max: loadgen.MaxShards - 1,
+			help: "run only shard I of --shard-count and print its result line on stdout (used by --shards)", setInt: func(o *options, v int) { o.shard.index = v }},
+		{long: "shard-count", kind: kInt, def: "0", min: 0, max: loadgen.MaxShards,
+			help: "number of shards for --shard-index", setInt: func(o *options, v int) { o.shard.count = v }},
+		{long: "shard-start", kind: kString, help: "shared start time of all shards (RFC 3339)",
+			setStr: func(o *options, v string) error { return o.shard.setStart(v) }},
+		{long: "shard-from-env", kind: kBool, def: "false",
+			help:    "take shard index, count and start from JOB_COMPLETION_INDEX, CIBENCH_SHARD_COUNT, CIBENCH_SHARD_START (Indexed Job pods)",
+			setBool: func(o *options, v bool) { o.shard.fromEnv = v }},
+		{long: "shard-target", kind: kString, help: "BASE_URL|MODEL of the server for a shard process (set by --shards for the in-process emulator)",
+			setStr: func(o *options, v string) error { return o.shard.setTarget(v) }},
+		{long: "kube-shards", kind: kInt, def: "0", min: 0, max: loadgen.MaxShards,
+			help: "run N shards as a Kubernetes Indexed Job (needs --kube-image) and merge their results", setInt: func(o *options, v int) { o.shard.kube = v }},
+		{long: "kube-image", kind: kString, help: "image with this bench program for --kube-shards", setStr: func(o *options, v string) error { o.shard.image = v; return nil }},
+		{long: "kube-namespace", kind: kString, def: "default", help: "namespace of the shard Job", setStr: func(o *options, v string) error { o.shard.namespace = v; return nil }},
+		{long: "kube-cpu", kind: kString, help: "CPU request and limit of each shard pod (e.g. 2)", setStr: func(o *options, v string) error { o.shard.cpu = v; return nil }},
+		{long: "kube-memory", kind: kString, help: "memory request and limit of each shard pod (e.g. 4Gi)", setStr: func(o *options, v string) error { o.shard.memory = v; return nil }},
+		{long: "kube-spread", kind: kBool, def: "false", help: "at most one shard pod per node (required pod anti-affinity)",
+			setBool: func(o *options, v bool) { o.shard.spread = v }},
 		{long: "perf-selftest", kind: kBool, def: "false", help: "run the performance self-test against the in-process emulator and exit",
 			setBool: func(o *options, v bool) { o.selftest = v }},
 		{long: "selftest-only", kind: kString, help: "comma list of self-test parts: throughput,client,streams,fidelity,memory (default all)",
@@ -226,7 +250,7 @@ func profDefs() []*optDef {
 		{long: "emu-itl", kind: kDuration, def: "0s", help: "in-process emulator (no -p): inter-token latency", setDur: func(o *options, v time.Duration) { o.emuITL = v }},
 		{long: "emu-tokens-per-chunk", kind: kInt, def: "1", min: 1, max: 1 << 16, help: "in-process emulator (no -p): tokens per SSE chunk",
 			setInt: func(o *options, v int) { o.emuTokensPerChunk = v }},
-	}
+	}, sweepDefs()...) // 容量扫描的选项单独成块，见 sweep.go
 }
 
 // setRequestRate 解析 -r：inf（闭环）或正数（请求/秒）。
@@ -282,7 +306,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &options{savePath: "./benchmark_output", selftestRequests: 1_000_000, emuTokensPerChunk: 1}
+	o := &options{savePath: "./benchmark_output", selftestRequests: 1_000_000, emuTokensPerChunk: 1, shard: shardOptions{index: -1, namespace: "default"}}
 	var py *profileYAML
 	for _, oc := range occ {
 		if oc.def.long == "perf-profile" {
@@ -299,6 +323,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	if err := o.finish(set, py); err != nil {
+		return nil, err
+	}
+	if err := o.shard.check(&o.p); err != nil {
 		return nil, err
 	}
 	return o, nil

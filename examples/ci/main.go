@@ -94,13 +94,22 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		// 第一次信号：取消运行，让驱动清理并写出部分结果；之后恢复默认行为，
-		// 第二次 Ctrl-C 立即结束进程。
-		<-ctx.Done()
-		stop()
+		// 第一次信号：以"被信号中断"为原因取消运行，让驱动清理并写出部分结果
+		// （阶段记为 interrupted，退出码 130）；之后恢复默认行为，第二次 Ctrl-C 立即结束进程。
+		select {
+		case sig := <-sigs:
+			cancel(fmt.Errorf("interrupted by signal %v", sig))
+			signal.Stop(sigs)
+		case <-done:
+		}
 	}()
 
 	opts := driver.Options{
@@ -137,19 +146,29 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	if *plan {
 		if err := driver.PrintPlan(stdout, opts); err != nil {
-			fmt.Fprintln(stderr, "ci:", err)
+			printErr(stderr, red, err)
 			return report.ExitError
 		}
 		return report.ExitOK
 	}
 	out, err := driver.Run(ctx, opts)
 	if err != nil {
-		fmt.Fprintln(stderr, red.String(err.Error()))
+		printErr(stderr, red, err)
 		if errors.Is(err, driver.ErrConfig) {
 			return report.ExitError
 		}
 	}
 	return out.ExitCode
+}
+
+// printErr 把错误脱敏后写到 stderr，保证只有一个 "ci: " 前缀：驱动的错误自带前缀
+// （ErrConfig 为 "ci: invalid configuration"），其他包的错误由这里补上。
+func printErr(w io.Writer, red *redact.Redactor, err error) {
+	msg := red.String(err.Error())
+	if !strings.HasPrefix(msg, "ci: ") {
+		msg = "ci: " + msg
+	}
+	fmt.Fprintln(w, msg)
 }
 
 // splitList 把 "a, b,,c" 拆成 [a b c]。

@@ -55,6 +55,48 @@ func TestFlagErrors(t *testing.T) {
 		if !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%v: stderr %q does not contain %q", tc.args, errb.String(), tc.want)
 		}
+		assertSinglePrefix(t, tc.args, errb.String())
+	}
+}
+
+// assertSinglePrefix 检查错误输出的每一行都没有重复的 "包名: " 前缀（"ci: ci:"、
+// "matrix: matrix:"），且以 ci: 开头的错误只有一个 ci: 前缀。
+func assertSinglePrefix(t *testing.T, args []string, stderr string) {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		parts := strings.Split(line, ": ")
+		for i := 1; i < len(parts); i++ {
+			if parts[i] == parts[i-1] && parts[i] != "" && !strings.ContainsAny(parts[i], " /") {
+				t.Errorf("%v: doubled prefix %q in %q", args, parts[i]+": "+parts[i]+":", line)
+			}
+		}
+		if strings.Count(line, "ci: ") > 1 {
+			t.Errorf("%v: more than one ci: prefix in %q", args, line)
+		}
+	}
+}
+
+// TestErrorPrefixes：-plan 与正常运行路径的每一种驱动错误都只带一个 "ci:" 前缀
+// （-plan 曾打印 "ci: ci: invalid configuration"）。
+func TestErrorPrefixes(t *testing.T) {
+	cfg := t.TempDir()
+	writeTree(t, cfg)
+	for _, args := range [][]string{
+		{"-config", cfg, "-run-type", "daily", "-scenario", "nope", "-plan"},
+		{"-config", cfg, "-run-type", "daily", "-scenario", "nope", "-artifacts", t.TempDir()},
+		{"-config", cfg, "-run-type", "daily", "-stages", "lint", "-plan"},
+		{"-config", cfg, "-model", "m", "-plan"},
+		{"-config", filepath.Join(cfg, "missing"), "-plan"},
+		{"-config", cfg, "-push", "-plan"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb, env); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+		if !strings.HasPrefix(errb.String(), "ci: ") {
+			t.Errorf("%v: stderr does not start with ci: %q", args, errb.String())
+		}
+		assertSinglePrefix(t, args, errb.String())
 	}
 }
 

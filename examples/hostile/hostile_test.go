@@ -107,9 +107,9 @@ func expectations() map[string]map[hostile.Fault]want {
 		hostile.FaultHuge:           {classes: []string{"too_large"}, reason: reTooBig},
 		hostile.FaultInvalidJSON:    {classes: []string{"bad_response"}, reason: reDecode},
 		hostile.FaultZeroTokens:     {classes: []string{"no_tokens"}, reason: `(?i)no (output )?tokens`},
-		hostile.FaultDupFinish:      {classes: []string{"bad_response"}, reason: `(?i)finish`},
+		hostile.FaultDupFinish:      {classes: []string{"protocol"}, reason: `(?i)finish`},
 		hostile.FaultGarbage:        {classes: []string{"bad_response", "truncated"}, reason: reDecode},
-		hostile.FaultError200:       {classes: []string{"stream_error", "bad_response"}, reason: `error in a 200 body`},
+		hostile.FaultError200:       {classes: []string{"stream_error"}, reason: `error in a 200 body`},
 		hostile.FaultEchoAuth:       {classes: []string{"http"}, status: 401, reason: `401`},
 	}
 	probe := map[hostile.Fault]want{}
@@ -723,6 +723,8 @@ func checkRequestRows(ps *problems, dir string, w want, wantRows int, noRowsOK b
 			ps.add("CSV row %d: Error_Class %q (error %q), want one of %v", i, r["Error_Class"], r["Error"], w.classes)
 		case !w.ok && w.status != 0 && r["Status"] != fmt.Sprint(w.status):
 			ps.add("CSV row %d: Status %q, want %d", i, r["Status"], w.status)
+		case !w.ok && w.reason != "" && !regexp.MustCompile(w.reason).MatchString(r["Error"]):
+			ps.add("CSV row %d: Error %q does not name the fault (want /%s/)", i, r["Error"], w.reason)
 		}
 		if i > 0 && len(*ps) > 0 {
 			return

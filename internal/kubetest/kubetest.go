@@ -61,6 +61,9 @@ type Cluster struct {
 	Client kubernetes.Interface
 	// Dir 是证书、数据与组件日志所在的临时目录。
 	Dir string
+	// LogFile 是 kwok 为每个容器的 pods/log 作答的文件（CRI 日志格式，内容为 PodLog），
+	// 见 SetPodLog。
+	LogFile string
 }
 
 // binaries 是需要的外部程序。
@@ -235,6 +238,7 @@ func Start(t testing.TB) *Cluster {
 		}
 	}
 	logFile := filepath.Join(dir, "container.log")
+	c.LogFile = logFile
 	if err := os.WriteFile(logFile, []byte(cri.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -524,4 +528,23 @@ func writeKubeconfig(path, host string, p pkiFiles) error {
 	cfg.Contexts["cibench"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "admin", Namespace: "default"}
 	cfg.CurrentContext = "cibench"
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// SetPodLog 把 kwok 为每个容器提供的日志换成 text（按 CRI 日志格式写入 LogFile），
+// 测试结束时恢复为 PodLog。kwok 在每次读取日志时读这个文件，所以改动立即生效。
+func (c *Cluster) SetPodLog(t testing.TB, text string) {
+	t.Helper()
+	write := func(s string) error {
+		var cri strings.Builder
+		for _, line := range strings.SplitAfter(s, "\n") {
+			if line != "" {
+				cri.WriteString("2026-01-01T00:00:00.000000000Z stdout F " + line)
+			}
+		}
+		return os.WriteFile(c.LogFile, []byte(cri.String()), 0o644)
+	}
+	if err := write(text); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = write(PodLog) })
 }

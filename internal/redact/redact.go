@@ -71,8 +71,15 @@ func defaultRules() []rule {
 		{regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----`), []byte(Mask), anyOf("private key-----")},
 		// URL 中的 user:pass@：替换整个 userinfo，连用户名也可能是令牌。
 		{regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@"'<>]+@`), []byte("${1}" + Mask + "@"), anyOf("@")},
-		// Authorization 头（Bearer/Basic/Token 方案或裸值）；\" 兼容嵌在 JSON 字符串里的 JSON。
-		{regexp.MustCompile(`(?i)(\bauthorization\\?["']?[ \t]*[:=][ \t]*\\?["']?)((?:bearer|basic|token)[ \t]+)?[^\s"'\\,;]+`), []byte("${1}${2}" + Mask), anyOf("authorization")},
+		// Authorization 头（Bearer/Basic/Token/Digest 方案或裸值）。服务端回显请求头的写法
+		// 五花八门：Go 的 map[Authorization:[Basic …]]、JSON 的 "Authorization":["Basic …"]、
+		// Python 的 (b'authorization', b'Basic …')、嵌在 JSON 字符串里的 \"…\"，因此分隔符
+		// 允许 : =（值前可有 [ 与带 b 前缀、反斜杠的引号）；逗号只在其后紧跟引号时算分隔符，
+		// 以免 "authorization, then …" 这样的句子被误伤。
+		{regexp.MustCompile(`(?i)(\bauthorization\\?["']?[ \t]*(?:[:=][ \t]*\[?[ \t]*(?:b?\\?["'])?|,[ \t]*b?\\?["']))((?:bearer|basic|token|digest)[ \t]+)?[^\s"'\\,;\]]+`), []byte("${1}${2}" + Mask), anyOf("authorization")},
+		// 没有分隔符的 "Authorization Basic …"：只在紧跟认证方案名时才替换，
+		// "authorization failed" 这类普通句子不受影响。
+		{regexp.MustCompile(`(?i)(\bauthorization[ \t]+(?:bearer|basic|token|digest)[ \t]+)[^\s"'\\,;\]]+`), []byte("${1}" + Mask), anyOf("authorization")},
 		// 游离的 "Bearer xxx"（如 curl -H 的拼接或错误信息里）。
 		{regexp.MustCompile(`(?i)\b(bearer)[ \t]+[A-Za-z0-9\-._~+/]{8,}=*`), []byte("${1} " + Mask), anyOf("bearer")},
 		// 键值形式：api_key / apiKey / token / password / kubeconfig 的 *-data 等，
@@ -113,24 +120,30 @@ func New(secrets ...string) *Redactor {
 	return r
 }
 
-// Add 登记运行时才知道的密钥值（例如从环境变量读取的 API Key），
-// 之后所有输出中出现的该值都会被替换。空值与过短的值被忽略，重复登记无副作用。
+// Add 登记运行时才知道的密钥值（例如从环境变量读取的 API Key、bearer token），
+// 之后所有输出中出现的该值都会被替换。登记一次即覆盖它的全部编码形态：原文、
+// URL 转义（查询串与路径）、JSON 字符串转义（含两层嵌套：服务端把请求 JSON 编码进
+// 错误体、我们再把错误体写进 JSON 产物）、HTML 转义（报告页面）与 CSV 引号加倍。"Bearer <key>"
+// 头里发送的就是原文，因此无需另外登记；basic auth 用 AddBasicAuth。
+// 空值与过短的值被忽略，重复登记无副作用。
 func (r *Redactor) Add(secrets ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range secrets {
-		if len(s) < MinSecretLen {
+	for _, raw := range secrets {
+		if len(raw) < MinSecretLen {
 			continue
 		}
-		dup := false
-		for _, have := range r.secrets {
-			if string(have) == s {
-				dup = true
-				break
+		for _, s := range forms(raw) {
+			dup := false
+			for _, have := range r.secrets {
+				if string(have) == s {
+					dup = true
+					break
+				}
 			}
-		}
-		if !dup {
-			r.secrets = append(r.secrets, []byte(s))
+			if !dup {
+				r.secrets = append(r.secrets, []byte(s))
+			}
 		}
 	}
 	sort.SliceStable(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })

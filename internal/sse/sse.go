@@ -33,6 +33,9 @@ type Event struct {
 	Name []byte
 	// Data 是所有 `data:` 行按 "\n" 连接后的内容。
 	Data []byte
+	// Unterminated 为 true 表示流在这个事件的结束空行之前就结束了（见 Next）：
+	// 数据可能不完整，调用方据此把解析失败归为截断而不是坏数据。
+	Unterminated bool
 }
 
 // IsDone 报告该事件是否为 `data: [DONE]` 结束标记。
@@ -47,7 +50,13 @@ type Reader struct {
 	ev   Event
 	saw  bool // 当前事件是否已出现过任何字段
 	max  int  // 单行 / 单事件数据的字节上限，<=0 表示不限
+	odd  int  // 自上次 Reset 以来字段名不认识的行数，见 Unrecognized
 }
+
+// Unrecognized 返回自上次 Reset（或创建）以来字段名不是 data/event/id/retry 的非空行数。
+// 规范要求忽略这些行；调用方在流没有交出任何事件就结束时，据此区分"根本不是 SSE"
+// （例如一段 JSON 或二进制垃圾）与"流被截断"。
+func (r *Reader) Unrecognized() int { return r.odd }
 
 // NewReader 返回读取 r 的 SSE 读取器，内部缓冲区 64 KiB（只影响性能），
 // 单事件上限 DefaultMaxEventSize。
@@ -67,7 +76,7 @@ func (r *Reader) tooLarge() error {
 func (r *Reader) Reset(src io.Reader) {
 	r.br.Reset(src)
 	r.line, r.data, r.name = r.line[:0], r.data[:0], r.name[:0]
-	r.saw = false
+	r.saw, r.odd = false, 0
 }
 
 // readLine 读取一整行（不含行尾 \n 或 \r\n），长度不设上限。
@@ -132,13 +141,17 @@ func (r *Reader) Next() (*Event, error) {
 		line, err := r.readLine()
 		if err != nil {
 			if errors.Is(err, io.EOF) && r.saw {
-				return r.emit(), nil
+				ev := r.emit()
+				ev.Unterminated = true
+				return ev, nil
 			}
 			return nil, err
 		}
 		if len(line) == 0 { // 空行：事件结束
 			if r.saw {
-				return r.emit(), nil
+				ev := r.emit()
+				ev.Unterminated = false
+				return ev, nil
 			}
 			continue
 		}
@@ -167,7 +180,9 @@ func (r *Reader) Next() (*Event, error) {
 		case "event":
 			r.name = append(r.name[:0], value...)
 			r.saw = true
-		default: // id、retry 及未知字段按规范忽略
+		case "id", "retry": // 按规范处理为忽略（OpenAI 兼容流不用它们）
+		default: // 未知字段按规范忽略，但记下数目
+			r.odd++
 		}
 	}
 }

@@ -230,3 +230,41 @@ func TestDefaultMaxEventSize(t *testing.T) {
 		t.Fatalf("read %d bytes", src.n)
 	}
 }
+
+// TestUnterminatedEvent 验证 Event.Unterminated：以空行结束的事件为 false，流在结束空行
+// 之前结束时交出的最后一个事件为 true（调用方据此把半个 JSON 归为截断），复用的事件结构
+// 不会把标记带到下一个流。
+func TestUnterminatedEvent(t *testing.T) {
+	rd := sse.NewReader(strings.NewReader("data: a\n\ndata: {\"b\":"))
+	var got []string
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(ev.Data)+"|"+map[bool]string{true: "cut", false: "whole"}[ev.Unterminated])
+	}
+	if want := []string{"a|whole", `{"b":|cut`}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	rd.Reset(strings.NewReader("data: c\n\n"))
+	if ev, err := rd.Next(); err != nil || string(ev.Data) != "c" || ev.Unterminated {
+		t.Fatalf("after Reset: %+v %v, want a whole event c", ev, err)
+	}
+}
+
+// TestUnrecognized 验证不认识的字段行被计数（id、retry、注释、空行不计），Reset 清零。
+func TestUnrecognized(t *testing.T) {
+	rd := sse.NewReader(strings.NewReader("id: 1\nretry: 5\n: c\n{\"error\":\"x\"}\n\x01\xfe garbage\ndata: a\n\n"))
+	ev, err := rd.Next()
+	if err != nil || string(ev.Data) != "a" || rd.Unrecognized() != 2 {
+		t.Fatalf("event %q err %v unrecognized %d, want a and 2", ev.Data, err, rd.Unrecognized())
+	}
+	rd.Reset(strings.NewReader("data: b\n\n"))
+	if rd.Unrecognized() != 0 {
+		t.Fatalf("Reset kept %d", rd.Unrecognized())
+	}
+}

@@ -137,15 +137,18 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 
 // driver 持有一次运行的状态。
 type driver struct {
-	o      Options
-	m      *matrix.Matrix
-	plans  []matrix.ScenarioPlan
-	log    *slog.Logger
-	now    func() time.Time
-	red    *redact.Redactor
-	run    *report.Run
-	keys   map[string]string // 场景名 → API Key（只在内存中）
-	runID  string
+	o     Options
+	m     *matrix.Matrix
+	plans []matrix.ScenarioPlan
+	log   *slog.Logger
+	now   func() time.Time
+	red   *redact.Redactor
+	run   *report.Run
+	keys  map[string]string // 场景名 → API Key（只在内存中）
+	runID string
+	// parent 是调用方的 ctx：它被取消（Ctrl-C、SIGTERM）即为中断；作业超时只取消
+	// 驱动自己派生的 ctx，是失败而不是中断。
+	parent context.Context
 	tmo    matrix.Timeouts
 	abort  bool
 	pushed []metrics.Results
@@ -211,6 +214,10 @@ func newDriver(o Options) (*driver, error) {
 		red = redact.New()
 	}
 	d := &driver{o: o, m: m, plans: plans, log: log, now: o.Now, red: red, keys: map[string]string{}}
+	// Pushgateway 凭据在任何请求之前登记：basic auth 实际发送的是 base64("user:pass")，
+	// 服务端回显的也是它，只登记口令原文挡不住（AddBasicAuth 两者都登记）。
+	d.red.AddBasicAuth(o.PushAuth.Username, o.PushAuth.Password)
+	d.red.Add(o.PushAuth.BearerToken)
 	if err := d.checkAccuracyTargets(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -250,6 +257,7 @@ func newRunID(t time.Time) string {
 
 // run 执行全部场景并写出报告。
 func (d *driver) execute(parent context.Context) (Outcome, error) {
+	d.parent = parent
 	started := d.now()
 	rt := d.o.RunType
 	if d.o.Retention >= 0 {
@@ -319,9 +327,10 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	// 门禁、推送与报告在一个不受取消影响的 ctx 中完成：已测得的内容必须写出。
 	fin, finCancel := context.WithTimeout(context.WithoutCancel(parent), teardownTimeout)
 	defer finCancel()
+	// 门禁阈值：Options.Thresholds 优先，否则取 matrix.yaml 的 defaults.gates（零值字段即规格默认值）。
 	th := d.o.Thresholds
 	if th == (report.Thresholds{}) {
-		th = report.DefaultThresholds()
+		th = d.m.Defaults.Gates
 	}
 	gates, err := report.Evaluate(fin, run.Result(), th, baselines)
 	if err != nil {
@@ -334,6 +343,9 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		if gates, err = report.Evaluate(fin, run.Result(), th, baselines); err != nil {
 			d.log.Warn("gate evaluation incomplete", "err", err)
 		}
+	}
+	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
+		d.trend(run)
 	}
 	out := Outcome{Dir: run.Dir(), Interrupted: interrupted}
 	d.log.Info("gates evaluated", "gates", len(gates), "exit_code", report.ExitCode(gates))
@@ -394,7 +406,31 @@ func (d *driver) withFunctionalBaselines(perf report.BaselineSource) report.Base
 	return report.WithFunctionalBaselines(perf, fb)
 }
 
-// skipScenario 把因中断或 abort 而未运行的场景登记进报告，使人能看到它被跳过的原因。
+// interrupted 报告运行是否被调用方中断（信号或取消），区别于作业超时。
+func (d *driver) interrupted() bool { return d.parent != nil && d.parent.Err() != nil }
+
+// trend 对最近的每日结果做变点检测，把结论写进本次每日报告；失败只记日志（趋势是
+// 信息，不是门禁）。
+func (d *driver) trend(run *report.Run) {
+	root := d.o.BaselineArtifacts
+	if root == "" {
+		root = d.o.Artifacts
+	}
+	tr, err := report.DailyTrend(os.DirFS(root), run.Result(), report.TrendOptions{})
+	if err != nil {
+		d.log.Warn("daily trend failed", "dir", root, "err", err)
+		return
+	}
+	for _, c := range tr.NewChangePoints() {
+		d.log.Warn("new change point", "series", c.Series, "first_run", c.RunID, "before", c.Before, "after", c.After, "delta_pct", c.DeltaPct, "p", c.PValue)
+	}
+	if err := run.SetTrend(tr); err != nil {
+		d.log.Warn("recording daily trend failed", "err", err)
+	}
+}
+
+// skipScenario 把因中断、作业超时或 abort 而未运行的场景登记进报告，使人能看到它被跳过的原因。
+// 中断记为 interrupted（不是失败）；作业超时与 abort 是失败。
 func (d *driver) skipScenario(p *matrix.ScenarioPlan, ctx context.Context) {
 	sc := p.Scenario
 	d.addScenario(p)
@@ -402,7 +438,28 @@ func (d *driver) skipScenario(p *matrix.ScenarioPlan, ctx context.Context) {
 	if ctx.Err() != nil {
 		why = fmt.Sprintf("not run: %v", context.Cause(ctx))
 	}
+	if d.interrupted() {
+		d.recordInterrupted(sc.Name, report.StageDeploy, errors.New(why))
+		d.recordStage(sc.Name, report.StageResult{Stage: report.StageDeploy, Status: report.StageInterrupted, Reason: why})
+		return
+	}
 	d.recordError(sc.Name, report.StageDeploy, errors.New(why))
+	d.recordStage(sc.Name, report.StageResult{Stage: report.StageDeploy, Status: report.StageFailed, Reason: why})
+}
+
+// recordInterrupted 记录被中断的阶段（写入前由 report 脱敏）；它不是失败。
+func (d *driver) recordInterrupted(scenario string, stage report.Stage, err error) {
+	d.log.Warn("stage interrupted", "scenario", scenario, "stage", stage, "err", d.red.String(err.Error()))
+	if rerr := d.run.RecordInterrupted(scenario, stage, err); rerr != nil {
+		d.log.Warn("record interruption failed", "scenario", scenario, "err", rerr)
+	}
+}
+
+// recordStage 把阶段状态写进报告（summary.json 与 <scenario>/stage-<stage>.json）。
+func (d *driver) recordStage(scenario string, st report.StageResult) {
+	if err := d.run.RecordStage(scenario, st); err != nil {
+		d.log.Warn("record stage status failed", "scenario", scenario, "stage", st.Stage, "err", err)
+	}
 }
 
 // addScenario 在报告中登记场景的身份信息。
@@ -454,6 +511,15 @@ func (d *driver) summarize(out Outcome, gates []report.Gate) {
 	fmt.Fprintf(w, "gates: %s\n", strings.Join(verdicts, " "))
 	for _, g := range failed {
 		fmt.Fprintf(w, "  FAIL %s %s: %s\n", g.Scenario, g.Name, d.red.String(g.Reason))
+	}
+	for _, sc := range res.Scenarios {
+		for _, c := range sc.Capacity {
+			fmt.Fprintf(w, "  capacity %s in%d/out%d: %.2f req/s within %s (knee %.2f req/s, %d steps, %s)\n",
+				sc.Name, c.InputLength, c.OutputLength, c.MaxSustainableRate, c.SLO, c.KneeRate, len(c.Steps), c.Stop)
+		}
+	}
+	for _, c := range res.Trend.NewChangePoints() {
+		fmt.Fprintf(w, "  NEW change point %s at %s: %.4g → %.4g (%+.1f%%, p=%.3f)\n", c.Series, c.RunID, c.Before, c.After, c.DeltaPct, c.PValue)
 	}
 	if out.Interrupted {
 		fmt.Fprintf(w, "run INTERRUPTED: partial results kept\n")

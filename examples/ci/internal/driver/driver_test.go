@@ -242,6 +242,10 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 		if g.Verdict != report.VerdictFail || g.Baseline == nil || g.DeltaPct == nil || *g.DeltaPct < 100 || !strings.Contains(g.Reason, "regressed") {
 			t.Errorf("gate %s = %+v", g.Name, g)
 		}
+		// 每日运行留下了逐请求样本：门禁带区间；4–8 个样本撑不起 P99，如实标注。
+		if g.Interval == nil || g.Interval.LoPct < 100 || g.Samples == nil || g.Samples.Current != int64(4*g.Key.Concurrency) || g.Support != report.SupportInsufficient {
+			t.Errorf("gate %s evidence: interval %+v samples %+v support %q", g.Name, g.Interval, g.Samples, g.Support)
+		}
 	}
 	html, _ := os.ReadFile(filepath.Join(out.Dir, "report.html"))
 	if !bytes.Contains(html, []byte(ttft[0].Name)) {
@@ -346,19 +350,45 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !out.Interrupted || (out.ExitCode != report.ExitInterrupted && out.ExitCode != report.ExitGateFailed) {
-		t.Fatalf("exit %d interrupted %v", out.ExitCode, out.Interrupted)
+	// 中断是独立的结局：退出码 130（不是 1），没有凭空捏造的失败门禁。
+	if !out.Interrupted || out.ExitCode != report.ExitInterrupted {
+		t.Fatalf("exit %d interrupted %v, want 130", out.ExitCode, out.Interrupted)
 	}
 	res := summary(t, out.Dir)
 	if res.Complete {
 		t.Fatal("an interrupted run must not be marked complete")
 	}
+	if res.Verdict != report.VerdictInterrupted {
+		t.Errorf("summary.json verdict %q, want interrupted", res.Verdict)
+	}
+	for _, g := range res.Gates {
+		if g.Verdict == report.VerdictFail {
+			t.Errorf("interruption invented a failed gate: %+v", g)
+		}
+	}
 	first, second := scenario(t, res, "first"), scenario(t, res, "second")
 	if first.Functional == nil || first.Functional.Count("pass") == 0 {
 		t.Fatalf("functional results measured before the interrupt are lost: %+v", first)
 	}
-	if len(second.Errors) != 1 || !strings.Contains(second.Errors[0].Message, "interrupt signal") || second.Functional != nil {
+	if len(second.Errors) != 1 || !strings.Contains(second.Errors[0].Message, "interrupt signal") || !second.Errors[0].Interrupted || second.Functional != nil {
 		t.Fatalf("second scenario = %+v", second)
+	}
+	// summary.json 中的阶段状态：第一个场景部署与功能完成、性能被中断、精度没有运行；
+	// 第二个场景根本没有部署。
+	wantStages := map[string]string{"deploy": "ok", "functional": "ok", "perf": "interrupted", "accuracy": "skipped", "teardown": "ok"}
+	got := map[string]string{}
+	for _, st := range first.Stages {
+		got[string(st.Stage)] = string(st.Status)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(wantStages) {
+		t.Errorf("first scenario stage statuses %v, want %v", got, wantStages)
+	}
+	if len(second.Stages) != 1 || second.Stages[0].Stage != report.StageDeploy || second.Stages[0].Status != report.StageInterrupted {
+		t.Errorf("second scenario stage statuses %+v", second.Stages)
+	}
+	junit, err := os.ReadFile(filepath.Join(out.Dir, "junit.xml"))
+	if err != nil || bytes.Contains(junit, []byte("<failure")) || !bytes.Contains(junit, []byte("stage/perf")) {
+		t.Errorf("junit.xml must list the interrupted perf stage without a failure (%v):\n%s", err, junit)
 	}
 	for _, f := range []string{"report.html", "junit.xml", "manifest.json", "first/functional/result.json", "first/deploy/deployment.json"} {
 		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
@@ -505,6 +535,27 @@ func TestConfigErrors(t *testing.T) {
 	_, err := driver.Run(context.Background(), options(t, broken, matrix.RunPR, root))
 	if err == nil || !strings.Contains(err.Error(), `configs/scenarios/emu.yaml:3:8: quant: invalid quant`) {
 		t.Fatalf("error must locate the bad value: %v", err)
+	}
+	// 打错的请求数与写在 override 里的负并发：运行之前就报错，指向该值所在的行列。
+	absurd := tree("emu")
+	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 999999999999\n")
+	absurd["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr:\n      perf:\n        override:\n          concurrency: [2, -1]\n")
+	out, err := driver.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
+	if !errors.Is(err, driver.ErrConfig) || out.ExitCode != report.ExitError {
+		t.Fatalf("absurd profile: exit %d err %v", out.ExitCode, err)
+	}
+	for _, want := range []string{`configs/tests/perf/profiles/pr.yaml:4:27: requests_per_concurrency: must be in [1, `, `(got "999999999999")`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\n")
+	_, err = driver.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
+	if want := `configs/matrix.yaml:6:28: scenarios.emu.pr.perf.override.concurrency[1]: must be >= 1`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("negative concurrency in an override: %v, want %q", err, want)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("config errors must not create artifacts, found %v", entries)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // stageTiming 是一个阶段在 deployment.json 中的记录。
 type stageTiming struct {
 	Stage    report.Stage `json:"stage"`
-	Status   string       `json:"status"` // ok | failed | skipped
+	Status   string       `json:"status"` // ok | failed | skipped | interrupted（report.StageStatus 的取值）
 	Started  time.Time    `json:"started"`
 	Duration float64      `json:"duration_seconds"`
 	Timeout  float64      `json:"timeout_seconds,omitempty"`
@@ -68,7 +68,7 @@ func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
 	})
 	if dep == nil {
 		for _, st := range []report.Stage{report.StageFunctional, report.StagePerf, report.StageAccuracy} {
-			rec.Stages = append(rec.Stages, stageTiming{Stage: st, Status: "skipped", Error: "no deployment"})
+			d.mark(rec, stageTiming{Stage: st, Status: string(report.StageSkipped), Error: "no deployment"})
 		}
 		d.finishRecord(rec)
 		if p.OnFailure == matrix.OnFailureAbort {
@@ -109,19 +109,20 @@ func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
 		if d.o.StageTimeout > 0 {
 			s.timeout = d.o.StageTimeout
 		}
+		skipped := string(report.StageSkipped)
 		switch {
 		case !d.selected(s.stage):
-			rec.Stages = append(rec.Stages, stageTiming{Stage: s.stage, Status: "skipped", Error: "not selected (-stages)"})
+			d.mark(rec, stageTiming{Stage: s.stage, Status: skipped, Error: "not selected (-stages)"})
 			continue
 		case !s.enabled:
-			rec.Stages = append(rec.Stages, stageTiming{Stage: s.stage, Status: "skipped", Error: "disabled in matrix"})
+			d.mark(rec, stageTiming{Stage: s.stage, Status: skipped, Error: "disabled in matrix"})
 			continue
 		case stop || ctx.Err() != nil:
 			why := "skipped after an earlier failure (on_failure: " + string(p.OnFailure) + ")"
 			if ctx.Err() != nil {
 				why = fmt.Sprintf("not run: %v", context.Cause(ctx))
 			}
-			rec.Stages = append(rec.Stages, stageTiming{Stage: s.stage, Status: "skipped", Error: why})
+			d.mark(rec, stageTiming{Stage: s.stage, Status: skipped, Error: why})
 			continue
 		}
 		if d.o.StageHook != nil {
@@ -163,18 +164,31 @@ func (d *driver) stage(ctx context.Context, rec *deploymentRecord, st report.Sta
 	if err == nil && sctx.Err() != nil {
 		err = context.Cause(sctx)
 	}
-	t := stageTiming{Stage: st, Status: "ok", Started: start.UTC(), Duration: d.now().Sub(start).Seconds(), Timeout: timeout.Seconds()}
+	t := stageTiming{Stage: st, Status: string(report.StageOK), Started: start.UTC(), Duration: d.now().Sub(start).Seconds(), Timeout: timeout.Seconds()}
 	if err != nil {
 		// 超时或取消时写明原因（阶段超时、作业超时、中断信号），而不只是 "context deadline exceeded"。
 		if cause := context.Cause(sctx); sctx.Err() != nil && cause != nil && !errors.Is(err, cause) {
 			err = fmt.Errorf("%w (%v)", err, cause)
 		}
-		t.Status, t.Error = "failed", d.red.String(err.Error())
-		d.recordError(rec.Scenario, st, err)
+		t.Error = d.red.String(err.Error())
+		if d.interrupted() {
+			// 被中断的阶段没有做完，但也没有失败：不能凭空生成失败的门禁（退出码 130）。
+			t.Status = string(report.StageInterrupted)
+			d.recordInterrupted(rec.Scenario, st, err)
+		} else {
+			t.Status = string(report.StageFailed)
+			d.recordError(rec.Scenario, st, err)
+		}
 	}
-	rec.Stages = append(rec.Stages, t)
+	d.mark(rec, t)
 	d.log.Info("stage finished", "scenario", rec.Scenario, "stage", st, "status", t.Status, "seconds", fmt.Sprintf("%.2f", t.Duration))
 	return err != nil || d.stageRed(rec.Scenario, st)
+}
+
+// mark 把阶段结果同时记进 deployment.json（rec）与报告的阶段状态（summary.json）。
+func (d *driver) mark(rec *deploymentRecord, t stageTiming) {
+	rec.Stages = append(rec.Stages, t)
+	d.recordStage(rec.Scenario, report.StageResult{Stage: t.Stage, Status: report.StageStatus(t.Status), Started: t.Started, Duration: t.Duration, Reason: t.Error})
 }
 
 // stageRed 报告阶段虽然完成但结论为失败（功能用例失败、精度低于阈值），
@@ -219,7 +233,7 @@ func (d *driver) teardown(ctx context.Context, scenario string, dep deploy.Deplo
 		rec.Teardown = d.red.String(err.Error())
 		d.recordError(scenario, report.StageDeploy, fmt.Errorf("teardown: %w", err))
 	}
-	rec.Stages = append(rec.Stages, stageTiming{Stage: "teardown", Status: map[bool]string{true: "ok", false: "failed"}[rec.Teardown == "ok"], Started: start.UTC(), Duration: d.now().Sub(start).Seconds()})
+	d.mark(rec, stageTiming{Stage: "teardown", Status: map[bool]string{true: "ok", false: "failed"}[rec.Teardown == "ok"], Started: start.UTC(), Duration: d.now().Sub(start).Seconds()})
 	d.log.Info("scenario finished", "scenario", scenario, "teardown", rec.Teardown)
 }
 

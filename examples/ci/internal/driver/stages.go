@@ -84,13 +84,32 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			errs = append(errs, err)
 			continue
 		}
+		if prof.ControlMethod == loadgen.ControlSweep {
+			errs = append(errs, d.sweep(ctx, sc.Name, np.Name, dir, target, np.Profile, sink)...)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
 		tl := &timelineSink{ArtifactSink: sink}
-		rows, runErr := loadgen.Run(ctx, target, np.Profile, tl)
+		coll := report.NewSampleCollector(tl, prof.Backend, prof.ControlMethod, 0)
+		var rows []loadgen.Summary
+		var runErr error
+		if p.Perf.Shards > 1 {
+			// 分片运行的记录在各分片进程里，这里没有逐请求样本：门禁退回规格规则（无区间）。
+			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, sink)
+		} else {
+			rows, runErr = loadgen.Run(ctx, target, np.Profile, coll)
+		}
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
 		}
 		if len(rows) > 0 {
 			if err := d.run.RecordPerf(sc.Name, rows); err != nil {
+				errs = append(errs, err)
+			}
+			if err := d.run.RecordSamples(sc.Name, coll.Samples()); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -108,6 +127,39 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sweep 运行一个容量扫描档位：每级的逐请求与汇总 CSV 照常写出，另外每次扫描写一份
+// 逐级 CSV（sweep_*.csv）、整个档位写一份容量汇总 CSV（capacity_*.csv，每次扫描一行），
+// 结论交给 report（HTML 图表、summary.json）与每日推送（capacity_requests_per_second）。
+// 各级的汇总行不进入性能门禁：它们的到达速率各不相同。
+func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, target loadgen.Target, prof loadgen.Profile, sink *metrics.ArtifactSink) []error {
+	var errs []error
+	results, runErr := loadgen.RunSweep(ctx, target, prof, sink)
+	if err := sink.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", profile, err))
+	}
+	ts := d.now().Format(metrics.ArtifactTimeLayout)
+	for _, r := range results {
+		name := fmt.Sprintf("sweep_%s_input%d_output%d_concurrency%d_%s.csv", scenario, r.InputLength, r.OutputLength, r.Concurrency, ts)
+		if err := d.writeWith(path.Join(dir, name), func(w io.Writer) error { return loadgen.WriteSweepCSV(w, r) }); err != nil {
+			errs = append(errs, err)
+		}
+		d.log.Info("capacity sweep finished", "scenario", scenario, "profile", profile, "input", r.InputLength, "output", r.OutputLength,
+			"max_sustainable_rps", r.MaxSustainableRate, "knee_rps", r.KneeRate, "steps", len(r.Steps), "stop", r.Stop)
+	}
+	if len(results) > 0 {
+		if err := d.writeWith(path.Join(dir, "capacity_"+scenario+"_"+ts+".csv"), func(w io.Writer) error { return loadgen.WriteCapacityCSV(w, results) }); err != nil {
+			errs = append(errs, err)
+		}
+		if err := d.run.RecordCapacity(scenario, results); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if runErr != nil {
+		errs = append(errs, fmt.Errorf("profile %s: %w", profile, runErr))
+	}
+	return errs
 }
 
 // timelineSink 在写 timeline_*.csv 的同时保留时间线行，交给报告画图
@@ -269,11 +321,6 @@ func (d *driver) push(ctx context.Context) {
 	}
 	pcfg := d.o.PushAuth
 	pcfg.URL, pcfg.Options = d.o.PushURL, d.o.PushOptions
-	for _, secret := range []string{pcfg.Password, pcfg.BearerToken} {
-		if secret != "" {
-			d.red.Add(secret)
-		}
-	}
 	pusher, err := metrics.NewPusher(pcfg)
 	if err != nil {
 		d.log.Error("pushgateway config invalid", "err", d.red.String(err.Error()))
@@ -284,6 +331,7 @@ func (d *driver) push(ctx context.Context) {
 			Info: metrics.RunInfo{Model: sc.Model, Quant: sc.Quant, Scenario: sc.Name, RunType: d.o.RunType,
 				Commit: d.o.Commit, Branch: d.o.Branch, RunID: d.runID},
 			Perf:       sc.Perf,
+			Capacity:   sc.Capacity,
 			Functional: sc.Functional,
 		}
 		for _, a := range sc.Accuracy {

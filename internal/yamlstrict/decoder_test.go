@@ -1,7 +1,9 @@
-package matrix
+package yamlstrict
 
 import (
+	"errors"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -49,13 +51,13 @@ type everything struct {
 // decodeString 解析 src 并解码进 v，返回累计的错误文本。
 func decodeString(t *testing.T, src string, v any) string {
 	t.Helper()
-	d := newDecoder("x.yaml")
-	root := d.parseDocument([]byte(src))
+	d := NewDecoder("x.yaml")
+	root := d.ParseDocument([]byte(src))
 	if root != nil {
-		d.decode(root, "", reflectValue(v))
+		d.Decode(root, "", reflect.ValueOf(v).Elem())
 	}
 	var msgs []string
-	for _, e := range d.errs {
+	for _, e := range d.Errs {
 		msgs = append(msgs, e.Error())
 	}
 	return strings.Join(msgs, "\n")
@@ -116,11 +118,11 @@ func TestStrictDecoderErrors(t *testing.T) {
 // TestErrorFormatting 固定 Error 在有无行号、字段路径与取值时的文本格式。
 func TestErrorFormatting(t *testing.T) {
 	e := &Error{File: "f.yaml", Msg: "boom"}
-	if e.Error() != "matrix: f.yaml: boom" {
+	if e.Error() != "f.yaml: boom" {
 		t.Fatal(e.Error())
 	}
 	e = &Error{File: "f.yaml", Line: 2, Column: 3, Path: "a.b", Value: "v", Msg: "bad"}
-	if e.Error() != `matrix: f.yaml:2:3: a.b: bad (got "v")` {
+	if e.Error() != `f.yaml:2:3: a.b: bad (got "v")` {
 		t.Fatal(e.Error())
 	}
 	if got := cleanYAMLErr(yamlErr(t, "x: [")); got != "did not find expected node content" {
@@ -140,4 +142,81 @@ func yamlErr(t *testing.T, src string) error {
 		t.Fatal("want a YAML error")
 	}
 	return err
+}
+
+// color 是测试用的枚举类型，检验 Check 钩子把非法取值记在它所在的行。
+type color string
+
+// withHooks 的 Kind 由 Custom 钩子整体接管（保存原文），Color 由 Check 钩子校验。
+type withHooks struct {
+	Kind  string `yaml:"kind"`
+	Color color  `yaml:"color"`
+	N     int    `yaml:"n"`
+}
+
+// TestHooksAndUnmarshal 覆盖 Unmarshal 的入口语义（空文档不改 out、非指针报错、
+// 多条错误一次报告、文件名与行列）以及 Custom / Check 钩子。
+func TestHooksAndUnmarshal(t *testing.T) {
+	v := withHooks{N: 7}
+	if err := Unmarshal("empty.yaml", []byte("# only a comment\n"), &v); !errors.Is(err, ErrEmpty) || err.Error() != "empty.yaml: file is empty" || v.N != 7 {
+		t.Fatalf("empty document: %v %+v", err, v)
+	}
+	if err := Unmarshal("x.yaml", []byte("n: 1\n"), v); err == nil || !strings.Contains(err.Error(), "non-nil pointer") {
+		t.Fatalf("non-pointer: %v", err)
+	}
+	err := Unmarshal("p.yaml", []byte("n: 1\nbogus: 2\nn: 3\ncolor: [red]\n"), &v)
+	var first *Error
+	if !errors.As(err, &first) || first.File != "p.yaml" || first.Line != 2 || first.Column != 1 || first.Path != "bogus" {
+		t.Fatalf("first error: %+v (%v)", first, err)
+	}
+	for _, want := range []string{`p.yaml:2:1: bogus: unknown field "bogus" (known fields: color, kind, n)`, "p.yaml:3:1: n: duplicate key", "p.yaml:4:8: color: want a string, got a list"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q:\n%v", want, err)
+		}
+	}
+
+	d := NewDecoder("h.yaml")
+	d.Custom = func(d *Decoder, n *yaml.Node, path string, v reflect.Value) bool {
+		if path != "kind" {
+			return false
+		}
+		v.SetString("custom:" + n.Value)
+		return true
+	}
+	d.Check = func(v reflect.Value) error {
+		if c, ok := v.Addr().Interface().(*color); ok && *c != "red" {
+			return errors.New("invalid color (want red)")
+		}
+		return nil
+	}
+	root := d.ParseDocument([]byte("kind: a\ncolor: blue\n"))
+	var h withHooks
+	d.Decode(root, "", reflect.ValueOf(&h).Elem())
+	if h.Kind != "custom:a" || len(d.Errs) != 1 || d.Errs[0].Error() != `h.yaml:2:8: color: invalid color (want red) (got "blue")` {
+		t.Fatalf("hooks: %+v %v", h, d.Err())
+	}
+	d.ErrAt("kind.deeper", "", "late check")
+	if d.Errs[1].Line != 1 || d.Errs[1].Path != "kind.deeper" {
+		t.Fatalf("ErrAt did not fall back to the parent path: %+v", d.Errs[1])
+	}
+}
+
+// FuzzUnmarshal 把任意字节交给 Unmarshal：不得 panic 或卡死，每条错误都必须指明文件。
+func FuzzUnmarshal(f *testing.F) {
+	for _, s := range []string{"u8: 300", "a: &a [*a, *a]\nb: *a", "ints: {3: a, 3: b}", "- [1, {2: 3}]", "map: {<<: [{a: b}]}", "any: !!binary aGk="} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v everything
+		err := Unmarshal("f.yaml", data, &v)
+		if err == nil || errors.Is(err, ErrEmpty) {
+			return
+		}
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var se *Error
+			if !errors.As(e, &se) || se.File != "f.yaml" {
+				t.Fatalf("error without file: %v", e)
+			}
+		}
+	})
 }

@@ -1,0 +1,378 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// 分片 Job 的环境变量：每个 Pod 由它们得知自己是哪一片（JOB_COMPLETION_INDEX 由
+// Kubernetes 为 Indexed Job 注入）、共几片、约定的开始时刻。examples/bench --shard-index 等
+// 参数读取的就是它们。
+const (
+	EnvShardIndex = "JOB_COMPLETION_INDEX"
+	EnvShardCount = "CIBENCH_SHARD_COUNT"
+	EnvShardStart = "CIBENCH_SHARD_START" // RFC 3339（纳秒）
+)
+
+// ShardContainer 是分片 Pod 里运行压测的容器名；结果从它的日志的最后一个结果行读取。
+const ShardContainer = "shard"
+
+// ErrShardJob 表示分片 Job 没有完整地跑完：有分片失败、没有结果或超时。
+var ErrShardJob = errors.New("kube: shard job incomplete")
+
+// ShardJob 描述一个在集群里跑压测分片的 Indexed Job（completions = parallelism = Shards，
+// 序号 i 的 Pod 跑第 i 片）。
+type ShardJob struct {
+	// Kubeconfig、Context 同 Config；RESTConfig 非 nil 时优先。
+	Kubeconfig, Context string
+	RESTConfig          *rest.Config
+	// Namespace 默认 default；Name 是 Job 名（DNS-1123 标签，默认 cibench-shards）。
+	Namespace, Name string
+	// Image 是压测镜像（必须含 bench 程序）；Command/Args 是分片进程的命令行，分片序号、
+	// 分片数与开始时刻经环境变量 EnvShardIndex/EnvShardCount/EnvShardStart 传入。
+	Image         string
+	Command, Args []string
+	Env           map[string]string
+	// Shards 是分片数（1..loadgen.MaxShards）。
+	Shards int
+	// StartDelay 是从创建 Job 到约定开始时刻的提前量（默认 60s）：要覆盖拉镜像、调度与预热。
+	StartDelay time.Duration
+	// CPU、Memory 是每个 Pod 的资源请求（同时作为上限），如 "2"、"4Gi"；空表示不设。
+	CPU, Memory string
+	// NodeSelector 限定节点；Affinity 原样放进 Pod；SpreadShards 为真时加上按 Job 名的
+	// required Pod 反亲和（每个节点最多一个分片，单机网卡不成为瓶颈）。
+	NodeSelector map[string]string
+	Affinity     *corev1.Affinity
+	SpreadShards bool
+	// Timeout 是从创建到全部分片结束的上限（默认 StartupTimeout 的默认值 20 分钟加上 StartDelay）；
+	// DeleteTimeout 是前台删除 Job 的等待上限（默认 5 分钟）；PollInterval 默认 1 秒。
+	Timeout, DeleteTimeout, PollInterval time.Duration
+	// Log 记录进度；nil 表示丢弃。
+	Log *slog.Logger
+}
+
+// ShardJobError 逐个点名没有交回结果的分片；errors.Is(err, ErrShardJob) 成立。
+type ShardJobError struct {
+	Shards int
+	Failed map[int]string // 分片序号 → 原因（Pod 失败、没有 Pod、日志里没有结果行……）
+}
+
+// Error 按分片序号列出原因。
+func (e *ShardJobError) Error() string {
+	idx := make([]int, 0, len(e.Failed))
+	for i := range e.Failed {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	parts := make([]string, len(idx))
+	for k, i := range idx {
+		parts[k] = fmt.Sprintf("shard %d: %s", i, e.Failed[i])
+	}
+	return fmt.Sprintf("%v: %d of %d shards without a result: %s", ErrShardJob, len(idx), e.Shards, strings.Join(parts, "; "))
+}
+
+// Unwrap 让 errors.Is(err, ErrShardJob) 成立。
+func (e *ShardJobError) Unwrap() error { return ErrShardJob }
+
+// withDefaults 校验并填默认值；错误点名字段与取值。
+func (j ShardJob) withDefaults() (ShardJob, error) {
+	if j.Namespace == "" {
+		j.Namespace = DefaultNamespace
+	}
+	if j.Name == "" {
+		j.Name = "cibench-shards"
+	}
+	if j.StartDelay == 0 {
+		j.StartDelay = time.Minute
+	}
+	if j.Timeout == 0 {
+		j.Timeout = 20*time.Minute + j.StartDelay
+	}
+	if j.DeleteTimeout == 0 {
+		j.DeleteTimeout = DefaultDeleteTimeout
+	}
+	if j.PollInterval == 0 {
+		j.PollInterval = DefaultPollInterval
+	}
+	if j.Log == nil {
+		j.Log = slog.New(slog.DiscardHandler)
+	}
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("%w: shard job %s=%v: %s", ErrConfig, field, v, why)
+	}
+	switch {
+	case j.Image == "":
+		return j, bad("image", `""`, "an image with the bench program is required")
+	case j.Shards < 1 || j.Shards > loadgen.MaxShards:
+		return j, bad("shards", j.Shards, fmt.Sprintf("must be in [1, %d]", loadgen.MaxShards))
+	case len(validation.IsDNS1123Label(j.Namespace)) > 0:
+		return j, bad("namespace", j.Namespace, strings.Join(validation.IsDNS1123Label(j.Namespace), "; "))
+	case len(j.Name) > 52 || len(validation.IsDNS1123Label(j.Name)) > 0:
+		return j, bad("name", j.Name, "must be a DNS-1123 label of at most 52 characters (pod names add a suffix)")
+	case j.StartDelay < 0 || j.Timeout < 0 || j.DeleteTimeout < 0 || j.PollInterval < 0:
+		return j, bad("start_delay/timeout/delete_timeout/poll_interval", fmt.Sprintf("%s/%s/%s/%s", j.StartDelay, j.Timeout, j.DeleteTimeout, j.PollInterval), "must not be negative")
+	}
+	for field, v := range map[string]string{"cpu": j.CPU, "memory": j.Memory} {
+		if v == "" {
+			continue
+		}
+		if _, err := resource.ParseQuantity(v); err != nil {
+			return j, bad(field, v, err.Error())
+		}
+	}
+	return j, nil
+}
+
+// manifest 构造 Indexed Job：不重试（backoffLimit 0，重试的 Pod 会错过约定的开始时刻），
+// Pod 失败即该分片失败。
+func (j ShardJob) manifest(startAt time.Time) *batchv1.Job {
+	n := int32(j.Shards)
+	zero := int32(0)
+	mode := batchv1.IndexedCompletion
+	labels := map[string]string{"app.kubernetes.io/name": "cibench-shard", "app.kubernetes.io/instance": j.Name}
+	env := []corev1.EnvVar{{Name: EnvShardCount, Value: strconv.Itoa(j.Shards)}, {Name: EnvShardStart, Value: startAt.UTC().Format(time.RFC3339Nano)}}
+	keys := make([]string, 0, len(j.Env))
+	for k := range j.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, corev1.EnvVar{Name: k, Value: j.Env[k]})
+	}
+	c := corev1.Container{Name: ShardContainer, Image: j.Image, Command: j.Command, Args: j.Args, Env: env}
+	if j.CPU != "" || j.Memory != "" {
+		rl := corev1.ResourceList{}
+		if j.CPU != "" {
+			rl[corev1.ResourceCPU] = resource.MustParse(j.CPU)
+		}
+		if j.Memory != "" {
+			rl[corev1.ResourceMemory] = resource.MustParse(j.Memory)
+		}
+		c.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}
+	}
+	aff := j.Affinity.DeepCopy()
+	if j.SpreadShards {
+		if aff == nil {
+			aff = &corev1.Affinity{}
+		}
+		if aff.PodAntiAffinity == nil {
+			aff.PodAntiAffinity = &corev1.PodAntiAffinity{}
+		}
+		aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+			corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": j.Name}}})
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			Completions: &n, Parallelism: &n, CompletionMode: &mode, BackoffLimit: &zero,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{c},
+					NodeSelector: j.NodeSelector, Affinity: aff},
+			},
+		},
+	}
+}
+
+// clientset 按 RESTConfig 或 kubeconfig 建立客户端。
+func (j ShardJob) clientset() (kubernetes.Interface, error) {
+	rc := j.RESTConfig
+	if rc == nil {
+		d := &Deployer{cfg: Config{Kubeconfig: j.Kubeconfig, Context: j.Context}}
+		var err error
+		if rc, err = d.restConfig(); err != nil {
+			return nil, err
+		}
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return cs, nil
+}
+
+// RunShards 创建分片 Job、等待全部分片结束、从每个 Pod 的日志读出分片结果，最后总是以前台
+// 删除清理 Job（成功、失败、超时、ctx 取消——例如 SIGTERM——都一样；删除用不随 ctx 取消的
+// 上下文，受 DeleteTimeout 约束）。
+//
+// 返回读到的结果（按分片序号，缺的位置没有）；有分片没有交回结果时错误是 *ShardJobError，
+// 调用方照样把结果交给 loadgen.MergeGroups，后者把缺分片的分组标为不完整。
+func RunShards(ctx context.Context, job ShardJob) ([]*loadgen.ShardResult, error) {
+	job, err := job.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := job.clientset()
+	if err != nil {
+		return nil, err
+	}
+	startAt := time.Now().Add(job.StartDelay)
+	obj := job.manifest(startAt)
+	jobs := cs.BatchV1().Jobs(job.Namespace)
+	if _, err := jobs.Create(ctx, obj, metav1.CreateOptions{FieldManager: DefaultFieldManager}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name)
+		}
+		return nil, fmt.Errorf("%w: create job %s/%s: %v", ErrUnreachable, job.Namespace, job.Name, err)
+	}
+	job.Log.Info("kube: shard job created", "job", job.Namespace+"/"+job.Name, "shards", job.Shards, "start_at", startAt)
+	results, runErr := job.await(ctx, cs)
+	if delErr := job.delete(ctx, cs); delErr != nil {
+		runErr = errors.Join(runErr, delErr)
+	}
+	return results, runErr
+}
+
+// await 等待 Job 结束（或超时、ctx 取消），然后逐片收集结果。
+func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, error) {
+	wctx, cancel := context.WithTimeout(ctx, j.Timeout)
+	defer cancel()
+	var last *batchv1.Job
+	waitErr := poll(wctx, j.PollInterval, func() (bool, error) {
+		cur, err := cs.BatchV1().Jobs(j.Namespace).Get(wctx, j.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // 暂时的 API 错误：继续等到超时
+		}
+		last = cur
+		for _, c := range cur.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return int(cur.Status.Succeeded+cur.Status.Failed) >= j.Shards, nil
+	}, func() string {
+		if last == nil {
+			return "job " + j.Name + " not observed"
+		}
+		return fmt.Sprintf("job %s: %d succeeded, %d failed, %d active of %d", j.Name, last.Status.Succeeded, last.Status.Failed, last.Status.Active, j.Shards)
+	})
+	// 超时或取消后仍收集已经结束的分片（用新的上下文，受 DeleteTimeout 约束）。
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), j.DeleteTimeout)
+	defer ccancel()
+	results, failed := j.collect(cctx, cs)
+	var errs []error
+	if waitErr != nil {
+		errs = append(errs, fmt.Errorf("kube: shard job %s/%s: %w", j.Namespace, j.Name, waitErr))
+	}
+	if len(failed) > 0 {
+		errs = append(errs, &ShardJobError{Shards: j.Shards, Failed: failed})
+	}
+	return results, errors.Join(errs...)
+}
+
+// collect 按完成序号找到每片的 Pod：成功结束的读日志里最后一个结果行并核对序号，
+// 其余（失败、仍在运行、没有 Pod、没有结果行）记入 failed。
+func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, map[int]string) {
+	failed := map[int]string{}
+	pods, err := cs.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
+	byIdx := map[int]*corev1.Pod{}
+	if err == nil {
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			idx, err := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+			if err != nil {
+				continue
+			}
+			// 同一序号的多个 Pod（不应出现，backoffLimit 为 0）取成功的那个。
+			if prev, ok := byIdx[idx]; !ok || prev.Status.Phase != corev1.PodSucceeded {
+				byIdx[idx] = p
+			}
+		}
+	}
+	var out []*loadgen.ShardResult
+	for i := range j.Shards {
+		p, ok := byIdx[i]
+		switch {
+		case err != nil:
+			failed[i] = "list pods: " + err.Error()
+			continue
+		case !ok:
+			failed[i] = "no pod"
+			continue
+		case p.Status.Phase != corev1.PodSucceeded:
+			failed[i] = fmt.Sprintf("pod %s is %s%s", p.Name, p.Status.Phase, podReason(p))
+			continue
+		}
+		res, rerr := j.readResult(ctx, cs, p)
+		if rerr != nil {
+			failed[i] = fmt.Sprintf("pod %s: %v", p.Name, rerr)
+			continue
+		}
+		if res.Index != i || res.Count != j.Shards {
+			failed[i] = fmt.Sprintf("pod %s reported shard %d/%d, want %d/%d", p.Name, res.Index, res.Count, i, j.Shards)
+			continue
+		}
+		if res.Error != "" {
+			failed[i] = fmt.Sprintf("pod %s: shard run failed: %s", p.Name, res.Error)
+		}
+		out = append(out, res) // 带错误的部分结果也交给合并方，它据此把分组标为不完整
+	}
+	return out, failed
+}
+
+// podReason 给出 Pod 失败的原因（容器退出码与原因），便于在报告里定位。
+func podReason(p *corev1.Pod) string {
+	var parts []string
+	if p.Status.Reason != "" {
+		parts = append(parts, p.Status.Reason)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			parts = append(parts, fmt.Sprintf("%s exit %d %s", cs.Name, t.ExitCode, t.Reason))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// readResult 经 API Server 读取分片容器的日志（受 MaxShardResultBytes 约束），取最后一个结果行。
+func (j ShardJob) readResult(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) (*loadgen.ShardResult, error) {
+	limit := int64(loadgen.MaxShardResultBytes)
+	rc, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ShardContainer, LimitBytes: &limit}).Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("logs: %w", err)
+	}
+	defer rc.Close()
+	idx, _ := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+	return loadgen.ReadShardResultFor(rc, idx)
+}
+
+// delete 以前台传播删除 Job 并等它（连同 Pod）消失；不随调用方的 ctx 取消。
+func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.DeleteTimeout)
+	defer cancel()
+	fg := metav1.DeletePropagationForeground
+	err := cs.BatchV1().Jobs(j.Namespace).Delete(dctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return &TeardownError{Remaining: []string{"job " + j.Namespace + "/" + j.Name + ": " + err.Error()}}
+	}
+	err = poll(dctx, max(j.PollInterval/4, 10*time.Millisecond), func() (bool, error) {
+		_, err := cs.BatchV1().Jobs(j.Namespace).Get(dctx, j.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}, func() string { return "job " + j.Name + " still exists" })
+	j.Log.Info("kube: shard job deleted", "job", j.Namespace+"/"+j.Name, "err", err)
+	if err != nil {
+		return &TeardownError{Remaining: []string{"job " + j.Namespace + "/" + j.Name + ": still present after " + j.DeleteTimeout.String()}}
+	}
+	return nil
+}

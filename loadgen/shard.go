@@ -1,0 +1,233 @@
+package loadgen
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxShards 是一个 Profile 最多拆成的分片数（Indexed Job 的 completions 远小于它）。
+const MaxShards = 1024
+
+// ErrInvalidShard 是分片参数与 Profile 不相容时的哨兵（例如闭环并发小于分片数）。
+var ErrInvalidShard = errors.New("loadgen: invalid shard")
+
+// Shard 指定本进程执行一个 Profile 的哪一片：Count 个进程各执行 Index = 0..Count−1，
+// 合起来恰好是单进程会执行的全部请求（见 docs/loadgen.md "Sharding"）。
+//
+// 划分规则是确定的、只依赖 (Index, Count)：组内第 k 个请求（全局序号）与第 w 个 worker
+// （全局序号，含爬坡的启动时刻）属于分片 k mod Count 与 w mod Count；开环时每个分片按同一
+// 种子生成整张到达时刻表，只发出属于自己的那些到达，所以各分片的到达时刻之并正是单进程的
+// 时刻表。prompt、输出长度抖动、图片都按全局序号取，预热请求数同样按序号划分。
+type Shard struct {
+	Index int
+	Count int
+	// StartAt 是各分片约定的开始时刻（墙钟）：第一个分组在预热之后等到这一刻才开始计时，
+	// 实际开始与它的差记为 Skew。零值表示不等待（各分片的偏差仍会被记录并在合并时检查）。
+	StartAt time.Time
+}
+
+// Check 检查分片参数，以及（已填默认值的）Profile 能否被这样拆开：闭环（以及有并发上限的开环）时
+// 每组并发至少要有 Count 个 worker，否则有分片领到请求却没有 worker，会静默少发。
+func (s Shard) Check(p Profile) error {
+	if s.Count < 1 || s.Count > MaxShards {
+		return fmt.Errorf("%w: count %d must be in [1, %d]", ErrInvalidShard, s.Count, MaxShards)
+	}
+	if s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("%w: index %d must be in [0, %d)", ErrInvalidShard, s.Index, s.Count)
+	}
+	for i, c := range p.Concurrency {
+		if c == 0 && p.RequestRate > 0 {
+			continue // 开环、不限并发：每个到达一个 goroutine
+		}
+		if c < s.Count {
+			return fmt.Errorf("%w: concurrency[%d]=%d is smaller than the %d shards (each shard needs at least one worker)", ErrInvalidShard, i, c, s.Count)
+		}
+	}
+	return nil
+}
+
+// shardRun 是一次分片运行的状态：划分规则与逐组收集的结果。
+type shardRun struct {
+	Shard
+	started bool // 第一个分组是否已对齐到 StartAt
+	res     *ShardResult
+}
+
+// part 返回 total 个按序号轮流划分的对象中属于本分片的个数。
+func (s *shardRun) part(total int) int {
+	if s == nil {
+		return total
+	}
+	if total <= s.Index {
+		return 0
+	}
+	return (total-s.Index-1)/s.Count + 1
+}
+
+// global 把本分片内第 k 个请求转成组内全局序号。
+func (s *shardRun) global(k int) int {
+	if s == nil {
+		return k
+	}
+	return s.Index + k*s.Count
+}
+
+// mine 报告全局序号 i 的请求或 worker 是否属于本分片。
+func (s *shardRun) mine(i int) bool { return s == nil || i%s.Count == s.Index }
+
+// workerIDs 返回本进程要启动的 worker 的全局序号（未分片时为 0..conc−1）。
+func (r *runner) workerIDs(conc int) []int {
+	ids := make([]int, 0, r.sh.part(conc))
+	for i := range conc {
+		if r.sh.mine(i) {
+			ids = append(ids, i)
+		}
+	}
+	return ids
+}
+
+// alignStart 在第一个分组开始计时之前等到约定的 StartAt（只等一次；未分片时不等）。
+func (r *runner) alignStart(ctx context.Context) error {
+	if r.sh == nil || r.sh.started {
+		return nil
+	}
+	r.sh.started = true
+	if d := time.Until(r.sh.StartAt); !r.sh.StartAt.IsZero() && d > 0 {
+		if !sleepUntil(ctx, d, nil) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// capture 把一组的原始统计（而不是汇总行）存进分片结果，供 Merge 重建单进程的汇总。
+func (r *runner) capture(g Group, tot *stats, before, after *metricsSnap, classes map[string]int, incomplete bool) {
+	if r.sh == nil {
+		return
+	}
+	sg := ShardGroup{Group: g.Index, Config: r.summary(g), Stats: encodeStats(tot), Before: encodeSnap(before), After: encodeSnap(after),
+		FailureClasses: classes, Incomplete: incomplete}
+	if !r.sh.StartAt.IsZero() && len(r.sh.res.Groups) == 0 { // 只有第一组对齐到 StartAt
+		sg.Skew = g.Start.Sub(r.sh.StartAt)
+	}
+	r.sh.res.Groups = append(r.sh.res.Groups, sg)
+}
+
+// ShardResultFormat 是分片结果的格式标识，写在每个结果的 format 字段里。
+const ShardResultFormat = "cibench.shard/v1"
+
+// ShardResult 是一个分片运行的自包含结果：每组的原始分布（精确样本或 HDR 快照）、计数、
+// token 之和、首发/末完成时刻、/metrics 快照与失败分类，足以让 Merge 重建单进程的汇总行。
+// 它用 JSON 编码成一行（WriteShardResult），可以作为 Pod 日志的最后一行或一个文件交回。
+type ShardResult struct {
+	Format  string    `json:"format"`
+	Index   int       `json:"index"`
+	Count   int       `json:"count"`
+	StartAt time.Time `json:"start_at"`
+	// Profile 是已填默认值的 Profile（含 custom prompt）的 SHA-256，Merge 据此拒绝混合不同压测的分片。
+	Profile string `json:"profile"`
+	// Goodput 是 Profile 的 SLO 写法，Merge 用它决定 goodput 列（未配置时为 -1）。
+	Goodput []string     `json:"goodput,omitempty"`
+	Groups  []ShardGroup `json:"groups"`
+	// Timeline 是本分片的时间线行（Profile.BucketInterval > 0 且 sink 收集时）。
+	Timeline []Timeline `json:"timeline,omitempty"`
+	// Error 非空表示本分片没有跑完（只含已完成的分组），合并后的相应分组标为不完整。
+	Error string `json:"error,omitempty"`
+}
+
+// ShardGroup 是一个分片在一个分组上的原始统计。
+type ShardGroup struct {
+	// Group 是分组序号（Group.Index，0 起，按执行顺序），各分片相同。
+	Group int `json:"group"`
+	// Config 是该组的分组键与配置列（不含任何测量值）；Config.ExecutionTime 是本分片的实际开始时刻。
+	Config Summary `json:"config"`
+	// Skew 是本分片实际开始时刻减去约定的 StartAt（只对第一组；未约定或之后的组为 0）。
+	Skew           time.Duration  `json:"skew_ns"`
+	Stats          statsWire      `json:"stats"`
+	Before         *snapWire      `json:"before,omitempty"`
+	After          *snapWire      `json:"after,omitempty"`
+	FailureClasses map[string]int `json:"failure_classes,omitempty"`
+	Incomplete     bool           `json:"incomplete,omitempty"`
+}
+
+// profileHash 返回已填默认值的 Profile 的指纹；分片数与 StartAt 不在 Profile 里，所以各分片相同。
+func profileHash(p Profile) string {
+	b, _ := json.Marshal(p) // Profile 只含可编码的字段
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12])
+}
+
+// shardSink 包在调用方的 sink 外面，另外收集时间线行；其余能力原样转发。
+type shardSink struct {
+	inner RecordSink
+	res   *ShardResult
+}
+
+// WriteRecord 转发给调用方的 sink（可以为 nil）。
+func (s *shardSink) WriteRecord(rec *Record) error {
+	if s.inner == nil {
+		return nil
+	}
+	return s.inner.WriteRecord(rec)
+}
+
+// BeginGroup 转发给调用方的 GroupSink（若有）。
+func (s *shardSink) BeginGroup(g Group) error {
+	if gs, ok := s.inner.(GroupSink); ok {
+		return gs.BeginGroup(g)
+	}
+	return nil
+}
+
+// EndGroup 转发本分片的局部汇总行给调用方的 GroupSink（若有）。
+func (s *shardSink) EndGroup(sum Summary) error {
+	if gs, ok := s.inner.(GroupSink); ok {
+		return gs.EndGroup(sum)
+	}
+	return nil
+}
+
+// Progress 转发进度给调用方的 ProgressSink（若有）。
+func (s *shardSink) Progress(p Progress) {
+	if ps, ok := s.inner.(ProgressSink); ok {
+		ps.Progress(p)
+	}
+}
+
+// WriteTimeline 收下时间线行并转发给调用方的 TimelineSink（若有）。
+func (s *shardSink) WriteTimeline(t Timeline) error {
+	s.res.Timeline = append(s.res.Timeline, t)
+	if ts, ok := s.inner.(TimelineSink); ok {
+		return ts.WriteTimeline(t)
+	}
+	return nil
+}
+
+// RunShard 执行 Profile 的第 shard.Index 片（共 shard.Count 片）并返回自包含的分片结果；
+// 逐请求记录照常交给 sink（Record.Index 是组内全局序号），GroupSink 收到的是本分片的局部汇总。
+//
+// 出错时仍返回已完成分组的结果，并把错误写进 ShardResult.Error——调用方应当照样交回它，
+// 合并方据此把相应分组标为不完整，而不是当作一个更小的分组。Profile 或分片参数无效时
+// 返回 nil 结果与错误。
+func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, sink RecordSink) (*ShardResult, error) {
+	p := profile.Defaults()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := shard.Check(p); err != nil {
+		return nil, err
+	}
+	res := &ShardResult{Format: ShardResultFormat, Index: shard.Index, Count: shard.Count, StartAt: shard.StartAt,
+		Profile: profileHash(p), Goodput: p.Goodput, Groups: []ShardGroup{}}
+	sh := &shardRun{Shard: shard, res: res}
+	_, err := run(ctx, target, profile, &shardSink{inner: sink, res: res}, sh)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res, err
+}

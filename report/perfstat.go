@@ -1,0 +1,394 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// VerdictWarn 表示门禁没有通过判定但不让运行失败（例如样本不足以支撑分位数且
+// 配置为 on_insufficient: warn）。ExitCode 只把 fail 算作失败。
+const VerdictWarn Verdict = "warn"
+
+// 性能门禁的判定模式（Thresholds.Mode / PerfGateOptions.Mode）。
+const (
+	// ModeSpec 是规格的规则：点估计的变化超过阈值即失败（默认）。
+	ModeSpec = "spec"
+	// ModeSignificant 只在整个置信区间都越过阈值时失败：噪声造成的越界不再报警。
+	ModeSignificant = "significant"
+)
+
+// 样本不足以支撑分位数时的处理（Thresholds.OnInsufficient / PerfGateOptions.OnInsufficient）。
+const (
+	// InsufficientSpec 仍按规则判定，但门禁标明 insufficient_samples（默认，保持规格行为）。
+	InsufficientSpec = "spec"
+	// InsufficientFail 让门禁失败：要求样本量本身达标。
+	InsufficientFail = "fail"
+	// InsufficientWarn 只给出 warn：数值照常报告，不让运行失败。
+	InsufficientWarn = "warn"
+	// InsufficientLowerQuantile 改用样本能支撑的最高分位（P95、P90、P75）比较。
+	InsufficientLowerQuantile = "lower_quantile"
+)
+
+// 门禁的样本支撑（Gate.Support）。
+const (
+	SupportOK           = "ok"
+	SupportInsufficient = "insufficient_samples"
+)
+
+// minRateSamples 是 QPS（完成速率，均值类统计量）所需的最少成功请求数。
+const minRateSamples = 10
+
+// lowerQuantiles 是 lower_quantile 依次尝试的分位点：都是汇总行与 Prometheus
+// 基线里已有的分位，所以没有逐请求样本的基线也能比较。
+var lowerQuantiles = []float64{0.95, 0.90, 0.75}
+
+// ErrInvalidThresholds 表示门禁配置的取值不合法。
+var ErrInvalidThresholds = errors.New("report: invalid thresholds")
+
+// PerfGateOptions 是单个性能门禁的统计选项，空字段沿用 Thresholds 的全局值。
+type PerfGateOptions struct {
+	// Mode 为 spec 或 significant。
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// OnInsufficient 为 spec、fail、warn 或 lower_quantile。
+	OnInsufficient string `yaml:"on_insufficient" json:"on_insufficient,omitempty"`
+}
+
+// PerGateOptions 按门禁指标名给出选项（YAML 键即 Metric* 常量）。
+type PerGateOptions struct {
+	TTFTP99 PerfGateOptions `yaml:"ttft_p99_seconds" json:"ttft_p99_seconds"`
+	E2EP99  PerfGateOptions `yaml:"e2e_p99_seconds" json:"e2e_p99_seconds"`
+	QPS     PerfGateOptions `yaml:"qps" json:"qps"`
+}
+
+// GateSamples 是判定所用的样本量：分位数门禁为每轮的成功请求数（多轮取中位数），
+// 与汇总行里 P99 的来源一致。
+type GateSamples struct {
+	Current  int64 `json:"current"`
+	Baseline int64 `json:"baseline"`
+	// Needed 是所比较的分位数至少需要的样本数：⌈1/(1−q)⌉，P99 为 100。
+	Needed int64 `json:"needed"`
+}
+
+// GateInterval 是相对变化（百分比）的置信区间，来自两次运行逐请求样本的自助法。
+type GateInterval struct {
+	LoPct     float64 `json:"lo_pct"`
+	HiPct     float64 `json:"hi_pct"`
+	Level     float64 `json:"level"`
+	Resamples int     `json:"resamples"`
+	Seed      uint64  `json:"seed"`
+}
+
+// Validate 检查门禁配置；错误点名字段与取值。
+func (t Thresholds) Validate() error {
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("%w: %s=%v: %s", ErrInvalidThresholds, field, v, why)
+	}
+	checkMode := func(field, v string) error {
+		if v != "" && v != ModeSpec && v != ModeSignificant {
+			return bad(field, v, `want "spec" or "significant"`)
+		}
+		return nil
+	}
+	checkIns := func(field, v string) error {
+		switch v {
+		case "", InsufficientSpec, InsufficientFail, InsufficientWarn, InsufficientLowerQuantile:
+			return nil
+		}
+		return bad(field, v, `want "spec", "fail", "warn" or "lower_quantile"`)
+	}
+	errs := []error{
+		checkMode("mode", t.Mode), checkIns("on_insufficient", t.OnInsufficient),
+		checkMode("per_gate.ttft_p99_seconds.mode", t.PerGate.TTFTP99.Mode), checkIns("per_gate.ttft_p99_seconds.on_insufficient", t.PerGate.TTFTP99.OnInsufficient),
+		checkMode("per_gate.e2e_p99_seconds.mode", t.PerGate.E2EP99.Mode), checkIns("per_gate.e2e_p99_seconds.on_insufficient", t.PerGate.E2EP99.OnInsufficient),
+		checkMode("per_gate.qps.mode", t.PerGate.QPS.Mode), checkIns("per_gate.qps.on_insufficient", t.PerGate.QPS.OnInsufficient),
+	}
+	if t.Confidence != 0 && (t.Confidence < 0.5 || t.Confidence >= 1) {
+		errs = append(errs, bad("confidence", t.Confidence, "must be in [0.5, 1)"))
+	}
+	if t.Resamples != 0 && (t.Resamples < 100 || t.Resamples > 100000) {
+		errs = append(errs, bad("resamples", t.Resamples, "must be in [100, 100000]"))
+	}
+	return errors.Join(errs...)
+}
+
+// gateOptions 返回指标 metric 生效的模式与样本不足处理。
+func (t Thresholds) gateOptions(metric string) (mode, onIns string) {
+	mode, onIns = t.Mode, t.OnInsufficient
+	var o PerfGateOptions
+	switch metric {
+	case MetricTTFTP99:
+		o = t.PerGate.TTFTP99
+	case MetricE2EP99:
+		o = t.PerGate.E2EP99
+	case MetricQPS:
+		o = t.PerGate.QPS
+	}
+	if o.Mode != "" {
+		mode = o.Mode
+	}
+	if o.OnInsufficient != "" {
+		onIns = o.OnInsufficient
+	}
+	if mode == "" {
+		mode = ModeSpec
+	}
+	if onIns == "" {
+		onIns = InsufficientSpec
+	}
+	return mode, onIns
+}
+
+// neededSamples 返回支撑 q 分位所需的最少样本数 ⌈1/(1−q)⌉：样本少于它时，
+// 分位数就是（或插值自）最大值，比较的其实是两次运行的极值。
+func neededSamples(q float64) int64 {
+	if q <= 0 {
+		return minRateSamples
+	}
+	return int64(math.Ceil(1/(1-q) - 1e-9))
+}
+
+// latencyAt 返回 Latency 在 q 分位的值（只支持汇总里有的分位点）。
+func latencyAt(l loadgen.Latency, q float64) time.Duration {
+	switch q {
+	case 0.99:
+		return l.P99
+	case 0.95:
+		return l.P95
+	case 0.90:
+		return l.P90
+	case 0.75:
+		return l.P75
+	case 0.5:
+		return l.P50
+	}
+	return 0
+}
+
+// aggregateLatency 对多轮的 Latency 按字段取中位数（与 Aggregate 的 P99 口径一致），
+// Count 也取中位数：每轮的分位数只由该轮自己的样本算出。
+func aggregateLatency(rows []loadgen.Summary, get func(*loadgen.Summary) loadgen.Latency) loadgen.Latency {
+	var ls []loadgen.Latency
+	for i := range rows {
+		if l := get(&rows[i]); l.Valid() {
+			ls = append(ls, l)
+		}
+	}
+	if len(ls) == 0 {
+		return loadgen.Latency{}
+	}
+	med := func(f func(loadgen.Latency) float64) float64 {
+		xs := make([]float64, len(ls))
+		for i, l := range ls {
+			xs[i] = f(l)
+		}
+		return median(xs)
+	}
+	d := func(f func(loadgen.Latency) time.Duration) time.Duration {
+		return time.Duration(med(func(l loadgen.Latency) float64 { return float64(f(l)) }))
+	}
+	return loadgen.Latency{
+		Count: int64(med(func(l loadgen.Latency) float64 { return float64(l.Count) })),
+		P50:   d(func(l loadgen.Latency) time.Duration { return l.P50 }), P75: d(func(l loadgen.Latency) time.Duration { return l.P75 }),
+		P90: d(func(l loadgen.Latency) time.Duration { return l.P90 }), P95: d(func(l loadgen.Latency) time.Duration { return l.P95 }),
+		P99: d(func(l loadgen.Latency) time.Duration { return l.P99 }),
+		Min: d(func(l loadgen.Latency) time.Duration { return l.Min }), Max: d(func(l loadgen.Latency) time.Duration { return l.Max }),
+		Avg: d(func(l loadgen.Latency) time.Duration { return l.Avg }),
+	}
+}
+
+// medianSucceeded 返回各轮成功请求数的中位数。
+func medianSucceeded(rows []loadgen.Summary) int64 {
+	if len(rows) == 0 {
+		return 0
+	}
+	xs := make([]float64, len(rows))
+	for i, r := range rows {
+		xs[i] = float64(r.Succeeded)
+	}
+	return int64(median(xs))
+}
+
+// perfCmp 是一项基线比较的全部输入。
+type perfCmp struct {
+	metric    string
+	q         float64 // 时延门禁的分位点；QPS 为 0
+	cur, base float64 // 规格口径的当前值与基线值
+	curLat    loadgen.Latency
+	baseLat   loadgen.Latency
+	curN      int64
+	baseN     int64
+	curS      []float64 // 当前运行的逐请求样本（时延：秒；QPS：完成间隔秒），可为空
+	baseS     []float64
+	limit     float64 // 允许的相对变化（正数）
+	higherBad bool
+	valid     bool
+}
+
+// samplesFor 取出样本集中与指标对应的切片（秒）。
+func samplesFor(s *PerfSamples, metric string) []float64 {
+	if s == nil {
+		return nil
+	}
+	switch metric {
+	case MetricTTFTP99:
+		return seconds(s.TTFTMicros)
+	case MetricE2EP99:
+		return seconds(s.E2EMicros)
+	case MetricQPS:
+		return seconds(s.GapMicros)
+	}
+	return nil
+}
+
+// qName 把分位点写成 P99 这样的名字。
+func qName(q float64) string {
+	if q <= 0 {
+		return "rate"
+	}
+	return fmt.Sprintf("P%g", math.Round(q*1000)/10)
+}
+
+// judge 在有基线时判定一项比较：处理样本不足、计算置信区间、按模式给出结论，
+// 并把所有证据（分位点、样本量、区间、模式）写进 g。
+func judge(g *Gate, c perfCmp, th Thresholds) {
+	mode, onIns := th.gateOptions(c.metric)
+	g.Mode = mode
+	q := c.q
+	need := neededSamples(q)
+	var notes []string
+	// 样本量未知（调用方自己构造的基线没有 Count）时不判断支撑，保持规格行为。
+	known := c.curN > 0 && c.baseN > 0
+	if known {
+		g.Samples = &GateSamples{Current: c.curN, Baseline: c.baseN, Needed: need}
+		g.Support = SupportOK
+	}
+	insufficient := known && (c.curN < need || c.baseN < need)
+	if insufficient {
+		g.Support = SupportInsufficient
+		have := min(c.curN, c.baseN)
+		if onIns == InsufficientLowerQuantile && q > 0 {
+			lowered := false
+			for _, lq := range lowerQuantiles {
+				lc, lb := latencyAt(c.curLat, lq), latencyAt(c.baseLat, lq)
+				if have >= neededSamples(lq) && lc > 0 && lb > 0 {
+					notes = append(notes, fmt.Sprintf("%s needs ≥%d samples, have %d: compared %s instead", qName(q), need, have, qName(lq)))
+					q, c.cur, c.base = lq, lc.Seconds(), lb.Seconds()
+					need = neededSamples(lq)
+					g.Samples.Needed, g.Support, lowered = need, SupportOK, true
+					insufficient = false
+					break
+				}
+			}
+			if !lowered {
+				onIns = InsufficientWarn
+				notes = append(notes, fmt.Sprintf("no quantile supported by %d samples", have))
+			}
+		} else {
+			notes = append(notes, fmt.Sprintf("%s needs ≥%d samples, have %d", qName(q), need, have))
+		}
+	}
+	if c.q > 0 {
+		g.Quantile = q
+	}
+	g.Current = c.cur
+	b := c.base
+	g.Baseline = &b
+	d := (c.cur - c.base) / c.base
+	dp := d * 100
+	g.DeltaPct = &dp
+
+	st := statistic{quantile: q}
+	if c.metric == MetricQPS {
+		st = statistic{}
+	}
+	level, res := th.Confidence, th.Resamples
+	if level == 0 {
+		level = DefaultConfidence
+	}
+	if res == 0 {
+		res = DefaultResamples
+	}
+	if ri, ok := bootstrapRatio(c.curS, c.baseS, st, level, res, uint64(th.Seed), g.Scenario+"/"+g.Name); ok {
+		g.Interval = &GateInterval{LoPct: (ri.Lo - 1) * 100, HiPct: (ri.Hi - 1) * 100, Level: level, Resamples: res, Seed: uint64(th.Seed)}
+	} else if mode == ModeSignificant {
+		notes = append(notes, "no per-request samples on both sides: judged by the spec rule")
+	}
+
+	over := func(x float64) bool { // x 是相对变化（比例）
+		if c.higherBad {
+			return x > c.limit+eps
+		}
+		return x < -c.limit-eps
+	}
+	var fail bool
+	how := ""
+	switch {
+	case mode == ModeSignificant && g.Interval != nil:
+		edge := g.Interval.LoPct / 100
+		if !c.higherBad {
+			edge = g.Interval.HiPct / 100
+		}
+		fail, how = over(edge), fmt.Sprintf(" (%.0f%% interval %+.1f%%…%+.1f%%)", level*100, g.Interval.LoPct, g.Interval.HiPct)
+	default:
+		fail = over(d)
+		if g.Interval != nil {
+			how = fmt.Sprintf(" (%.0f%% interval %+.1f%%…%+.1f%%)", level*100, g.Interval.LoPct, g.Interval.HiPct)
+		}
+	}
+	label := c.metric
+	if q != c.q {
+		label = strings.Replace(c.metric, "p99", strings.ToLower(qName(q)), 1)
+	}
+	switch {
+	case !c.valid:
+		g.Verdict, g.Reason = VerdictFail, c.metric+" not measurable in this run (no successful request)"
+	case insufficient && onIns == InsufficientFail:
+		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("insufficient samples (on_insufficient: fail): %s %+.1f%% vs baseline%s", label, dp, how)
+	case fail && insufficient && onIns == InsufficientWarn:
+		g.Verdict, g.Reason = VerdictWarn, fmt.Sprintf("%s %+.1f%% vs baseline beyond the limit%s", label, dp, how)
+	case fail && c.higherBad:
+		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed %+.1f%% vs baseline (limit +%.0f%%%s)%s", label, dp, c.limit*100, modeNote(mode), how)
+	case fail:
+		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s dropped %.1f%% vs baseline (limit −%.0f%%%s)%s", label, -dp, c.limit*100, modeNote(mode), how)
+	case insufficient && onIns == InsufficientWarn:
+		g.Verdict, g.Reason = VerdictWarn, fmt.Sprintf("%s %+.1f%% vs baseline%s", label, dp, how)
+	case over(d):
+		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %+.1f%% vs baseline is within noise%s", label, dp, how)
+	default:
+		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %+.1f%% vs baseline%s", label, dp, how)
+	}
+	if len(notes) > 0 {
+		g.Reason += "; " + strings.Join(notes, "; ")
+	}
+}
+
+// modeNote 在非默认模式时把模式写进原因。
+func modeNote(mode string) string {
+	if mode == ModeSpec {
+		return ""
+	}
+	return ", mode " + mode
+}
+
+// gateEvidence 把门禁的区间与样本量格式化为报告文本（HTML 表格与 JUnit 共用）。
+func gateEvidence(g Gate) (interval, samples string) {
+	interval, samples = "—", "—"
+	if g.Interval != nil {
+		interval = fmt.Sprintf("[%+.1f%%, %+.1f%%] @%.0f%%", g.Interval.LoPct, g.Interval.HiPct, g.Interval.Level*100)
+	}
+	if g.Samples != nil {
+		samples = fmt.Sprintf("%d / %d", g.Samples.Current, g.Samples.Baseline)
+		if g.Quantile > 0 {
+			samples += fmt.Sprintf(" (%s needs %d)", qName(g.Quantile), g.Samples.Needed)
+		}
+		if g.Support == SupportInsufficient {
+			samples += " " + SupportInsufficient
+		}
+	}
+	return interval, samples
+}

@@ -1,0 +1,247 @@
+package report
+
+import (
+	"hash/fnv"
+	"math/rand/v2"
+	"path"
+	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// DefaultMaxSamples 是每个组合每项指标保留的逐请求样本上限。超过时按蓄水池
+// 抽样（Algorithm R）等概率保留，所以 samples.json 的大小与请求数无关：
+// 每个组合最多 3×2048 个整数（约 40 KB），每日档 60 个组合约 2.4 MB。
+// 2048 个样本足以支撑 P99（需要 ≥100）且让自助区间的宽度主要由数据决定。
+const DefaultMaxSamples = 2048
+
+// PerfSamples 是一个压测组合（后端 × 控制方式 × 输入 × 输出 × 并发，多轮合并）
+// 的逐请求样本，性能门禁用它计算置信区间与判断样本是否足以支撑分位数。
+// 时间以微秒整数存储，使文件紧凑且可精确复现。
+type PerfSamples struct {
+	Backend       string `json:"backend,omitempty"`
+	ControlMethod string `json:"control_method,omitempty"`
+	InputLength   int    `json:"input_len"`
+	OutputLength  int    `json:"output_len"`
+	Concurrency   int    `json:"concurrency"`
+	// Seen 是观察到的成功请求总数；大于切片长度时说明样本经过了蓄水池抽样。
+	Seen int64 `json:"seen"`
+	// TTFTMicros、E2EMicros 是成功请求的 TTFT 与 E2E（微秒）。
+	TTFTMicros []int64 `json:"ttft_us"`
+	E2EMicros  []int64 `json:"e2e_us"`
+	// GapMicros 是同组内相邻两次成功完成之间的间隔（微秒）；它们的均值的倒数
+	// 就是完成速率（QPS），门禁对它重抽样得到 QPS 比值的区间。
+	GapMicros []int64 `json:"gap_us"`
+}
+
+// matches 报告样本是否属于基线键 k 所指的组合（字符串字段一方为空时不区分）。
+func (s *PerfSamples) matches(k BaselineKey) bool {
+	return s.InputLength == k.InputLength && s.OutputLength == k.OutputLength && s.Concurrency == k.Concurrency &&
+		looseEq(s.Backend, k.Backend) && looseEq(s.ControlMethod, k.ControlMethod)
+}
+
+// seconds 把微秒切片转换为秒。
+func seconds(us []int64) []float64 {
+	out := make([]float64, len(us))
+	for i, v := range us {
+		out[i] = float64(v) / 1e6
+	}
+	return out
+}
+
+// findSamples 返回 sets 中属于 k 的样本，没有时为 nil。
+func findSamples(sets []PerfSamples, k BaselineKey) *PerfSamples {
+	for i := range sets {
+		if sets[i].matches(k) {
+			return &sets[i]
+		}
+	}
+	return nil
+}
+
+// reservoir 是一个固定容量、确定性种子的蓄水池。
+type reservoir struct {
+	vals []int64
+	seen int64
+	cap  int
+	rng  *rand.Rand
+}
+
+// add 以等概率保留的方式加入 v。
+func (r *reservoir) add(v int64) {
+	r.seen++
+	if len(r.vals) < r.cap {
+		r.vals = append(r.vals, v)
+		return
+	}
+	if j := r.rng.Int64N(r.seen); j < int64(r.cap) {
+		r.vals[j] = v
+	}
+}
+
+// comboState 是采样器中一个组合的状态。
+type comboState struct {
+	ttft, e2e, gap *reservoir
+	seen           int64
+	lastEnd        time.Time // 本组内最近一次成功完成的时刻
+	group          int       // lastEnd 所属的分组序号
+}
+
+// SampleCollector 在把逐请求记录转交给下一个接收方的同时，按组合保留有界的
+// 成功请求样本（TTFT、E2E、相邻完成间隔），供 RecordSamples 写入产物、
+// 性能门禁计算置信区间。预热与被取消的请求不计入，与汇总口径一致。
+//
+// 它实现 loadgen.RecordSink、GroupSink、ProgressSink 与 TimelineSink（后三者在下一个
+// 接收方支持时转发），可直接包住 metrics.ArtifactSink 交给 loadgen.Run。loadgen.Run 串行
+// 调用这些方法，所以它不加锁；Samples 须在 Run 返回后调用。
+type SampleCollector struct {
+	next          loadgen.RecordSink
+	backend, ctrl string
+	max           int
+	combos        map[[3]int]*comboState
+	order         [][3]int
+}
+
+var (
+	_ loadgen.RecordSink   = (*SampleCollector)(nil)
+	_ loadgen.GroupSink    = (*SampleCollector)(nil)
+	_ loadgen.ProgressSink = (*SampleCollector)(nil)
+	_ loadgen.TimelineSink = (*SampleCollector)(nil)
+)
+
+// WriteTimeline 转发给下一个接收方（不支持时丢弃，与 loadgen 不找到该能力时相同）。
+func (c *SampleCollector) WriteTimeline(t loadgen.Timeline) error {
+	if ts, ok := c.next.(loadgen.TimelineSink); ok {
+		return ts.WriteTimeline(t)
+	}
+	return nil
+}
+
+// NewSampleCollector 返回包住 next（可为 nil）的采样器。backend 与 controlMethod
+// 是档位级的取值（记录里没有），用于把样本与汇总行的组合对上；max ≤ 0 取
+// DefaultMaxSamples。
+func NewSampleCollector(next loadgen.RecordSink, backend, controlMethod string, max int) *SampleCollector {
+	if max <= 0 {
+		max = DefaultMaxSamples
+	}
+	return &SampleCollector{next: next, backend: backend, ctrl: controlMethod, max: max, combos: map[[3]int]*comboState{}}
+}
+
+// BeginGroup 转发给下一个接收方。
+func (c *SampleCollector) BeginGroup(g loadgen.Group) error {
+	if gs, ok := c.next.(loadgen.GroupSink); ok {
+		return gs.BeginGroup(g)
+	}
+	return nil
+}
+
+// EndGroup 转发给下一个接收方。
+func (c *SampleCollector) EndGroup(s loadgen.Summary) error {
+	if gs, ok := c.next.(loadgen.GroupSink); ok {
+		return gs.EndGroup(s)
+	}
+	return nil
+}
+
+// Progress 转发给下一个接收方。
+func (c *SampleCollector) Progress(p loadgen.Progress) {
+	if ps, ok := c.next.(loadgen.ProgressSink); ok {
+		ps.Progress(p)
+	}
+}
+
+// WriteRecord 记下成功请求的样本，再把记录交给下一个接收方。
+func (c *SampleCollector) WriteRecord(r *loadgen.Record) error {
+	if !r.Warmup && r.OK && r.ErrorClass != loadgen.ErrClassCanceled {
+		key := [3]int{r.Group.InputLength, r.Group.OutputLength, r.Group.Concurrency}
+		st := c.combos[key]
+		if st == nil {
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(c.backend + "/" + c.ctrl))
+			seed := h.Sum64() ^ uint64(key[0])<<40 ^ uint64(key[1])<<20 ^ uint64(key[2])
+			mk := func(stream uint64) *reservoir {
+				return &reservoir{cap: c.max, rng: rand.New(rand.NewPCG(seed, stream))}
+			}
+			st = &comboState{ttft: mk(1), e2e: mk(2), gap: mk(3), group: -1}
+			c.combos[key] = st
+			c.order = append(c.order, key)
+		}
+		st.seen++
+		st.ttft.add(r.TTFT.Microseconds())
+		st.e2e.add(r.E2E.Microseconds())
+		end := r.Intended.Add(r.E2E)
+		if st.group == r.Group.Index && !st.lastEnd.IsZero() {
+			// 记录按完成顺序（近似）到达；只取单调递增的部分，间隔之和恰为首末完成之间的跨度。
+			if end.After(st.lastEnd) {
+				st.gap.add(end.Sub(st.lastEnd).Microseconds())
+				st.lastEnd = end
+			} else {
+				st.gap.add(0)
+			}
+		} else {
+			st.group, st.lastEnd = r.Group.Index, end
+		}
+	}
+	if c.next == nil {
+		return nil
+	}
+	return c.next.WriteRecord(r)
+}
+
+// Samples 返回各组合的样本（按首次出现的顺序）。
+func (c *SampleCollector) Samples() []PerfSamples {
+	out := make([]PerfSamples, 0, len(c.order))
+	for _, k := range c.order {
+		st := c.combos[k]
+		out = append(out, PerfSamples{Backend: c.backend, ControlMethod: c.ctrl, InputLength: k[0], OutputLength: k[1], Concurrency: k[2],
+			Seen: st.seen, TTFTMicros: append([]int64(nil), st.ttft.vals...), E2EMicros: append([]int64(nil), st.e2e.vals...),
+			GapMicros: append([]int64(nil), st.gap.vals...)})
+	}
+	return out
+}
+
+// 性能阶段的附加文件：逐请求样本与容量扫描结果（相对场景目录下的 perf/）。
+const (
+	fileSamples  = "samples.json"
+	fileCapacity = "capacity.json"
+)
+
+// RecordSamples 追加场景的逐请求样本（通常是 SampleCollector.Samples 的返回值），
+// 写入 <scenario>/perf/samples.json。同一组合再次记录时合并（蓄水池容量内按
+// 记录顺序截断），分阶段 CI job 重复记录也不会无界增长。
+func (r *Run) RecordSamples(scenario string, sets []PerfSamples) error {
+	return r.record(scenario, func(sc *Scenario) string {
+		for _, s := range sets {
+			if prev := findExact(sc.PerfSamples, s); prev != nil {
+				prev.Seen += s.Seen
+				prev.TTFTMicros = capAppend(prev.TTFTMicros, s.TTFTMicros)
+				prev.E2EMicros = capAppend(prev.E2EMicros, s.E2EMicros)
+				prev.GapMicros = capAppend(prev.GapMicros, s.GapMicros)
+				continue
+			}
+			sc.PerfSamples = append(sc.PerfSamples, s)
+		}
+		return path.Join(string(StagePerf), fileSamples)
+	})
+}
+
+// findExact 返回与 s 组合完全相同的样本集。
+func findExact(sets []PerfSamples, s PerfSamples) *PerfSamples {
+	for i := range sets {
+		p := &sets[i]
+		if p.Backend == s.Backend && p.ControlMethod == s.ControlMethod && p.InputLength == s.InputLength &&
+			p.OutputLength == s.OutputLength && p.Concurrency == s.Concurrency {
+			return p
+		}
+	}
+	return nil
+}
+
+// capAppend 追加 b 到 a，总长不超过 DefaultMaxSamples 的两倍（合并多次记录时的上限）。
+func capAppend(a, b []int64) []int64 {
+	room := 2*DefaultMaxSamples - len(a)
+	if room <= 0 {
+		return a
+	}
+	return append(a, b[:min(len(b), room)]...)
+}

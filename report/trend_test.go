@@ -1,0 +1,129 @@
+package report_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// dailyRun 写出一次完成的每日运行，其 TTFT P99 为 ttft、QPS 为 qps。
+func dailyRun(t *testing.T, root, id string, at time.Time, ttft time.Duration, qps float64) {
+	t.Helper()
+	run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := loadgen.Summary{InputLength: 128, OutputLength: 64, Concurrency: 4, Round: 1, Backend: "openai-chat", ControlMethod: "normal",
+		TTFT: loadgen.Latency{Count: 64, P99: ttft}, E2E: loadgen.Latency{Count: 64, P99: ttft + time.Second}, QPS: qps, Succeeded: 64}
+	if err := run.RecordPerf("emu", []loadgen.Summary{row}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Finish(context.Background(), nil, at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDailyTrendChangePoints 在合成的每日序列上检查变点检测：第 15 天起 TTFT P99 变慢 25%
+// （噪声约 3%）的序列必须在第 15 天报出变点，前后均值正确；QPS 与 E2E 没有变化的序列不得报出
+// 任何变点。变化只在含"今天"的历史上才检测得到时标为 new。
+func TestDailyTrendChangePoints(t *testing.T) {
+	root := t.TempDir()
+	rng := rand.New(rand.NewPCG(4, 4))
+	start := time.Date(2025, 5, 1, 2, 0, 0, 0, time.UTC)
+	const days, change = 20, 15
+	noise := func() float64 { return 1 + 0.03*rng.NormFloat64() }
+	var last report.Result
+	for d := range days {
+		ttft := 200.0
+		if d >= change {
+			ttft = 250
+		}
+		id := fmt.Sprintf("day%02d", d)
+		dailyRun(t, root, id, start.Add(time.Duration(d)*24*time.Hour), time.Duration(ttft*noise()*float64(time.Millisecond)), 10*noise())
+		if d == days-1 {
+			var err error
+			if last, err = report.Load(os.DirFS(filepath.Join(root, "daily", id))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tr, err := report.DailyTrend(os.DirFS(root), last, report.TrendOptions{Permutations: 199})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Runs != days || tr.Series != 3 {
+		t.Fatalf("runs %d series %d", tr.Runs, tr.Series)
+	}
+	if len(tr.ChangePoints) != 2 {
+		t.Fatalf("change points %+v, want one in TTFT and one in E2E", tr.ChangePoints)
+	}
+	cp := tr.ChangePoints[1]
+	if cp.Metric != report.MetricTTFTP99 || cp.RunID != fmt.Sprintf("day%02d", change) || cp.PValue > 0.01 {
+		t.Fatalf("change point %+v", cp)
+	}
+	if cp.Before < 0.19 || cp.Before > 0.21 || cp.After < 0.24 || cp.After > 0.26 || cp.DeltaPct < 20 || cp.DeltaPct > 30 {
+		t.Errorf("before %.3f after %.3f delta %.1f%%", cp.Before, cp.After, cp.DeltaPct)
+	}
+	// 变化已持续 5 天：去掉今天也检测得到，所以不是"新"的。
+	if cp.New {
+		t.Errorf("a change already visible yesterday is marked new")
+	}
+	// 窗口只含变化后的 4 天（MinSegment 4）时，第 4 天是它第一次能被检测到的那天：new。
+	tr, err = report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day18"), report.TrendOptions{Permutations: 499, Window: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.NewChangePoints(); len(n) != 2 || n[1].RunID != fmt.Sprintf("day%02d", change) || n[1].Metric != report.MetricTTFTP99 {
+		t.Errorf("new change points on day 18: %+v", n)
+	}
+	// 报告列出新变点。
+	res := last
+	res.Trend = tr
+	var b strings.Builder
+	if err := report.WriteHTML(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	if h := html.UnescapeString(b.String()); !strings.Contains(h, "Daily trend: 2 new change point(s)") || !strings.Contains(h, "emu/in128-out64-c4-openai-chat/ttft_p99_seconds") {
+		t.Errorf("html lacks the trend section")
+	}
+}
+
+// mustLoad 读回一次运行。
+func mustLoad(t *testing.T, root, id string) report.Result {
+	t.Helper()
+	r, err := report.Load(os.DirFS(filepath.Join(root, "daily", id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestDailyTrendNoChange 检查平稳的序列（同分布噪声 5%）在 30 天窗口里不报任何变点。
+func TestDailyTrendNoChange(t *testing.T) {
+	root := t.TempDir()
+	rng := rand.New(rand.NewPCG(8, 8))
+	start := time.Date(2025, 5, 1, 2, 0, 0, 0, time.UTC)
+	for d := range 30 {
+		n := 1 + 0.05*rng.NormFloat64()
+		dailyRun(t, root, fmt.Sprintf("day%02d", d), start.Add(time.Duration(d)*24*time.Hour), time.Duration(200*n*float64(time.Millisecond)), 10*n)
+	}
+	tr, err := report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day29"), report.TrendOptions{Permutations: 199})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Runs != 30 || len(tr.ChangePoints) != 0 {
+		t.Errorf("stationary series: runs %d change points %+v", tr.Runs, tr.ChangePoints)
+	}
+	if _, err := report.DailyTrend(os.DirFS(root), report.Result{}, report.TrendOptions{MinSegment: 1}); err == nil {
+		t.Error("MinSegment 1 accepted")
+	}
+}
