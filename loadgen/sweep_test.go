@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -38,7 +38,7 @@ func TestSweepFindsLittlesLawCapacity(t *testing.T) {
 	// CPU 也被共享，处理能力必须远高于被测容量，测到的才是 max_num_seqs 而不是本机 CPU。
 	service := ttft + (outTok-1)*itl // 200ms
 	capacity := float64(seqs) / service.Seconds()
-	_, target := startEmulator(t, deploy.EmulatorConfig{MaxNumSeqs: seqs, TTFT: ttft, ITL: itl})
+	_, target := startEmulator(t, emulator.Config{MaxNumSeqs: seqs, TTFT: ttft, ITL: itl})
 	sink := &sweepSink{}
 	prof := loadgen.Profile{
 		ControlMethod: loadgen.ControlSweep, InputLength: []int{16}, OutputLength: []int{outTok},
@@ -92,7 +92,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 // TestSweepStopsOnErrorsAndBudget 验证出现错误的级被判为超出容量（start_failed），
 // 以及预算不够下一级时扫描自行结束而不是超时。
 func TestSweepStopsOnErrorsAndBudget(t *testing.T) {
-	_, target := startEmulator(t, deploy.EmulatorConfig{FailureRate: 1, FailureKinds: []string{"500"}})
+	_, target := startEmulator(t, emulator.Config{FailureRate: 1, FailureKinds: []string{"500"}})
 	prof := loadgen.Profile{ControlMethod: loadgen.ControlSweep, InputLength: []int{8}, OutputLength: []int{2},
 		Goodput: []string{"ttft:1000"}, Sweep: loadgen.SweepConfig{StartRate: 50, StepDuration: 100 * time.Millisecond, MinRequests: 5}}
 	res, err := loadgen.RunSweep(context.Background(), target, prof, nil)
@@ -103,7 +103,7 @@ func TestSweepStopsOnErrorsAndBudget(t *testing.T) {
 		t.Errorf("all-500 server: stop %q max %.1f step %+v", r.Stop, r.MaxSustainableRate, r.Steps[0].Reason)
 	}
 
-	_, target = startEmulator(t, deploy.EmulatorConfig{})
+	_, target = startEmulator(t, emulator.Config{})
 	prof = loadgen.Profile{ControlMethod: loadgen.ControlSweep, InputLength: []int{8}, OutputLength: []int{2},
 		Goodput: []string{"ttft:5000"}, Sweep: loadgen.SweepConfig{StartRate: 20, StepDuration: 500 * time.Millisecond, Budget: 1200 * time.Millisecond}}
 	start := time.Now()

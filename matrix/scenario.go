@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube/spec"
 	"github.com/vllm-cibench/cibench/functional"
 )
@@ -157,7 +158,7 @@ type Scenario struct {
 	PD *PD `yaml:"pd"`
 	// Emulator 是模拟器选项（时延、能力开关、故障注入），仅 emulator 方式使用；
 	// Model 缺省为 ServedModelName。
-	Emulator *deploy.EmulatorConfig `yaml:"emulator"`
+	Emulator *emulator.Config `yaml:"emulator"`
 	// Local 是本地启动配置（命令、参数、环境、端口），仅 local 方式使用；
 	// served_model_name、health_path、startup_timeout 缺省取场景的对应值。
 	Local *deploy.LocalConfig `yaml:"local"`
@@ -349,13 +350,13 @@ func validateEmulator(d *decoder, s *Scenario) {
 		if s.Mode != ModeEmulator {
 			return
 		}
-		s.Emulator = &deploy.EmulatorConfig{}
+		s.Emulator = &emulator.Config{}
 	}
 	sameModel(d, "emulator.model", &s.Emulator.Model, s.ServedModelName)
 	if s.Emulator.Addr != "" {
 		d.ErrAt("emulator.addr", s.Emulator.Addr, "the emulator scenario always listens on 127.0.0.1:0; addr is not configurable here")
 	}
-	if _, err := deploy.NewEmulator(*s.Emulator); err != nil {
+	if _, err := emulator.New(*s.Emulator); err != nil {
 		d.ErrAt("emulator", "", "%v", err)
 	}
 }
