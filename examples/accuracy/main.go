@@ -337,8 +337,13 @@ func checkFlags(c cliConfig) error {
 // 失败请求比例仍按 --max-error-rate 判定。
 func stageConfig(c cliConfig, file *accuracy.Config, emulated bool) accuracy.Config {
 	rate := c.maxErrorRate
+	// --retries 是明确的次数（默认值已写在旗标上），0 就是不重试；库里 Retries 0 取默认，负数才是不重试。
+	retries := c.retries
+	if retries == 0 {
+		retries = -1
+	}
 	cfg := accuracy.Config{Debug: c.debug, MaxTokens: c.maxTokens, Temperature: c.temperature, NumThreads: c.threads,
-		RequestTimeout: c.timeout, Retries: c.retries, Timeout: c.totalTimeout, DatasetPath: c.datasetPath, DatasetURL: c.datasetURL,
+		RequestTimeout: c.timeout, Retries: retries, Timeout: c.totalTimeout, DatasetPath: c.datasetPath, DatasetURL: c.datasetURL,
 		CacheDir: c.cacheDir, MaxErrorRate: &rate}
 	if emulated && c.datasetPath == "" && c.datasetURL == "" {
 		cfg.Dataset = accuracy.BuiltinSample
