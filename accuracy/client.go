@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/internal/redact"
+	"github.com/vllm-cibench/cibench/internal/retry"
 )
 
 // ChatConfig 描述被测的 OpenAI 兼容服务与采样参数（对应参考命令行的
@@ -33,7 +34,8 @@ type ChatConfig struct {
 	SystemMessage string
 	// Timeout 是单次请求的时限，0 表示只受 ctx 约束。
 	Timeout time.Duration
-	// Retries 是失败后的最大重试次数（参考实现无限重试，这里必须有界）。
+	// Retries 是失败后的最大重试次数（参考实现无限重试，这里必须有界）：0 取
+	// DefaultRetries，负数表示不重试（与 functional、metrics 推送同一语义）。
 	Retries int
 	// Backoff 是首次重试前的等待，之后每次翻倍（参考实现为 2**trial 秒：1s、2s、4s……）；0 取 1s。
 	Backoff time.Duration
@@ -157,14 +159,15 @@ type ChatSampler struct {
 func NewChatSampler(cfg ChatConfig) (*ChatSampler, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("accuracy: chat: base URL %q must be an absolute http(s) URL", cfg.BaseURL)
+		return nil, optErrf("accuracy: chat: base URL %q must be an absolute http(s) URL", cfg.BaseURL)
 	}
 	if cfg.Model == "" {
-		return nil, fmt.Errorf("accuracy: chat: model (served-model-name) is required")
+		return nil, optErrf("accuracy: chat: model (served-model-name) is required")
 	}
-	if cfg.MaxTokens < 0 || cfg.Retries < 0 || cfg.Timeout < 0 || cfg.Backoff < 0 || cfg.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("accuracy: chat: negative max_tokens/retries/timeout/backoff/max_body_bytes")
+	if cfg.MaxTokens < 0 || cfg.Timeout < 0 || cfg.Backoff < 0 || cfg.MaxBodyBytes < 0 {
+		return nil, optErrf("accuracy: chat: negative max_tokens/timeout/backoff/max_body_bytes")
 	}
+	cfg.Retries = retry.Count(cfg.Retries, DefaultRetries)
 	if cfg.Backoff == 0 {
 		cfg.Backoff = time.Second
 	}
@@ -224,33 +227,33 @@ func (c *ChatSampler) Sample(ctx context.Context, messages []Message) (string, e
 	if err != nil {
 		return "", fmt.Errorf("accuracy: chat: %w", err)
 	}
-	backoff := c.cfg.Backoff
-	for attempt := 0; ; attempt++ {
-		text, err := c.once(ctx, body)
+	var text string
+	pol := retry.Policy{Retries: c.cfg.Retries, Backoff: c.cfg.Backoff}
+	attempts, werr := retry.Do(ctx, pol, func(int, bool) retry.Verdict {
+		text, err = c.once(ctx, body)
 		var he *HTTPError
 		switch {
-		case err == nil:
-			return text, nil
-		case errors.As(err, &he) && he.StatusCode == http.StatusBadRequest:
-			// simple-evals: except openai.BadRequestError → "No response (bad request)."
-			return BadRequestReply, err
-		case errors.Is(err, ErrEmptyReply):
-			// 参考实现只对 None 重试；空串照常返回并计分。
-			return "", err
-		case ctx.Err() != nil:
-			return "", ctx.Err()
-		case attempt >= c.cfg.Retries:
-			return "", fmt.Errorf("accuracy: chat: giving up after %d attempts: %w", attempt+1, err)
+		case err == nil, errors.As(err, &he) && he.StatusCode == http.StatusBadRequest, errors.Is(err, ErrEmptyReply), ctx.Err() != nil:
+			return retry.Stop
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", ctx.Err()
-		case <-t.C:
-		}
-		backoff *= 2
+		return retry.Again()
+	})
+	var he *HTTPError
+	switch {
+	case werr != nil:
+		return "", werr
+	case err == nil:
+		return text, nil
+	case errors.As(err, &he) && he.StatusCode == http.StatusBadRequest:
+		// simple-evals: except openai.BadRequestError → "No response (bad request)."
+		return BadRequestReply, err
+	case errors.Is(err, ErrEmptyReply):
+		// 参考实现只对 None 重试；空串照常返回并计分。
+		return "", err
+	case ctx.Err() != nil:
+		return "", ctx.Err()
 	}
+	return "", fmt.Errorf("accuracy: chat: giving up after %d attempts: %w", attempts, err)
 }
 
 // once 发送一次请求。响应体最多读 MaxBodyBytes 字节，超出即 ErrBodyTooLarge：

@@ -14,14 +14,19 @@ import (
 // 它只能用于进程内模拟器（见 Config.CheckTarget），分数不代表任何模型能力。
 const BuiltinSample = "builtin-sample"
 
+// DefaultRetries 是 Config.Retries 与 ChatConfig.Retries 为 0 时的重试次数。
+const DefaultRetries = 3
+
 // 取值上限：超过这些值的配置几乎一定是笔误（如 num_threads: 100000000），
 // 在运行之前报错，而不是开出上亿个 goroutine 或无限期运行。
 const (
 	MaxNumThreads = 1024
-	MaxRetries    = 10
-	MaxMaxTokens  = 1 << 20
-	MaxExamples   = 1_000_000
-	MaxNRepeats   = 1000
+	// MaxRetries 是 Retries 的上限；Retries 为 0 取 DefaultRetries，负数表示不重试
+	// （与 functional、metrics 推送同一语义）。
+	MaxRetries   = 10
+	MaxMaxTokens = 1 << 20
+	MaxExamples  = 1_000_000
+	MaxNRepeats  = 1000
 )
 
 // 默认值：下载与响应的大小上限、下载时限。
@@ -47,7 +52,8 @@ type Config struct {
 	Temperature float64 `yaml:"temperature"`
 	// NumThreads 对应 --num-threads（规格为 32），上限 MaxNumThreads。
 	NumThreads int `yaml:"num_threads"`
-	// RequestTimeout 是单次请求时限；Retries 是失败重试次数（上限 MaxRetries）。
+	// RequestTimeout 是单次请求时限；Retries 是失败重试次数：0 取 DefaultRetries，
+	// 负数表示不重试，上限 MaxRetries。
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	Retries        int           `yaml:"retries"`
 	// Timeout 是整个精度阶段的时限（规格：accuracy 90 分钟，每日可放宽）。
@@ -114,12 +120,26 @@ func (e *ConfigError) Error() string {
 	return s
 }
 
-// ErrConfig 被所有配置错误（*ConfigError 与 CheckTarget 的错误）包装，调用方可据此区分
+// ErrConfig 被所有配置错误（*ConfigError、CheckTarget 与各构造函数的参数错误）包装，调用方可据此区分
 // "配置写错了"与"运行时失败"。
 var ErrConfig = errors.New("accuracy: invalid configuration")
 
 // Is 让 errors.Is(err, ErrConfig) 对 *ConfigError 成立。
 func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// optError 是构造参数（ChatConfig、各评测的 Options、数据源地址）写错的错误：
+// 文本与以前一样，同时 errors.Is(err, ErrConfig) 成立，调用方不必解析文本就能
+// 区分"配置写错"与运行期失败。
+type optError struct{ msg string }
+
+// Error 返回原样的说明。
+func (e *optError) Error() string { return e.msg }
+
+// Is 让 errors.Is(err, ErrConfig) 成立。
+func (e *optError) Is(target error) bool { return target == ErrConfig }
+
+// optErrf 按格式构造 *optError。
+func optErrf(format string, args ...any) error { return &optError{msg: fmt.Sprintf(format, args...)} }
 
 // cfgErr 构造 *ConfigError。
 func cfgErr(field string, value any, format string, args ...any) *ConfigError {
@@ -134,7 +154,7 @@ func cfgErr(field string, value any, format string, args ...any) *ConfigError {
 func DefaultConfig() Config {
 	return Config{
 		Evaluator: "simple-evals", Debug: true, MaxTokens: 128, Temperature: 0.6, NumThreads: 32,
-		RequestTimeout: 10 * time.Minute, Retries: 3, Timeout: 90 * time.Minute,
+		RequestTimeout: 10 * time.Minute, Retries: DefaultRetries, Timeout: 90 * time.Minute,
 		Datasets: []DatasetConfig{{Name: "gpqa"}},
 	}
 }
@@ -153,6 +173,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = d.RequestTimeout
+	}
+	if c.Retries == 0 {
+		c.Retries = d.Retries // 负数（不重试）原样保留，由 ChatSampler 解释
 	}
 	if c.Timeout == 0 {
 		c.Timeout = d.Timeout
@@ -206,8 +229,8 @@ func (c Config) Validate() error {
 	if c.NumThreads < 0 || c.NumThreads > MaxNumThreads {
 		return cfgErr("num_threads", c.NumThreads, "must be in [1, %d] (0 = default 32)", MaxNumThreads)
 	}
-	if c.Retries < 0 || c.Retries > MaxRetries {
-		return cfgErr("retries", c.Retries, "must be in [0, %d]", MaxRetries)
+	if c.Retries > MaxRetries {
+		return cfgErr("retries", c.Retries, "must be at most %d (0 = default %d, negative = no retries)", MaxRetries, DefaultRetries)
 	}
 	for _, f := range []struct {
 		name string

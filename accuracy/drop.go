@@ -52,7 +52,7 @@ func NewDROP(src Source, opts DROPOptions) (*DROP, error) {
 		opts.TrainSamplesPerPrompt = 3
 	}
 	if opts.NumExamples < 0 || opts.TrainSamplesPerPrompt < 0 {
-		return nil, fmt.Errorf("accuracy: drop: num_examples=%d train_samples_per_prompt=%d must be >= 0", opts.NumExamples, opts.TrainSamplesPerPrompt)
+		return nil, optErrf("accuracy: drop: num_examples=%d train_samples_per_prompt=%d must be >= 0", opts.NumExamples, opts.TrainSamplesPerPrompt)
 	}
 	re, err := compilePy(AnswerPattern)
 	if err != nil {

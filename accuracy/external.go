@@ -122,7 +122,7 @@ func NewSubprocess(cfg ExternalConfig, outDir string, logs io.Writer) (*Subproce
 		return nil, fmt.Errorf("accuracy: external: %w", err)
 	}
 	if outDir == "" {
-		return nil, fmt.Errorf("accuracy: external: %s: out dir required", cfg.Name)
+		return nil, optErrf("accuracy: external: %s: out dir required", cfg.Name)
 	}
 	if cfg.Scale == 0 {
 		cfg.Scale = 1

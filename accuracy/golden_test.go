@@ -55,7 +55,7 @@ func python3OrSkip(t *testing.T) string {
 // 结果 JSON 与 JSONL 和 golden 文件逐字节比较。
 func TestScriptedServerGolden(t *testing.T) {
 	base := newScriptedServer(t, &scriptedModel{})
-	sampler, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: base, Model: "scripted", MaxTokens: 128, Temperature: 0.6, Timeout: 10 * time.Second})
+	sampler, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: base, Model: "scripted", MaxTokens: 128, Temperature: 0.6, Timeout: 10 * time.Second, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

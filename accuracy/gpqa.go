@@ -47,10 +47,10 @@ func NewGPQA(src Source, opts GPQAOptions) (*GPQA, error) {
 		opts.NRepeats = 1
 	}
 	if opts.NRepeats < 0 || opts.NumExamples < 0 {
-		return nil, fmt.Errorf("accuracy: gpqa: n_repeats=%d num_examples=%d must be >= 0", opts.NRepeats, opts.NumExamples)
+		return nil, optErrf("accuracy: gpqa: n_repeats=%d num_examples=%d must be >= 0", opts.NRepeats, opts.NumExamples)
 	}
 	if opts.NumExamples > 0 && opts.NRepeats != 1 {
-		return nil, fmt.Errorf("accuracy: gpqa: n_repeats=%d: n_repeats only supported for num_examples (use n_repeats 1 with --examples)", opts.NRepeats)
+		return nil, optErrf("accuracy: gpqa: n_repeats=%d: n_repeats only supported for num_examples (use n_repeats 1 with --examples)", opts.NRepeats)
 	}
 	if opts.Variant == "" {
 		opts.Variant = "diamond"

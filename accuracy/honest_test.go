@@ -306,7 +306,7 @@ func TestRunCountsFailedRequests(t *testing.T) {
 	}}
 	base := newScriptedServer(t, m)
 	e, _ := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
-	res, err := accuracy.Run(context.Background(), newSampler(t, base, 0), e, accuracy.Options{Threads: 2})
+	res, err := accuracy.Run(context.Background(), newSampler(t, base, -1), e, accuracy.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestInBandErrorIsNamed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
 			defer srv.Close()
-			_, err := newSampler(t, srv.URL+"/v1", 0).Sample(context.Background(), nil)
+			_, err := newSampler(t, srv.URL+"/v1", -1).Sample(context.Background(), nil)
 			var se *accuracy.ServerError
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), "engine overloaded, try later") || strings.Contains(err.Error(), "no choices") ||
 				accuracy.ErrorClass(err) != "server_error" {
@@ -410,7 +410,7 @@ func TestResponseBodyIsCapped(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s, _ := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1", Model: "m", MaxBodyBytes: 1 << 20})
+	s, _ := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1", Model: "m", MaxBodyBytes: 1 << 20, Retries: -1})
 	_, err := s.Sample(context.Background(), nil)
 	if !errors.Is(err, accuracy.ErrBodyTooLarge) || accuracy.ErrorClass(err) != "body_too_large" {
 		t.Fatalf("err=%v", err)
@@ -433,7 +433,7 @@ func TestAPIKeyNeverReachesArtifacts(t *testing.T) {
 	}))
 	defer srv.Close()
 	var files memFiles
-	cfg := accuracy.Config{Debug: true, Retries: 0, MaxErrorRate: ptr(1), Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2)}}}
+	cfg := accuracy.Config{Debug: true, Retries: -1, MaxErrorRate: ptr(1), Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2)}}}
 	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{BaseURL: srv.URL + "/v1", Model: "m", APIKey: key},
 		accuracy.StageOptions{Source: accuracy.SampleData(), Create: files.create})
 	if err != nil || len(res.Results) != 1 || res.Results[0].Errors == 0 {

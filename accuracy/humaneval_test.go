@@ -241,7 +241,7 @@ func TestFindPythonPrefersPreloads(t *testing.T) {
 	dir := t.TempDir()
 	fake := func(name, exe string, missing []string) string {
 		t.Helper()
-		ok := slices.DeleteFunc(slices.Clone(DefaultHumanEvalPreload), func(m string) bool { return slices.Contains(missing, m) })
+		ok := slices.DeleteFunc(DefaultHumanEvalPreload(), func(m string) bool { return slices.Contains(missing, m) })
 		js, _ := json.Marshal(map[string]any{"executable": exe, "version": "3.11.9", "preloaded": ok, "missing": missing})
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte("#!/bin/sh\necho '"+string(js)+"'\n"), 0o755); err != nil {

@@ -79,7 +79,7 @@ func NewMGSM(src Source, opts MGSMOptions) (*MGSM, error) {
 		opts.NumExamplesPerLang = 250
 	}
 	if opts.NumExamplesPerLang < 0 {
-		return nil, fmt.Errorf("accuracy: mgsm: num_examples_per_lang=%d must be > 0", opts.NumExamplesPerLang)
+		return nil, optErrf("accuracy: mgsm: num_examples_per_lang=%d must be > 0", opts.NumExamplesPerLang)
 	}
 	if len(opts.Languages) == 0 {
 		opts.Languages = MGSMLanguages()

@@ -32,7 +32,7 @@ func NewMMLU(src Source, opts MMLUOptions) (*MMLU, error) {
 		return nil, fmt.Errorf("accuracy: mmlu: nil Source")
 	}
 	if opts.NumExamples < 0 {
-		return nil, fmt.Errorf("accuracy: mmlu: num_examples=%d must be >= 0", opts.NumExamples)
+		return nil, optErrf("accuracy: mmlu: num_examples=%d must be >= 0", opts.NumExamples)
 	}
 	x, err := newMultichoiceExtractor()
 	if err != nil {

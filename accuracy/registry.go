@@ -25,7 +25,7 @@ type EvalOptions struct {
 // NewEval 按 simple_evals.py 的 get_evals 规则构造内置评测。
 func NewEval(name string, src Source, o EvalOptions) (Eval, error) {
 	if o.Examples < 0 || o.NRepeats < 0 {
-		return nil, fmt.Errorf("accuracy: %s: examples=%d n_repeats=%d must be >= 0", name, o.Examples, o.NRepeats)
+		return nil, optErrf("accuracy: %s: examples=%d n_repeats=%d must be >= 0", name, o.Examples, o.NRepeats)
 	}
 	// num_examples = args.examples if given else (5 if debug else None)
 	num := o.Examples

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Options 控制 Run 的并发与进度回调。
@@ -48,50 +50,41 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 	}
 	threads = min(threads, max(len(exs), 1))
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	results := make([]*scored, len(exs))
-	jobs := make(chan int)
 	var (
-		mu       sync.Mutex
-		done     int
-		scoreErr error
-		wg       sync.WaitGroup
+		mu   sync.Mutex
+		done int
 	)
-	for w := 0; w < threads; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				sr, err := runOne(runCtx, sampler, e, exs[i], opts.Redact)
-				mu.Lock()
-				if err != nil {
-					if scoreErr == nil && runCtx.Err() == nil {
-						scoreErr = err
-						cancel()
-					}
-					mu.Unlock()
-					continue
-				}
-				results[i] = &sr
-				done++
-				if opts.Progress != nil {
-					opts.Progress(done, len(exs))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-dispatch:
+	// 至多 threads 个样本同时进行；第一个评分错误取消其余样本（errgroup 的语义）。
+	// 因取消（父 ctx 或此前的评分错误）而失败的样本不是评分错误，也不计入结果。
+	g, runCtx := errgroup.WithContext(ctx)
+	g.SetLimit(threads)
 	for i := range exs {
-		select {
-		case jobs <- i:
-		case <-runCtx.Done():
-			break dispatch
+		if runCtx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			if runCtx.Err() != nil {
+				return nil
+			}
+			sr, err := runOne(runCtx, sampler, e, exs[i], opts.Redact)
+			if err != nil {
+				if runCtx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			results[i] = &sr
+			done++
+			if opts.Progress != nil {
+				opts.Progress(done, len(exs))
+			}
+			return nil
+		})
 	}
-	close(jobs)
-	wg.Wait()
+	scoreErr := g.Wait()
 
 	for _, r := range results {
 		if r != nil {

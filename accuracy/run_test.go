@@ -103,7 +103,7 @@ func TestNullContentAndBadJSON(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1/", Model: "m", APIKey: "sk-test", SystemMessage: "sys", Backoff: time.Millisecond})
+	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1/", Model: "m", APIKey: "sk-test", SystemMessage: "sys", Backoff: time.Millisecond, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +120,34 @@ func TestNullContentAndBadJSON(t *testing.T) {
 
 // TestChatConfigValidation 校验构造参数。
 func TestChatConfigValidation(t *testing.T) {
-	for _, c := range []accuracy.ChatConfig{{BaseURL: "localhost:8000/v1", Model: "m"}, {BaseURL: "http://x/v1"}, {BaseURL: "http://x/v1", Model: "m", Retries: -1}} {
+	for _, c := range []accuracy.ChatConfig{{BaseURL: "localhost:8000/v1", Model: "m"}, {BaseURL: "http://x/v1"}, {BaseURL: "http://x/v1", Model: "m", Backoff: -1}} {
 		if _, err := accuracy.NewChatSampler(c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+// TestRetriesZeroMeansDefault 钉住与 functional、metrics 推送共用的 Retries 语义：
+// 0 取 DefaultRetries（持续 503 时共 1+3 次请求），负数不重试（1 次），正数原样。
+func TestRetriesZeroMeansDefault(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	for _, c := range []struct{ retries, calls int32 }{{0, 1 + accuracy.DefaultRetries}, {-1, 1}, {1, 2}} {
+		calls.Store(0)
+		_, err := newSampler(t, srv.URL+"/v1", int(c.retries)).Sample(context.Background(), []accuracy.Message{{Role: "user", Content: "hi"}})
+		if err == nil || calls.Load() != c.calls {
+			t.Errorf("Retries %d: %d calls (err %v), want %d", c.retries, calls.Load(), err, c.calls)
+		}
+	}
+	if err := (accuracy.Config{Retries: -1}).Validate(); err != nil {
+		t.Errorf("Retries -1 (no retries) rejected: %v", err)
+	}
+	if got := (accuracy.Config{}).WithDefaults().Retries; got != accuracy.DefaultRetries {
+		t.Errorf("WithDefaults().Retries = %d, want %d", got, accuracy.DefaultRetries)
 	}
 }
 

@@ -155,7 +155,7 @@ func NewHTTPSource(baseURL, cacheDir string, urls map[string]string, client *htt
 	if baseURL != "" {
 		u, err := url.Parse(baseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-			return nil, fmt.Errorf("accuracy: dataset base URL %q: must be http(s)", baseURL)
+			return nil, optErrf("accuracy: dataset base URL %q: must be http(s)", baseURL)
 		}
 		if !strings.HasSuffix(baseURL, "/") {
 			baseURL += "/"
@@ -202,7 +202,7 @@ func (s *HTTPSource) cachePath(name string) string {
 // 并包装 ErrDatasetUnavailable——从不退回到其他数据。
 func (s *HTTPSource) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	if strings.ContainsAny(name, `/\`) || name == ".." || name == "" {
-		return nil, fmt.Errorf("accuracy: dataset file name %q must be a plain file name", name)
+		return nil, optErrf("accuracy: dataset file name %q must be a plain file name", name)
 	}
 	cache := s.cachePath(name)
 	if cache != "" {

@@ -10,29 +10,49 @@ import (
 	"strings"
 )
 
-// Feature 是场景可以开启的可选能力。核心的 chat/completions/流式能力总是被测试；
-// 这里列出的能力只有在 Target.Features 中出现时才运行对应用例，否则跳过并写明原因。
+// Feature 是场景可以开启的可选能力，也是场景文件 features 列表的取值（matrix.Feature
+// 是它的别名：全项目只有这一个能力枚举）。核心的 chat/completions/流式能力总是被测试；
+// 带 Requires 的用例只有在 Target.Features 中出现对应能力时才运行，否则跳过并写明原因。
+// spec_decode 与 prefix_caching 目前没有功能用例要求它们，但仍是合法的声明。
 type Feature string
 
 // 已知能力，名称与 configs/scenarios/*.yaml 的 features 列表一致。
 const (
-	FeatureFunctionCall      Feature = "function_call"
 	FeatureGuidedDecoding    Feature = "guided_decoding"
 	FeatureStructuredOutputs Feature = "structured_outputs"
+	FeatureFunctionCall      Feature = "function_call"
 	FeatureReasoning         Feature = "reasoning"
 	FeatureMultimodal        Feature = "multimodal"
+	FeatureSpecDecode        Feature = "spec_decode"
+	FeaturePrefixCaching     Feature = "prefix_caching"
 	FeatureEmbeddings        Feature = "embeddings"
 	FeatureRerank            Feature = "rerank"
 )
 
-// AllFeatures 返回全部已知能力（每次返回新切片）。
+// AllFeatures 返回全部已知能力（每次返回新切片），顺序即错误信息中的顺序。
 func AllFeatures() []Feature {
-	return []Feature{FeatureFunctionCall, FeatureGuidedDecoding, FeatureStructuredOutputs,
-		FeatureReasoning, FeatureMultimodal, FeatureEmbeddings, FeatureRerank}
+	return []Feature{FeatureGuidedDecoding, FeatureStructuredOutputs, FeatureFunctionCall, FeatureReasoning,
+		FeatureMultimodal, FeatureSpecDecode, FeaturePrefixCaching, FeatureEmbeddings, FeatureRerank}
 }
 
 // Known 报告 f 是否为本包认识的能力名，用于在配置加载时拒绝拼写错误。
 func (f Feature) Known() bool { return slices.Contains(AllFeatures(), f) }
+
+// ErrUnknownFeature 表示能力名不在 AllFeatures 中（多半是拼写错误）。
+var ErrUnknownFeature = errors.New("unknown feature")
+
+// Check 在 f 不是已知能力时返回包装 ErrUnknownFeature、列出全部已知取值的错误；
+// matrix 加载场景文件与 Target 校验都用它，同一拼写错误在两处读起来一样。
+func (f Feature) Check() error {
+	if f.Known() {
+		return nil
+	}
+	names := make([]string, 0, len(AllFeatures()))
+	for _, k := range AllFeatures() {
+		names = append(names, string(k))
+	}
+	return fmt.Errorf("%w (want one of %s)", ErrUnknownFeature, strings.Join(names, ", "))
+}
 
 // Target 是被测服务，刻意只用普通类型描述，使本包不依赖 deploy 包。
 type Target struct {
@@ -76,9 +96,9 @@ func (t Target) validate() error {
 	if t.Model == "" {
 		return errors.New("functional: target: empty model")
 	}
-	for _, f := range t.Features {
-		if !f.Known() {
-			return fmt.Errorf("functional: target: unknown feature %q (known: %v)", f, AllFeatures())
+	for i, f := range t.Features {
+		if err := f.Check(); err != nil {
+			return fmt.Errorf("functional: target: features[%d] %q: %w", i, f, err)
 		}
 	}
 	for c, s := range t.Capabilities {

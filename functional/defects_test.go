@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -163,7 +163,7 @@ func TestDefectsTurnExactlyTheirCasesRed(t *testing.T) {
 	for _, c := range cat.Cases() {
 		suiteSize[c.Suite]++
 	}
-	typ := reflect.TypeFor[deploy.EmulatorDefects]()
+	typ := reflect.TypeFor[emulator.Defects]()
 	for i := range typ.NumField() {
 		name := typ.Field(i).Name
 		row, ok := defectTable[name]
@@ -215,7 +215,7 @@ func TestDefectsTurnExactlyTheirCasesRed(t *testing.T) {
 	}
 	for name := range defectTable {
 		if _, ok := typ.FieldByName(name); !ok {
-			t.Errorf("defectTable row %s names no field of deploy.EmulatorDefects", name)
+			t.Errorf("defectTable row %s names no field of emulator.Defects", name)
 		}
 	}
 }

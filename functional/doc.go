@@ -18,5 +18,5 @@
 // io.Writer。
 //
 // 本包不导入 cibench 的其他顶层包；测试（package functional_test）使用
-// deploy.NewEmulator 作为被测服务，并用模拟器的缺陷开关证明每个用例都能失败。
+// deploy/emulator 的模拟器作为被测服务，并用模拟器的缺陷开关证明每个用例都能失败。
 package functional

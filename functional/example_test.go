@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
 // ExampleCatalog_Add 展示从模块外加入一个自己的用例只需几行：
 // 一个 ID、一个套件名和一个用 T 发请求并断言的函数。
 func ExampleCatalog_Add() {
-	em, _ := deploy.NewEmulator(deploy.EmulatorConfig{Model: "demo"})
+	em, _ := emulator.New(emulator.Config{Model: "demo"})
 	dep, _ := em.Deploy(context.Background())
 	defer dep.Teardown(context.Background())
 	ep := dep.Endpoint()
@@ -39,7 +39,7 @@ func ExampleCatalog_Add() {
 
 // ExampleRunner_Run 对模拟器运行两个套件并打印汇总表。
 func ExampleRunner_Run() {
-	em, _ := deploy.NewEmulator(deploy.EmulatorConfig{})
+	em, _ := emulator.New(emulator.Config{})
 	dep, _ := em.Deploy(context.Background())
 	defer dep.Teardown(context.Background())
 	ep := dep.Endpoint()

@@ -15,7 +15,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -289,7 +289,7 @@ func TestFailureClassInReports(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		wrap func(http.Handler) http.Handler
-		cfg  deploy.EmulatorConfig
+		cfg  emulator.Config
 		opts functional.Options
 		want functional.Class
 	}{
@@ -297,7 +297,7 @@ func TestFailureClassInReports(t *testing.T) {
 		{name: "429", wrap: status(429), want: functional.ClassHTTP429},
 		{name: "401", wrap: status(401), want: functional.ClassHTTPAuth},
 		{name: "timeout", wrap: silent, opts: functional.Options{RequestTimeout: 50 * time.Millisecond}, want: functional.ClassTimeout},
-		{name: "assertion", cfg: deploy.EmulatorConfig{Defects: deploy.EmulatorDefects{WrongIDPrefix: true}}, want: functional.ClassAssertion},
+		{name: "assertion", cfg: emulator.Config{Defects: emulator.Defects{WrongIDPrefix: true}}, want: functional.ClassAssertion},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wrap := tc.wrap
@@ -348,7 +348,7 @@ func TestFailureClassInReports(t *testing.T) {
 	}
 
 	// 取消：用例记为 cancelled，类别 cancelled。
-	_, target := startEmulator(t, deploy.EmulatorConfig{})
+	_, target := startEmulator(t, emulator.Config{})
 	r, err := functional.NewRunner(target, functional.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -383,12 +383,12 @@ func TestRequestBoundsFromConfig(t *testing.T) {
 			<-r.Context().Done()
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{}, silent)
+	target := serveEmulator(t, emulator.Config{}, silent)
 	rep := run(t, target, functional.Options{Retries: -1, Config: &cfg}, pick(t, "chat_core/ids_object")...)
 	if res := rep.Results[0]; res.Class != functional.ClassTimeout || !strings.Contains(res.Reason, "80ms") {
 		t.Errorf("want a timeout naming the configured 80ms, got %s %q", res.Class, res.Reason)
 	}
-	_, target = startEmulator(t, deploy.EmulatorConfig{})
+	_, target = startEmulator(t, emulator.Config{})
 	rep = run(t, target, functional.Options{Retries: -1, Config: &cfg}, pick(t, "chat_core/ids_object")...)
 	if res := rep.Results[0]; res.Status != functional.StatusPass {
 		// 4096 字节足够一个短回答：上限不影响正常用例。

@@ -12,14 +12,14 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
 // TestRejectedDeclaredCapabilityFails 证明场景声明支持（默认）的参数被服务端以 400 拒绝时
 // 用例失败并引用服务端的回答，而不是“跳过”——否则一个开始拒绝 top_k 的 vLLM 版本会保持绿色。
 func TestRejectedDeclaredCapabilityFails(t *testing.T) {
-	_, target := startEmulator(t, deploy.EmulatorConfig{DisableTopK: true, DisablePenalties: true, DisableLogprobs: true})
+	_, target := startEmulator(t, emulator.Config{DisableTopK: true, DisablePenalties: true, DisableLogprobs: true})
 	rep := run(t, target, functional.Options{}, pick(t, "params_boundary/top_k=50", "params_boundary/presence_penalty=2", "params_boundary/top_logprobs=5")...)
 	want := map[string]string{
 		"params_boundary/top_k=50":           "top_k is not supported by this server",
@@ -48,7 +48,7 @@ func TestProbedCapabilityIsUnsupportedNotPass(t *testing.T) {
 			h.ServeHTTP(w, r)
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{DisableTopK: true, DisablePenalties: true}, count)
+	target := serveEmulator(t, emulator.Config{DisableTopK: true, DisablePenalties: true}, count)
 	target.Capabilities = map[functional.Capability]functional.Support{
 		functional.CapTopK:      functional.SupportProbe,
 		functional.CapPenalties: functional.SupportUnsupported,
@@ -87,7 +87,7 @@ func TestFaultsOnOptionalParamsAreFailures(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			}
-			target := serveEmulator(t, deploy.EmulatorConfig{}, fault)
+			target := serveEmulator(t, emulator.Config{}, fault)
 			for _, decl := range []functional.Support{functional.SupportSupported, functional.SupportProbe} {
 				target.Capabilities = map[functional.Capability]functional.Support{functional.CapTopK: decl}
 				rep := run(t, target, functional.Options{Retries: -1}, pick(t, "params_boundary/top_k=50")...)
@@ -119,7 +119,7 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 			h.ServeHTTP(w, r)
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{}, limited)
+	target := serveEmulator(t, emulator.Config{}, limited)
 	rep := run(t, target, functional.Options{Retries: 2, RetryBackoff: time.Millisecond}, pick(t, "params_boundary/top_k=50")...)
 	if res := rep.Results[0]; res.Status != functional.StatusPass {
 		t.Fatalf("429 with Retry-After 0 then 200: want pass, got %s %q", res.Status, res.Reason)
@@ -228,7 +228,7 @@ func TestRunnerCancelIsNotSkip(t *testing.T) {
 			}
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{}, hang)
+	target := serveEmulator(t, emulator.Config{}, hang)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	r, err := functional.NewRunner(target, functional.Options{Parallelism: 1})

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vllm-cibench/cibench/internal/retry"
 )
 
 // Options 是 Runner 的执行参数（带 yaml 标签，可放进配置文件）。
@@ -14,7 +17,8 @@ type Options struct {
 	// RequestTimeout 是单个 HTTP 请求（含读完响应体）的超时；0 时取 Config.Request.Timeout
 	// （Config 为 nil 时 120s）。
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout"`
-	// Retries 是传输错误、5xx 与 429 的重试次数，默认 2；负数表示不重试。
+	// Retries 是传输错误、5xx 与 429 的重试次数：0 取默认 2，负数表示不重试
+	// （与 metrics 推送、accuracy 的 Retries 同一语义，见 internal/retry）。
 	Retries int `yaml:"retries" json:"retries"`
 	// MaxRetryAfter 是 429 的 Retry-After 愿意等待的上限，默认 10s；服务端要求等得
 	// 更久时不再重试，用例以写明 Retry-After 的失败结束（而不是把作业拖到超时）。
@@ -45,11 +49,7 @@ func (o Options) withDefaults() Options {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = d.RequestTimeout
 	}
-	if o.Retries == 0 {
-		o.Retries = d.Retries
-	} else if o.Retries < 0 {
-		o.Retries = 0
-	}
+	o.Retries = retry.Count(o.Retries, d.Retries)
 	if o.RetryBackoff == 0 {
 		o.RetryBackoff = d.RetryBackoff
 	}
@@ -115,25 +115,28 @@ func NewRunner(target Target, opts Options) (*Runner, error) {
 func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 	start := r.opts.Now()
 	results := make([]Result, len(cases))
-	sem := make(chan struct{}, r.opts.Parallelism)
-	var wg sync.WaitGroup
+	notStarted := func(i int) Result {
+		return Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusCancelled, Class: ClassCancelled, Reason: "run cancelled before start: " + context.Cause(ctx).Error()}
+	}
+	// 用例从不返回错误（失败只进报告），所以这里只用 errgroup 的并发上限；
+	// ctx 取消后还没拿到名额的用例记为未开始即取消。
+	var g errgroup.Group
+	g.SetLimit(r.opts.Parallelism)
 	for i := range cases {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
 		if ctx.Err() != nil {
-			results[i] = Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusCancelled, Class: ClassCancelled, Reason: "run cancelled before start: " + context.Cause(ctx).Error()}
+			results[i] = notStarted(i)
 			continue
 		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				results[i] = notStarted(i)
+				return nil
+			}
 			results[i] = r.runOne(ctx, cases[i])
-		}(i)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	rep := Report{Model: r.target.Model, Started: start, Duration: r.opts.Now().Sub(start), Results: results}
 	rep.Suites = Summarize(results)
 	return rep, ctx.Err()

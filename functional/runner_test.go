@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
 // serveEmulator 把模拟器的 Handler 挂在 wrap 之后的 httptest 服务器上，返回 Target。
-func serveEmulator(t *testing.T, cfg deploy.EmulatorConfig, wrap func(http.Handler) http.Handler) functional.Target {
+func serveEmulator(t *testing.T, cfg emulator.Config, wrap func(http.Handler) http.Handler) functional.Target {
 	t.Helper()
-	em, err := deploy.NewEmulator(cfg)
+	em, err := emulator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestRetriesOn5xxAndTransportErrors(t *testing.T) {
 			}
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{}, flaky)
+	target := serveEmulator(t, emulator.Config{}, flaky)
 	cs := pick(t, "chat_core/usage")
 	rep := run(t, target, functional.Options{Retries: 2, RetryBackoff: time.Millisecond}, cs...)
 	if rep.Results[0].Status != functional.StatusPass {
@@ -108,7 +108,7 @@ func TestRequestTimeoutAndCancel(t *testing.T) {
 			}
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{}, hang)
+	target := serveEmulator(t, emulator.Config{}, hang)
 	cs := pick(t, "chat_core/ids_object")
 	started.Add(1)
 	rep := run(t, target, functional.Options{RequestTimeout: 50 * time.Millisecond, Retries: -1}, cs...)
@@ -137,7 +137,7 @@ func TestRequestTimeoutAndCancel(t *testing.T) {
 // TestCapabilityProbingSkipsWithReason 证明未开启的能力与声明为不支持的参数是“跳过 + 原因”，
 // 声明为 probe 而被服务端拒绝的参数是“unsupported + 服务端原文”，都不是失败也不是通过。
 func TestCapabilityProbingSkipsWithReason(t *testing.T) {
-	_, target := startEmulator(t, deploy.EmulatorConfig{DisableTopK: true, DisablePenalties: true, DisableLogprobs: true})
+	_, target := startEmulator(t, emulator.Config{DisableTopK: true, DisablePenalties: true, DisableLogprobs: true})
 	target.Features = []functional.Feature{functional.FeatureGuidedDecoding}
 	target.Capabilities = map[functional.Capability]functional.Support{functional.CapTopK: functional.SupportProbe,
 		functional.CapPenalties: functional.SupportUnsupported, functional.CapLogprobs: functional.SupportProbe}
@@ -344,7 +344,7 @@ func TestSecretsNeverInResults(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":{"message":"bad key ` + r.Header.Get("Authorization") + `"}}`))
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{APIKey: key}, echo)
+	target := serveEmulator(t, emulator.Config{APIKey: key}, echo)
 	rep := run(t, target, functional.Options{}, pick(t, "chat_core/usage", "chat_core/basic")...)
 	var buf bytes.Buffer
 	if err := functional.WriteJSON(&buf, rep); err != nil {
@@ -369,7 +369,7 @@ func TestEnvironmentKeyNeverSent(t *testing.T) {
 			h.ServeHTTP(w, r)
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{}, spy)
+	target := serveEmulator(t, emulator.Config{}, spy)
 	rep := run(t, target, functional.Options{}, pick(t, "chat_core/basic", "chat_core/models", "chat_core/usage")...)
 	if f := rep.Failed(); len(f) != 0 {
 		t.Fatalf("failed: %v", f)
@@ -389,7 +389,7 @@ func TestEnvironmentKeyNeverSent(t *testing.T) {
 // TestInBandStreamErrorIsAFailure 证明 HTTP 200 的流里带内的 {"error":…} 事件是失败，
 // 而不是“收到了 200 所以通过”（已知的客户端陷阱）。
 func TestInBandStreamErrorIsAFailure(t *testing.T) {
-	_, target := startEmulator(t, deploy.EmulatorConfig{FailureRate: 1, FailureKinds: []string{"stream_error"}})
+	_, target := startEmulator(t, emulator.Config{FailureRate: 1, FailureKinds: []string{"stream_error"}})
 	rep := run(t, target, functional.Options{Retries: -1}, pick(t, "chat_core/stream")...)
 	if res := rep.Results[0]; res.Status != functional.StatusFail || !strings.Contains(res.Reason, "in-band error") {
 		t.Fatalf("want an in-band error failure, got %s %q", res.Status, res.Reason)

@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/vllm-cibench/cibench/internal/retry"
 	"github.com/vllm-cibench/cibench/internal/sse"
 )
 
@@ -455,9 +456,14 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	c.rec.setRequest(req.Method, req.URL.Path, body)
-	for attempt := 0; ; attempt++ {
-		var ctx context.Context
-		var cancel context.CancelFunc
+	var (
+		resp   *http.Response
+		err    error
+		ctx    context.Context
+		cancel context.CancelFunc
+	)
+	pol := retry.Policy{Retries: c.retries, Backoff: c.backoff, Linear: true}
+	_, werr := retry.Do(req.Context(), pol, func(_ int, last bool) retry.Verdict {
 		if c.timeout > 0 {
 			ctx, cancel = context.WithTimeout(req.Context(), c.timeout)
 		} else {
@@ -469,12 +475,11 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r2.ContentLength = int64(len(body))
 			r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
-		resp, err := c.base.RoundTrip(r2)
+		resp, err = c.base.RoundTrip(r2)
 		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && req.Context().Err() == nil {
 			err = fmt.Errorf("%w %v exceeded: %w", ErrRequestTimeout, c.timeout, err)
 		}
-		retry := err != nil || resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
-		wait := c.backoff * time.Duration(attempt+1)
+		v := retry.Again()
 		if err == nil && resp.StatusCode == http.StatusTooManyRequests {
 			if d, ok := retryAfter(resp.Header, time.Now()); ok {
 				if d > c.maxRetryAfter {
@@ -483,48 +488,49 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 					cancel()
 					c.rec.setResponse(fmt.Sprintf("HTTP 429 (Retry-After %s)\n%s", resp.Header.Get("Retry-After"), b))
 					c.rec.setFault(fault{class: ClassHTTP429})
-					return nil, fmt.Errorf("%w: HTTP 429 with Retry-After %v exceeds the %v bound: %s", ErrRetryAfterTooLong, d, c.maxRetryAfter, trim(firstLine(b)))
+					resp, err = nil, fmt.Errorf("%w: HTTP 429 with Retry-After %v exceeds the %v bound: %s", ErrRetryAfterTooLong, d, c.maxRetryAfter, trim(firstLine(b)))
+					return retry.Stop
 				}
-				wait = d
+				v = retry.After(d)
 			}
 		}
-		if retry && attempt < c.retries && req.Context().Err() == nil {
-			if resp != nil {
-				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-				_ = resp.Body.Close()
-			}
-			cancel()
-			c.rec.mu.Lock()
-			c.rec.attempts++
-			c.rec.mu.Unlock()
-			if wait > 0 {
-				tm := time.NewTimer(wait)
-				select {
-				case <-req.Context().Done():
-					tm.Stop()
-					return nil, req.Context().Err()
-				case <-tm.C:
-				}
-			}
-			continue
+		retryable := err != nil || resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+		if !retryable || last || req.Context().Err() != nil {
+			return retry.Stop
 		}
-		if err != nil {
-			cancel()
-			c.rec.setResponse("transport error: " + err.Error())
-			c.rec.setFault(fault{class: classifyErr(err)})
-			return nil, err
-		}
-		c.rec.setResponse(fmt.Sprintf("HTTP %d", resp.StatusCode))
-		if c.maxBody > 0 && resp.ContentLength > c.maxBody {
+		if resp != nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 			_ = resp.Body.Close()
-			cancel()
-			c.rec.setFault(fault{class: ClassTooLarge})
-			return nil, fmt.Errorf("%w: HTTP %d with Content-Length %d exceeds max_response_bytes %d", ErrResponseTooLarge, resp.StatusCode, resp.ContentLength, c.maxBody)
 		}
-		c.rec.setFault(fault{class: statusClass(resp.StatusCode)})
-		resp.Body = &recordingBody{rc: resp.Body, ctx: ctx, cancel: cancel, rec: c.rec, status: resp.StatusCode, limit: c.maxBody, timeout: c.timeout}
-		return resp, nil
+		cancel()
+		c.rec.mu.Lock()
+		c.rec.attempts++
+		c.rec.mu.Unlock()
+		return v
+	})
+	if werr != nil {
+		// 两次尝试之间的等待被取消：上一次的响应已丢弃，超时也已释放。
+		return nil, werr
 	}
+	if errors.Is(err, ErrRetryAfterTooLong) {
+		return nil, err
+	}
+	if err != nil {
+		cancel()
+		c.rec.setResponse("transport error: " + err.Error())
+		c.rec.setFault(fault{class: classifyErr(err)})
+		return nil, err
+	}
+	c.rec.setResponse(fmt.Sprintf("HTTP %d", resp.StatusCode))
+	if c.maxBody > 0 && resp.ContentLength > c.maxBody {
+		_ = resp.Body.Close()
+		cancel()
+		c.rec.setFault(fault{class: ClassTooLarge})
+		return nil, fmt.Errorf("%w: HTTP %d with Content-Length %d exceeds max_response_bytes %d", ErrResponseTooLarge, resp.StatusCode, resp.ContentLength, c.maxBody)
+	}
+	c.rec.setFault(fault{class: statusClass(resp.StatusCode)})
+	resp.Body = &recordingBody{rc: resp.Body, ctx: ctx, cancel: cancel, rec: c.rec, status: resp.StatusCode, limit: c.maxBody, timeout: c.timeout}
+	return resp, nil
 }
 
 // recordingBody 在读取响应时保留前 traceLimit 字节、按 limit 截断响应体，把读取中的

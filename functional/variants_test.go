@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -14,7 +14,7 @@ import (
 // 运行整个目录：全部通过或带原因跳过，并且报告出服务端使用的推理形式。
 func TestCatalogOnServerVariants(t *testing.T) {
 	for name, tc := range map[string]struct {
-		emu       func(*deploy.EmulatorConfig)
+		emu       func(*emulator.Config)
 		cfg       func(*functional.Config)
 		caps      map[functional.Capability]functional.Support
 		keys      []string
@@ -22,7 +22,7 @@ func TestCatalogOnServerVariants(t *testing.T) {
 		wantSkips []string
 	}{
 		"reasoning_content": {
-			emu:      func(c *deploy.EmulatorConfig) { c.ReasoningField = "reasoning_content" },
+			emu:      func(c *emulator.Config) { c.ReasoningField = "reasoning_content" },
 			wantNote: map[string]string{"reasoning/present": "message.reasoning_content"},
 		},
 		"scenario_keys_first": {
@@ -30,21 +30,21 @@ func TestCatalogOnServerVariants(t *testing.T) {
 			wantNote: map[string]string{"reasoning/present": "message.reasoning"},
 		},
 		"think_in_content": {
-			emu:      func(c *deploy.EmulatorConfig) { c.ReasoningInContent = true },
+			emu:      func(c *emulator.Config) { c.ReasoningInContent = true },
 			wantNote: map[string]string{"reasoning/present": "content <think>", "reasoning/separated": "without reasoning parser", "reasoning/stream": "think block"},
 		},
 		"chunk_of_3": {
-			emu: func(c *deploy.EmulatorConfig) { c.TokensPerChunk = 3 },
+			emu: func(c *emulator.Config) { c.TokensPerChunk = 3 },
 			cfg: func(c *functional.Config) { c.Streaming.ChunkSize = 3 },
 		},
 		"no_stream_usage": {
-			emu: func(c *deploy.EmulatorConfig) { c.DisableStreamUsage = true },
+			emu: func(c *emulator.Config) { c.DisableStreamUsage = true },
 			// 服务端忽略 stream_options：场景声明 stream_usage 不支持，依赖它的用例跳过。
 			caps:      map[functional.Capability]functional.Support{functional.CapStreamUsage: functional.SupportUnsupported},
 			wantSkips: []string{"streaming/chunk_size", "streaming/include_usage", "streaming/continuous_usage", "streaming/completions_usage"},
 		},
 		"small_context_from_config": {
-			emu: func(c *deploy.EmulatorConfig) { c.MaxModelLen = 20000 },
+			emu: func(c *emulator.Config) { c.MaxModelLen = 20000 },
 			cfg: func(c *functional.Config) {
 				c.Errors.MaxModelLen = 20000
 				c.ParamsBoundary.MaxTokens = []int{1, 128, 4096}
@@ -103,7 +103,7 @@ func TestNothingPassesAgainstAnEmptyServer(t *testing.T) {
 			_, _ = w.Write([]byte("{}"))
 		})
 	}
-	target := serveEmulator(t, deploy.EmulatorConfig{APIKey: "sk-empty-server"}, empty)
+	target := serveEmulator(t, emulator.Config{APIKey: "sk-empty-server"}, empty)
 	rep := run(t, target, functional.Options{}, functional.DefaultCatalog().Cases()...)
 	for _, res := range rep.Results {
 		if res.Status == functional.StatusPass {

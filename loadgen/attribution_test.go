@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -94,7 +94,7 @@ func TestUsageOnlyInLastChunkAttribution(t *testing.T) {
 // （usage 只在末尾的 usage chunk），正文文本的本地计数多于 usage。
 func TestEmulatorUsageOnlyAtEndAttribution(t *testing.T) {
 	const tokens = 32
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", ITL: 10 * time.Millisecond, UsageOnlyAtEnd: true, CountSkew: true})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", ITL: 10 * time.Millisecond, UsageOnlyAtEnd: true, CountSkew: true})
 	recs, s := runOne(t, tgt, loadgen.Profile{OutputLength: []int{tokens}}, 2)
 	checkOnePerChunk(t, recs, s, tokens)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -14,7 +14,7 @@ import (
 // 模拟器用 CoalesceZeroLatency 合并写出 chunk（文档中的纯吞吐模式），否则模拟器逐 chunk
 // 的 write 系统调用占一半以上 CPU，测到的是模拟器而不是客户端；客户端仍逐事件解析。
 func BenchmarkRunZeroLatency(b *testing.B) {
-	_, tgt := startEmulator(b, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: true})
+	_, tgt := startEmulator(b, emulator.Config{Model: "m", CoalesceZeroLatency: true})
 	p := loadgen.Profile{Concurrency: []int{64}, InputLength: []int{32}, OutputLength: []int{40}, NumRequests: []int{b.N}}
 	b.ResetTimer()
 	cpu0 := procstat.CPUTime()
@@ -35,7 +35,7 @@ func BenchmarkRunZeroLatency(b *testing.B) {
 // 这是报告数字的基准，不是断言：共享机器繁忙时偏差会变大。
 func benchFidelity(b *testing.B, conc int) {
 	const ttft, itl = 50 * time.Millisecond, 10 * time.Millisecond
-	_, tgt := startEmulator(b, deploy.EmulatorConfig{Model: "m", TTFT: ttft, ITL: itl})
+	_, tgt := startEmulator(b, emulator.Config{Model: "m", TTFT: ttft, ITL: itl})
 	n := max(b.N, 4*conc)
 	p := loadgen.Profile{Concurrency: []int{conc}, InputLength: []int{32}, OutputLength: []int{64}, NumRequests: []int{n}}
 	b.ResetTimer()
@@ -79,7 +79,7 @@ func (f *firstSent) WriteRecord(r *loadgen.Record) error {
 // 1024 条，每条经模拟器的 POST /tokenize 校准长度），从调用 Run 到第一个请求发出的时长，
 // 以 startup-ms 报告（目标 < 300ms）。
 func BenchmarkStartup(b *testing.B) {
-	_, tgt := startEmulator(b, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: true})
+	_, tgt := startEmulator(b, emulator.Config{Model: "m", CoalesceZeroLatency: true})
 	p := loadgen.Profile{Concurrency: []int{256}, InputLength: []int{64}, OutputLength: []int{32}, NumRequests: []int{1024}}
 	var total time.Duration
 	for b.Loop() {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
-	"github.com/vllm-cibench/cibench/internal/emulator"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
+	emu "github.com/vllm-cibench/cibench/internal/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -221,7 +221,7 @@ func TestThinkInContentCountsAsReasoning(t *testing.T) {
 
 // TestEmulatorReasoningAndSpecDecode 对模拟器的三种推理输出方式与推测解码计数器做端到端检查。
 func TestEmulatorReasoningAndSpecDecode(t *testing.T) {
-	for _, cfg := range []deploy.EmulatorConfig{
+	for _, cfg := range []emulator.Config{
 		{Model: "m", Reasoning: true},
 		{Model: "m", Reasoning: true, ReasoningField: "reasoning_content"},
 		{Model: "m", Reasoning: true, ReasoningInContent: true},
@@ -235,7 +235,7 @@ func TestEmulatorReasoningAndSpecDecode(t *testing.T) {
 			t.Fatalf("%+v: reasoning %v + content %v != completion %v", cfg, s.AvgReasoningTokens, s.AvgContentTokens, s.CompletionTokens.Avg)
 		}
 	}
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", SpecDecode: true, SpecAcceptRate: 0.5})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", SpecDecode: true, SpecAcceptRate: 0.5})
 	_, s := runOne(t, tgt, loadgen.Profile{OutputLength: []int{64}}, 8)
 	if s.SpecAcceptRate.Avg < 0.3 || s.SpecAcceptRate.Avg > 0.7 || s.SpecAcceptRate.P99 != -1 || s.SpecAcceptRate.Min != -1 {
 		t.Fatalf("spec accept rate %+v, want avg ≈0.5 and per-request fields -1", s.SpecAcceptRate)
@@ -246,9 +246,9 @@ func TestEmulatorReasoningAndSpecDecode(t *testing.T) {
 func TestFailRateEqualsInjectedFailures(t *testing.T) {
 	const n, seed, rate = 200, 7, 0.2
 	kinds := []string{"500", "429", "stream_error", "drop", "truncate"}
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", FailureRate: rate, FailureKinds: kinds, Seed: seed})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", FailureRate: rate, FailureKinds: kinds, Seed: seed})
 	// 模拟器按到达顺序为每个生成请求抽签：第 1 签给探测请求，其后 n 签给本组。
-	f := emulator.NewFailer(seed)
+	f := emu.NewFailer(seed)
 	f.Next(rate, kinds)
 	want := map[string]int{}
 	wantFailed := 0

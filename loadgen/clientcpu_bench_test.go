@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -26,17 +26,9 @@ func TestEmulatorChildProcess(t *testing.T) {
 	if os.Getenv(emuChildEnv) == "" {
 		t.Skip("helper process for BenchmarkClientCPU")
 	}
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := em.Deploy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("URL", dep.Endpoint().BaseURLs[0])
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // 父进程关闭 stdin 时返回
-	_ = dep.Teardown(context.Background())
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
+	fmt.Println("URL", ep.BaseURLs[0])
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // 父进程关闭 stdin 时返回；随后 Start 登记的清理关闭模拟器
 }
 
 // startChildEmulator 在子进程中启动模拟器，返回它的 base URL；测试结束时关闭它。

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 )
 
@@ -15,16 +15,8 @@ import (
 // 1024 条 64-token prompt。报告每次建池的墙钟时间（pool-ms）与本进程（客户端加进程内
 // 模拟器）的 CPU 时间（pool-cpu-ms）：共享机器繁忙时墙钟时间波动大，CPU 时间更稳定。
 func BenchmarkBuildPoolTokenize(b *testing.B) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dep, err := em.Deploy(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = dep.Teardown(context.Background()) })
-	base := strings.TrimSuffix(dep.Endpoint().BaseURLs[0], "/v1")
+	_, ep := emulator.Start(b, emulator.Config{Model: "m"})
+	base := strings.TrimSuffix(ep.BaseURLs[0], "/v1")
 	c := &serverCounter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, url: base + "/tokenize", model: "m", maxBody: 1 << 20}
 	p := Profile{InputLength: []int{64}}.Defaults()
 	var wall, cpu time.Duration

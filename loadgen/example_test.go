@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // Example 对进程内模拟器跑一组压测，并读取汇总中的确定性部分。
 func Example() {
-	em, _ := deploy.NewEmulator(deploy.EmulatorConfig{Model: "demo"})
+	em, _ := emulator.New(emulator.Config{Model: "demo"})
 	dep, err := em.Deploy(context.Background())
 	if err != nil {
 		fmt.Println(err)

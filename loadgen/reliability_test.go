@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -18,7 +18,7 @@ import (
 // 复用的缓冲区，之后的 usage 事件与下一个请求把它覆盖成 "promp"、"rompt_" 之类的碎片。
 // 记录被接收方保留（collect 复制 Record）后，每条的 FinishReason 都必须仍是 "length"。
 func TestFinishReasonSurvivesLaterEvents(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
 	p := loadgen.Profile{Concurrency: []int{2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{6}}
 	sink := &collect{}
 	if _, err := loadgen.Run(context.Background(), tgt, p, sink); err != nil {
@@ -69,7 +69,7 @@ func TestErrorTextSurvivesLaterRequests(t *testing.T) {
 // 这一组已完成的请求仍汇总成一行（Incomplete=true）交给调用方与 GroupSink；被中断的在途请求
 // 记为 canceled 写进逐请求记录，但不计入汇总。
 func TestInterruptedGroupKeepsIncompleteSummary(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", ITL: 2 * time.Millisecond})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", ITL: 2 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sink := &cancelAfter{n: 10, cancel: cancel}

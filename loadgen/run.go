@@ -389,7 +389,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		}
 	}
 	before := r.scraper.settled(ctx, r.base, r.served.Load())
-	if err := r.alignStart(ctx); err != nil {
+	if err := r.alignStart(ctx, g.Index); err != nil {
 		return Summary{}, err
 	}
 	g.Start = time.Now()

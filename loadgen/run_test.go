@@ -7,25 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// startEmulator 在回环地址上启动一个模拟器，测试结束时回收。
-func startEmulator(t testing.TB, cfg deploy.EmulatorConfig) (*deploy.Emulator, loadgen.Target) {
+// startEmulator 用 emulator.Start 启动模拟器（测试结束时回收），并把 Endpoint 换成 loadgen.Target。
+func startEmulator(t testing.TB, cfg emulator.Config) (*emulator.Server, loadgen.Target) {
 	t.Helper()
-	em, err := deploy.NewEmulator(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	dep, err := em.Deploy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
-	ep := dep.Endpoint()
+	em, ep := emulator.Start(t, cfg)
 	return em, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emu"}
 }
 
@@ -60,7 +49,7 @@ func (c *collect) Progress(loadgen.Progress) { c.progress++ }
 
 // TestRunBasicGroupsAndTokens 端到端验证分组、轮次、预热不计入、token 统计、goodput 与服务端指标。
 func TestRunBasicGroupsAndTokens(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
 	p := loadgen.Profile{
 		Concurrency:  []int{1, 4},
 		InputLength:  []int{32},

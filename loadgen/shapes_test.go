@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // TestClimbRaisesConcurrencyOnSchedule 从记录重建在途请求数，验证爬坡按计划提升并发且不超过上限。
 func TestClimbRaisesConcurrencyOnSchedule(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", ITL: 2 * time.Millisecond})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", ITL: 2 * time.Millisecond})
 	p := loadgen.Profile{
 		Concurrency: []int{4}, InputLength: []int{8}, OutputLength: []int{20}, NumRequests: []int{60},
 		ControlMethod: loadgen.ControlClimb, InitConcurrency: []int{1}, GrowthRate: 1, GrowthInterval: 100 * time.Millisecond,
@@ -59,7 +59,7 @@ func TestClimbRaisesConcurrencyOnSchedule(t *testing.T) {
 func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 	// 服务端每个请求约 40ms，并发上限 1，到达速率 100/s：请求必然排队，
 	// 从意图时刻量起的 E2E 必须包含排队时间（SlotWait 增长），而不是被隐藏。
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})
 	p := loadgen.Profile{Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{12},
 		RequestRate: 100, Burstiness: 1, Seed: 3}
 	sink := &collect{}
@@ -107,7 +107,7 @@ func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 
 // TestOpenLoopUncapped 验证不限并发的开环模式。
 func TestOpenLoopUncapped(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
 	p := loadgen.Profile{Concurrency: []int{0}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{30}, RequestRate: 2000}
 	sums, err := loadgen.Run(context.Background(), tgt, p, nil)
 	if err != nil {
@@ -120,8 +120,8 @@ func TestOpenLoopUncapped(t *testing.T) {
 
 // TestBackendsModesAndRoundRobin 覆盖 completions、非流式、图文、自定义数据集、输出抖动与多实例轮询。
 func TestBackendsModesAndRoundRobin(t *testing.T) {
-	_, a := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
-	_, b := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
+	_, a := startEmulator(t, emulator.Config{Model: "m"})
+	_, b := startEmulator(t, emulator.Config{Model: "m"})
 	two := loadgen.Target{BaseURLs: []string{a.BaseURLs[0], b.BaseURLs[0]}, Model: "m", Provider: "rr"}
 	f := false
 	cases := map[string]loadgen.Profile{
@@ -185,7 +185,7 @@ func TestBackendsModesAndRoundRobin(t *testing.T) {
 
 // TestSinkErrorAbortsRun 验证接收器报错会尽快终止运行并返回该错误。
 func TestSinkErrorAbortsRun(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
 	var n atomic.Int32
 	boom := errors.New("disk full")
 	sink := loadgen.RecordSinkFunc(func(*loadgen.Record) error {
@@ -206,7 +206,7 @@ func TestSinkErrorAbortsRun(t *testing.T) {
 // TestCancelStopsRun 验证 ctx 取消会停止运行：后面的分组不再开始，被中断的分组只留下一行
 // 标为不完整的汇总。
 func TestCancelStopsRun(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", ITL: 5 * time.Millisecond})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", ITL: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	sink := loadgen.RecordSinkFunc(func(*loadgen.Record) error { cancel(); return nil })
 	sums, err := loadgen.Run(ctx, tgt, loadgen.Profile{InputLength: []int{8}, OutputLength: []int{100}, NumRequests: []int{100}, Concurrency: []int{4, 8}}, sink)
@@ -226,7 +226,7 @@ func TestUnreachableServer(t *testing.T) {
 
 // TestClimbEndsWhenWorkIsDone 验证请求做完后，尚未到启动时刻的爬坡 worker 不再拖住分组。
 func TestClimbEndsWhenWorkIsDone(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m"})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
 	p := loadgen.Profile{Concurrency: []int{8}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{5},
 		ControlMethod: loadgen.ControlClimb, InitConcurrency: []int{1}, GrowthRate: 1, GrowthInterval: time.Minute}
 	start := time.Now()

@@ -29,6 +29,13 @@ type Shard struct {
 	// StartAt 是各分片约定的开始时刻（墙钟）：第一个分组在预热之后等到这一刻才开始计时，
 	// 实际开始与它的差记为 Skew。零值表示不等待（各分片的偏差仍会被记录并在合并时检查）。
 	StartAt time.Time
+	// Barrier 可选：协调者的组间信号。第一个分组之后的每个分组开始之前（预热与 /metrics 抓取之后）
+	// 以该组的 Group.Index 调用它，它返回时该组开始计时；各分片的 Barrier 应在同一时刻返回
+	// （例如协调者等所有分片都报告就绪后一起放行），否则后面的分组按各分片跑完上一组的时刻
+	// 先后开始，合并因开始时刻相差过大而拒绝（ErrShardSkew）。返回错误时 RunShard 以该错误
+	// 结束（已完成分组的结果照常返回）。nil 表示不等待。StartAt 非零时第一组仍对齐到 StartAt；
+	// StartAt 为零时第一组也由 Barrier 放行（本机分片用它：子进程建好 prompt 池的时刻难以预估）。
+	Barrier func(ctx context.Context, group int) error
 }
 
 // Check 检查分片参数，以及（已填默认值的）Profile 能否被这样拆开：闭环（以及有并发上限的开环）时
@@ -54,7 +61,8 @@ func (s Shard) Check(p Profile) error {
 // shardRun 是一次分片运行的状态：划分规则与逐组收集的结果。
 type shardRun struct {
 	Shard
-	started bool // 第一个分组是否已对齐到 StartAt
+	started bool      // 第一个分组是否已对齐到 StartAt
+	release time.Time // 当前分组的约定开始时刻（StartAt 或屏障放行时刻），零值表示没有约定
 	res     *ShardResult
 }
 
@@ -91,17 +99,32 @@ func (r *runner) workerIDs(conc int) []int {
 	return ids
 }
 
-// alignStart 在第一个分组开始计时之前等到约定的 StartAt（只等一次；未分片时不等）。
-func (r *runner) alignStart(ctx context.Context) error {
-	if r.sh == nil || r.sh.started {
+// alignStart 在分组开始计时之前对齐各分片：第一组等到约定的 StartAt（未约定而有 Barrier 时
+// 等它放行），之后的组等 Barrier 放行
+// （未分片时不等）。对齐的参照时刻记在 release 里，capture 以它计算该组的 Skew。
+func (r *runner) alignStart(ctx context.Context, group int) error {
+	if r.sh == nil {
+		return nil
+	}
+	if !r.sh.started && (!r.sh.StartAt.IsZero() || r.sh.Barrier == nil) {
+		r.sh.started = true
+		r.sh.release = r.sh.StartAt
+		if d := time.Until(r.sh.StartAt); !r.sh.StartAt.IsZero() && d > 0 {
+			if !sleepUntil(ctx, d, nil) {
+				return ctx.Err()
+			}
+		}
 		return nil
 	}
 	r.sh.started = true
-	if d := time.Until(r.sh.StartAt); !r.sh.StartAt.IsZero() && d > 0 {
-		if !sleepUntil(ctx, d, nil) {
-			return ctx.Err()
-		}
+	r.sh.release = time.Time{}
+	if r.sh.Barrier == nil {
+		return nil
 	}
+	if err := r.sh.Barrier(ctx, group); err != nil {
+		return fmt.Errorf("loadgen: shard %d: barrier before group %d: %w", r.sh.Index, group, err)
+	}
+	r.sh.release = time.Now()
 	return nil
 }
 
@@ -112,8 +135,8 @@ func (r *runner) capture(g Group, tot *stats, before, after *metricsSnap, classe
 	}
 	sg := ShardGroup{Group: g.Index, Config: r.summary(g), Stats: encodeStats(tot), Before: encodeSnap(before), After: encodeSnap(after),
 		FailureClasses: classes, Incomplete: incomplete}
-	if !r.sh.StartAt.IsZero() && len(r.sh.res.Groups) == 0 { // 只有第一组对齐到 StartAt
-		sg.Skew = g.Start.Sub(r.sh.StartAt)
+	if !r.sh.release.IsZero() {
+		sg.Skew = g.Start.Sub(r.sh.release)
 	}
 	r.sh.res.Groups = append(r.sh.res.Groups, sg)
 }
@@ -146,7 +169,8 @@ type ShardGroup struct {
 	Group int `json:"group"`
 	// Config 是该组的分组键与配置列（不含任何测量值）；Config.ExecutionTime 是本分片的实际开始时刻。
 	Config Summary `json:"config"`
-	// Skew 是本分片实际开始时刻减去约定的 StartAt（只对第一组；未约定或之后的组为 0）。
+	// Skew 是本分片实际开始时刻减去约定时刻：第一组相对 StartAt，之后的组相对 Shard.Barrier
+	// 放行的时刻（未约定 StartAt、或没有 Barrier 时为 0）。
 	Skew           time.Duration  `json:"skew_ns"`
 	Stats          statsWire      `json:"stats"`
 	Before         *snapWire      `json:"before,omitempty"`

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // 子进程协议的环境变量：父测试以它们重新执行测试二进制，子进程只跑一个分片。
@@ -45,7 +45,7 @@ func shardProfile(kind string) Profile {
 }
 
 // shardEmulator 是测试用的模拟器配置：有固定的首 token 与 token 间隔，时延分布不退化。
-var shardEmulator = deploy.EmulatorConfig{Model: "m", TTFT: 3 * time.Millisecond, ITL: 500 * time.Microsecond}
+var shardEmulator = emulator.Config{Model: "m", TTFT: 3 * time.Millisecond, ITL: 500 * time.Microsecond}
 
 // jsonRecords 把记录写成 JSONL（子进程用），测试据此在父进程里按单进程的方式重算汇总。
 type jsonRecords struct {
@@ -94,18 +94,7 @@ func TestShardChildProcess(t *testing.T) {
 // startShardEmulator 在本进程启动模拟器（子进程经回环地址访问它）。
 func startShardEmulator(t *testing.T) Target {
 	t.Helper()
-	em, err := deploy.NewEmulator(shardEmulator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	dep, err := em.Deploy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
-	ep := dep.Endpoint()
+	_, ep := emulator.Start(t, shardEmulator)
 	return Target{BaseURLs: ep.BaseURLs, Model: ep.Model, Provider: "emu"}
 }
 
@@ -363,5 +352,68 @@ func TestShardValidate(t *testing.T) {
 	if _, err := RunShard(context.Background(), Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"},
 		Profile{InputLength: []int{8}, OutputLength: []int{4}, Concurrency: []int{2}}, Shard{Count: 4}, nil); !errors.Is(err, ErrInvalidShard) {
 		t.Fatalf("RunShard with too few workers: %v", err)
+	}
+}
+
+// TestShardBarrierBetweenGroups 验证 Shard.Barrier：第一组只对齐 StartAt（不调用 Barrier），
+// 之后每组开始前按顺序各调用一次、参数是该组的 Group.Index；组在 Barrier 返回之后才开始，
+// Skew 相对放行时刻（第一组相对 StartAt）；Barrier 出错时运行在该组之前结束，错误可被 errors.Is
+// 识别并写进 ShardResult.Error，已完成的分组照常交回。
+func TestShardBarrierBetweenGroups(t *testing.T) {
+	tgt := startShardEmulator(t)
+	p := Profile{InputLength: []int{32}, OutputLength: []int{4}, Concurrency: []int{2, 4}, NumRequests: []int{4, 8}, Epochs: 2, Seed: 3}
+	var calls []int
+	released := map[int]time.Time{}
+	start := time.Now().Add(150 * time.Millisecond)
+	sh := Shard{Index: 1, Count: 2, StartAt: start, Barrier: func(ctx context.Context, group int) error {
+		calls = append(calls, group)
+		released[group] = time.Now()
+		return ctx.Err()
+	}}
+	res, err := RunShard(context.Background(), tgt, p, sh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 2, 3}; !slices.Equal(calls, want) {
+		t.Fatalf("barrier calls %v, want %v (once per group after the first, in order)", calls, want)
+	}
+	if len(res.Groups) != 4 {
+		t.Fatalf("%d groups, want 4", len(res.Groups))
+	}
+	for _, g := range res.Groups {
+		began := g.Config.ExecutionTime
+		ref, ok := released[g.Group]
+		if g.Group == 0 {
+			ref, ok = start, true
+		}
+		if !ok || g.Skew < 0 || began.Before(ref) || g.Skew > began.Sub(ref) {
+			t.Errorf("group %d began %s, reference %s: skew %s must be in [0, %s]", g.Group, began.Format(time.RFC3339Nano), ref.Format(time.RFC3339Nano), g.Skew, began.Sub(ref))
+		}
+	}
+
+	stop := errors.New("coordinator gone")
+	calls = nil
+	sh.StartAt = time.Now()
+	sh.Barrier = func(_ context.Context, group int) error {
+		calls = append(calls, group)
+		if group == 2 {
+			return stop
+		}
+		return nil
+	}
+	res, err = RunShard(context.Background(), tgt, p, sh, nil)
+	if !errors.Is(err, stop) || !strings.Contains(err.Error(), "barrier before group 2") {
+		t.Fatalf("err = %v, want the barrier's error before group 2", err)
+	}
+	if !slices.Equal(calls, []int{1, 2}) || len(res.Groups) != 2 || res.Groups[1].Group != 1 || res.Error != err.Error() {
+		t.Fatalf("after a barrier error: calls %v, %d groups, Error %q", calls, len(res.Groups), res.Error)
+	}
+
+	// 没有 StartAt 时第一组也由 Barrier 放行。
+	calls = nil
+	sh.StartAt = time.Time{}
+	sh.Barrier = func(_ context.Context, group int) error { calls = append(calls, group); return nil }
+	if _, err := RunShard(context.Background(), tgt, p, sh, nil); err != nil || !slices.Equal(calls, []int{0, 1, 2, 3}) {
+		t.Fatalf("without StartAt: calls %v, err %v; want the barrier before every group", calls, err)
 	}
 }

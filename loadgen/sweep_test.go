@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -28,6 +29,11 @@ func (s *sweepSink) EndSweep(r loadgen.SweepResult) error { s.sweeps = append(s.
 // 找到它。到达间隔用 burstiness 50 的 gamma（变异系数 0.14），让容量以下几乎不排队、
 // 超过容量时积压线性增长——这样"SLO 不再成立"的速率就是容量本身，而不是泊松排队带来的更低值。
 func TestSweepFindsLittlesLawCapacity(t *testing.T) {
+	// 容量扫描在 40ms 的 SLO 余量内分辨成败：机器的定时滑移超过余量的一半时，测出的是机器
+	// 而不是扫描逻辑，明确跳过并写出滑移（安静的 CI 机器上滑移在 1ms 以内）。
+	if slip := procstat.TimerSlip(20, 5*time.Millisecond); slip > 40*time.Millisecond/2 {
+		t.Skipf("machine too loaded to measure capacity: timer slip %v exceeds half the 40ms SLO margin", slip)
+	}
 	const (
 		seqs   = 4
 		ttft   = 120 * time.Millisecond
@@ -38,7 +44,7 @@ func TestSweepFindsLittlesLawCapacity(t *testing.T) {
 	// CPU 也被共享，处理能力必须远高于被测容量，测到的才是 max_num_seqs 而不是本机 CPU。
 	service := ttft + (outTok-1)*itl // 200ms
 	capacity := float64(seqs) / service.Seconds()
-	_, target := startEmulator(t, deploy.EmulatorConfig{MaxNumSeqs: seqs, TTFT: ttft, ITL: itl})
+	_, target := startEmulator(t, emulator.Config{MaxNumSeqs: seqs, TTFT: ttft, ITL: itl})
 	sink := &sweepSink{}
 	prof := loadgen.Profile{
 		ControlMethod: loadgen.ControlSweep, InputLength: []int{16}, OutputLength: []int{outTok},
@@ -92,7 +98,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 // TestSweepStopsOnErrorsAndBudget 验证出现错误的级被判为超出容量（start_failed），
 // 以及预算不够下一级时扫描自行结束而不是超时。
 func TestSweepStopsOnErrorsAndBudget(t *testing.T) {
-	_, target := startEmulator(t, deploy.EmulatorConfig{FailureRate: 1, FailureKinds: []string{"500"}})
+	_, target := startEmulator(t, emulator.Config{FailureRate: 1, FailureKinds: []string{"500"}})
 	prof := loadgen.Profile{ControlMethod: loadgen.ControlSweep, InputLength: []int{8}, OutputLength: []int{2},
 		Goodput: []string{"ttft:1000"}, Sweep: loadgen.SweepConfig{StartRate: 50, StepDuration: 100 * time.Millisecond, MinRequests: 5}}
 	res, err := loadgen.RunSweep(context.Background(), target, prof, nil)
@@ -103,7 +109,7 @@ func TestSweepStopsOnErrorsAndBudget(t *testing.T) {
 		t.Errorf("all-500 server: stop %q max %.1f step %+v", r.Stop, r.MaxSustainableRate, r.Steps[0].Reason)
 	}
 
-	_, target = startEmulator(t, deploy.EmulatorConfig{})
+	_, target = startEmulator(t, emulator.Config{})
 	prof = loadgen.Profile{ControlMethod: loadgen.ControlSweep, InputLength: []int{8}, OutputLength: []int{2},
 		Goodput: []string{"ttft:5000"}, Sweep: loadgen.SweepConfig{StartRate: 20, StepDuration: 500 * time.Millisecond, Budget: 1200 * time.Millisecond}}
 	start := time.Now()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -78,7 +78,7 @@ func checkTimeline(t *testing.T, s *timelineSink, sum loadgen.Summary, conc int)
 // TestTimelineRowsAndTotals 对模拟器跑一组约 0.4 秒的压测，40ms 一行，核对行内数值与总数，
 // 以及从 /metrics 同步采到的调度状态（模拟器给出 running/waiting/KV-cache，没有抢占计数器 → -1）。
 func TestTimelineRowsAndTotals(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
 	p := loadgen.Profile{Concurrency: []int{4}, InputLength: []int{16}, OutputLength: []int{16}, NumRequests: []int{40},
 		BucketInterval: 40 * time.Millisecond}
 	s := &timelineSink{}
@@ -107,7 +107,7 @@ func TestTimelineRowsAndTotals(t *testing.T) {
 
 // TestTimelineWithoutMetrics 让 /metrics 返回 404：服务端字段全部为 -1，其余照常。
 func TestTimelineWithoutMetrics(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
 	u, _ := url.Parse(strings.TrimSuffix(tgt.BaseURLs[0], "/v1"))
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	proxy.FlushInterval = -1
@@ -137,7 +137,7 @@ func TestTimelineWithoutMetrics(t *testing.T) {
 
 // TestTimelineSinkErrorStopsRun 验证时间线 sink 的错误终止运行并原样上报。
 func TestTimelineSinkErrorStopsRun(t *testing.T) {
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
 	boom := errors.New("disk full")
 	p := loadgen.Profile{Concurrency: []int{2}, InputLength: []int{16}, OutputLength: []int{16}, NumRequests: []int{20},
 		BucketInterval: 20 * time.Millisecond}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -17,7 +17,7 @@ import (
 // 汇总样本数为 0，其余测量照常；timestamps: read 也一样。
 func TestKernelTimestampsAndClientLag(t *testing.T) {
 	const ttft = 20 * time.Millisecond
-	_, tgt := startEmulator(t, deploy.EmulatorConfig{Model: "m", TTFT: ttft, ITL: 2 * time.Millisecond})
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", TTFT: ttft, ITL: 2 * time.Millisecond})
 	p := loadgen.Profile{Concurrency: []int{2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10}}
 	for _, mode := range []string{"kernel", "own client", loadgen.TimestampsRead} {
 		tg, pp := tgt, p

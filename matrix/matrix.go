@@ -17,34 +17,29 @@ import (
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
-// RunType 是运行类型：PR 流水线或每日任务。
-type RunType string
+// RunType 是运行类型：PR 流水线或每日任务。它是 runtype.Type 的别名，
+// metrics 与 report 用的是同一个类型。
+type RunType = runtype.Type
 
-// 运行类型取值。
+// 运行类型取值（runtype.PR 与 runtype.Daily 的别名）。
 const (
 	// RunPR 用 PR 档性能配置与 debug 精度，不推送指标。
-	RunPR RunType = "pr"
+	RunPR = runtype.PR
 	// RunDaily 用每日档性能配置与全量精度，并推送指标。
-	RunDaily RunType = "daily"
+	RunDaily = runtype.Daily
 )
 
-// ParseRunType 把命令行取值转换为 RunType，非法取值返回错误。
+// ParseRunType 把命令行取值转换为 RunType，非法取值返回点名该值、包装
+// runtype.ErrInvalid 的错误。
 func ParseRunType(s string) (RunType, error) {
 	rt := RunType(s)
-	if err := rt.checkEnum(); err != nil {
+	if err := rt.Check(); err != nil {
 		return "", fmt.Errorf("matrix: run type %q: %w", s, err)
 	}
 	return rt, nil
-}
-
-// checkEnum 只接受 pr 与 daily。
-func (r RunType) checkEnum() error {
-	if r == RunPR || r == RunDaily {
-		return nil
-	}
-	return errors.New("invalid run type (want pr or daily)")
 }
 
 // OnFailure 是“失败继续”的边界（规格第 11 节：可配置，默认继续）。

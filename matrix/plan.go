@@ -72,7 +72,7 @@ func (m *Matrix) Timeouts(rt RunType) Timeouts {
 // 不给 only 时，计划包含为 rt 配置了且 default 不为 false 的场景；给出 only
 // 时恰好包含这些场景（按给出的顺序），每个都必须在矩阵中为 rt 配置过。
 func (m *Matrix) Plan(rt RunType, only ...string) ([]ScenarioPlan, error) {
-	if err := rt.checkEnum(); err != nil {
+	if err := rt.Check(); err != nil {
 		return nil, fmt.Errorf("matrix: plan: %q: %w", rt, err)
 	}
 	var entries []*Entry

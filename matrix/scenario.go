@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube/spec"
 	"github.com/vllm-cibench/cibench/functional"
 )
@@ -60,40 +61,22 @@ func (q Quant) checkEnum() error {
 }
 
 // Feature 是场景声明的服务能力，决定哪些功能套件有意义、哪些期望应当成立。
-type Feature string
+// 它是 functional.Feature 的别名：矩阵校验与功能测试用同一个枚举，拼写错误在
+// 加载时即被点名（见 functional.Feature.Check）。
+type Feature = functional.Feature
 
-// 已知能力取值。
+// 已知能力取值（functional 包同名常量的别名）。
 const (
-	FeatureGuidedDecoding    Feature = "guided_decoding"
-	FeatureStructuredOutputs Feature = "structured_outputs"
-	FeatureFunctionCall      Feature = "function_call"
-	FeatureReasoning         Feature = "reasoning"
-	FeatureMultimodal        Feature = "multimodal"
-	FeatureSpecDecode        Feature = "spec_decode"
-	FeaturePrefixCaching     Feature = "prefix_caching"
-	FeatureEmbeddings        Feature = "embeddings"
-	FeatureRerank            Feature = "rerank"
+	FeatureGuidedDecoding    = functional.FeatureGuidedDecoding
+	FeatureStructuredOutputs = functional.FeatureStructuredOutputs
+	FeatureFunctionCall      = functional.FeatureFunctionCall
+	FeatureReasoning         = functional.FeatureReasoning
+	FeatureMultimodal        = functional.FeatureMultimodal
+	FeatureSpecDecode        = functional.FeatureSpecDecode
+	FeaturePrefixCaching     = functional.FeaturePrefixCaching
+	FeatureEmbeddings        = functional.FeatureEmbeddings
+	FeatureRerank            = functional.FeatureRerank
 )
-
-// knownFeatures 列出全部已知能力，顺序即错误信息中的顺序。
-var knownFeatures = []Feature{
-	FeatureGuidedDecoding, FeatureStructuredOutputs, FeatureFunctionCall, FeatureReasoning, FeatureMultimodal,
-	FeatureSpecDecode, FeaturePrefixCaching, FeatureEmbeddings, FeatureRerank,
-}
-
-// checkEnum 拒绝未知能力名，避免拼写错误让某个套件悄悄不运行。
-func (f Feature) checkEnum() error {
-	for _, k := range knownFeatures {
-		if f == k {
-			return nil
-		}
-	}
-	names := make([]string, len(knownFeatures))
-	for i, k := range knownFeatures {
-		names[i] = string(k)
-	}
-	return fmt.Errorf("unknown feature (want one of %s)", strings.Join(names, ", "))
-}
 
 // Health 描述部署就绪的判断方式：轮询 GET path 直到 200 或超时。
 type Health struct {
@@ -123,8 +106,8 @@ type Reasoning struct {
 	Keys []string `yaml:"reasoning_keys"`
 }
 
-// DefaultReasoningKeys 是未配置时查找推理轨迹的字段名。
-var DefaultReasoningKeys = []string{"reasoning_content", "reasoning"}
+// DefaultReasoningKeys 返回未配置时查找推理轨迹的字段名（每次一个新切片，调用方可以随意修改）。
+func DefaultReasoningKeys() []string { return []string{"reasoning_content", "reasoning"} }
 
 // PD 记录 PD 分离部署各角色的参数（规格第 2 节的 gen_pd_deploy 参数）。
 // 部署 YAML 由用户提供，这里的参数用于报告与标签，便于对比不同配比。
@@ -175,7 +158,7 @@ type Scenario struct {
 	PD *PD `yaml:"pd"`
 	// Emulator 是模拟器选项（时延、能力开关、故障注入），仅 emulator 方式使用；
 	// Model 缺省为 ServedModelName。
-	Emulator *deploy.EmulatorConfig `yaml:"emulator"`
+	Emulator *emulator.Config `yaml:"emulator"`
 	// Local 是本地启动配置（命令、参数、环境、端口），仅 local 方式使用；
 	// served_model_name、health_path、startup_timeout 缺省取场景的对应值。
 	Local *deploy.LocalConfig `yaml:"local"`
@@ -262,7 +245,7 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 		s.Health.Interval = DefaultHealthInterval
 	}
 	if len(s.Reasoning.Keys) == 0 {
-		s.Reasoning.Keys = append([]string(nil), DefaultReasoningKeys...)
+		s.Reasoning.Keys = DefaultReasoningKeys()
 	}
 	for i, k := range s.Reasoning.Keys {
 		if k == "" {
@@ -367,13 +350,13 @@ func validateEmulator(d *decoder, s *Scenario) {
 		if s.Mode != ModeEmulator {
 			return
 		}
-		s.Emulator = &deploy.EmulatorConfig{}
+		s.Emulator = &emulator.Config{}
 	}
 	sameModel(d, "emulator.model", &s.Emulator.Model, s.ServedModelName)
 	if s.Emulator.Addr != "" {
 		d.ErrAt("emulator.addr", s.Emulator.Addr, "the emulator scenario always listens on 127.0.0.1:0; addr is not configurable here")
 	}
-	if _, err := deploy.NewEmulator(*s.Emulator); err != nil {
+	if _, err := emulator.New(*s.Emulator); err != nil {
 		d.ErrAt("emulator", "", "%v", err)
 	}
 }

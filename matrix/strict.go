@@ -6,6 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
@@ -68,6 +69,7 @@ type enumValue interface {
 var (
 	nodeDecType = reflect.TypeOf((*nodeDecoder)(nil)).Elem()
 	enumType    = reflect.TypeOf((*enumValue)(nil)).Elem()
+	featureType = reflect.TypeOf(functional.Feature(""))
 )
 
 // newDecoder 为显示名为 file 的文件创建解码器：实现 nodeDecoder 的类型自行解码，
@@ -85,6 +87,10 @@ func newDecoder(file string) *decoder {
 	d.Check = func(v reflect.Value) error {
 		if reflect.PointerTo(v.Type()).Implements(enumType) {
 			return v.Addr().Interface().(enumValue).checkEnum()
+		}
+		// functional.Feature 属于别的包，不能有本包的私有方法，单独校验。
+		if v.Type() == featureType {
+			return v.Interface().(functional.Feature).Check()
 		}
 		return nil
 	}

@@ -59,12 +59,6 @@ func (b Baseline) Lookup(c Combo) []loadgen.Summary {
 	return out
 }
 
-// BaselineSource 是性能门禁取基线的扩展点：Prometheus（PromBaseline）或上一次的
-// 汇总 CSV（CSVBaseline）。info 给出要比较的场景（model、quant、scenario）。
-type BaselineSource interface {
-	Baseline(ctx context.Context, info RunInfo) (Baseline, error)
-}
-
 // PromBaselineConfig 配置从 Prometheus 读取基线。凭据由调用方传入，从不记录。
 type PromBaselineConfig struct {
 	// URL 是 Prometheus 的基地址，例如 http://prometheus:9090。
@@ -90,11 +84,6 @@ type PromBaseline struct {
 	window time.Duration
 	now    func() time.Time
 }
-
-var (
-	_ BaselineSource = (*PromBaseline)(nil)
-	_ BaselineSource = (*CSVBaseline)(nil)
-)
 
 // authTransport 给每个请求加上 basic auth 或 bearer 头，凭据只存在于内存。
 type authTransport struct {

@@ -81,7 +81,7 @@ func newCollector(res Results, opts Options, withRunLabels bool) (*Collector, er
 	b := &builder{prefix: prefix, byName: map[string]*prometheus.Desc{}, out: &Collector{}}
 	if withRunLabels {
 		b.constLbls = prometheus.Labels{
-			LabelModel: info.Model, LabelQuant: info.Quant, LabelScenario: info.Scenario, LabelRunType: info.RunType,
+			LabelModel: info.Model, LabelQuant: info.Quant, LabelScenario: info.Scenario, LabelRunType: string(info.RunType),
 		}
 	}
 	if err := b.add(NameRunInfo, "Identity of the run that produced this group; join on model, quant, scenario, run_type",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,13 +151,16 @@ func (s *SummaryWriter) Write(sum loadgen.Summary) error {
 	return nil
 }
 
-// RecordColumns 是逐请求 CSV 的表头。时间为 Unix 秒（微秒精度），时长为秒，
+// RecordColumns 返回逐请求 CSV 的表头（每次一个新切片，改动它不影响写出的表头）。时间为 Unix 秒（微秒精度），时长为秒，
 // 不可测为 -1；Chunk_Times(s) 与 Chunk_Tokens（每个输出 chunk 的到达时刻与 token 增量，
 // 以 ';' 分隔）仅在 WithChunkTimes 时填写。Client_Lag(s) 是客户端自身的读取滞后
 // （首个输出 chunk 到达套接字 → 被解析完，不计入 TTFT；无内核时间戳时为 -1）；
 // Chunk_Tokens_Estimated 为 true 时 Chunk_Tokens 是把 usage 总数分摊到各 chunk 的估算
 // （见 loadgen.Record.ChunkTokens）。新列一律追加在最后，以免移动既有列的位置。
-var RecordColumns = []string{
+func RecordColumns() []string { return slices.Clone(recordColumns) }
+
+// recordColumns 是 RecordColumns 的底层表；库只读它，外部拿到的是副本。
+var recordColumns = []string{
 	"Request_ID", "Round", "Input_Length", "Output_Length", "Concurrency", "Instance",
 	"Intended_Time", "Send_Time", "Slot_Wait(s)", "TTFT(s)", "Time_Between_First_And_Second_Token(s)",
 	"TPOT(s)", "E2E(s)", "Prompt_Tokens", "Completion_Tokens", "Reasoning_Tokens", "Token_Source",
@@ -186,7 +190,7 @@ func WithChunkTimes() RecordOption { return func(r *RecordWriter) { r.chunkTimes
 
 // NewRecordWriter 返回写往 w 的逐请求写入器；表头在第一行之前写出。
 func NewRecordWriter(w io.Writer, opts ...RecordOption) *RecordWriter {
-	r := &RecordWriter{w: csv.NewWriter(w), row: make([]string, len(RecordColumns))}
+	r := &RecordWriter{w: csv.NewWriter(w), row: make([]string, len(recordColumns))}
 	for _, o := range opts {
 		o(r)
 	}
@@ -210,7 +214,7 @@ func (r *RecordWriter) WriteRecord(rec *loadgen.Record) error {
 	defer r.mu.Unlock()
 	if !r.header {
 		r.header = true
-		if err := r.w.Write(RecordColumns); err != nil {
+		if err := r.w.Write(recordColumns); err != nil {
 			return fmt.Errorf("metrics: write record header: %w", err)
 		}
 	}

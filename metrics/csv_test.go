@@ -185,7 +185,7 @@ func TestRecordWriterRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(metrics.RecordColumns, ",") {
+	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(metrics.RecordColumns(), ",") {
 		t.Fatalf("rows %d header %v", len(rows), rows[0])
 	}
 	want := []string{"7", "1", "128", "3", "2", "1", "1700000000.250000", "1700000000.252000", "0.002000", "0.050000",

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
@@ -199,17 +199,8 @@ func (s *stack) waitFor(ctx context.Context, t *testing.T, q string, ok func(mod
 // 功能测试全量用例目录；精度用手写结果（仿真器的回答没有意义，评分由 accuracy 包自己测）。
 func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
 	t.Helper()
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "Qwen3-32B", TTFT: 3 * time.Millisecond, ITL: time.Millisecond,
+	_, ep := emulator.Start(t, emulator.Config{Model: "Qwen3-32B", TTFT: 3 * time.Millisecond, ITL: time.Millisecond,
 		SpecDecode: true, SpecAcceptRate: 0.7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := em.Deploy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
-	ep := dep.Endpoint()
 	perf, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emulator"},
 		loadgen.Profile{Concurrency: []int{1, 4}, InputLength: []int{64}, OutputLength: []int{16}, NumRequests: []int{12},
 			Warmup: 1, Epochs: 1, ControlMethod: loadgen.ControlClimb, GrowthRate: 2}, nil)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
+
+	"github.com/vllm-cibench/cibench/internal/retry"
 )
 
 // 推送的默认值，导出以便调用方与文档引用。
@@ -36,7 +38,8 @@ type PushConfig struct {
 	Options Options
 	// Timeout 是单次尝试的超时，默认 DefaultPushTimeout。
 	Timeout time.Duration
-	// Retries 是失败后的额外尝试次数，默认 DefaultPushRetries；负数表示不重试。
+	// Retries 是失败后的额外尝试次数：0 取默认 DefaultPushRetries，负数表示不重试
+	// （与 functional、accuracy 的 Retries 同一语义，见 internal/retry）。
 	Retries int
 	// RetryBackoff 是第一次重试前的等待，之后每次翻倍，默认 DefaultRetryBackoff。
 	RetryBackoff time.Duration
@@ -97,11 +100,7 @@ func NewPusher(cfg PushConfig) (*Pusher, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultPushTimeout
 	}
-	if cfg.Retries == 0 {
-		cfg.Retries = DefaultPushRetries
-	} else if cfg.Retries < 0 {
-		cfg.Retries = 0
-	}
+	cfg.Retries = retry.Count(cfg.Retries, DefaultPushRetries)
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff
 	}
@@ -155,7 +154,7 @@ func (p *Pusher) GroupingKey(info RunInfo) (map[string]string, error) {
 		return nil, err
 	}
 	return map[string]string{
-		"job": p.cfg.Job, LabelModel: ri.Model, LabelQuant: ri.Quant, LabelScenario: ri.Scenario, LabelRunType: ri.RunType,
+		"job": p.cfg.Job, LabelModel: ri.Model, LabelQuant: ri.Quant, LabelScenario: ri.Scenario, LabelRunType: string(ri.RunType),
 	}, nil
 }
 
@@ -181,29 +180,20 @@ func (p *Pusher) Push(ctx context.Context, res Results) error {
 	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("metrics: push: register: %w", err)
 	}
-	backoff := p.cfg.RetryBackoff
 	var last error
 	status := 0
-	attempts := 0
-	for attempt := 0; attempt <= p.cfg.Retries; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return &PushError{Attempts: attempts, Status: status, Err: errors.Join(last, ctx.Err())}
-			case <-t.C:
-			}
-			backoff *= 2
-		}
-		attempts++
+	attempts, werr := retry.Do(ctx, retry.Policy{Retries: p.cfg.Retries, Backoff: p.cfg.RetryBackoff}, func(int, bool) retry.Verdict {
 		status, last = p.pushOnce(ctx, reg, key)
-		if last == nil {
-			return nil
+		if last == nil || ctx.Err() != nil || !retryable(status) {
+			return retry.Stop
 		}
-		if ctx.Err() != nil || !retryable(status) {
-			break
-		}
+		return retry.Again()
+	})
+	switch {
+	case werr != nil:
+		return &PushError{Attempts: attempts, Status: status, Err: errors.Join(last, werr)}
+	case last == nil:
+		return nil
 	}
 	return &PushError{Attempts: attempts, Status: status, Err: last}
 }

@@ -10,12 +10,14 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
-// 运行类型的取值，与 matrix 的 run_type 一致。只有 RunTypeDaily 会被推送。
+// 运行类型的取值（runtype.PR 与 runtype.Daily 的别名，与 matrix、report 同一类型）。
+// 只有 RunTypeDaily 会被推送。
 const (
-	RunTypePR    = "pr"
-	RunTypeDaily = "daily"
+	RunTypePR    = runtype.PR
+	RunTypeDaily = runtype.Daily
 )
 
 // QuantNone 是未量化时 quant 标签的取值；RunInfo.Quant 为空时使用它，
@@ -49,11 +51,11 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 // Commit、Branch、RunID、ModelRaw 每天都变，只放在 run_info 序列上
 // （见 docs/metrics.md 的"分组键与 _info 序列"）。
 type RunInfo struct {
-	Model    string // served-model-name，指标与展示的主标识（必填）
-	ModelRaw string // 内部模型名（可选），只进 run_info
-	Quant    string // w8a8 | w4a8 | none；空视为 none，大写会转成小写
-	Scenario string // 场景名（必填）
-	RunType  string // pr | daily（必填）
+	Model    string       // served-model-name，指标与展示的主标识（必填）
+	ModelRaw string       // 内部模型名（可选），只进 run_info
+	Quant    string       // w8a8 | w4a8 | none；空视为 none，大写会转成小写
+	Scenario string       // 场景名（必填）
+	RunType  runtype.Type // pr | daily（必填）
 	Commit   string
 	Branch   string
 	RunID    string
@@ -89,15 +91,15 @@ func (ri RunInfo) validate() (RunInfo, error) {
 	required := []struct{ field, value string }{
 		{"RunInfo.Model", ri.Model},
 		{"RunInfo.Scenario", ri.Scenario},
-		{"RunInfo.RunType", ri.RunType},
+		{"RunInfo.RunType", string(ri.RunType)},
 	}
 	for _, r := range required {
 		if r.value == "" {
 			return ri, &FieldError{Field: r.field, Value: r.value, Reason: "required"}
 		}
 	}
-	if ri.RunType != RunTypePR && ri.RunType != RunTypeDaily {
-		return ri, &FieldError{Field: "RunInfo.RunType", Value: ri.RunType, Reason: `must be "pr" or "daily"`}
+	if !ri.RunType.Valid() {
+		return ri, &FieldError{Field: "RunInfo.RunType", Value: string(ri.RunType), Reason: `must be "pr" or "daily"`}
 	}
 	all := []struct{ field, value string }{
 		{"RunInfo.Model", ri.Model}, {"RunInfo.ModelRaw", ri.ModelRaw}, {"RunInfo.Quant", ri.Quant},

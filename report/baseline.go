@@ -35,7 +35,7 @@ func ArtifactBaselines(fsys fs.FS) (StaticBaselines, error) {
 // dailyRuns 读取 daily/<run_id>/summary.json 中已完成的每日运行，按开始时间从旧到新
 // 排列（后者覆盖前者，于是每个键留下最近一次）。没有 daily 目录时返回空。
 func dailyRuns(fsys fs.FS) ([]Result, error) {
-	entries, err := fs.ReadDir(fsys, RunTypeDaily)
+	entries, err := fs.ReadDir(fsys, string(RunTypeDaily))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -48,7 +48,7 @@ func dailyRuns(fsys fs.FS) ([]Result, error) {
 			continue
 		}
 		var r Result
-		err := readJSON(fsys, path.Join(RunTypeDaily, e.Name(), fileSummary), &r)
+		err := readJSON(fsys, path.Join(string(RunTypeDaily), e.Name(), fileSummary), &r)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -62,7 +62,7 @@ func dailyRuns(fsys fs.FS) ([]Result, error) {
 				if checkName("scenario", sc.Name) != nil {
 					continue
 				}
-				if err := readOptional(fsys, path.Join(RunTypeDaily, e.Name(), sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
+				if err := readOptional(fsys, path.Join(string(RunTypeDaily), e.Name(), sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
 					return nil, fmt.Errorf("report: artifact baselines: %w", err)
 				}
 			}
@@ -144,17 +144,18 @@ func ArtifactFunctionalBaselines(fsys fs.FS) (FunctionalBaselines, error) {
 }
 
 // MetricsBaselines 把 metrics 包的基线读取器（Prometheus 的 PromBaseline 或
-// 汇总 CSV 的 CSVBaseline）适配为 BaselineSource。每个场景只查询一次并缓存，
+// 汇总 CSV 的 CSVBaseline）的 Baseline 方法适配为 BaselineSource——项目里唯一的
+// 基线抽象：report.MetricsBaselines(pb.Baseline)。每个场景只查询一次并缓存，
 // 避免每个组合都发一轮 PromQL。metrics.ErrNoBaseline 视为"没有基线"而非错误。
 //
 // 并发：返回值可被多个 goroutine 同时使用。
-func MetricsBaselines(src metrics.BaselineSource) BaselineSource {
-	return &metricsAdapter{src: src, cache: map[metrics.RunInfo]metricsEntry{}}
+func MetricsBaselines(read func(ctx context.Context, info metrics.RunInfo) (metrics.Baseline, error)) BaselineSource {
+	return &metricsAdapter{read: read, cache: map[metrics.RunInfo]metricsEntry{}}
 }
 
 // metricsAdapter 是 MetricsBaselines 的实现。
 type metricsAdapter struct {
-	src   metrics.BaselineSource
+	read  func(ctx context.Context, info metrics.RunInfo) (metrics.Baseline, error)
 	mu    sync.Mutex
 	cache map[metrics.RunInfo]metricsEntry
 }
@@ -173,7 +174,7 @@ func (m *metricsAdapter) Lookup(ctx context.Context, key BaselineKey) (Baseline,
 	e, ok := m.cache[info]
 	m.mu.Unlock()
 	if !ok {
-		b, err := m.src.Baseline(ctx, info)
+		b, err := m.read(ctx, info)
 		switch {
 		case errors.Is(err, metrics.ErrNoBaseline):
 			e = metricsEntry{}

@@ -4,7 +4,7 @@
 //
 // 典型用法（驱动 examples/ci 的调用顺序）：
 //
-//	run, _ := report.NewRun(root, report.RunTypePR, runID, time.Now(), report.WithRedactor(red))
+//	run, _ := report.NewRun(root, report.RunTypePR, report.RunID(runID), time.Now(), report.WithRedactor(red))
 //	_ = run.AddScenario(report.ScenarioInfo{Name: "emu", Model: "m"})
 //	logs, _ := run.ScenarioDir("emu", report.StageLogs) // 交给 Deployment.ArchiveLogs
 //	_ = run.RecordFunctional("emu", rep)

@@ -46,7 +46,7 @@ func TestFunctionalGateCancelledIsNotSkipped(t *testing.T) {
 func TestFunctionalGatePassToSkipDrift(t *testing.T) {
 	root := t.TempDir()
 	daily := func(id string, started time.Time, rep functional.Report, finish bool) {
-		run, err := report.NewRun(root, report.RunTypeDaily, id, started)
+		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), started)
 		if err != nil {
 			t.Fatal(err)
 		}

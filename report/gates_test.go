@@ -225,7 +225,7 @@ func TestAggregateMedian(t *testing.T) {
 func TestArtifactBaselines(t *testing.T) {
 	root := t.TempDir()
 	write := func(id string, started time.Time, ttft time.Duration, finish bool) {
-		run, err := report.NewRun(root, report.RunTypeDaily, id, started)
+		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), started)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +283,7 @@ func TestMetricsBaselines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := report.MetricsBaselines(csvSrc)
+	src := report.MetricsBaselines(csvSrc.Baseline)
 	key := report.BaselineKey{Scenario: "s", Model: "m", Backend: "openai-chat", ControlMethod: "climb", InputLength: 128, OutputLength: 128, Concurrency: 4}
 	b, ok, err := src.Lookup(context.Background(), key)
 	if err != nil || !ok {
@@ -300,12 +300,12 @@ func TestMetricsBaselines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := report.MetricsBaselines(emptySrc).Lookup(context.Background(), key); ok || err != nil {
+	if _, ok, err := report.MetricsBaselines(emptySrc.Baseline).Lookup(context.Background(), key); ok || err != nil {
 		t.Fatalf("no rows must be 'no baseline', got %v %v", ok, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := report.MetricsBaselines(csvSrc).Lookup(ctx, key); !errors.Is(err, context.Canceled) {
+	if _, _, err := report.MetricsBaselines(csvSrc.Baseline).Lookup(ctx, key); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // Load 从运行目录（fsys 的根即 <root>/<run_type>/<run_id>）重新装配 Result：
@@ -151,7 +153,7 @@ func readOptional(fsys fs.FS, name string, v any) error {
 
 // DefaultRetention 返回规格第 8 节的产物保留期：PR 14 天、每日 30 天；
 // 其他运行类型按 PR 处理（较短者更安全）。
-func DefaultRetention(runType string) time.Duration {
+func DefaultRetention(runType runtype.Type) time.Duration {
 	if runType == RunTypeDaily {
 		return 30 * 24 * time.Hour
 	}
@@ -162,8 +164,8 @@ func DefaultRetention(runType string) time.Duration {
 // 返回被删除的运行 ID（升序）。开始时间取自 run.json，缺失时用目录修改时间。
 // 只删除 root/<runType>/ 的直接子目录：符号链接、普通文件与名字不安全的
 // 条目一律不动，所以永远不会删到 root 之外。retention ≤ 0 时不删除任何内容。
-func Prune(root, runType string, retention time.Duration, now time.Time) ([]string, error) {
-	if err := checkName("run type", runType); err != nil {
+func Prune(root string, runType runtype.Type, retention time.Duration, now time.Time) ([]string, error) {
+	if err := checkName("run type", string(runType)); err != nil {
 		return nil, err
 	}
 	if root == "" {
@@ -172,7 +174,7 @@ func Prune(root, runType string, retention time.Duration, now time.Time) ([]stri
 	if retention <= 0 {
 		return nil, nil
 	}
-	base := filepath.Join(root, runType)
+	base := filepath.Join(root, string(runType))
 	entries, err := os.ReadDir(base)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -6,6 +6,7 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // Stage 是场景内的阶段名，同时也是产物目录名。
@@ -20,24 +21,29 @@ const (
 	StageLogs       Stage = "logs"
 )
 
-// 运行类型。目录名与指标标签 run_type 使用同一取值。
+// 运行类型（runtype.PR 与 runtype.Daily 的别名，与 matrix、metrics 同一类型）。
+// 目录名与指标标签 run_type 使用同一取值。
 const (
-	RunTypePR    = "pr"
-	RunTypeDaily = "daily"
+	RunTypePR    = runtype.PR
+	RunTypeDaily = runtype.Daily
 )
+
+// RunID 是一次运行的标识，也是产物目录 <root>/<run_type>/<run_id>/ 的最后一段。
+// 它是独立的类型，使 NewRun 的运行类型与运行 ID 不会被悄悄写反。
+type RunID string
 
 // Result 是一次 CI 运行的全部结论，JSON 摘要、JUnit 与 HTML 都由它渲染。
 // 字段全部可序列化，以便分阶段执行（每个 CI job 一个阶段）时从产物目录
 // 重新装配（见 Load）。
 type Result struct {
-	Schema   string    `json:"schema"`
-	RunType  string    `json:"run_type"`
-	RunID    string    `json:"run_id"`
-	Commit   string    `json:"commit,omitempty"`
-	Branch   string    `json:"branch,omitempty"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished,omitzero"`
-	Complete bool      `json:"complete"` // Finish 之后为 true；中断或只跑了部分阶段的运行保持 false
+	Schema   string       `json:"schema"`
+	RunType  runtype.Type `json:"run_type"`
+	RunID    string       `json:"run_id"`
+	Commit   string       `json:"commit,omitempty"`
+	Branch   string       `json:"branch,omitempty"`
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished,omitzero"`
+	Complete bool         `json:"complete"` // Finish 之后为 true；中断或只跑了部分阶段的运行保持 false
 	// Interrupted 表示运行被信号或作业超时中断（FinishIncomplete 时记录）。
 	Interrupted bool       `json:"interrupted,omitempty"`
 	Scenarios   []Scenario `json:"scenarios"`

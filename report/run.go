@@ -23,6 +23,7 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // ErrInvalidName 表示运行类型、运行 ID、场景名或相对路径不是安全的单段名字
@@ -103,28 +104,30 @@ type fileStamp struct {
 }
 
 // NewRun 在 root/<runType>/<runID>/ 创建（或重新打开）一次运行的产物目录。
+// runType 与 runID 是不同的类型，调用方必须显式转换，两者不会被悄悄写反；
+// 它们都必须是安全的单段目录名（否则返回 ErrInvalidName）。
 // 目录已存在时读取其中已记录的场景结果，这样分阶段的 CI job 可以共用同一
 // run_id 逐步补全，汇总 job 也能在合并后的目录上直接 Finish。
 // now 是运行开始时间（注入时钟便于测试）。
-func NewRun(root, runType, runID string, now time.Time, opts ...Option) (*Run, error) {
+func NewRun(root string, runType runtype.Type, runID RunID, now time.Time, opts ...Option) (*Run, error) {
 	if root == "" {
 		return nil, fmt.Errorf("%w: empty artifacts root", ErrInvalidName)
 	}
-	if err := checkName("run type", runType); err != nil {
+	if err := checkName("run type", string(runType)); err != nil {
 		return nil, err
 	}
-	if err := checkName("run id", runID); err != nil {
+	if err := checkName("run id", string(runID)); err != nil {
 		return nil, err
 	}
 	r := &Run{
-		dir:   filepath.Join(root, runType, runID),
+		dir:   filepath.Join(root, string(runType), string(runID)),
 		red:   redact.New(),
 		clean: map[string]fileStamp{},
 		infos: map[string]Scenario{},
 		res: Result{
 			Schema:  SchemaVersion,
 			RunType: runType,
-			RunID:   runID,
+			RunID:   string(runID),
 			Started: now.UTC(),
 		},
 	}
@@ -150,7 +153,7 @@ func NewRun(root, runType, runID string, now time.Time, opts ...Option) (*Run, e
 	default:
 		return nil, fmt.Errorf("report: reopen %s: %w", r.dir, err)
 	}
-	meta := Result{Schema: r.res.Schema, RunType: runType, RunID: runID, Commit: r.res.Commit, Branch: r.res.Branch, Started: r.res.Started}
+	meta := Result{Schema: r.res.Schema, RunType: runType, RunID: string(runID), Commit: r.res.Commit, Branch: r.res.Branch, Started: r.res.Started}
 	if err := r.writeJSONLocked(fileRun, meta); err != nil {
 		return nil, err
 	}
@@ -625,7 +628,7 @@ type ManifestFile struct {
 // Manifest 描述运行目录的内容，供下载产物的人或工具核对。
 type Manifest struct {
 	Schema   string         `json:"schema"`
-	RunType  string         `json:"run_type"`
+	RunType  runtype.Type   `json:"run_type"`
 	RunID    string         `json:"run_id"`
 	Started  time.Time      `json:"started"`
 	Updated  time.Time      `json:"updated"`

@@ -19,6 +19,7 @@ import (
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // readJSONFile 解码 path 处的 JSON 文件，失败时终止测试。
@@ -128,7 +129,7 @@ func normalize(s []report.Scenario) string {
 func TestNamesRejected(t *testing.T) {
 	root := t.TempDir()
 	for _, c := range [][2]string{{"../x", "1"}, {"pr", ".."}, {"pr", "a/b"}, {"", "1"}, {"pr", ""}, {"pr", ".hidden"}, {"p r", "1"}} {
-		if _, err := report.NewRun(root, c[0], c[1], t0); !errors.Is(err, report.ErrInvalidName) {
+		if _, err := report.NewRun(root, runtype.Type(c[0]), report.RunID(c[1]), t0); !errors.Is(err, report.ErrInvalidName) {
 			t.Errorf("NewRun(%q, %q) = %v, want ErrInvalidName", c[0], c[1], err)
 		}
 	}
@@ -290,7 +291,7 @@ func TestPrune(t *testing.T) {
 	}
 	now := t0.Add(40 * 24 * time.Hour)
 	for id, age := range map[string]time.Duration{"old": 20 * 24 * time.Hour, "fresh": 2 * 24 * time.Hour, "edge": 14 * 24 * time.Hour} {
-		if _, err := report.NewRun(root, "pr", id, now.Add(-age)); err != nil {
+		if _, err := report.NewRun(root, "pr", report.RunID(id), now.Add(-age)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // dailyRun 写出一次完成的每日运行，其 TTFT P99 为 ttft、QPS 为 qps。
 func dailyRun(t *testing.T, root, id string, at time.Time, ttft time.Duration, qps float64) {
 	t.Helper()
-	run, err := report.NewRun(root, report.RunTypeDaily, id, at)
+	run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), at)
 	if err != nil {
 		t.Fatal(err)
 	}

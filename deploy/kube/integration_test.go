@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 )
@@ -53,15 +54,7 @@ func manifestsFS(t *testing.T, nodePorts map[string]int, files ...string) fstest
 // kwok 节点的 InternalIP 是 127.0.0.1，所以 http://<NodeIP>:<NodePort> 正好落到它上面。
 func startEmulator(t *testing.T, model string, port int) {
 	t.Helper()
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: model, Addr: "127.0.0.1:" + strconv.Itoa(port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := em.Deploy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
+	emulator.Start(t, emulator.Config{Model: model, Addr: "127.0.0.1:" + strconv.Itoa(port)})
 }
 
 // chat 发起一次真实的非流式 chat 请求并返回回复文本。

@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/loadgen"
@@ -22,16 +22,8 @@ import (
 // 返回它们的结果行（WriteShardResult 的输出）。
 func shardResults(t *testing.T, count int, idx ...int) string {
 	t.Helper()
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", TTFT: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := em.Deploy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
-	tgt := loadgen.Target{BaseURLs: dep.Endpoint().BaseURLs, Model: "m", Provider: "emu"}
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
+	tgt := loadgen.Target{BaseURLs: ep.BaseURLs, Model: "m", Provider: "emu"}
 	p := loadgen.Profile{Concurrency: []int{count * 2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10 * count}}
 	var buf bytes.Buffer
 	buf.WriteString("INFO: shard starting (a log line before the result)\n")

@@ -4,7 +4,7 @@
 //	    --url http://127.0.0.1:8000/v1 --max-tokens 128 --temperature 0.6 --num-threads 32 [--debug]
 //	    [--examples N] [--n-repeats N] [--dataset-path DIR] [--out DIR] [--config pr.yaml]
 //
-// 不给 --url 时，在进程内启动模拟器（deploy.NewEmulator）并使用内置的合成样例数据，
+// 不给 --url 时，在进程内启动模拟器（emulator.New）并使用内置的合成样例数据，
 // 便于在没有 GPU 的机器上端到端演示。给出 --url 时内置样例不可用：数据来自
 // --dataset-path、--dataset-url，或默认的 simple-evals 上游公共地址（下载一次后缓存在
 // --cache-dir）；拿不到时该数据集失败并写明文件与地址。
@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	base, model := c.url, c.served
 	if emulated {
-		em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: c.served})
+		em, err := emulator.New(emulator.Config{Model: c.served})
 		if err != nil {
 			fmt.Fprintln(stderr, "accuracy: emulator:", err)
 			return 1
@@ -337,8 +337,13 @@ func checkFlags(c cliConfig) error {
 // 失败请求比例仍按 --max-error-rate 判定。
 func stageConfig(c cliConfig, file *accuracy.Config, emulated bool) accuracy.Config {
 	rate := c.maxErrorRate
+	// --retries 是明确的次数（默认值已写在旗标上），0 就是不重试；库里 Retries 0 取默认，负数才是不重试。
+	retries := c.retries
+	if retries == 0 {
+		retries = -1
+	}
 	cfg := accuracy.Config{Debug: c.debug, MaxTokens: c.maxTokens, Temperature: c.temperature, NumThreads: c.threads,
-		RequestTimeout: c.timeout, Retries: c.retries, Timeout: c.totalTimeout, DatasetPath: c.datasetPath, DatasetURL: c.datasetURL,
+		RequestTimeout: c.timeout, Retries: retries, Timeout: c.totalTimeout, DatasetPath: c.datasetPath, DatasetURL: c.datasetURL,
 		CacheDir: c.cacheDir, MaxErrorRate: &rate}
 	if emulated && c.datasetPath == "" && c.datasetURL == "" {
 		cfg.Dataset = accuracy.BuiltinSample

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // TestEmulatorEndToEnd 不给 --url：进程内模拟器 + 内置合成数据，写出三种结果文件。
@@ -64,21 +64,13 @@ func TestEmulatorEndToEnd(t *testing.T) {
 // TestURLAndDatasetPathWithGate 对外部地址（测试中启动的模拟器）与本地数据目录评测，
 // 并用 --config 的阈值判定：阈值 1.0 不可能达到，退出码为 1。
 func TestURLAndDatasetPathWithGate(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "qwen-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := em.Deploy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
+	_, ep := emulator.Start(t, emulator.Config{Model: "qwen-test"})
 	data := copySampleData(t)
 	cfg := filepath.Join(t.TempDir(), "gate.yaml")
 	os.WriteFile(cfg, []byte("debug: true\ndatasets:\n  - name: mgsm\n    threshold: 1.0\n"), 0o644)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"--dataset", "mgsm", "--served-model-name", "qwen-test", "--url", dep.Endpoint().BaseURL(),
+	code := run(context.Background(), []string{"--dataset", "mgsm", "--served-model-name", "qwen-test", "--url", ep.BaseURL(),
 		"--dataset-path", data, "--debug", "--out", out, "--config", cfg, "--model", "Qwen/Qwen3-32B"}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stdout.String(), "FAIL (score") {
 		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, stdout.String(), stderr.String())

@@ -34,6 +34,14 @@ func profFieldOf(t *testing.T, p loadgen.Profile) map[string]any {
 	if err := yaml.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
+	// 嵌套的键（如 sweep.min_requests）展开成带点的键，使选项可以声明子字段。
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			for sk, sv := range sub {
+				m[k+"."+sk] = sv
+			}
+		}
+	}
 	return m
 }
 
@@ -94,6 +102,17 @@ func TestProfEveryOption(t *testing.T) {
 		"prefix-length":            {value: "8", get: func(o *options) any { return o.p.PrefixLength }, want: 8},
 		"input-range-ratio-above":  {value: "0.25", get: func(o *options) any { return [2]float64{o.p.RangeRatioAbove, o.p.OutputRangeRatioAbove} }, want: [2]float64{0.25, 0}},
 		"input-range-ratio-below":  {value: "0.25", get: func(o *options) any { return [2]float64{o.p.RangeRatioBelow, o.p.OutputRangeRatioBelow} }, want: [2]float64{0.25, 0}},
+		"sweep":                    {value: "true", extra: []string{"-g", "e2e:1000"}, get: func(o *options) any { return o.p.ControlMethod }, want: loadgen.ControlSweep},
+		"sweep-start-rate":         {value: "2.5", get: func(o *options) any { return o.p.Sweep.StartRate }, want: 2.5},
+		"sweep-max-rate":           {value: "64", get: func(o *options) any { return o.p.Sweep.MaxRate }, want: 64.0},
+		"sweep-growth":             {value: "1.5", get: func(o *options) any { return o.p.Sweep.Growth }, want: 1.5},
+		"sweep-precision":          {value: "0.1", get: func(o *options) any { return o.p.Sweep.Precision }, want: 0.1},
+		"sweep-step-duration":      {value: "3s", get: func(o *options) any { return o.p.Sweep.StepDuration }, want: 3 * time.Second},
+		"sweep-min-requests":       {value: "7", get: func(o *options) any { return o.p.Sweep.MinRequests }, want: 7},
+		"sweep-budget":             {value: "2m", get: func(o *options) any { return o.p.Sweep.Budget }, want: 2 * time.Minute},
+		"sweep-attainment":         {value: "0.9", get: func(o *options) any { return o.p.Sweep.Attainment }, want: 0.9},
+		"sweep-max-fail-rate":      {value: "0.01", get: func(o *options) any { return o.p.Sweep.MaxFailRate }, want: 0.01},
+		"emu-max-num-seqs":         {value: "4", get: func(o *options) any { return o.emuMaxNumSeqs }, want: 4},
 		"idle-timeout":             {value: "2.5", get: func(o *options) any { return o.p.IdleTimeout }, want: 2500 * time.Millisecond},
 		"max-event-bytes":          {value: "4096", get: func(o *options) any { return o.p.MaxEventBytes }, want: 4096},
 		"requests-per-concurrency": {value: "4", get: func(o *options) any { return o.p.RequestsPerConcurrency }, want: 4},
@@ -316,6 +335,8 @@ func TestBadCommandLinesNameFlagAndValue(t *testing.T) {
 		`--shard-start "yesterday"`:                                                        {"--shard-start", "yesterday"},
 		`--shard-target "127.0.0.1|m"`:                                                     {"--shard-target", "127.0.0.1|m"},
 		`exclude each other`:                                                               {"--shards", "2", "--kube-shards", "2", "--kube-image", "i", "-c", "4"},
+		`--kube-shards 2: the profile has 2 groups`:                                        {"--kube-shards", "2", "--kube-image", "i", "-c", "4,8"},
+		`--kube-shards 4: the profile has 4 groups`:                                        {"--kube-shards", "4", "--kube-image", "i", "-c", "4", "--epochs", "2", "-ol", "8,16"},
 	}
 	for want, args := range cases {
 		_, err := parseFlags(args, &bytes.Buffer{})

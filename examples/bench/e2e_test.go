@@ -16,7 +16,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -37,7 +37,7 @@ type capServer struct {
 // startCapture 以 model 启动模拟器并在它前面加记录层，返回服务器与指向它的 providers.yaml。
 func startCapture(t *testing.T, model string) (*capServer, string) {
 	t.Helper()
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: model})
+	em, err := emulator.New(emulator.Config{Model: model})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Command bench 是 acs-bench 兼容的压测入口：子命令 prof 与 generate dataset，
 // 选项沿用 acs-bench 的短名与长名（规格附录 A.1–A.5），产物按附录 A.6 命名写到
-// -s/--benchmark-save-path。不给 -p/--provider 时，它在进程内启动 deploy.Emulator
+// -s/--benchmark-save-path。不给 -p/--provider 时，它在进程内启动 emulator.Server
 // 并压测它（便于本地试用与性能自检）。不带子命令等同于 prof。
 //
 //	go run ./examples/bench prof -p providers.yaml -c 1,2,4 -il 128 -ol 128 -n 16,32,64 -ub True -gr 2 -gi 5000 -s out
@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
 )
@@ -223,7 +223,7 @@ func loadTokenizer(path string) (*loadgen.HFTokenizer, error) {
 // target 解析 provider，或在没有 provider 时启动进程内模拟器。
 func target(ctx context.Context, o *options) (loadgen.Target, func(), error) {
 	if o.provider == "" {
-		em, err := deploy.NewEmulator(deploy.EmulatorConfig{TTFT: o.emuTTFT, ITL: o.emuITL, TokensPerChunk: o.emuTokensPerChunk, MaxNumSeqs: o.emuMaxNumSeqs, Seed: o.p.Seed})
+		em, err := emulator.New(emulator.Config{TTFT: o.emuTTFT, ITL: o.emuITL, TokensPerChunk: o.emuTokensPerChunk, MaxNumSeqs: o.emuMaxNumSeqs, Seed: o.p.Seed})
 		if err != nil {
 			return loadgen.Target{}, nil, err
 		}

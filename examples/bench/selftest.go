@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
@@ -47,7 +47,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 		if !want("throughput") {
 			break
 		}
-		s, cpu, err := selfRun(ctx, deploy.EmulatorConfig{CoalesceZeroLatency: true}, loadgen.Profile{Concurrency: []int{c}, InputLength: []int{32},
+		s, cpu, err := selfRun(ctx, emulator.Config{CoalesceZeroLatency: true}, loadgen.Profile{Concurrency: []int{c}, InputLength: []int{32},
 			OutputLength: []int{40}, NumRequests: []int{40000}}, io.Discard)
 		if err != nil {
 			return err
@@ -60,7 +60,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 		check(chunks >= 200000, fmt.Sprintf("c=%d >= 200000 SSE chunks/s (got %.0f)", c, chunks))
 	}
 	if want("throughput") {
-		s, cpu, err := selfRun(ctx, deploy.EmulatorConfig{}, loadgen.Profile{Concurrency: []int{64}, InputLength: []int{32},
+		s, cpu, err := selfRun(ctx, emulator.Config{}, loadgen.Profile{Concurrency: []int{64}, InputLength: []int{32},
 			OutputLength: []int{40}, NumRequests: []int{20000}}, io.Discard)
 		if err != nil {
 			return err
@@ -87,7 +87,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 
 	// 2. 2000 个并发流。
 	if want("streams") {
-		s, _, err := selfRun(ctx, deploy.EmulatorConfig{ITL: 20 * time.Millisecond}, loadgen.Profile{Concurrency: []int{2000},
+		s, _, err := selfRun(ctx, emulator.Config{ITL: 20 * time.Millisecond}, loadgen.Profile{Concurrency: []int{2000},
 			InputLength: []int{32}, OutputLength: []int{32}, NumRequests: []int{6000}}, io.Discard)
 		if err != nil {
 			return err
@@ -103,7 +103,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 			break
 		}
 		n := max(64, c*4)
-		s, _, err := selfRun(ctx, deploy.EmulatorConfig{TTFT: ttft, ITL: itl}, loadgen.Profile{Concurrency: []int{c},
+		s, _, err := selfRun(ctx, emulator.Config{TTFT: ttft, ITL: itl}, loadgen.Profile{Concurrency: []int{c},
 			InputLength: []int{32}, OutputLength: []int{64}, NumRequests: []int{n}}, io.Discard)
 		if err != nil {
 			return err
@@ -137,7 +137,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 			peakScope = "whole process, reset failed: " + err.Error()
 		}
 		start := time.Now()
-		s, cpu, err := selfRun(ctx, deploy.EmulatorConfig{}, loadgen.Profile{Concurrency: []int{64}, InputLength: []int{16},
+		s, cpu, err := selfRun(ctx, emulator.Config{}, loadgen.Profile{Concurrency: []int{64}, InputLength: []int{16},
 			OutputLength: []int{4}, NumRequests: []int{n}}, bw)
 		if err != nil {
 			return err
@@ -158,8 +158,8 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 }
 
 // selfRun 启动一个模拟器，跑一组，返回汇总与这段时间的进程 CPU 时间。
-func selfRun(ctx context.Context, cfg deploy.EmulatorConfig, p loadgen.Profile, w io.Writer) (loadgen.Summary, time.Duration, error) {
-	em, err := deploy.NewEmulator(cfg)
+func selfRun(ctx context.Context, cfg emulator.Config, p loadgen.Profile, w io.Writer) (loadgen.Summary, time.Duration, error) {
+	em, err := emulator.New(cfg)
 	if err != nil {
 		return loadgen.Summary{}, 0, err
 	}

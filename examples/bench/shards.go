@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -65,6 +66,11 @@ func (s *shardOptions) check(p *loadgen.Profile) error {
 	case s.kube > 0 && s.image == "":
 		return fmt.Errorf("--kube-shards %d: needs --kube-image (an image with this bench program)", s.kube)
 	}
+	if g := groupCount(p.Defaults()); s.kube > 0 && g > 1 {
+		return fmt.Errorf("--kube-shards %d: the profile has %d groups (input lengths × output lengths × concurrencies × epochs); "+
+			"the pods of an Indexed Job have no channel to a coordinator, so only the first group is aligned (to the shared start time) "+
+			"and the merge would refuse the later ones — run one group per --kube-shards run (one -c, -il and -ol value, --epochs 1)", s.kube, g)
+	}
 	n := max(s.local, s.kube, s.count)
 	if n > 0 {
 		if err := (loadgen.Shard{Index: 0, Count: n}).Check(p.Defaults()); err != nil {
@@ -72,6 +78,15 @@ func (s *shardOptions) check(p *loadgen.Profile) error {
 		}
 	}
 	return nil
+}
+
+// groupCount 返回（已填默认值的）Profile 的分组数，与 loadgen 的执行顺序同一算法。
+func groupCount(p loadgen.Profile) int {
+	inputs := len(p.InputLength)
+	if p.DatasetType == loadgen.DatasetCustom && inputs == 0 {
+		inputs = 1
+	}
+	return inputs * len(p.OutputLength) * len(p.Concurrency) * p.Epochs
 }
 
 // fromEnvironment 从 Indexed Job 注入的环境变量取得分片序号、分片数与开始时刻。
@@ -87,13 +102,17 @@ func (s *shardOptions) fromEnvironment() (loadgen.Shard, error) {
 }
 
 // runShardChild 跑一个分片，把结果行写到 stdout（Pod 日志的最后一行 / 父进程读取的输出）。
-func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdout io.Writer) error {
+// --shards 启动的子进程（环境里有 shardChildEnv）在第一组之后的每组前经 stdin/stdout 与父进程
+// 握手（stdioBarrier），各分片因此同时开始后面的分组。
+func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io.Reader, stdout io.Writer) error {
 	sh := loadgen.Shard{Index: o.shard.index, Count: o.shard.count, StartAt: o.shard.start}
 	if o.shard.fromEnv {
 		var err error
 		if sh, err = o.shard.fromEnvironment(); err != nil {
 			return err
 		}
+	} else if os.Getenv(shardChildEnv) != "" {
+		sh.Barrier = stdioBarrier(stdin, stdout, o.p.Defaults().Timeout+barrierSlack)
 	}
 	res, err := loadgen.RunShard(ctx, tgt, o.p, sh, nil)
 	if res != nil {
@@ -125,9 +144,153 @@ func childArgs(args []string) []string {
 // 测试二进制看到它时直接扮演 bench 主程序（见 TestMain）。
 const shardChildEnv = "CIBENCH_BENCH_SHARD_CHILD"
 
-// runLocalShards 以 N 个本机子进程（本程序自身）跑各分片：约定 2 秒后同时开始，
-// 收集每个子进程 stdout 的结果行后合并。子进程失败时照样合并其余分片，缺的分片被点名、
-// 相应分组标为不完整。
+// 本机分片的组间屏障协议（docs/loadgen.md "Start alignment"）：子进程跑完一组、下一组开始之前
+// 在 stdout 上写一行 "cibench-shard-ready <组序号>"，然后等 stdin 上的 "go <组序号>"。父进程
+// 在所有还活着的子进程都报告就绪后一起放行。结果行是以 "{" 开头的 JSON，不会被当成就绪行。
+const (
+	shardReadyPrefix = "cibench-shard-ready "
+	shardGoPrefix    = "go "
+	// barrierSlack 是子进程等待放行的时限在 Profile 超时之外的余量：最慢的分片跑完上一组
+	// 最多比别的分片晚一个请求的超时，再加上组间的 /metrics 抓取。
+	barrierSlack = time.Minute
+)
+
+// errBarrier 是组间屏障失败（父进程消失、超时、协议错）的哨兵。
+var errBarrier = errors.New("bench: shard barrier")
+
+// stdioBarrier 返回经 in/out 与父进程握手的 loadgen.Shard.Barrier：报告就绪后等父进程放行，
+// 最多等 timeout；父进程消失时 stdin 被关闭，子进程因此干净地失败，而不是永远等下去。
+func stdioBarrier(in io.Reader, out io.Writer, timeout time.Duration) func(context.Context, int) error {
+	lines := make(chan string, 1)
+	var once sync.Once
+	return func(ctx context.Context, group int) error {
+		once.Do(func() {
+			go func() {
+				sc := bufio.NewScanner(in)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+		})
+		if _, err := fmt.Fprintf(out, "%s%d\n", shardReadyPrefix, group); err != nil {
+			return fmt.Errorf("%w: report ready for group %d: %v", errBarrier, group, err)
+		}
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		want := shardGoPrefix + strconv.Itoa(group)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return fmt.Errorf("%w: no %q from the parent within %s", errBarrier, want, timeout)
+		case l, ok := <-lines:
+			switch {
+			case !ok:
+				return fmt.Errorf("%w: the parent closed stdin before %q (parent gone)", errBarrier, want)
+			case l != want:
+				return fmt.Errorf("%w: the parent sent %q, want %q", errBarrier, l, want)
+			}
+			return nil
+		}
+	}
+}
+
+// parseReady 识别子进程的就绪行，返回它等待的组序号；其它行（结果行、日志）返回 false。
+func parseReady(line string) (int, bool) {
+	rest, ok := strings.CutPrefix(line, shardReadyPrefix)
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(rest)
+	return k, err == nil && k >= 0 && strconv.Itoa(k) == rest
+}
+
+// localBarrier 是父进程一侧的组间屏障：所有还活着的子进程都报告就绪时，一起放行各自等待的组。
+// 已退出的子进程不再参与（它的分片照常被报告为缺失）。
+type localBarrier struct {
+	mu      sync.Mutex
+	alive   []bool
+	waiting []int // 正在等待放行的组序号，-1 表示在运行
+	in      []io.Writer
+}
+
+// newLocalBarrier 为 n 个子进程创建屏障；in[i] 是子进程 i 的 stdin。
+func newLocalBarrier(in []io.Writer) *localBarrier {
+	b := &localBarrier{alive: make([]bool, len(in)), waiting: make([]int, len(in)), in: in}
+	for i := range in {
+		b.alive[i], b.waiting[i] = true, -1
+	}
+	return b
+}
+
+// ready 记下子进程 i 在等待第 group 组，并在条件满足时放行。
+func (b *localBarrier) ready(i, group int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waiting[i] = group
+	b.releaseLocked()
+}
+
+// exit 把退出的子进程 i 移出屏障：别的子进程不再等它。
+func (b *localBarrier) exit(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.alive[i] = false
+	b.releaseLocked()
+}
+
+// releaseLocked 在所有活着的子进程都在等待时放行它们。写 stdin 失败说明子进程已经退出，
+// 它的 exit 随后会到，这里不必处理。
+func (b *localBarrier) releaseLocked() {
+	any := false
+	for i, a := range b.alive {
+		if a {
+			if b.waiting[i] < 0 {
+				return
+			}
+			any = true
+		}
+	}
+	if !any {
+		return
+	}
+	for i, a := range b.alive {
+		if a {
+			_, _ = fmt.Fprintf(b.in[i], "%s%d\n", shardGoPrefix, b.waiting[i])
+			b.waiting[i] = -1
+		}
+	}
+}
+
+// splitShardOutput 逐行读子进程的 stdout：就绪行交给 onReady，其余行（结果行与别的输出）
+// 保留下来交给 loadgen.ReadShardResultFor，保留量与它的上限相同。读到末尾（或出错后排空）才返回，
+// 子进程因此不会因为 stdout 写满而卡住。
+func splitShardOutput(r io.Reader, onReady func(group int)) (*bytes.Buffer, error) {
+	var kept bytes.Buffer
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), loadgen.MaxShardResultBytes)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if k, ok := parseReady(string(line)); ok {
+			onReady(k)
+			continue
+		}
+		if kept.Len()+len(line) < loadgen.MaxShardResultBytes {
+			kept.Write(line)
+			kept.WriteByte('\n')
+		}
+	}
+	err := sc.Err()
+	if err != nil {
+		_, _ = io.Copy(io.Discard, r)
+	}
+	return &kept, err
+}
+
+// runLocalShards 以 N 个本机子进程（本程序自身）跑各分片：每一组都在所有子进程就绪（建好池、
+// 跑完上一组）后由本进程经 stdin 同时放行（localBarrier）；收集每个子进程
+// stdout 的结果行后合并。子进程失败时照样合并其余分片，缺的分片被点名、相应分组标为不完整。
 func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.Target, stderr io.Writer) ([]loadgen.Summary, error) {
 	// 分片子进程再带 --shards 会无限地自我复制（测试二进制被当作 bench 重新执行时
 	// 真的发生过：几分钟内上千个进程）。子进程的环境里有 shardChildEnv，这里拒绝嵌套。
@@ -139,20 +302,41 @@ func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.
 		return nil, err
 	}
 	n := o.shard.local
-	start := time.Now().Add(2 * time.Second)
-	base := append(childArgs(args), "--shard-count", strconv.Itoa(n), "--shard-start", start.Format(time.RFC3339Nano),
+	// 不约定 --shard-start：每一组（含第一组）都由 localBarrier 在全部子进程就绪后放行——固定的
+	// 提前量在忙碌的机器上不够子进程建好 prompt 池（-race 下第一组曾相差 2 秒）。
+	base := append(childArgs(args), "--shard-count", strconv.Itoa(n),
 		"--shard-target", tgt.BaseURLs[0]+"|"+tgt.Model, "--quiet")
 	results := make([]*loadgen.ShardResult, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
+	cmds := make([]*exec.Cmd, n)
+	stdins := make([]io.Writer, n)
 	for i := range n {
+		cmds[i] = exec.CommandContext(ctx, exe, append(append([]string{"prof"}, base...), "--shard-index", strconv.Itoa(i))...)
+		cmds[i].Env = append(os.Environ(), shardChildEnv+"=1")
+		w, err := cmds[i].StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		stdins[i] = w
+	}
+	bar := newLocalBarrier(stdins)
+	var wg sync.WaitGroup
+	for i, cmd := range cmds {
 		wg.Go(func() {
-			cmd := exec.CommandContext(ctx, exe, append(append([]string{"prof"}, base...), "--shard-index", strconv.Itoa(i))...)
-			cmd.Env = append(os.Environ(), shardChildEnv+"=1")
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			runErr := cmd.Run()
-			res, rerr := loadgen.ReadShardResultFor(&out, i)
+			defer bar.exit(i)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			stdout, err := cmd.StdoutPipe()
+			if err == nil {
+				err = cmd.Start()
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("shard %d: start: %w", i, err)
+				return
+			}
+			out, serr := splitShardOutput(stdout, func(k int) { bar.ready(i, k) })
+			runErr := errors.Join(cmd.Wait(), serr)
+			res, rerr := loadgen.ReadShardResultFor(out, i)
 			if rerr != nil {
 				errs[i] = fmt.Errorf("shard %d: %w (%v) %s", i, rerr, runErr, strings.TrimSpace(errb.String()))
 				return
@@ -256,7 +440,7 @@ func runSharded(ctx context.Context, o *options, args []string, stderr io.Writer
 		tgt = t
 	}
 	if s.index >= 0 || s.fromEnv {
-		return true, runShardChild(ctx, o, tgt, os.Stdout)
+		return true, runShardChild(ctx, o, tgt, os.Stdin, os.Stdout)
 	}
 	var sums []loadgen.Summary
 	var runErr error

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -20,7 +20,7 @@ import (
 // （压测前的 /tokenize 探测）时到达。运行以 130 结束（不是 1），summary.json 把性能
 // 阶段记为 interrupted、精度阶段记为未运行，JUnit 中没有任何 <failure>——中断不是失败。
 func TestSIGTERMMidStage(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "sig-model"})
+	em, err := emulator.New(emulator.Config{Model: "sig-model"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 //	go run ./examples/emulator -addr 127.0.0.1:8000 -model qwen3 -ttft 50ms -itl 10ms
 //
 // API key 通过 -api-key 或环境变量 CIBENCH_EMULATOR_API_KEY 给出（后者不会出现在进程列表里）。
-// 缺陷开关用 -defects NoDone,WrongUsageTotal（字段名见 deploy.EmulatorDefects）。
+// 缺陷开关用 -defects NoDone,WrongUsageTotal（字段名见 emulator.Defects）。
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // main 解析参数并运行到收到 SIGINT/SIGTERM。
@@ -33,13 +33,13 @@ func main() {
 }
 
 // parseConfig 把命令行参数转换为 EmulatorConfig。
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (deploy.EmulatorConfig, error) {
-	var c deploy.EmulatorConfig
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (emulator.Config, error) {
+	var c emulator.Config
 	fs := flag.NewFlagSet("emulator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8000", "listen address")
-	fs.StringVar(&c.Model, "model", deploy.DefaultEmulatorModel, "served model name")
-	fs.IntVar(&c.MaxModelLen, "max-model-len", deploy.DefaultEmulatorMaxModelLen, "context length")
+	fs.StringVar(&c.Model, "model", emulator.DefaultModel, "served model name")
+	fs.IntVar(&c.MaxModelLen, "max-model-len", emulator.DefaultMaxModelLen, "context length")
 	apiKey := fs.String("api-key", "", "require this API key on /v1 (or set CIBENCH_EMULATOR_API_KEY)")
 	fs.DurationVar(&c.TTFT, "ttft", 0, "time to first token")
 	fs.DurationVar(&c.PrefillPerToken, "prefill-per-token", 0, "extra TTFT per prompt token")
@@ -59,13 +59,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (d
 	fs.BoolVar(&c.DisableLogprobs, "disable-logprobs", false, "reject logprobs")
 	fs.BoolVar(&c.EnableEmbeddings, "embeddings", false, "serve /v1/embeddings")
 	fs.BoolVar(&c.EnableRerank, "rerank", false, "serve /v1/rerank and /rerank")
-	fs.IntVar(&c.EmbeddingDim, "embedding-dim", deploy.DefaultEmulatorEmbeddingDim, "embedding dimension")
+	fs.IntVar(&c.EmbeddingDim, "embedding-dim", emulator.DefaultEmbeddingDim, "embedding dimension")
 	fs.Float64Var(&c.FailureRate, "failure-rate", 0, "fraction of requests that fail [0,1]")
-	kinds := fs.String("failure-kinds", "", "comma list of "+strings.Join(deploy.EmulatorFailureKinds, ","))
+	kinds := fs.String("failure-kinds", "", "comma list of "+strings.Join(emulator.FailureKinds(), ","))
 	fs.Int64Var(&c.Seed, "seed", 0, "seed for failure injection and unseeded sampling")
 	fs.BoolVar(&c.Unhealthy, "unhealthy", false, "make /health return 503")
 	fs.BoolVar(&c.CoalesceZeroLatency, "coalesce", false, "at zero latency, coalesce SSE chunks into larger writes")
-	defects := fs.String("defects", "", "comma list of deploy.EmulatorDefects field names to switch on")
+	defects := fs.String("defects", "", "comma list of emulator.Defects field names to switch on")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 		}
 		return err
 	}
-	em, err := deploy.NewEmulator(cfg)
+	em, err := emulator.New(cfg)
 	if err != nil {
 		return err
 	}

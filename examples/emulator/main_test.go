@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // syncBuffer 是并发安全的 bytes.Buffer（run 在另一个 goroutine 写 stdout）。
@@ -97,12 +97,12 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
-// TestDefectsFlagAcceptsEveryField 证明 -defects 按字段名映射：deploy.EmulatorDefects 的
+// TestDefectsFlagAcceptsEveryField 证明 -defects 按字段名映射：emulator.Defects 的
 // 每个字段（包括以后新增的）都能从命令行打开，且只打开这一个。
 func TestDefectsFlagAcceptsEveryField(t *testing.T) {
 	var sink bytes.Buffer
 	env := func(string) string { return "" }
-	typ := reflect.TypeFor[deploy.EmulatorDefects]()
+	typ := reflect.TypeFor[emulator.Defects]()
 	for i := range typ.NumField() {
 		name := typ.Field(i).Name
 		c, err := parseConfig([]string{"-defects", name}, env, &sink)

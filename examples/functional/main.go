@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		target.Features = append(target.Features, functional.Feature(f))
 	}
 	if *baseURL == "" {
-		em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "cibench-emulator", Reasoning: true, EnableEmbeddings: true, EnableRerank: true, APIKey: "sk-emulator"})
+		em, err := emulator.New(emulator.Config{Model: "cibench-emulator", Reasoning: true, EnableEmbeddings: true, EnableRerank: true, APIKey: "sk-emulator"})
 		if err != nil {
 			return 2, err
 		}

@@ -17,7 +17,7 @@
 // 它说的 vLLM 协议只够工具走到故障处：/health、/version、/v1/models、/tokenize、
 // /metrics、流式与非流式的 chat 与 completions（role 首块、内容块、finish_reason、
 // include_usage 与 continuous_usage_stats、[DONE]）。不模拟的：n>1、logprobs、
-// 工具调用、推理字段、结构化输出与参数校验——需要这些的请见 deploy.NewEmulator。
+// 工具调用、推理字段、结构化输出与参数校验——需要这些的请见 deploy/emulator。
 //
 // 大载荷（FaultBig、FaultHuge）边生成边写，从不在内存中拼出整个事件或响应体；
 // 客户端按上限断开后写入立即失败，所以 1 GiB 的故障只花掉客户端愿意读的那部分。

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // 可替换的 /proc 路径，测试用。
@@ -43,4 +44,22 @@ func ResetPeakRSS() error {
 		return fmt.Errorf("procstat: reset peak RSS: %w", err)
 	}
 	return nil
+}
+
+// TimerSlip 连续 n 次睡眠 d，返回实际醒来比预定晚了多少的最大值。
+//
+// 依赖定时精度的测试（如容量扫描要在几十毫秒的 SLO 余量内分辨“撑得住”与“撑不住”）
+// 先用它量一下机器此刻的调度延迟：几百个进程争抢两个核时，模拟器注入的 120ms
+// 首 token 时延会变成两百多毫秒，此时测出来的容量只反映机器，不反映被测逻辑。
+// 这类测试应在滑移超过自己的余量时明确跳过并写出测得的滑移，而不是随机变红。
+func TimerSlip(n int, d time.Duration) time.Duration {
+	var worst time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		time.Sleep(d)
+		if late := time.Since(start) - d; late > worst {
+			worst = late
+		}
+	}
+	return worst
 }

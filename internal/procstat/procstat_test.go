@@ -95,3 +95,13 @@ func TestLivePeakRSSAndReset(t *testing.T) {
 		t.Fatal("reset through a missing file succeeded")
 	}
 }
+
+// TestTimerSlip 检查 TimerSlip 返回非负的最大滑移，且 n=0 时为 0。
+func TestTimerSlip(t *testing.T) {
+	if s := TimerSlip(0, time.Millisecond); s != 0 {
+		t.Fatalf("TimerSlip(0) = %v, want 0", s)
+	}
+	if s := TimerSlip(3, time.Millisecond); s < 0 {
+		t.Fatalf("TimerSlip = %v, want >= 0", s)
+	}
+}

@@ -1,6 +1,6 @@
 // Package tokenize 实现 cibench 全局统一使用的确定性分词规则。
 //
-// 模拟器（deploy.Emulator）的 /tokenize、usage 统计、max_model_len 校验，
+// 模拟器（deploy/emulator）的 /tokenize、usage 统计、max_model_len 校验，
 // 以及 loadgen 在服务端不提供 /tokenize 时的估算，全部使用这一套规则，
 // 从而保证“客户端数出来的 token 数”与“模拟器报告的 token 数”完全一致。
 //

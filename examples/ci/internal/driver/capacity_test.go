@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
+	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
@@ -20,6 +22,11 @@ import (
 // summary.json、逐级与容量汇总 CSV 落盘、给人看的摘要里有容量行，每日运行带上趋势分析，
 // 而且扫描的各级不产生性能门禁。
 func TestCapacityProfileFromConfig(t *testing.T) {
+	// 容量扫描在 40ms 的 SLO 余量内分辨成败：机器的定时滑移超过余量的一半时，测出的是机器
+	// 而不是扫描逻辑，明确跳过并写出滑移（安静的 CI 机器上滑移在 1ms 以内）。
+	if slip := procstat.TimerSlip(20, 5*time.Millisecond); slip > 40*time.Millisecond/2 {
+		t.Skipf("machine too loaded to measure capacity: timer slip %v exceeds half the 40ms SLO margin", slip)
+	}
 	root := t.TempDir()
 	fsys := fstest.MapFS{
 		"scenarios/cap.yaml": {Data: []byte("mode: emulator\nserved_model_name: cap-model\nemulator: {ttft: 60ms, itl: 20ms, max_num_seqs: 2}\n")},

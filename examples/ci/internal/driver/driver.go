@@ -259,7 +259,7 @@ func newRunID(t time.Time) string {
 func (d *driver) execute(parent context.Context) (Outcome, error) {
 	d.parent = parent
 	started := d.now()
-	rt := string(d.o.RunType)
+	rt := d.o.RunType
 	if d.o.Retention >= 0 {
 		ret := d.o.Retention
 		if ret == 0 {
@@ -273,7 +273,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	}
 	// 基线在本次运行开始前读取：本次运行自身（尚未完成）永远不会成为基线。
 	baselines := d.baselines()
-	run, err := report.NewRun(d.o.Artifacts, rt, d.runID, started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithRedactor(d.red))
+	run, err := report.NewRun(d.o.Artifacts, rt, report.RunID(d.runID), started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithRedactor(d.red))
 	if err != nil {
 		return Outcome{ExitCode: report.ExitError}, fmt.Errorf("ci: %w", err)
 	}
@@ -372,7 +372,7 @@ func (d *driver) baselines() report.BaselineSource {
 		pb, err := metrics.NewPromBaseline(metrics.PromBaselineConfig{URL: d.o.BaselinePrometheus, Prefix: d.o.PushOptions.Prefix})
 		if err == nil {
 			d.log.Info("perf baselines from Prometheus", "url", d.red.String(d.o.BaselinePrometheus))
-			return d.withFunctionalBaselines(report.MetricsBaselines(pb))
+			return d.withFunctionalBaselines(report.MetricsBaselines(pb.Baseline))
 		}
 		d.log.Warn("prometheus baseline config invalid; falling back to artifacts", "err", d.red.String(err.Error()))
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -219,7 +219,7 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 	pr.NewDeployer = func(sc *matrix.Scenario) (deploy.Deployer, error) {
 		cfg := *sc.Emulator
 		cfg.TTFT *= 4
-		return deploy.NewEmulator(cfg)
+		return emulator.New(cfg)
 	}
 	out, err = driver.Run(context.Background(), pr)
 	if err != nil {
@@ -264,7 +264,7 @@ type captured struct {
 
 // deployer 包装模拟器部署器，记录得到的 Deployment。
 func (c *captured) deployer(sc *matrix.Scenario) (deploy.Deployer, error) {
-	em, err := deploy.NewEmulator(*sc.Emulator)
+	em, err := emulator.New(*sc.Emulator)
 	if err != nil {
 		return nil, err
 	}
@@ -418,15 +418,10 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 // TestBaseURLOverride：-base-url 不部署，直接测一个已在运行的服务；未给 -model 时
 // 从 /v1/models 取模型名。
 func TestBaseURLOverride(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "served-elsewhere", APIKey: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(em.Handler())
-	defer srv.Close()
+	_, ep := emulator.Start(t, emulator.Config{Model: "served-elsewhere", APIKey: secret})
 	root := t.TempDir()
 	o := options(t, treeAcc(realDataAcc(t), "emu"), matrix.RunPR, root)
-	o.BaseURL = srv.URL + "/v1"
+	o.BaseURL = ep.BaseURL()
 	out, err := driver.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -637,7 +632,7 @@ func TestStageAndJobTimeouts(t *testing.T) {
 	slow := func(sc *matrix.Scenario) (deploy.Deployer, error) {
 		cfg := *sc.Emulator
 		cfg.TTFT = 2 * time.Second
-		return deploy.NewEmulator(cfg)
+		return emulator.New(cfg)
 	}
 	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
 	o.NewDeployer, o.StageTimeout, o.Stages = slow, 300*time.Millisecond, []report.Stage{report.StagePerf, report.StageAccuracy}
@@ -696,14 +691,9 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // 现在默认读 simple-evals 的上游地址，拿不到时精度阶段失败，错误写明文件与地址，且没有
 // 任何精度结果。
 func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "real-server", APIKey: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(em.Handler())
-	defer srv.Close()
+	_, ep := emulator.Start(t, emulator.Config{Model: "real-server", APIKey: secret})
 	o := options(t, treeAcc("datasets: [{name: gpqa, threshold: 0.2}]\n", "emu"), matrix.RunPR, t.TempDir())
-	o.BaseURL, o.AccuracyHTTPClient, o.AccuracyCacheDir = srv.URL+"/v1", offlineClient(), t.TempDir()
+	o.BaseURL, o.AccuracyHTTPClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), t.TempDir()
 	out, err := driver.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -36,15 +36,7 @@ func TestKubeScenariosEndToEnd(t *testing.T) {
 	c := kubetest.Start(t)
 	hybridPort, pdPort := kubetest.FreeNodePort(t), kubetest.FreeNodePort(t)
 	for model, port := range map[string]int{"qwen3-32b": hybridPort, "deepseek-r1": pdPort} {
-		em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: model, Addr: "127.0.0.1:" + strconv.Itoa(port)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dep, err := em.Deploy(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
+		emulator.Start(t, emulator.Config{Model: model, Addr: "127.0.0.1:" + strconv.Itoa(port)})
 	}
 	kubeconf := "  kubeconfig: " + strconv.Quote(c.Kubeconfig) + "\n  context: cibench\n  poll_interval: 200ms\n"
 	hybrid, pd := "k8s_hybrid_qwen3-32b_tp2_w4a8", "k8s_pd_deepseek-r1_2p1d_reasoning_w8a8"

@@ -15,7 +15,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 func serveEmulator(addr string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Addr: addr, Model: "local-model", TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
+	em, err := emulator.New(emulator.Config{Addr: addr, Model: "local-model", TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

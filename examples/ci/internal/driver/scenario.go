@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -280,12 +281,12 @@ func (d *driver) deployerFor(sc *matrix.Scenario) (deploy.Deployer, error) {
 	key := d.keys[sc.Name]
 	switch sc.Mode {
 	case matrix.ModeEmulator:
-		cfg := deploy.EmulatorConfig{Model: sc.ServedModelName}
+		cfg := emulator.Config{Model: sc.ServedModelName}
 		if sc.Emulator != nil {
 			cfg = *sc.Emulator
 		}
 		cfg.APIKey = key
-		return deploy.NewEmulator(cfg)
+		return emulator.New(cfg)
 	case matrix.ModeExternal:
 		return deploy.NewExternal(deploy.ExternalConfig{BaseURL: sc.BaseURL, Model: sc.ServedModelName, APIKey: key, HealthPath: sc.Health.Path, StartupTimeout: sc.Health.Timeout})
 	case matrix.ModeLocal:

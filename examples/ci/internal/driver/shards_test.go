@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -21,16 +21,8 @@ func (s *rowSink) EndGroup(r loadgen.Summary) error { s.rows = append(s.rows, r)
 // TestRunShardedPerf 以 3 片对模拟器跑一个两组的档位：合并后的行数、请求数、成功数与
 // 输出 token 数与档位一致，且每行都交给了汇总 CSV 的接收方。
 func TestRunShardedPerf(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", TTFT: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := em.Deploy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dep.Teardown(context.Background())
-	tgt := loadgen.Target{BaseURLs: dep.Endpoint().BaseURLs, Model: "m", Provider: "emu"}
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
+	tgt := loadgen.Target{BaseURLs: ep.BaseURLs, Model: "m", Provider: "emu"}
 	prof := loadgen.Profile{Concurrency: []int{3, 6}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10, 20}}
 	sink := &rowSink{}
 	rows, err := runShardedPerf(context.Background(), tgt, prof, 3, sink)

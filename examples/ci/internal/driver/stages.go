@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/vllm-cibench/cibench/accuracy"
@@ -33,23 +34,12 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	if err != nil {
 		return err
 	}
-	target := functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, ReasoningKeys: sc.Reasoning.Keys,
-		Capabilities: map[functional.Capability]functional.Support{}}
-	// 场景的能力声明决定“拒绝”的结论（skip / unsupported / 失败）；矩阵加载时已校验。
-	for k, v := range sc.Capabilities {
-		target.Capabilities[functional.Capability(k)] = functional.Support(v)
-	}
-	for _, f := range sc.Features {
-		if ff := functional.Feature(f); ff.Known() {
-			target.Features = append(target.Features, ff)
-		}
-	}
 	opts := functional.DefaultOptions()
 	// 单个请求的超时与响应大小上限来自 tests/functional/request.yaml（矩阵配置树的一部分）。
 	opts.RequestTimeout, opts.MaxResponseBytes = cfg.Request.Timeout, cfg.Request.MaxResponseBytes
 	opts.Config = &cfg
 	opts.Now = d.now
-	runner, err := functional.NewRunner(target, opts)
+	runner, err := functional.NewRunner(functionalTarget(sc, ep), opts)
 	if err != nil {
 		return err
 	}
@@ -65,6 +55,20 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 		}
 	}
 	return runErr
+}
+
+// functionalTarget 把场景与部署端点转换为功能测试的被测服务。
+func functionalTarget(sc *matrix.Scenario, ep deploy.Endpoint) functional.Target {
+	target := functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, ReasoningKeys: sc.Reasoning.Keys,
+		Capabilities: map[functional.Capability]functional.Support{}}
+	// 场景的能力声明决定“拒绝”的结论（skip / unsupported / 失败）；矩阵加载时已校验。
+	for k, v := range sc.Capabilities {
+		target.Capabilities[functional.Capability(k)] = functional.Support(v)
+	}
+	// 能力原样传过去（matrix.Feature 就是 functional.Feature）：不认识的取值由
+	// NewRunner 点名报错，而不是在这里被悄悄丢掉、让对应用例无声地跳过。
+	target.Features = slices.Clone(sc.Features)
+	return target
 }
 
 // perf 依次运行场景的每个性能档位：逐请求与汇总 CSV 按 acs-bench 命名写进
@@ -326,7 +330,7 @@ func (d *driver) push(ctx context.Context) {
 	}
 	for _, sc := range d.run.Result().Scenarios {
 		res := metrics.Results{
-			Info: metrics.RunInfo{Model: sc.Model, Quant: sc.Quant, Scenario: sc.Name, RunType: string(d.o.RunType),
+			Info: metrics.RunInfo{Model: sc.Model, Quant: sc.Quant, Scenario: sc.Name, RunType: d.o.RunType,
 				Commit: d.o.Commit, Branch: d.o.Branch, RunID: d.runID},
 			Perf:       sc.Perf,
 			Capacity:   sc.Capacity,

@@ -1,11 +1,11 @@
-package deploy
+package emulator
 
 import (
 	"math"
 	"strconv"
 	"strings"
 
-	"github.com/vllm-cibench/cibench/internal/emulator"
+	emu "github.com/vllm-cibench/cibench/internal/emulator"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
 
@@ -56,7 +56,7 @@ type emuGenInput struct {
 // applyLogitBias 把 logit_bias 的 token id 解析为片段，填入 in.bias。prompt 是本请求
 // 提示词的全部文本；既不在生成词表、也不在提示词中的 id 没有可见效果（真实模型的词表
 // 更大，模拟器只认识它说得出的片段）。
-func (e *Emulator) applyLogitBias(cfg *EmulatorConfig, in *emuGenInput, bias map[string]float64, prompt func(yield func(string) bool)) {
+func (e *Server) applyLogitBias(cfg *Config, in *emuGenInput, bias map[string]float64, prompt func(yield func(string) bool)) {
 	if len(bias) == 0 || cfg.Defects.LogitBiasIgnored {
 		return
 	}
@@ -94,7 +94,7 @@ func (e *Emulator) applyLogitBias(cfg *EmulatorConfig, in *emuGenInput, bias map
 	}
 }
 
-// shaped 报告本请求是否带有改变 token 分布形状的参数，需要走 emulator.Vocab.Sample
+// shaped 报告本请求是否带有改变 token 分布形状的参数，需要走 emu.Vocab.Sample
 // 的分布采样；否则走 Text 快路径（贪心或 temperature 1 的默认采样），保持吞吐与既有输出。
 func (in *emuGenInput) shaped() bool {
 	s := in.s
@@ -108,28 +108,28 @@ var emuNullJSON = []byte("null")
 // genChoice 确定性地生成第 i 个 choice。规则见 docs/emulator.md：
 // 贪心（temperature 0，或 top_k 1）只由提示决定；否则由提示、seed、温度与 choice 序号
 // 决定，没有 seed 则每次不同。
-func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuChoice {
-	h := emulator.Hash(cfg.Model, in.key)
+func (e *Server) genChoice(cfg *Config, in *emuGenInput, i int) *emuChoice {
+	h := emu.Hash(cfg.Model, in.key)
 	backbone := h // 分布采样的“贪心骨架”：只由提示决定
 	if cfg.Defects.StreamDiffers && in.stream {
-		backbone = emulator.Mix(backbone, 0xd1ff)
+		backbone = emu.Mix(backbone, 0xd1ff)
 	}
 	sampled := !in.s.greedy() && !cfg.Defects.TemperatureIgnored
 	if sampled {
 		if in.s.seed != nil && !cfg.Defects.SeedIgnored {
-			h = emulator.Mix(h, uint64(*in.s.seed))
-			h = emulator.Mix(h, math.Float64bits(in.s.temperature))
+			h = emu.Mix(h, uint64(*in.s.seed))
+			h = emu.Mix(h, math.Float64bits(in.s.temperature))
 		} else {
-			h = emulator.Mix(h, e.engine.Fresh(uint64(cfg.Seed)))
+			h = emu.Mix(h, e.engine.Fresh(uint64(cfg.Seed)))
 		}
-		h = emulator.Mix(h, uint64(i))
+		h = emu.Mix(h, uint64(i))
 	} else if in.s.greedy() && in.s.seed != nil && cfg.Defects.GreedySeedDependent {
-		h = emulator.Mix(h, uint64(*in.s.seed))
+		h = emu.Mix(h, uint64(*in.s.seed))
 	}
 	if cfg.Defects.StreamDiffers && in.stream {
-		h = emulator.Mix(h, 0xd1ff)
+		h = emu.Mix(h, 0xd1ff)
 	}
-	c := &emuChoice{index: i, stopReason: emuNullJSON, lpSeed: emulator.Mix(h, 13)}
+	c := &emuChoice{index: i, stopReason: emuNullJSON, lpSeed: emu.Mix(h, 13)}
 	budget := in.budget
 	if cfg.Defects.MaxTokensIgnored {
 		budget += 3
@@ -137,9 +137,9 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 	v := e.engine.Vocab
 
 	// 分布采样的参数（只在带有改变分布形状的参数时使用，见 shaped）。
-	var sp *emulator.Sampling
+	var sp *emu.Sampling
 	if in.shaped() {
-		sp = &emulator.Sampling{TopP: in.s.topP, Presence: in.s.presence, Frequency: in.s.frequency, Bias: in.bias}
+		sp = &emu.Sampling{TopP: in.s.topP, Presence: in.s.presence, Frequency: in.s.frequency, Bias: in.bias}
 		if sampled {
 			sp.Temperature = in.s.temperature
 			if in.s.topK > 1 {
@@ -154,10 +154,10 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 	var reasoning []string
 	if in.reasoning {
 		if sp != nil {
-			reasoning = v.Sample(nil, emulator.Mix(backbone, 1), emulator.Mix(h, 1), emulator.ReasoningLength(h), sp)
+			reasoning = v.Sample(nil, emu.Mix(backbone, 1), emu.Mix(h, 1), emu.ReasoningLength(h), sp)
 		} else {
-			t := v.NewText(emulator.Mix(h, 1))
-			reasoning = t.AppendPieces(nil, emulator.ReasoningLength(h))
+			t := v.NewText(emu.Mix(h, 1))
+			reasoning = t.AppendPieces(nil, emu.ReasoningLength(h))
 		}
 	}
 
@@ -166,20 +166,20 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 	random := false
 	switch {
 	case in.tool != nil:
-		args := emuToolArgs(in.tool, emulator.Mix(h, 3), cfg.Defects.ToolArgsInvalid)
-		c.tools = []emuToolCall{{id: "chatcmpl-tool-" + strconv.FormatUint(emulator.Mix(h, 4), 16), name: in.tool.Function.Name,
+		args := emuToolArgs(in.tool, emu.Mix(h, 3), cfg.Defects.ToolArgsInvalid)
+		c.tools = []emuToolCall{{id: "chatcmpl-tool-" + strconv.FormatUint(emu.Mix(h, 4), 16), name: in.tool.Function.Name,
 			args: args, argPieces: tokenize.Split(args)}}
 		c.named = in.named
 		c.contentNull = !in.named
 	case in.hasFixed:
 		text := in.fixed
 		if in.fixedFn != nil {
-			text = in.fixedFn(emulator.Mix(h, 5))
+			text = in.fixedFn(emu.Mix(h, 5))
 		}
 		content = tokenize.Split(text)
 	default:
 		random = true
-		n := emulator.NaturalLength(h)
+		n := emu.NaturalLength(h)
 		if in.ignoreEOS {
 			n = budget
 		}
@@ -191,9 +191,9 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 		}
 		n = min(n, budget+1) // 多生成一个，让超出预算的自然长度在下面被判为 length
 		if sp != nil {
-			content = v.Sample(make([]string, 0, n+1), emulator.Mix(backbone, 2), emulator.Mix(h, 2), n, sp)
+			content = v.Sample(make([]string, 0, n+1), emu.Mix(backbone, 2), emu.Mix(h, 2), n, sp)
 		} else {
-			t := v.NewText(emulator.Mix(h, 2))
+			t := v.NewText(emu.Mix(h, 2))
 			content = t.AppendPieces(make([]string, 0, n+1), n)
 		}
 	}
@@ -249,7 +249,7 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 	// 首次出现的 stop 并在其前截断。
 	if len(in.s.stop) > 0 && len(c.tools) == 0 {
 		if random {
-			p := 3 + int(emulator.Mix(h, 6)%6)
+			p := 3 + int(emu.Mix(h, 6)%6)
 			p = max(p, in.s.minTokens-len(reasoning))
 			if p < len(content) {
 				content = append(content[:p:p], in.s.stop[0])
@@ -259,10 +259,10 @@ func (e *Emulator) genChoice(cfg *EmulatorConfig, in *emuGenInput, i int) *emuCh
 			content = cut
 			tokens = len(reasoning) + ntok
 			finish = "stop"
-			c.stopReason = emulator.AppendString(nil, stop)
+			c.stopReason = emu.AppendString(nil, stop)
 		}
 	} else if len(in.stopIDs) > 0 && random {
-		p := 3 + int(emulator.Mix(h, 6)%6)
+		p := 3 + int(emu.Mix(h, 6)%6)
 		if p < len(content) {
 			content = content[:p]
 			tokens = len(reasoning) + p + 1
@@ -327,7 +327,7 @@ func emuToolArgs(t *emuTool, seed uint64, invalid bool) string {
 	if invalid {
 		return `["invalid", 1]`
 	}
-	out, err := emulator.GenerateJSON(t.Function.Parameters, seed)
+	out, err := emu.GenerateJSON(t.Function.Parameters, seed)
 	if err != nil {
 		return "{}"
 	}

@@ -1,4 +1,4 @@
-package deploy
+package emulator
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/vllm-cibench/cibench/internal/emulator"
+	emu "github.com/vllm-cibench/cibench/internal/emulator"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
 
@@ -29,7 +29,7 @@ type emuRun struct {
 	kind         emuKind
 	id           string
 	created      int64
-	cfg          *EmulatorConfig
+	cfg          *Config
 	promptTokens int
 	choices      []*emuChoice
 	stream       bool
@@ -40,7 +40,7 @@ type emuRun struct {
 	cmplLogprobs int  // completions logprobs（-1 表示未请求）
 	fault        string
 	arrival      time.Time
-	em           *Emulator
+	em           *Server
 }
 
 // decodeJSON 解析请求体；JSON 语法或类型错误按 vLLM 返回 400。
@@ -53,13 +53,13 @@ func decodeJSON(body []byte, v any) *emuErr {
 
 // newID 生成响应 id：前缀 + 32 位十六进制（与 vLLM 的 random_uuid 长度一致）。
 // Seed 非 0 时 id 序列可复现（金样测试依赖这一点）；Seed 为 0 时混入构造时刻，跨进程不重复。
-func (e *Emulator) newID(cfg *EmulatorConfig, prefix string) string {
+func (e *Server) newID(cfg *Config, prefix string) string {
 	if cfg.Defects.WrongIDPrefix {
 		prefix = "req-"
 	}
 	n := e.reqSeq.Add(1)
-	a := emulator.Mix(uint64(cfg.Seed)^e.idSalt, n)
-	b := emulator.Mix(a, n)
+	a := emu.Mix(uint64(cfg.Seed)^e.idSalt, n)
+	b := emu.Mix(a, n)
 	var buf [64]byte
 	out := append(buf[:0], prefix...)
 	for _, x := range []uint64{a, b} {
@@ -73,7 +73,7 @@ func (e *Emulator) newID(cfg *EmulatorConfig, prefix string) string {
 }
 
 // contextCheck 校验提示 + 生成上限不超过 max_model_len，返回有效的 max_tokens。
-func contextCheck(cfg *EmulatorConfig, s *emuSampling, prompt int, param string) (int, *emuErr) {
+func contextCheck(cfg *Config, s *emuSampling, prompt int, param string) (int, *emuErr) {
 	limit := cfg.MaxModelLen
 	if !s.maxGiven {
 		if prompt >= limit && !cfg.Defects.NoContextCheck {
@@ -88,7 +88,7 @@ func contextCheck(cfg *EmulatorConfig, s *emuSampling, prompt int, param string)
 }
 
 // guidedSpec 解析结构化输出约束，返回生成函数；没有约束时 fn 为 nil。
-func guidedSpec(cfg *EmulatorConfig, c *emuCommon) (fn func(uint64) string, er *emuErr) {
+func guidedSpec(cfg *Config, c *emuCommon) (fn func(uint64) string, er *emuErr) {
 	var kinds []string
 	var schema json.RawMessage
 	var regex *string
@@ -171,7 +171,7 @@ func guidedSpec(cfg *EmulatorConfig, c *emuCommon) (fn func(uint64) string, er *
 			if invalid {
 				return "Sure! Here is the JSON you asked for: {answer: 42"
 			}
-			r := emulator.NewRand(h)
+			r := emu.NewRand(h)
 			return `{"answer": "示例 answer", "confidence": 0.` + strconv.Itoa(10+r.Intn(90)) + `}`
 		}, nil
 	case schema != nil:
@@ -182,19 +182,19 @@ func guidedSpec(cfg *EmulatorConfig, c *emuCommon) (fn func(uint64) string, er *
 			if invalid {
 				return "not json: " + strconv.FormatUint(h%1000, 10)
 			}
-			b, err := emulator.GenerateJSON(schema, h)
+			b, err := emu.GenerateJSON(schema, h)
 			if err != nil {
 				return "{}"
 			}
 			return string(b)
 		}, nil
 	case regex != nil:
-		if _, err := emulator.GenerateRegex(*regex, 0); err != nil {
+		if _, err := emu.GenerateRegex(*regex, 0); err != nil {
 			return nil, emuBadRequest("structured_outputs", "Invalid regular expression: "+err.Error())
 		}
 		pat := *regex
 		return func(h uint64) string {
-			s, _ := emulator.GenerateRegex(pat, h)
+			s, _ := emu.GenerateRegex(pat, h)
 			return s
 		}, nil
 	default:
@@ -234,7 +234,7 @@ func validateSchema(schema json.RawMessage) *emuErr {
 
 // start 是 chat 与 completions 处理函数的共同收尾：解析或规划失败（er 非 nil）时
 // 写错误体并记访问日志，否则带着到达时刻开始按时间表服务。
-func (e *Emulator) start(w http.ResponseWriter, r *http.Request, cfg *EmulatorConfig, arrival time.Time, stream bool, run *emuRun, er *emuErr) {
+func (e *Server) start(w http.ResponseWriter, r *http.Request, cfg *Config, arrival time.Time, stream bool, run *emuRun, er *emuErr) {
 	if er != nil {
 		e.writeError(w, cfg, er)
 		e.logAccess(r, er.status, stream, 0, 0, arrival, "")
@@ -245,7 +245,7 @@ func (e *Emulator) start(w http.ResponseWriter, r *http.Request, cfg *EmulatorCo
 }
 
 // handleChat 实现 POST /v1/chat/completions。
-func (e *Emulator) handleChat(w http.ResponseWriter, r *http.Request) {
+func (e *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	arrival := emuArrival(r)
 	cfg := e.cfg.Load()
 	var req emuChatRequest
@@ -258,7 +258,7 @@ func (e *Emulator) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 // planChat 校验 chat 请求并生成全部 choice。
-func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, *emuErr) {
+func (e *Server) planChat(cfg *Config, req *emuChatRequest) (*emuRun, *emuErr) {
 	if er := e.checkModel(cfg, req.Model, true); er != nil {
 		return nil, er
 	}
@@ -311,7 +311,7 @@ func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, 
 	if in.tool == nil {
 		if fn != nil {
 			in.hasFixed, in.fixedFn = true, fn
-		} else if txt, ok := emulator.ScriptedAnswer(p.lastUser); ok {
+		} else if txt, ok := emu.ScriptedAnswer(p.lastUser); ok {
 			in.hasFixed, in.fixed = true, txt
 		}
 	}
@@ -354,7 +354,7 @@ func (e *Emulator) planChat(cfg *EmulatorConfig, req *emuChatRequest) (*emuRun, 
 }
 
 // setStreamOpts 解析 stream_options（DisableStreamUsage 时忽略）。
-func (e *Emulator) setStreamOpts(run *emuRun, cfg *EmulatorConfig, c *emuCommon) {
+func (e *Server) setStreamOpts(run *emuRun, cfg *Config, c *emuCommon) {
 	if c.StreamOptions == nil || cfg.DisableStreamUsage || !c.Stream {
 		return
 	}
@@ -364,7 +364,7 @@ func (e *Emulator) setStreamOpts(run *emuRun, cfg *EmulatorConfig, c *emuCommon)
 }
 
 // planTools 校验 tools/tool_choice（vLLM 的 400 规则），并决定本轮是否调用工具。
-func (e *Emulator) planTools(cfg *EmulatorConfig, req *emuChatRequest, p *emuPrompt, in *emuGenInput) *emuErr {
+func (e *Server) planTools(cfg *Config, req *emuChatRequest, p *emuPrompt, in *emuGenInput) *emuErr {
 	choice := "auto"
 	named := ""
 	tc := bytes.TrimSpace(req.ToolChoice)
@@ -433,12 +433,12 @@ func (e *Emulator) planTools(cfg *EmulatorConfig, req *emuChatRequest, p *emuPro
 	if choice == "auto" && p.lastRole == "tool" && !cfg.Defects.ToolResultIgnored {
 		return nil // 已有工具结果：用正文回答
 	}
-	in.tool = &req.Tools[emulator.Hash(p.all)%uint64(len(req.Tools))]
+	in.tool = &req.Tools[emu.Hash(p.all)%uint64(len(req.Tools))]
 	return nil
 }
 
 // handleCompletions 实现 POST /v1/completions。
-func (e *Emulator) handleCompletions(w http.ResponseWriter, r *http.Request) {
+func (e *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	arrival := emuArrival(r)
 	cfg := e.cfg.Load()
 	var req emuCompletionRequest
@@ -501,7 +501,7 @@ func parsePrompts(raw json.RawMessage) (texts []string, counts []int, isText boo
 const emuDefaultCompletionMaxTokens = 16
 
 // planCompletion 校验 completions 请求并生成全部 choice（每个提示 n 个）。
-func (e *Emulator) planCompletion(cfg *EmulatorConfig, req *emuCompletionRequest) (*emuRun, *emuErr) {
+func (e *Server) planCompletion(cfg *Config, req *emuCompletionRequest) (*emuRun, *emuErr) {
 	if er := e.checkModel(cfg, req.Model, true); er != nil {
 		return nil, er
 	}
@@ -556,7 +556,7 @@ func (e *Emulator) planCompletion(cfg *EmulatorConfig, req *emuCompletionRequest
 		e.applyLogitBias(cfg, in, req.LogitBias, func(yield func(string) bool) { yield(text) })
 		if fn != nil {
 			in.hasFixed, in.fixedFn = true, fn
-		} else if txt, ok := emulator.ScriptedAnswer(text); ok {
+		} else if txt, ok := emu.ScriptedAnswer(text); ok {
 			in.hasFixed, in.fixed = true, txt
 		}
 		for i := 0; i < n; i++ {

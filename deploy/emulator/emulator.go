@@ -1,4 +1,4 @@
-package deploy
+package emulator
 
 import (
 	"context"
@@ -15,30 +15,35 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vllm-cibench/cibench/internal/emulator"
+	"github.com/vllm-cibench/cibench/deploy"
+	emu "github.com/vllm-cibench/cibench/internal/emulator"
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
 )
 
-// DefaultEmulatorModel 是 EmulatorConfig.Model 为空时对外服务的模型名。
-const DefaultEmulatorModel = "cibench-emulator"
+// DefaultModel 是 Config.Model 为空时对外服务的模型名。
+const DefaultModel = "cibench-emulator"
 
-// DefaultEmulatorMaxModelLen 是 EmulatorConfig.MaxModelLen 为 0 时的上下文长度。
-const DefaultEmulatorMaxModelLen = 32768
+// DefaultMaxModelLen 是 Config.MaxModelLen 为 0 时的上下文长度。
+const DefaultMaxModelLen = 32768
 
-// DefaultEmulatorEmbeddingDim 是 EmulatorConfig.EmbeddingDim 为 0 时的嵌入维度。
-const DefaultEmulatorEmbeddingDim = 1024
+// DefaultEmbeddingDim 是 Config.EmbeddingDim 为 0 时的嵌入维度。
+const DefaultEmbeddingDim = 1024
 
-// EmulatorFailureKinds 列出 EmulatorConfig.FailureKinds 可用的取值。
-var EmulatorFailureKinds = []string{"429", "500", "503", "stream_error", "drop", "truncate"}
+// failureKinds 列出 Config.FailureKinds 可用的取值；不导出，免得调用方改动它而改变校验规则。
+var failureKinds = []string{"429", "500", "503", "stream_error", "drop", "truncate"}
 
-// EmulatorConfig 配置一个 Emulator。零值可用：所有字段都有默认值。
+// FailureKinds 返回 Config.FailureKinds 可用取值的副本；返回副本是因为校验读的是
+// 包内的那一份，调用方修改返回值不应影响哪些取值被接受。
+func FailureKinds() []string { return append([]string(nil), failureKinds...) }
+
+// Config 配置一个 Server。零值可用：所有字段都有默认值。
 // 字段名是跨包约定的一部分，只增不改。
-type EmulatorConfig struct {
+type Config struct {
 	// Addr 是监听地址，空表示 127.0.0.1:0（随机端口）。
 	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
-	// Model 是对外服务的模型名，空为 DefaultEmulatorModel。
+	// Model 是对外服务的模型名，空为 DefaultModel。
 	Model string `json:"model,omitempty" yaml:"model,omitempty"`
-	// MaxModelLen 是上下文长度（提示 + 生成），0 为 DefaultEmulatorMaxModelLen。
+	// MaxModelLen 是上下文长度（提示 + 生成），0 为 DefaultMaxModelLen。
 	MaxModelLen int `json:"max_model_len,omitempty" yaml:"max_model_len,omitempty"`
 	// APIKey 非空时 /v1/* 需要 "Authorization: Bearer <APIKey>"；/health 等不受保护。
 	APIKey string `json:"-" yaml:"-"`
@@ -89,31 +94,31 @@ type EmulatorConfig struct {
 	EnableEmbeddings bool `json:"enable_embeddings,omitempty" yaml:"enable_embeddings,omitempty"`
 	// EnableRerank 开启 /v1/rerank 与 /rerank（否则 404）。
 	EnableRerank bool `json:"enable_rerank,omitempty" yaml:"enable_rerank,omitempty"`
-	// EmbeddingDim 是嵌入向量维度，0 为 DefaultEmulatorEmbeddingDim。
+	// EmbeddingDim 是嵌入向量维度，0 为 DefaultEmbeddingDim。
 	EmbeddingDim int `json:"embedding_dim,omitempty" yaml:"embedding_dim,omitempty"`
 	// FailureRate 是注入故障的请求比例 [0,1]。
 	FailureRate float64 `json:"failure_rate,omitempty" yaml:"failure_rate,omitempty"`
-	// FailureKinds 是注入的故障种类，取自 EmulatorFailureKinds；为空且 FailureRate>0 时取 "500"。
+	// FailureKinds 是注入的故障种类，取自 FailureKinds()；为空且 FailureRate>0 时取 "500"。
 	FailureKinds []string `json:"failure_kinds,omitempty" yaml:"failure_kinds,omitempty"`
 	// Seed 决定故障注入序列与无 seed 采样请求的随机流，使整个运行可复现。
 	Seed int64 `json:"seed,omitempty" yaml:"seed,omitempty"`
 	// Unhealthy 让 /health 返回 503（模拟引擎已死的 vLLM），用于测试健康等待与失败路径；
 	// 生成端点不受影响。Deploy 在此状态下等不到健康，会一直等到 ctx 结束。
 	Unhealthy bool `json:"unhealthy,omitempty" yaml:"unhealthy,omitempty"`
-	// Defects 打开故意的线上缺陷，见 EmulatorDefects。
-	Defects EmulatorDefects `json:"defects,omitempty" yaml:"defects,omitempty"`
+	// Defects 打开故意的线上缺陷，见 Defects。
+	Defects Defects `json:"defects,omitempty" yaml:"defects,omitempty"`
 }
 
-// ErrEmulatorConfig 是所有配置校验错误的哨兵，可用 errors.Is 判断。
-var ErrEmulatorConfig = errors.New("deploy: invalid emulator config")
+// ErrConfig 是所有配置校验错误的哨兵，可用 errors.Is 判断。
+var ErrConfig = errors.New("deploy: invalid emulator config")
 
 // withDefaults 返回填好默认值的副本（不修改调用方的值）。
-func (c EmulatorConfig) withDefaults() EmulatorConfig {
+func (c Config) withDefaults() Config {
 	if c.Model == "" {
-		c.Model = DefaultEmulatorModel
+		c.Model = DefaultModel
 	}
 	if c.MaxModelLen == 0 {
-		c.MaxModelLen = DefaultEmulatorMaxModelLen
+		c.MaxModelLen = DefaultMaxModelLen
 	}
 	if c.TokensPerChunk == 0 {
 		c.TokensPerChunk = 1
@@ -122,7 +127,7 @@ func (c EmulatorConfig) withDefaults() EmulatorConfig {
 		c.ReasoningField = "reasoning"
 	}
 	if c.EmbeddingDim == 0 {
-		c.EmbeddingDim = DefaultEmulatorEmbeddingDim
+		c.EmbeddingDim = DefaultEmbeddingDim
 	}
 	if c.SpecDecode && c.SpecAcceptRate == 0 {
 		c.SpecAcceptRate = 0.7
@@ -135,9 +140,9 @@ func (c EmulatorConfig) withDefaults() EmulatorConfig {
 }
 
 // validate 检查（已填默认值的）配置，错误信息点名字段与取值。
-func (c *EmulatorConfig) validate() error {
+func (c *Config) validate() error {
 	bad := func(field string, v any, why string) error {
-		return fmt.Errorf("%w: %s=%v: %s", ErrEmulatorConfig, field, v, why)
+		return fmt.Errorf("%w: %s=%v: %s", ErrConfig, field, v, why)
 	}
 	switch {
 	case c.MaxModelLen < 0:
@@ -165,11 +170,11 @@ func (c *EmulatorConfig) validate() error {
 	}
 	for _, k := range c.FailureKinds {
 		ok := false
-		for _, known := range EmulatorFailureKinds {
+		for _, known := range failureKinds {
 			ok = ok || k == known
 		}
 		if !ok {
-			return bad("FailureKinds", k, "must be one of "+strings.Join(EmulatorFailureKinds, ","))
+			return bad("FailureKinds", k, "must be one of "+strings.Join(failureKinds, ","))
 		}
 	}
 	if c.Addr != "" {
@@ -180,7 +185,7 @@ func (c *EmulatorConfig) validate() error {
 	return nil
 }
 
-// Emulator 是一个进程内的、线上行为与 vLLM OpenAI 服务一致的模拟服务器。
+// Server 是一个进程内的、线上行为与 vLLM OpenAI 服务一致的模拟服务器。
 //
 // 它是 examples/ci 的默认被测对象，也是各包测试与用户测试使用的替身
 // （类似 net/http/httptest）：/v1/chat/completions、/v1/completions（流式与非流式）、
@@ -196,16 +201,16 @@ func (c *EmulatorConfig) validate() error {
 // MaxNumSeqs 排队会拉长 TTFT）、GPU/NPU 本身、多实例与 PD 分离的路由、
 // 生成过程中的 EOS token 计数（自然结束时 EOS 不计入 completion_tokens）。
 //
-// 并发约定：Emulator 的全部方法都可以并发调用；Update 原子地替换配置，
+// 并发约定：Server 的全部方法都可以并发调用；Update 原子地替换配置，
 // 正在进行的请求继续使用开始时的配置快照。
-type Emulator struct {
-	cfg     atomic.Pointer[EmulatorConfig]
+type Server struct {
+	cfg     atomic.Pointer[Config]
 	updMu   sync.Mutex // 串行化 Update
-	engine  *emulator.Engine
-	metrics *emulator.Metrics
-	sched   *emulator.Scheduler
-	failer  *emulator.Failer
-	access  *emulator.AccessLog
+	engine  *emu.Engine
+	metrics *emu.Metrics
+	sched   *emu.Scheduler
+	failer  *emu.Failer
+	access  *emu.AccessLog
 	handler http.Handler
 	reqSeq  atomic.Uint64
 	bufs    emuBufPool
@@ -213,24 +218,24 @@ type Emulator struct {
 	idSalt  uint64       // Seed 为 0 时取构造时刻，使不同进程的响应 id 不重复
 }
 
-var _ Deployer = (*Emulator)(nil)
+var _ deploy.Deployer = (*Server)(nil)
 
-// NewEmulator 校验配置并构造模拟器；此时尚未监听端口（见 Deploy 与 Handler）。
-func NewEmulator(cfg EmulatorConfig) (*Emulator, error) {
+// New 校验配置并构造模拟器；此时尚未监听端口（见 Deploy 与 Handler）。
+func New(cfg Config) (*Server, error) {
 	c := cfg.withDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	e := &Emulator{
-		engine: emulator.NewEngine(),
-		sched:  emulator.NewScheduler(c.MaxNumSeqs),
-		failer: emulator.NewFailer(c.Seed),
-		access: emulator.NewAccessLog(10000),
+	e := &Server{
+		engine: emu.NewEngine(),
+		sched:  emu.NewScheduler(c.MaxNumSeqs),
+		failer: emu.NewFailer(c.Seed),
+		access: emu.NewAccessLog(10000),
 	}
 	if c.Seed == 0 {
 		e.idSalt = uint64(time.Now().UnixNano())
 	}
-	e.metrics = emulator.NewMetrics(prometheus.NewRegistry(), c.Model, func() (int, int, int) {
+	e.metrics = emu.NewMetrics(prometheus.NewRegistry(), c.Model, func() (int, int, int) {
 		run, wait := e.sched.Counts()
 		return run, wait, e.cfg.Load().MaxNumSeqs
 	})
@@ -240,7 +245,7 @@ func NewEmulator(cfg EmulatorConfig) (*Emulator, error) {
 }
 
 // Config 返回当前生效配置（已填默认值）的副本。
-func (e *Emulator) Config() EmulatorConfig {
+func (e *Server) Config() Config {
 	c := *e.cfg.Load()
 	c.FailureKinds = append([]string(nil), c.FailureKinds...)
 	return c
@@ -248,7 +253,7 @@ func (e *Emulator) Config() EmulatorConfig {
 
 // Update 在运行中修改配置：fn 修改一份副本，校验通过后原子替换；校验失败时
 // 配置保持不变并返回错误。Addr 的修改对已在监听的服务不生效；Model 不可修改。
-func (e *Emulator) Update(fn func(*EmulatorConfig)) error {
+func (e *Server) Update(fn func(*Config)) error {
 	e.updMu.Lock()
 	defer e.updMu.Unlock()
 	c := e.Config()
@@ -257,7 +262,7 @@ func (e *Emulator) Update(fn func(*EmulatorConfig)) error {
 	c = c.withDefaults()
 	if c.Model != model {
 		// 指标的 model_name 标签在构造时固定，运行中改名会让 /metrics 与服务不一致。
-		return fmt.Errorf("deploy: emulator update: %w: Model=%s: cannot change the served model at runtime", ErrEmulatorConfig, c.Model)
+		return fmt.Errorf("deploy: emulator update: %w: Model=%s: cannot change the served model at runtime", ErrConfig, c.Model)
 	}
 	if err := c.validate(); err != nil {
 		return fmt.Errorf("deploy: emulator update: %w", err)
@@ -269,13 +274,13 @@ func (e *Emulator) Update(fn func(*EmulatorConfig)) error {
 
 // Handler 返回模拟器的 http.Handler，可自行挂载（例如 httptest.NewServer）。
 // 多次调用返回同一个处理器，指标与访问日志共享。
-func (e *Emulator) Handler() http.Handler { return e.handler }
+func (e *Server) Handler() http.Handler { return e.handler }
 
 // Registry 返回模拟器私有的 Prometheus 注册表（/metrics 暴露的就是它）。
-func (e *Emulator) Registry() *prometheus.Registry { return e.metrics.Registry() }
+func (e *Server) Registry() *prometheus.Registry { return e.metrics.Registry() }
 
 // Deploy 在 cfg.Addr（默认 127.0.0.1:0）上监听并开始服务，确认 /health 可达后返回。
-func (e *Emulator) Deploy(ctx context.Context) (Deployment, error) {
+func (e *Server) Deploy(ctx context.Context) (deploy.Deployment, error) {
 	addr := e.cfg.Load().Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -305,7 +310,7 @@ func (e *Emulator) Deploy(ctx context.Context) (Deployment, error) {
 		_ = d.Teardown(context.Background())
 		return nil, err
 	}
-	d.ep = Endpoint{BaseURLs: []string{base + "/v1"}, Model: e.cfg.Load().Model, APIKey: e.cfg.Load().APIKey}
+	d.ep = deploy.Endpoint{BaseURLs: []string{base + "/v1"}, Model: e.cfg.Load().Model, APIKey: e.cfg.Load().APIKey}
 	return d, nil
 }
 
@@ -346,7 +351,7 @@ func emuWaitHealthy(ctx context.Context, url string) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w: emulator: %w", ErrNotReady, ctx.Err())
+			return fmt.Errorf("%w: emulator: %w", deploy.ErrNotReady, ctx.Err())
 		case <-t.C:
 		}
 		if delay < 100*time.Millisecond {
@@ -355,12 +360,12 @@ func emuWaitHealthy(ctx context.Context, url string) error {
 	}
 }
 
-// emulatorDeployment 是 Emulator.Deploy 返回的运行实例。
+// emulatorDeployment 是 Server.Deploy 返回的运行实例。
 type emulatorDeployment struct {
-	em     *Emulator
+	em     *Server
 	srv    *http.Server
 	ln     net.Listener
-	ep     Endpoint
+	ep     deploy.Endpoint
 	once   sync.Once
 	err    error
 	done   chan struct{}
@@ -371,7 +376,7 @@ type emulatorDeployment struct {
 const emuShutdownGrace = 2 * time.Second
 
 // Endpoint 返回 http://127.0.0.1:PORT/v1 形式的地址。
-func (d *emulatorDeployment) Endpoint() Endpoint { return d.ep }
+func (d *emulatorDeployment) Endpoint() deploy.Endpoint { return d.ep }
 
 // Teardown 关闭监听并等待服务退出；幂等，第二次起返回第一次的结果。
 // 进行中的请求最多再等 emuShutdownGrace（或到 ctx 结束），之后取消它们并强制关闭连接，

@@ -1,35 +1,16 @@
-package deploy_test
+package emulator_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/internal/sse"
 )
-
-// startEmu 启动一个模拟器并在测试结束时清理。
-func startEmu(t testing.TB, cfg deploy.EmulatorConfig) (*deploy.Emulator, deploy.Endpoint) {
-	t.Helper()
-	em, err := deploy.NewEmulator(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	dep, err := em.Deploy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dep.Teardown(context.Background()) })
-	return em, dep.Endpoint()
-}
 
 // emuRootURL 返回去掉 /v1 的服务根地址。
 func emuRootURL(ep deploy.Endpoint) string { return strings.TrimSuffix(ep.BaseURL(), "/v1") }

@@ -1,4 +1,4 @@
-package deploy
+package emulator
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/vllm-cibench/cibench/internal/emulator"
+	emu "github.com/vllm-cibench/cibench/internal/emulator"
 )
 
 // emuEmbeddingRequest 是 /v1/embeddings 的请求体。
@@ -24,7 +24,7 @@ type emuEmbeddingRequest struct {
 
 // handleEmbeddings 实现 POST /v1/embeddings（EnableEmbeddings 关闭时 404）：
 // input 为字符串、字符串数组或 token id 数组；向量确定性、单位长度。
-func (e *Emulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+func (e *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	cfg := e.cfg.Load()
 	if !cfg.EnableEmbeddings {
@@ -76,13 +76,13 @@ func (e *Emulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	var b bytes.Buffer
 	b.WriteString(`{"id":`)
-	b.Write(emulator.AppendString(nil, e.newID(cfg, "embd-")))
+	b.Write(emu.AppendString(nil, e.newID(cfg, "embd-")))
 	b.WriteString(`,"object":"list","created":` + strconv.FormatInt(time.Now().Unix(), 10) + `,"model":`)
-	b.Write(emulator.AppendString(nil, cfg.Model))
+	b.Write(emu.AppendString(nil, cfg.Model))
 	b.WriteString(`,"data":[`)
 	num := make([]byte, 0, 32)
 	for i, t := range texts {
-		v := emulator.Truncate(emulator.Embed(t, cfg.EmbeddingDim), dim)[:outDim]
+		v := emu.Truncate(emu.Embed(t, cfg.EmbeddingDim), dim)[:outDim]
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -140,7 +140,7 @@ type emuRerankResult struct {
 
 // handleRerank 实现 POST /v1/rerank、/rerank、/v2/rerank（EnableRerank 关闭时 404）：
 // 分数是查询与文档词袋向量相似度的 sigmoid，结果按分数降序，top_n 截断。
-func (e *Emulator) handleRerank(w http.ResponseWriter, r *http.Request) {
+func (e *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	cfg := e.cfg.Load()
 	if !cfg.EnableRerank {
@@ -186,7 +186,7 @@ func (e *Emulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 	results := make([]emuRerankResult, len(docs))
 	for i, d := range docs {
 		total += emuCount(*req.Query) + emuCount(d)
-		results[i] = emuRerankResult{Index: i, RelevanceScore: emulator.RerankScore(*req.Query, d)}
+		results[i] = emuRerankResult{Index: i, RelevanceScore: emu.RerankScore(*req.Query, d)}
 		if req.ReturnDocuments == nil || *req.ReturnDocuments {
 			m := map[string]string{"text": d}
 			results[i].Document = &m

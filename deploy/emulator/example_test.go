@@ -1,4 +1,4 @@
-package deploy_test
+package emulator_test
 
 import (
 	"context"
@@ -8,14 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
-// ExampleEmulator 启动一个进程内的 vLLM 替身，发一个 completions 请求，并在运行中
+// ExampleNew 在测试之外（驱动、命令行）用 New 与 Deploy 启动一个进程内的 vLLM 替身，
+// 发一个 completions 请求，并在运行中
 // 打开一个缺陷开关（用于证明你的用例能发现它）。
-func ExampleEmulator() {
+func ExampleNew() {
 	ctx := context.Background()
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "demo", TTFT: 5 * time.Millisecond})
+	em, err := emulator.New(emulator.Config{Model: "demo", TTFT: 5 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
@@ -44,7 +45,7 @@ func ExampleEmulator() {
 	resp.Body.Close()
 	fmt.Println(out.Object, out.Choices[0].FinishReason, out.Usage.PromptTokens, out.Usage.CompletionTokens)
 
-	_ = em.Update(func(c *deploy.EmulatorConfig) { c.Defects.UnknownModelOK = true })
+	_ = em.Update(func(c *emulator.Config) { c.Defects.UnknownModelOK = true })
 	resp, _ = http.Post(dep.Endpoint().BaseURL()+"/completions", "application/json", strings.NewReader(`{"model":"other","prompt":"x","max_tokens":1}`))
 	resp.Body.Close()
 	fmt.Println("unknown model status with defect:", resp.StatusCode)

@@ -1,4 +1,4 @@
-package deploy_test
+package emulator_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // weatherTool 是测试用的工具定义。
@@ -66,7 +67,7 @@ func validateJSON(t *testing.T, s *jsonschema.Schema, text string) error {
 
 // TestTools 验证 auto/required/具名工具调用的参数满足 schema、结束原因、流式重组与 400 规则。
 func TestTools(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	params := compileSchema(t, weatherTool["function"].(map[string]any)["parameters"])
 	for _, choice := range []any{"auto", "required", map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}} {
 		st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("北京天气怎么样?", map[string]any{"tools": []any{weatherTool}, "tool_choice": choice, "max_tokens": 200}))
@@ -141,7 +142,7 @@ func TestTools(t *testing.T) {
 		t.Fatalf("tool_choice none: %s", b)
 	}
 	// 能力关闭
-	_, off := startEmu(t, deploy.EmulatorConfig{Model: "m", DisableTools: true})
+	_, off := emulator.Start(t, emulator.Config{Model: "m", DisableTools: true})
 	if st, _, _ := emuPost(t, off, "/v1/chat/completions", emuChatBody("x", map[string]any{"tools": []any{weatherTool}})); st != 400 {
 		t.Fatalf("DisableTools: %d", st)
 	}
@@ -149,7 +150,7 @@ func TestTools(t *testing.T) {
 
 // TestGuided 验证 json_object、json_schema、structured_outputs（json/choice/regex）与旧版 guided_* 的输出满足约束。
 func TestGuided(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("give json", map[string]any{"response_format": map[string]any{"type": "json_object"}}))
 	var anyObj map[string]any
 	if err := json.Unmarshal([]byte(emuStr(emuJget(emuObj(t, b), "choices", 0, "message", "content"))), &anyObj); st != 200 || err != nil {
@@ -194,7 +195,7 @@ func TestGuided(t *testing.T) {
 	if got := emuJget(emuObj(t, b), "choices", 0, "text"); st != 200 || (got != "yes" && got != "no") {
 		t.Fatalf("completions guided_choice: %s", b)
 	}
-	_, off := startEmu(t, deploy.EmulatorConfig{Model: "m", DisableGuided: true})
+	_, off := emulator.Start(t, emulator.Config{Model: "m", DisableGuided: true})
 	if st, _, _ := emuPost(t, off, "/v1/chat/completions", emuChatBody("x", map[string]any{"response_format": map[string]any{"type": "json_object"}})); st != 400 {
 		t.Fatalf("DisableGuided: %d", st)
 	}
@@ -202,7 +203,7 @@ func TestGuided(t *testing.T) {
 
 // TestReasoning 验证推理字段、流式推理 delta、reasoning_tokens、关闭推理的两种方式与 <think> 形式。
 func TestReasoning(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", Reasoning: true})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", Reasoning: true})
 	st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("think", map[string]any{"max_tokens": 500}))
 	m := emuObj(t, b)
 	reasoning := emuStr(emuJget(m, "choices", 0, "message", "reasoning"))
@@ -237,12 +238,12 @@ func TestReasoning(t *testing.T) {
 			t.Fatalf("thinking off %v: %s", off, b)
 		}
 	}
-	_, old := startEmu(t, deploy.EmulatorConfig{Model: "m", Reasoning: true, ReasoningField: "reasoning_content"})
+	_, old := emulator.Start(t, emulator.Config{Model: "m", Reasoning: true, ReasoningField: "reasoning_content"})
 	_, _, b = emuPost(t, old, "/v1/chat/completions", emuChatBody("think", map[string]any{"max_tokens": 500}))
 	if emuStr(emuJget(emuObj(t, b), "choices", 0, "message", "reasoning_content")) == "" {
 		t.Fatalf("reasoning_content: %s", b)
 	}
-	_, raw := startEmu(t, deploy.EmulatorConfig{Model: "m", Reasoning: true, ReasoningInContent: true})
+	_, raw := emulator.Start(t, emulator.Config{Model: "m", Reasoning: true, ReasoningInContent: true})
 	_, _, b = emuPost(t, raw, "/v1/chat/completions", emuChatBody("think", map[string]any{"max_tokens": 500}))
 	content := emuStr(emuJget(emuObj(t, b), "choices", 0, "message", "content"))
 	if !regexp.MustCompile(`(?s)^<think>.+</think>\n\n.+`).MatchString(content) {
@@ -258,7 +259,7 @@ func TestReasoning(t *testing.T) {
 
 // TestMultipleChoiceAndMath 验证多选题与 MGSM 类提示得到确定性的 "Answer:" 行。
 func TestMultipleChoiceAndMath(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	q := "Answer the following multiple choice question. The last line of your response should be of the following format: 'Answer: $LETTER' (without quotes) where LETTER is one of ABCD. Think step by step before answering.\n\nWhat is 2+2?\n\nA) 1\nB) 4\nC) 3\nD) 5"
 	var first string
 	for i := 0; i < 2; i++ {
@@ -283,7 +284,7 @@ func TestMultipleChoiceAndMath(t *testing.T) {
 
 // TestEmbeddingsAndRerank 验证嵌入向量的确定性、单位长度、dimensions、base64 编码，以及 rerank 的排序与 top_n。
 func TestEmbeddingsAndRerank(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "bge", EnableEmbeddings: true, EnableRerank: true, EmbeddingDim: 64})
+	_, ep := emulator.Start(t, emulator.Config{Model: "bge", EnableEmbeddings: true, EnableRerank: true, EmbeddingDim: 64})
 	st, _, b := emuPost(t, ep, "/v1/embeddings", map[string]any{"model": "bge", "input": []string{"你好 world", "你好 world", "other"}})
 	m := emuObj(t, b)
 	data := m["data"].([]any)
@@ -339,7 +340,7 @@ func TestEmbeddingsAndRerank(t *testing.T) {
 	if st, _, _ := emuPost(t, ep, "/rerank", map[string]any{"query": "q", "documents": []string{}}); st != 400 {
 		t.Fatalf("empty documents: %d", st)
 	}
-	_, off := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, off := emulator.Start(t, emulator.Config{Model: "m"})
 	if st, _, _ := emuPost(t, off, "/v1/embeddings", map[string]any{"input": "x"}); st != 404 {
 		t.Fatalf("embeddings disabled: %d", st)
 	}
@@ -380,7 +381,7 @@ func scrape(t *testing.T, ep deploy.Endpoint) map[string]float64 {
 
 // TestMetricsUpdatedByTraffic 验证 /metrics 的 vllm:* 计数器与直方图按真实流量更新。
 func TestMetricsUpdatedByTraffic(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", SpecDecode: true, SpecAcceptRate: 0.5})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", SpecDecode: true, SpecAcceptRate: 0.5})
 	for i := 0; i < 3; i++ {
 		emuPost(t, ep, "/v1/chat/completions", emuChatBody("one two three", map[string]any{"max_tokens": 5, "ignore_eos": true}))
 	}
@@ -405,7 +406,7 @@ func TestMetricsUpdatedByTraffic(t *testing.T) {
 
 // TestQueueingShowsInTTFT 验证 MaxNumSeqs 饱和时请求排队，并体现在 waiting gauge 与队列时间中。
 func TestQueueingShowsInTTFT(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", MaxNumSeqs: 1, ITL: 30 * time.Millisecond})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", MaxNumSeqs: 1, ITL: 30 * time.Millisecond})
 	body := `{"model":"m","stream":true,"max_tokens":10,"ignore_eos":true,"messages":[{"role":"user","content":"q"}]}`
 	// A 占住唯一的名额：读到它的第一个字节后它一定在运行。
 	respA, err := http.Post(emuRootURL(ep)+"/v1/chat/completions", "application/json", strings.NewReader(body))
@@ -447,7 +448,7 @@ func TestQueueingShowsInTTFT(t *testing.T) {
 
 // TestLatencyLowerBounds 验证 TTFT、PrefillPerToken、ITL 与 TokensPerChunk 的时间下界与 chunk 数。
 func TestLatencyLowerBounds(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", TTFT: 30 * time.Millisecond, ITL: 5 * time.Millisecond, PrefillPerToken: time.Millisecond, TokensPerChunk: 2})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: 30 * time.Millisecond, ITL: 5 * time.Millisecond, PrefillPerToken: time.Millisecond, TokensPerChunk: 2})
 	start := time.Now()
 	req, _ := http.NewRequest(http.MethodPost, emuRootURL(ep)+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"max_tokens":6,"ignore_eos":true,"messages":[{"role":"user","content":"a b c d e f g h i j"}]}`))
 	resp, err := http.DefaultClient.Do(req)
@@ -473,9 +474,9 @@ func TestLatencyLowerBounds(t *testing.T) {
 
 // TestFailureInjection 验证每种故障注入的线上表现，以及同一 Seed 下故障序列可复现。
 func TestFailureInjection(t *testing.T) {
-	for _, kind := range deploy.EmulatorFailureKinds {
+	for _, kind := range emulator.FailureKinds() {
 		t.Run(kind, func(t *testing.T) {
-			_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", FailureRate: 1, FailureKinds: []string{kind}})
+			_, ep := emulator.Start(t, emulator.Config{Model: "m", FailureRate: 1, FailureKinds: []string{kind}})
 			body, _ := json.Marshal(emuChatBody("x", map[string]any{"max_tokens": 8, "ignore_eos": true, "stream": true}))
 			resp, err := http.Post(emuRootURL(ep)+"/v1/chat/completions", "application/json", bytes.NewReader(body))
 			if err != nil {
@@ -506,7 +507,7 @@ func TestFailureInjection(t *testing.T) {
 	}
 	// 确定性：同一 Seed 得到同一故障序列
 	seq := func() string {
-		_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", FailureRate: 0.5, FailureKinds: []string{"500", "503"}, Seed: 7})
+		_, ep := emulator.Start(t, emulator.Config{Model: "m", FailureRate: 0.5, FailureKinds: []string{"500", "503"}, Seed: 7})
 		var sb strings.Builder
 		for i := 0; i < 20; i++ {
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 1}))
@@ -522,8 +523,8 @@ func TestFailureInjection(t *testing.T) {
 
 // TestUpdateAtRuntime 验证 Update 在运行中生效。
 func TestUpdateAtRuntime(t *testing.T) {
-	em, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
-	if err := em.Update(func(c *deploy.EmulatorConfig) { c.Defects.NoDone = true; c.FailureRate = 0 }); err != nil {
+	em, ep := emulator.Start(t, emulator.Config{Model: "m"})
+	if err := em.Update(func(c *emulator.Config) { c.Defects.NoDone = true; c.FailureRate = 0 }); err != nil {
 		t.Fatal(err)
 	}
 	_, done, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2}))
@@ -534,7 +535,7 @@ func TestUpdateAtRuntime(t *testing.T) {
 
 // TestStreamNChoicesAndCoalesced 验证 n>1 的流式交错、合并写入模式，以及 completions 流式的 echo 与 logprobs。
 func TestStreamNChoicesAndCoalesced(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: true})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", CoalesceZeroLatency: true})
 	chunks, done, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"n": 2, "temperature": 1, "seed": 3,
 		"max_tokens": 300, "ignore_eos": true, "stream_options": map[string]any{"include_usage": true}}))
 	roles, finishes := map[int]int{}, map[int]int{}
@@ -569,7 +570,7 @@ func TestNonStreamFaults(t *testing.T) {
 		"drop":         func(st int, err error) bool { return err != nil },
 		"truncate":     func(st int, err error) bool { return err != nil },
 	} {
-		_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", FailureRate: 1, FailureKinds: []string{kind}})
+		_, ep := emulator.Start(t, emulator.Config{Model: "m", FailureRate: 1, FailureKinds: []string{kind}})
 		body, _ := json.Marshal(emuChatBody("x", map[string]any{"max_tokens": 4}))
 		resp, err := http.Post(emuRootURL(ep)+"/v1/chat/completions", "application/json", bytes.NewReader(body))
 		st := 0

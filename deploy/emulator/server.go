@@ -1,4 +1,4 @@
-package deploy
+package emulator
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/vllm-cibench/cibench/internal/emulator"
+	emu "github.com/vllm-cibench/cibench/internal/emulator"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
 
@@ -22,7 +22,7 @@ const emuVersion = "0.11.0+cibench-emulator"
 // emuMaxBody 是请求体上限（64 MiB，足以容纳带图片的多模态请求）。
 const emuMaxBody = 64 << 20
 
-// emuBufPool 复用请求体与响应体缓冲，降低每个请求的分配。每个 Emulator 一个池，
+// emuBufPool 复用请求体与响应体缓冲，降低每个请求的分配。每个 Server 一个池，
 // 不是包级全局状态。
 type emuBufPool struct{ p sync.Pool }
 
@@ -77,14 +77,14 @@ func emuErrType(status int) string {
 // appendErrorJSON 追加 vLLM v0.10.1+ 的错误体 {"error":{"message","type","param","code"}}。
 func appendErrorJSON(dst []byte, e *emuErr) []byte {
 	dst = append(dst, `{"error":{"message":`...)
-	dst = emulator.AppendString(dst, e.msg)
+	dst = emu.AppendString(dst, e.msg)
 	dst = append(dst, `,"type":`...)
-	dst = emulator.AppendString(dst, e.typ)
+	dst = emu.AppendString(dst, e.typ)
 	dst = append(dst, `,"param":`...)
 	if e.param == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = emulator.AppendString(dst, e.param)
+		dst = emu.AppendString(dst, e.param)
 	}
 	dst = append(dst, `,"code":`...)
 	dst = strconv.AppendInt(dst, int64(e.status), 10)
@@ -93,7 +93,7 @@ func appendErrorJSON(dst []byte, e *emuErr) []byte {
 
 // newMux 建立路由。路由表是固定的；是否启用嵌入/rerank 在请求时按当前配置判断，
 // 以便 Update 可以在运行中开关。
-func (e *Emulator) newMux() http.Handler {
+func (e *Server) newMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", e.handleHealth)
 	mux.HandleFunc("GET /ping", e.handleHealth)
@@ -137,12 +137,12 @@ func (e *Emulator) newMux() http.Handler {
 }
 
 // metricsHandler 以 Prometheus 文本格式暴露私有注册表。
-func (e *Emulator) metricsHandler() http.Handler {
+func (e *Server) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(e.metrics.Registry(), promhttp.HandlerOpts{})
 }
 
 // writeError 写出 vLLM 形状的错误；ErrorBodyMalformed 缺陷下 4xx 改写为纯文本。
-func (e *Emulator) writeError(w http.ResponseWriter, cfg *EmulatorConfig, er *emuErr) {
+func (e *Server) writeError(w http.ResponseWriter, cfg *Config, er *emuErr) {
 	if er.typ == "" {
 		er.typ = emuErrType(er.status)
 	}
@@ -186,17 +186,17 @@ func emuKnownPath(path string) bool {
 }
 
 // logAccess 记录一条访问日志；未知路径归并为 "other"，避免探测路径撑大汇总。
-func (e *Emulator) logAccess(r *http.Request, status int, stream bool, prompt, compl int, start time.Time, fault string) {
+func (e *Server) logAccess(r *http.Request, status int, stream bool, prompt, compl int, start time.Time, fault string) {
 	path := r.URL.Path
 	if !emuKnownPath(path) {
 		path = "other"
 	}
-	e.access.Add(emulator.AccessEntry{Time: start, Method: r.Method, Path: path, Status: status, Stream: stream,
+	e.access.Add(emu.AccessEntry{Time: start, Method: r.Method, Path: path, Status: status, Stream: stream,
 		PromptTokens: prompt, CompletionTokens: compl, Duration: time.Since(start), Fault: fault})
 }
 
 // handleHealth 实现 GET /health：返回 200 空体（与 vLLM 一致）；Unhealthy 时 503。
-func (e *Emulator) handleHealth(w http.ResponseWriter, r *http.Request) {
+func (e *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if e.cfg.Load().Unhealthy {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
@@ -205,7 +205,7 @@ func (e *Emulator) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleVersion 实现 GET /version。
-func (e *Emulator) handleVersion(w http.ResponseWriter, r *http.Request) {
+func (e *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"version": emuVersion})
 }
 
@@ -222,7 +222,7 @@ type emuModelCard struct {
 }
 
 // handleModels 实现 GET /v1/models。
-func (e *Emulator) handleModels(w http.ResponseWriter, r *http.Request) {
+func (e *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	cfg := e.cfg.Load()
 	data := []emuModelCard{}
 	if !cfg.Defects.ModelMissingFromList {
@@ -234,7 +234,7 @@ func (e *Emulator) handleModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody 读取请求体到池化缓冲；调用方用完后须调用 release。
-func (e *Emulator) readBody(r *http.Request) (body []byte, release func(), err error) {
+func (e *Server) readBody(r *http.Request) (body []byte, release func(), err error) {
 	bp := e.bufs.get()
 	buf := bytes.NewBuffer((*bp)[:0])
 	_, err = buf.ReadFrom(io.LimitReader(r.Body, emuMaxBody))
@@ -244,7 +244,7 @@ func (e *Emulator) readBody(r *http.Request) (body []byte, release func(), err e
 
 // readJSON 读取请求体交给 decode 解码，解码结束即归还缓冲区；读取失败时返回 400。
 // 各 JSON 端点共用它，保证“读失败”的错误形状一致、缓冲区不会漏还。
-func (e *Emulator) readJSON(r *http.Request, decode func(body []byte) *emuErr) *emuErr {
+func (e *Server) readJSON(r *http.Request, decode func(body []byte) *emuErr) *emuErr {
 	body, release, err := e.readBody(r)
 	defer release()
 	if err != nil {
@@ -262,7 +262,7 @@ type emuTokenizeRequest struct {
 }
 
 // handleTokenize 实现 POST /tokenize：与 usage、上下文长度校验使用同一条分词规则。
-func (e *Emulator) handleTokenize(w http.ResponseWriter, r *http.Request) {
+func (e *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	cfg := e.cfg.Load()
 	start := time.Now()
 	body, release, err := e.readBody(r)
@@ -310,7 +310,7 @@ func (e *Emulator) handleTokenize(w http.ResponseWriter, r *http.Request) {
 const emuImageTokenID = 151655
 
 // checkModel 校验请求中的模型名；empty 为 true 时允许省略（/tokenize 等）。
-func (e *Emulator) checkModel(cfg *EmulatorConfig, model string, empty bool) *emuErr {
+func (e *Server) checkModel(cfg *Config, model string, empty bool) *emuErr {
 	if model == cfg.Model || (empty && model == "") || cfg.Defects.UnknownModelOK {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package deploy_test
+package emulator_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/internal/sse"
 )
@@ -24,7 +24,7 @@ func benchStream(b *testing.B, tokens int, stream, coalesce bool, sampling ...st
 	if len(sampling) > 0 {
 		sp = sampling[0]
 	}
-	_, ep := startEmu(b, deploy.EmulatorConfig{Model: "m", CoalesceZeroLatency: coalesce})
+	_, ep := emulator.Start(b, emulator.Config{Model: "m", CoalesceZeroLatency: coalesce})
 	url := ep.BaseURL() + "/chat/completions"
 	client := benchClient(b)
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"benchmark prompt 性能测试"}],"max_tokens":` +
@@ -92,7 +92,7 @@ func BenchmarkLoopbackNonStream(b *testing.B) { benchStream(b, 40, false, false)
 
 // BenchmarkHandlerStream 不经网络，直接调用 Handler（衡量模拟器本身的开销）。
 func BenchmarkHandlerStream(b *testing.B) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m"})
+	em, err := emulator.New(emulator.Config{Model: "m"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func benchClient(b *testing.B) *http.Client {
 // （TTFT 50ms、ITL 10ms）比较并报告偏差（毫秒）。这是基准而非断言：机器繁忙时偏差会变大。
 func benchFidelity(b *testing.B, conc int) {
 	const ttft, itl = 50 * time.Millisecond, 10 * time.Millisecond
-	_, ep := startEmu(b, deploy.EmulatorConfig{Model: "m", TTFT: ttft, ITL: itl})
+	_, ep := emulator.Start(b, emulator.Config{Model: "m", TTFT: ttft, ITL: itl})
 	url := ep.BaseURL() + "/completions"
 	client := benchClient(b)
 	body := `{"model":"m","prompt":"x","max_tokens":20,"ignore_eos":true,"stream":true}`

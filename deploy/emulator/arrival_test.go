@@ -1,4 +1,4 @@
-package deploy_test
+package emulator_test
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // TestEmulatorCountsTTFTFromSocketArrival 检查模拟器从请求字节进入套接字的时刻起算
@@ -21,7 +21,7 @@ import (
 // 非 Linux 平台没有内核时间戳，只检查两个响应都正确。
 func TestEmulatorCountsTTFTFromSocketArrival(t *testing.T) {
 	const ttft = 300 * time.Millisecond
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", TTFT: ttft})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: ttft})
 	u, err := url.Parse(ep.BaseURLs[0])
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package deploy_test
+package emulator_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 )
 
@@ -35,8 +36,8 @@ func emuSdk(ep deploy.Endpoint) openai.Client {
 
 // TestChatNonStreamSDK 用 openai-go 验证非流式 chat 的 id、object、usage 算术与 ignore_eos。
 func TestChatNonStreamSDK(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "qwen"})
-	_, ep2 := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "qwen"})
+	_, ep2 := emulator.Start(t, emulator.Config{Model: "m"})
 	c := emuSdk(ep)
 	ctx := context.Background()
 	resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
@@ -94,7 +95,7 @@ func emuGenerate(t *testing.T, ep deploy.Endpoint, prompt string) string {
 
 // TestChatStreamWireShape 用原始 SSE 字节验证流式 chat 的 role chunk、单一 finish、usage chunk 与 [DONE]。
 func TestChatStreamWireShape(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	body := emuChatBody("hello 世界", map[string]any{"max_tokens": 6, "stream_options": map[string]any{"include_usage": true}})
 	st, h, raw := emuPost(t, ep, "/v1/chat/completions", map[string]any{"stream": true, "model": "m", "max_tokens": 6,
 		"temperature": 0, "messages": body["messages"], "stream_options": map[string]any{"include_usage": true}})
@@ -162,7 +163,7 @@ func TestChatStreamWireShape(t *testing.T) {
 
 // TestStreamNoUsageByDefaultAndContinuous 验证没有 stream_options 时不带 usage，continuous_usage_stats 时单调。
 func TestStreamNoUsageByDefaultAndContinuous(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}}, "max_tokens": 3})
 	for _, c := range chunks {
 		if _, ok := c["usage"]; ok {
@@ -186,7 +187,7 @@ func TestStreamNoUsageByDefaultAndContinuous(t *testing.T) {
 
 // TestCompletions 验证 /v1/completions 的默认 max_tokens、批量提示、echo、logprobs、流式与 token id 提示。
 func TestCompletions(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	st, _, b := emuPost(t, ep, "/v1/completions", map[string]any{"model": "m", "prompt": "Once upon a time", "temperature": 0, "ignore_eos": true})
 	m := emuObj(t, b)
 	if st != 200 || !strings.HasPrefix(emuStr(m["id"]), "cmpl-") || m["object"] != "text_completion" {
@@ -230,7 +231,7 @@ func TestCompletions(t *testing.T) {
 
 // TestErrors 验证 404/400 错误的形状与 param，以及未知字段被忽略。
 func TestErrors(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", MaxModelLen: 100})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", MaxModelLen: 100})
 	st, h, b := emuPost(t, ep, "/v1/chat/completions", map[string]any{"model": "nope", "messages": []any{map[string]any{"role": "user", "content": "x"}}})
 	e := emuObj(t, b)
 	if st != 404 || emuJget(e, "error", "message") != "The model `nope` does not exist." || emuJget(e, "error", "param") != "model" ||
@@ -305,7 +306,7 @@ func TestErrors(t *testing.T) {
 
 // TestAuth 验证 API key 保护 /v1 而不保护 /health。
 func TestAuth(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", APIKey: "sekret"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", APIKey: "sekret"})
 	if st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 1})); st != 200 {
 		t.Fatalf("with key: %d %s", st, b)
 	}
@@ -331,7 +332,7 @@ func TestAuth(t *testing.T) {
 
 // TestModelsVersionTokenize 验证 /v1/models、/version 与 /tokenize，并与 usage 计数一致。
 func TestModelsVersionTokenize(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", MaxModelLen: 4096})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", MaxModelLen: 4096})
 	st, _, b := emuDo(t, ep, http.MethodGet, "/v1/models", nil)
 	m := emuObj(t, b)
 	if st != 200 || m["object"] != "list" || emuJget(m, "data", 0, "id") != "m" || emuJget(m, "data", 0, "owned_by") != "vllm" ||
@@ -371,7 +372,7 @@ func emuPngDataURL(t *testing.T, w, h int) string {
 
 // TestMultimodalImageTokens 验证 data URL 图片按 28 像素规则计 token，坏图片 400。
 func TestMultimodalImageTokens(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	content := []map[string]any{
 		{"type": "text", "text": "描述这张图片 please"},
 		{"type": "image_url", "image_url": map[string]any{"url": emuPngDataURL(t, 56, 30)}},
@@ -390,7 +391,7 @@ func TestMultimodalImageTokens(t *testing.T) {
 
 // TestDeterminism 验证 temperature 0 与 seed 无关、相同 seed 可复现、n>1 的 choices 互不相同。
 func TestDeterminism(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	gen := func(extra map[string]any) string {
 		body := emuChatBody("讲个故事 tell a story", map[string]any{"max_tokens": 30})
 		for k, v := range extra {
@@ -426,7 +427,7 @@ func TestDeterminism(t *testing.T) {
 
 // TestStopMinTokensIgnoreEOS 验证 stop（单个、多个、Unicode）、include_stop_str_in_output、ignore_eos、min_tokens 与 stop_token_ids。
 func TestStopMinTokensIgnoreEOS(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	for _, stop := range []any{"。", []string{"\n", "END"}, "終わり", []string{"zzz", "ok"}} {
 		st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("stop test", map[string]any{"stop": stop, "max_tokens": 100}))
 		m := emuObj(t, b)
@@ -502,7 +503,7 @@ func emuContains(ss []string, s string) bool {
 
 // TestChatLogprobs 验证 chat logprobs/top_logprobs 的数量与形状（含流式）。
 func TestChatLogprobs(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 4, "logprobs": true, "top_logprobs": 3}))
 	content := emuJget(emuObj(t, b), "choices", 0, "logprobs", "content").([]any)
 	if st != 200 || len(content) != 4 {
@@ -522,7 +523,7 @@ func TestChatLogprobs(t *testing.T) {
 
 // TestArchiveLogsAndTeardown 验证日志归档不含密钥、Teardown 幂等并真正停止监听。
 func TestArchiveLogsAndTeardown(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", APIKey: "topsecret-key"})
+	em, err := emulator.New(emulator.Config{Model: "m", APIKey: "topsecret-key"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +576,7 @@ func TestArchiveLogsAndTeardown(t *testing.T) {
 
 // TestTeardownDoesNotHangOnLongStream 验证进行中的长流不会让 Teardown 无限期阻塞。
 func TestTeardownDoesNotHangOnLongStream(t *testing.T) {
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{Model: "m", ITL: time.Second})
+	em, err := emulator.New(emulator.Config{Model: "m", ITL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,14 +609,14 @@ func TestTeardownDoesNotHangOnLongStream(t *testing.T) {
 
 // TestUnhealthy 验证 Unhealthy 让 /health 返回 503 且 Deploy 等不到健康。
 func TestUnhealthy(t *testing.T) {
-	em, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
-	if err := em.Update(func(c *deploy.EmulatorConfig) { c.Unhealthy = true }); err != nil {
+	em, ep := emulator.Start(t, emulator.Config{Model: "m"})
+	if err := em.Update(func(c *emulator.Config) { c.Unhealthy = true }); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, _ := emuDo(t, ep, http.MethodGet, "/health", nil); st != 503 {
 		t.Fatalf("/health = %d, want 503", st)
 	}
-	sick, err := deploy.NewEmulator(deploy.EmulatorConfig{Unhealthy: true})
+	sick, err := emulator.New(emulator.Config{Unhealthy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,38 +629,38 @@ func TestUnhealthy(t *testing.T) {
 
 // TestConfigValidation 验证构造与 Update 的配置校验、默认值与错误信息。
 func TestConfigValidation(t *testing.T) {
-	bad := []deploy.EmulatorConfig{
+	bad := []emulator.Config{
 		{TTFT: -1}, {ITL: -1}, {PrefillPerToken: -1}, {MaxNumSeqs: -1}, {TokensPerChunk: -1}, {SpecAcceptRate: 2},
 		{ReasoningField: "thoughts"}, {EmbeddingDim: -3}, {FailureRate: 1.5}, {FailureKinds: []string{"boom"}},
 		{Addr: "no-port"}, {Model: "a b"}, {MaxModelLen: -1},
 	}
 	for _, c := range bad {
-		if _, err := deploy.NewEmulator(c); !errors.Is(err, deploy.ErrEmulatorConfig) {
+		if _, err := emulator.New(c); !errors.Is(err, emulator.ErrConfig) {
 			t.Errorf("%+v: err = %v", c, err)
 		}
 	}
-	_, err := deploy.NewEmulator(deploy.EmulatorConfig{FailureKinds: []string{"boom"}})
+	_, err := emulator.New(emulator.Config{FailureKinds: []string{"boom"}})
 	if err == nil || !strings.Contains(err.Error(), "FailureKinds=boom") {
 		t.Fatalf("error should name field and value: %v", err)
 	}
-	em, err := deploy.NewEmulator(deploy.EmulatorConfig{})
+	em, err := emulator.New(emulator.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := em.Config()
-	if c.Model != deploy.DefaultEmulatorModel || c.MaxModelLen != 32768 || c.TokensPerChunk != 1 || c.EmbeddingDim != 1024 || c.ReasoningField != "reasoning" {
+	if c.Model != emulator.DefaultModel || c.MaxModelLen != 32768 || c.TokensPerChunk != 1 || c.EmbeddingDim != 1024 || c.ReasoningField != "reasoning" {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if err := em.Update(func(c *deploy.EmulatorConfig) { c.ITL = -5 }); !errors.Is(err, deploy.ErrEmulatorConfig) {
+	if err := em.Update(func(c *emulator.Config) { c.ITL = -5 }); !errors.Is(err, emulator.ErrConfig) {
 		t.Fatalf("update validation: %v", err)
 	}
 	if em.Config().ITL != 0 {
 		t.Fatal("failed update must not change config")
 	}
-	if err := em.Update(func(c *deploy.EmulatorConfig) { c.Model = "other" }); !errors.Is(err, deploy.ErrEmulatorConfig) {
+	if err := em.Update(func(c *emulator.Config) { c.Model = "other" }); !errors.Is(err, emulator.ErrConfig) {
 		t.Fatalf("model change must be rejected: %v", err)
 	}
-	if err := em.Update(func(c *deploy.EmulatorConfig) { c.MaxNumSeqs = 4 }); err != nil || em.Config().MaxNumSeqs != 4 {
+	if err := em.Update(func(c *emulator.Config) { c.MaxNumSeqs = 4 }); err != nil || em.Config().MaxNumSeqs != 4 {
 		t.Fatalf("update: %v", err)
 	}
 	if em.Handler() == nil || em.Registry() == nil {
@@ -670,7 +671,7 @@ func TestConfigValidation(t *testing.T) {
 // TestLogitBiasEffect 验证 logit_bias 加在分布采样的 logits 上：+100 让该 token 占满输出，
 // -100 让它消失；贪心下不足以超过贪心 token 的小偏置不改变文本。
 func TestLogitBiasEffect(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	idOf := func(word string) string {
 		_, _, b := emuPost(t, ep, "/tokenize", map[string]any{"prompt": word})
 		return strconv.Itoa(emuNum(emuJget(emuObj(t, b), "tokens", 0)))
@@ -718,7 +719,7 @@ func containsCJKOnly(s string) bool {
 // 提示词 token 被 +100 后占满 chat 与 completions 的输出；既不在词表也不在提示词中的 id
 // 不改变文本。
 func TestLogitBiasPromptToken(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m"})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m"})
 	_, _, b := emuPost(t, ep, "/tokenize", map[string]any{"prompt": " robot"})
 	robot := strconv.Itoa(emuNum(emuJget(emuObj(t, b), "tokens", 0)))
 	_, _, b = emuPost(t, ep, "/tokenize", map[string]any{"prompt": " zeppelin"})

@@ -1,4 +1,4 @@
-package deploy
+package emulator
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vllm-cibench/cibench/internal/emulator"
+	emu "github.com/vllm-cibench/cibench/internal/emulator"
 )
 
 // emuDeltaKind 是一个流式 delta 的种类。
@@ -70,7 +70,7 @@ func (c *emuChoice) deltas(tpc int, showReasoning bool) []emuDelta {
 }
 
 // serve 执行故障注入与排队，然后按时间表写出流式或非流式响应，并更新指标与访问日志。
-func (e *Emulator) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
+func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	cfg := run.cfg
 	fault := e.failer.Next(cfg.FailureRate, cfg.FailureKinds)
 	run.fault = fault
@@ -133,7 +133,7 @@ func (e *Emulator) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 }
 
 // countSpec 更新投机解码计数：每步起草 3 个 token，按接受率接受。
-func (e *Emulator) countSpec(cfg *EmulatorConfig, tokens int) {
+func (e *Server) countSpec(cfg *Config, tokens int) {
 	const k = 3
 	perStep := 1 + k*cfg.SpecAcceptRate
 	drafts := int(float64(tokens)/perStep + 0.999)
@@ -227,7 +227,7 @@ type emuStreamState struct {
 
 // writeStream 写出 SSE 流。时间表：第 j 步（每个 choice 各一个 chunk）在
 // first + j·ITL 发出；role chunk 与第 0 步一起发出。返回是否完整写完。
-func (e *Emulator) writeStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) bool {
+func (e *Server) writeStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) bool {
 	cfg := run.cfg
 	d := &cfg.Defects
 	h := w.Header()
@@ -341,7 +341,7 @@ func (e *Emulator) writeStream(ctx context.Context, w http.ResponseWriter, run *
 const coalesceBytes = 64 << 10
 
 // writeNonStream 等到整段生成完成的时刻后写出 JSON 响应。
-func (e *Emulator) writeNonStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) (int, bool) {
+func (e *Server) writeNonStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) (int, bool) {
 	cfg := run.cfg
 	steps := 1
 	for _, c := range run.choices {
@@ -377,7 +377,7 @@ func (e *Emulator) writeNonStream(ctx context.Context, w http.ResponseWriter, ru
 }
 
 // finishFor 返回对外报告的 finish_reason（应用 WrongFinishReason 与 NamedToolFinishToolCalls 缺陷）。
-func finishFor(cfg *EmulatorConfig, c *emuChoice) string {
+func finishFor(cfg *Config, c *emuChoice) string {
 	f := c.finish
 	if cfg.Defects.WrongFinishReason {
 		switch f {
@@ -424,12 +424,12 @@ func emuObject(run *emuRun, chunk bool) string {
 
 // emuLogprob 返回第 j 个正文 token 的确定性 logprob（[-2, 0) 区间）。
 func emuLogprob(c *emuChoice, j int) float64 {
-	return -float64(emulator.Mix(c.lpSeed, uint64(j))%2000+1) / 1000
+	return -float64(emu.Mix(c.lpSeed, uint64(j))%2000+1) / 1000
 }
 
 // emuTopAlternatives 返回第 j 个 token 的 k 个候选（第一个是被采样的 token 本身），
 // 候选互不相同，logprob 递减（LogprobsUnsorted 缺陷时倒序，被采样 token 排在最后）。
-func (e *Emulator) emuTopAlternatives(cfg *EmulatorConfig, c *emuChoice, j int, tok string, k int) ([]string, []float64) {
+func (e *Server) emuTopAlternatives(cfg *Config, c *emuChoice, j int, tok string, k int) ([]string, []float64) {
 	toks := make([]string, 0, k)
 	lps := make([]float64, 0, k)
 	if k == 0 {
@@ -439,7 +439,7 @@ func (e *Emulator) emuTopAlternatives(cfg *EmulatorConfig, c *emuChoice, j int, 
 	toks, lps = append(toks, tok), append(lps, lp)
 	seen := map[string]bool{tok: true}
 	for s := uint64(0); len(toks) < k && s < 1000; s++ {
-		alt := e.engine.Vocab.RandomPiece(emulator.Mix(c.lpSeed^uint64(j)<<20, s))
+		alt := e.engine.Vocab.RandomPiece(emu.Mix(c.lpSeed^uint64(j)<<20, s))
 		if seen[alt] {
 			continue
 		}
@@ -455,7 +455,7 @@ func (e *Emulator) emuTopAlternatives(cfg *EmulatorConfig, c *emuChoice, j int, 
 }
 
 // lpCount 返回应输出的候选数（应用 LogprobsWrongCount 缺陷）。
-func lpCount(cfg *EmulatorConfig, k int) int {
+func lpCount(cfg *Config, k int) int {
 	if cfg.Defects.LogprobsWrongCount {
 		if k <= 1 {
 			return k + 1

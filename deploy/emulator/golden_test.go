@@ -1,10 +1,10 @@
-package deploy_test
+package emulator_test
 
 import (
 	"regexp"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // emuCreated 抹掉随时间变化的 created 字段，其余字节逐一比较。
@@ -13,7 +13,7 @@ var emuCreated = regexp.MustCompile(`"created":\d+`)
 // TestStreamBytesGolden 逐字节锁定 SSE 线上格式（字段顺序、usage:null、stop_reason 位置、
 // 空 choices 的 usage chunk、事件分隔与 [DONE]），与 vLLM 的 pydantic 输出一致。
 func TestStreamBytesGolden(t *testing.T) {
-	_, ep := startEmu(t, deploy.EmulatorConfig{Model: "m", Seed: 1})
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", Seed: 1})
 	_, _, raw := emuPost(t, ep, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"golden 金"}],"max_tokens":3,"ignore_eos":true,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`)
 	const wantChat = "data: {\"id\":\"chatcmpl-beeb8da1658eec6708c9eb4685b1dad7\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n" +
 		"data: {\"id\":\"chatcmpl-beeb8da1658eec6708c9eb4685b1dad7\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Weight\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n" +

@@ -1,4 +1,4 @@
-package deploy_test
+package emulator_test
 
 import (
 	"encoding/base64"
@@ -12,12 +12,13 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
 // emuDefectCase 描述一个缺陷开关及“它确实改变了线上行为”的检查。
 type emuDefectCase struct {
 	field string
-	cfg   deploy.EmulatorConfig
+	cfg   emulator.Config
 	// visible 在开启缺陷的服务上运行，缺陷可见时返回 true。
 	visible func(t *testing.T, ep deploy.Endpoint) bool
 }
@@ -46,43 +47,43 @@ func streamText(chunks []map[string]any) string {
 func emuDefectCases() []emuDefectCase {
 	withUsage := map[string]any{"max_tokens": 5, "stream_options": map[string]any{"include_usage": true}}
 	return []emuDefectCase{
-		{"NoDone", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NoDone", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, done, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 3}))
 			return !done
 		}},
-		{"WrongUsageTotal", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"WrongUsageTotal", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 3}))
 			u := m["usage"]
 			return emuNum(emuJget(u, "total_tokens")) != emuNum(emuJget(u, "prompt_tokens"))+emuNum(emuJget(u, "completion_tokens"))
 		}},
-		{"NoRoleChunk", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NoRoleChunk", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 3}))
 			return emuJget(chunks[0], "choices", 0, "delta", "role") == nil
 		}},
-		{"WrongFinishReason", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"WrongFinishReason", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 3, "ignore_eos": true}))
 			return c["finish_reason"] == "stop"
 		}},
-		{"StopStringKept", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"StopStringKept", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 100, "stop": "STOP"}))
 			return strings.Contains(emuStr(emuJget(c, "message", "content")), "STOP")
 		}},
-		{"SeedIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"SeedIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			body := emuChatBody("x", map[string]any{"max_tokens": 20, "temperature": 0.9, "seed": 5})
 			a, _ := firstChoice(t, ep, body)
 			b, _ := firstChoice(t, ep, body)
 			return emuJget(a, "message", "content") != emuJget(b, "message", "content")
 		}},
-		{"JSONObjectInvalid", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"JSONObjectInvalid", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"response_format": map[string]any{"type": "json_object"}}))
 			return !json.Valid([]byte(emuStr(emuJget(c, "message", "content"))))
 		}},
-		{"ToolArgsInvalid", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ToolArgsInvalid", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"tools": []any{weatherTool}, "tool_choice": "required"}))
 			args := emuStr(emuJget(c, "message", "tool_calls", 0, "function", "arguments"))
 			return validateJSON(t, compileSchema(t, weatherTool["function"].(map[string]any)["parameters"]), args) != nil
 		}},
-		{"ReasoningMissing", deploy.EmulatorConfig{Reasoning: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ReasoningMissing", emulator.Config{Reasoning: true}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 200}))
 			_, has := c["message"].(map[string]any)["reasoning"]
 			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 200}))
@@ -93,19 +94,19 @@ func emuDefectCases() []emuDefectCase {
 			}
 			return !has
 		}},
-		{"NoContextCheck", deploy.EmulatorConfig{MaxModelLen: 10}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NoContextCheck", emulator.Config{MaxModelLen: 10}, func(t *testing.T, ep deploy.Endpoint) bool {
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 50}))
 			return st == 200
 		}},
-		{"MaxTokensIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"MaxTokensIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 4}))
 			return emuNum(emuJget(m, "usage", "completion_tokens")) > 4
 		}},
-		{"NoUsageChunk", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NoUsageChunk", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", withUsage))
 			return emuJget(chunks[len(chunks)-1], "usage") == nil
 		}},
-		{"UsageNotMonotonic", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"UsageNotMonotonic", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 5,
 				"ignore_eos": true, "stream_options": map[string]any{"include_usage": true, "continuous_usage_stats": true}}))
 			prev := 0
@@ -118,34 +119,34 @@ func emuDefectCases() []emuDefectCase {
 			}
 			return false
 		}},
-		{"WrongIDPrefix", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"WrongIDPrefix", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 1}))
 			return !strings.HasPrefix(emuStr(m["id"]), "chatcmpl-")
 		}},
-		{"WrongObject", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"WrongObject", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 1}))
 			return m["object"] != "chat.completion"
 		}},
-		{"LogprobsWrongCount", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"LogprobsWrongCount", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 2, "logprobs": true, "top_logprobs": 3}))
 			return len(emuJget(c, "logprobs", "content", 0, "top_logprobs").([]any)) != 3
 		}},
-		{"ModelMissingFromList", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ModelMissingFromList", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuDo(t, ep, http.MethodGet, "/v1/models", nil)
 			return len(emuObj(t, b)["data"].([]any)) == 0
 		}},
-		{"UnknownModelOK", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"UnknownModelOK", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			body := emuChatBody("x", map[string]any{"max_tokens": 1})
 			body["model"] = "nope"
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", body)
 			return st == 200
 		}},
-		{"StreamDiffers", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"StreamDiffers", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 10}))
 			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 10}))
 			return streamText(chunks) != emuStr(emuJget(c, "message", "content"))
 		}},
-		{"DoubleFinish", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"DoubleFinish", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 3}))
 			n := 0
 			for _, c := range chunks {
@@ -155,73 +156,73 @@ func emuDefectCases() []emuDefectCase {
 			}
 			return n == 2
 		}},
-		{"WrongContentType", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"WrongContentType", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, h, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "stream": true}))
 			return !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 		}},
-		{"NIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, m := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 2, "n": 2, "temperature": 1}))
 			return len(m["choices"].([]any)) == 1
 		}},
-		{"EchoIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"EchoIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/v1/completions", map[string]any{"prompt": "ECHO ME", "echo": true, "max_tokens": 2})
 			return !strings.HasPrefix(emuStr(emuJget(emuObj(t, b), "choices", 0, "text")), "ECHO ME")
 		}},
-		{"NamedToolFinishToolCalls", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NamedToolFinishToolCalls", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"tools": []any{weatherTool},
 				"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}))
 			return c["finish_reason"] == "tool_calls"
 		}},
-		{"NoParamValidation", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NoParamValidation", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "temperature": -1, "top_p": 0}))
 			return st == 200
 		}},
-		{"NoToolChoiceValidation", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NoToolChoiceValidation", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "tool_choice": "required"}))
 			return st == 200
 		}},
-		{"EmbeddingWrongDim", deploy.EmulatorConfig{EnableEmbeddings: true, EmbeddingDim: 8}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"EmbeddingWrongDim", emulator.Config{EnableEmbeddings: true, EmbeddingDim: 8}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": "x"})
 			return len(emuJget(emuObj(t, b), "data", 0, "embedding").([]any)) != 8
 		}},
-		{"RerankUnsorted", deploy.EmulatorConfig{EnableRerank: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"RerankUnsorted", emulator.Config{EnableRerank: true}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/rerank", map[string]any{"query": "sunny weather", "documents": []string{"stock crash", "sunny weather today"}})
 			res := emuObj(t, b)["results"].([]any)
 			return emuJget(res, 0, "relevance_score").(float64) < emuJget(res, 1, "relevance_score").(float64)
 		}},
-		{"ErrorBodyMalformed", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ErrorBodyMalformed", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			st, _, b := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"temperature": -1}))
 			return st == 400 && !json.Valid(b)
 		}},
-		{"NoAuth", deploy.EmulatorConfig{APIKey: "k"}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"NoAuth", emulator.Config{APIKey: "k"}, func(t *testing.T, ep deploy.Endpoint) bool {
 			ep.APIKey = ""
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 1}))
 			return st == 200
 		}},
-		{"ThinkTagsUnclosed", deploy.EmulatorConfig{Reasoning: true, ReasoningInContent: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ThinkTagsUnclosed", emulator.Config{Reasoning: true, ReasoningInContent: true}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 300}))
 			s := emuStr(emuJget(c, "message", "content"))
 			return strings.HasPrefix(s, "<think>") && !strings.Contains(s, "</think>")
 		}},
-		{"TemperatureIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"TemperatureIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			greedy, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 0}))
 			sampled, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 1, "seed": 7}))
 			return emuStr(emuJget(greedy, "message", "content")) == emuStr(emuJget(sampled, "message", "content"))
 		}},
-		{"TopKIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"TopKIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			a, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 1, "top_k": 1, "seed": 7}))
 			b, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 12, "temperature": 1, "top_k": 1, "seed": 8}))
 			return emuStr(emuJget(a, "message", "content")) != emuStr(emuJget(b, "message", "content"))
 		}},
-		{"ThinkingNotDisabled", deploy.EmulatorConfig{Reasoning: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ThinkingNotDisabled", emulator.Config{Reasoning: true}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 50, "chat_template_kwargs": map[string]any{"enable_thinking": false}}))
 			return emuStr(emuJget(c, "message", "reasoning")) != ""
 		}},
-		{"BatchIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"BatchIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/v1/completions", map[string]any{"prompt": []string{"a", "b"}, "max_tokens": 2})
 			return len(emuObj(t, b)["choices"].([]any)) == 1
 		}},
-		{"ToolResultIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ToolResultIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, map[string]any{"max_tokens": 50, "tools": []any{weatherTool}, "messages": []any{
 				map[string]any{"role": "user", "content": "weather?"},
 				map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
@@ -229,19 +230,19 @@ func emuDefectCases() []emuDefectCase {
 				map[string]any{"role": "tool", "tool_call_id": "c1", "content": "sunny"}}})
 			return c["finish_reason"] == "tool_calls"
 		}},
-		{"ImageIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ImageIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, m := firstChoice(t, ep, map[string]any{"max_tokens": 2, "messages": []any{map[string]any{"role": "user", "content": []any{
 				map[string]any{"type": "text", "text": "x"},
 				map[string]any{"type": "image_url", "image_url": map[string]any{"url": emuPngDataURL(t, 56, 56)}}}}}})
 			return emuNum(emuJget(m, "usage", "prompt_tokens")) == 1
 		}},
-		{"HistoryIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"HistoryIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, m := firstChoice(t, ep, map[string]any{"max_tokens": 2, "messages": []any{
 				map[string]any{"role": "system", "content": "be brief"},
 				map[string]any{"role": "user", "content": "hello"}}})
 			return emuNum(emuJget(m, "usage", "prompt_tokens")) == 1
 		}},
-		{"EmbeddingBase64Wrong", deploy.EmulatorConfig{EnableEmbeddings: true, EmbeddingDim: 4}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"EmbeddingBase64Wrong", emulator.Config{EnableEmbeddings: true, EmbeddingDim: 4}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, fl := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": "x"})
 			_, _, b64 := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": "x", "encoding_format": "base64"})
 			raw, err := base64.StdEncoding.DecodeString(emuStr(emuJget(emuObj(t, b64), "data", 0, "embedding")))
@@ -251,43 +252,43 @@ func emuDefectCases() []emuDefectCase {
 			first := emuJget(emuObj(t, fl), "data", 0, "embedding", 0).(float64)
 			return math.Float32frombits(binary.LittleEndian.Uint32(raw)) != float32(first)
 		}},
-		{"RerankIndexWrong", deploy.EmulatorConfig{EnableRerank: true}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"RerankIndexWrong", emulator.Config{EnableRerank: true}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/rerank", map[string]any{"query": "q", "documents": []string{"alpha", "beta"}})
 			res := emuObj(t, b)["results"].([]any)
 			docs := []string{"alpha", "beta"}
 			return emuStr(emuJget(res, 0, "document", "text")) != docs[emuNum(emuJget(res, 0, "index"))]
 		}},
-		{"ChoiceViolated", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ChoiceViolated", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 5, "structured_outputs": map[string]any{"choice": []string{"yes", "no"}}}))
 			s := emuStr(emuJget(c, "message", "content"))
 			return s != "yes" && s != "no"
 		}},
-		{"LengthDropsText", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"LengthDropsText", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 3, "ignore_eos": true}))
 			return emuStr(emuJget(c, "message", "content")) == ""
 		}},
-		{"GreedySeedDependent", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"GreedySeedDependent", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			a, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20}))
 			b, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "seed": 11}))
 			return emuStr(emuJget(a, "message", "content")) != emuStr(emuJget(b, "message", "content"))
 		}},
-		{"TopPZeroServerError", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"TopPZeroServerError", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "top_p": 0}))
 			return st == http.StatusInternalServerError
 		}},
-		{"MalformedJSONServerError", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"MalformedJSONServerError", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", `{"model": "m", "messages": [`)
 			return st == http.StatusInternalServerError
 		}},
-		{"UnknownFieldRejected", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"UnknownFieldRejected", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "cibench_unknown_field": 1}))
 			return st == http.StatusBadRequest
 		}},
-		{"StreamOptionsUnchecked", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"StreamOptionsUnchecked", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 2, "stream_options": map[string]any{"include_usage": true}}))
 			return st == http.StatusOK
 		}},
-		{"ImageNotValidated", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"ImageNotValidated", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			bad := "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte("not a png"))
 			st, _, _ := emuPost(t, ep, "/v1/chat/completions", map[string]any{"model": "m", "max_tokens": 2, "messages": []any{map[string]any{"role": "user", "content": []any{
 				map[string]any{"type": "text", "text": "x"},
@@ -295,35 +296,35 @@ func emuDefectCases() []emuDefectCase {
 			return st == http.StatusOK
 		}},
 		// 同一 seed 下 0.2 与 1.5 的采样结果相同：温度没有缩放 logits。
-		{"TemperatureScaleIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"TemperatureScaleIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			a, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "temperature": 0.2, "seed": 3}))
 			b, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "temperature": 1.5, "seed": 3}))
 			return emuStr(emuJget(a, "message", "content")) == emuStr(emuJget(b, "message", "content"))
 		}},
 		// top_p=0.1 在模拟器的分布上只留下贪心 token：不同 seed 的结果都等于贪心文本。
-		{"TopPIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"TopPIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			g, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "ignore_eos": true}))
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 20, "ignore_eos": true, "temperature": 1, "top_p": 0.1, "seed": 4}))
 			return emuStr(emuJget(g, "message", "content")) != emuStr(emuJget(c, "message", "content"))
 		}},
-		{"PresencePenaltyIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"PresencePenaltyIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			return penaltyText(t, ep, "presence_penalty", 2) == penaltyText(t, ep, "presence_penalty", -2)
 		}},
-		{"FrequencyPenaltyIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"FrequencyPenaltyIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			return penaltyText(t, ep, "frequency_penalty", 2) == penaltyText(t, ep, "frequency_penalty", -2)
 		}},
-		{"LogitBiasIgnored", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"LogitBiasIgnored", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/tokenize", map[string]any{"prompt": " cache"})
 			id := strconv.Itoa(emuNum(emuJget(emuObj(t, b), "tokens", 0)))
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 5, "ignore_eos": true, "logit_bias": map[string]any{id: 100}}))
 			return emuStr(emuJget(c, "message", "content")) != "cache cache cache cache cache"
 		}},
-		{"LogprobsUnsorted", deploy.EmulatorConfig{}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"LogprobsUnsorted", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			c, _ := firstChoice(t, ep, emuChatBody("x", map[string]any{"max_tokens": 3, "logprobs": true, "top_logprobs": 3}))
 			top := emuJget(c, "logprobs", "content", 0, "top_logprobs").([]any)
 			return emuJget(top[0], "logprob").(float64) < emuJget(top[2], "logprob").(float64)
 		}},
-		{"EmbeddingBatchIgnored", deploy.EmulatorConfig{EnableEmbeddings: true, EmbeddingDim: 4}, func(t *testing.T, ep deploy.Endpoint) bool {
+		{"EmbeddingBatchIgnored", emulator.Config{EnableEmbeddings: true, EmbeddingDim: 4}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": []string{"a", "b", "c"}})
 			return len(emuObj(t, b)["data"].([]any)) != 3
 		}},
@@ -340,7 +341,7 @@ func penaltyText(t *testing.T, ep deploy.Endpoint, param string, v float64) stri
 // 并且同一检查在没有缺陷的服务上为假（检查本身能区分好坏）。
 func TestDefectsChangeWireBehaviour(t *testing.T) {
 	cases := emuDefectCases()
-	typ := reflect.TypeOf(deploy.EmulatorDefects{})
+	typ := reflect.TypeOf(emulator.Defects{})
 	covered := map[string]bool{}
 	for _, c := range cases {
 		covered[c.field] = true
@@ -354,13 +355,13 @@ func TestDefectsChangeWireBehaviour(t *testing.T) {
 		t.Run(c.field, func(t *testing.T) {
 			cfg := c.cfg
 			cfg.Model = "m"
-			_, good := startEmu(t, cfg)
+			_, good := emulator.Start(t, cfg)
 			if c.visible(t, good) {
 				t.Fatalf("check for %s fires on a faithful server", c.field)
 			}
 			f := reflect.ValueOf(&cfg.Defects).Elem().FieldByName(c.field)
 			f.SetBool(true)
-			_, bad := startEmu(t, cfg)
+			_, bad := emulator.Start(t, cfg)
 			if !c.visible(t, bad) {
 				t.Fatalf("defect %s does not change the wire behaviour", c.field)
 			}

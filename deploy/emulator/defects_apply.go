@@ -1,4 +1,4 @@
-package deploy
+package emulator
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 // decodeChatBody 解析 chat 请求体，并施加只在解码阶段可见的缺陷
 // （MalformedJSONServerError、UnknownFieldRejected）；无缺陷时与 decodeJSON 完全相同。
 // 单独成函数，让缺陷逻辑不混进 handleChat 的正常路径。
-func decodeChatBody(cfg *EmulatorConfig, body []byte, req *emuChatRequest) *emuErr {
+func decodeChatBody(cfg *Config, body []byte, req *emuChatRequest) *emuErr {
 	er := decodeJSON(body, req)
 	d := &cfg.Defects
 	switch {

@@ -1,9 +1,9 @@
-package deploy
+package emulator
 
-// EmulatorDefects 是模拟器的缺陷开关：每个字段为 true 时，模拟器在线上故意
+// Defects 是模拟器的缺陷开关：每个字段为 true 时，模拟器在线上故意
 // 违反 vLLM 的某一条行为，用来证明功能用例真的能发现对应缺陷（一个永远不会
 // 失败的用例毫无价值）。零值表示完全忠实于 vLLM。
-type EmulatorDefects struct {
+type Defects struct {
 	// NoDone 省略流末尾的 "data: [DONE]"。
 	NoDone bool `json:"no_done,omitempty" yaml:"no_done,omitempty"`
 	// WrongUsageTotal 让 usage.total_tokens 比 prompt+completion 多 1。

@@ -1,11 +1,11 @@
-package deploy
+package emulator
 
 import (
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/vllm-cibench/cibench/internal/emulator"
+	emu "github.com/vllm-cibench/cibench/internal/emulator"
 )
 
 // emuEncoder 以 append 方式手写 SSE chunk 的 JSON（不经反射），并复用池化缓冲：
@@ -22,13 +22,13 @@ func newEmuEncoder(run *emuRun) *emuEncoder {
 	bp := run.em.bufs.get()
 	enc := &emuEncoder{run: run, bp: bp, buf: (*bp)[:0]}
 	b := append(enc.buf, `data: {"id":`...)
-	b = emulator.AppendString(b, run.id)
+	b = emu.AppendString(b, run.id)
 	b = append(b, `,"object":`...)
-	b = emulator.AppendString(b, emuObject(run, true))
+	b = emu.AppendString(b, emuObject(run, true))
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, run.created, 10)
 	b = append(b, `,"model":`...)
-	b = emulator.AppendString(b, run.cfg.Model)
+	b = emu.AppendString(b, run.cfg.Model)
 	b = append(b, `,"choices":[`...)
 	enc.head = string(b)
 	enc.buf = b[:0]
@@ -112,17 +112,17 @@ func (enc *emuEncoder) chunk(st *emuStreamState, dl emuDelta, last bool, step in
 			b = append(b, '"')
 			b = append(b, cfg.ReasoningField...)
 			b = append(b, `":`...)
-			b = emulator.AppendString(b, dl.text)
+			b = emu.AppendString(b, dl.text)
 		case emuDToolHead:
 			t := c.tools[0]
 			b = append(b, `"tool_calls":[{"index":0,"id":`...)
-			b = emulator.AppendString(b, t.id)
+			b = emu.AppendString(b, t.id)
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = emulator.AppendString(b, t.name)
+			b = emu.AppendString(b, t.name)
 			b = append(b, `}}]`...)
 		case emuDToolArgs:
 			b = append(b, `"tool_calls":[{"index":0,"function":{"arguments":`...)
-			b = emulator.AppendString(b, dl.text)
+			b = emu.AppendString(b, dl.text)
 			b = append(b, `}}]`...)
 		default:
 			b = append(b, `"content":`...)
@@ -146,7 +146,7 @@ func (enc *emuEncoder) chunk(st *emuStreamState, dl emuDelta, last bool, step in
 	}
 	if last {
 		b = append(b, `,"finish_reason":`...)
-		b = emulator.AppendString(b, finishFor(cfg, c))
+		b = emu.AppendString(b, finishFor(cfg, c))
 		b = append(b, `,"stop_reason":`...)
 		b = append(b, c.stopReason...)
 	} else {
@@ -160,12 +160,12 @@ func (enc *emuEncoder) chunk(st *emuStreamState, dl emuDelta, last bool, step in
 	enc.tail(st.sent, step)
 }
 
-// appendSkewed 追加 delta 的文本；CountSkew 时偶数步的正文末尾多一个 "."（见 EmulatorConfig.CountSkew）。
-func appendSkewed(b []byte, cfg *EmulatorConfig, dl emuDelta, step int) []byte {
+// appendSkewed 追加 delta 的文本；CountSkew 时偶数步的正文末尾多一个 "."（见 Config.CountSkew）。
+func appendSkewed(b []byte, cfg *Config, dl emuDelta, step int) []byte {
 	if cfg.CountSkew && dl.kind == emuDContent && dl.text != "" && step%2 == 0 {
-		return emulator.AppendString(b, dl.text+".")
+		return emu.AppendString(b, dl.text+".")
 	}
-	return emulator.AppendString(b, dl.text)
+	return emu.AppendString(b, dl.text)
 }
 
 // appendUsage 追加 usage 对象。
@@ -222,9 +222,9 @@ func (enc *emuEncoder) appendChatLogprobs(b []byte, c *emuChoice, from, to int) 
 // appendTokenLP 追加 {"token":…,"logprob":…,"bytes":[…]}。
 func appendTokenLP(b []byte, tok string, lp float64) []byte {
 	b = append(b, `{"token":`...)
-	b = emulator.AppendString(b, tok)
+	b = emu.AppendString(b, tok)
 	b = append(b, `,"logprob":`...)
-	b = emulator.AppendFloat(b, lp)
+	b = emu.AppendFloat(b, lp)
 	b = append(b, `,"bytes":[`...)
 	for i := 0; i < len(tok); i++ {
 		if i > 0 {
@@ -256,14 +256,14 @@ func (enc *emuEncoder) appendCmplLogprobs(b []byte, c *emuChoice, from, to int) 
 		if j > from {
 			b = append(b, ',')
 		}
-		b = emulator.AppendFloat(b, emuLogprob(c, j))
+		b = emu.AppendFloat(b, emuLogprob(c, j))
 	}
 	b = append(b, `],"tokens":[`...)
 	for j := from; j < to; j++ {
 		if j > from {
 			b = append(b, ',')
 		}
-		b = emulator.AppendString(b, c.content[j])
+		b = emu.AppendString(b, c.content[j])
 	}
 	b = append(b, `],"top_logprobs":[`...)
 	for j := from; j < to; j++ {
@@ -276,9 +276,9 @@ func (enc *emuEncoder) appendCmplLogprobs(b []byte, c *emuChoice, from, to int) 
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = emulator.AppendString(b, toks[i])
+			b = emu.AppendString(b, toks[i])
 			b = append(b, ':')
-			b = emulator.AppendFloat(b, lps[i])
+			b = emu.AppendFloat(b, lps[i])
 		}
 		b = append(b, '}')
 	}
@@ -286,18 +286,18 @@ func (enc *emuEncoder) appendCmplLogprobs(b []byte, c *emuChoice, from, to int) 
 }
 
 // nonStreamBody 构造非流式响应体（chat.completion 或 text_completion）。
-func (e *Emulator) nonStreamBody(run *emuRun) []byte {
+func (e *Server) nonStreamBody(run *emuRun) []byte {
 	cfg := run.cfg
 	enc := &emuEncoder{run: run}
 	b := make([]byte, 0, 1024)
 	b = append(b, `{"id":`...)
-	b = emulator.AppendString(b, run.id)
+	b = emu.AppendString(b, run.id)
 	b = append(b, `,"object":`...)
-	b = emulator.AppendString(b, emuObject(run, false))
+	b = emu.AppendString(b, emuObject(run, false))
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, run.created, 10)
 	b = append(b, `,"model":`...)
-	b = emulator.AppendString(b, cfg.Model)
+	b = emu.AppendString(b, cfg.Model)
 	b = append(b, `,"choices":[`...)
 	for i, c := range run.choices {
 		if i > 0 {
@@ -314,7 +314,7 @@ func (e *Emulator) nonStreamBody(run *emuRun) []byte {
 			case len(c.tools) > 0 && text == "":
 				b = append(b, "null"...)
 			default:
-				b = emulator.AppendString(b, text)
+				b = emu.AppendString(b, text)
 			}
 			b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[`...)
 			for ti, t := range c.tools {
@@ -322,11 +322,11 @@ func (e *Emulator) nonStreamBody(run *emuRun) []byte {
 					b = append(b, ',')
 				}
 				b = append(b, `{"id":`...)
-				b = emulator.AppendString(b, t.id)
+				b = emu.AppendString(b, t.id)
 				b = append(b, `,"type":"function","function":{"name":`...)
-				b = emulator.AppendString(b, t.name)
+				b = emu.AppendString(b, t.name)
 				b = append(b, `,"arguments":`...)
-				b = emulator.AppendString(b, t.args)
+				b = emu.AppendString(b, t.args)
 				b = append(b, "}}"...)
 			}
 			b = append(b, ']')
@@ -335,7 +335,7 @@ func (e *Emulator) nonStreamBody(run *emuRun) []byte {
 				b = append(b, cfg.ReasoningField...)
 				b = append(b, `":`...)
 				if len(c.reasoning) > 0 {
-					b = emulator.AppendString(b, strings.Join(c.reasoning, ""))
+					b = emu.AppendString(b, strings.Join(c.reasoning, ""))
 				} else {
 					b = append(b, "null"...)
 				}
@@ -348,7 +348,7 @@ func (e *Emulator) nonStreamBody(run *emuRun) []byte {
 			}
 		} else {
 			b = append(b, `,"text":`...)
-			b = emulator.AppendString(b, text)
+			b = emu.AppendString(b, text)
 			b = append(b, `,"logprobs":`...)
 			if run.cmplLogprobs >= 0 && len(c.content) > 0 {
 				b = enc.appendCmplLogprobs(b, c, 0, len(c.content))
@@ -357,7 +357,7 @@ func (e *Emulator) nonStreamBody(run *emuRun) []byte {
 			}
 		}
 		b = append(b, `,"finish_reason":`...)
-		b = emulator.AppendString(b, finishFor(cfg, c))
+		b = emu.AppendString(b, finishFor(cfg, c))
 		b = append(b, `,"stop_reason":`...)
 		b = append(b, c.stopReason...)
 		if run.kind == emuKindCompletion {

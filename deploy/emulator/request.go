@@ -1,4 +1,4 @@
-package deploy
+package emulator
 
 import (
 	"bytes"
@@ -286,7 +286,7 @@ type emuSampling struct {
 func (s *emuSampling) greedy() bool { return s.temperature == 0 || s.topK == 1 }
 
 // validateSampling 按 vLLM 的范围校验采样参数（越界 400），并应用能力开关。
-func validateSampling(c *emuCommon, cfg *EmulatorConfig, maxTokens *int) (*emuSampling, *emuErr) {
+func validateSampling(c *emuCommon, cfg *Config, maxTokens *int) (*emuSampling, *emuErr) {
 	s := &emuSampling{temperature: 1, topP: 1, n: 1, seed: c.Seed}
 	d := &cfg.Defects
 	if c.Temperature != nil {
