@@ -220,3 +220,51 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// listsAndMerges 覆盖列表、布尔与合并键（<<: *anchor）。
+type listsAndMerges struct {
+	Names []string       `yaml:"names"`
+	On    bool           `yaml:"on"`
+	Base  map[string]int `yaml:"base"`
+	Child struct {
+		A int `yaml:"a"`
+		B int `yaml:"b"`
+	} `yaml:"child"`
+	D time.Duration `yaml:"d"`
+}
+
+// TestListsMergesAndScalars 覆盖列表、合并键、布尔与时长的正常解码，以及它们的典型错误：
+// 这些路径原先只被 matrix 的测试间接覆盖，包自己的覆盖率低于门槛。
+func TestListsMergesAndScalars(t *testing.T) {
+	var v listsAndMerges
+	src := "names: [a, b]\non: true\nbase: &b {a: 1}\nchild:\n  <<: {a: 3}\n  b: 4\nd: 90s\n"
+	if err := Unmarshal("ok.yaml", []byte(src), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Names) != 2 || v.Names[1] != "b" || !v.On || v.Base["a"] != 1 ||
+		v.Child.A != 3 || v.Child.B != 4 || v.D != 90*time.Second {
+		t.Fatalf("decoded %+v", v)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"names: {a: 1}", "names: want a list, got a mapping"},
+		{"names: [[x]]", "names[0]: want a string, got a list"},
+		{"on: maybe", "on: want a boolean"},
+		{"d: 5", "want a duration such as"},
+		{"d: soon", `d: invalid duration`},
+		{"child: {<<: [1]}", "child"},
+		{"child: {<<: 3}", "child"},
+		{"a: 1\n---\nb: 2\n", "x.yaml"},
+	} {
+		var v listsAndMerges
+		err := Unmarshal("x.yaml", []byte(tc.src), &v)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want an error containing %q", tc.src, err, tc.want)
+		}
+	}
+	if err := Unmarshal("e.yaml", []byte("# nothing\n"), &v); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty document: err = %v, want ErrEmpty", err)
+	}
+	if err := Unmarshal("p.yaml", []byte("on: true\n"), v); err == nil {
+		t.Error("non-pointer out must be rejected")
+	}
+}
