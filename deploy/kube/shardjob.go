@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -226,19 +229,57 @@ func RunShards(ctx context.Context, job ShardJob) ([]*loadgen.ShardResult, error
 	}
 	startAt := time.Now().Add(job.StartDelay)
 	obj := job.manifest(startAt)
+	runID := newRunID()
+	obj.Annotations = map[string]string{AnnotationShardRun: runID}
 	jobs := cs.BatchV1().Jobs(job.Namespace)
-	if _, err := jobs.Create(ctx, obj, metav1.CreateOptions{FieldManager: DefaultFieldManager}); err != nil {
+	created, err := jobs.Create(ctx, obj, metav1.CreateOptions{FieldManager: DefaultFieldManager})
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name)
 		}
-		return nil, fmt.Errorf("%w: create job %s/%s: %v", ErrUnreachable, job.Namespace, job.Name, err)
+		// 创建请求可能已被服务端执行、只是响应没有回来（ctx 恰在途中被取消——SIGTERM——或响应超时）：
+		// Job 带着本次的运行标识存在时照样删除它，否则它会留在集群里、下次运行以 "already exists" 失败。
+		cerr := fmt.Errorf("%w: create job %s/%s: %w", ErrUnreachable, job.Namespace, job.Name, err)
+		if derr := job.deleteOrphan(ctx, cs, runID); derr != nil {
+			cerr = errors.Join(cerr, derr)
+		}
+		return nil, cerr
 	}
-	job.Log.Info("kube: shard job created", "job", job.Namespace+"/"+job.Name, "shards", job.Shards, "start_at", startAt)
+	job.Log.Info("kube: shard job created", "job", job.Namespace+"/"+job.Name, "uid", created.UID, "shards", job.Shards, "start_at", startAt)
 	results, runErr := job.await(ctx, cs)
-	if delErr := job.delete(ctx, cs); delErr != nil {
+	if delErr := job.delete(ctx, cs, created.UID); delErr != nil {
 		runErr = errors.Join(runErr, delErr)
 	}
 	return results, runErr
+}
+
+// AnnotationShardRun 是分片 Job 上的本次运行标识：创建请求的响应丢失时，据此认出集群里的
+// Job 是不是本次创建的（同名的 Job 可能属于另一次运行，不能删）。
+const AnnotationShardRun = "cibench.io/shard-run"
+
+// newRunID 返回一个随机的运行标识。
+func newRunID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read 不会失败
+	return hex.EncodeToString(b[:])
+}
+
+// deleteOrphan 在创建请求的结果不明时查找同名 Job：它带着本次的运行标识时按 UID 删除（连同 Pod），
+// 不存在或属于别的运行时什么也不做。查询与删除都不随 ctx 取消，受 DeleteTimeout 约束。
+func (j ShardJob) deleteOrphan(ctx context.Context, cs kubernetes.Interface, runID string) error {
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.DeleteTimeout)
+	defer cancel()
+	cur, err := cs.BatchV1().Jobs(j.Namespace).Get(gctx, j.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return &TeardownError{Remaining: []string{"job " + j.Namespace + "/" + j.Name + ": create failed and its state is unknown: " + err.Error()}}
+	case cur.Annotations[AnnotationShardRun] != runID:
+		return nil
+	}
+	j.Log.Info("kube: shard job was created although the create call failed; deleting it", "job", j.Namespace+"/"+j.Name, "uid", cur.UID)
+	return j.delete(ctx, cs, cur.UID)
 }
 
 // await 等待 Job 结束（或超时、ctx 取消），然后逐片收集结果。
@@ -357,22 +398,77 @@ func (j ShardJob) readResult(ctx context.Context, cs kubernetes.Interface, p *co
 	return loadgen.ReadShardResultFor(rc, idx)
 }
 
-// delete 以前台传播删除 Job 并等它（连同 Pod）消失；不随调用方的 ctx 取消。
-func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface) error {
+// delete 以前台传播删除 UID 为 uid 的 Job，等它消失，再等它的 Pod 消失；不随调用方的 ctx 取消。
+//
+// 只等 Job 不够：Job 刚创建就被删除时（创建后立即收到 SIGTERM），job-controller 可能还在按旧的
+// 缓存建 Pod，而垃圾回收器此时还没看见这些 Pod，于是前台删除没有可等的依赖、Job 立即消失，
+// 随后建出的 Pod 成了孤儿（属主 UID 已不存在），要等垃圾回收器下一轮才删。这里按标签与属主 UID
+// 找出剩下的 Pod，自己删掉并等它们消失，返回时集群里没有本次运行的任何对象。
+func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types.UID) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.DeleteTimeout)
 	defer cancel()
+	name := "job " + j.Namespace + "/" + j.Name
 	fg := metav1.DeletePropagationForeground
-	err := cs.BatchV1().Jobs(j.Namespace).Delete(dctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return &TeardownError{Remaining: []string{"job " + j.Namespace + "/" + j.Name + ": " + err.Error()}}
+	err := cs.BatchV1().Jobs(j.Namespace).Delete(dctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) { // Conflict：同名的已是另一个 Job，本次的已经没了
+		return &TeardownError{Remaining: []string{name + ": " + err.Error()}}
 	}
-	err = poll(dctx, max(j.PollInterval/4, 10*time.Millisecond), func() (bool, error) {
-		_, err := cs.BatchV1().Jobs(j.Namespace).Get(dctx, j.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}, func() string { return "job " + j.Name + " still exists" })
+	var last string
+	interval := max(j.PollInterval/4, 10*time.Millisecond)
+	err = poll(dctx, interval, func() (bool, error) {
+		cur, err := cs.BatchV1().Jobs(j.Namespace).Get(dctx, j.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && cur.UID != uid):
+			return true, nil
+		case err != nil:
+			last = "get: " + err.Error()
+		default:
+			last = fmt.Sprintf("deletionTimestamp %v, finalizers %v, %d active", cur.DeletionTimestamp, cur.Finalizers, cur.Status.Active)
+		}
+		return false, nil
+	}, func() string { return name + " still exists: " + last })
+	if err != nil {
+		j.Log.Info("kube: shard job not deleted", "job", j.Namespace+"/"+j.Name, "err", err)
+		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: still present after %s (%s)", name, j.DeleteTimeout, last)}}
+	}
+	err = poll(dctx, interval, func() (bool, error) {
+		pods, err := cs.CoreV1().Pods(j.Namespace).List(dctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
+		if err != nil {
+			last = "list pods: " + err.Error()
+			return false, nil
+		}
+		var left []string
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if !ownedBy(p, uid) {
+				continue
+			}
+			left = append(left, p.Name)
+			if p.DeletionTimestamp == nil {
+				pu := p.UID
+				if derr := cs.CoreV1().Pods(j.Namespace).Delete(dctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pu}}); derr != nil && !apierrors.IsNotFound(derr) && !apierrors.IsConflict(derr) {
+					last = "delete pod " + p.Name + ": " + derr.Error()
+				}
+			}
+		}
+		if len(left) > 0 {
+			last = fmt.Sprintf("pods %v", left)
+		}
+		return len(left) == 0, nil
+	}, func() string { return name + ": pods left: " + last })
 	j.Log.Info("kube: shard job deleted", "job", j.Namespace+"/"+j.Name, "err", err)
 	if err != nil {
-		return &TeardownError{Remaining: []string{"job " + j.Namespace + "/" + j.Name + ": still present after " + j.DeleteTimeout.String()}}
+		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: %s after %s", name, last, j.DeleteTimeout)}}
 	}
 	return nil
+}
+
+// ownedBy 报告 Pod 是否属于 UID 为 uid 的 Job。
+func ownedBy(p *corev1.Pod, uid types.UID) bool {
+	for _, o := range p.OwnerReferences {
+		if o.UID == uid {
+			return true
+		}
+	}
+	return false
 }

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
@@ -39,15 +44,49 @@ func shardResults(t *testing.T, count int, idx ...int) string {
 	return buf.String()
 }
 
-// jobGone 断言 Job 与它的 Pod 都已删除。
+// jobGone 断言 Job 与它的 Pod 都已删除；失败时列出残留对象的状态（删除时刻、终结器、属主），
+// 足以区分"没有发出删除"、"删除卡在终结器上"与"Pod 在 Job 删除之后才被建出"。
 func jobGone(t *testing.T, c *kubetest.Cluster, ns, name string) {
 	t.Helper()
-	if _, err := c.Client.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("job %s still exists: %v", name, err)
+	if j, err := c.Client.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if err == nil {
+			t.Fatalf("job %s still exists: uid %s, deletionTimestamp %v, finalizers %v, status %+v", name, j.UID, j.DeletionTimestamp, j.Finalizers, j.Status)
+		}
+		t.Fatalf("job %s: get: %v", name, err)
 	}
 	if pods := podsWith(t, c, ns, "app.kubernetes.io/instance="+name); len(pods) != 0 {
-		t.Fatalf("%d pods of job %s left", len(pods), name)
+		var b strings.Builder
+		for _, p := range pods {
+			fmt.Fprintf(&b, "\n  %s phase %s created %s deletionTimestamp %v finalizers %v owners %+v", p.Name, p.Status.Phase,
+				p.CreationTimestamp.Format(time.RFC3339Nano), p.DeletionTimestamp, p.Finalizers, p.OwnerReferences)
+		}
+		t.Fatalf("%d pods of job %s left:%s", len(pods), name, b.String())
 	}
+}
+
+// cancelAfterCreate 是 API Server 的传输层包装：创建 Job 的 POST 照常送达并被服务端执行，
+// 但响应到达之前调用方的 ctx 被取消（SIGTERM 恰好落在创建请求途中）——客户端只看到
+// context.Canceled，不知道 Job 已经存在。这复现了 cancel-deletes 子测试偶发失败的时序。
+type cancelAfterCreate struct {
+	next   http.RoundTripper
+	cancel context.CancelFunc
+	hit    atomic.Bool
+}
+
+// RoundTrip 对创建 Job 的请求：以不随调用方取消的上下文送出、读完响应，然后取消调用方的 ctx
+// 并返回 context.Canceled；其余请求原样转发。
+func (c *cancelAfterCreate) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/jobs") {
+		return c.next.RoundTrip(req)
+	}
+	resp, err := c.next.RoundTrip(req.WithContext(context.WithoutCancel(req.Context())))
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	c.hit.Store(true)
+	c.cancel()
+	return nil, context.Canceled
 }
 
 // TestShardJobIntegration 在真实的 kube-apiserver + kube-controller-manager（job-controller、
@@ -100,6 +139,23 @@ func TestShardJobIntegration(t *testing.T) {
 			}
 		}()
 		_, err := kube.RunShards(ctx, job)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		jobGone(t, c, ns, job.Name)
+	})
+	t.Run("cancel-during-create", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		rc := rest.CopyConfig(c.RESTConfig)
+		wrap := &cancelAfterCreate{cancel: cancel}
+		rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wrap.next = rt; return wrap }
+		job := kube.ShardJob{RESTConfig: rc, Namespace: ns, Name: "bench-cancel-create", Image: "cibench/bench:test",
+			Shards: 2, StartDelay: time.Second, Timeout: 2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
+		_, err := kube.RunShards(ctx, job)
+		if !wrap.hit.Load() {
+			t.Fatal("the create request never went through the wrapper")
+		}
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
