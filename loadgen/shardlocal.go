@@ -1,0 +1,238 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrBarrier 是本机屏障不能放行时（分片已离开屏障、ctx 取消）的哨兵。
+var ErrBarrier = errors.New("loadgen: shard barrier")
+
+// LocalBarrier 是同一进程内 n 个分片的组间屏障：每个分组开始之前，所有还在运行的分片都到达后
+// 在同一时刻（关闭同一个通道）一起放行。离开的分片（跑完、出错、ctx 取消）不再被等待，
+// 所以一个分片死掉不会让其余分片永远等下去；它缺的分组由 Merge 点名并标为不完整。
+type LocalBarrier struct {
+	mu      sync.Mutex
+	alive   []bool
+	waiting []bool
+	release chan struct{} // 当前这一轮的放行信号
+}
+
+// NewLocalBarrier 为 n 个分片（序号 0..n−1）创建屏障。
+func NewLocalBarrier(n int) *LocalBarrier {
+	b := &LocalBarrier{alive: make([]bool, n), waiting: make([]bool, n), release: make(chan struct{})}
+	for i := range b.alive {
+		b.alive[i] = true
+	}
+	return b
+}
+
+// For 返回分片 i 的 Shard.Barrier：报告分片 i 到达第 group 组之前，等所有还在运行的分片都到达。
+// ctx 取消时以 ctx 的错误返回，并把分片 i 移出屏障（它的运行随之结束）。
+func (b *LocalBarrier) For(i int) func(ctx context.Context, group int) error {
+	return func(ctx context.Context, group int) error {
+		b.mu.Lock()
+		if i < 0 || i >= len(b.alive) || !b.alive[i] {
+			b.mu.Unlock()
+			return fmt.Errorf("%w: shard %d is not (or no longer) part of the barrier", ErrBarrier, i)
+		}
+		b.waiting[i] = true
+		ch := b.release
+		b.releaseLocked()
+		b.mu.Unlock()
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			b.mu.Lock()
+			select {
+			case <-ch: // 恰好在取消的同时放行：当作放行
+				b.mu.Unlock()
+				return nil
+			default:
+			}
+			b.waiting[i] = false
+			b.mu.Unlock()
+			b.Leave(i)
+			return fmt.Errorf("%w: shard %d before group %d: %w", ErrBarrier, i, group, ctx.Err())
+		}
+	}
+}
+
+// Leave 把分片 i 移出屏障（它跑完或失败了）：其余分片不再等它；若它们都已到达，立即放行。
+func (b *LocalBarrier) Leave(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i < 0 || i >= len(b.alive) || !b.alive[i] {
+		return
+	}
+	b.alive[i], b.waiting[i] = false, false
+	b.releaseLocked()
+}
+
+// releaseLocked 在所有还在运行的分片都到达时关闭本轮的通道（一起放行）并开始新的一轮。
+func (b *LocalBarrier) releaseLocked() {
+	anyAlive := false
+	for i, a := range b.alive {
+		if a {
+			if !b.waiting[i] {
+				return
+			}
+			anyAlive = true
+		}
+	}
+	if !anyAlive {
+		return
+	}
+	close(b.release)
+	b.release = make(chan struct{})
+	for i := range b.waiting {
+		b.waiting[i] = false
+	}
+}
+
+// LocalShardsResult 是 RunLocalShards 的结果：合并后的分组与各分片的原始结果（按序号，失败的分片为 nil）。
+type LocalShardsResult struct {
+	Groups []MergedGroup
+	Shards []*ShardResult
+}
+
+// Summaries 返回合并后的汇总行（每组一行，按分组顺序）。
+func (r *LocalShardsResult) Summaries() []Summary {
+	if r == nil {
+		return nil
+	}
+	out := make([]Summary, len(r.Groups))
+	for i, g := range r.Groups {
+		out[i] = g.Summary
+	}
+	return out
+}
+
+// RunLocalShards 在本进程里把 Profile 拆成 n 片并发运行（每片一个 RunShard：独立的 worker 与连接池），
+// 用 LocalBarrier 让每一组（含第一组）在所有分片都就绪后同时开始，最后用 MergeGroups 合并。
+//
+// sink 可以为 nil。各分片的逐请求记录串行地交给它（它不必是并发安全的；Record.Index 是组内全局序号）；
+// 它是 GroupSink 时，每组开始时收到一次 BeginGroup（由第一个被放行的分片发出——这时所有分片都已
+// 写完上一组的记录），全部分片结束后按分组顺序收到合并后的 EndGroup；它是 TimelineSink 且
+// Profile.BucketInterval > 0 时，最后收到 MergeTimeline 合并的时间线。各分片的局部汇总行与进度不转发。
+//
+// 某个分片失败（或它的运行被取消）时它离开屏障，其余分片照常跑完；它缺的分组 Incomplete 为真，
+// 错误是 *MissingShardsError，按序号点名该分片与它的错误。ctx 取消时全部分片停下、不会卡在屏障上。
+// Profile 或 n 无效时在发出任何请求之前返回错误。
+func RunLocalShards(ctx context.Context, target Target, profile Profile, n int, sink RecordSink) (*LocalShardsResult, error) {
+	return runLocalShards(ctx, target, profile, n, sink, nil)
+}
+
+// runLocalShards 是 RunLocalShards 的实现；shardCtx 非 nil 时为分片 i 换一个上下文（测试用它
+// 单独取消某一片）。
+func runLocalShards(ctx context.Context, target Target, profile Profile, n int, sink RecordSink, shardCtx func(i int, ctx context.Context) context.Context) (*LocalShardsResult, error) {
+	p := profile.Defaults()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := (Shard{Index: 0, Count: n}).Check(p); err != nil {
+		return nil, err
+	}
+	bar := NewLocalBarrier(n)
+	fw := &localSink{inner: sink, begun: map[int]bool{}}
+	results := make([]*ShardResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			defer bar.Leave(i)
+			sctx := ctx
+			if shardCtx != nil {
+				sctx = shardCtx(i, ctx)
+			}
+			res, err := RunShard(sctx, target, profile, Shard{Index: i, Count: n, Barrier: bar.For(i)}, &localShardSink{fw})
+			if err != nil {
+				err = fmt.Errorf("shard %d: %w", i, err)
+			}
+			results[i], errs[i] = res, err
+		})
+	}
+	wg.Wait()
+	out, err := mergeLocal(results, errs, sink, p)
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		// 整个运行被取消：已完成与被中断的分组照常合并（后者标为不完整），错误里带上 ctx 的错误。
+		err = errors.Join(err, cerr)
+	}
+	return out, err
+}
+
+// mergeLocal 合并各分片的结果，并把合并后的汇总行与时间线交给 sink。
+func mergeLocal(results []*ShardResult, errs []error, sink RecordSink, p Profile) (*LocalShardsResult, error) {
+	var got []*ShardResult
+	for _, r := range results {
+		if r != nil {
+			got = append(got, r)
+		}
+	}
+	if len(got) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	groups, err := MergeGroups(MergeOptions{}, got...)
+	out := &LocalShardsResult{Groups: groups, Shards: results}
+	if err != nil && !errors.Is(err, ErrShardMissing) {
+		return out, err
+	}
+	if gs, ok := sink.(GroupSink); ok {
+		for _, g := range groups {
+			if werr := gs.EndGroup(g.Summary); werr != nil {
+				return out, errors.Join(err, fmt.Errorf("loadgen: sink: end group: %w", werr))
+			}
+		}
+	}
+	if ts, ok := sink.(TimelineSink); ok && p.BucketInterval > 0 {
+		for _, t := range MergeTimeline(got...) {
+			if werr := ts.WriteTimeline(t); werr != nil {
+				return out, errors.Join(err, fmt.Errorf("loadgen: sink: timeline: %w", werr))
+			}
+		}
+	}
+	return out, err
+}
+
+// localSink 把各分片的记录串行地转给调用方的 sink，每组只转发一次 BeginGroup。
+type localSink struct {
+	mu    sync.Mutex
+	inner RecordSink
+	begun map[int]bool
+}
+
+// localShardSink 是一个分片看到的 sink：只转发记录与每组第一次 BeginGroup。它故意不实现
+// ProgressSink 与 TimelineSink（局部的进度与时间线没有意义，合并后的时间线在最后写出）；
+// EndGroup 的局部汇总行丢弃。
+type localShardSink struct{ s *localSink }
+
+// WriteRecord 在锁内转发记录。
+func (l *localShardSink) WriteRecord(r *Record) error {
+	if l.s.inner == nil {
+		return nil
+	}
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.s.inner.WriteRecord(r)
+}
+
+// BeginGroup 对每组只转发第一次：屏障保证此刻所有分片都已写完上一组的记录。
+func (l *localShardSink) BeginGroup(g Group) error {
+	gs, ok := l.s.inner.(GroupSink)
+	if !ok {
+		return nil
+	}
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if l.s.begun[g.Index] {
+		return nil
+	}
+	l.s.begun[g.Index] = true
+	return gs.BeginGroup(g)
+}
+
+// EndGroup 丢弃分片的局部汇总行（合并后的行在全部分片结束后交给调用方）。
+func (l *localShardSink) EndGroup(Summary) error { return nil }
