@@ -130,6 +130,9 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 				for round := 1; round <= p.Epochs; round++ {
 					g := Group{Index: gi, InputLength: in, OutputLength: outLen, Concurrency: c, Round: round}
 					gi++
+					if !r.sh.runs(g.Index) {
+						continue // 分片限定了分组（Shard.Groups）
+					}
 					s, err := r.runGroup(ctx, g, n, initC, round == 1)
 					if err != nil {
 						if s.Incomplete {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -36,6 +37,11 @@ type Shard struct {
 	// 结束（已完成分组的结果照常返回）。nil 表示不等待。StartAt 非零时第一组仍对齐到 StartAt；
 	// StartAt 为零时第一组也由 Barrier 放行（本机分片用它：子进程建好 prompt 池的时刻难以预估）。
 	Barrier func(ctx context.Context, group int) error
+	// Groups 非空时本分片只执行这些分组（Group.Index），其余分组整组跳过——不预热、不发请求、
+	// 不出现在结果里。每组一个 Indexed Job 时用它：第 k 个 Job 的 Pod 只跑第 k 组，第一个被执行的
+	// 分组对齐到该 Job 的 StartAt。请求、prompt 与到达时刻只依赖全局序号与分组序号，所以与整体
+	// 运行里的那一组相同；预热只在并发档的第一轮，跳过第一轮时也就没有预热（与单进程一致）。
+	Groups []int
 }
 
 // Check 检查分片参数，以及（已填默认值的）Profile 能否被这样拆开：闭环（以及有并发上限的开环）时
@@ -47,6 +53,14 @@ func (s Shard) Check(p Profile) error {
 	if s.Index < 0 || s.Index >= s.Count {
 		return fmt.Errorf("%w: index %d must be in [0, %d)", ErrInvalidShard, s.Index, s.Count)
 	}
+	n := GroupCount(p)
+	seen := map[int]bool{}
+	for _, g := range s.Groups {
+		if g < 0 || g >= n || seen[g] {
+			return fmt.Errorf("%w: groups %v: group %d is out of [0, %d) or repeated", ErrInvalidShard, s.Groups, g, n)
+		}
+		seen[g] = true
+	}
 	for i, c := range p.Concurrency {
 		if c == 0 && p.RequestRate > 0 {
 			continue // 开环、不限并发：每个到达一个 goroutine
@@ -56,6 +70,21 @@ func (s Shard) Check(p Profile) error {
 		}
 	}
 	return nil
+}
+
+// GroupCount 返回（已填默认值的）Profile 的分组数：输入长度 × 输出长度 × 并发档 × 轮数
+// （custom 数据集没有输入长度时算一个），与 Run 的执行顺序相同，分组序号为 0..GroupCount−1。
+func GroupCount(p Profile) int {
+	inputs := len(p.InputLength)
+	if p.DatasetType == DatasetCustom && inputs == 0 {
+		inputs = 1
+	}
+	return inputs * len(p.OutputLength) * len(p.Concurrency) * max(p.Epochs, 1)
+}
+
+// runs 报告本分片是否执行第 group 组（未分片、或没有限定 Groups 时执行全部）。
+func (s *shardRun) runs(group int) bool {
+	return s == nil || len(s.Groups) == 0 || slices.Contains(s.Groups, group)
 }
 
 // shardRun 是一次分片运行的状态：划分规则与逐组收集的结果。
@@ -159,6 +188,8 @@ type ShardResult struct {
 	Groups  []ShardGroup `json:"groups"`
 	// Timeline 是本分片的时间线行（Profile.BucketInterval > 0 且 sink 收集时）。
 	Timeline []Timeline `json:"timeline,omitempty"`
+	// Only 是本分片限定执行的分组（Shard.Groups），空表示全部。
+	Only []int `json:"only,omitempty"`
 	// Error 非空表示本分片没有跑完（只含已完成的分组），合并后的相应分组标为不完整。
 	Error string `json:"error,omitempty"`
 }
@@ -247,7 +278,7 @@ func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, 
 		return nil, err
 	}
 	res := &ShardResult{Format: ShardResultFormat, Index: shard.Index, Count: shard.Count, StartAt: shard.StartAt,
-		Profile: profileHash(p), Goodput: p.Goodput, Groups: []ShardGroup{}}
+		Profile: profileHash(p), Goodput: p.Goodput, Groups: []ShardGroup{}, Only: slices.Clone(shard.Groups)}
 	sh := &shardRun{Shard: shard, res: res}
 	_, err := run(ctx, target, profile, &shardSink{inner: sink, res: res}, sh)
 	if err != nil {

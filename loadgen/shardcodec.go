@@ -239,13 +239,44 @@ func ReadShardResult(r io.Reader) (*ShardResult, error) { return ReadShardResult
 // ReadShardResultFor 与 ReadShardResult 相同，但只取 index 字段等于 index 的结果行（index<0 时不限）：
 // 收集方知道每个 Pod 是第几片，别的分片的结果行（例如共享的日志文件）不会被误认。
 func ReadShardResultFor(r io.Reader, index int) (*ShardResult, error) {
+	return readShardResult(r, index, nil, false)
+}
+
+// ReadShardResultOf 与 ReadShardResultFor 相同，另外只取限定分组（ShardResult.Only，即 Shard.Groups）
+// 恰为 groups 的结果行：每组一个 Job 时，第 k 个 Job 的 Pod 交回的必须是第 k 组的结果。
+func ReadShardResultOf(r io.Reader, index int, groups []int) (*ShardResult, error) {
+	return readShardResult(r, index, groups, true)
+}
+
+// readShardResult 取最后一个符合条件的结果行：index ≥ 0 时 index 字段相等，byGroups 时 only 字段等于 groups。
+func readShardResult(r io.Reader, index int, groups []int, byGroups bool) (*ShardResult, error) {
 	sc := bufio.NewScanner(io.LimitReader(r, MaxShardResultBytes+1))
 	sc.Buffer(make([]byte, 64<<10), MaxShardResultBytes)
 	var last []byte
 	prefix := []byte(`{"format":"` + ShardResultFormat + `"`)
+	match := func(line []byte) bool {
+		if len(line) < len(prefix) || string(line[:len(prefix)]) != string(prefix) {
+			return false
+		}
+		if index >= 0 && gjson.GetBytes(line, "index").Int() != int64(index) {
+			return false
+		}
+		if !byGroups {
+			return true
+		}
+		only := gjson.GetBytes(line, "only").Array()
+		if len(only) != len(groups) {
+			return false
+		}
+		for i, g := range only {
+			if g.Int() != int64(groups[i]) {
+				return false
+			}
+		}
+		return true
+	}
 	for sc.Scan() {
-		if line := sc.Bytes(); len(line) >= len(prefix) && string(line[:len(prefix)]) == string(prefix) &&
-			(index < 0 || gjson.GetBytes(line, "index").Int() == int64(index)) {
+		if line := sc.Bytes(); match(line) {
 			last = append(last[:0], line...)
 		}
 	}
@@ -253,6 +284,9 @@ func ReadShardResultFor(r io.Reader, index int) (*ShardResult, error) {
 		return nil, fmt.Errorf("%w: read: %v", ErrBadShardResult, err)
 	}
 	if last == nil {
+		if byGroups {
+			return nil, fmt.Errorf("%w: no %s line (shard %d, groups %v) in the output", ErrBadShardResult, ShardResultFormat, index, groups)
+		}
 		return nil, fmt.Errorf("%w: no %s line (shard %d) in the output", ErrBadShardResult, ShardResultFormat, index)
 	}
 	var res ShardResult

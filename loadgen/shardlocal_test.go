@@ -279,3 +279,47 @@ func TestLocalBarrier(t *testing.T) {
 		t.Fatalf("last shard: %v", err)
 	}
 }
+
+// TestShardGroupsRunsOnlyThoseGroups 验证 Shard.Groups（每组一个 Job 的做法）：只跑第 k 组的分片
+// 结果里只有第 k 组，请求数与输出 token 分布（由全局序号与分组序号决定）与跑全部分组时的那一组相同；
+// 越界或重复的分组在发请求之前被拒绝；ReadShardResultOf 按序号与分组挑出结果行。
+func TestShardGroupsRunsOnlyThoseGroups(t *testing.T) {
+	tgt := startShardEmulator(t)
+	p := localProfile()
+	full, err := RunShard(context.Background(), tgt, p, Shard{Index: 1, Count: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	for _, k := range []int{2, 0} {
+		res, err := RunShard(context.Background(), tgt, p, Shard{Index: 1, Count: 4, Groups: []int{k}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Groups) != 1 || res.Groups[0].Group != k || !slices.Equal(res.Only, []int{k}) {
+			t.Fatalf("groups %v: got %d groups (first %d), only %v", []int{k}, len(res.Groups), res.Groups[0].Group, res.Only)
+		}
+		got, want := res.Groups[0], full.Groups[k]
+		if got.Stats.Sent != want.Stats.Sent || got.Stats.ComplTok != want.Stats.ComplTok || got.Config.Concurrency != want.Config.Concurrency {
+			t.Fatalf("group %d alone: sent %d tokens %d c%d; in the full run: sent %d tokens %d c%d", k,
+				got.Stats.Sent, got.Stats.ComplTok, got.Config.Concurrency, want.Stats.Sent, want.Stats.ComplTok, want.Config.Concurrency)
+		}
+		if err := WriteShardResult(&buf, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []int{0, 2} {
+		r, err := ReadShardResultOf(strings.NewReader(buf.String()), 1, []int{k})
+		if err != nil || r.Groups[0].Group != k {
+			t.Fatalf("ReadShardResultOf groups [%d]: %v", k, err)
+		}
+	}
+	if _, err := ReadShardResultOf(strings.NewReader(buf.String()), 1, []int{1}); !errors.Is(err, ErrBadShardResult) || !strings.Contains(err.Error(), "groups [1]") {
+		t.Fatalf("no line for group 1: %v", err)
+	}
+	for _, g := range [][]int{{3}, {-1}, {1, 1}} {
+		if _, err := RunShard(context.Background(), tgt, p, Shard{Index: 0, Count: 4, Groups: g}, nil); !errors.Is(err, ErrInvalidShard) {
+			t.Errorf("groups %v: %v, want ErrInvalidShard", g, err)
+		}
+	}
+}
