@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,9 @@ const (
 	EnvShardIndex = "JOB_COMPLETION_INDEX"
 	EnvShardCount = "CIBENCH_SHARD_COUNT"
 	EnvShardStart = "CIBENCH_SHARD_START" // RFC 3339（纳秒）
+	// EnvShardGroup 只在每组一个 Job（ShardJob.Groups > 1）时设置：该 Job 的 Pod 只跑这一组
+	// （loadgen.Shard.Groups）。
+	EnvShardGroup = "CIBENCH_SHARD_GROUP"
 )
 
 // ShardContainer 是分片 Pod 里运行压测的容器名；结果从它的日志的最后一个结果行读取。
@@ -55,6 +59,11 @@ type ShardJob struct {
 	Env           map[string]string
 	// Shards 是分片数（1..loadgen.MaxShards）。
 	Shards int
+	// Groups 是 Profile 的分组数（loadgen.GroupCount）。大于 1 时 RunShards 按组依次运行 Groups 个
+	// Indexed Job（名为 Name-g<k>，Pod 经 EnvShardGroup 只跑第 k 组）：Pod 与集群外的协调者之间没有
+	// 通道，一个 Job 跑多组时后面的分组无法在各 Pod 间对齐；每组一个 Job 时每组都对齐到自己 Job 的
+	// 开始时刻，代价是每组多一次调度与 StartDelay。0 或 1 表示一个 Job 跑全部分组（只有一组时正确）。
+	Groups int
 	// StartDelay 是从创建 Job 到约定开始时刻的提前量（默认 60s）：要覆盖拉镜像、调度与预热。
 	StartDelay time.Duration
 	// CPU、Memory 是每个 Pod 的资源请求（同时作为上限），如 "2"、"4Gi"；空表示不设。
@@ -64,15 +73,26 @@ type ShardJob struct {
 	NodeSelector map[string]string
 	Affinity     *corev1.Affinity
 	SpreadShards bool
-	// Timeout 是从创建到全部分片结束的上限（默认 StartupTimeout 的默认值 20 分钟加上 StartDelay）；
+	// Timeout 是（每个）Job 从创建到全部分片结束的上限（默认 StartupTimeout 的默认值 20 分钟加上 StartDelay）；
 	// DeleteTimeout 是前台删除 Job 的等待上限（默认 5 分钟）；PollInterval 默认 1 秒。
 	Timeout, DeleteTimeout, PollInterval time.Duration
 	// Log 记录进度；nil 表示丢弃。
 	Log *slog.Logger
+
+	group int // 本 Job 只跑的分组（每组一个 Job 时），-1 表示全部
+}
+
+// jobName 返回第 k 组的 Job 名：只有一个 Job 时就是 Name。
+func (j ShardJob) jobName(k int) string {
+	if j.Groups <= 1 {
+		return j.Name
+	}
+	return fmt.Sprintf("%s-g%d", j.Name, k)
 }
 
 // ShardJobError 逐个点名没有交回结果的分片；errors.Is(err, ErrShardJob) 成立。
 type ShardJobError struct {
+	Job    string // Job 名（每组一个 Job 时点明是哪一组的 Job）
 	Shards int
 	Failed map[int]string // 分片序号 → 原因（Pod 失败、没有 Pod、日志里没有结果行……）
 }
@@ -88,7 +108,7 @@ func (e *ShardJobError) Error() string {
 	for k, i := range idx {
 		parts[k] = fmt.Sprintf("shard %d: %s", i, e.Failed[i])
 	}
-	return fmt.Sprintf("%v: %d of %d shards without a result: %s", ErrShardJob, len(idx), e.Shards, strings.Join(parts, "; "))
+	return fmt.Sprintf("%v: job %s: %d of %d shards without a result: %s", ErrShardJob, e.Job, len(idx), e.Shards, strings.Join(parts, "; "))
 }
 
 // Unwrap 让 errors.Is(err, ErrShardJob) 成立。
@@ -117,6 +137,7 @@ func (j ShardJob) withDefaults() (ShardJob, error) {
 	if j.Log == nil {
 		j.Log = slog.New(slog.DiscardHandler)
 	}
+	j.group = -1 // RunShards 为每组的 Job 单独设置
 	bad := func(field string, v any, why string) error {
 		return fmt.Errorf("%w: shard job %s=%v: %s", ErrConfig, field, v, why)
 	}
@@ -127,8 +148,10 @@ func (j ShardJob) withDefaults() (ShardJob, error) {
 		return j, bad("shards", j.Shards, fmt.Sprintf("must be in [1, %d]", loadgen.MaxShards))
 	case len(validation.IsDNS1123Label(j.Namespace)) > 0:
 		return j, bad("namespace", j.Namespace, strings.Join(validation.IsDNS1123Label(j.Namespace), "; "))
-	case len(j.Name) > 52 || len(validation.IsDNS1123Label(j.Name)) > 0:
-		return j, bad("name", j.Name, "must be a DNS-1123 label of at most 52 characters (pod names add a suffix)")
+	case j.Groups < 0 || j.Groups > loadgen.MaxEpochs*loadgen.MaxConcurrency:
+		return j, bad("groups", j.Groups, "must not be negative")
+	case len(j.jobName(max(j.Groups-1, 0))) > 52 || len(validation.IsDNS1123Label(j.Name)) > 0:
+		return j, bad("name", j.Name, "must be a DNS-1123 label of at most 52 characters including the -g<group> suffix of per-group jobs (pod names add a suffix)")
 	case j.StartDelay < 0 || j.Timeout < 0 || j.DeleteTimeout < 0 || j.PollInterval < 0:
 		return j, bad("start_delay/timeout/delete_timeout/poll_interval", fmt.Sprintf("%s/%s/%s/%s", j.StartDelay, j.Timeout, j.DeleteTimeout, j.PollInterval), "must not be negative")
 	}
@@ -151,6 +174,9 @@ func (j ShardJob) manifest(startAt time.Time) *batchv1.Job {
 	mode := batchv1.IndexedCompletion
 	labels := map[string]string{"app.kubernetes.io/name": "cibench-shard", "app.kubernetes.io/instance": j.Name}
 	env := []corev1.EnvVar{{Name: EnvShardCount, Value: strconv.Itoa(j.Shards)}, {Name: EnvShardStart, Value: startAt.UTC().Format(time.RFC3339Nano)}}
+	if j.group >= 0 {
+		env = append(env, corev1.EnvVar{Name: EnvShardGroup, Value: strconv.Itoa(j.group)})
+	}
 	keys := make([]string, 0, len(j.Env))
 	for k := range j.Env {
 		keys = append(keys, k)
@@ -218,6 +244,12 @@ func (j ShardJob) clientset() (kubernetes.Interface, error) {
 //
 // 返回读到的结果（按分片序号，缺的位置没有）；有分片没有交回结果时错误是 *ShardJobError，
 // 调用方照样把结果交给 loadgen.MergeGroups，后者把缺分片的分组标为不完整。
+//
+// Groups > 1 时按组依次运行 Groups 个 Job：第 k 个 Job 在第 k−1 个 Job（连同它的 Pod）删除之后才创建，
+// 它的 Pod 只跑第 k 组，对齐到它自己的开始时刻。每个分片在各 Job 里的结果被接成一个结果
+// （各组的 Skew 相对各自 Job 的开始时刻），所以 MergeGroups 照常逐组合并、逐组点名缺失的分片。
+// 某个 Job 只是有分片失败时继续下一组；超时、取消、创建或删除失败时停下（后面的组不再运行，
+// 错误说明停在哪一组）。
 func RunShards(ctx context.Context, job ShardJob) ([]*loadgen.ShardResult, error) {
 	job, err := job.withDefaults()
 	if err != nil {
@@ -227,6 +259,91 @@ func RunShards(ctx context.Context, job ShardJob) ([]*loadgen.ShardResult, error
 	if err != nil {
 		return nil, err
 	}
+	if job.Groups <= 1 {
+		job.group = -1
+		results, _, err := job.runOne(ctx, cs)
+		return results, err
+	}
+	perJob := make([][]*loadgen.ShardResult, 0, job.Groups)
+	var first time.Time
+	var errs []error
+	for k := range job.Groups {
+		jk := job
+		jk.Name, jk.group = job.jobName(k), k
+		results, startAt, err := jk.runOne(ctx, cs)
+		if k == 0 {
+			first = startAt
+		}
+		perJob = append(perJob, results)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kube: group %d of %d: %w", k, job.Groups, err))
+			if !onlyShardFailures(err) || ctx.Err() != nil {
+				if k+1 < job.Groups {
+					errs = append(errs, fmt.Errorf("%w: groups %d..%d not run (stopped after group %d)", ErrShardJob, k+1, job.Groups-1, k))
+				}
+				break
+			}
+		}
+	}
+	joined, jerr := joinShardResults(job.Shards, first, perJob)
+	return joined, errors.Join(append(errs, jerr)...)
+}
+
+// onlyShardFailures 报告 err 是否只由 *ShardJobError 组成（有分片失败，但 Job 本身正常结束并已删除）。
+func onlyShardFailures(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyShardFailures(e) {
+				return false
+			}
+		}
+		return true
+	}
+	var je *ShardJobError
+	return errors.As(err, &je)
+}
+
+// joinShardResults 把每组一个 Job 得到的结果按分片序号接起来：同一分片在各 Job 里的分组、时间线与
+// 错误拼成一个结果，StartAt 统一取第一个 Job 的（MergeGroups 据它认出同一次压测）。某分片在所有 Job
+// 里都没有结果时不出现（合并时按缺失处理）；同一分片的各部分属于不同的 Profile 时报 ErrShardJob。
+func joinShardResults(shards int, startAt time.Time, perJob [][]*loadgen.ShardResult) ([]*loadgen.ShardResult, error) {
+	byIdx := make([]*loadgen.ShardResult, shards)
+	var errs []error
+	for k, results := range perJob {
+		for _, r := range results {
+			if r.Index < 0 || r.Index >= shards {
+				continue // collect 已核对序号
+			}
+			cur := byIdx[r.Index]
+			if cur == nil {
+				cp := *r
+				cp.StartAt, cp.Groups, cp.Timeline, cp.Only, cp.Error = startAt.UTC(), slices.Clone(r.Groups), slices.Clone(r.Timeline), slices.Clone(r.Only), ""
+				cur = &cp
+				byIdx[r.Index] = cur
+			} else if r.Profile != cur.Profile || r.Count != cur.Count {
+				errs = append(errs, fmt.Errorf("%w: shard %d ran profile %s/%d shards in group %d's job but %s/%d before", ErrShardJob, r.Index, r.Profile, r.Count, k, cur.Profile, cur.Count))
+				continue
+			} else {
+				cur.Groups = append(cur.Groups, r.Groups...)
+				cur.Timeline = append(cur.Timeline, r.Timeline...)
+				cur.Only = append(cur.Only, r.Only...)
+			}
+			if r.Error != "" {
+				cur.Error = strings.TrimPrefix(cur.Error+"; group "+strconv.Itoa(k)+": "+r.Error, "; ")
+			}
+		}
+	}
+	var out []*loadgen.ShardResult
+	for _, r := range byIdx {
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// runOne 运行一个 Job（Name、group 已定）并总是删除它，返回结果与约定的开始时刻。
+func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, time.Time, error) {
 	startAt := time.Now().Add(job.StartDelay)
 	obj := job.manifest(startAt)
 	runID := newRunID()
@@ -235,7 +352,7 @@ func RunShards(ctx context.Context, job ShardJob) ([]*loadgen.ShardResult, error
 	created, err := jobs.Create(ctx, obj, metav1.CreateOptions{FieldManager: DefaultFieldManager})
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name)
+			return nil, startAt, fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name)
 		}
 		// 创建请求可能已被服务端执行、只是响应没有回来（ctx 恰在途中被取消——SIGTERM——或响应超时）：
 		// Job 带着本次的运行标识存在时照样删除它，否则它会留在集群里、下次运行以 "already exists" 失败。
@@ -243,14 +360,14 @@ func RunShards(ctx context.Context, job ShardJob) ([]*loadgen.ShardResult, error
 		if derr := job.deleteOrphan(ctx, cs, runID); derr != nil {
 			cerr = errors.Join(cerr, derr)
 		}
-		return nil, cerr
+		return nil, startAt, cerr
 	}
-	job.Log.Info("kube: shard job created", "job", job.Namespace+"/"+job.Name, "uid", created.UID, "shards", job.Shards, "start_at", startAt)
+	job.Log.Info("kube: shard job created", "job", job.Namespace+"/"+job.Name, "uid", created.UID, "shards", job.Shards, "group", job.group, "start_at", startAt)
 	results, runErr := job.await(ctx, cs)
 	if delErr := job.delete(ctx, cs, created.UID); delErr != nil {
 		runErr = errors.Join(runErr, delErr)
 	}
-	return results, runErr
+	return results, startAt, runErr
 }
 
 // AnnotationShardRun 是分片 Job 上的本次运行标识：创建请求的响应丢失时，据此认出集群里的
@@ -314,7 +431,7 @@ func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*loadge
 		errs = append(errs, fmt.Errorf("kube: shard job %s/%s: %w", j.Namespace, j.Name, waitErr))
 	}
 	if len(failed) > 0 {
-		errs = append(errs, &ShardJobError{Shards: j.Shards, Failed: failed})
+		errs = append(errs, &ShardJobError{Job: j.Namespace + "/" + j.Name, Shards: j.Shards, Failed: failed})
 	}
 	return results, errors.Join(errs...)
 }
@@ -395,6 +512,9 @@ func (j ShardJob) readResult(ctx context.Context, cs kubernetes.Interface, p *co
 	}
 	defer rc.Close()
 	idx, _ := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+	if j.group >= 0 {
+		return loadgen.ReadShardResultOf(rc, idx, []int{j.group})
+	}
 	return loadgen.ReadShardResultFor(rc, idx)
 }
 

@@ -144,6 +144,17 @@ func TestShardJobIntegration(t *testing.T) {
 		}
 		jobGone(t, c, ns, job.Name)
 	})
+	for _, tc := range []struct {
+		name  string
+		lines [][2]int // 日志里有结果行的 (分片, 分组)
+	}{
+		{"per-group-jobs", [][2]int{{0, 0}, {1, 0}, {0, 1}, {1, 1}}},
+		{"per-group-jobs-missing", [][2]int{{0, 0}, {1, 0}, {0, 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			perGroupJobs(t, c, ns, tc.name, tc.lines)
+		})
+	}
 	t.Run("cancel-during-create", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -161,4 +172,88 @@ func TestShardJobIntegration(t *testing.T) {
 		}
 		jobGone(t, c, ns, job.Name)
 	})
+}
+
+// groupProfile 是两组的档位（两个并发档），每组一个 Job 的测试用它。
+var groupProfile = loadgen.Profile{Concurrency: []int{2, 4}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{6, 8}}
+
+// perGroupJobs 以两组的档位跑 RunShards(Groups: 2)：必须先后出现两个 Indexed Job（第二个在第一个
+// 删除之后才创建），每个 Pod 交回的是它那一组的结果（日志里同时有两组的行，收集方按 Pod 的完成序号
+// 与 Job 的分组挑选），结果按分片接起来后 MergeGroups 逐组合并。lines 里缺的 (分片, 分组) 必须被点名
+// （Job 名与分片序号），合并后那一组不完整，而别的组完整——一个 Job 有分片失败不会让后面的组不跑。
+func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2]int) {
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
+	tgt := loadgen.Target{BaseURLs: ep.BaseURLs, Model: "m", Provider: "emu"}
+	var buf bytes.Buffer
+	have := map[[2]int]bool{}
+	for _, l := range lines {
+		res, err := loadgen.RunShard(context.Background(), tgt, groupProfile, loadgen.Shard{Index: l[0], Count: 2, Groups: []int{l[1]}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := loadgen.WriteShardResult(&buf, res); err != nil {
+			t.Fatal(err)
+		}
+		have[l] = true
+	}
+	c.SetPodLog(t, buf.String())
+
+	wctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	w, err := c.Client.BatchV1().Jobs(ns).Watch(wctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cibench-shard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(metav1.Object); ok && (ev.Type == "ADDED" || ev.Type == "DELETED") && strings.HasPrefix(m.GetName(), name) {
+				events = append(events, string(ev.Type)+" "+m.GetName())
+			}
+		}
+	}()
+	job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test", Args: []string{"prof", "--shard-from-env"},
+		Shards: 2, Groups: 2, StartDelay: time.Second, Timeout: 2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
+	results, err := kube.RunShards(context.Background(), job)
+	stop()
+	<-done
+	want := []string{"ADDED " + name + "-g0", "DELETED " + name + "-g0", "ADDED " + name + "-g1", "DELETED " + name + "-g1"}
+	if !slices.Equal(events, want) {
+		t.Errorf("job events %v, want %v (one job per group, the next created after the previous was deleted)", events, want)
+	}
+	missing := !have[[2]int{1, 1}]
+	var je *kube.ShardJobError
+	switch {
+	case !missing && err != nil:
+		t.Fatalf("RunShards: %v", err)
+	case missing && (!errors.As(err, &je) || je.Job != ns+"/"+name+"-g1" || len(je.Failed) != 1 || !strings.Contains(je.Failed[1], "groups [1]")):
+		t.Fatalf("err = %v, want a ShardJobError naming shard 1 of job %s-g1", err, name)
+	}
+	if len(results) != 2 {
+		t.Fatalf("%d joined results, want 2", len(results))
+	}
+	// 结果行是测试里依次生成的（不是在约定时刻同时开始的），分组开始时刻相差的是生成它们的时间，放宽 MaxSkew。
+	groups, merr := loadgen.MergeGroups(loadgen.MergeOptions{MaxSkew: time.Minute}, results...)
+	if len(groups) != 2 {
+		t.Fatalf("merged %d groups (%v), want 2", len(groups), merr)
+	}
+	for k, g := range groups {
+		wantN := groupProfile.NumRequests[k]
+		incomplete := missing && k == 1
+		if incomplete {
+			wantN /= 2 // 只有分片 0 的一半
+		}
+		if g.Summary.NumPrompts != wantN || g.Summary.Incomplete != incomplete || g.Summary.Concurrency != groupProfile.Concurrency[k] {
+			t.Errorf("group %d: %d requests, incomplete %v, c%d; want %d, %v, c%d", k, g.Summary.NumPrompts, g.Summary.Incomplete, g.Summary.Concurrency,
+				wantN, incomplete, groupProfile.Concurrency[k])
+		}
+	}
+	var me *loadgen.MissingShardsError
+	if missing != errors.As(merr, &me) || (missing && !slices.Equal(me.Groups[1], []int{1})) {
+		t.Fatalf("merge error %v (missing shard 1 of group 1: %v)", merr, missing)
+	}
+	jobGone(t, c, ns, name+"-g0")
+	jobGone(t, c, ns, name+"-g1")
 }

@@ -8,6 +8,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // TestShardJobManifest 检查 Indexed Job 的形状：completions = parallelism = 分片数、按序号完成、
@@ -61,6 +63,8 @@ func TestShardJobValidation(t *testing.T) {
 		{ShardJob{Image: "i", Shards: 2, Name: strings.Repeat("a", 60)}, "name="},
 		{ShardJob{Image: "i", Shards: 2, CPU: "two"}, "cpu=two"},
 		{ShardJob{Image: "i", Shards: 2, Timeout: -time.Second}, "must not be negative"},
+		{ShardJob{Image: "i", Shards: 2, Groups: 12, Name: strings.Repeat("a", 50)}, "-g<group> suffix"},
+		{ShardJob{Image: "i", Shards: 2, Groups: -1}, "groups=-1"},
 	} {
 		_, err := tc.j.withDefaults()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
@@ -70,5 +74,64 @@ func TestShardJobValidation(t *testing.T) {
 	e := &ShardJobError{Shards: 3, Failed: map[int]string{2: "no pod", 0: "pod x is Failed"}}
 	if got := e.Error(); !errors.Is(e, ErrShardJob) || !strings.Contains(got, "2 of 3 shards without a result: shard 0: pod x is Failed; shard 2: no pod") {
 		t.Fatalf("%s", got)
+	}
+}
+
+// TestShardJobPerGroupManifest 检查每组一个 Job 时的名字与环境：第 k 个 Job 名为 Name-g<k>、
+// 标签随之变化（收集与删除按它找 Pod），Pod 经 EnvShardGroup 得知只跑第 k 组；只有一个 Job 时没有该变量。
+func TestShardJobPerGroupManifest(t *testing.T) {
+	j, err := ShardJob{Image: "img:1", Shards: 2, Groups: 3, Name: "bench"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := j.manifest(time.Now()); envOf(m, EnvShardGroup) != "" {
+		t.Fatalf("defaults set %s=%q", EnvShardGroup, envOf(m, EnvShardGroup))
+	}
+	j.Name, j.group = j.jobName(2), 2
+	m := j.manifest(time.Now())
+	if m.Name != "bench-g2" || m.Labels["app.kubernetes.io/instance"] != "bench-g2" || envOf(m, EnvShardGroup) != "2" {
+		t.Fatalf("job %s labels %v group env %q", m.Name, m.Labels, envOf(m, EnvShardGroup))
+	}
+	if one := (ShardJob{Name: "bench", Groups: 1}).jobName(0); one != "bench" {
+		t.Fatalf("single job name %q", one)
+	}
+}
+
+// envOf 返回 Job 的分片容器里名为 name 的环境变量的值。
+func envOf(m *batchv1.Job, name string) string {
+	for _, e := range m.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// TestJoinShardResults 检查按组的 Job 结果如何接成每个分片一个结果：分组与错误按组拼接，
+// StartAt 统一为第一个 Job 的；只在某一组缺席的分片照样出现（缺的那组由合并点名），
+// 全部缺席的分片不出现；同一分片的 Profile 前后不一时报 ErrShardJob。
+func TestJoinShardResults(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := func(idx, group int, errMsg string) *loadgen.ShardResult {
+		return &loadgen.ShardResult{Format: loadgen.ShardResultFormat, Index: idx, Count: 3, Profile: "p", StartAt: start.Add(time.Duration(group) * time.Minute),
+			Only: []int{group}, Groups: []loadgen.ShardGroup{{Group: group}}, Error: errMsg}
+	}
+	got, err := joinShardResults(3, start, [][]*loadgen.ShardResult{{r(0, 0, ""), r(1, 0, "")}, {r(0, 1, "boom")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Index != 0 || got[1].Index != 1 {
+		t.Fatalf("joined %d results", len(got))
+	}
+	if g := got[0]; len(g.Groups) != 2 || g.Groups[1].Group != 1 || !g.StartAt.Equal(start) || g.Error != "group 1: boom" || len(g.Only) != 2 {
+		t.Fatalf("shard 0: %+v", g)
+	}
+	if g := got[1]; len(g.Groups) != 1 || !g.StartAt.Equal(start) || g.Error != "" {
+		t.Fatalf("shard 1: %+v", g)
+	}
+	bad := r(0, 1, "")
+	bad.Profile = "q"
+	if _, err := joinShardResults(3, start, [][]*loadgen.ShardResult{{r(0, 0, "")}, {bad}}); !errors.Is(err, ErrShardJob) || !strings.Contains(err.Error(), "shard 0 ran profile q") {
+		t.Fatalf("mixed profiles: %v", err)
 	}
 }

@@ -335,8 +335,6 @@ func TestBadCommandLinesNameFlagAndValue(t *testing.T) {
 		`--shard-start "yesterday"`:                                                        {"--shard-start", "yesterday"},
 		`--shard-target "127.0.0.1|m"`:                                                     {"--shard-target", "127.0.0.1|m"},
 		`exclude each other`:                                                               {"--shards", "2", "--kube-shards", "2", "--kube-image", "i", "-c", "4"},
-		`--kube-shards 2: the profile has 2 groups`:                                        {"--kube-shards", "2", "--kube-image", "i", "-c", "4,8"},
-		`--kube-shards 4: the profile has 4 groups`:                                        {"--kube-shards", "4", "--kube-image", "i", "-c", "4", "--epochs", "2", "-ol", "8,16"},
 	}
 	for want, args := range cases {
 		_, err := parseFlags(args, &bytes.Buffer{})

@@ -66,11 +66,6 @@ func (s *shardOptions) check(p *loadgen.Profile) error {
 	case s.kube > 0 && s.image == "":
 		return fmt.Errorf("--kube-shards %d: needs --kube-image (an image with this bench program)", s.kube)
 	}
-	if g := groupCount(p.Defaults()); s.kube > 0 && g > 1 {
-		return fmt.Errorf("--kube-shards %d: the profile has %d groups (input lengths × output lengths × concurrencies × epochs); "+
-			"the pods of an Indexed Job have no channel to a coordinator, so only the first group is aligned (to the shared start time) "+
-			"and the merge would refuse the later ones — run one group per --kube-shards run (one -c, -il and -ol value, --epochs 1)", s.kube, g)
-	}
 	n := max(s.local, s.kube, s.count)
 	if n > 0 {
 		if err := (loadgen.Shard{Index: 0, Count: n}).Check(p.Defaults()); err != nil {
@@ -78,15 +73,6 @@ func (s *shardOptions) check(p *loadgen.Profile) error {
 		}
 	}
 	return nil
-}
-
-// groupCount 返回（已填默认值的）Profile 的分组数，与 loadgen 的执行顺序同一算法。
-func groupCount(p loadgen.Profile) int {
-	inputs := len(p.InputLength)
-	if p.DatasetType == loadgen.DatasetCustom && inputs == 0 {
-		inputs = 1
-	}
-	return inputs * len(p.OutputLength) * len(p.Concurrency) * p.Epochs
 }
 
 // fromEnvironment 从 Indexed Job 注入的环境变量取得分片序号、分片数与开始时刻。
@@ -98,7 +84,15 @@ func (s *shardOptions) fromEnvironment() (loadgen.Shard, error) {
 		return loadgen.Shard{}, fmt.Errorf("--shard-from-env: %s=%q %s=%q %s=%q: %w", kube.EnvShardIndex, os.Getenv(kube.EnvShardIndex),
 			kube.EnvShardCount, os.Getenv(kube.EnvShardCount), kube.EnvShardStart, os.Getenv(kube.EnvShardStart), err)
 	}
-	return loadgen.Shard{Index: idx, Count: cnt, StartAt: start}, nil
+	sh := loadgen.Shard{Index: idx, Count: cnt, StartAt: start}
+	if v, ok := os.LookupEnv(kube.EnvShardGroup); ok {
+		g, err := strconv.Atoi(v)
+		if err != nil {
+			return loadgen.Shard{}, fmt.Errorf("--shard-from-env: %s=%q: %w", kube.EnvShardGroup, v, err)
+		}
+		sh.Groups = []int{g} // 每组一个 Job：本 Pod 只跑这一组
+	}
+	return sh, nil
 }
 
 // runShardChild 跑一个分片，把结果行写到 stdout（Pod 日志的最后一行 / 父进程读取的输出）。
@@ -360,6 +354,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.
 }
 
 // runKubeShards 以 Indexed Job 跑各分片（镜像里的本程序带 --shard-from-env），收集并合并。
+// 多组的档位每组一个 Job、依次运行（kube.ShardJob.Groups），每组都对齐到自己 Job 的开始时刻。
 func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Writer) ([]loadgen.Summary, error) {
 	var cargs []string
 	for i := 0; i < len(args); i++ {
@@ -374,7 +369,7 @@ func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Wri
 		cargs = append(cargs, a)
 	}
 	job := kube.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image, Args: append(append([]string{"prof"}, cargs...), "--shard-from-env", "--quiet"),
-		Shards: o.shard.kube, CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread}
+		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.Defaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread}
 	results, err := kube.RunShards(ctx, job)
 	if len(results) == 0 {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -88,10 +89,32 @@ func TestLocalShardsAlignLaterGroups(t *testing.T) {
 	}
 }
 
-// TestKubeShardsOneGroupAccepted 验证拒绝只针对多组：一组的 --kube-shards 档位照常通过选项检查。
-func TestKubeShardsOneGroupAccepted(t *testing.T) {
-	if _, err := parseFlags([]string{"--kube-shards", "2", "--kube-image", "i", "-c", "4", "-il", "16", "-ol", "8"}, &bytes.Buffer{}); err != nil {
-		t.Fatalf("one-group --kube-shards refused: %v", err)
+// TestKubeShardsManyGroupsAccepted 验证多组的 --kube-shards 档位不再被拒绝（每组一个 Job），
+// 而 Pod 一侧 --shard-from-env 从 CIBENCH_SHARD_GROUP 得知只跑哪一组；取值不是整数时点名变量与取值。
+func TestKubeShardsManyGroupsAccepted(t *testing.T) {
+	for _, args := range [][]string{
+		{"--kube-shards", "2", "--kube-image", "i", "-c", "4", "-il", "16", "-ol", "8"},
+		{"--kube-shards", "4", "--kube-image", "i", "-c", "4", "--epochs", "2", "-ol", "8,16"},
+	} {
+		if _, err := parseFlags(args, &bytes.Buffer{}); err != nil {
+			t.Fatalf("%v refused: %v", args, err)
+		}
+	}
+	t.Setenv(kube.EnvShardIndex, "1")
+	t.Setenv(kube.EnvShardCount, "2")
+	t.Setenv(kube.EnvShardStart, "2026-01-02T03:04:05Z")
+	var o shardOptions
+	sh, err := o.fromEnvironment()
+	if err != nil || sh.Index != 1 || sh.Count != 2 || sh.Groups != nil {
+		t.Fatalf("without a group: %+v, %v", sh, err)
+	}
+	t.Setenv(kube.EnvShardGroup, "3")
+	if sh, err = o.fromEnvironment(); err != nil || !slices.Equal(sh.Groups, []int{3}) {
+		t.Fatalf("with %s=3: %+v, %v", kube.EnvShardGroup, sh, err)
+	}
+	t.Setenv(kube.EnvShardGroup, "x")
+	if _, err = o.fromEnvironment(); err == nil || !strings.Contains(err.Error(), `CIBENCH_SHARD_GROUP="x"`) {
+		t.Fatalf("bad group: %v", err)
 	}
 }
 
