@@ -256,55 +256,35 @@ func mergeGroup(gi int, byIdx []*ShardResult, slo SLO, opts MergeOptions) (Merge
 }
 
 // mergeStats 把各分片的统计合成一份。每个分布在样本总数不超过精确样本预算、且各分片都带着
-// 精确样本时保持精确，否则全部转入 HDR——与单进程共享预算时的结果相同。
+// 精确样本时保持精确，否则全部转入 HDR——与单进程共享预算时的结果相同。计数、token 之和与
+// 首发/末完成时刻的合并与单进程合并 worker 分片时是同一段代码（stats.merge）。
 func mergeStats(parts []*ShardGroup) (*stats, []string, error) {
 	t := newStats(nil)
 	dists := statsDists(t)
+	var exact [8]bool
 	var hdr []string
 	for k := range dists {
 		var n int64
-		exact := true
+		exact[k] = true
 		for _, sg := range parts {
 			w := sg.Stats.Dists[k]
 			n += w.N
 			if w.HDR != "" {
-				exact = false
+				exact[k] = false
 			}
 		}
-		exact = exact && n <= exactCap
-		if !exact {
+		exact[k] = exact[k] && n <= exactCap
+		if !exact[k] {
 			hdr = append(hdr, distNames[k])
-		}
-		for _, sg := range parts {
-			d, err := sg.Stats.Dists[k].decode(exact)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", distNames[k], err)
-			}
-			if d.unit != dists[k].unit {
-				return nil, nil, fmt.Errorf("%w: %s: unit %d, want %d", ErrBadShardResult, distNames[k], d.unit, dists[k].unit)
-			}
-			if !exact {
-				dists[k].spill()
-			}
-			dists[k].merge(d)
+			dists[k].spill()
 		}
 	}
 	for _, sg := range parts {
-		w := sg.Stats
-		t.sent += w.Sent
-		t.ok += w.OK
-		t.failed += w.Failed
-		t.good += w.Good
-		t.promptTok += w.PromptTok
-		t.complTok += w.ComplTok
-		t.reasonTok += w.ReasonTok
-		t.usageTok += w.UsageTok
-		if fs := unixTime(w.FirstSent); !fs.IsZero() && (t.firstSent.IsZero() || fs.Before(t.firstSent)) {
-			t.firstSent = fs
+		p, err := sg.Stats.decode(exact, dists)
+		if err != nil {
+			return nil, nil, err
 		}
-		if le := unixTime(w.LastEnd); le.After(t.lastEnd) {
-			t.lastEnd = le
-		}
+		t.merge(p)
 	}
 	return t, hdr, nil
 }

@@ -71,6 +71,26 @@ func encodeStats(s *stats) statsWire {
 	return w
 }
 
+// decode 还原一个分片的统计：第 k 个分布按 exact[k] 保持精确或转成 HDR，单位必须与合并目标
+// want 的相同。
+func (w statsWire) decode(exact [8]bool, want [8]*dist) (*stats, error) {
+	s := &stats{sent: w.Sent, ok: w.OK, failed: w.Failed, good: w.Good, promptTok: w.PromptTok, complTok: w.ComplTok,
+		reasonTok: w.ReasonTok, usageTok: w.UsageTok, firstSent: unixTime(w.FirstSent), lastEnd: unixTime(w.LastEnd)}
+	var ds [8]*dist
+	for k := range ds {
+		d, err := w.Dists[k].decode(exact[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", distNames[k], err)
+		}
+		if d.unit != want[k].unit {
+			return nil, fmt.Errorf("%w: %s: unit %d, want %d", ErrBadShardResult, distNames[k], d.unit, want[k].unit)
+		}
+		ds[k] = d
+	}
+	s.ttft, s.tpot, s.tpotSec, s.f2s, s.e2e, s.slot, s.compl, s.lag = ds[0], ds[1], ds[2], ds[3], ds[4], ds[5], ds[6], ds[7]
+	return s, nil
+}
+
 // encodeDist 编码一个分布：精确样本排序后写成差分 varint（第一个值 zigzag），否则写 HDR 快照。
 func encodeDist(d *dist) distWire {
 	w := distWire{N: d.n, Sum: d.sum, Min: d.min, Max: d.max, Unit: d.unit}

@@ -310,8 +310,9 @@ func (s *stats) observe(r *Record, slo SLO) {
 
 // merge 把 o 合并进 s（调用时 o 已不再被写入）。
 func (s *stats) merge(o *stats) {
-	for _, p := range [][2]*dist{{s.ttft, o.ttft}, {s.tpot, o.tpot}, {s.tpotSec, o.tpotSec}, {s.f2s, o.f2s}, {s.e2e, o.e2e}, {s.slot, o.slot}, {s.compl, o.compl}, {s.lag, o.lag}} {
-		p[0].merge(p[1])
+	od := statsDists(o)
+	for k, d := range statsDists(s) {
+		d.merge(od[k])
 	}
 	s.sent += o.sent
 	s.ok += o.ok
