@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,6 +176,26 @@ func TestShardJobIntegration(t *testing.T) {
 	})
 }
 
+// syncBuffer 是并发安全的日志缓冲。
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write 追加日志。
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String 返回到目前为止的日志。
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // groupProfile 是两组的档位（两个并发档），每组一个 Job 的测试用它。
 var groupProfile = loadgen.Profile{Concurrency: []int{2, 4}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{6, 8}}
 
@@ -198,30 +220,32 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 	}
 	c.SetPodLog(t, buf.String())
 
-	wctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	w, err := c.Client.BatchV1().Jobs(ns).Watch(wctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cibench-shard"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if m, ok := ev.Object.(metav1.Object); ok && (ev.Type == "ADDED" || ev.Type == "DELETED") && strings.HasPrefix(m.GetName(), name) {
-				events = append(events, string(ev.Type)+" "+m.GetName())
-			}
-		}
-	}()
+	var logs syncBuffer
 	job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test", Args: []string{"prof", "--shard-from-env"},
-		Shards: 2, Groups: 2, StartDelay: time.Second, Timeout: 2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
+		Shards: 2, Groups: 2, StartDelay: time.Second, Timeout: 2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	began := time.Now()
 	results, err := kube.RunShards(context.Background(), job)
-	stop()
-	<-done
-	want := []string{"ADDED " + name + "-g0", "DELETED " + name + "-g0", "ADDED " + name + "-g1", "DELETED " + name + "-g1"}
+	t.Logf("RunShards took %s; its log:\n%s", time.Since(began), logs.String())
+	// RunShards 记下每个 Job 的创建与删除完成（delete 等到 Job 与它的 Pod 都消失才记"deleted"）：
+	// 顺序必须是 g0 创建、g0 删除、g1 创建、g1 删除。
+	var events []string
+	for line := range strings.SplitSeq(logs.String(), "\n") {
+		_, rest, ok := strings.Cut(line, "job="+ns+"/")
+		if !ok {
+			continue
+		}
+		jobName := strings.Fields(rest)[0]
+		switch {
+		case strings.Contains(line, "shard job created"):
+			events = append(events, "created "+jobName)
+		case strings.Contains(line, "shard job deleted") && strings.Contains(line, "err=<nil>"):
+			events = append(events, "deleted "+jobName)
+		}
+	}
+	want := []string{"created " + name + "-g0", "deleted " + name + "-g0", "created " + name + "-g1", "deleted " + name + "-g1"}
 	if !slices.Equal(events, want) {
-		t.Errorf("job events %v, want %v (one job per group, the next created after the previous was deleted)", events, want)
+		t.Errorf("job lifecycle %v, want %v (one job per group, the next created after the previous and its pods were deleted)", events, want)
 	}
 	missing := !have[[2]int{1, 1}]
 	var je *kube.ShardJobError
