@@ -88,8 +88,17 @@ func TestRunLocalShardsMatchesSingleProcess(t *testing.T) {
 			got.Concurrency != one.Concurrency || got.TTFT.Count != one.TTFT.Count || got.TPOT.Count != one.TPOT.Count || got.TPOTSec.Count != one.TPOTSec.Count {
 			t.Errorf("group %d: sharded %+v\nsingle %+v", gi, got, one)
 		}
-		t.Logf("group %d: skew %s; TTFT p99 single %s sharded %s; out tok/s single %.0f sharded %.0f", gi, mg.Skew, one.TTFT.P99, got.TTFT.P99,
-			one.OutputTokenThroughput, got.OutputTokenThroughput)
+		// 吞吐的分母是各分片窗口之并（最早首发 → 最晚完成），不短于任何一个分片自己的窗口。
+		var longest time.Duration
+		for _, r := range res.Shards {
+			w := r.Groups[gi].Stats
+			longest = max(longest, time.Duration(w.LastEnd-w.FirstSent))
+		}
+		if got.TotalTime < longest {
+			t.Errorf("group %d: union window %s shorter than shard window %s", gi, got.TotalTime, longest)
+		}
+		t.Logf("group %d: skew %s; window union %s (longest shard %s, single process %s); TTFT p50/p99 single %s/%s sharded %s/%s; out tok/s single %.0f sharded %.0f",
+			gi, mg.Skew, got.TotalTime, longest, one.TotalTime, one.TTFT.P50, one.TTFT.P99, got.TTFT.P50, got.TTFT.P99, one.OutputTokenThroughput, got.OutputTokenThroughput)
 	}
 	if len(sink.begins) != 3 || len(sink.ends) != 3 {
 		t.Fatalf("sink saw %d BeginGroup and %d EndGroup, want 3 each", len(sink.begins), len(sink.ends))
