@@ -69,10 +69,15 @@ func jobGone(t *testing.T, c *kubetest.Cluster, ns, name string) {
 // cancelAfterCreate 是 API Server 的传输层包装：创建 Job 的 POST 照常送达并被服务端执行，
 // 但响应到达之前调用方的 ctx 被取消（SIGTERM 恰好落在创建请求途中）——客户端只看到
 // context.Canceled，不知道 Job 已经存在。这复现了 cancel-deletes 子测试偶发失败的时序。
+//
+// deliver 为真时响应照常交回（取消落在创建成功之后、等待开始之前）：cancel-deletes 用它代替
+// "另一个 goroutine 看见 Job 就取消"，后者在 Job 于取消之前就已完成时（kwok 让 Pod 立即成功）
+// 得不到 context.Canceled。
 type cancelAfterCreate struct {
-	next   http.RoundTripper
-	cancel context.CancelFunc
-	hit    atomic.Bool
+	next    http.RoundTripper
+	cancel  context.CancelFunc
+	deliver bool
+	hit     atomic.Bool
 }
 
 // RoundTrip 对创建 Job 的请求：以不随调用方取消的上下文送出、读完响应，然后取消调用方的 ctx
@@ -82,12 +87,15 @@ func (c *cancelAfterCreate) RoundTrip(req *http.Request) (*http.Response, error)
 		return c.next.RoundTrip(req)
 	}
 	resp, err := c.next.RoundTrip(req.WithContext(context.WithoutCancel(req.Context())))
+	c.hit.Store(true)
+	c.cancel()
+	if c.deliver {
+		return resp, err
+	}
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	c.hit.Store(true)
-	c.cancel()
 	return nil, context.Canceled
 }
 
@@ -96,7 +104,9 @@ func (c *cancelAfterCreate) RoundTrip(req *http.Request) (*http.Response, error)
 // Pod、kwok 让它们运行并成功结束、RunShards 经 API Server 的 pods/log 读出每片的结果行、最后前台
 // 删除 Job。kwok 给每个容器的日志是同一个文件（kubetest.SetPodLog），里面放着由真实 RunShard
 // 产生的第 0、1 片结果；收集方按 Pod 的完成序号取行，所以第 2 片没有结果，必须被点名、并让合并后的
-// 分组不完整。另一个子测试在运行中取消 ctx（等价于 SIGTERM），Job 同样被删除。
+// 分组不完整。cancel-deletes 在 Job 创建成功、等待开始之前取消 ctx（等价于 SIGTERM），cancel-during-create
+// 在创建请求已被服务端执行、响应到达之前取消，两种情况下 Job 与它的 Pod 都被删除、错误带着
+// context.Canceled。per-group-jobs* 以两组的档位跑每组一个 Job（见 perGroupJobs）。
 func TestShardJobIntegration(t *testing.T) {
 	c := kubetest.Start(t)
 	ns := "default"
@@ -129,18 +139,16 @@ func TestShardJobIntegration(t *testing.T) {
 	})
 	t.Run("cancel-deletes", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: "bench-cancel", Image: "cibench/bench:test",
+		defer cancel()
+		rc := rest.CopyConfig(c.RESTConfig)
+		wrap := &cancelAfterCreate{cancel: cancel, deliver: true}
+		rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wrap.next = rt; return wrap }
+		job := kube.ShardJob{RESTConfig: rc, Namespace: ns, Name: "bench-cancel", Image: "cibench/bench:test",
 			Shards: 2, StartDelay: time.Second, Timeout: 2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
-		go func() {
-			for ctx.Err() == nil {
-				if _, err := c.Client.BatchV1().Jobs(ns).Get(ctx, job.Name, metav1.GetOptions{}); err == nil {
-					cancel()
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}()
 		_, err := kube.RunShards(ctx, job)
+		if !wrap.hit.Load() {
+			t.Fatal("the create request never went through the wrapper")
+		}
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}

@@ -147,7 +147,8 @@ func Start(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	etcdPort, etcdPeer, apiPort, kcmPort := freePort(t), freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 4)
+	etcdPort, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
@@ -336,6 +337,23 @@ func waitFor(ctx context.Context, every time.Duration, f func() bool) error {
 		case <-t.C:
 		}
 	}
+}
+
+// freePorts 返回 n 个互不相同的空闲端口：全部监听之后才一起关闭。逐个"监听、关闭"时内核可以把
+// 刚关闭的端口再分出去——kube-controller-manager 因此曾拿到与 kube-apiserver 相同的端口、
+// 以 "bind: address already in use" 退出，之后 Job 永远不完成，分片 Job 测试卡到超时。
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	out := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out
 }
 
 // freePort 向内核要一个空闲端口（立即释放；组件启动前被抢占的概率可忽略）。
