@@ -23,7 +23,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	run.Redactor().Add("key-read-from-env") // 运行时读到的 API Key
+	run.Secrets().Add("key-read-from-env") // 运行时读到的 API Key
 	_ = run.AddScenario(report.ScenarioInfo{Name: "emu", Model: "m", Deploy: "emulator"})
 	logs, _ := run.ScenarioDir("emu", report.StageLogs) // 交给 Deployment.ArchiveLogs
 	rel, _ := filepath.Rel(root, logs)
