@@ -80,8 +80,7 @@ func (s *Secrets) AddBasicAuth(user, pass string) {
 	if user == "" && pass == "" {
 		return
 	}
-	s.Add(pass)
-	s.r().AddBasicAuth(user, pass)
+	s.Add(pass, redact.BasicAuthValue(user, pass))
 }
 
 // Redact 返回 text 脱敏后的副本（错误信息、门禁原因等单段文本）。
