@@ -62,11 +62,9 @@ func (s *Secrets) Add(secrets ...string) {
 			if len(v) < redact.MinSecretLen {
 				continue
 			}
-			red.Add(v,
-				base64.StdEncoding.EncodeToString([]byte(v)),
-				base64.URLEncoding.EncodeToString([]byte(v)),
-				base64.RawStdEncoding.EncodeToString([]byte(v)),
-				base64.RawURLEncoding.EncodeToString([]byte(v)))
+			// 不带填充的写法是带填充写法的前缀，登记它就遮住两者（只留下 "="），
+			// 每种 base64 只需一个形态，每个形态又会展开成十几种编码，省一半开销。
+			red.Add(v, base64.RawStdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)))
 		}
 	}
 }
