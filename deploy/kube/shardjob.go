@@ -364,6 +364,7 @@ func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*loa
 	}
 	job.Log.Info("kube: shard job created", "job", job.Namespace+"/"+job.Name, "uid", created.UID, "shards", job.Shards, "group", job.group, "start_at", startAt)
 	results, runErr := job.await(ctx, cs)
+	job.Log.Info("kube: shard job finished", "job", job.Namespace+"/"+job.Name, "results", len(results), "after", time.Since(startAt.Add(-job.StartDelay)).Round(time.Millisecond), "err", runErr)
 	if delErr := job.delete(ctx, cs, created.UID); delErr != nil {
 		runErr = errors.Join(runErr, delErr)
 	}
