@@ -549,8 +549,9 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 		return false, nil
 	}, func() string { return name + " still exists: " + last })
 	if err != nil {
-		j.Log.Info("kube: shard job not deleted", "job", j.Namespace+"/"+j.Name, "err", err)
-		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: still present after %s (%s)", name, j.DeleteTimeout, last)}}
+		pods := j.podStates(context.WithoutCancel(ctx), cs, uid)
+		j.Log.Info("kube: shard job not deleted", "job", j.Namespace+"/"+j.Name, "err", err, "pods", pods)
+		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: still present after %s (%s; its pods: %s)", name, j.DeleteTimeout, last, pods)}}
 	}
 	err = poll(dctx, interval, func() (bool, error) {
 		pods, err := cs.CoreV1().Pods(j.Namespace).List(dctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
@@ -582,6 +583,28 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: %s after %s", name, last, j.DeleteTimeout)}}
 	}
 	return nil
+}
+
+// podStates 描述属于 UID 为 uid 的 Job 的 Pod（阶段、删除时刻、终结器），删除超时时放进错误，
+// 以便区分"垃圾回收器没有动"与"Pod 卡在终结器上"。
+func (j ShardJob) podStates(ctx context.Context, cs kubernetes.Interface, uid types.UID) string {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pods, err := cs.CoreV1().Pods(j.Namespace).List(lctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
+	if err != nil {
+		return "list pods: " + err.Error()
+	}
+	var parts []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if ownedBy(p, uid) {
+			parts = append(parts, fmt.Sprintf("%s %s deletionTimestamp=%v finalizers=%v", p.Name, p.Status.Phase, p.DeletionTimestamp, p.Finalizers))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ownedBy 报告 Pod 是否属于 UID 为 uid 的 Job。

@@ -50,18 +50,19 @@ func shardResults(t *testing.T, count int, idx ...int) string {
 // 足以区分"没有发出删除"、"删除卡在终结器上"与"Pod 在 Job 删除之后才被建出"。
 func jobGone(t *testing.T, c *kubetest.Cluster, ns, name string) {
 	t.Helper()
+	pods := podsWith(t, c, ns, "app.kubernetes.io/instance="+name)
+	var b strings.Builder
+	for _, p := range pods {
+		fmt.Fprintf(&b, "\n  %s phase %s created %s deletionTimestamp %v finalizers %v owners %+v", p.Name, p.Status.Phase,
+			p.CreationTimestamp.Format(time.RFC3339Nano), p.DeletionTimestamp, p.Finalizers, p.OwnerReferences)
+	}
 	if j, err := c.Client.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		if err == nil {
-			t.Fatalf("job %s still exists: uid %s, deletionTimestamp %v, finalizers %v, status %+v", name, j.UID, j.DeletionTimestamp, j.Finalizers, j.Status)
+			t.Fatalf("job %s still exists: uid %s, deletionTimestamp %v, finalizers %v, status %+v; %d pods:%s", name, j.UID, j.DeletionTimestamp, j.Finalizers, j.Status, len(pods), b.String())
 		}
 		t.Fatalf("job %s: get: %v", name, err)
 	}
-	if pods := podsWith(t, c, ns, "app.kubernetes.io/instance="+name); len(pods) != 0 {
-		var b strings.Builder
-		for _, p := range pods {
-			fmt.Fprintf(&b, "\n  %s phase %s created %s deletionTimestamp %v finalizers %v owners %+v", p.Name, p.Status.Phase,
-				p.CreationTimestamp.Format(time.RFC3339Nano), p.DeletionTimestamp, p.Finalizers, p.OwnerReferences)
-		}
+	if len(pods) != 0 {
 		t.Fatalf("%d pods of job %s left:%s", len(pods), name, b.String())
 	}
 }
