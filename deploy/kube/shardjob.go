@@ -537,6 +537,7 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 	var last string
 	interval := max(j.PollInterval/4, 10*time.Millisecond)
 	err = poll(dctx, interval, func() (bool, error) {
+		j.releaseTracking(dctx, cs, uid)
 		cur, err := cs.BatchV1().Jobs(j.Namespace).Get(dctx, j.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && cur.UID != uid):
@@ -560,6 +561,7 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 			return false, nil
 		}
 		var left []string
+		j.releaseTracking(dctx, cs, uid)
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			if !ownedBy(p, uid) {
@@ -583,6 +585,31 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: %s after %s", name, last, j.DeleteTimeout)}}
 	}
 	return nil
+}
+
+// jobTrackingFinalizer 是 job-controller 给它建的 Pod 加的终结器：Pod 计入 Job 状态之后才由它移除。
+const jobTrackingFinalizer = "batch.kubernetes.io/job-tracking"
+
+// releaseTracking 移除本 Job 的、已在删除中的 Pod 上的 job-tracking 终结器。前台删除要等这些 Pod
+// 真正消失，而终结器要等 job-controller 把它们计入 Job 状态——Job 刚创建就被删除时，job-controller
+// 更新状态与垃圾回收器的删除冲突（"the object has been modified"），按退避重试，曾让删除超过 90 秒
+// （上游同类问题：kubernetes#109429、#108645）。Job 正在被删除，它的计数已无意义，所以这里替
+// job-controller 放手；失败（冲突、已消失）留给下一轮轮询。
+func (j ShardJob) releaseTracking(ctx context.Context, cs kubernetes.Interface, uid types.UID) {
+	pods, err := cs.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
+	if err != nil {
+		return
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !ownedBy(p, uid) || p.DeletionTimestamp == nil || !slices.Contains(p.Finalizers, jobTrackingFinalizer) {
+			continue
+		}
+		p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == jobTrackingFinalizer })
+		if _, err := cs.CoreV1().Pods(j.Namespace).Update(ctx, p, metav1.UpdateOptions{FieldManager: DefaultFieldManager}); err == nil {
+			j.Log.Info("kube: released the job-tracking finalizer of a deleted shard pod", "pod", p.Namespace+"/"+p.Name)
+		}
+	}
 }
 
 // podStates 描述属于 UID 为 uid 的 Job 的 Pod（阶段、删除时刻、终结器），删除超时时放进错误，
