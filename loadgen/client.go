@@ -163,6 +163,10 @@ type exchange struct {
 	// lastStamp / lastAt 是本请求上一次用到的内核时间戳及其换算出的到达时刻，见 arrived
 	lastStamp time.Time
 	lastAt    time.Duration
+	// h1 非 nil 时，地址在 h1.targets 中的生成请求走专用的 HTTP/1.1 传输（见 h1.go）；
+	// wbuf 是它复用的请求缓冲（请求头 + 请求体）
+	h1   *h1Pool
+	wbuf []byte
 	// 复用的请求头，见 header
 	hdr       http.Header
 	hdrKey    string
@@ -231,43 +235,78 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
 	x.sawCompl, x.finished = false, x.finished[:0]
 
+	var ht *h1Target
+	if x.h1 != nil {
+		ht = x.h1.targets[url]
+	}
 	// 两层 ctx：外层可带原因取消（静默超时），内层是总超时。
-	ictx, icancel := context.WithCancelCause(x.withTrace(ctx))
+	base := ctx
+	if ht == nil {
+		base = x.withTrace(ctx) // h1 传输直接拿到连接，不需要 GotConn 跟踪
+	}
+	ictx, icancel := context.WithCancelCause(base)
 	defer icancel(nil)
 	rctx, cancel := context.WithTimeout(ictx, timeout)
 	defer cancel()
 	x.rctx, x.icancel = rctx, icancel
 	defer func() { x.rctx, x.icancel = nil, nil }()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(x.body))
-	if err != nil {
-		x.fail(ctx, ErrClassTransport, err, intended)
-		return
+	var (
+		status int
+		ctype  string
+		body   io.Reader
+	)
+	if ht != nil {
+		rec.Sent = time.Now()
+		rec.SlotWait = rec.Sent.Sub(intended)
+		hc, err := x.h1RoundTrip(rctx, x.h1, ht)
+		if err != nil {
+			class := ErrClassTransport
+			if errors.Is(err, errHeadersTooLarge) {
+				class = ErrClassTooLarge
+			}
+			x.fail(ctx, class, err, intended)
+			return
+		}
+		defer hc.finish(x.h1)
+		x.conn = hc.st
+		status, ctype, body = hc.status, hc.ctype, hc
+	} else {
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(x.body))
+		if err != nil {
+			x.fail(ctx, ErrClassTransport, err, intended)
+			return
+		}
+		req.Header = x.header(apiKey, stream)
+		rec.Sent = time.Now()
+		rec.SlotWait = rec.Sent.Sub(intended)
+		resp, err := c.Do(req)
+		if err != nil {
+			class := ErrClassTransport
+			if strings.Contains(err.Error(), "server response headers exceeded") {
+				class = ErrClassTooLarge // net/http 的 MaxResponseHeaderBytes（没有可判别的错误类型）
+			}
+			x.fail(ctx, class, err, intended)
+			return
+		}
+		defer resp.Body.Close()
+		status, ctype, body = resp.StatusCode, resp.Header.Get("Content-Type"), resp.Body
 	}
-	req.Header = x.header(apiKey, stream)
-	rec.Sent = time.Now()
-	rec.SlotWait = rec.Sent.Sub(intended)
-	resp, err := c.Do(req)
-	if err != nil {
-		x.fail(ctx, ErrClassTransport, err, intended)
-		return
-	}
-	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // 读完小错误体，连接可复用
+	rec.Status = status
+	if status != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(body, 512))
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10)) // 读完小错误体，连接可复用
 		rec.E2E = time.Since(intended)
 		rec.ErrorClass = ErrClassHTTP
-		rec.Error = x.redactText(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg)))
+		rec.Error = x.redactText(fmt.Sprintf("HTTP %d: %s", status, errorMessage(msg)))
 		return
 	}
 	switch {
-	case stream && !isJSONType(resp.Header.Get("Content-Type")):
-		x.readStream(ctx, resp.Body, intended)
+	case stream && !isJSONType(ctype):
+		x.readStream(ctx, body, intended)
 	default:
 		// 流式请求得到 application/json：服务端没有开流（多半是一个 {"error":…} 体），
 		// 整体读取，让错误以服务端原话记下，而不是记成"流在 [DONE] 之前结束"。
-		x.readWhole(ctx, resp.Body, intended, stream)
+		x.readWhole(ctx, body, intended, stream)
 	}
 }
 
@@ -385,7 +424,7 @@ func (x *exchange) fail(ctx context.Context, class string, err error, intended t
 		msg = fmt.Sprintf("no stream event for %s (idle_timeout)", x.idle)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
 		class = ErrClassTimeout
-	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge) || errors.Is(err, errHeadersTooLarge):
 		class = ErrClassTooLarge
 	}
 	rec.OK = false

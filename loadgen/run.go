@@ -30,6 +30,7 @@ type runner struct {
 	t        Target
 	p        Profile
 	client   *http.Client
+	h1       *h1Pool  // 生成请求的专用 HTTP/1.1 传输；nil 表示走 client（见 h1.go）
 	urls     []string // 每个实例的请求地址
 	rr       atomic.Uint64
 	slo      SLO
@@ -105,6 +106,12 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 	for _, b := range target.BaseURLs {
 		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
 	}
+	if target.Client == nil {
+		r.h1 = newH1Pool(r.urls, target.APIKey, r.stream, p.Timestamps == TimestampsKernel, max(r.maxConc, 64)*2)
+		if r.h1 != nil {
+			defer r.h1.closeAll()
+		}
+	}
 	r.red = secretRedactor(target.APIKey)
 	r.scraper = newScraper(r.client, target.BaseURLs)
 	r.scraper.timeout, r.scraper.maxBody = r.auxTimeout(), int64(p.MaxEventBytes)
@@ -165,6 +172,8 @@ func newHTTPClient(conns int, kernel bool) *http.Client {
 		ForceAttemptHTTP2:   false,
 		WriteBufferSize:     8 << 10,
 		ReadBufferSize:      16 << 10, // 每个连接一份；2000 个并发流时内存随它线性增长
+		// 响应头上限与 h1 传输相同（maxHeaderBytes），超过时记为 too_large。
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 	return &http.Client{Transport: tr}
 }
@@ -181,7 +190,7 @@ func (r *runner) newExchange() *exchange {
 	if r.p.IdleTimeout < r.p.Timeout {
 		x.idle = r.p.IdleTimeout
 	}
-	x.maxEvent, x.red = r.p.MaxEventBytes, r.red
+	x.maxEvent, x.red, x.h1 = r.p.MaxEventBytes, r.red, r.h1
 	return x
 }
 
