@@ -203,12 +203,10 @@ type h1Conn struct {
 	addr    string
 	buf     []byte // 读缓冲区，buf[r:w] 是已读未用的数据
 	r, w    int
-	abortFn func()
-	stop    func() bool // 当前请求的 context.AfterFunc 注销函数
-	ctx     context.Context
+	owner   *exchange // 当前请求所属的 exchange（取中止原因用）
 	// idleSince 是放回池中的时刻（复用前的存活检查用）
 	idleSince time.Time
-	reused    int // 这条连接此前完成过的请求数
+	reused    int // 这条连接此前完成过的请求数（测试用）
 
 	// 当前响应
 	status     int
@@ -224,21 +222,24 @@ type h1Conn struct {
 
 // newH1Conn 包装一条新拨通的连接。
 func newH1Conn(nc net.Conn, addr string) *h1Conn {
-	c := &h1Conn{nc: nc, st: rxstamp.Of(nc), addr: addr, buf: make([]byte, h1BufSize)}
-	c.abortFn = c.abort
-	return c
+	return &h1Conn{nc: nc, st: rxstamp.Of(nc), addr: addr, buf: make([]byte, h1BufSize)}
 }
 
-// abort 在请求的 ctx 结束时（另一个 goroutine 中）让阻塞的读写立即返回。
+// abort 在请求被中止时（另一个 goroutine 中）让阻塞的读写立即返回。
 func (c *h1Conn) abort() { _ = c.nc.SetDeadline(time.Unix(1, 0)) }
 
 // close 关闭连接。
 func (c *h1Conn) close() { _ = c.nc.Close() }
 
-// ioErr 把读写错误换成 ctx 结束的原因（ctx 已结束时），与 net/http 在 ctx 结束时给出的错误一致。
+// ioErr 把读写错误换成请求被中止的原因（已中止时），与 net/http 在 ctx 结束时给出的错误一致。
 func (c *h1Conn) ioErr(err error) error {
-	if c.ctx != nil && c.ctx.Err() != nil {
-		return context.Cause(c.ctx)
+	if c.owner != nil {
+		c.owner.h1mu.Lock()
+		cause := c.owner.h1cause
+		c.owner.h1mu.Unlock()
+		if cause != nil {
+			return cause
+		}
 	}
 	return err
 }
@@ -764,15 +765,90 @@ func (c *h1Conn) reusable() bool {
 	return c.cstate == csEOF && !c.closeAfter && c.r == c.w && (c.berr == nil || c.berr == io.EOF)
 }
 
-// h1RoundTrip 在池中的连接（没有时新拨）上发出请求并读完响应头，返回位于响应体开头的连接。
-// 请求头与请求体由一次 write 发出。错误的形式与 net/http 的 Client.Do 相同（*url.Error）。
+// h1begin 开始一个走 h1 传输的请求：清除上一个请求的中止原因，让 x.watch 在 deadline 中止它；
+// 运行 ctx 的取消每个 exchange 只登记一次（context.AfterFunc），而不是每个请求建两层 ctx。
+func (x *exchange) h1begin(ctx context.Context, deadline time.Time) {
+	if x.runCtx != ctx {
+		if x.stopRun != nil {
+			x.stopRun()
+		}
+		x.runCtx = ctx
+		x.stopRun = context.AfterFunc(ctx, x.runCanceled)
+	}
+	x.h1mu.Lock()
+	x.h1cause, x.h1on = nil, true
+	x.h1mu.Unlock()
+	x.watch.begin(deadline, x.abortFn)
+	x.watching = true
+}
+
+// runCanceled 是运行 ctx 取消时的回调：中止在途的请求。
+func (x *exchange) runCanceled() { x.h1abort(context.Canceled) }
+
+// h1abort 以 cause 中止当前请求（在监视器或运行取消的 goroutine 中调用）：记下原因，让当前
+// 连接上阻塞的读写立即返回。连接此后不再复用（见 h1end）。
+func (x *exchange) h1abort(cause error) {
+	x.h1mu.Lock()
+	if x.h1cause == nil && x.h1on {
+		x.h1cause = cause
+	}
+	if x.h1cur != nil {
+		x.h1cur.abort()
+	}
+	x.h1mu.Unlock()
+}
+
+// h1attach 把 c 登记为当前请求的连接（c 为 nil 时解除登记），返回此时的中止原因。
+// 在锁内交接，h1abort 不会在连接放回池中之后才去中止它。
+func (x *exchange) h1attach(c *h1Conn) error {
+	x.h1mu.Lock()
+	x.h1cur = c
+	cause := x.h1cause
+	x.h1mu.Unlock()
+	return cause
+}
+
+// h1end 结束一个走 h1 传输的请求：停止监视，解除连接登记；响应被干净读完且请求没有被中止
+// 时把连接放回池中，否则关闭它。
+func (x *exchange) h1end() {
+	x.watchEnd()
+	x.h1mu.Lock()
+	c, aborted := x.h1cur, x.h1cause != nil
+	x.h1cur, x.h1on = nil, false
+	x.h1mu.Unlock()
+	if c == nil {
+		return
+	}
+	if !aborted && c.reusable() {
+		c.reused++
+		x.h1.put(c)
+		return
+	}
+	c.close()
+}
+
+// release 注销本 exchange 在运行 ctx 上的登记；worker 退出时调用。
+func (x *exchange) release() {
+	if x.stopRun != nil {
+		x.stopRun()
+		x.stopRun, x.runCtx = nil, nil
+	}
+}
+
+// h1RoundTrip 在池中的连接（没有时新拨）上发出请求并读完响应头，返回位于响应体开头、已登记为
+// 当前连接的连接。请求头与请求体由一次 write 发出。错误的形式与 net/http 的 Client.Do 相同
+// （*url.Error）；中止时错误是中止原因（见 h1abort）。
 //
 // 复用的连接在收到任何响应字节之前就失败（写失败、读到 EOF 或 RST）时，在新连接上重发一次：
 // 这几乎总是服务端在连接空闲时按 keep-alive 超时关闭了它（uvicorn 默认 5 秒），请求根本没有被
 // 处理；客户端这边一个响应字节也没收到，测量里没有任何东西需要撤销。net/http 靠后台读循环在
 // 空闲时发现关闭并丢弃连接，达到同样效果。新拨的连接失败不重发。
-func (x *exchange) h1RoundTrip(ctx context.Context, p *h1Pool, t *h1Target) (*h1Conn, error) {
+func (x *exchange) h1RoundTrip(ctx context.Context, t *h1Target, deadline time.Time) (*h1Conn, error) {
+	p := x.h1
 	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, &url.Error{Op: "Post", URL: t.url, Err: err}
+		}
 		c := p.get(t.addr)
 		reused := c != nil
 		if reused && !c.alive() {
@@ -780,17 +856,27 @@ func (x *exchange) h1RoundTrip(ctx context.Context, p *h1Pool, t *h1Target) (*h1
 			c, reused = nil, false
 		}
 		if c == nil {
-			nc, err := p.dial(ctx, "tcp", t.addr)
+			dctx, cancel := context.WithDeadline(ctx, deadline)
+			nc, err := p.dial(dctx, "tcp", t.addr)
+			derr := dctx.Err()
+			cancel()
 			if err != nil {
-				if ctx.Err() != nil {
-					err = context.Cause(ctx)
+				if derr == context.DeadlineExceeded && ctx.Err() == nil {
+					x.h1abort(context.DeadlineExceeded)
+				}
+				if cause := x.h1attach(nil); cause != nil {
+					err = cause
 				}
 				return nil, &url.Error{Op: "Post", URL: t.url, Err: err}
 			}
 			c = newH1Conn(nc, t.addr)
 		}
-		c.ctx, c.got, c.berr = ctx, 0, nil
-		c.stop = context.AfterFunc(ctx, c.abortFn)
+		c.owner, c.got, c.berr = x, 0, nil
+		if cause := x.h1attach(c); cause != nil {
+			x.h1attach(nil)
+			c.close()
+			return nil, &url.Error{Op: "Post", URL: t.url, Err: cause}
+		}
 		err := c.writeRequest(x, t)
 		if err == nil {
 			err = c.readHead()
@@ -798,9 +884,9 @@ func (x *exchange) h1RoundTrip(ctx context.Context, p *h1Pool, t *h1Target) (*h1
 		if err == nil {
 			return c, nil
 		}
-		c.stop()
+		cause := x.h1attach(nil)
 		c.close()
-		if !(reused && attempt == 0 && c.got == 0 && ctx.Err() == nil) {
+		if cause != nil || !reused || attempt > 0 || c.got > 0 || errors.Is(err, errHeadersTooLarge) {
 			return nil, &url.Error{Op: "Post", URL: t.url, Err: err}
 		}
 	}
@@ -817,16 +903,4 @@ func (c *h1Conn) writeRequest(x *exchange, t *h1Target) error {
 		return c.ioErr(err)
 	}
 	return nil
-}
-
-// finish 在请求结束时处理连接：干净读完的响应放回池中，否则关闭。
-func (c *h1Conn) finish(p *h1Pool) {
-	stopped := c.stop()
-	c.ctx = nil
-	if stopped && c.reusable() {
-		c.reused++
-		p.put(c)
-		return
-	}
-	c.close()
 }

@@ -511,6 +511,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				inner.Go(func() {
 					x := r.newExchange()
 					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
+					x.release()
 				})
 			}
 			inner.Wait()
@@ -526,6 +527,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 					return
 				}
 				x := r.newExchange()
+				defer x.release()
 				shard := i % len(gr.shards)
 				for {
 					var j job
