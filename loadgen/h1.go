@@ -50,9 +50,6 @@ const maxHeaderBytes = 1 << 20
 // maxChunkLine 是 chunked 分帧中一行（块大小与扩展）的字节上限，与 net/http 相同。
 const maxChunkLine = 4096
 
-// max1xx 是一个请求最多跳过的 1xx 中间响应数，与 net/http 相同。
-const max1xx = 5
-
 // h1BufSize 是每条连接的读缓冲区大小（与 net/http 的 ReadBufferSize 相同）。
 const h1BufSize = 16 << 10
 
@@ -88,7 +85,7 @@ type h1Pool struct {
 func newH1Pool(urls []string, apiKey string, stream, kernel bool, maxIdle int) *h1Pool {
 	p := &h1Pool{targets: map[string]*h1Target{}, maxIdle: maxIdle, idle: map[string][]*h1Conn{}}
 	for _, raw := range urls {
-		t := h1TargetFor(raw, apiKey, stream)
+		t := h1TargetFor(raw, apiKey, stream, http.ProxyFromEnvironment)
 		if t == nil {
 			return nil
 		}
@@ -104,8 +101,8 @@ func newH1Pool(urls []string, apiKey string, stream, kernel bool, maxIdle int) *
 
 // h1TargetFor 返回 raw 的预计算请求头；h1 传输不能与 net/http 等价地处理它时返回 nil：
 // 不是 http://、带用户信息（net/http 会据此加 Basic 认证）、主机名含非 ASCII 或 IPv6 zone
-// （net/http 会改写 Host 头）、环境变量要求经代理访问它。
-func h1TargetFor(raw, apiKey string, stream bool) *h1Target {
+// （net/http 会改写 Host 头）、proxy（运行时为 http.ProxyFromEnvironment）要求经代理访问它。
+func h1TargetFor(raw, apiKey string, stream bool, proxy func(*http.Request) (*url.URL, error)) *h1Target {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "http" || u.User != nil || u.Opaque != "" || u.Host == "" || u.Fragment != "" {
 		return nil
@@ -115,7 +112,7 @@ func h1TargetFor(raw, apiKey string, stream bool) *h1Target {
 			return nil
 		}
 	}
-	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || proxy != nil {
+	if pu, err := proxy(&http.Request{URL: u}); err != nil || pu != nil {
 		return nil
 	}
 	host, port := u.Hostname(), u.Port()
@@ -159,7 +156,6 @@ func (p *h1Pool) put(c *h1Conn) {
 		c.close()
 		return
 	}
-	c.idleSince = time.Now()
 	p.idle[c.addr] = append(p.idle[c.addr], c)
 	p.mu.Unlock()
 }
@@ -204,9 +200,7 @@ type h1Conn struct {
 	buf     []byte // 读缓冲区，buf[r:w] 是已读未用的数据
 	r, w    int
 	owner   *exchange // 当前请求所属的 exchange（取中止原因用）
-	// idleSince 是放回池中的时刻（复用前的存活检查用）
-	idleSince time.Time
-	reused    int // 这条连接此前完成过的请求数（测试用）
+	reused int // 这条连接此前完成过的请求数
 
 	// 当前响应
 	status     int
@@ -289,24 +283,25 @@ func (c *h1Conn) line() (line []byte, ok bool) {
 	return line, true
 }
 
-// readHead 读取并解析响应头（跳过 1xx 中间响应），确定响应体的分帧方式。
+// readHead 读取并解析响应头（跳过 1xx 中间响应），确定响应体的分帧方式。与 net/http 相同，
+// 1xx 的个数不限，但它们与最终响应的头部合计不超过 maxHeaderBytes。
 func (c *h1Conn) readHead() error {
-	for n1xx := 0; ; {
-		if err := c.readOneHead(); err != nil {
+	budget := maxHeaderBytes
+	for {
+		n, err := c.readOneHead(budget)
+		if err != nil {
 			return err
 		}
 		if c.status < 100 || c.status > 199 || c.status == 101 {
 			return nil
 		}
-		if n1xx++; n1xx > max1xx {
-			return errors.New("net/http: too many 1xx informational responses")
-		}
+		budget -= n
 	}
 }
 
-// readOneHead 读取一个响应的状态行与头部。解析规则与 net/http 的 ReadResponse / readTransfer
-// 相同（见文件头）；只保留用到的头部，不建 map。
-func (c *h1Conn) readOneHead() error {
+// readOneHead 读取一个响应的状态行与头部（不超过 budget 字节），返回头部的字节数。解析规则与
+// net/http 的 ReadResponse / readTransfer 相同（见文件头）；只保留用到的头部，不建 map。
+func (c *h1Conn) readOneHead(budget int) (int, error) {
 	// 未用的数据移到缓冲区开头，此后 fill 只在末尾追加（必要时扩大缓冲区），下标保持有效。
 	if c.r > 0 {
 		c.w = copy(c.buf, c.buf[c.r:c.w])
@@ -328,40 +323,41 @@ func (c *h1Conn) readOneHead() error {
 		if end {
 			break
 		}
-		if c.w > maxHeaderBytes {
-			return errHeadersTooLarge
+		if c.w > budget {
+			return 0, errHeadersTooLarge
 		}
 		if err := c.fill(true, maxHeaderBytes+maxChunkLine); err != nil {
 			if err == io.EOF && c.w > 0 {
-				return io.ErrUnexpectedEOF
+				return 0, io.ErrUnexpectedEOF
 			}
-			return err
+			return 0, err
 		}
 	}
-	if scan > maxHeaderBytes {
-		return errHeadersTooLarge
+	if scan > budget {
+		return 0, errHeadersTooLarge
 	}
+	headLen := scan
 	status, _ := c.line()
 	if len(status) == 0 {
 		// 空的状态行（服务端先发了空行）：net/http 把它当作畸形响应。
-		return fmt.Errorf("malformed HTTP response %q", "")
+		return 0, fmt.Errorf("malformed HTTP response %q", "")
 	}
 	proto, rest, ok := bytes.Cut(status, []byte(" "))
 	if !ok {
-		return fmt.Errorf("malformed HTTP response %q", status)
+		return 0, fmt.Errorf("malformed HTTP response %q", status)
 	}
 	rest = bytes.TrimLeft(rest, " ")
 	code, _, _ := bytes.Cut(rest, []byte(" "))
 	if len(code) != 3 {
-		return fmt.Errorf("malformed HTTP status code %q", code)
+		return 0, fmt.Errorf("malformed HTTP status code %q", code)
 	}
 	n, err := strconv.Atoi(string(code))
 	if err != nil || n < 0 {
-		return fmt.Errorf("malformed HTTP status code %q", code)
+		return 0, fmt.Errorf("malformed HTTP status code %q", code)
 	}
 	major, minor, ok := http.ParseHTTPVersion(string(proto))
 	if !ok {
-		return fmt.Errorf("malformed HTTP version %q", proto)
+		return 0, fmt.Errorf("malformed HTTP version %q", proto)
 	}
 	c.status = n
 	c.ctype = ""
@@ -376,7 +372,7 @@ func (c *h1Conn) readOneHead() error {
 		}
 		if ln[0] == ' ' || ln[0] == '\t' { // 续行（已废弃的折叠）：接到上一个头部后面
 			if first {
-				return fmt.Errorf("malformed MIME header initial line: %q", ln)
+				return 0, fmt.Errorf("malformed MIME header initial line: %q", ln)
 			}
 			if last != nil {
 				*last = append(append(bytes.Clone(*last), ' '), bytes.TrimSpace(ln)...)
@@ -386,7 +382,7 @@ func (c *h1Conn) readOneHead() error {
 		first = false
 		k, v, ok := bytes.Cut(ln, []byte(":"))
 		if !ok || len(k) == 0 || !validHeaderKey(k) {
-			return fmt.Errorf("malformed MIME header line: %q", ln)
+			return 0, fmt.Errorf("malformed MIME header line: %q", ln)
 		}
 		v = bytes.TrimSpace(v)
 		last = nil
@@ -398,7 +394,7 @@ func (c *h1Conn) readOneHead() error {
 		case asciiEqualFold(k, "content-length"):
 			ncl++
 			if ncl > 1 && !bytes.Equal(cl, v) {
-				return fmt.Errorf("http: message cannot contain multiple Content-Length headers; got %q", [][]byte{cl, v})
+				return 0, fmt.Errorf("http: message cannot contain multiple Content-Length headers; got %q", [][]byte{cl, v})
 			}
 			cl = v
 		case asciiEqualFold(k, "transfer-encoding"):
@@ -419,10 +415,10 @@ func (c *h1Conn) readOneHead() error {
 	chunked := false
 	if nte > 0 && (major > 1 || (major == 1 && minor >= 1)) {
 		if nte > 1 {
-			return fmt.Errorf("too many transfer encodings: %q", te)
+			return 0, fmt.Errorf("too many transfer encodings: %q", te)
 		}
 		if !asciiEqualFold(te, "chunked") {
-			return fmt.Errorf("unsupported transfer encoding: %q", te)
+			return 0, fmt.Errorf("unsupported transfer encoding: %q", te)
 		}
 		chunked = true
 	}
@@ -438,7 +434,7 @@ func (c *h1Conn) readOneHead() error {
 	case ncl > 0 && len(cl) > 0:
 		v, ok := parseContentLength(cl)
 		if !ok {
-			return fmt.Errorf("bad Content-Length %q", cl)
+			return 0, fmt.Errorf("bad Content-Length %q", cl)
 		}
 		c.mode, c.remain = bodyLength, v
 		if v == 0 {
@@ -453,7 +449,7 @@ func (c *h1Conn) readOneHead() error {
 		c.w = copy(nb, c.buf[c.r:c.w])
 		c.r, c.buf = 0, nb
 	}
-	return nil
+	return headLen, nil
 }
 
 // parseContentLength 解析 Content-Length（只允许十进制数字，不溢出 int64）。
