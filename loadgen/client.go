@@ -152,8 +152,8 @@ type exchange struct {
 	// 当前请求的 ctx（net/http 路径），只在 send 期间有效
 	rctx context.Context
 	// watch 监视当前请求的总超时（h1 路径）与静默超时；watching 表示它在本请求中已 begin
-	watch    reqWatch
-	watching bool
+	watch       reqWatch
+	watching    bool
 	sawUsage    bool
 	sawCompl    bool    // 见过非 null 的 usage.completion_tokens
 	finished    []int64 // 已收到 finish_reason 的 choice index（协议检查用）

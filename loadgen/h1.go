@@ -194,13 +194,13 @@ const (
 // h1Conn 是 h1 传输的一条连接及其当前响应的读取状态。一个请求期间只由一个 goroutine 使用
 // （abort 除外，它只设置截止时刻）。它实现 io.Reader：读的是当前响应的响应体。
 type h1Conn struct {
-	nc      net.Conn
-	st      rxstamp.Stamper
-	addr    string
-	buf     []byte // 读缓冲区，buf[r:w] 是已读未用的数据
-	r, w    int
-	owner   *exchange // 当前请求所属的 exchange（取中止原因用）
-	reused int // 这条连接此前完成过的请求数
+	nc     net.Conn
+	st     rxstamp.Stamper
+	addr   string
+	buf    []byte // 读缓冲区，buf[r:w] 是已读未用的数据
+	r, w   int
+	owner  *exchange // 当前请求所属的 exchange（取中止原因用）
+	reused int       // 这条连接此前完成过的请求数
 
 	// 当前响应
 	status     int
