@@ -194,13 +194,12 @@ const (
 // h1Conn 是 h1 传输的一条连接及其当前响应的读取状态。一个请求期间只由一个 goroutine 使用
 // （abort 除外，它只设置截止时刻）。它实现 io.Reader：读的是当前响应的响应体。
 type h1Conn struct {
-	nc     net.Conn
-	st     rxstamp.Stamper
-	addr   string
-	buf    []byte // 读缓冲区，buf[r:w] 是已读未用的数据
-	r, w   int
-	owner  *exchange // 当前请求所属的 exchange（取中止原因用）
-	reused int       // 这条连接此前完成过的请求数
+	nc    net.Conn
+	st    rxstamp.Stamper
+	addr  string
+	buf   []byte // 读缓冲区，buf[r:w] 是已读未用的数据
+	r, w  int
+	owner *exchange // 当前请求所属的 exchange（取中止原因用）
 
 	// 当前响应
 	status     int
@@ -422,22 +421,31 @@ func (c *h1Conn) readOneHead(budget int) (int, error) {
 		}
 		chunked = true
 	}
-	c.remain, c.cstate, c.trailer, c.berr = 0, csSize, 0, nil
-	switch {
-	case n == 204 || n == 304 || (n >= 100 && n <= 199 && n != 101):
-		c.mode, c.cstate = bodyNone, csEOF
-	case n == 101:
-		// 协议升级：net/http 把连接本身当作响应体交出，读到关闭为止。
-		c.mode, c.closeAfter = bodyClose, true
-	case chunked:
-		c.mode = bodyChunked
-	case ncl > 0 && len(cl) > 0:
+	// Content-Length 无论分帧方式都要合法（net/http 的 fixLength 先校验它）。
+	clv := int64(-1)
+	if ncl > 0 {
+		if len(cl) == 0 {
+			return 0, fmt.Errorf("invalid empty Content-Length %q", cl)
+		}
 		v, ok := parseContentLength(cl)
 		if !ok {
 			return 0, fmt.Errorf("bad Content-Length %q", cl)
 		}
-		c.mode, c.remain = bodyLength, v
-		if v == 0 {
+		clv = v
+	}
+	c.remain, c.cstate, c.trailer, c.berr = 0, csSize, 0, nil
+	switch {
+	case n/100 == 1 || n == 204 || n == 304:
+		// 没有响应体。101（协议升级）之后的字节不再是 HTTP：连接不复用。
+		c.mode, c.cstate = bodyNone, csEOF
+		if n == 101 {
+			c.closeAfter = true
+		}
+	case chunked:
+		c.mode = bodyChunked
+	case clv >= 0:
+		c.mode, c.remain = bodyLength, clv
+		if clv == 0 {
 			c.cstate = csEOF
 		}
 	default:
@@ -816,7 +824,6 @@ func (x *exchange) h1end() {
 		return
 	}
 	if !aborted && c.reusable() {
-		c.reused++
 		x.h1.put(c)
 		return
 	}
