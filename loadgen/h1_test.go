@@ -24,7 +24,9 @@ type rawServer struct {
 	accepts atomic.Int32
 	reqs    atomic.Int32
 	mu      sync.Mutex
-	heads   []string // 每个请求的原始请求头（含请求行）
+	heads   []string     // 每个请求的原始请求头（含请求行）
+	genConn map[int]bool // 收到过生成请求（max_completion_tokens 不是 1，即不是探测）的连接序号
+	auxConn map[int]bool // 收到过探测、/tokenize 或 /metrics 的连接序号
 }
 
 // startRaw 在回环上启动 rawServer，测试结束时关闭。
@@ -48,18 +50,29 @@ func startRaw(t *testing.T, respond func(n int, c net.Conn) bool) *rawServer {
 			if err != nil {
 				return
 			}
-			s.accepts.Add(1)
+			id := int(s.accepts.Add(1))
 			conns.Store(c, true)
 			wg.Go(func() {
 				defer c.Close()
 				br := bufio.NewReader(c)
 				for {
-					head, err := readRawRequest(br)
+					head, body, err := readRawRequest(br)
 					if err != nil {
 						return
 					}
 					s.mu.Lock()
 					s.heads = append(s.heads, head)
+					if strings.HasPrefix(head, "POST /v1/chat/completions ") && !strings.Contains(body, `"max_completion_tokens":1}`) {
+						if s.genConn == nil {
+							s.genConn = map[int]bool{}
+						}
+						s.genConn[id] = true
+					} else {
+						if s.auxConn == nil {
+							s.auxConn = map[int]bool{}
+						}
+						s.auxConn[id] = true
+					}
 					s.mu.Unlock()
 					if !respond(int(s.reqs.Add(1)-1), c) {
 						return
@@ -71,14 +84,14 @@ func startRaw(t *testing.T, respond func(n int, c net.Conn) bool) *rawServer {
 	return s
 }
 
-// readRawRequest 读一个请求，返回请求头原文（请求体按 Content-Length 读掉）。
-func readRawRequest(br *bufio.Reader) (string, error) {
+// readRawRequest 读一个请求，返回请求头原文与请求体（按 Content-Length）。
+func readRawRequest(br *bufio.Reader) (string, string, error) {
 	var head strings.Builder
 	cl := 0
 	for {
 		ln, err := br.ReadString('\n')
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		head.WriteString(ln)
 		if ln == "\r\n" {
@@ -88,10 +101,11 @@ func readRawRequest(br *bufio.Reader) (string, error) {
 			cl, _ = strconv.Atoi(strings.TrimSpace(v))
 		}
 	}
-	if _, err := io.CopyN(io.Discard, br, int64(cl)); err != nil {
-		return "", err
+	body := make([]byte, cl)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return "", "", err
 	}
-	return head.String(), nil
+	return head.String(), string(body), nil
 }
 
 // goodSSE 是一个完整的流：角色 chunk、两个内容 chunk（第二个带 finish 与 usage）、[DONE]。
@@ -305,6 +319,35 @@ func TestH1EdgeCases(t *testing.T) {
 			writeParts(c, sseHead+chunked(body, 1<<20)+"0\r\n\r\nHTTP/1.1 200 OK\r\n")
 			return true
 		}, okRec, 3},
+		{"Content-Length next to chunked: chunked wins", func(_ int, c net.Conn) bool {
+			writeParts(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+chunked(body, 100)+"0\r\n\r\n")
+			return true
+		}, okRec, 1},
+		{"same Content-Length twice", func(_ int, c net.Conn) bool {
+			n := strconv.Itoa(len(body))
+			writeParts(c, "HTTP/1.1 200 OK\r\nContent-Length: "+n+"\r\nContent-Type: text/event-stream\r\ncontent-length:  "+n+"\r\n\r\n"+body)
+			return true
+		}, okRec, 1},
+		{"different Content-Lengths", func(_ int, c net.Conn) bool {
+			writeParts(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd")
+			return false
+		}, wantRec{class: ErrClassTransport, errSub: "multiple Content-Length"}, 3},
+		{"empty Content-Length", func(_ int, c net.Conn) bool {
+			writeParts(c, "HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\n")
+			return false
+		}, wantRec{class: ErrClassTransport, errSub: "invalid empty Content-Length"}, 3},
+		{"folded header line", func(_ int, c net.Conn) bool {
+			writeParts(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream;\r\n charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n"+chunked(body, 100)+"0\r\n\r\n")
+			return true
+		}, okRec, 1},
+		{"header line without colon", func(_ int, c net.Conn) bool {
+			writeParts(c, "HTTP/1.1 200 OK\r\nContent-Type text/event-stream\r\n\r\n")
+			return false
+		}, wantRec{class: ErrClassTransport, errSub: "malformed MIME header"}, 3},
+		{"101 without a protocol switch", func(_ int, c net.Conn) bool {
+			writeParts(c, "HTTP/1.1 101 Switching Protocols\r\n\r\n")
+			return false
+		}, wantRec{class: ErrClassHTTP, status: 101, errSub: "HTTP 101"}, 3},
 		{"JSON body on a streaming request", func(_ int, c net.Conn) bool {
 			e := `{"error":{"message":"engine failed","code":500}}`
 			writeParts(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+chunked(e, 10)+"0\r\n\r\n")
@@ -562,4 +605,52 @@ func TestH1ParseHelpers(t *testing.T) {
 	if errors.Is(errHeadersTooLarge, io.EOF) {
 		t.Error("unexpected error identity")
 	}
+}
+
+// TestH1RunRoundRobin 经公开的 Run 检查：默认客户端下生成请求走 h1 传输，两个实例轮流接到请求，
+// 每个实例上生成请求只用一条 keep-alive 连接（探测、/tokenize 与 /metrics 走 net/http 的连接）。
+func TestH1RunRoundRobin(t *testing.T) {
+	respond := func(_ int, c net.Conn) bool {
+		writeParts(c, sseHead+chunked(goodSSE, 1<<20)+"0\r\n\r\n")
+		return true
+	}
+	a, b := startRaw(t, respond), startRaw(t, respond)
+	tgt := Target{BaseURLs: []string{strings.TrimSuffix(a.url, "/chat/completions"), strings.TrimSuffix(b.url, "/chat/completions")}, Model: "m"}
+	sink := &recSink{}
+	p := Profile{Backend: BackendChat, Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{8}}
+	sums, err := Run(context.Background(), tgt, p, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sums[0].Succeeded != 8 || len(sink.recs) != 8 {
+		t.Fatalf("succeeded %d of %d records", sums[0].Succeeded, len(sink.recs))
+	}
+	for i, r := range sink.recs {
+		if r.Instance != i%2 || r.CompletionTokens != 3 {
+			t.Fatalf("record %d: instance %d tokens %d", i, r.Instance, r.CompletionTokens)
+		}
+	}
+	for i, s := range []*rawServer{a, b} {
+		s.mu.Lock()
+		n := len(s.genConn)
+		for id := range s.genConn {
+			if s.auxConn[id] {
+				// net/http 会把探测之后空闲的连接拿来发生成请求；h1 传输有自己的连接池。
+				t.Errorf("instance %d: generation requests shared connection %d with net/http's probe traffic", i, id)
+			}
+		}
+		s.mu.Unlock()
+		if n != 1 {
+			t.Fatalf("instance %d: generation requests on %d connections, want 1 kept-alive connection", i, n)
+		}
+	}
+}
+
+// recSink 按到达顺序收集记录（c=1 时即请求顺序）。
+type recSink struct{ recs []Record }
+
+// WriteRecord 实现 RecordSink。
+func (s *recSink) WriteRecord(r *Record) error {
+	s.recs = append(s.recs, *r)
+	return nil
 }
