@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/internal/hostile"
 )
 
 // rawServer 是手写字节的 HTTP/1.1 服务：逐连接读请求（请求头 + Content-Length 请求体），
@@ -653,4 +655,52 @@ type recSink struct{ recs []Record }
 func (s *recSink) WriteRecord(r *Record) error {
 	s.recs = append(s.recs, *r)
 	return nil
+}
+
+// TestH1MatchesNetHTTPOnHostile 对 internal/hostile 的每种故障，用 h1 传输与 net/http 各发 3 个
+// 顺序请求，逐项比较记录（成败、类别、状态码、token 数、chunk 数、finish_reason）：h1 传输不能
+// 改变任何一个故障的归类。
+func TestH1MatchesNetHTTPOnHostile(t *testing.T) {
+	srv, err := hostile.New(hostile.Config{Model: "m", BigSize: 256 << 10, HugeSize: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	p := Profile{Backend: BackendChat}.Defaults()
+	tmpl, err := newBodyTemplate("m", &p, usageContinuous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := tmpl.build(nil, []byte(`"hello there"`), "", 4)
+	for _, f := range hostile.Faults() {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			url := srv.BaseURL(f) + "/chat/completions"
+			var got [2][]string
+			for i, useH1 := range []bool{false, true} {
+				x := newExchange()
+				x.idle, x.maxEvent = 300*time.Millisecond, 1<<20
+				var c *http.Client
+				if useH1 {
+					x.h1 = newH1Pool([]string{url}, "", true, true, 4)
+					defer x.h1.closeAll()
+				} else {
+					c = newHTTPClient(4, true)
+					defer c.CloseIdleConnections()
+				}
+				defer x.release()
+				for range 3 {
+					x.body = append(x.body[:0], body...)
+					x.send(context.Background(), c, url, "", true, time.Now(), 600*time.Millisecond)
+					r := x.rec
+					got[i] = append(got[i], fmt.Sprintf("ok=%v class=%q status=%d tokens=%d chunks=%d finish=%q",
+						r.OK, r.ErrorClass, r.Status, r.CompletionTokens, len(r.ChunkTimes), r.FinishReason))
+				}
+			}
+			if strings.Join(got[0], "\n") != strings.Join(got[1], "\n") {
+				t.Fatalf("records differ:\nnet/http:\n%s\nh1:\n%s", strings.Join(got[0], "\n"), strings.Join(got[1], "\n"))
+			}
+			t.Logf("%s: %s", f, got[1][0])
+		})
+	}
 }
