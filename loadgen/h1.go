@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
@@ -200,6 +201,11 @@ type h1Conn struct {
 	buf   []byte // 读缓冲区，buf[r:w] 是已读未用的数据
 	r, w  int
 	owner *exchange // 当前请求所属的 exchange（取中止原因用）
+	// 复用前存活检查（h1_unix.go）的状态：底层套接字、预先绑定的回调与结果
+	raw     syscall.RawConn
+	peekFn  func(fd uintptr) bool
+	peekOK  bool
+	peekBuf [1]byte
 
 	// 当前响应
 	status     int
