@@ -19,7 +19,10 @@ type Target struct {
 	// Tokenizer 在服务端没有 POST /tokenize 时用于校准数据集长度（例如 LoadHFTokenizer
 	// 读入的 tokenizer.json）；为 nil 时退回 internal/tokenize 的估算。
 	Tokenizer TokenCounter
-	// Client 为 nil 时，Run 为本次运行创建一个按最大并发调优连接池的客户端。
+	// Client 为 nil 时，Run 为本次运行创建一个按最大并发调优连接池的客户端；这时若全部
+	// BaseURLs 都是明文 http:// 且环境变量不要求代理，生成请求改走专用的 HTTP/1.1 传输
+	// （与 net/http 等价、省去其后台 goroutine 与头部 map，见 docs/loadgen.md）。提供了 Client
+	// 时所有请求都经它发出。
 	Client *http.Client
 }
 
