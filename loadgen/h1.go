@@ -858,7 +858,10 @@ func (x *exchange) h1RoundTrip(ctx context.Context, t *h1Target, deadline time.T
 		if err := ctx.Err(); err != nil {
 			return nil, &url.Error{Op: "Post", URL: t.url, Err: err}
 		}
-		c := p.get(t.addr)
+		var c *h1Conn
+		if attempt == 0 {
+			c = p.get(t.addr) // 重发总是用新拨的连接
+		}
 		reused := c != nil
 		if reused && !c.alive() {
 			c.close()
