@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // TestConstructorErrorsWrapErrConfig 检查构造参数写错（不只是 Config.Validate）时，
@@ -13,9 +14,9 @@ import (
 func TestConstructorErrorsWrapErrConfig(t *testing.T) {
 	src := accuracy.SampleData()
 	cases := map[string]error{}
-	_, cases["chat base url"] = accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: "localhost:8000/v1", Model: "m"})
-	_, cases["chat model"] = accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: "http://x/v1"})
-	_, cases["chat negative"] = accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: "http://x/v1", Model: "m", MaxTokens: -1})
+	_, cases["chat base url"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"localhost:8000/v1"}, Model: "m"}})
+	_, cases["chat model"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}}})
+	_, cases["chat negative"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}, Model: "m"}, MaxTokens: -1})
 	_, cases["gpqa"] = accuracy.NewGPQA(src, accuracy.GPQAOptions{NRepeats: -1})
 	_, cases["mmlu"] = accuracy.NewMMLU(src, accuracy.MMLUOptions{NumExamples: -1})
 	_, cases["mgsm"] = accuracy.NewMGSM(src, accuracy.MGSMOptions{NumExamplesPerLang: -1})

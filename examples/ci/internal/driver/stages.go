@@ -59,8 +59,7 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 
 // functionalTarget 把场景与部署端点转换为功能测试的被测服务。
 func functionalTarget(sc *matrix.Scenario, ep deploy.Endpoint) functional.Target {
-	target := functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, ReasoningKeys: sc.Reasoning.Keys,
-		Capabilities: map[functional.Capability]functional.Support{}}
+	target := functional.Target{Endpoint: ep, ReasoningKeys: sc.Reasoning.Keys, Capabilities: map[functional.Capability]functional.Support{}}
 	// 场景的能力声明决定“拒绝”的结论（skip / unsupported / 失败）；矩阵加载时已校验。
 	for k, v := range sc.Capabilities {
 		target.Capabilities[functional.Capability(k)] = functional.Support(v)
@@ -75,7 +74,7 @@ func functionalTarget(sc *matrix.Scenario, ep deploy.Endpoint) functional.Target
 // <scenario>/perf/<档位名>/，汇总行交给 report 参与性能门禁。
 func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.Endpoint) error {
 	sc := p.Scenario
-	target := loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: sc.Name}
+	target := loadgen.Target{Endpoint: ep, Provider: sc.Name}
 	var errs []error
 	for _, np := range p.Perf.Profiles {
 		prof := np.Profile.Defaults()
@@ -201,14 +200,14 @@ func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy
 			extDir = filepath.Join(dir, na.Name)
 		}
 		dir := path.Join(sc.Name, string(report.StageAccuracy), na.Name)
-		res, runErr := accuracy.RunStage(ctx, na.Config, accuracy.Target{BaseURL: ep.BaseURL(), Model: ep.Model, APIKey: ep.APIKey}, accuracy.StageOptions{
-			Emulated:    d.emulated(sc),
-			CacheDir:    d.accuracyCache(),
-			HTTPClient:  d.o.AccuracyHTTPClient,
-			Create:      func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) },
-			ExternalDir: extDir,
-			Logs:        logs,
-			Now:         d.now,
+		res, runErr := accuracy.RunStage(ctx, na.Config, accuracy.Target{Endpoint: ep}, accuracy.StageOptions{
+			Emulated:       d.emulated(sc),
+			CacheDir:       d.accuracyCache(),
+			DownloadClient: d.o.AccuracyDownloadClient,
+			Create:         func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) },
+			ExternalDir:    extDir,
+			Logs:           logs,
+			Now:            d.now,
 		})
 		if logs != nil {
 			_ = logs.Close()
