@@ -28,4 +28,13 @@ func TestConstructorErrorsWrapErrConfig(t *testing.T) {
 			t.Errorf("%s: err = %v, want one wrapping accuracy.ErrConfig", name, err)
 		}
 	}
+	// 端点写错同时包装 endpoint.ErrInvalid，文本与 loadgen、functional 相同。
+	for _, name := range []string{"chat base url", "chat model"} {
+		if !errors.Is(cases[name], endpoint.ErrInvalid) {
+			t.Errorf("%s: err = %v, want one wrapping endpoint.ErrInvalid", name, cases[name])
+		}
+	}
+	if got := cases["chat base url"].Error(); got != `accuracy: chat: endpoint: base_urls[0] "localhost:8000/v1": invalid endpoint: no scheme (want http:// or https://)` {
+		t.Errorf("chat base url: %s", got)
+	}
 }

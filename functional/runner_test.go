@@ -238,6 +238,18 @@ func TestNewRunnerValidates(t *testing.T) {
 			t.Errorf("%s: NewRunner accepted invalid input", name)
 		}
 	}
+	// 端点写错时的文本与 loadgen、accuracy 相同（endpoint.Endpoint.Validate），可用 ErrInvalid 区分；
+	// Target.Validate 覆盖嵌入的 Endpoint.Validate，连能力名一起检查。
+	_, err := functional.NewRunner(functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1", "x:1/v1"}, Model: "m"}}, functional.Options{})
+	if !errors.Is(err, endpoint.ErrInvalid) || err.Error() != `functional: target: endpoint: base_urls[1] "x:1/v1": invalid endpoint: no scheme (want http:// or https://)` {
+		t.Errorf("bad second URL: %v", err)
+	}
+	if err := (functional.Target{Endpoint: ok.Endpoint, Features: []functional.Feature{"gpu"}}).Validate(); !errors.Is(err, functional.ErrUnknownFeature) {
+		t.Errorf("Validate skipped features: %v", err)
+	}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("valid target: %v", err)
+	}
 }
 
 // TestCatalogAddAndSelect 检查 Add 的校验与 Select 的匹配规则。

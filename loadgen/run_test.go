@@ -123,8 +123,13 @@ func TestRunRejectsBadInput(t *testing.T) {
 	if _, err := loadgen.Run(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{Model: "m"}}, good, nil); !errors.Is(err, loadgen.ErrInvalidTarget) {
 		t.Fatalf("no URL: %v", err)
 	}
-	if _, err := loadgen.Run(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"ftp://x"}, Model: "m"}}, good, nil); !errors.Is(err, loadgen.ErrInvalidTarget) {
+	_, err := loadgen.Run(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1", "ftp://x"}, Model: "m"}}, good, nil)
+	if !errors.Is(err, loadgen.ErrInvalidTarget) || !errors.Is(err, endpoint.ErrInvalid) ||
+		err.Error() != `loadgen: invalid target: endpoint: base_urls[1] "ftp://x": invalid endpoint: scheme "ftp" is not http or https` {
 		t.Fatalf("ftp URL: %v", err)
+	}
+	if _, err := loadgen.Run(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1"}}}, good, nil); !errors.Is(err, endpoint.ErrInvalid) {
+		t.Fatalf("no model: %v", err)
 	}
 	bad := good
 	bad.Backend = "grpc"

@@ -170,7 +170,7 @@ func selfRun(ctx context.Context, cfg emulator.Config, p loadgen.Profile, w io.W
 	}
 	defer dep.Teardown(context.Background())
 	ep := dep.Endpoint()
-	return selfRunTarget(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: ep.Model}, Provider: "emulator"}, p, w)
+	return selfRunTarget(ctx, loadgen.Target{Endpoint: ep, Provider: "emulator"}, p, w)
 }
 
 // selfRunTarget 对给定目标跑一组并计量进程 CPU 时间。
