@@ -4,7 +4,9 @@
 //
 // 典型用法（驱动 examples/ci 的调用顺序）：
 //
-//	run, _ := report.NewRun(root, report.RunTypePR, report.RunID(runID), time.Now(), report.WithRedactor(red))
+//	secrets := report.NewSecrets(os.Getenv("OPENAI_API_KEY")) // 运行时读到的每个密钥
+//	logw := secrets.Writer(os.Stderr)                          // 驱动日志同样脱敏
+//	run, _ := report.NewRun(root, report.RunTypePR, report.RunID(runID), time.Now(), report.WithSecrets(secrets))
 //	_ = run.AddScenario(report.ScenarioInfo{Name: "emu", Model: "m"})
 //	logs, _ := run.ScenarioDir("emu", report.StageLogs) // 交给 Deployment.ArchiveLogs
 //	_ = run.RecordFunctional("emu", rep)
@@ -18,7 +20,8 @@
 // 产物目录为 root/<run_type>/<run_id>/<scenario>/{functional,perf,accuracy,logs}；
 // 每次记录立即以"临时文件 + 重命名"的方式落盘，崩溃不会丢失已记录的内容，
 // 同一 run_id 可被重新打开（分阶段的 CI job 依赖这一点）。写出的一切都先经
-// internal/redact 脱敏，Finish 还会对其他包直接写入目录的文件做一遍脱敏。
+// Secrets（运行时登记的密钥加内置规则）脱敏，Finish 还会对其他包直接写入目录的
+// 文件做一遍脱敏；驱动用同一个 Secrets 的 Writer 包装自己的日志。
 //
 // 门禁只根据已有数据下结论：没有基线时明确记为 no_baseline，不会凭空构造，
 // 也不算通过的比较。退出码：0 没有门禁失败，1 至少一个门禁失败（见 ExitCode）。

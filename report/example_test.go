@@ -23,7 +23,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	run.Redactor().Add("key-read-from-env") // 运行时读到的 API Key
+	run.Secrets().Add("key-read-from-env") // 运行时读到的 API Key
 	_ = run.AddScenario(report.ScenarioInfo{Name: "emu", Model: "m", Deploy: "emulator"})
 	logs, _ := run.ScenarioDir("emu", report.StageLogs) // 交给 Deployment.ArchiveLogs
 	rel, _ := filepath.Rel(root, logs)
@@ -51,4 +51,36 @@ func Example() {
 	// perf/in128-out128-c4-openai-chat/qps         pass     qps +0.0% vs baseline
 	// perf/in128-out128-c4-openai-chat/fail_rate   pass     fail rate 0.00% ≤ 5.00%
 	// exit code: 1 <nil>
+}
+
+// ExampleSecrets 展示驱动如何在发出第一个请求之前登记运行时读到的密钥，
+// 并用同一个 Secrets 包装自己的日志、再交给 NewRun：日志与产物遮住同一组密钥，
+// 无论它以原文、base64（basic auth 实际发送的 "user:pass"）还是 URL 转义出现，
+// 也无论它被切在几次 Write 之间。
+func ExampleSecrets() {
+	secrets := report.NewSecrets()
+	secrets.Add("key-from-env+123")         // 场景的 API Key（os.Getenv 读到的值）
+	secrets.AddBasicAuth("pgw", "pgw-pass") // Pushgateway 的 basic auth
+
+	logw := secrets.Writer(os.Stdout) // 例如 slog.NewTextHandler(logw, nil)
+	fmt.Fprint(logw, "GET /v1/models?key=key-from-env%2B123\n")
+	fmt.Fprint(logw, "server said: Authorization: Basic cGd3On")
+	fmt.Fprint(logw, "Bndy1wYXNz\n")
+	fmt.Fprint(logw, "retrying with key-from-")
+	fmt.Fprint(logw, "env+123 at http://admin:pw@10.0.0.1:8000/v1")
+	_ = logw.Close() // 写出最后一行（不带换行）；不关闭 os.Stdout
+	fmt.Println()
+
+	fmt.Println(secrets.Redact(`error body: {"echo":"cGd3OnBndy1wYXNz"}`))
+
+	root, _ := os.MkdirTemp("", "artifacts")
+	defer os.RemoveAll(root)
+	run, _ := report.NewRun(root, report.RunTypePR, "1", time.Now(), report.WithSecrets(secrets))
+	fmt.Println(run.Secrets() == secrets)
+	// Output:
+	// GET /v1/models?key=[REDACTED]
+	// server said: Authorization: Basic [REDACTED]
+	// retrying with [REDACTED] at http://[REDACTED]@10.0.0.1:8000/v1
+	// error body: {"echo":"[REDACTED]"}
+	// true
 }

@@ -28,10 +28,10 @@ func TestNoSecretInAnyArtifact(t *testing.T) {
 	const bearer = "bearerTOKENvalue123456"
 	secrets := []string{apiKey, urlPass, kubeToken, keyData, bearer}
 
-	red := redact.New()
+	red := report.NewSecrets()
 	red.Add(apiKey)
 	root := t.TempDir()
-	run, err := report.NewRun(root, report.RunTypeDaily, "20261122-1", t0, report.WithCommit("c0ffee", "main"), report.WithRedactor(red))
+	run, err := report.NewRun(root, report.RunTypeDaily, "20261122-1", t0, report.WithCommit("c0ffee", "main"), report.WithSecrets(red))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestNoSecretInAnyArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw := red.NewWriter(lf)
+	lw := red.Writer(lf)
 	for i := range 50 {
 		fmt.Fprintf(lw, "step %d key=%s", i, apiKey[:7])
 		fmt.Fprintf(lw, "%s url %s\n", apiKey[7:], baseURL)

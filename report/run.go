@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/functional"
-	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/runtype"
 )
@@ -69,12 +68,13 @@ func WithCommit(commit, branch string) Option {
 	return func(r *Run) { r.res.Commit, r.res.Branch = commit, branch }
 }
 
-// WithRedactor 指定脱敏器（通常已 Add 过运行时读取的 API Key）。
-// 未指定时使用只含内置规则的 redact.New()。
-func WithRedactor(red *redact.Redactor) Option {
+// WithSecrets 指定本次运行的脱敏器（通常已 Add 过运行时读取的 API Key 与推送凭据）；
+// 驱动用同一个 Secrets 包装自己的日志，产物与日志遮住的是同一组密钥。
+// 未指定（或为 nil）时使用只含内置规则的新 Secrets，可经 Run.Secrets 补登记。
+func WithSecrets(s *Secrets) Option {
 	return func(r *Run) {
-		if red != nil {
-			r.red = red
+		if s != nil {
+			r.sec = s
 		}
 	}
 }
@@ -88,7 +88,7 @@ func WithRedactor(red *redact.Redactor) Option {
 // 并发：方法内部加锁，可被多个 goroutine 同时调用。
 type Run struct {
 	dir string
-	red *redact.Redactor
+	sec *Secrets
 
 	mu       sync.Mutex
 	res      Result
@@ -121,7 +121,7 @@ func NewRun(root string, runType runtype.Type, runID RunID, now time.Time, opts 
 	}
 	r := &Run{
 		dir:   filepath.Join(root, string(runType), string(runID)),
-		red:   redact.New(),
+		sec:   &Secrets{},
 		clean: map[string]fileStamp{},
 		infos: map[string]Scenario{},
 		res: Result{
@@ -163,9 +163,9 @@ func NewRun(root string, runType runtype.Type, runID RunID, now time.Time, opts 
 // Dir 返回运行目录的路径（root/<run_type>/<run_id>）。
 func (r *Run) Dir() string { return r.dir }
 
-// Redactor 返回本次运行使用的脱敏器，驱动用它包装日志输出
-// （r.Redactor().NewWriter(f)），并登记运行时读到的密钥。
-func (r *Run) Redactor() *redact.Redactor { return r.red }
+// Secrets 返回本次运行使用的脱敏器：驱动用它包装日志输出
+// （r.Secrets().Writer(f)），并登记运行时读到的密钥。
+func (r *Run) Secrets() *Secrets { return r.sec }
 
 // Result 返回当前结果的副本（切片为浅拷贝，调用方不应修改其元素）。
 func (r *Run) Result() Result {
@@ -266,7 +266,7 @@ func (r *Run) RecordError(scenario string, stage Stage, err error) error {
 	if e := checkName("stage", string(stage)); e != nil {
 		return e
 	}
-	msg := r.red.String(err.Error())
+	msg := r.sec.Redact(err.Error())
 	return r.record(scenario, func(sc *Scenario) string {
 		sc.Errors = append(sc.Errors, StageError{Stage: stage, Message: msg})
 		return errorsFile(stage)
@@ -284,7 +284,7 @@ func (r *Run) RecordInterrupted(scenario string, stage Stage, err error) error {
 	if e := checkName("stage", string(stage)); e != nil {
 		return e
 	}
-	msg := r.red.String(err.Error())
+	msg := r.sec.Redact(err.Error())
 	return r.record(scenario, func(sc *Scenario) string {
 		sc.Errors = append(sc.Errors, StageError{Stage: stage, Message: msg, Interrupted: true})
 		return errorsFile(stage)
@@ -297,7 +297,7 @@ func (r *Run) RecordStage(scenario string, st StageResult) error {
 	if e := checkName("stage", string(st.Stage)); e != nil {
 		return e
 	}
-	st.Reason = r.red.String(st.Reason)
+	st.Reason = r.sec.Redact(st.Reason)
 	st.Started = st.Started.UTC()
 	return r.record(scenario, func(sc *Scenario) string {
 		for i := range sc.Stages {
@@ -435,7 +435,7 @@ func (r *Run) writeFileLocked(rel string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicWrite(abs, bytes.NewReader(r.red.Bytes(data)), nil); err != nil {
+	if err := atomicWrite(abs, bytes.NewReader(r.sec.RedactBytes(data)), nil); err != nil {
 		return fmt.Errorf("report: write %s: %w", rel, err)
 	}
 	r.markCleanLocked(abs)
@@ -504,7 +504,7 @@ func (r *Run) Create(rel string) (io.WriteCloser, error) {
 	done := make(chan error, 1)
 	go func() {
 		// 该 goroutine 由 Close 等待结束：管道读端读到 EOF 后 atomicWrite 返回。
-		err := atomicWrite(abs, pr, func(w io.Writer) io.WriteCloser { return r.red.NewWriter(w) })
+		err := atomicWrite(abs, pr, func(w io.Writer) io.WriteCloser { return r.sec.Writer(w) })
 		_ = pr.CloseWithError(err)
 		done <- err
 	}()
@@ -608,7 +608,7 @@ func (r *Run) redactTreeLocked(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("report: redact %s: %w", p, err)
 		}
-		err = atomicWrite(p, f, func(w io.Writer) io.WriteCloser { return r.red.NewWriter(w) })
+		err = atomicWrite(p, f, func(w io.Writer) io.WriteCloser { return r.sec.Writer(w) })
 		_ = f.Close()
 		if err != nil {
 			return fmt.Errorf("report: redact %s: %w", p, err)

@@ -173,7 +173,7 @@ func TestNamesRejected(t *testing.T) {
 // TestCreateStreamsAtomically 检查 Create 的文件在 Close 之前不可见，
 // Close 之后完整且已脱敏（密钥被切在两次 Write 之间也一样）。
 func TestCreateStreamsAtomically(t *testing.T) {
-	run, err := report.NewRun(t.TempDir(), "pr", "1", t0, report.WithRedactor(redact.New("SeCrEt-VaLuE-42")))
+	run, err := report.NewRun(t.TempDir(), "pr", "1", t0, report.WithSecrets(report.NewSecrets("SeCrEt-VaLuE-42")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestPrune(t *testing.T) {
 // 自定义阶段的错误能被重新装配，且用已取消的 ctx 调用 Finish 时仍完成脱敏。
 func TestConcurrentRecordsAndCancelledFinish(t *testing.T) {
 	root := t.TempDir()
-	run, err := report.NewRun(root, "pr", "conc", t0, report.WithRedactor(redact.New("TOPSECRET-123")))
+	run, err := report.NewRun(root, "pr", "conc", t0, report.WithSecrets(report.NewSecrets("TOPSECRET-123")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,7 @@ echo "==> coverage per package (library packages need >= ${min_cover}%)"
 printf '%-50s %10s  %s\n' PACKAGE COVERAGE NOTE
 low=()
 while read -r pkg; do
+	nostmt=""
 	rel="${pkg#"$module"}"
 	rel="${rel#/}"
 	[ -n "$rel" ] || rel="."
@@ -75,6 +76,9 @@ while read -r pkg; do
 	cov="$(sed -nE 's/.*coverage: ([0-9.]+)% of statements.*/\1/p' <<<"$line")"
 	if [ -z "$cov" ]; then
 		if grep -q "no test files" <<<"$line"; then cov="0.0"; else cov="-"; fi
+		# 只有类型与常量、没有一条可执行语句的包（如 deploy/kube/spec）没有可覆盖的东西：
+		# 记为 100%，而不是因为"没有测试文件"被算作 0%。
+		if [ "$cov" = "0.0" ] && ! grep -qE '^func ' $(go list -f '{{range .GoFiles}}{{$.Dir}}/{{.}} {{end}}' "$pkg"); then cov="100.0"; nostmt=" (no statements)"; fi
 	fi
 	note=""
 	case "$rel" in
@@ -83,8 +87,12 @@ while read -r pkg; do
 		# 它主要由 deploy/kube 的集成测试驱动，按包统计的覆盖率不计入门槛。
 		note="test harness (not gated)"
 		;;
-	deploy | deploy/kube | functional | loadgen | accuracy | metrics | report | matrix | internal/*)
-		note="library"
+	examples/*)
+		# 参考程序与可靠性测试（main 包），由各自的测试驱动，不是库代码。
+		;;
+	*)
+		# 其余每个包都是库包（包括新加入的包）：不再逐个列名，免得新包漏出门槛。
+		note="library${nostmt}"
 		if [ "$cov" = "-" ] || awk -v c="$cov" -v m="$min_cover" 'BEGIN { exit !(c < m) }'; then
 			note="library: BELOW ${min_cover}%"
 			low+=("$rel (${cov}%)")

@@ -33,7 +33,6 @@ import (
 	"syscall"
 
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
-	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/report"
@@ -85,8 +84,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return report.ExitError
 	}
 
-	red := redact.New()
-	logw := red.NewWriter(stderr)
+	red := report.NewSecrets()
+	logw := red.Writer(stderr)
 	defer logw.Close()
 	level := slog.LevelInfo
 	if *verbose {
@@ -136,7 +135,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		BaselinePrometheus: *baseProm,
 		PushOptions:        metrics.Options{Prefix: *prefix},
 		Logger:             logger,
-		Redactor:           red,
+		Secrets:            red,
 		Out:                stdout,
 	}
 	// Pushgateway 凭据：PROM_PUSHGATEWAY_USERNAME/PASSWORD 或 PROM_PUSHGATEWAY_TOKEN。
@@ -163,8 +162,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 
 // printErr 把错误脱敏后写到 stderr，保证只有一个 "ci: " 前缀：驱动的错误自带前缀
 // （ErrConfig 为 "ci: invalid configuration"），其他包的错误由这里补上。
-func printErr(w io.Writer, red *redact.Redactor, err error) {
-	msg := red.String(err.Error())
+func printErr(w io.Writer, red *report.Secrets, err error) {
+	msg := red.Redact(err.Error())
 	if !strings.HasPrefix(msg, "ci: ") {
 		msg = "ci: " + msg
 	}

@@ -66,6 +66,12 @@ const secretKeys = `(?:api[_\-]?key|x-api-key|access[_\-]?token|refresh[_\-]?tok
 
 // defaultRules 返回内置规则。每次构造新切片，避免包级可变状态。
 func defaultRules() []rule {
+	// authValue 是 Authorization 规则的取值：已有的占位符整体算一个值（原样换回占位符），
+	// 否则是不以 "[" 开头、到空白或分隔符为止的一段。显式密钥先于规则被替换，再脱敏一次
+	// 已脱敏的文本（Finish 对其他包写出的文件再跑一遍）也常见；若占位符的 "[REDACTED"
+	// 被当成值，就会留下 "Basic [REDACTED]]"。分隔符后可选的 "[" 因此是惰性的（\[??）：
+	// 先试着把 "[REDACTED]" 整个当值，不行再把 "[" 当作 Go map / JSON 数组的括号。
+	authValue := `(?:` + regexp.QuoteMeta(Mask) + `|[^\s"'\\,;\[\]][^\s"'\\,;\]]*)`
 	return []rule{
 		// PEM 私钥块：整块替换（跨行，仅在整段文本中生效）。
 		{regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----`), []byte(Mask), anyOf("private key-----")},
@@ -76,10 +82,10 @@ func defaultRules() []rule {
 		// Python 的 (b'authorization', b'Basic …')、嵌在 JSON 字符串里的 \"…\"，因此分隔符
 		// 允许 : =（值前可有 [ 与带 b 前缀、反斜杠的引号）；逗号只在其后紧跟引号时算分隔符，
 		// 以免 "authorization, then …" 这样的句子被误伤。
-		{regexp.MustCompile(`(?i)(\bauthorization\\?["']?[ \t]*(?:[:=][ \t]*\[?[ \t]*(?:b?\\?["'])?|,[ \t]*b?\\?["']))((?:bearer|basic|token|digest)[ \t]+)?[^\s"'\\,;\]]+`), []byte("${1}${2}" + Mask), anyOf("authorization")},
+		{regexp.MustCompile(`(?i)(\bauthorization\\?["']?[ \t]*(?:[:=][ \t]*\[??[ \t]*(?:b?\\?["'])?|,[ \t]*b?\\?["']))((?:bearer|basic|token|digest)[ \t]+)?` + authValue), []byte("${1}${2}" + Mask), anyOf("authorization")},
 		// 没有分隔符的 "Authorization Basic …"：只在紧跟认证方案名时才替换，
 		// "authorization failed" 这类普通句子不受影响。
-		{regexp.MustCompile(`(?i)(\bauthorization[ \t]+(?:bearer|basic|token|digest)[ \t]+)[^\s"'\\,;\]]+`), []byte("${1}" + Mask), anyOf("authorization")},
+		{regexp.MustCompile(`(?i)(\bauthorization[ \t]+(?:bearer|basic|token|digest)[ \t]+)` + authValue), []byte("${1}" + Mask), anyOf("authorization")},
 		// 游离的 "Bearer xxx"（如 curl -H 的拼接或错误信息里）。
 		{regexp.MustCompile(`(?i)\b(bearer)[ \t]+[A-Za-z0-9\-._~+/]{8,}=*`), []byte("${1} " + Mask), anyOf("bearer")},
 		// 键值形式：api_key / apiKey / token / password / kubeconfig 的 *-data 等，

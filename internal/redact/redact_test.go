@@ -46,8 +46,13 @@ func TestStringPatterns(t *testing.T) {
 	}
 	r := redact.New()
 	for _, c := range cases {
-		if got := r.String(c.in); got != c.want {
+		got := r.String(c.in)
+		if got != c.want {
 			t.Errorf("String(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+		// 已脱敏的文本再脱敏一次不变（见 TestIdempotent）。
+		if again := r.String(got); again != got {
+			t.Errorf("not idempotent: String(%q) = %q", got, again)
 		}
 	}
 }
@@ -182,5 +187,30 @@ func TestWriterErrors(t *testing.T) {
 	}
 	if _, err := w2.Write([]byte("x")); !errors.Is(err, redact.ErrClosed) {
 		t.Fatalf("Write after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestIdempotent 钉住"已脱敏的文本再脱敏一次不变"：Finish 会对其他包已经脱敏过的
+// 文件再跑一遍，登记过的 basic auth 凭据先被显式替换、再被 Authorization 规则看到时，
+// 规则曾把占位符本身当成值（它的取值字符集排除 "]" 却不排除 "["），留下
+// "Basic [REDACTED]]"。
+func TestIdempotent(t *testing.T) {
+	r := redact.New("dXNlcjpwYXNzd29yZA==", "plain-secret-1")
+	cases := []struct{ in, want string }{
+		{"Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic " + redact.Mask},
+		{"map[Authorization:[Basic dXNlcjpwYXNzd29yZA==]]", "map[Authorization:[Basic " + redact.Mask + "]]"},
+		{"authorization basic dXNlcjpwYXNzd29yZA== tail", "authorization basic " + redact.Mask + " tail"},
+		{"Authorization: plain-secret-1", "Authorization: " + redact.Mask},
+		{`{"Authorization":["Bearer plain-secret-1"]}`, `{"Authorization":["Bearer ` + redact.Mask + `"]}`},
+		{"Authorization: Bearer abcdefgh12345678", "Authorization: Bearer " + redact.Mask},
+	}
+	for _, c := range cases {
+		got := r.String(c.in)
+		if got != c.want {
+			t.Errorf("String(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+		if again := r.String(got); again != got {
+			t.Errorf("not idempotent: String(%q) = %q", got, again)
+		}
 	}
 }

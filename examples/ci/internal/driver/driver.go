@@ -24,7 +24,6 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/functional"
-	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/report"
@@ -77,17 +76,17 @@ type Options struct {
 	RequirePush bool
 	// PushAuth 携带 Pushgateway 的凭据与重试/超时等设置（basic auth 或 bearer token，
 	// 通常由 metrics.PushConfigFromEnv 从环境变量读出）；其中的 URL 与 Options 会被
-	// PushURL、PushOptions 覆盖。凭据会登记到 Redactor，不会出现在日志与产物中。
+	// PushURL、PushOptions 覆盖。凭据会登记到 Secrets，不会出现在日志与产物中。
 	PushAuth metrics.PushConfig
 	// PushOptions 是指标转换选项（前缀等）。
 	PushOptions metrics.Options
 	// Thresholds 是性能门禁阈值；零值取 report.DefaultThresholds。
 	Thresholds report.Thresholds
-	// Logger 接收进度日志；nil 时丢弃。调用方应让它写进 Redactor.NewWriter，
-	// 驱动会把运行时读到的密钥登记到 Redactor 中。
+	// Logger 接收进度日志；nil 时丢弃。调用方应让它写进 Secrets.Writer，
+	// 驱动会把运行时读到的密钥登记到 Secrets 中。
 	Logger *slog.Logger
-	// Redactor 是整个运行共用的脱敏器；nil 时新建一个。
-	Redactor *redact.Redactor
+	// Secrets 是整个运行共用的脱敏器（日志与产物遮住同一组密钥）；nil 时新建一个。
+	Secrets *report.Secrets
 	// Out 接收给人看的最终摘要；nil 时丢弃。
 	Out io.Writer
 	// Now 是时钟；nil 时取 time.Now。
@@ -142,7 +141,7 @@ type driver struct {
 	plans []matrix.ScenarioPlan
 	log   *slog.Logger
 	now   func() time.Time
-	red   *redact.Redactor
+	red   *report.Secrets
 	run   *report.Run
 	keys  map[string]string // 场景名 → API Key（只在内存中）
 	runID string
@@ -209,9 +208,9 @@ func newDriver(o Options) (*driver, error) {
 	if len(plans) == 0 {
 		return nil, fmt.Errorf("%w: matrix plans no scenario for run type %s", ErrConfig, o.RunType)
 	}
-	red := o.Redactor
+	red := o.Secrets
 	if red == nil {
-		red = redact.New()
+		red = report.NewSecrets()
 	}
 	d := &driver{o: o, m: m, plans: plans, log: log, now: o.Now, red: red, keys: map[string]string{}}
 	// Pushgateway 凭据在任何请求之前登记：basic auth 实际发送的是 base64("user:pass")，
@@ -273,7 +272,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	}
 	// 基线在本次运行开始前读取：本次运行自身（尚未完成）永远不会成为基线。
 	baselines := d.baselines()
-	run, err := report.NewRun(d.o.Artifacts, rt, report.RunID(d.runID), started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithRedactor(d.red))
+	run, err := report.NewRun(d.o.Artifacts, rt, report.RunID(d.runID), started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithSecrets(d.red))
 	if err != nil {
 		return Outcome{ExitCode: report.ExitError}, fmt.Errorf("ci: %w", err)
 	}
@@ -371,10 +370,10 @@ func (d *driver) baselines() report.BaselineSource {
 	if d.o.BaselinePrometheus != "" {
 		pb, err := metrics.NewPromBaseline(metrics.PromBaselineConfig{URL: d.o.BaselinePrometheus, Prefix: d.o.PushOptions.Prefix})
 		if err == nil {
-			d.log.Info("perf baselines from Prometheus", "url", d.red.String(d.o.BaselinePrometheus))
+			d.log.Info("perf baselines from Prometheus", "url", d.red.Redact(d.o.BaselinePrometheus))
 			return d.withFunctionalBaselines(report.MetricsBaselines(pb.Baseline))
 		}
-		d.log.Warn("prometheus baseline config invalid; falling back to artifacts", "err", d.red.String(err.Error()))
+		d.log.Warn("prometheus baseline config invalid; falling back to artifacts", "err", d.red.Redact(err.Error()))
 	}
 	root := d.o.BaselineArtifacts
 	if root == "" {
@@ -449,7 +448,7 @@ func (d *driver) skipScenario(p *matrix.ScenarioPlan, ctx context.Context) {
 
 // recordInterrupted 记录被中断的阶段（写入前由 report 脱敏）；它不是失败。
 func (d *driver) recordInterrupted(scenario string, stage report.Stage, err error) {
-	d.log.Warn("stage interrupted", "scenario", scenario, "stage", stage, "err", d.red.String(err.Error()))
+	d.log.Warn("stage interrupted", "scenario", scenario, "stage", stage, "err", d.red.Redact(err.Error()))
 	if rerr := d.run.RecordInterrupted(scenario, stage, err); rerr != nil {
 		d.log.Warn("record interruption failed", "scenario", scenario, "err", rerr)
 	}
@@ -476,7 +475,7 @@ func (d *driver) addScenario(p *matrix.ScenarioPlan) {
 
 // recordError 记录阶段错误（写入前由 report 脱敏）。
 func (d *driver) recordError(scenario string, stage report.Stage, err error) {
-	d.log.Error("stage failed", "scenario", scenario, "stage", stage, "err", d.red.String(err.Error()))
+	d.log.Error("stage failed", "scenario", scenario, "stage", stage, "err", d.red.Redact(err.Error()))
 	if rerr := d.run.RecordError(scenario, stage, err); rerr != nil {
 		d.log.Warn("record error failed", "scenario", scenario, "err", rerr)
 	}
@@ -510,7 +509,7 @@ func (d *driver) summarize(out Outcome, gates []report.Gate) {
 	sort.Strings(verdicts)
 	fmt.Fprintf(w, "gates: %s\n", strings.Join(verdicts, " "))
 	for _, g := range failed {
-		fmt.Fprintf(w, "  FAIL %s %s: %s\n", g.Scenario, g.Name, d.red.String(g.Reason))
+		fmt.Fprintf(w, "  FAIL %s %s: %s\n", g.Scenario, g.Name, d.red.Redact(g.Reason))
 	}
 	for _, sc := range res.Scenarios {
 		for _, c := range sc.Capacity {

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
-	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/report"
@@ -47,8 +46,8 @@ func TestDailyRunPushesWithBearerToken(t *testing.T) {
 	root := t.TempDir()
 	// 与 examples/ci 的 main 相同：日志经过整次运行共用的脱敏器写出。
 	var logs bytes.Buffer
-	red := redact.New()
-	logw := red.NewWriter(&logs)
+	red := report.NewSecrets()
+	logw := red.Writer(&logs)
 	for _, rt := range []matrix.RunType{matrix.RunPR, matrix.RunDaily} {
 		o := options(t, tree("emu"), rt, root)
 		o.PushURL = srv.URL
@@ -58,7 +57,7 @@ func TestDailyRunPushesWithBearerToken(t *testing.T) {
 			}
 			return ""
 		}, metrics.PushConfig{})
-		o.Redactor = red
+		o.Secrets = red
 		o.Logger = slog.New(slog.NewTextHandler(logw, nil))
 		out, err := driver.Run(context.Background(), o)
 		if err != nil || out.ExitCode != report.ExitOK {

@@ -168,7 +168,7 @@ func (d *driver) stage(ctx context.Context, rec *deploymentRecord, st report.Sta
 		if cause := context.Cause(sctx); sctx.Err() != nil && cause != nil && !errors.Is(err, cause) {
 			err = fmt.Errorf("%w (%v)", err, cause)
 		}
-		t.Error = d.red.String(err.Error())
+		t.Error = d.red.Redact(err.Error())
 		if d.interrupted() {
 			// 被中断的阶段没有做完，但也没有失败：不能凭空生成失败的门禁（退出码 130）。
 			t.Status = string(report.StageInterrupted)
@@ -228,7 +228,7 @@ func (d *driver) teardown(ctx context.Context, scenario string, dep deploy.Deplo
 	}
 	rec.Teardown = "ok"
 	if err := dep.Teardown(ctx); err != nil {
-		rec.Teardown = d.red.String(err.Error())
+		rec.Teardown = d.red.Redact(err.Error())
 		d.recordError(scenario, report.StageDeploy, fmt.Errorf("teardown: %w", err))
 	}
 	d.mark(rec, stageTiming{Stage: "teardown", Status: map[bool]string{true: "ok", false: "failed"}[rec.Teardown == "ok"], Started: start.UTC(), Duration: d.now().Sub(start).Seconds()})

@@ -317,7 +317,7 @@ func (d *driver) push(ctx context.Context) {
 	pcfg.URL, pcfg.Options = d.o.PushURL, d.o.PushOptions
 	pusher, err := metrics.NewPusher(pcfg)
 	if err != nil {
-		d.log.Error("pushgateway config invalid", "err", d.red.String(err.Error()))
+		d.log.Error("pushgateway config invalid", "err", d.red.Redact(err.Error()))
 		return
 	}
 	for _, sc := range d.run.Result().Scenarios {
