@@ -695,7 +695,7 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "real-server", APIKey: secret})
 	o := options(t, treeAcc("datasets: [{name: gpqa, threshold: 0.2}]\n", "emu"), matrix.RunPR, t.TempDir())
-	o.BaseURL, o.AccuracyHTTPClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), t.TempDir()
+	o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), t.TempDir()
 	out, err := driver.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
