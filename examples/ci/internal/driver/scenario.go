@@ -7,6 +7,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
@@ -200,11 +201,19 @@ func (d *driver) stageRed(scenario string, st report.Stage) bool {
 		case report.StageFunctional:
 			return sc.Functional != nil && sc.Functional.Count(functional.StatusFail)+sc.Functional.Count(functional.StatusCancelled) > 0
 		case report.StageAccuracy:
-			for _, a := range sc.Accuracy {
-				if a.Threshold != nil && a.Result.Score < *a.Threshold {
-					return true
-				}
-			}
+			return accuracyRed(sc.Accuracy)
+		}
+	}
+	return false
+}
+
+// accuracyRed 报告精度结果中是否有门禁不通过的数据集。判断只走 accuracy.Gate（与报告里的
+// 精度门禁同一个函数）：门禁指标（如 drop 的 f1_score）、max_error_rate、部分运行都算在内，
+// 驱动不另写一套比较。
+func accuracyRed(results []report.Accuracy) bool {
+	for _, a := range results {
+		if !accuracy.Gate(a.Spec(), a.Result).Pass {
+			return true
 		}
 	}
 	return false
