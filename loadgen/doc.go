@@ -23,5 +23,6 @@
 // metrics.SummaryWriter、metrics.ArtifactSink），它们实现本包的 RecordSink /
 // GroupSink。列的精确定义见 docs/loadgen.md。
 //
-// 本包不依赖 deploy：调用方把 deploy.Endpoint 转成 Target 传入。
+// 被测服务：Target 嵌入 endpoint.Endpoint（与 functional、accuracy 同一约定，见
+// endpoint 包文档），部署得到的端点原样放进 Target{Endpoint: ep}；本包不依赖 deploy。
 package loadgen

@@ -28,7 +28,7 @@ import (
 // goroutine 与头部 map。
 //
 // 只在与 net/http 完全等价的情况下使用（见 newH1Pool）：全部实例地址都是明文 http://、
-// 环境变量不要求代理（http.ProxyFromEnvironment）、调用方没有提供 Target.Client、地址里没有
+// 环境变量不要求代理（http.ProxyFromEnvironment）、调用方没有提供 Target.HTTPClient、地址里没有
 // 用户信息。其余情况（https、代理、自定义客户端）仍走 net/http。/tokenize、/metrics 与探测
 // 请求不在热路径上，始终走 net/http。
 //

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/hostile"
 )
 
@@ -617,7 +618,7 @@ func TestH1RunRoundRobin(t *testing.T) {
 		return true
 	}
 	a, b := startRaw(t, respond), startRaw(t, respond)
-	tgt := Target{BaseURLs: []string{strings.TrimSuffix(a.url, "/chat/completions"), strings.TrimSuffix(b.url, "/chat/completions")}, Model: "m"}
+	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{strings.TrimSuffix(a.url, "/chat/completions"), strings.TrimSuffix(b.url, "/chat/completions")}, Model: "m"}}
 	sink := &recSink{}
 	p := Profile{Backend: BackendChat, Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{8}}
 	sums, err := Run(context.Background(), tgt, p, sink)

@@ -69,16 +69,8 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if len(target.BaseURLs) == 0 {
-		return nil, fmt.Errorf("%w: no base URL", ErrInvalidTarget)
-	}
-	for _, u := range target.BaseURLs {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			return nil, fmt.Errorf("%w: base URL %q is not http(s)", ErrInvalidTarget, u)
-		}
-	}
-	if target.Model == "" {
-		return nil, fmt.Errorf("%w: empty model", ErrInvalidTarget)
+	if err := target.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidTarget, err)
 	}
 	slo, _ := ParseGoodput(p.Goodput) // 已在 Validate 中校验
 	r := &runner{t: target, p: p, slo: slo, sink: sink, pools: map[int]*promptPool{}, stream: *p.Stream, sh: sh}
@@ -94,7 +86,7 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 	for _, c := range p.Concurrency {
 		r.maxConc = max(r.maxConc, c)
 	}
-	r.client = target.Client
+	r.client = target.HTTPClient
 	if r.client == nil {
 		r.client = newHTTPClient(max(r.maxConc, 64), p.Timestamps == TimestampsKernel)
 		defer r.client.CloseIdleConnections()
@@ -106,7 +98,7 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 	for _, b := range target.BaseURLs {
 		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
 	}
-	if target.Client == nil {
+	if target.HTTPClient == nil {
 		r.h1 = newH1Pool(r.urls, target.APIKey, r.stream, p.Timestamps == TimestampsKernel, max(r.maxConc, 64)*2)
 		if r.h1 != nil {
 			defer r.h1.closeAll()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -23,7 +24,7 @@ import (
 func shardResults(t *testing.T, count int, idx ...int) string {
 	t.Helper()
 	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
-	tgt := loadgen.Target{BaseURLs: ep.BaseURLs, Model: "m", Provider: "emu"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
 	p := loadgen.Profile{Concurrency: []int{count * 2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10 * count}}
 	var buf bytes.Buffer
 	buf.WriteString("INFO: shard starting (a log line before the result)\n")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -22,7 +23,7 @@ func (s *rowSink) EndGroup(r loadgen.Summary) error { s.rows = append(s.rows, r)
 // 输出 token 数与档位一致，且每行都交给了汇总 CSV 的接收方。
 func TestRunShardedPerf(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
-	tgt := loadgen.Target{BaseURLs: ep.BaseURLs, Model: "m", Provider: "emu"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
 	prof := loadgen.Profile{Concurrency: []int{3, 6}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10, 20}}
 	sink := &rowSink{}
 	rows, err := runShardedPerf(context.Background(), tgt, prof, 3, sink)
