@@ -34,14 +34,17 @@ import (
 //
 // 与 net/http 相同的行为：请求头的内容与顺序（Host、User-Agent、Content-Length、Accept、
 // Authorization、Content-Type）；响应按 RFC 9112 分帧（chunked、Content-Length、读到关闭），
-// HTTP/1.0 响应（没有 keep-alive 时用完即关），跳过最多 5 个 1xx 中间响应；只有响应体被完整、
-// 干净地读完且服务端没有说 Connection: close 时连接才放回池中复用；复用的连接在收到任何响应
-// 字节之前就失败时，在新连接上重发一次（见 roundTrip）。错误的说明沿用 net/http 的形式
-// （Post "url": …），所以记录里的 Error 与类别和走 net/http 时一致。
+// HTTP/1.0 响应（没有 keep-alive 时用完即关），跳过 1xx 中间响应（与 net/http 一样按头部字节数
+// 而不是个数设限）；只有响应体被完整、干净地读完、服务端没有说 Connection: close、请求没有被
+// 中止时连接才放回池中复用，复用前用非阻塞的 MSG_PEEK 确认服务端没有关闭它或发来多余的字节；
+// 复用的连接在收到任何响应字节之前就失败时，在新拨的连接上重发一次（见 h1RoundTrip）。错误的
+// 说明沿用 net/http 的形式（Post "url": …），所以记录里的 Error 与类别和走 net/http 时一致。
 //
-// 截止时刻与取消：请求的 ctx（总超时、静默超时的带原因取消、运行取消）结束时，
-// context.AfterFunc 把连接的读写截止时刻设到过去，阻塞中的读写立即返回；之后这条连接不再复用。
-// 读到的错误换成 context.Cause，与 net/http 在 ctx 结束时给出的错误相同，由 exchange.fail 分类。
+// 截止时刻与取消：不建逐请求的 ctx。总超时与静默超时由每个 exchange 复用的定时器（reqWatch）
+// 负责，运行取消由每个 exchange 登记一次的 context.AfterFunc 负责；两者都经 h1abort 记下原因
+// （context.DeadlineExceeded、errIdle、context.Canceled）并把连接的读写截止时刻设到过去，阻塞中
+// 的读写立即返回、错误换成这个原因（与 net/http 在 ctx 结束时给出的相同），由 exchange.fail
+// 分类；被中止的连接不再复用。
 
 // maxHeaderBytes 是响应头（状态行 + 头部，以及 chunked 的 trailer）的字节上限。真实的 vLLM
 // 响应头不到 1 KiB；超过上限的响应记为 too_large，不会无限制地缓冲。net/http 那一路用同一个
