@@ -10,10 +10,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/vllm-cibench/cibench/endpoint"
 
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/internal/retry"
@@ -21,13 +24,13 @@ import (
 
 // ChatConfig 描述被测的 OpenAI 兼容服务与采样参数（对应参考命令行的
 // --url、--served-model-name、--max-tokens、--temperature）。
+//
+// 被测服务是嵌入的 endpoint.Endpoint（约定见 endpoint 包文档）：请求发往
+// BaseURL + "/chat/completions"，多个 BaseURLs 时按轮询分发、重试换到下一个实例；
+// APIKey 非空时以 Bearer 方式发送，不会出现在任何错误或日志中；HTTPClient 为 nil 时
+// 使用基于 http.DefaultTransport 的新客户端。由 Target 构造：ChatConfig{Endpoint: t.Endpoint, …}。
 type ChatConfig struct {
-	// BaseURL 形如 http://host:port/v1；请求发往 BaseURL + "/chat/completions"。
-	BaseURL string
-	// Model 是 served-model-name。
-	Model string
-	// APIKey 非空时以 Bearer 方式发送；不会出现在任何错误或日志中。
-	APIKey      string
+	endpoint.Endpoint
 	MaxTokens   int
 	Temperature float64
 	// SystemMessage 非空时作为 system 消息前置（参考实现的默认采样器没有）。
@@ -41,8 +44,6 @@ type ChatConfig struct {
 	Backoff time.Duration
 	// MaxBodyBytes 是响应体上限，0 取 DefaultMaxResponseBytes；超出记为 ErrBodyTooLarge。
 	MaxBodyBytes int64
-	// HTTPClient 为 nil 时使用 http.DefaultClient。
-	HTTPClient *http.Client
 }
 
 // HTTPError 是服务返回的非 2xx 响应；Body 只保留前 512 字节，且已脱敏（不含 API Key）。
@@ -149,20 +150,39 @@ var errDecode = errors.New("cannot decode response")
 // 参考实现对它计分）；content 为 null、没有 choices、其他任何异常都按 2**trial 秒
 // （1s、2s、4s……）退避后重试。参考实现无限重试，这里至多 Retries 次，用尽后返回
 // 错误，由 Run 以空回复计分。每个失败都同时作为错误返回，Run 把它计入 Errors。
+//
+// 多实例：第 k 次调用 Sample（从 0 数）的第一次尝试发往 BaseURLs[k mod n]，第 a 次重试
+// 发往 BaseURLs[(k+a) mod n]——请求均匀分到全部实例，一个实例的故障由下一个实例重试。
+// 由 Run 驱动时，每个实例收到与失败的尝试记在 EvalResult.Instances 中，每个回复来自
+// 哪个实例记在 SingleResult.Instances 中，被重试掩盖的实例故障因此仍然看得见。
 type ChatSampler struct {
-	cfg      ChatConfig
-	endpoint string
-	red      *redact.Redactor
+	cfg       ChatConfig
+	endpoints []string // 每个实例的 .../chat/completions
+	instances []string // 每个实例屏蔽凭据后的基础地址，写进结果
+	next      atomic.Uint64
+	red       *redact.Redactor
 }
 
-// NewChatSampler 校验配置并构造采样器。
+// attempt 是一次请求尝试：发往的实例下标与失败分类（成功时为空）。
+type attempt struct {
+	instance int
+	class    string
+}
+
+// tracer 是 ChatSampler 给 Run 的附加能力（以类型断言发现，Sampler 接口不变）：
+// 报告一次采样的每次尝试发往哪个实例、是否失败。
+type tracer interface {
+	instanceURLs() []string
+	sampleTraced(ctx context.Context, messages []Message) (string, []attempt, error)
+}
+
+var _ tracer = (*ChatSampler)(nil)
+
+// NewChatSampler 校验配置并构造采样器。端点写错时错误同时包装 ErrConfig 与
+// endpoint.ErrInvalid。
 func NewChatSampler(cfg ChatConfig) (*ChatSampler, error) {
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, optErrf("accuracy: chat: base URL %q must be an absolute http(s) URL", cfg.BaseURL)
-	}
-	if cfg.Model == "" {
-		return nil, optErrf("accuracy: chat: model (served-model-name) is required")
+	if err := cfg.Endpoint.Validate(); err != nil {
+		return nil, optWrap("accuracy: chat", err)
 	}
 	if cfg.MaxTokens < 0 || cfg.Timeout < 0 || cfg.Backoff < 0 || cfg.MaxBodyBytes < 0 {
 		return nil, optErrf("accuracy: chat: negative max_tokens/timeout/backoff/max_body_bytes")
@@ -175,10 +195,19 @@ func NewChatSampler(cfg ChatConfig) (*ChatSampler, error) {
 		cfg.MaxBodyBytes = DefaultMaxResponseBytes
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
+		cfg.HTTPClient = &http.Client{}
 	}
-	return &ChatSampler{cfg: cfg, endpoint: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions", red: newKeyRedactor(cfg.APIKey)}, nil
+	cfg.BaseURLs = slices.Clone(cfg.BaseURLs)
+	c := &ChatSampler{cfg: cfg, red: newKeyRedactor(cfg.APIKey)}
+	for _, b := range cfg.BaseURLs {
+		c.endpoints = append(c.endpoints, strings.TrimRight(b, "/")+"/chat/completions")
+		c.instances = append(c.instances, endpoint.RedactURL(b))
+	}
+	return c, nil
 }
+
+// instanceURLs 返回各实例屏蔽凭据后的基础地址（下标即 attempt.instance）。
+func (c *ChatSampler) instanceURLs() []string { return c.instances }
 
 // newKeyRedactor 返回认识 key 的各种编码（原文、Bearer 头、base64）的脱敏器。
 func newKeyRedactor(key string) *redact.Redactor {
@@ -220,17 +249,28 @@ type chatResponse struct {
 // Sample 发送请求并返回 choices[0].message.content。失败时返回的文本就是参考实现
 // 会计分的回复（400 为 BadRequestReply，其余为空串），同时返回错误供 Run 计数。
 func (c *ChatSampler) Sample(ctx context.Context, messages []Message) (string, error) {
+	text, _, err := c.sampleTraced(ctx, messages)
+	return text, err
+}
+
+// sampleTraced 是 Sample 的实现，另外返回每次尝试的实例与失败分类（按发生顺序）。
+func (c *ChatSampler) sampleTraced(ctx context.Context, messages []Message) (string, []attempt, error) {
 	if c.cfg.SystemMessage != "" {
 		messages = append([]Message{{Role: "system", Content: c.cfg.SystemMessage}}, messages...)
 	}
 	body, err := json.Marshal(chatRequest{Model: c.cfg.Model, Messages: messages, Temperature: c.cfg.Temperature, MaxTokens: c.cfg.MaxTokens})
 	if err != nil {
-		return "", fmt.Errorf("accuracy: chat: %w", err)
+		return "", nil, fmt.Errorf("accuracy: chat: %w", err)
 	}
+	n := uint64(len(c.endpoints))
+	first := c.next.Add(1) - 1
 	var text string
+	var tries []attempt
 	pol := retry.Policy{Retries: c.cfg.Retries, Backoff: c.cfg.Backoff}
-	attempts, werr := retry.Do(ctx, pol, func(int, bool) retry.Verdict {
-		text, err = c.once(ctx, body)
+	attempts, werr := retry.Do(ctx, pol, func(a int, _ bool) retry.Verdict {
+		inst := int((first + uint64(a)) % n)
+		text, err = c.once(ctx, c.endpoints[inst], body)
+		tries = append(tries, attempt{instance: inst, class: ErrorClass(err)})
 		var he *HTTPError
 		switch {
 		case err == nil, errors.As(err, &he) && he.StatusCode == http.StatusBadRequest, errors.Is(err, ErrEmptyReply), ctx.Err() != nil:
@@ -241,30 +281,33 @@ func (c *ChatSampler) Sample(ctx context.Context, messages []Message) (string, e
 	var he *HTTPError
 	switch {
 	case werr != nil:
-		return "", werr
+		return "", tries, werr
 	case err == nil:
-		return text, nil
+		return text, tries, nil
 	case errors.As(err, &he) && he.StatusCode == http.StatusBadRequest:
 		// simple-evals: except openai.BadRequestError → "No response (bad request)."
-		return BadRequestReply, err
+		return BadRequestReply, tries, err
 	case errors.Is(err, ErrEmptyReply):
 		// 参考实现只对 None 重试；空串照常返回并计分。
-		return "", err
+		return "", tries, err
 	case ctx.Err() != nil:
-		return "", ctx.Err()
+		return "", tries, ctx.Err()
 	}
-	return "", fmt.Errorf("accuracy: chat: giving up after %d attempts: %w", attempts, err)
+	if n > 1 {
+		return "", tries, fmt.Errorf("accuracy: chat: giving up after %d attempts (last on %s): %w", attempts, c.instances[tries[len(tries)-1].instance], err)
+	}
+	return "", tries, fmt.Errorf("accuracy: chat: giving up after %d attempts: %w", attempts, err)
 }
 
 // once 发送一次请求。响应体最多读 MaxBodyBytes 字节，超出即 ErrBodyTooLarge：
 // 内存由配置决定，而不是由服务决定。
-func (c *ChatSampler) once(ctx context.Context, body []byte) (string, error) {
+func (c *ChatSampler) once(ctx context.Context, url string, body []byte) (string, error) {
 	if c.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return "", fmt.Errorf("accuracy: chat: %w", err)
 	}

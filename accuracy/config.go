@@ -129,11 +129,22 @@ func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
 
 // optError 是构造参数（ChatConfig、各评测的 Options、数据源地址）写错的错误：
 // 文本与以前一样，同时 errors.Is(err, ErrConfig) 成立，调用方不必解析文本就能
-// 区分"配置写错"与运行期失败。
-type optError struct{ msg string }
+// 区分"配置写错"与运行期失败。err 非 nil 时它也在错误链上（如 endpoint.ErrInvalid）。
+type optError struct {
+	msg string
+	err error
+}
 
 // Error 返回原样的说明。
 func (e *optError) Error() string { return e.msg }
+
+// Unwrap 返回被包装的原因（可能为 nil）。
+func (e *optError) Unwrap() error { return e.err }
+
+// optWrap 以 prefix 包装 err 构造 *optError，err 留在错误链上。
+func optWrap(prefix string, err error) error {
+	return &optError{msg: prefix + ": " + err.Error(), err: err}
+}
 
 // Is 让 errors.Is(err, ErrConfig) 成立。
 func (e *optError) Is(target error) bool { return target == ErrConfig }

@@ -14,6 +14,9 @@
 // Config.Gate 按阈值给出通过/失败。OpenCompass、MME 等外部评测通过
 // Evaluator 接口与 Subprocess 适配器接入。
 //
+// 被测服务（Target、ChatConfig）嵌入 endpoint.Endpoint，约定见 endpoint 包文档；
+// 多实例部署的全部 BaseURLs 都被评测（轮询，重试换到下一个实例，见 ChatSampler）。
+//
 // 本包不读取环境变量或命令行参数，不向 stderr 写任何东西；数据集经
 // Source（fs.FS 目录或带磁盘缓存的 HTTP）读取。
 package accuracy

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // TestConstructorErrorsWrapErrConfig 检查构造参数写错（不只是 Config.Validate）时，
@@ -13,9 +14,9 @@ import (
 func TestConstructorErrorsWrapErrConfig(t *testing.T) {
 	src := accuracy.SampleData()
 	cases := map[string]error{}
-	_, cases["chat base url"] = accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: "localhost:8000/v1", Model: "m"})
-	_, cases["chat model"] = accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: "http://x/v1"})
-	_, cases["chat negative"] = accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: "http://x/v1", Model: "m", MaxTokens: -1})
+	_, cases["chat base url"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"localhost:8000/v1"}, Model: "m"}})
+	_, cases["chat model"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}}})
+	_, cases["chat negative"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}, Model: "m"}, MaxTokens: -1})
 	_, cases["gpqa"] = accuracy.NewGPQA(src, accuracy.GPQAOptions{NRepeats: -1})
 	_, cases["mmlu"] = accuracy.NewMMLU(src, accuracy.MMLUOptions{NumExamples: -1})
 	_, cases["mgsm"] = accuracy.NewMGSM(src, accuracy.MGSMOptions{NumExamplesPerLang: -1})
@@ -26,5 +27,14 @@ func TestConstructorErrorsWrapErrConfig(t *testing.T) {
 		if err == nil || !errors.Is(err, accuracy.ErrConfig) {
 			t.Errorf("%s: err = %v, want one wrapping accuracy.ErrConfig", name, err)
 		}
+	}
+	// 端点写错同时包装 endpoint.ErrInvalid，文本与 loadgen、functional 相同。
+	for _, name := range []string{"chat base url", "chat model"} {
+		if !errors.Is(cases[name], endpoint.ErrInvalid) {
+			t.Errorf("%s: err = %v, want one wrapping endpoint.ErrInvalid", name, cases[name])
+		}
+	}
+	if got := cases["chat base url"].Error(); got != `accuracy: chat: endpoint: base_urls[0] "localhost:8000/v1": invalid endpoint: no scheme (want http:// or https://)` {
+		t.Errorf("chat base url: %s", got)
 	}
 }

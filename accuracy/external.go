@@ -14,15 +14,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
-// Target 是被测服务的最小描述；不依赖 deploy 包，以保持本包独立。
+// Target 是被测服务：嵌入的 endpoint.Endpoint（地址、模型、密钥、HTTP 客户端，约定见
+// endpoint 包文档）。部署得到的端点原样放进来：Target{Endpoint: ep}；本包因此不依赖 deploy。
+//
+// 本包对嵌入字段的用法：内置评测（RunStage、ChatSampler）把请求按轮询分发到全部
+// BaseURLs，重试换到下一个实例；外部评测得到主地址 {base_url} 与全部地址 {base_urls}
+// （见 ExternalConfig）。APIKey 以 Bearer 方式发给服务，对外部评测只经环境变量
+// OPENAI_API_KEY 传给子进程，不出现在命令行中。HTTPClient 只用于请求模型（下载数据集用
+// StageOptions.DownloadClient），nil 时使用基于 http.DefaultTransport 的新客户端。
 type Target struct {
-	// BaseURL 形如 http://host:port/v1。
-	BaseURL string
-	Model   string
-	// APIKey 只经环境变量 OPENAI_API_KEY 传给子进程，不出现在命令行中。
-	APIKey string
+	endpoint.Endpoint
 }
 
 // Evaluator 是外部评测工具（OpenCompass、MME……）的扩展点：对目标服务运行一次
@@ -34,9 +39,11 @@ type Evaluator interface {
 // ExternalConfig 在 YAML 中描述一个子进程评测：运行什么命令、带哪些环境变量、
 // 结果写在哪里、如何从结果文件读出分数。
 //
-// command、env 的值与 result_file 支持占位符 {base_url}、{model}、{out_dir}；
-// 子进程还会得到 CIBENCH_BASE_URL、CIBENCH_MODEL、CIBENCH_OUT_DIR 与
-// OPENAI_API_KEY（若有）环境变量。
+// command、env 的值与 result_file 支持占位符 {base_url}（主地址，即第一个实例）、
+// {base_urls}（全部实例地址，以逗号分隔，单实例时与 {base_url} 相同）、{model}、{out_dir}；
+// 子进程还会得到 CIBENCH_BASE_URL、CIBENCH_BASE_URLS、CIBENCH_MODEL、CIBENCH_OUT_DIR 与
+// OPENAI_API_KEY（若有）环境变量。能把请求分到多个地址的评测工具用 {base_urls}，
+// 只认一个地址的用 {base_url}（那时只有主实例被评测）。
 type ExternalConfig struct {
 	// Name 是评测工具名（如 opencompass、mme）。
 	Name string `yaml:"name"`
@@ -138,7 +145,7 @@ func NewSubprocess(cfg ExternalConfig, outDir string, logs io.Writer) (*Subproce
 
 // expand 替换占位符。
 func (s *Subprocess) expand(v string, t Target) string {
-	return strings.NewReplacer("{base_url}", t.BaseURL, "{model}", t.Model, "{out_dir}", s.outDir).Replace(v)
+	return strings.NewReplacer("{base_urls}", strings.Join(t.BaseURLs, ","), "{base_url}", t.BaseURL(), "{model}", t.Model, "{out_dir}", s.outDir).Replace(v)
 }
 
 // Evaluate 运行命令，等待退出，再从结果文件读出分数。命令非零退出即失败。
@@ -161,7 +168,8 @@ func (s *Subprocess) Evaluate(ctx context.Context, t Target) (EvalResult, error)
 	if s.cfg.Dir != "" {
 		cmd.Dir = s.expand(s.cfg.Dir, t)
 	}
-	env := append(os.Environ(), "CIBENCH_BASE_URL="+t.BaseURL, "CIBENCH_MODEL="+t.Model, "CIBENCH_OUT_DIR="+s.outDir)
+	env := append(os.Environ(), "CIBENCH_BASE_URL="+t.BaseURL(), "CIBENCH_BASE_URLS="+strings.Join(t.BaseURLs, ","),
+		"CIBENCH_MODEL="+t.Model, "CIBENCH_OUT_DIR="+s.outDir)
 	if t.APIKey != "" {
 		env = append(env, "OPENAI_API_KEY="+t.APIKey)
 	}

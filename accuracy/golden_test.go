@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // update 为 true 时重写 testdata/golden 下的期望输出。
@@ -55,7 +56,7 @@ func python3OrSkip(t *testing.T) string {
 // 结果 JSON 与 JSONL 和 golden 文件逐字节比较。
 func TestScriptedServerGolden(t *testing.T) {
 	base := newScriptedServer(t, &scriptedModel{})
-	sampler, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: base, Model: "scripted", MaxTokens: 128, Temperature: 0.6, Timeout: 10 * time.Second, Retries: -1})
+	sampler, err := accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}, MaxTokens: 128, Temperature: 0.6, Timeout: 10 * time.Second, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

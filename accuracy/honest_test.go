@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // sampleFileServer 用内置样例文件充当数据下载服务，记录每个被请求的路径。
@@ -62,8 +63,8 @@ func TestNoDatasetConfiguredNeverScoresSyntheticData(t *testing.T) {
 		return nil, errors.New("network disabled in test")
 	})}
 	cfg := accuracy.Config{Debug: true, Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2)}}}
-	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{BaseURL: base, Model: "scripted"},
-		accuracy.StageOptions{HTTPClient: offline, CacheDir: t.TempDir()})
+	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}},
+		accuracy.StageOptions{DownloadClient: offline, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestDownloadOnceIntoCacheAndRecordSource(t *testing.T) {
 	cfg := accuracy.Config{Debug: true, DatasetURL: files.URL + "/se/", CacheDir: cache,
 		Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2), MaxErrorRate: ptr(0)}, {Name: "drop", Threshold: ptr(0.1)}}}
 	for run := 0; run < 2; run++ {
-		res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{BaseURL: base, Model: "scripted"}, accuracy.StageOptions{})
+		res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{})
 		if err != nil || len(res.Errors) != 0 || len(res.Results) != 2 {
 			t.Fatalf("run %d: %v %v", run, err, res.Errors)
 		}
@@ -198,12 +199,12 @@ func TestDownloadFailuresNameFileAndPlace(t *testing.T) {
 func TestBuiltinSampleOnlyByNameAndOnlyOnEmulator(t *testing.T) {
 	base := newScriptedServer(t, &scriptedModel{})
 	cfg := accuracy.Config{Debug: true, Dataset: accuracy.BuiltinSample, Datasets: []accuracy.DatasetConfig{{Name: "gpqa"}}}
-	_, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{BaseURL: base, Model: "scripted"}, accuracy.StageOptions{})
+	_, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{})
 	var ce *accuracy.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "dataset" || !errors.Is(err, accuracy.ErrConfig) {
 		t.Fatalf("builtin against a real server: %v", err)
 	}
-	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{BaseURL: base, Model: "scripted"}, accuracy.StageOptions{Emulated: true})
+	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{Emulated: true})
 	if err != nil || len(res.Results) != 1 {
 		t.Fatalf("emulated: %v %+v", err, res)
 	}
@@ -261,7 +262,7 @@ func TestConfigRejectsGatesThatCannotFail(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
 	defer srv.Close()
 	_, err := accuracy.RunStage(context.Background(), accuracy.Config{Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(7.5)}}},
-		accuracy.Target{BaseURL: srv.URL + "/v1", Model: "m"}, accuracy.StageOptions{Source: accuracy.SampleData()})
+		accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}}, accuracy.StageOptions{Source: accuracy.SampleData()})
 	if !errors.Is(err, accuracy.ErrConfig) || calls.Load() != 0 {
 		t.Errorf("threshold 7.5: err=%v requests=%d", err, calls.Load())
 	}
@@ -410,7 +411,7 @@ func TestResponseBodyIsCapped(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s, _ := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1", Model: "m", MaxBodyBytes: 1 << 20, Retries: -1})
+	s, _ := accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}, MaxBodyBytes: 1 << 20, Retries: -1})
 	_, err := s.Sample(context.Background(), nil)
 	if !errors.Is(err, accuracy.ErrBodyTooLarge) || accuracy.ErrorClass(err) != "body_too_large" {
 		t.Fatalf("err=%v", err)
@@ -434,7 +435,7 @@ func TestAPIKeyNeverReachesArtifacts(t *testing.T) {
 	defer srv.Close()
 	var files memFiles
 	cfg := accuracy.Config{Debug: true, Retries: -1, MaxErrorRate: ptr(1), Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2)}}}
-	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{BaseURL: srv.URL + "/v1", Model: "m", APIKey: key},
+	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: key}},
 		accuracy.StageOptions{Source: accuracy.SampleData(), Create: files.create})
 	if err != nil || len(res.Results) != 1 || res.Results[0].Errors == 0 {
 		t.Fatalf("%v %+v", err, res)
@@ -480,8 +481,7 @@ func TestSilentServerIsTimeoutClass(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1", Model: "m", APIKey: "sk-canary-silent",
-		Timeout: 50 * time.Millisecond, Backoff: time.Millisecond})
+	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: "sk-canary-silent"}, Timeout: 50 * time.Millisecond, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

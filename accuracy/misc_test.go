@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // TestHTTPSourceCache 从 httptest 服务器下载数据文件，第二次命中磁盘缓存。
@@ -232,7 +233,7 @@ func TestConfigValidateAndGate(t *testing.T) {
 // 覆盖 JSON 路径、正则（OpenCompass 汇总 CSV、MME 文本）与失败路径。
 func TestSubprocessEvaluator(t *testing.T) {
 	script, _ := filepath.Abs("testdata/external/fake_eval.sh")
-	target := accuracy.Target{BaseURL: "http://127.0.0.1:1/v1", Model: "m1", APIKey: "sk-x"}
+	target := accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m1", APIKey: "sk-x"}}
 	cases := []struct {
 		name string
 		cfg  accuracy.ExternalConfig

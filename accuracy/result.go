@@ -111,6 +111,22 @@ type SingleResult struct {
 	Error          string `json:"error,omitempty"`
 	ErrorClass     string `json:"error_class,omitempty"`
 	FailedRequests int    `json:"failed_requests,omitempty"`
+	// Instances 与 Responses 一一对应：给出该回复（或最终失败）的实例地址（已屏蔽凭据）。
+	// 只在采样器把请求分到多个实例时填写（见 ChatSampler）。
+	Instances []string `json:"instances,omitempty"`
+}
+
+// InstanceStats 是一个实例（Target.BaseURLs 之一）在一次评测中收到的请求尝试。
+// 重试会换到下一个实例，所以一个实例的故障即使被别的实例上的重试挽回了结论，
+// 也在这里按分类留下记录，不会无声消失。
+type InstanceStats struct {
+	// BaseURL 是实例地址（已屏蔽 URL 中的凭据）。
+	BaseURL string `json:"base_url"`
+	// Attempts 是发往该实例的请求尝试数（含重试）；Failed 是其中失败的次数，
+	// FailedClasses 按 ErrorClass 计数。
+	Attempts      int            `json:"attempts"`
+	Failed        int            `json:"failed"`
+	FailedClasses map[string]int `json:"failed_classes,omitempty"`
 }
 
 // EvalResult 是一次评测的聚合结果，对应 simple-evals 的 EvalResult：
@@ -132,6 +148,9 @@ type EvalResult struct {
 	Requests     int            `json:"requests"`
 	Errors       int            `json:"errors"`
 	ErrorClasses map[string]int `json:"error_classes,omitempty"`
+	// Instances 按 BaseURLs 的顺序给出每个实例收到与失败的尝试数；只在采样器把请求分到
+	// 多个实例时填写（见 ChatSampler），单实例时与 Requests/Errors 重复，省略。
+	Instances []InstanceStats `json:"instances,omitempty"`
 	// Source 记录评分所用数据的来源与每个文件的 sha256。
 	Source   *DataSource `json:"source,omitempty"`
 	Started  time.Time   `json:"started"`

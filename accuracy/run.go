@@ -50,6 +50,14 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 	}
 	threads = min(threads, max(len(exs), 1))
 
+	var urls []string
+	if tr, ok := sampler.(tracer); ok && len(tr.instanceURLs()) > 1 {
+		urls = tr.instanceURLs()
+		res.Instances = make([]InstanceStats, len(urls))
+		for i, u := range urls {
+			res.Instances[i].BaseURL = u
+		}
+	}
 	results := make([]*scored, len(exs))
 	var (
 		mu   sync.Mutex
@@ -67,7 +75,7 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 			if runCtx.Err() != nil {
 				return nil
 			}
-			sr, err := runOne(runCtx, sampler, e, exs[i], opts.Redact)
+			sr, err := runOne(runCtx, sampler, e, exs[i], opts.Redact, urls)
 			if err != nil {
 				if runCtx.Err() != nil {
 					return nil
@@ -97,6 +105,17 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 				}
 				res.ErrorClasses[cls] += n
 			}
+			for _, a := range r.attempts {
+				is := &res.Instances[a.instance]
+				is.Attempts++
+				if a.class != "" {
+					is.Failed++
+					if is.FailedClasses == nil {
+						is.FailedClasses = map[string]int{}
+					}
+					is.FailedClasses[a.class]++
+				}
+			}
 		}
 	}
 	res.Examples = len(res.Singles)
@@ -112,23 +131,39 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 	return res, nil
 }
 
-// scored 是一个样本的评分结果加上只用于聚合的请求计数。
+// scored 是一个样本的评分结果加上只用于聚合的请求计数与（多实例时）每次尝试。
 type scored struct {
 	SingleResult
 	requests int
 	classes  map[string]int
+	attempts []attempt
 }
 
 // runOne 为一个样本取得全部回复并评分；ctx 取消时返回错误，样本不计入结果。
 // 采样失败时使用采样器返回的文本（ChatSampler 对 400 返回参考实现的固定回复，
-// 其余为空串）计分，并把失败计入本样本的 FailedRequests 与分类计数。
-func runOne(ctx context.Context, sampler Sampler, e Eval, ex Example, red func(string) string) (scored, error) {
+// 其余为空串）计分，并把失败计入本样本的 FailedRequests 与分类计数。urls 非空
+// （采样器分到多个实例）时还记下每次尝试的实例与每个回复来自哪个实例。
+func runOne(ctx context.Context, sampler Sampler, e Eval, ex Example, red func(string) string, urls []string) (scored, error) {
 	n := max(ex.Samples, 1)
 	responses := make([]string, n)
 	out := scored{requests: n}
+	var instances []string
 	var errText, errClass string
 	for i := 0; i < n; i++ {
-		text, err := sampler.Sample(ctx, ex.Messages)
+		var text string
+		var err error
+		if urls != nil {
+			var tries []attempt
+			text, tries, err = sampler.(tracer).sampleTraced(ctx, ex.Messages)
+			out.attempts = append(out.attempts, tries...)
+			last := ""
+			if len(tries) > 0 {
+				last = urls[tries[len(tries)-1].instance]
+			}
+			instances = append(instances, last)
+		} else {
+			text, err = sampler.Sample(ctx, ex.Messages)
+		}
 		if ctx.Err() != nil {
 			return scored{}, ctx.Err()
 		}
@@ -152,7 +187,7 @@ func runOne(ctx context.Context, sampler Sampler, e Eval, ex Example, red func(s
 	if err != nil {
 		return scored{}, err
 	}
-	sr.Error, sr.ErrorClass, sr.FailedRequests = errText, errClass, out.FailedRequests
+	sr.Error, sr.ErrorClass, sr.FailedRequests, sr.Instances = errText, errClass, out.FailedRequests, instances
 	out.SingleResult = sr
 	return out, nil
 }

@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // newSampler 构造指向 base 的采样器，重试退避取 1ms 以加快测试。
 func newSampler(t *testing.T, base string, retries int) *accuracy.ChatSampler {
 	t.Helper()
-	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: base, Model: "scripted", MaxTokens: 16, Temperature: 0.6,
-		Retries: retries, Backoff: time.Millisecond, Timeout: 5 * time.Second})
+	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}, MaxTokens: 16, Temperature: 0.6, Retries: retries, Backoff: time.Millisecond, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestNullContentAndBadJSON(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{BaseURL: srv.URL + "/v1/", Model: "m", APIKey: "sk-test", SystemMessage: "sys", Backoff: time.Millisecond, Retries: -1})
+	s, err := accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1/"}, Model: "m", APIKey: "sk-test"}, SystemMessage: "sys", Backoff: time.Millisecond, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,13 @@ func TestNullContentAndBadJSON(t *testing.T) {
 
 // TestChatConfigValidation 校验构造参数。
 func TestChatConfigValidation(t *testing.T) {
-	for _, c := range []accuracy.ChatConfig{{BaseURL: "localhost:8000/v1", Model: "m"}, {BaseURL: "http://x/v1"}, {BaseURL: "http://x/v1", Model: "m", Backoff: -1}} {
+	for _, c := range []accuracy.ChatConfig{
+		{Endpoint: endpoint.Endpoint{BaseURLs: []string{"localhost:8000/v1"}, Model: "m"}},
+		{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}}},
+		{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}, Model: "m"}, Backoff: -1},
+		{Endpoint: endpoint.Endpoint{Model: "m"}},
+		{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1", "ftp://y/v1"}, Model: "m"}},
+	} {
 		if _, err := accuracy.NewChatSampler(c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}

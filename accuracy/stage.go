@@ -35,8 +35,9 @@ type StageOptions struct {
 	Logs io.Writer
 	// Progress 在每个样本完成后调用（同一数据集内串行）。
 	Progress func(dataset string, done, total int)
-	// HTTPClient 用于请求模型与下载数据，nil 取 http.DefaultClient（时限经 ctx 施加）。
-	HTTPClient *http.Client
+	// DownloadClient 用于下载数据集（不用于请求模型：那是 Target.HTTPClient），nil 取
+	// http.DefaultClient（时限来自 Config.DownloadTimeout，经 ctx 施加）。测试用它模拟断网。
+	DownloadClient *http.Client
 	// Now 是时钟，nil 取 time.Now。
 	Now func() time.Time
 	// Label 是写进结果与文件名的模型名（如 simple-evals 的 --model）；空时用 Target.Model。
@@ -93,12 +94,11 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 	src := o.Source
 	if src == nil {
 		var err error
-		if src, err = cfg.OpenSource(o.HTTPClient, o.CacheDir); err != nil {
+		if src, err = cfg.OpenSource(o.DownloadClient, o.CacheDir); err != nil {
 			return out, err
 		}
 	}
-	sampler, err := NewChatSampler(ChatConfig{BaseURL: t.BaseURL, Model: t.Model, APIKey: t.APIKey, MaxTokens: cfg.MaxTokens,
-		Temperature: cfg.Temperature, Timeout: cfg.RequestTimeout, Retries: cfg.Retries, MaxBodyBytes: cfg.MaxResponseBytes, HTTPClient: o.HTTPClient})
+	sampler, err := NewChatSampler(ChatConfig{Endpoint: t.Endpoint, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature, Timeout: cfg.RequestTimeout, Retries: cfg.Retries, MaxBodyBytes: cfg.MaxResponseBytes})
 	if err != nil {
 		return out, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // memFiles 是内存中的输出目录，记录 RunStage 写出的文件。
@@ -53,7 +54,7 @@ func TestRunStage(t *testing.T) {
 	}
 	var files memFiles
 	var progressed sync.Map
-	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{BaseURL: base, Model: "scripted", APIKey: "sk-x"}, accuracy.StageOptions{
+	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted", APIKey: "sk-x"}}, accuracy.StageOptions{
 		Source: accuracy.SampleData(), Create: files.create, ExternalDir: t.TempDir(),
 		Progress: func(ds string, done, total int) { progressed.Store(ds, done) },
 	})
@@ -89,7 +90,7 @@ func TestRunStage(t *testing.T) {
 	}
 	// 数据目录缺文件：该数据集记为错误，阶段继续。
 	bad := accuracy.Config{DatasetPath: t.TempDir(), Datasets: []accuracy.DatasetConfig{{Name: "mmlu", Threshold: ptr(0.5)}}}
-	r2, err := accuracy.RunStage(context.Background(), bad, accuracy.Target{BaseURL: base, Model: "scripted"}, accuracy.StageOptions{})
+	r2, err := accuracy.RunStage(context.Background(), bad, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{})
 	if err != nil || r2.Errors["mmlu"] == nil || r2.Passed() {
 		t.Errorf("missing data: %v %+v", err, r2)
 	}

@@ -3,72 +3,20 @@ package deploy
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
+
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
-// Endpoint 描述一个已就绪、可被测试的 OpenAI 兼容服务。
+// Endpoint 描述一个已就绪、可被测试的 OpenAI 兼容服务。它是 endpoint.Endpoint 的
+// 别名：部署返回的端点原样交给 loadgen、functional、accuracy 的 Target（它们都嵌入
+// endpoint.Endpoint），字段约定见 endpoint 包文档。
 //
 // APIKey 永远不会出现在 String/Format 的输出、日志或产物中；需要持久化
 // Endpoint 时请使用 Redacted。
-type Endpoint struct {
-	// BaseURLs 是各实例的基础地址，均以 "/v1" 结尾；第一个为主地址。
-	// 多实例部署（每卡一个实例、PD 入口等）在此列出全部地址，供 loadgen 轮询。
-	BaseURLs []string `json:"base_urls" yaml:"base_urls"`
-	// Model 是服务对外的模型名（served-model-name）。
-	Model string `json:"model" yaml:"model"`
-	// APIKey 是访问服务所需的密钥，空表示不需要。
-	APIKey string `json:"-" yaml:"-"`
-}
+type Endpoint = endpoint.Endpoint
 
-// BaseURL 返回主地址（第一个 BaseURLs），没有地址时返回空串。
-func (e Endpoint) BaseURL() string {
-	if len(e.BaseURLs) == 0 {
-		return ""
-	}
-	return e.BaseURLs[0]
-}
-
-// Redacted 返回去掉密钥、并屏蔽 URL 中用户信息后的副本，可安全写入日志与产物。
-func (e Endpoint) Redacted() Endpoint {
-	out := Endpoint{Model: e.Model, BaseURLs: make([]string, len(e.BaseURLs))}
-	for i, u := range e.BaseURLs {
-		out.BaseURLs[i] = redactURL(u)
-	}
-	return out
-}
-
-// String 实现 fmt.Stringer，输出不含密钥。
-func (e Endpoint) String() string {
-	r := e.Redacted()
-	key := "none"
-	if e.APIKey != "" {
-		key = "***"
-	}
-	return fmt.Sprintf("Endpoint{model=%s base_urls=%s api_key=%s}", r.Model, strings.Join(r.BaseURLs, ","), key)
-}
-
-// GoString 让 %#v 同样不泄露密钥。
-func (e Endpoint) GoString() string { return e.String() }
-
-// redactURL 把 scheme://user:pass@host 中的用户信息替换为 "***"。
-func redactURL(u string) string {
-	i := strings.Index(u, "://")
-	if i < 0 {
-		return u
-	}
-	rest := u[i+3:]
-	slash := strings.IndexAny(rest, "/?#")
-	host := rest
-	if slash >= 0 {
-		host = rest[:slash]
-	}
-	at := strings.LastIndex(host, "@")
-	if at < 0 {
-		return u
-	}
-	return u[:i+3] + "***@" + rest[at+1:]
-}
+// redactURL 把 scheme://user:pass@host 中的用户信息替换为 "***"（见 endpoint.RedactURL）。
+func redactURL(u string) string { return endpoint.RedactURL(u) }
 
 // Deployer 把一个服务拉起到健康状态。Deploy 仅在服务健康（或失败）后返回；
 // 失败时已启动的资源由 Deploy 自己清理，调用方拿到 error 时无需再 Teardown。

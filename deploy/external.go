@@ -2,8 +2,10 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,7 +21,9 @@ type ExternalConfig struct {
 	BaseURL string `yaml:"base_url" json:"base_url"`
 	// BaseURLs 是额外的实例地址（多实例轮询）；BaseURL 为空时第一个作主地址。
 	BaseURLs []string `yaml:"base_urls,omitempty" json:"base_urls,omitempty"`
-	// Model 是服务对外的模型名（served-model-name）。
+	// Model 是服务对外的模型名（served-model-name）。为空时 Deploy 在健康之后向
+	// GET <主地址>/models 询问，取第一个模型 ID（而不是猜一个会 404 的名字）；问不到即失败，
+	// 因为没有模型名的端点任何阶段都用不了。
 	Model string `yaml:"served_model_name" json:"served_model_name"`
 	// APIKey 是访问密钥，不会被记录。
 	APIKey string `yaml:"api_key,omitempty" json:"-"`
@@ -29,7 +33,7 @@ type ExternalConfig struct {
 	StartupTimeout time.Duration `yaml:"startup_timeout,omitempty" json:"startup_timeout,omitempty"`
 	// SkipHealth 为真时不做健康等待（例如服务不提供 /health）。
 	SkipHealth bool `yaml:"skip_health,omitempty" json:"skip_health,omitempty"`
-	// HTTPClient 用于健康探测；nil 使用默认客户端。
+	// HTTPClient 用于健康探测与模型名查询；nil 使用默认客户端。
 	HTTPClient *http.Client `yaml:"-" json:"-"`
 }
 
@@ -99,12 +103,74 @@ func (x *External) Deploy(ctx context.Context) (Deployment, error) {
 			}
 		}
 	}
-	return &externalDeployment{ep: Endpoint{
+	ep := Endpoint{
 		BaseURLs: append([]string(nil), x.urls...),
 		Model:    x.cfg.Model,
 		APIKey:   x.cfg.APIKey,
-	}}, nil
+	}
+	if ep.Model == "" {
+		m, err := discoverModel(ctx, x.cfg.HTTPClient, ep)
+		if err != nil {
+			return nil, fmt.Errorf("deploy: external: no served_model_name given and %w", err)
+		}
+		ep.Model = m
+	}
+	return &externalDeployment{ep: ep}, nil
 }
+
+// 模型名查询的时限与响应体上限：/v1/models 是一个很小的列表，服务不该让它变成阻塞或内存问题。
+const (
+	discoverTimeout = 30 * time.Second
+	discoverMaxBody = 1 << 20
+)
+
+// discoverModel 读取 GET <主地址>/models 的第一个模型 ID。错误文本不含密钥，URL 中的凭据已屏蔽。
+func discoverModel(ctx context.Context, client *http.Client, ep Endpoint) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(ep.BaseURL(), "/")+"/models", nil)
+	if err != nil {
+		return "", fmt.Errorf("GET /v1/models: %s", redactURL(err.Error()))
+	}
+	if ep.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET /v1/models failed: %w", &redactedErr{msg: redactURL(err.Error()), err: err})
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /v1/models returned %s", resp.Status)
+	}
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, discoverMaxBody)).Decode(&body); err != nil {
+		return "", fmt.Errorf("GET /v1/models: %w", err)
+	}
+	if len(body.Data) == 0 || body.Data[0].ID == "" {
+		return "", errors.New("GET /v1/models lists no model")
+	}
+	return body.Data[0].ID, nil
+}
+
+// redactedErr 只让屏蔽凭据后的文本出现在 Error 中，同时保留原错误链（超时、取消仍可判断）。
+type redactedErr struct {
+	msg string
+	err error
+}
+
+// Error 返回屏蔽凭据后的文本。
+func (e *redactedErr) Error() string { return e.msg }
+
+// Unwrap 返回原错误。
+func (e *redactedErr) Unwrap() error { return e.err }
 
 // externalDeployment 不拥有任何资源，因此归档与清理都是空操作。
 type externalDeployment struct{ ep Endpoint }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,7 +85,7 @@ func TestExternalNotReady(t *testing.T) {
 	if _, err := x.Deploy(context.Background()); !errors.Is(err, deploy.ErrNotReady) {
 		t.Fatalf("err = %v, want ErrNotReady", err)
 	}
-	x, err = deploy.NewExternal(deploy.ExternalConfig{BaseURL: srv.URL + "/v1", SkipHealth: true})
+	x, err = deploy.NewExternal(deploy.ExternalConfig{BaseURL: srv.URL + "/v1", Model: "m", SkipHealth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +95,65 @@ func TestExternalNotReady(t *testing.T) {
 	}
 	if err := dep.ArchiveLogs(context.Background(), ""); !errors.Is(err, deploy.ErrConfig) {
 		t.Fatalf("empty dir: %v", err)
+	}
+}
+
+// TestExternalDiscoversModel：没有给 served_model_name 时，External 在健康之后从
+// GET /v1/models 取第一个模型 ID（带密钥）；列表为空、非 200、不是 JSON 时 Deploy 失败并说明，
+// 而不是返回一个任何阶段都用不了的空模型名。（原在 examples/ci 的驱动里。）
+func TestExternalDiscoversModel(t *testing.T) {
+	var models string
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/health":
+		case "/v1/models":
+			if r.Header.Get("Authorization") != "Bearer sk-d" {
+				http.Error(w, "no key", http.StatusUnauthorized)
+				return
+			}
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(models))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	deployWith := func(key string) (deploy.Deployment, error) {
+		x, err := deploy.NewExternal(deploy.ExternalConfig{BaseURL: srv.URL, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Deploy(context.Background())
+	}
+	models = `{"object":"list","data":[{"id":"served-elsewhere"},{"id":"second"}]}`
+	dep, err := deployWith("sk-d")
+	if err != nil || dep.Endpoint().Model != "served-elsewhere" || dep.Endpoint().APIKey != "sk-d" {
+		t.Fatalf("discover: %v %v", dep, err)
+	}
+	for _, c := range []struct {
+		key, models string
+		status      int
+		want        string
+	}{
+		{"sk-d", `{"data":[]}`, 200, "deploy: external: no served_model_name given and GET /v1/models lists no model"},
+		{"", models, 200, "deploy: external: no served_model_name given and GET /v1/models returned 401 Unauthorized"},
+		{"sk-d", `{"data":[{"id":""}]}`, 200, "GET /v1/models lists no model"},
+		{"sk-d", `not json`, 200, "deploy: external: no served_model_name given and GET /v1/models: invalid character"},
+		{"sk-d", `{}`, 503, "GET /v1/models returned 503 Service Unavailable"},
+	} {
+		models, status = c.models, c.status
+		if _, err := deployWith(c.key); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "sk-d") {
+			t.Errorf("models %q status %d: err = %v, want %q", c.models, c.status, err, c.want)
+		}
+	}
+	// 传输失败：错误链保留（可判断），URL 中的凭据被屏蔽。
+	ln := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	dead := strings.Replace(ln.URL, "http://", "http://user:pw@", 1)
+	ln.Close()
+	x, _ := deploy.NewExternal(deploy.ExternalConfig{BaseURL: dead, SkipHealth: true})
+	_, err = x.Deploy(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "GET /v1/models failed") || strings.Contains(err.Error(), "pw") {
+		t.Fatalf("dead server: %v", err)
 	}
 }

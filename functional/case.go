@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // Feature 是场景可以开启的可选能力，也是场景文件 features 列表的取值（matrix.Feature
@@ -54,17 +55,15 @@ func (f Feature) Check() error {
 	return fmt.Errorf("%w (want one of %s)", ErrUnknownFeature, strings.Join(names, ", "))
 }
 
-// Target 是被测服务，刻意只用普通类型描述，使本包不依赖 deploy 包。
+// Target 是被测服务：嵌入的 endpoint.Endpoint（地址、模型、密钥、HTTP 客户端，约定见
+// endpoint 包文档）加上场景对能力的声明。部署得到的端点原样放进来：
+// Target{Endpoint: ep, Features: …}；本包因此不依赖 deploy。
+//
+// 本包对嵌入字段的用法：用例只打主地址（BaseURLs[0]），检查的是一个服务的协议行为；
+// APIKey 不会出现在结果中；HTTPClient 为 nil 时用一个新的 http.Client，其 Transport
+// 会被包装以实现超时、重试与请求记录，Timeout 字段被忽略（由 Options.RequestTimeout 代替）。
 type Target struct {
-	// BaseURLs 是以 /v1 结尾的基础地址；用例使用第一个。
-	BaseURLs []string
-	// Model 是 served-model-name。
-	Model string
-	// APIKey 为空表示服务不需要密钥；它不会出现在结果中。
-	APIKey string
-	// HTTPClient 为 nil 时使用一个新的 http.Client。其 Transport 会被包装以实现
-	// 超时、重试与请求记录；Timeout 字段被忽略（由 Options.RequestTimeout 代替）。
-	HTTPClient *http.Client
+	endpoint.Endpoint
 	// Features 是场景开启的可选能力。
 	Features []Feature
 	// ReasoningKeys 是场景给出的推理字段备选键名，优先于 ReasoningConfig.Keys。
@@ -85,16 +84,12 @@ func (t Target) Support(c Capability) Support {
 	return DefaultCapabilities()[c]
 }
 
-// validate 检查 Target 的必填字段。
-func (t Target) validate() error {
-	if len(t.BaseURLs) == 0 || t.BaseURLs[0] == "" {
-		return fmt.Errorf("functional: target: %w", errors.New("no base URL"))
-	}
-	if !strings.HasPrefix(t.BaseURLs[0], "http://") && !strings.HasPrefix(t.BaseURLs[0], "https://") {
-		return fmt.Errorf("functional: target: base URL %q is not http(s)", t.BaseURLs[0])
-	}
-	if t.Model == "" {
-		return errors.New("functional: target: empty model")
+// Validate 在任何请求之前检查 Target：端点（endpoint.Endpoint.Validate，错误包装
+// endpoint.ErrInvalid）、能力名与能力声明。它覆盖嵌入的 Endpoint.Validate，
+// 所以对 Target 调用 Validate 总是完整的检查。
+func (t Target) Validate() error {
+	if err := t.Endpoint.Validate(); err != nil {
+		return fmt.Errorf("functional: target: %w", err)
 	}
 	for i, f := range t.Features {
 		if err := f.Check(); err != nil {

@@ -29,7 +29,7 @@ func ExampleCatalog_Add() {
 		},
 	})
 	cases, _ := cat.Select("my_team")
-	r, _ := functional.NewRunner(functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model}, functional.Options{})
+	r, _ := functional.NewRunner(functional.Target{Endpoint: ep}, functional.Options{})
 	rep, _ := r.Run(context.Background(), cases)
 	for _, res := range rep.Results {
 		fmt.Println(res.CaseID, res.Status)
@@ -45,8 +45,7 @@ func ExampleRunner_Run() {
 	ep := dep.Endpoint()
 
 	cases, _ := functional.DefaultCatalog().Select("chat_core", "guided")
-	r, _ := functional.NewRunner(functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model,
-		Features: []functional.Feature{functional.FeatureGuidedDecoding}}, functional.Options{})
+	r, _ := functional.NewRunner(functional.Target{Endpoint: ep, Features: []functional.Feature{functional.FeatureGuidedDecoding}}, functional.Options{})
 	rep, _ := r.Run(context.Background(), cases)
 	_ = functional.WriteTable(os.Stdout, rep)
 	// Output:

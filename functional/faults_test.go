@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -39,7 +40,7 @@ func fakeServer(t *testing.T, key string, nonStream, stream http.HandlerFunc) fu
 		nonStream(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return functional.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: key, HTTPClient: srv.Client()}
+	return functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: key, HTTPClient: srv.Client()}}
 }
 
 // sseWrite 以 text/event-stream 写出 events（每个是 data 的内容），逐个刷新。

@@ -23,7 +23,7 @@ func startEmulator(t testing.TB, cfg emulator.Config) (*emulator.Server, functio
 	t.Helper()
 	em, ep := emulator.Start(t, cfg)
 	return em, functional.Target{
-		BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey,
+		Endpoint: ep,
 		Features: functional.AllFeatures(),
 	}
 }

@@ -79,7 +79,7 @@ type Runner struct {
 
 // NewRunner 校验 target 与 opts 并返回 Runner。
 func NewRunner(target Target, opts Options) (*Runner, error) {
-	if err := target.validate(); err != nil {
+	if err := target.Validate(); err != nil {
 		return nil, err
 	}
 	if c := opts.Config; c != nil {

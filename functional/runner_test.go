@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -27,8 +28,7 @@ func serveEmulator(t *testing.T, cfg emulator.Config, wrap func(http.Handler) ht
 	}
 	srv := httptest.NewServer(wrap(em.Handler()))
 	t.Cleanup(srv.Close)
-	return functional.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: em.Config().Model, APIKey: cfg.APIKey,
-		HTTPClient: srv.Client(), Features: functional.AllFeatures()}
+	return functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: em.Config().Model, APIKey: cfg.APIKey, HTTPClient: srv.Client()}, Features: functional.AllFeatures()}
 }
 
 // run 用给定选项执行 cases 并返回报告。
@@ -184,7 +184,7 @@ func TestCapabilityProbingSkipsWithReason(t *testing.T) {
 
 // TestParallelismBoundAndPanics 证明并发不超过上限且会用满，用例 panic 被记为失败。
 func TestParallelismBoundAndPanics(t *testing.T) {
-	target := functional.Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}
+	target := functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}}
 	var cur, peak atomic.Int64
 	gate := make(chan struct{})
 	var once sync.Once
@@ -221,15 +221,15 @@ func TestParallelismBoundAndPanics(t *testing.T) {
 
 // TestNewRunnerValidates 检查 Target 与 Options 的校验。
 func TestNewRunnerValidates(t *testing.T) {
-	ok := functional.Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}
+	ok := functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}}
 	for name, tc := range map[string]struct {
 		target functional.Target
 		opts   functional.Options
 	}{
-		"no url":      {functional.Target{Model: "m"}, functional.Options{}},
-		"bad scheme":  {functional.Target{BaseURLs: []string{"ftp://x/v1"}, Model: "m"}, functional.Options{}},
-		"no model":    {functional.Target{BaseURLs: []string{"http://x/v1"}}, functional.Options{}},
-		"bad feature": {functional.Target{BaseURLs: []string{"http://x/v1"}, Model: "m", Features: []functional.Feature{"gpu"}}, functional.Options{}},
+		"no url":      {functional.Target{Endpoint: endpoint.Endpoint{Model: "m"}}, functional.Options{}},
+		"bad scheme":  {functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"ftp://x/v1"}, Model: "m"}}, functional.Options{}},
+		"no model":    {functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}}}, functional.Options{}},
+		"bad feature": {functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}, Model: "m"}, Features: []functional.Feature{"gpu"}}, functional.Options{}},
 		"parallelism": {ok, functional.Options{Parallelism: -1}},
 		"timeout":     {ok, functional.Options{RequestTimeout: -time.Second}},
 		"config":      {ok, functional.Options{Config: &functional.Config{}}},
@@ -237,6 +237,18 @@ func TestNewRunnerValidates(t *testing.T) {
 		if _, err := functional.NewRunner(tc.target, tc.opts); err == nil {
 			t.Errorf("%s: NewRunner accepted invalid input", name)
 		}
+	}
+	// 端点写错时的文本与 loadgen、accuracy 相同（endpoint.Endpoint.Validate），可用 ErrInvalid 区分；
+	// Target.Validate 覆盖嵌入的 Endpoint.Validate，连能力名一起检查。
+	_, err := functional.NewRunner(functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1", "x:1/v1"}, Model: "m"}}, functional.Options{})
+	if !errors.Is(err, endpoint.ErrInvalid) || err.Error() != `functional: target: endpoint: base_urls[1] "x:1/v1": invalid endpoint: no scheme (want http:// or https://)` {
+		t.Errorf("bad second URL: %v", err)
+	}
+	if err := (functional.Target{Endpoint: ok.Endpoint, Features: []functional.Feature{"gpu"}}).Validate(); !errors.Is(err, functional.ErrUnknownFeature) {
+		t.Errorf("Validate skipped features: %v", err)
+	}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("valid target: %v", err)
 	}
 }
 

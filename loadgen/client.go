@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -148,9 +149,11 @@ type exchange struct {
 	idle     time.Duration
 	maxEvent int
 	red      *redact.Redactor
-	// 当前请求的 ctx 与带原因的取消函数（静默超时用），只在 send 期间有效
-	rctx        context.Context
-	icancel     context.CancelCauseFunc
+	// 当前请求的 ctx（net/http 路径），只在 send 期间有效
+	rctx context.Context
+	// watch 监视当前请求的总超时（h1 路径）与静默超时；watching 表示它在本请求中已 begin
+	watch       reqWatch
+	watching    bool
 	sawUsage    bool
 	sawCompl    bool    // 见过非 null 的 usage.completion_tokens
 	finished    []int64 // 已收到 finish_reason 的 choice index（协议检查用）
@@ -163,6 +166,20 @@ type exchange struct {
 	// lastStamp / lastAt 是本请求上一次用到的内核时间戳及其换算出的到达时刻，见 arrived
 	lastStamp time.Time
 	lastAt    time.Duration
+	// h1 非 nil 时，地址在 h1.targets 中的生成请求走专用的 HTTP/1.1 传输（见 h1.go）；
+	// wbuf 是它复用的请求缓冲（请求头 + 请求体）
+	h1   *h1Pool
+	wbuf []byte
+	// h1 路径的中止状态：h1mu 保护 h1cause（当前请求被中止的原因）与 h1cur（当前请求使用的
+	// 连接）；监视器与运行取消在别的 goroutine 中经 h1abort 中止请求。h1on 表示当前请求走 h1。
+	h1mu    sync.Mutex
+	h1cause error
+	h1cur   *h1Conn
+	h1on    bool
+	abortFn func(error)
+	// runCtx 是已登记 context.AfterFunc 的运行 ctx，stopRun 注销它（见 h1begin、release）
+	runCtx  context.Context
+	stopRun func() bool
 	// 复用的请求头，见 header
 	hdr       http.Header
 	hdrKey    string
@@ -173,6 +190,7 @@ type exchange struct {
 func newExchange() *exchange {
 	x := &exchange{reader: sse.NewReader(bytes.NewReader(nil)), maxEvent: DefaultMaxEventBytes}
 	x.trace = &httptrace.ClientTrace{GotConn: x.gotConn}
+	x.abortFn = x.h1abort
 	return x
 }
 
@@ -231,44 +249,102 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
 	x.sawCompl, x.finished = false, x.finished[:0]
 
-	// 两层 ctx：外层可带原因取消（静默超时），内层是总超时。
-	ictx, icancel := context.WithCancelCause(x.withTrace(ctx))
-	defer icancel(nil)
-	rctx, cancel := context.WithTimeout(ictx, timeout)
-	defer cancel()
-	x.rctx, x.icancel = rctx, icancel
-	defer func() { x.rctx, x.icancel = nil, nil }()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(x.body))
-	if err != nil {
-		x.fail(ctx, ErrClassTransport, err, intended)
-		return
+	var ht *h1Target
+	if x.h1 != nil {
+		ht = x.h1.targets[url]
 	}
-	req.Header = x.header(apiKey, stream)
-	rec.Sent = time.Now()
-	rec.SlotWait = rec.Sent.Sub(intended)
-	resp, err := c.Do(req)
-	if err != nil {
-		x.fail(ctx, ErrClassTransport, err, intended)
-		return
+	var (
+		status int
+		ctype  string
+		body   io.Reader
+	)
+	if ht != nil {
+		// h1 传输：不建逐请求的 ctx，总超时与静默超时由复用的 x.watch 负责，运行取消由
+		// 每个 exchange 一次登记的 context.AfterFunc 负责（见 h1begin）。
+		rec.Sent = time.Now()
+		rec.SlotWait = rec.Sent.Sub(intended)
+		deadline := rec.Sent.Add(timeout)
+		x.h1begin(ctx, deadline)
+		defer x.h1end()
+		hc, err := x.h1RoundTrip(ctx, ht, deadline)
+		if err != nil {
+			class := ErrClassTransport
+			if errors.Is(err, errHeadersTooLarge) {
+				class = ErrClassTooLarge
+			}
+			x.fail(ctx, class, err, intended)
+			return
+		}
+		x.conn = hc.st
+		status, ctype, body = hc.status, hc.ctype, hc
+	} else {
+		// 两层 ctx：外层可带原因取消（静默超时），内层是总超时。
+		ictx, icancel := context.WithCancelCause(x.withTrace(ctx))
+		defer icancel(nil)
+		rctx, cancel := context.WithTimeout(ictx, timeout)
+		defer cancel()
+		x.rctx = rctx
+		defer func() { x.rctx = nil }()
+		x.watch.begin(time.Time{}, icancel)
+		x.watching = true
+		defer x.watchEnd()
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(x.body))
+		if err != nil {
+			x.fail(ctx, ErrClassTransport, err, intended)
+			return
+		}
+		req.Header = x.header(apiKey, stream)
+		rec.Sent = time.Now()
+		rec.SlotWait = rec.Sent.Sub(intended)
+		resp, err := c.Do(req)
+		if err != nil {
+			class := ErrClassTransport
+			if strings.Contains(err.Error(), "server response headers exceeded") {
+				class = ErrClassTooLarge // net/http 的 MaxResponseHeaderBytes（没有可判别的错误类型）
+			}
+			x.fail(ctx, class, err, intended)
+			return
+		}
+		defer resp.Body.Close()
+		status, ctype, body = resp.StatusCode, resp.Header.Get("Content-Type"), resp.Body
 	}
-	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // 读完小错误体，连接可复用
+	rec.Status = status
+	if status != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(body, 512))
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10)) // 读完小错误体，连接可复用
 		rec.E2E = time.Since(intended)
 		rec.ErrorClass = ErrClassHTTP
-		rec.Error = x.redactText(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg)))
+		rec.Error = x.redactText(fmt.Sprintf("HTTP %d: %s", status, errorMessage(msg)))
 		return
 	}
 	switch {
-	case stream && !isJSONType(resp.Header.Get("Content-Type")):
-		x.readStream(ctx, resp.Body, intended)
+	case stream && !isJSONType(ctype):
+		x.readStream(ctx, body, intended)
 	default:
 		// 流式请求得到 application/json：服务端没有开流（多半是一个 {"error":…} 体），
 		// 整体读取，让错误以服务端原话记下，而不是记成"流在 [DONE] 之前结束"。
-		x.readWhole(ctx, resp.Body, intended, stream)
+		x.readWhole(ctx, body, intended, stream)
 	}
+}
+
+// watchEnd 结束 x.watch 对当前请求的监视。
+func (x *exchange) watchEnd() {
+	x.watch.end()
+	x.watching = false
+}
+
+// reqCause 返回当前请求被中止的原因（静默超时 errIdle、总超时 context.DeadlineExceeded、
+// 运行取消），没有中止时为 nil。
+func (x *exchange) reqCause() error {
+	if x.h1on {
+		x.h1mu.Lock()
+		defer x.h1mu.Unlock()
+		return x.h1cause
+	}
+	if x.rctx != nil {
+		return context.Cause(x.rctx)
+	}
+	return nil
 }
 
 // isJSONType 报告 Content-Type 是否为 application/json（忽略参数与大小写）。
@@ -309,35 +385,105 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// idleWatch 在流开始后监视相邻事件的间隔：每个事件只原子地记下到达时刻（热路径上
-// 不重置定时器），定时器到期时检查距上次事件是否已超过 idle，未超过则按剩余时间重新
-// 挂起，超过则以 errIdle 取消请求。每个流式请求一个，定时器回调在另一个 goroutine 中。
-type idleWatch struct {
-	last     atomic.Int64 // 上一个事件的到达时刻（相对 intended 的纳秒）
-	done     atomic.Bool
+// reqWatch 是一个 exchange 复用的请求监视器：一个定时器同时负责 h1 传输的总超时与流内的
+// 静默超时（idle_timeout）。每个事件只原子地记下到达时刻（热路径上不重置定时器）；定时器到期
+// 时检查是否已过总超时时刻、距上次事件是否已超过 idle，未超过则按剩余时间重新挂起，超过则以
+// context.DeadlineExceeded 或 errIdle 调用 cancel。定时器回调在另一个 goroutine 中。
+//
+// 定时器跨请求复用（省去每个请求的定时器与 ctx 分配）：上一个请求留下的回调可能在下一个请求
+// 期间才运行，它在锁内看到的是当前请求的状态，按当前请求的时刻判断，因此结果仍然正确。
+type reqWatch struct {
+	mu       sync.Mutex
+	t        *time.Timer
+	active   bool      // 有请求在监视中
+	deadline time.Time // 总超时时刻；零值表示总超时由 ctx 负责（net/http 路径）
+	idleOn   bool      // 已见到第一个事件，开始按 idle 计
 	intended time.Time
 	idle     time.Duration
-	cancel   context.CancelCauseFunc
-	t        *time.Timer
+	last     atomic.Int64 // 上一个事件的到达时刻（相对 intended 的纳秒）
+	cancel   func(error)
+}
+
+// schedule 让定时器在 d 之后到期（首次使用时创建）。调用方持有 w.mu。
+func (w *reqWatch) schedule(d time.Duration) {
+	if w.t == nil {
+		w.t = time.AfterFunc(d, w.check)
+		return
+	}
+	w.t.Reset(d)
+}
+
+// begin 开始监视一个请求：deadline 非零时到点以 context.DeadlineExceeded 调用 cancel。
+func (w *reqWatch) begin(deadline time.Time, cancel func(error)) {
+	w.mu.Lock()
+	w.active, w.idleOn, w.deadline, w.cancel = true, false, deadline, cancel
+	if !deadline.IsZero() {
+		w.schedule(time.Until(deadline))
+	}
+	w.mu.Unlock()
+}
+
+// startIdle 在第一个事件到达时开始静默监视；last 是该事件相对 intended 的时刻。
+func (w *reqWatch) startIdle(intended time.Time, idle, last time.Duration) {
+	w.mu.Lock()
+	w.idleOn, w.intended, w.idle = true, intended, idle
+	w.last.Store(int64(last))
+	d := idle
+	if !w.deadline.IsZero() {
+		d = min(d, time.Until(w.deadline))
+	}
+	w.schedule(d)
+	w.mu.Unlock()
+}
+
+// touch 记下一个事件的到达时刻（相对 intended）。
+func (w *reqWatch) touch(at time.Duration) { w.last.Store(int64(at)) }
+
+// end 结束对当前请求的监视。
+func (w *reqWatch) end() {
+	w.mu.Lock()
+	w.active, w.cancel = false, nil
+	if w.t != nil {
+		w.t.Stop()
+	}
+	w.mu.Unlock()
 }
 
 // check 是定时器回调。
-func (w *idleWatch) check() {
-	if w.done.Load() {
+func (w *reqWatch) check() {
+	w.mu.Lock()
+	if !w.active {
+		w.mu.Unlock()
 		return
 	}
-	quiet := time.Since(w.intended) - time.Duration(w.last.Load())
-	if quiet >= w.idle {
-		w.cancel(errIdle)
+	var fire error
+	next := time.Duration(-1)
+	if !w.deadline.IsZero() {
+		if left := time.Until(w.deadline); left <= 0 {
+			fire = context.DeadlineExceeded
+		} else {
+			next = left
+		}
+	}
+	if fire == nil && w.idleOn {
+		quiet := time.Since(w.intended) - time.Duration(w.last.Load())
+		if quiet >= w.idle {
+			fire = errIdle
+		} else if next < 0 || w.idle-quiet < next {
+			next = w.idle - quiet
+		}
+	}
+	if fire != nil {
+		cancel := w.cancel
+		w.active, w.cancel = false, nil
+		w.mu.Unlock()
+		cancel(fire)
 		return
 	}
-	w.t.Reset(w.idle - quiet)
-}
-
-// stop 停止监视（请求结束时）。
-func (w *idleWatch) stop() {
-	w.done.Store(true)
-	w.t.Stop()
+	if next >= 0 {
+		w.schedule(next)
+	}
+	w.mu.Unlock()
 }
 
 // redactText 抹掉服务端文本中的 API key（原文、Bearer 形式、base64 形式），见 secretRedactor。
@@ -373,10 +519,7 @@ func (x *exchange) fail(ctx context.Context, class string, err error, intended t
 		rec.Sent = time.Now()
 	}
 	msg := err.Error()
-	var cause error
-	if x.rctx != nil {
-		cause = context.Cause(x.rctx)
-	}
+	cause := x.reqCause()
 	switch {
 	case ctx.Err() != nil:
 		class = ErrClassCanceled
@@ -385,7 +528,7 @@ func (x *exchange) fail(ctx context.Context, class string, err error, intended t
 		msg = fmt.Sprintf("no stream event for %s (idle_timeout)", x.idle)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
 		class = ErrClassTimeout
-	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge) || errors.Is(err, errHeadersTooLarge):
 		class = ErrClassTooLarge
 	}
 	rec.OK = false
@@ -405,18 +548,12 @@ func errorMessage(b []byte) string {
 }
 
 // readStream 逐事件读取 SSE 响应并记录每个输出 chunk 的到达时刻与 token 增量。
-// 第一个事件到达后启动静默监视（见 idleWatch）。
+// 第一个事件到达后启动静默监视（见 reqWatch）。
 func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
 	x.reader.Reset(body)
 	x.reader.SetMaxEventSize(x.maxEvent)
-	done, lagged, events := false, false, 0
-	var watch *idleWatch
-	defer func() {
-		if watch != nil {
-			watch.stop()
-		}
-	}()
+	done, lagged, events, idleOn := false, false, 0, false
 	for {
 		ev, err := x.reader.Next()
 		if err != nil {
@@ -428,13 +565,12 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 		}
 		now, lag := x.arrived(intended)
 		rec.E2E = now
-		if x.idle > 0 && x.icancel != nil {
-			if watch == nil {
-				watch = &idleWatch{intended: intended, idle: x.idle, cancel: x.icancel}
-				watch.last.Store(int64(time.Since(intended)))
-				watch.t = time.AfterFunc(x.idle, watch.check)
+		if x.idle > 0 && x.watching {
+			if !idleOn {
+				idleOn = true
+				x.watch.startIdle(intended, x.idle, time.Since(intended))
 			} else {
-				watch.last.Store(int64(now))
+				x.watch.touch(now)
 			}
 		}
 		events++
@@ -493,10 +629,7 @@ func (x *exchange) afterDone(ctx context.Context) string {
 		case errors.Is(err, sse.ErrEventTooLarge):
 			return "oversized event after [DONE]"
 		}
-		var cause error
-		if x.rctx != nil {
-			cause = context.Cause(x.rctx)
-		}
+		cause := x.reqCause()
 		switch {
 		case errors.Is(cause, errIdle):
 			return fmt.Sprintf("stream not closed after [DONE]: no end of body within idle_timeout %s", x.idle)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	emu "github.com/vllm-cibench/cibench/internal/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -28,7 +29,7 @@ func scripted(t *testing.T, fn func(w http.ResponseWriter, body string)) loadgen
 		fn(w, string(b))
 	}))
 	t.Cleanup(srv.Close)
-	return loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", Provider: "scripted"}
+	return loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}, Provider: "scripted"}
 }
 
 // sseWrite 写出一组 SSE data 事件并逐个刷新。

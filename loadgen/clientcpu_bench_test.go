@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -94,7 +95,7 @@ func clientRun(b *testing.B, tgt loadgen.Target, n int) (cpu time.Duration, mall
 //	startup-ms            调用 Run → 第一个请求发出（目标 < 300ms）
 //	allocs/req            每个请求的堆分配次数（边际）
 func BenchmarkClientCPU(b *testing.B) {
-	tgt := loadgen.Target{BaseURLs: []string{startChildEmulator(b)}, Model: "m", Provider: "emu"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{startChildEmulator(b)}, Model: "m"}, Provider: "emu"}
 	const n1, n2 = 1000, 5000
 	var all, marg, start time.Duration
 	var allocs float64

@@ -26,7 +26,7 @@ func Example() {
 		NumRequests:  []int{10},
 		Goodput:      []string{"ttft:5000,e2e:60000"},
 	}
-	sums, err := loadgen.Run(context.Background(), loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, Provider: "emu"}, profile, nil)
+	sums, err := loadgen.Run(context.Background(), loadgen.Target{Endpoint: ep, Provider: "emu"}, profile, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

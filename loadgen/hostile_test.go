@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -87,7 +88,7 @@ func silentListener(t *testing.T) string {
 // TestAcceptAndSilenceHonoursTimeout 钉住挂死缺陷：服务接受连接后一言不发时，运行前的探测请求
 // 曾没有任何期限，整个运行永远挂住。现在探测受 Timeout 约束，Run 以点名探测的错误返回。
 func TestAcceptAndSilenceHonoursTimeout(t *testing.T) {
-	tgt := loadgen.Target{BaseURLs: []string{silentListener(t)}, Model: "m"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{silentListener(t)}, Model: "m"}}
 	_, _, el, err := runBounded(t, tgt, loadgen.Profile{Timeout: 300 * time.Millisecond, NumRequests: []int{2}})
 	if err == nil || !strings.Contains(err.Error(), "probe") || !strings.Contains(err.Error(), "deadline exceeded") {
 		t.Fatalf("err %v, want a probe deadline error", err)
@@ -107,7 +108,7 @@ func TestSilentAfterProbeIsTimeout(t *testing.T) {
 		blockUntilGone(r) // 不发响应头
 	}))
 	t.Cleanup(srv.Close)
-	tgt := loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}}
 	recs, sums, _, err := runBounded(t, tgt, loadgen.Profile{Timeout: 300 * time.Millisecond, NumRequests: []int{2}})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestStallAfterFirstChunksIsIdleTimeout(t *testing.T) {
 		blockUntilGone(r)
 	}))
 	t.Cleanup(srv.Close)
-	tgt := loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}}
 	p := loadgen.Profile{Timeout: time.Minute, IdleTimeout: 200 * time.Millisecond, NumRequests: []int{3}, Concurrency: []int{3}}
 	recs, sums, el, err := runBounded(t, tgt, p)
 	if err != nil {
@@ -181,7 +182,7 @@ func TestSilentTokenizeAndMetrics(t *testing.T) {
 		sseWrite(w, roleChunk, contentChunk("one"), contentChunk(" two"), "[DONE]")
 	}))
 	t.Cleanup(srv.Close)
-	tgt := loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}}
 	p := loadgen.Profile{Timeout: 5 * time.Second, IdleTimeout: 300 * time.Millisecond, NumRequests: []int{2}}
 	_, sums, el, err := runBounded(t, tgt, p)
 	if err != nil {
@@ -257,7 +258,7 @@ func TestServerEchoedKeyIsRedacted(t *testing.T) {
 		sseWrite(w, roleChunk, fmt.Sprintf(`{"error":{"message":"engine saw key %s / %s","code":500}}`, strings.TrimPrefix(auth, "Bearer "), b64), "[DONE]")
 	}))
 	t.Cleanup(srv.Close)
-	tgt := loadgen.Target{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: key}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: key}}
 	recs, _, _, err := runBounded(t, tgt, loadgen.Profile{NumRequests: []int{4}})
 	if err != nil {
 		t.Fatal(err)

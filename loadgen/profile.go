@@ -130,7 +130,7 @@ type Profile struct {
 	ImageHeight int `yaml:"image_height"`
 
 	// Timestamps 为 "kernel"（默认）或 "read"：响应数据到达时刻的取法，见
-	// TimestampsKernel。Target.Client 由调用方提供时总是 "read" 的效果。
+	// TimestampsKernel。Target.HTTPClient 由调用方提供时总是 "read" 的效果。
 	Timestamps string `yaml:"timestamps"`
 
 	// Sweep 是 control_method: sweep（容量扫描）的参数，见 sweep.go。

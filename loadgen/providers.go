@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
@@ -37,7 +38,7 @@ func (p Provider) Target() Target {
 	if key == "EMPTY" {
 		key = ""
 	}
-	return Target{BaseURLs: append([]string(nil), p.BaseURLs...), Model: p.ModelName, APIKey: key, Provider: p.ID}
+	return Target{Endpoint: endpoint.Endpoint{BaseURLs: append([]string(nil), p.BaseURLs...), Model: p.ModelName, APIKey: key}, Provider: p.ID}
 }
 
 // providerYAML 是 YAML 中的原始形态：base_url 既可是字符串也可是列表。

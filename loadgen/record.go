@@ -1,26 +1,27 @@
 package loadgen
 
 import (
-	"net/http"
 	"time"
+
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
-// Target 描述被压测的服务。它是一个普通结构体，调用方（例如 examples/ci）
-// 把 deploy.Endpoint 转换过来，从而 loadgen 不依赖 deploy 包。
+// Target 描述被压测的服务：嵌入的 endpoint.Endpoint（地址、模型、密钥、HTTP 客户端，
+// 约定见 endpoint 包文档）加上压测自己的两项。部署得到的端点原样放进来：
+// Target{Endpoint: ep, Provider: "vllm"}。
+//
+// 本包对嵌入字段的用法：请求按轮询分发到全部 BaseURLs；APIKey 不会出现在任何记录或
+// 产物中；HTTPClient 为 nil 时 Run 为本次运行创建一个按最大并发调优连接池的客户端
+// （Linux 上还能取得内核收包时间戳，见 Profile.Timestamps），这时若全部 BaseURLs 都是
+// 明文 http:// 且环境变量不要求代理，生成请求改走专用的 HTTP/1.1 传输（与 net/http 等价，
+// 省去其后台 goroutine 与头部 map，见 docs/loadgen.md）；提供了 HTTPClient 时所有请求都经它发出。
 type Target struct {
-	// BaseURLs 是一个或多个以 "/v1" 结尾的地址，请求按轮询分发到各实例。
-	BaseURLs []string
-	// Model 是请求中的 model 字段。
-	Model string
-	// APIKey 非空时以 Bearer 方式发送；它不会出现在任何记录或产物中。
-	APIKey string
+	endpoint.Endpoint
 	// Provider 是 providers.yaml 中的 id，写入汇总的 Provider 列与产物文件名。
 	Provider string
 	// Tokenizer 在服务端没有 POST /tokenize 时用于校准数据集长度（例如 LoadHFTokenizer
 	// 读入的 tokenizer.json）；为 nil 时退回 internal/tokenize 的估算。
 	Tokenizer TokenCounter
-	// Client 为 nil 时，Run 为本次运行创建一个按最大并发调优连接池的客户端。
-	Client *http.Client
 }
 
 // 错误分类（Record.ErrorClass），取值固定、基数低，可直接作为标签使用。
@@ -61,7 +62,7 @@ type Group struct {
 // 响应数据的到达时刻（TTFT、各 chunk、E2E）优先取内核接收时间戳：连接由 Run 自己
 // 创建且平台支持（Linux 的 SO_TIMESTAMPNS）时，记录的是字节进入本机套接字的时刻，
 // 而不是读取它的 goroutine 被调度到的时刻——客户端自己在忙 CPU 上的调度滞后不算作
-// 服务端时延，另记在 ClientLag 中。拿不到时间戳时（自带 Target.Client、非 Linux）
+// 服务端时延，另记在 ClientLag 中。拿不到时间戳时（自带 Target.HTTPClient、非 Linux）
 // 退回读取时的 time.Now()，ClientLag 为 -1。内核时间戳是墙上时钟，只用来量“到达套接字
 // → 被读到”这一小段滞后；到达时刻按读取时的单调时钟减去滞后得到，整段时延仍在单调时钟上。
 //

@@ -30,6 +30,7 @@ type runner struct {
 	t        Target
 	p        Profile
 	client   *http.Client
+	h1       *h1Pool  // 生成请求的专用 HTTP/1.1 传输；nil 表示走 client（见 h1.go）
 	urls     []string // 每个实例的请求地址
 	rr       atomic.Uint64
 	slo      SLO
@@ -68,16 +69,8 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if len(target.BaseURLs) == 0 {
-		return nil, fmt.Errorf("%w: no base URL", ErrInvalidTarget)
-	}
-	for _, u := range target.BaseURLs {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			return nil, fmt.Errorf("%w: base URL %q is not http(s)", ErrInvalidTarget, u)
-		}
-	}
-	if target.Model == "" {
-		return nil, fmt.Errorf("%w: empty model", ErrInvalidTarget)
+	if err := target.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidTarget, err)
 	}
 	slo, _ := ParseGoodput(p.Goodput) // 已在 Validate 中校验
 	r := &runner{t: target, p: p, slo: slo, sink: sink, pools: map[int]*promptPool{}, stream: *p.Stream, sh: sh}
@@ -93,7 +86,7 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 	for _, c := range p.Concurrency {
 		r.maxConc = max(r.maxConc, c)
 	}
-	r.client = target.Client
+	r.client = target.HTTPClient
 	if r.client == nil {
 		r.client = newHTTPClient(max(r.maxConc, 64), p.Timestamps == TimestampsKernel)
 		defer r.client.CloseIdleConnections()
@@ -104,6 +97,12 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 	}
 	for _, b := range target.BaseURLs {
 		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
+	}
+	if target.HTTPClient == nil {
+		r.h1 = newH1Pool(r.urls, target.APIKey, r.stream, p.Timestamps == TimestampsKernel, max(r.maxConc, 64)*2)
+		if r.h1 != nil {
+			defer r.h1.closeAll()
+		}
 	}
 	r.red = secretRedactor(target.APIKey)
 	r.scraper = newScraper(r.client, target.BaseURLs)
@@ -168,6 +167,8 @@ func newHTTPClient(conns int, kernel bool) *http.Client {
 		ForceAttemptHTTP2:   false,
 		WriteBufferSize:     8 << 10,
 		ReadBufferSize:      16 << 10, // 每个连接一份；2000 个并发流时内存随它线性增长
+		// 响应头上限与 h1 传输相同（maxHeaderBytes），超过时记为 too_large。
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 	return &http.Client{Transport: tr}
 }
@@ -184,7 +185,7 @@ func (r *runner) newExchange() *exchange {
 	if r.p.IdleTimeout < r.p.Timeout {
 		x.idle = r.p.IdleTimeout
 	}
-	x.maxEvent, x.red = r.p.MaxEventBytes, r.red
+	x.maxEvent, x.red, x.h1 = r.p.MaxEventBytes, r.red, r.h1
 	return x
 }
 
@@ -505,6 +506,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				inner.Go(func() {
 					x := r.newExchange()
 					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
+					x.release()
 				})
 			}
 			inner.Wait()
@@ -520,6 +522,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 					return
 				}
 				x := r.newExchange()
+				defer x.release()
 				shard := i % len(gr.shards)
 				for {
 					var j job

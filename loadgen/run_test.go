@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -15,7 +16,7 @@ import (
 func startEmulator(t testing.TB, cfg emulator.Config) (*emulator.Server, loadgen.Target) {
 	t.Helper()
 	em, ep := emulator.Start(t, cfg)
-	return em, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emu"}
+	return em, loadgen.Target{Endpoint: ep, Provider: "emu"}
 }
 
 // collect 是一个把记录复制保存下来的测试接收器（测试规模小，可以保留）。
@@ -119,15 +120,20 @@ func TestRunBasicGroupsAndTokens(t *testing.T) {
 func TestRunRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	good := loadgen.Profile{InputLength: []int{8}, OutputLength: []int{8}}
-	if _, err := loadgen.Run(ctx, loadgen.Target{Model: "m"}, good, nil); !errors.Is(err, loadgen.ErrInvalidTarget) {
+	if _, err := loadgen.Run(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{Model: "m"}}, good, nil); !errors.Is(err, loadgen.ErrInvalidTarget) {
 		t.Fatalf("no URL: %v", err)
 	}
-	if _, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: []string{"ftp://x"}, Model: "m"}, good, nil); !errors.Is(err, loadgen.ErrInvalidTarget) {
+	_, err := loadgen.Run(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1", "ftp://x"}, Model: "m"}}, good, nil)
+	if !errors.Is(err, loadgen.ErrInvalidTarget) || !errors.Is(err, endpoint.ErrInvalid) ||
+		err.Error() != `loadgen: invalid target: endpoint: base_urls[1] "ftp://x": invalid endpoint: scheme "ftp" is not http or https` {
 		t.Fatalf("ftp URL: %v", err)
+	}
+	if _, err := loadgen.Run(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1"}}}, good, nil); !errors.Is(err, endpoint.ErrInvalid) {
+		t.Fatalf("no model: %v", err)
 	}
 	bad := good
 	bad.Backend = "grpc"
-	if _, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}, bad, nil); !errors.Is(err, loadgen.ErrInvalidProfile) {
+	if _, err := loadgen.Run(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}}, bad, nil); !errors.Is(err, loadgen.ErrInvalidProfile) {
 		t.Fatalf("bad backend: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -122,7 +123,7 @@ func TestOpenLoopUncapped(t *testing.T) {
 func TestBackendsModesAndRoundRobin(t *testing.T) {
 	_, a := startEmulator(t, emulator.Config{Model: "m"})
 	_, b := startEmulator(t, emulator.Config{Model: "m"})
-	two := loadgen.Target{BaseURLs: []string{a.BaseURLs[0], b.BaseURLs[0]}, Model: "m", Provider: "rr"}
+	two := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{a.BaseURLs[0], b.BaseURLs[0]}, Model: "m"}, Provider: "rr"}
 	f := false
 	cases := map[string]loadgen.Profile{
 		"completions":   {Backend: loadgen.BackendCompletion},
@@ -217,7 +218,7 @@ func TestCancelStopsRun(t *testing.T) {
 
 // TestUnreachableServer 验证服务不可达时在探测阶段报错。
 func TestUnreachableServer(t *testing.T) {
-	_, err := loadgen.Run(context.Background(), loadgen.Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"},
+	_, err := loadgen.Run(context.Background(), loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}},
 		loadgen.Profile{InputLength: []int{8}, OutputLength: []int{4}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "probe") {
 		t.Fatalf("err %v", err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // 子进程协议的环境变量：父测试以它们重新执行测试二进制，子进程只跑一个分片。
@@ -78,7 +79,7 @@ func TestShardChildProcess(t *testing.T) {
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
-	tgt := Target{BaseURLs: []string{os.Getenv(shardURLEnv)}, Model: "m", Provider: "emu"}
+	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{os.Getenv(shardURLEnv)}, Model: "m"}, Provider: "emu"}
 	res, err := RunShard(context.Background(), tgt, shardProfile(os.Getenv(shardProfileEnv)), sh, &jsonRecords{enc: json.NewEncoder(w)})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestShardChildProcess(t *testing.T) {
 func startShardEmulator(t *testing.T) Target {
 	t.Helper()
 	_, ep := emulator.Start(t, shardEmulator)
-	return Target{BaseURLs: ep.BaseURLs, Model: ep.Model, Provider: "emu"}
+	return Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: ep.Model}, Provider: "emu"}
 }
 
 // runShardProcesses 以 n 个真实子进程跑 Profile kind 的各分片，返回分片结果与全部记录。
@@ -349,7 +350,7 @@ func TestShardValidate(t *testing.T) {
 	if err := (Shard{Index: 1, Count: 4}).Check(open); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RunShard(context.Background(), Target{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"},
+	if _, err := RunShard(context.Background(), Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://127.0.0.1:1/v1"}, Model: "m"}},
 		Profile{InputLength: []int{8}, OutputLength: []int{4}, Concurrency: []int{2}}, Shard{Count: 4}, nil); !errors.Is(err, ErrInvalidShard) {
 		t.Fatalf("RunShard with too few workers: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 
 // TestKernelTimestampsAndClientLag 检查 Run 自建的连接用内核接收时间戳计时：Linux 上
 // 每个成功请求都有 ClientLag（≥0），汇总里有同样多的样本；TTFT 不小于注入值，
-// chunk 时刻单调不减且不晚于 E2E。自带 Target.Client 时拿不到时间戳，ClientLag 为 -1、
+// chunk 时刻单调不减且不晚于 E2E。自带 Target.HTTPClient 时拿不到时间戳，ClientLag 为 -1、
 // 汇总样本数为 0，其余测量照常；timestamps: read 也一样。
 func TestKernelTimestampsAndClientLag(t *testing.T) {
 	const ttft = 20 * time.Millisecond
@@ -24,7 +24,7 @@ func TestKernelTimestampsAndClientLag(t *testing.T) {
 		own := mode != "kernel"
 		switch mode {
 		case "own client":
-			tg.Client = &http.Client{}
+			tg.HTTPClient = &http.Client{}
 		case loadgen.TimestampsRead:
 			pp.Timestamps = loadgen.TimestampsRead
 		}

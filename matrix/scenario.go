@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube/spec"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -178,6 +180,20 @@ func (s *Scenario) HasFeature(f Feature) bool {
 		}
 	}
 	return false
+}
+
+// FunctionalTarget 返回功能阶段的被测服务：部署得到的 ep 原样嵌入，加上场景的能力
+// （matrix.Feature 就是 functional.Feature，原样传过去：不认识的取值由 functional.NewRunner
+// 点名报错，而不是在这里被悄悄丢掉、让对应用例无声地跳过）、推理字段键名与能力声明
+// （决定“拒绝”的结论是 skip / unsupported 还是失败；Load 时已校验）。返回值不与场景
+// 共享切片或 map。
+func (s *Scenario) FunctionalTarget(ep endpoint.Endpoint) functional.Target {
+	t := functional.Target{Endpoint: ep, Features: slices.Clone(s.Features), ReasoningKeys: slices.Clone(s.Reasoning.Keys),
+		Capabilities: make(map[functional.Capability]functional.Support, len(s.Capabilities))}
+	for k, v := range s.Capabilities {
+		t.Capabilities[functional.Capability(k)] = functional.Support(v)
+	}
+	return t
 }
 
 // envNameRe 是合法环境变量名的形状。

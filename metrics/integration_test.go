@@ -201,20 +201,20 @@ func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
 	t.Helper()
 	_, ep := emulator.Start(t, emulator.Config{Model: "Qwen3-32B", TTFT: 3 * time.Millisecond, ITL: time.Millisecond,
 		SpecDecode: true, SpecAcceptRate: 0.7})
-	perf, err := loadgen.Run(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emulator"},
+	perf, err := loadgen.Run(ctx, loadgen.Target{Endpoint: ep, Provider: "emulator"},
 		loadgen.Profile{Concurrency: []int{1, 4}, InputLength: []int{64}, OutputLength: []int{16}, NumRequests: []int{12},
 			Warmup: 1, Epochs: 1, ControlMethod: loadgen.ControlClimb, GrowthRate: 2}, nil)
 	if err != nil {
 		t.Fatalf("loadgen: %v", err)
 	}
 	// 一次很短的容量扫描（并发上限 4，与看板变量的取值一致）：模拟器不排队，速率到 max_rate 仍满足 SLO。
-	capacity, err := loadgen.RunSweep(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emulator"},
+	capacity, err := loadgen.RunSweep(ctx, loadgen.Target{Endpoint: ep, Provider: "emulator"},
 		loadgen.Profile{ControlMethod: loadgen.ControlSweep, Concurrency: []int{4}, InputLength: []int{64}, OutputLength: []int{16}, Goodput: []string{"ttft:5000"},
 			Sweep: loadgen.SweepConfig{StartRate: 20, MaxRate: 40, StepDuration: 200 * time.Millisecond, MinRequests: 4}}, nil)
 	if err != nil || len(capacity) != 1 || capacity[0].MaxSustainableRate != 40 {
 		t.Fatalf("sweep: %v %+v", err, capacity)
 	}
-	runner, err := functional.NewRunner(functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey}, functional.Options{})
+	runner, err := functional.NewRunner(functional.Target{Endpoint: ep}, functional.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

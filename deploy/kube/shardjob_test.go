@@ -21,6 +21,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -30,7 +31,7 @@ import (
 func shardResults(t *testing.T, count int, idx ...int) string {
 	t.Helper()
 	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
-	tgt := loadgen.Target{BaseURLs: ep.BaseURLs, Model: "m", Provider: "emu"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
 	p := loadgen.Profile{Concurrency: []int{count * 2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10 * count}}
 	var buf bytes.Buffer
 	buf.WriteString("INFO: shard starting (a log line before the result)\n")
@@ -214,7 +215,7 @@ var groupProfile = loadgen.Profile{Concurrency: []int{2, 4}, InputLength: []int{
 // （Job 名与分片序号），合并后那一组不完整，而别的组完整——一个 Job 有分片失败不会让后面的组不跑。
 func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2]int) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
-	tgt := loadgen.Target{BaseURLs: ep.BaseURLs, Model: "m", Provider: "emu"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
 	var buf bytes.Buffer
 	have := map[[2]int]bool{}
 	for _, l := range lines {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
@@ -220,7 +221,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	start := time.Now()
-	res, runErr := accuracy.RunStage(ctx, cfg, accuracy.Target{BaseURL: base, Model: model, APIKey: c.apiKey}, accuracy.StageOptions{
+	res, runErr := accuracy.RunStage(ctx, cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: model, APIKey: c.apiKey}}, accuracy.StageOptions{
 		Emulated: emulated, Interpreter: interp, Label: label,
 		Create: func(name string) (io.WriteCloser, error) { return os.Create(filepath.Join(c.out, name)) },
 		Progress: func(ds string, done, total int) {

@@ -232,7 +232,7 @@ func target(ctx context.Context, o *options) (loadgen.Target, func(), error) {
 			return loadgen.Target{}, nil, err
 		}
 		ep := dep.Endpoint()
-		return loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: "emulator"},
+		return loadgen.Target{Endpoint: ep, Provider: "emulator"},
 			func() { _ = dep.Teardown(context.Background()) }, nil
 	}
 	f, err := os.Open(o.provider)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
@@ -74,7 +75,7 @@ func selftest(ctx context.Context, o *options, out io.Writer) error {
 	// 几乎不耗 CPU，因此这一行反映压测器自身的上限（模拟器的开销见上一行）。
 	if want("client") {
 		srv, url := blastServer(40)
-		s, cpu, err := selfRunTarget(ctx, loadgen.Target{BaseURLs: []string{url}, Model: "m", Provider: "blast"},
+		s, cpu, err := selfRunTarget(ctx, loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{url}, Model: "m"}, Provider: "blast"},
 			loadgen.Profile{Concurrency: []int{64}, InputLength: []int{32}, OutputLength: []int{40}, NumRequests: []int{40000}}, io.Discard)
 		srv.Close()
 		if err != nil {
@@ -169,7 +170,7 @@ func selfRun(ctx context.Context, cfg emulator.Config, p loadgen.Profile, w io.W
 	}
 	defer dep.Teardown(context.Background())
 	ep := dep.Endpoint()
-	return selfRunTarget(ctx, loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, Provider: "emulator"}, p, w)
+	return selfRunTarget(ctx, loadgen.Target{Endpoint: ep, Provider: "emulator"}, p, w)
 }
 
 // selfRunTarget 对给定目标跑一组并计量进程 CPU 时间。

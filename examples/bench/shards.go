@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
 )
@@ -425,7 +426,7 @@ func runSharded(ctx context.Context, o *options, args []string, stderr io.Writer
 	}
 	var tgt loadgen.Target
 	if s.url != "" {
-		tgt = loadgen.Target{BaseURLs: []string{s.url}, Model: s.model, Provider: "emulator"}
+		tgt = loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{s.url}, Model: s.model}, Provider: "emulator"}
 	} else if s.kube == 0 {
 		t, teardown, err := target(ctx, o)
 		if err != nil {

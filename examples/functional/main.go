@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -92,8 +93,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	if err != nil {
 		return 2, fmt.Errorf("-capabilities: %w", err)
 	}
-	target := functional.Target{BaseURLs: []string{*baseURL}, Model: *model, APIKey: *apiKey, ReasoningKeys: splitList(*reasoningKeys),
-		Capabilities: capabilities}
+	target := functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{*baseURL}, Model: *model, APIKey: *apiKey}, ReasoningKeys: splitList(*reasoningKeys), Capabilities: capabilities}
 	for _, f := range splitList(*features) {
 		target.Features = append(target.Features, functional.Feature(f))
 	}

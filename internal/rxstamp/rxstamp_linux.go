@@ -136,6 +136,10 @@ func cmsgAlign(n int) int {
 	return (n + a - 1) &^ (a - 1)
 }
 
+// SyscallConn 返回底层套接字的 RawConn（实现 syscall.Conn），让使用方做非阻塞的存活检查等
+// 不经过 Read 的操作；经它读走的数据不带时间戳。
+func (c *conn) SyscallConn() (syscall.RawConn, error) { return c.raw, nil }
+
 // Write 写数据（不涉及时间戳）。
 func (c *conn) Write(p []byte) (int, error) { return c.tc.Write(p) }
 

@@ -18,6 +18,10 @@ mme)
   echo "=========== Perception ===========" > "$out/mme.txt"
   echo "total score: 1523.75" >> "$out/mme.txt"
   ;;
+urls)
+  echo "argv=$2 first=$3 env=$CIBENCH_BASE_URLS envfirst=$CIBENCH_BASE_URL"
+  echo "score: 1" > "$out/urls.txt"
+  ;;
 fail)
   echo "boom" >&2
   exit 7

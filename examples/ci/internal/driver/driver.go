@@ -95,9 +95,9 @@ type Options struct {
 	// AccuracyCacheDir 是精度数据（simple-evals 上游文件）的下载缓存目录；空时取用户
 	// 缓存目录下的 cibench/simple-evals。配置中的 cache_dir 优先。
 	AccuracyCacheDir string
-	// AccuracyHTTPClient 用于精度阶段的模型请求与数据下载；nil 取 http.DefaultClient
-	// （时限来自配置）。测试用它模拟断网。
-	AccuracyHTTPClient *http.Client
+	// AccuracyDownloadClient 用于精度阶段的数据下载（accuracy.StageOptions.DownloadClient）；
+	// nil 取 http.DefaultClient（时限来自配置）。测试用它模拟断网。
+	AccuracyDownloadClient *http.Client
 
 	// NewDeployer 为测试替换部署方式；nil 时按场景的 mode 构造。
 	NewDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)

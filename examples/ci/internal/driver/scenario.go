@@ -2,14 +2,12 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path"
-	"strings"
 	"time"
 
+	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
@@ -203,11 +201,19 @@ func (d *driver) stageRed(scenario string, st report.Stage) bool {
 		case report.StageFunctional:
 			return sc.Functional != nil && sc.Functional.Count(functional.StatusFail)+sc.Functional.Count(functional.StatusCancelled) > 0
 		case report.StageAccuracy:
-			for _, a := range sc.Accuracy {
-				if a.Threshold != nil && a.Result.Score < *a.Threshold {
-					return true
-				}
-			}
+			return accuracyRed(sc.Accuracy)
+		}
+	}
+	return false
+}
+
+// accuracyRed 报告精度结果中是否有门禁不通过的数据集。判断只走 accuracy.Gate（与报告里的
+// 精度门禁同一个函数）：门禁指标（如 drop 的 f1_score）、max_error_rate、部分运行都算在内，
+// 驱动不另写一套比较。
+func accuracyRed(results []report.Accuracy) bool {
+	for _, a := range results {
+		if !accuracy.Gate(a.Spec(), a.Result).Pass {
+			return true
 		}
 	}
 	return false
@@ -258,22 +264,8 @@ func (d *driver) deploy(ctx context.Context, sc *matrix.Scenario) (deploy.Deploy
 	if err != nil {
 		return nil, err
 	}
-	dp, err := dep.Deploy(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if dp.Endpoint().Model == "" {
-		// -base-url 未给 -model：向服务询问它的模型名，而不是猜一个会 404 的名字。
-		model, merr := discoverModel(ctx, dp.Endpoint(), d.keys[sc.Name])
-		if merr != nil {
-			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
-			defer cancel()
-			_ = dp.Teardown(tctx)
-			return nil, fmt.Errorf("no -model given and %w", merr)
-		}
-		return modelOverride{Deployment: dp, model: model}, nil
-	}
-	return dp, nil
+	// -base-url 未给 -model 时 deploy.External 自己向服务询问模型名（GET /v1/models）。
+	return dep.Deploy(ctx)
 }
 
 // deployerFor 按场景的部署方式构造部署器。
@@ -299,50 +291,4 @@ func (d *driver) deployerFor(sc *matrix.Scenario) (deploy.Deployer, error) {
 		return kube.New(cfg, kube.WithFS(d.o.Config), kube.WithLogger(d.log))
 	}
 	return nil, fmt.Errorf("ci: scenario %s: unsupported mode %q", sc.Name, sc.Mode)
-}
-
-// modelOverride 给没有模型名的部署（-base-url 而无 -model）补上从 /v1/models 查到的名字。
-type modelOverride struct {
-	deploy.Deployment
-	model string
-}
-
-// Endpoint 返回补上模型名的地址。
-func (m modelOverride) Endpoint() deploy.Endpoint {
-	ep := m.Deployment.Endpoint()
-	ep.Model = m.model
-	return ep
-}
-
-// discoverModel 读取 GET {base}/models 的第一个模型 ID。
-func discoverModel(ctx context.Context, ep deploy.Endpoint, key string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(ep.BaseURL(), "/")+"/models", nil)
-	if err != nil {
-		return "", err
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("GET /v1/models failed: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET /v1/models returned %s", resp.Status)
-	}
-	var body struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return "", fmt.Errorf("GET /v1/models: %w", err)
-	}
-	if len(body.Data) == 0 || body.Data[0].ID == "" {
-		return "", errors.New("GET /v1/models lists no model")
-	}
-	return body.Data[0].ID, nil
 }

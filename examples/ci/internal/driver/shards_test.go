@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -24,7 +25,7 @@ func (s *rowSink) EndGroup(r loadgen.Summary) error { s.rows = append(s.rows, r)
 // 其余一个），没有屏障时第二组的开始相差约 1.2 秒，超过合并的默认界 1 秒。
 func TestRunShardedPerf(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: 1200 * time.Millisecond})
-	tgt := loadgen.Target{BaseURLs: ep.BaseURLs, Model: "m", Provider: "emu"}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
 	prof := loadgen.Profile{Concurrency: []int{3, 6}, InputLength: []int{16}, OutputLength: []int{2}, NumRequests: []int{4, 6}, Epochs: 2}
 	sink := &rowSink{}
 	rows, err := runShardedPerf(context.Background(), tgt, prof, 3, sink)

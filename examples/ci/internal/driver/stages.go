@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 
 	"github.com/vllm-cibench/cibench/accuracy"
@@ -39,7 +38,7 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	opts.RequestTimeout, opts.MaxResponseBytes = cfg.Request.Timeout, cfg.Request.MaxResponseBytes
 	opts.Config = &cfg
 	opts.Now = d.now
-	runner, err := functional.NewRunner(functionalTarget(sc, ep), opts)
+	runner, err := functional.NewRunner(sc.FunctionalTarget(ep), opts)
 	if err != nil {
 		return err
 	}
@@ -57,25 +56,11 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	return runErr
 }
 
-// functionalTarget 把场景与部署端点转换为功能测试的被测服务。
-func functionalTarget(sc *matrix.Scenario, ep deploy.Endpoint) functional.Target {
-	target := functional.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, ReasoningKeys: sc.Reasoning.Keys,
-		Capabilities: map[functional.Capability]functional.Support{}}
-	// 场景的能力声明决定“拒绝”的结论（skip / unsupported / 失败）；矩阵加载时已校验。
-	for k, v := range sc.Capabilities {
-		target.Capabilities[functional.Capability(k)] = functional.Support(v)
-	}
-	// 能力原样传过去（matrix.Feature 就是 functional.Feature）：不认识的取值由
-	// NewRunner 点名报错，而不是在这里被悄悄丢掉、让对应用例无声地跳过。
-	target.Features = slices.Clone(sc.Features)
-	return target
-}
-
 // perf 依次运行场景的每个性能档位：逐请求与汇总 CSV 按 acs-bench 命名写进
 // <scenario>/perf/<档位名>/，汇总行交给 report 参与性能门禁。
 func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.Endpoint) error {
 	sc := p.Scenario
-	target := loadgen.Target{BaseURLs: ep.BaseURLs, Model: ep.Model, APIKey: ep.APIKey, Provider: sc.Name}
+	target := loadgen.Target{Endpoint: ep, Provider: sc.Name}
 	var errs []error
 	for _, np := range p.Perf.Profiles {
 		prof := np.Profile.Defaults()
@@ -201,14 +186,14 @@ func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy
 			extDir = filepath.Join(dir, na.Name)
 		}
 		dir := path.Join(sc.Name, string(report.StageAccuracy), na.Name)
-		res, runErr := accuracy.RunStage(ctx, na.Config, accuracy.Target{BaseURL: ep.BaseURL(), Model: ep.Model, APIKey: ep.APIKey}, accuracy.StageOptions{
-			Emulated:    d.emulated(sc),
-			CacheDir:    d.accuracyCache(),
-			HTTPClient:  d.o.AccuracyHTTPClient,
-			Create:      func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) },
-			ExternalDir: extDir,
-			Logs:        logs,
-			Now:         d.now,
+		res, runErr := accuracy.RunStage(ctx, na.Config, accuracy.Target{Endpoint: ep}, accuracy.StageOptions{
+			Emulated:       d.emulated(sc),
+			CacheDir:       d.accuracyCache(),
+			DownloadClient: d.o.AccuracyDownloadClient,
+			Create:         func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) },
+			ExternalDir:    extDir,
+			Logs:           logs,
+			Now:            d.now,
 		})
 		if logs != nil {
 			_ = logs.Close()
@@ -231,6 +216,13 @@ func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy
 			}
 			d.log.Info("accuracy finished", "scenario", sc.Name, "config", na.Name, "dataset", r.Dataset, "score", r.Score,
 				"examples", r.Examples, "failed_requests", r.Errors, "data", data)
+			// 多实例时重试换到下一个实例，一个实例的故障可能被挽回而不进入 failed_requests：逐实例说出来。
+			for _, is := range r.Instances {
+				if is.Failed > 0 {
+					d.log.Warn("accuracy instance had failed attempts", "scenario", sc.Name, "config", na.Name, "dataset", r.Dataset,
+						"instance", is.BaseURL, "failed", is.Failed, "attempts", is.Attempts, "classes", is.FailedClasses)
+				}
+			}
 		}
 		names := make([]string, 0, len(res.Errors))
 		for n := range res.Errors {
