@@ -15,12 +15,11 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/vllm-cibench/cibench/internal/tokenize"
+	"golang.org/x/sync/errgroup"
 )
 
 // englishWords 与 chineseChars 是随机文本的素材。每个英文词（带前导空格）、
@@ -218,23 +217,21 @@ func randomPrompts(ctx context.Context, p *Profile, inputLen, n int, counter Tok
 			_ = build(ctx, i) // 没有 counter 时不会出错
 		}
 	} else {
-		cctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range min(tokenizeWorkers, n) {
-			wg.Go(func() {
-				for i := int(next.Add(1) - 1); i < n && cctx.Err() == nil; i = int(next.Add(1) - 1) {
-					if err := build(cctx, i); err != nil {
-						cancel(err)
-						return
-					}
-				}
-			})
+		// 有界并发、第一个错误取消其余：errgroup 的语义。循环在 ctx 结束后不再派发，
+		// 已派发的 build 经 gctx 尽快返回。
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(tokenizeWorkers)
+		for i := range n {
+			if gctx.Err() != nil {
+				break
+			}
+			g.Go(func() error { return build(gctx, i) })
 		}
-		wg.Wait()
-		if err := context.Cause(cctx); err != nil {
+		if err := g.Wait(); err != nil {
 			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
 		}
 	}
 	for i := range n {
