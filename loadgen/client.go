@@ -551,7 +551,13 @@ func errorMessage(b []byte) string {
 // 第一个事件到达后启动静默监视（见 reqWatch）。
 func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
-	x.reader.Reset(body)
+	if hc, ok := body.(*h1Conn); ok && hc.mode == bodyChunked {
+		// h1 的 chunked 响应体：SSE 读取器直接在连接的读缓冲区里找行，不再经 bufio 拷贝一次
+		// （读连接的时机不变：都只在缓冲区里没有载荷时才读）。
+		x.reader.ResetSource(hc)
+	} else {
+		x.reader.Reset(body)
+	}
 	x.reader.SetMaxEventSize(x.maxEvent)
 	done, lagged, events, idleOn := false, false, 0, false
 	for {

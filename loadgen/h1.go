@@ -634,32 +634,51 @@ func (c *h1Conn) readClose(p []byte) (int, error) {
 	return 0, c.ioErr(err)
 }
 
-// readChunked 解析 chunked 分帧（规则与 net/http 的 chunkedReader 相同：块大小行不超过
-// 4096 字节、允许扩展、块数据后必须是 CRLF、最后一块之后读完 trailer）。
+// readChunked 解析 chunked 分帧（规则见 frame），交出缓冲区里所有块的载荷；只在一个字节
+// 都还没交出时才读连接。
 func (c *h1Conn) readChunked(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
+		if err := c.frame(n == 0); err != nil {
+			if err == errWouldRead || (err == io.EOF && n > 0) {
+				return n, nil
+			}
+			return n, err
+		}
+		k := copy(p[n:], c.payload())
+		c.Discard(k)
+		n += k
+	}
+	return n, nil
+}
+
+// errWouldRead 是 frame 在不允许读连接（canRead 为 false）而又需要更多数据时的内部信号。
+var errWouldRead = errors.New("loadgen: h1: would read")
+
+// frame 推进 chunked 分帧，直到缓冲区里有当前块的载荷可交出（返回 nil，见 payload），或
+// 响应体已干净结束（io.EOF）。规则与 net/http 的 chunkedReader 相同：块大小行不超过 4096
+// 字节、允许扩展、块数据后必须是 CRLF、最后一块之后读完 trailer。需要更多数据时：canRead
+// 为 true 则读连接，否则返回 errWouldRead。
+func (c *h1Conn) frame(canRead bool) error {
+	for {
 		switch c.cstate {
 		case csSize:
 			ln, ok := c.line()
 			if !ok {
 				if c.w-c.r >= maxChunkLine {
-					return n, errors.New("header line too long")
+					return errors.New("header line too long")
 				}
-				if n > 0 {
-					return n, nil
-				}
-				if err := c.fillBody(); err != nil {
-					return n, err
+				if err := c.more(canRead); err != nil {
+					return err
 				}
 				continue
 			}
 			if len(ln) >= maxChunkLine {
-				return n, errors.New("header line too long")
+				return errors.New("header line too long")
 			}
 			size, err := parseChunkSize(ln)
 			if err != nil {
-				return n, err
+				return err
 			}
 			if size == 0 {
 				c.cstate = csTrailer
@@ -667,34 +686,21 @@ func (c *h1Conn) readChunked(p []byte) (int, error) {
 				c.remain, c.cstate = size, csData
 			}
 		case csData:
-			if c.r == c.w {
-				if n > 0 {
-					return n, nil
-				}
-				if err := c.fillBody(); err != nil {
-					return n, err
-				}
-				continue
+			if c.r < c.w {
+				return nil
 			}
-			k := copy(p[n:], c.buf[c.r:c.r+int(min(int64(c.w-c.r), c.remain))])
-			c.r += k
-			c.remain -= int64(k)
-			n += k
-			if c.remain == 0 {
-				c.cstate = csDataEnd
+			if err := c.more(canRead); err != nil {
+				return err
 			}
 		case csDataEnd:
 			if c.w-c.r < 2 {
-				if n > 0 {
-					return n, nil
-				}
-				if err := c.fillBody(); err != nil {
-					return n, err
+				if err := c.more(canRead); err != nil {
+					return err
 				}
 				continue
 			}
 			if c.buf[c.r] != '\r' || c.buf[c.r+1] != '\n' {
-				return n, errMalformedChunk
+				return errMalformedChunk
 			}
 			c.r += 2
 			c.cstate = csSize
@@ -703,31 +709,59 @@ func (c *h1Conn) readChunked(p []byte) (int, error) {
 			ln, ok := c.line()
 			if !ok {
 				if c.trailer+c.w-c.r > maxHeaderBytes {
-					return n, errHeadersTooLarge
+					return errHeadersTooLarge
 				}
-				if n > 0 {
-					return n, nil
-				}
-				if err := c.fillBody(); err != nil {
-					return n, err
+				if err := c.more(canRead); err != nil {
+					return err
 				}
 				continue
 			}
 			c.trailer += c.r - before
 			if c.trailer > maxHeaderBytes {
-				return n, errHeadersTooLarge
+				return errHeadersTooLarge
 			}
 			if len(ln) == 0 {
 				c.cstate = csEOF
 			}
 		default: // csEOF
-			if n > 0 {
-				return n, nil
-			}
-			return 0, io.EOF
+			return io.EOF
 		}
 	}
-	return n, nil
+}
+
+// more 为 frame 读入更多数据（canRead 为 false 时返回 errWouldRead）。
+func (c *h1Conn) more(canRead bool) error {
+	if !canRead {
+		return errWouldRead
+	}
+	return c.fillBody()
+}
+
+// payload 返回缓冲区里当前块的载荷（frame 返回 nil 之后调用）。
+func (c *h1Conn) payload() []byte {
+	return c.buf[c.r : c.r+int(min(int64(c.w-c.r), c.remain))]
+}
+
+// Peek 实现 sse.Source（只用于 chunked 响应体，见 readStream）：返回读缓冲区里当前块的载荷，
+// 不拷贝；没有时按 frame 的规则读连接。错误与 Read 相同，并同样被记下。
+func (c *h1Conn) Peek() ([]byte, error) {
+	if c.berr != nil {
+		return nil, c.berr
+	}
+	if err := c.frame(true); err != nil {
+		c.berr = err
+		return nil, err
+	}
+	return c.payload(), nil
+}
+
+// Discard 实现 sse.Source：消费当前块载荷的前 n 个字节。
+func (c *h1Conn) Discard(n int) {
+	c.r += n
+	c.remain -= int64(n)
+	if c.remain == 0 {
+		c.cstate = csDataEnd
+	}
 }
 
 // fillBody 为响应体读入更多数据；连接在响应体中途结束时返回 io.ErrUnexpectedEOF（与 net/http 相同）。

@@ -41,9 +41,21 @@ type Event struct {
 // IsDone 报告该事件是否为 `data: [DONE]` 结束标记。
 func (e *Event) IsDone() bool { return bytes.Equal(e.Data, Done) }
 
-// Reader 从底层 io.Reader 逐个读取 SSE 事件。
+// Source 是能把已缓冲的数据就地交给 Reader 的来源（见 ResetSource）：例如一个自己解析
+// HTTP 分帧的连接，载荷本来就在它的读缓冲区里，不必再经 bufio 拷贝一次。
+type Source interface {
+	// Peek 返回下一段已缓冲的连续数据（没有时先读入更多），至少一个字节；流结束或出错时
+	// 返回 nil 与错误（正常结束为 io.EOF）。切片在下一次调用 Peek 之前有效。
+	Peek() ([]byte, error)
+	// Discard 消费上一次 Peek 返回的数据中接下来的 n 个字节；两次 Peek 之间可以调用多次，
+	// 合计不超过那次 Peek 的长度。
+	Discard(n int)
+}
+
+// Reader 从底层 io.Reader（或 Source）逐个读取 SSE 事件。
 type Reader struct {
 	br   *bufio.Reader
+	src  Source // 非 nil 时直接从它读行（ResetSource），不经 br
 	line []byte // 超过 bufio 缓冲区的长行在此拼接
 	data []byte
 	name []byte
@@ -61,8 +73,11 @@ func (r *Reader) Unrecognized() int { return r.odd }
 // NewReader 返回读取 r 的 SSE 读取器，内部缓冲区 64 KiB（只影响性能），
 // 单事件上限 DefaultMaxEventSize。
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: DefaultMaxEventSize}
+	return &Reader{br: bufio.NewReaderSize(r, bufSize), max: DefaultMaxEventSize}
 }
+
+// bufSize 是 Reset 模式下 bufio 读缓冲区的大小，也是 ResetSource 模式检查长行上限的粒度。
+const bufSize = 64 << 10
 
 // SetMaxEventSize 设置单行与单个事件数据的字节上限；n <= 0 表示不限（只应对可信的来源）。
 func (r *Reader) SetMaxEventSize(n int) { r.max = n }
@@ -75,12 +90,24 @@ func (r *Reader) tooLarge() error {
 // Reset 让 Reader 改读 r 并丢弃未完成的事件，用于在多个响应之间复用缓冲区。
 func (r *Reader) Reset(src io.Reader) {
 	r.br.Reset(src)
+	r.src = nil
 	r.line, r.data, r.name = r.line[:0], r.data[:0], r.name[:0]
 	r.saw, r.odd = false, 0
 }
 
-// readLine 读取一整行（不含行尾 \n 或 \r\n），长度不设上限。
+// ResetSource 与 Reset 相同，但直接在 src 的缓冲区里找行：落在一段 Peek 之内的行不再拷贝
+// （热路径上每个事件少一次拷贝与一层 Read 调用）；跨段的行拼接到自己的缓冲区里，大小上限与
+// 错误和 Reset 模式相同。
+func (r *Reader) ResetSource(src Source) {
+	r.Reset(nil)
+	r.src = src
+}
+
+// readLine 读取一整行（不含行尾 \n 或 \r\n），长度不设上限（上限见 checkLine）。
 func (r *Reader) readLine() ([]byte, error) {
+	if r.src != nil {
+		return r.readSourceLine()
+	}
 	b, err := r.br.ReadSlice('\n')
 	if err == nil {
 		return r.checkLine(trimEOL(b))
@@ -104,6 +131,58 @@ func (r *Reader) readLine() ([]byte, error) {
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			return nil, err
+		}
+	}
+}
+
+// readSourceLine 是 readLine 的 Source 版本：行在一段 Peek 之内时直接返回那段缓冲区的切片，
+// 否则逐段拼接到 r.line。上限检查的时机与 bufio 版本逐字节相同：bufio 版本每攒满一个读缓冲区
+// （bufSize 字节）还没见到换行时才检查上限，因此这里也按 bufSize 的边界取数据、在边界上检查，
+// 一个超过上限但不到 bufSize 的行随后以错误结束时，两种模式给出的都是那个错误而不是超限
+// （故障类别不随读取方式改变）。流在行中途结束（io.EOF）时返回已读到的部分，其余错误丢弃半行。
+func (r *Reader) readSourceLine() ([]byte, error) {
+	b, err := r.src.Peek()
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, io.ErrNoProgress
+	}
+	if i := bytes.IndexByte(b[:min(len(b), bufSize)], '\n'); i >= 0 {
+		r.src.Discard(i + 1)
+		return r.checkLine(trimEOL(b[:i+1]))
+	}
+	r.line = r.line[:0]
+	for boundary := bufSize; ; {
+		// b 是已 Peek、尚未消费的数据；只取到下一个边界为止。
+		take := b[:min(len(b), boundary-len(r.line))]
+		if i := bytes.IndexByte(take, '\n'); i >= 0 {
+			r.line = append(r.line, take[:i+1]...)
+			r.src.Discard(i + 1)
+			return r.checkLine(trimEOL(r.line))
+		}
+		r.line = append(r.line, take...)
+		r.src.Discard(len(take))
+		if len(r.line) == boundary {
+			if r.max > 0 && len(r.line) > r.max+lineSlack+2 { // +2：行尾的 \r\n
+				r.line = nil // 不把接近上限的缓冲留给后续的流
+				return nil, r.tooLarge()
+			}
+			boundary += bufSize
+		}
+		if len(take) < len(b) {
+			b = b[len(take):]
+			continue
+		}
+		b, err = r.src.Peek()
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(r.line) > 0 {
+				return r.checkLine(trimEOL(r.line)) // 最后一行没有换行符
+			}
+			return nil, err
+		}
+		if len(b) == 0 {
+			return nil, io.ErrNoProgress
 		}
 	}
 }
