@@ -15,7 +15,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -218,25 +217,15 @@ func randomPrompts(ctx context.Context, p *Profile, inputLen, n int, counter Tok
 			_ = build(ctx, i) // 没有 counter 时不会出错
 		}
 	} else {
-		// 有界并发、第一个错误取消其余：errgroup 的语义。固定 tokenizeWorkers 个 goroutine
-		// 按序号领取 prompt（而不是 SetLimit 下每个 prompt 一个新 goroutine）：新 goroutine 的
-		// 栈很小，每次 /tokenize 往返都要在 net/http 里把栈长大（copystack），这是每个请求的
-		// 边际 CPU。gctx 结束后不再领取，进行中的 build 经 gctx 尽快返回。
+		// 有界并发、第一个错误取消其余：errgroup 的语义。循环在 ctx 结束后不再派发，
+		// 已派发的 build 经 gctx 尽快返回。
 		g, gctx := errgroup.WithContext(ctx)
-		var next atomic.Int64
-		for range min(tokenizeWorkers, n) {
-			g.Go(func() error {
-				for gctx.Err() == nil {
-					i := int(next.Add(1) - 1)
-					if i >= n {
-						return nil
-					}
-					if err := build(gctx, i); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
+		g.SetLimit(tokenizeWorkers)
+		for i := range n {
+			if gctx.Err() != nil {
+				break
+			}
+			g.Go(func() error { return build(gctx, i) })
 		}
 		if err := g.Wait(); err != nil {
 			return err
