@@ -23,7 +23,7 @@ func TestArrivedUsesKernelStamp(t *testing.T) {
 	// 与墙上时钟的差只有两次读时钟之间的纳秒级抖动。
 	arrival := time.Now().Add(-30 * time.Millisecond)
 	x.conn = stamp{arrival.Round(0)}
-	at, lag := x.arrived(intended)
+	at, lag := x.arrived(intended, true)
 	if want := arrival.Sub(intended); (at - want).Abs() > time.Microsecond {
 		t.Fatalf("at = %v, want %v", at, want)
 	}
@@ -31,13 +31,23 @@ func TestArrivedUsesKernelStamp(t *testing.T) {
 		t.Fatalf("lag = %v, want about 30ms", lag)
 	}
 	// 同一个时间戳（一次读取交出的下一个事件）得到完全相同的到达时刻，滞后随读取变大。
-	if at2, lag2 := x.arrived(intended); at2 != at || lag2 < lag {
+	if at2, lag2 := x.arrived(intended, true); at2 != at || lag2 < lag {
 		t.Fatalf("same stamp: at %v → %v, lag %v → %v", at, at2, lag, lag2)
+	}
+	// 不要滞后时，同一个时间戳直接复用上一次的到达时刻（不读时钟），滞后为 -1。
+	if at2, lag2 := x.arrived(intended, false); at2 != at || lag2 != -1 {
+		t.Fatalf("same stamp, no lag wanted: at %v → %v, lag %v", at, at2, lag2)
 	}
 	// 更晚的时间戳不会让到达时刻倒退。
 	x.conn = stamp{arrival.Round(0).Add(time.Nanosecond)}
-	if at3, _ := x.arrived(intended); at3 < at {
+	if at3, _ := x.arrived(intended, true); at3 < at {
 		t.Fatalf("later stamp went back in time: %v < %v", at3, at)
+	}
+	// 不要滞后、但时间戳变了（新的一次读取）：照常读时钟算到达时刻。
+	later := time.Now().Add(-10 * time.Millisecond)
+	x.conn = stamp{later.Round(0)}
+	if at4, lag4 := x.arrived(intended, false); (at4-later.Sub(intended)).Abs() > time.Microsecond || lag4 < 10*time.Millisecond {
+		t.Fatalf("new stamp, no lag wanted: at %v want %v, lag %v", at4, later.Sub(intended), lag4)
 	}
 	x.lastStamp, x.lastAt = time.Time{}, 0
 
@@ -48,13 +58,13 @@ func TestArrivedUsesKernelStamp(t *testing.T) {
 	} {
 		x.conn = c
 		before := time.Since(intended)
-		at, lag := x.arrived(intended)
+		at, lag := x.arrived(intended, true)
 		if lag != -1 || at < before || at > time.Since(intended) {
 			t.Fatalf("%s: at=%v lag=%v, want now and -1", name, at, lag)
 		}
 	}
 	x.conn = nil
-	if _, lag := x.arrived(intended); lag != -1 {
+	if _, lag := x.arrived(intended, true); lag != -1 {
 		t.Fatalf("no stamper: lag %v", lag)
 	}
 }

@@ -214,7 +214,14 @@ func (x *exchange) withTrace(ctx context.Context) context.Context {
 //
 // 一次读取交出的多个事件共享同一个内核时间戳，它们得到完全相同的到达时刻（复用上一次
 // 的结果）；两次读时钟之间墙上时钟与单调时钟有纳秒级抖动，因此到达时刻也不允许倒退。
-func (x *exchange) arrived(intended time.Time) (at, lag time.Duration) {
+//
+// needLag 为 false 表示调用方不用滞后（只有本请求的第一个内容 chunk 记 ClientLag）：这时
+// 与上一个事件同一个时间戳的事件直接复用上一次的到达时刻，不再读时钟（热路径上每次读取
+// 交出的第二个及以后的事件省一次 time.Now），返回的滞后为 -1。到达时刻与读时钟时完全相同。
+func (x *exchange) arrived(intended time.Time, needLag bool) (at, lag time.Duration) {
+	if !needLag && x.conn != nil && !x.lastStamp.IsZero() && x.conn.LastRx().Equal(x.lastStamp) {
+		return x.lastAt, -1
+	}
 	now := time.Now()
 	since := now.Sub(intended)
 	var t time.Time
@@ -569,7 +576,7 @@ func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time
 			}
 			break
 		}
-		now, lag := x.arrived(intended)
+		now, lag := x.arrived(intended, !lagged)
 		rec.E2E = now
 		if x.idle > 0 && x.watching {
 			if !idleOn {
@@ -659,7 +666,7 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 		x.fail(ctx, ErrClassTruncated, err, intended)
 		return
 	}
-	now, lag := x.arrived(intended)
+	now, lag := x.arrived(intended, true)
 	rec.E2E, rec.ClientLag = now, lag
 	s := unsafeString(b)
 	if !gjson.Valid(s) {
