@@ -166,7 +166,7 @@ func (j ShardJob) withDefaults() (ShardJob, error) {
 	return j, nil
 }
 
-// manifest 构造 Indexed Job：不重试（backoffLimit 0，重试的 Pod 会错过约定的开始时刻），
+// manifest 构造 Indexed Job：每个序号不重试（backoffLimitPerIndex 0，重试的 Pod 会错过约定的开始时刻；一片失败不牵连其他分片），
 // Pod 失败即该分片失败。
 func (j ShardJob) manifest(startAt time.Time) *batchv1.Job {
 	n := int32(j.Shards)
@@ -211,7 +211,10 @@ func (j ShardJob) manifest(startAt time.Time) *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
-			Completions: &n, Parallelism: &n, CompletionMode: &mode, BackoffLimit: &zero,
+			// 每个序号各自不重试（backoffLimitPerIndex: 0）：一片失败只让这一片缺失，其他分片照常跑完、
+			// 交回结果。全局 backoffLimit: 0 会在第一片失败时把整个 Job 判为失败并终止其余仍在运行的
+			// 分片，一个坏节点就让整组的健康分片一起丢失。
+			Completions: &n, Parallelism: &n, CompletionMode: &mode, BackoffLimitPerIndex: &zero,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{c},
@@ -416,7 +419,10 @@ func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*loadge
 				return true, nil
 			}
 		}
-		return int(cur.Status.Succeeded+cur.Status.Failed) >= j.Shards, nil
+		if int(cur.Status.Succeeded+cur.Status.Failed) >= j.Shards {
+			return true, nil
+		}
+		return j.allIndexesTerminal(wctx, cs), nil
 	}, func() string {
 		if last == nil {
 			return "job " + j.Name + " not observed"
@@ -437,6 +443,32 @@ func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*loadge
 	return results, errors.Join(errs...)
 }
 
+// allIndexesTerminal 报告是否每个完成序号都已有一个结束了的 Pod（Succeeded 或 Failed）。
+// 每个序号不重试（backoffLimitPerIndex: 0），结束的 Pod 就是该片的最终结局，结果此时已经可以
+// 收集；不必再等 job-controller 把它们计入 Job 的状态——控制器在状态更新冲突后会退避重排，
+// 测试控制面上曾让一个早已全部结束的 Job 晚 50 秒以上才标为完成。列 Pod 出错时返回 false，
+// 继续按 Job 状态等。
+func (j ShardJob) allIndexesTerminal(ctx context.Context, cs kubernetes.Interface) bool {
+	pods, err := cs.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
+	if err != nil {
+		return false
+	}
+	done := make([]bool, j.Shards)
+	left := j.Shards
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		idx, err := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+		if err != nil || idx < 0 || idx >= j.Shards || done[idx] {
+			continue
+		}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			done[idx] = true
+			left--
+		}
+	}
+	return left == 0
+}
+
 // collect 按完成序号找到每片的 Pod：成功结束的读日志里最后一个结果行并核对序号，
 // 其余（失败、仍在运行、没有 Pod、没有结果行）记入 failed。
 func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, map[int]string) {
@@ -450,7 +482,7 @@ func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*load
 			if err != nil {
 				continue
 			}
-			// 同一序号的多个 Pod（不应出现，backoffLimit 为 0）取成功的那个。
+			// 同一序号的多个 Pod（不应出现，backoffLimitPerIndex 为 0）取成功的那个。
 			if prev, ok := byIdx[idx]; !ok || prev.Status.Phase != corev1.PodSucceeded {
 				byIdx[idx] = p
 			}

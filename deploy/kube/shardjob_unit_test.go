@@ -24,7 +24,7 @@ func TestShardJobManifest(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	m := j.manifest(start)
 	s := m.Spec
-	if *s.Completions != 4 || *s.Parallelism != 4 || *s.CompletionMode != batchv1.IndexedCompletion || *s.BackoffLimit != 0 {
+	if *s.Completions != 4 || *s.Parallelism != 4 || *s.CompletionMode != batchv1.IndexedCompletion || s.BackoffLimitPerIndex == nil || *s.BackoffLimitPerIndex != 0 || s.BackoffLimit != nil {
 		t.Fatalf("spec %+v", s)
 	}
 	pod := s.Template.Spec
