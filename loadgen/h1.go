@@ -24,7 +24,8 @@ import (
 // 逐请求的头部 map、chunked 读取器与 bufio 的多层拷贝；在 c=256、每个流 32 个 chunk 的零时延
 // 压测里，这些占到客户端 CPU 的三成以上（issue 13 的 0.10 ms/请求目标）。h1 传输让 worker
 // goroutine 自己在自己取到的 keep-alive 连接上一次 write 发出请求头与请求体，自己解析状态行、
-// 头部与 chunked 分帧（分帧在连接的读缓冲区里就地解析，载荷直接交给 SSE 读取器），不再有后台
+// 头部与 chunked 分帧（分帧在连接的读缓冲区里就地解析，SSE 读取器经 Peek/Discard 直接在这个缓冲区里
+// 找行，不再经 bufio 拷贝一次），不再有后台
 // goroutine 与头部 map。
 //
 // 只在与 net/http 完全等价的情况下使用（见 newH1Pool）：全部实例地址都是明文 http://、
