@@ -32,7 +32,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
+	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/report"

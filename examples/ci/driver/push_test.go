@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
+	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/report"

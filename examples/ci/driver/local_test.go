@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/examples/ci/internal/driver"
+	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
 )
