@@ -34,7 +34,7 @@ func tree(names ...string) fstest.MapFS {
 // 供不是进程内模拟器的场景使用：内置样例只能打模拟器。分数只记录不设门禁。
 func realDataAcc(t *testing.T) string {
 	t.Helper()
-	data, err := filepath.Abs("../../../../accuracy/sampledata")
+	data, err := filepath.Abs("../../../accuracy/sampledata")
 	if err != nil {
 		t.Fatal(err)
 	}
