@@ -449,45 +449,57 @@ func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*loadge
 // 测试控制面上曾让一个早已全部结束的 Job 晚 50 秒以上才标为完成。列 Pod 出错时返回 false，
 // 继续按 Job 状态等。
 func (j ShardJob) allIndexesTerminal(ctx context.Context, cs kubernetes.Interface) bool {
-	pods, err := cs.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
+	byIdx, err := j.shardPods(ctx, cs)
 	if err != nil {
 		return false
 	}
-	done := make([]bool, j.Shards)
-	left := j.Shards
+	for i := range j.Shards {
+		if p, ok := byIdx[i]; !ok || phaseRank(p.Status.Phase) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// shardPods 列出本 Job 的 Pod，按完成序号（注解）归组，每个序号取一个：成功的优先，其次失败的，
+// 最后仍在运行或等待的。缺注解或注解不是数字的 Pod 不计。等待（allIndexesTerminal）与收集
+// （collect）共用它，两者对"哪个 Pod 代表这一片"的判断因此一致。
+func (j ShardJob) shardPods(ctx context.Context, cs kubernetes.Interface) (map[int]*corev1.Pod, error) {
+	pods, err := cs.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
+	if err != nil {
+		return nil, err
+	}
+	byIdx := map[int]*corev1.Pod{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		idx, err := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
-		if err != nil || idx < 0 || idx >= j.Shards || done[idx] {
+		if err != nil {
 			continue
 		}
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			done[idx] = true
-			left--
+		// 同一序号的多个 Pod（不应出现，backoffLimitPerIndex 为 0）取结局最好的那个。
+		if prev, ok := byIdx[idx]; !ok || phaseRank(p.Status.Phase) > phaseRank(prev.Status.Phase) {
+			byIdx[idx] = p
 		}
 	}
-	return left == 0
+	return byIdx, nil
+}
+
+// phaseRank 给 Pod 阶段排序：Succeeded 2、Failed 1、其余（尚未结束）0。
+func phaseRank(ph corev1.PodPhase) int {
+	switch ph {
+	case corev1.PodSucceeded:
+		return 2
+	case corev1.PodFailed:
+		return 1
+	}
+	return 0
 }
 
 // collect 按完成序号找到每片的 Pod：成功结束的读日志里最后一个结果行并核对序号，
 // 其余（失败、仍在运行、没有 Pod、没有结果行）记入 failed。
 func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, map[int]string) {
 	failed := map[int]string{}
-	pods, err := cs.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
-	byIdx := map[int]*corev1.Pod{}
-	if err == nil {
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			idx, err := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
-			if err != nil {
-				continue
-			}
-			// 同一序号的多个 Pod（不应出现，backoffLimitPerIndex 为 0）取成功的那个。
-			if prev, ok := byIdx[idx]; !ok || prev.Status.Phase != corev1.PodSucceeded {
-				byIdx[idx] = p
-			}
-		}
-	}
+	byIdx, err := j.shardPods(ctx, cs)
 	var out []*loadgen.ShardResult
 	for i := range j.Shards {
 		p, ok := byIdx[i]
