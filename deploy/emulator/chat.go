@@ -41,6 +41,7 @@ type emuRun struct {
 	fault        string
 	arrival      time.Time
 	em           *Server
+	perf         emuPerfRun // 性能模型下的进度；模型关闭时为零值
 }
 
 // decodeJSON 解析请求体；JSON 语法或类型错误按 vLLM 返回 400。
@@ -330,6 +331,16 @@ func (e *Server) planChat(cfg *Config, req *emuChatRequest) (*emuRun, *emuErr) {
 		in.inContent = cfg.ReasoningInContent
 	}
 	run.promptTokens = p.tokens()
+	if cfg.EnablePrefixCaching {
+		h := emu.NewTokenHasher(cfg.BlockSize)
+		for _, t := range p.texts {
+			h.Text(t)
+		}
+		for i := 0; i < p.imageTokens; i++ {
+			h.Token(emuImageTokenID)
+		}
+		run.perf.hashes = h.Hashes
+	}
 	if cfg.Defects.ImageIgnored {
 		run.promptTokens -= p.imageTokens
 	}
@@ -540,6 +551,14 @@ func (e *Server) planCompletion(cfg *Config, req *emuCompletionRequest) (*emuRun
 	}
 	e.setStreamOpts(run, cfg, &req.emuCommon)
 	run.id = e.newID(cfg, "cmpl-")
+	if cfg.EnablePrefixCaching {
+		// 多个提示的批量请求按一条序列建模（各提示依次拼接），见 docs/emulator.md。
+		h := emu.NewTokenHasher(cfg.BlockSize)
+		for _, t := range texts {
+			h.Text(t)
+		}
+		run.perf.hashes = h.Hashes
+	}
 	n := s.n
 	if cfg.Defects.NIgnored {
 		n = 1
