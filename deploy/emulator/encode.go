@@ -382,6 +382,7 @@ func (e *Server) nonStreamBody(run *emuRun) []byte {
 	if run.kind == emuKindChat {
 		b = append(b, `,"prompt_logprobs":null`...)
 	}
-	b = append(b, `,"kv_transfer_params":null}`...)
-	return b
+	b = append(b, `,"kv_transfer_params":`...)
+	b = appendKVTransfer(b, run)
+	return append(b, '}')
 }

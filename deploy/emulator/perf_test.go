@@ -179,7 +179,7 @@ func TestBatchFactorScalesITL(t *testing.T) {
 	}
 	_, single, _ := timedStream(t, ep, perfChat("a", "b", 11, nil))
 	one := mean(single)
-	if one < itl || one > 2*itl {
+	if one < itl*9/10 || one > 2*itl { // 客户端读首个 chunk 的滞后会让均值略低于模型值
 		t.Fatalf("single request mean ITL %v, model %v", one, itl)
 	}
 	var wg sync.WaitGroup
