@@ -344,7 +344,7 @@ func (e *Server) planChat(cfg *Config, req *emuChatRequest) (*emuRun, *emuErr) {
 		for i := 0; i < p.imageTokens; i++ {
 			h.Token(emuImageTokenID)
 		}
-		run.perf.hashes = h.Hashes
+		run.perf.hasher, run.perf.hashes = h, h.Hashes
 	}
 	if cfg.Defects.ImageIgnored {
 		run.promptTokens -= p.imageTokens
@@ -564,7 +564,7 @@ func (e *Server) planCompletion(cfg *Config, req *emuCompletionRequest) (*emuRun
 		for _, t := range texts {
 			h.Text(t)
 		}
-		run.perf.hashes = h.Hashes
+		run.perf.hasher, run.perf.hashes = h, h.Hashes
 	}
 	n := s.n
 	if cfg.Defects.NIgnored {

@@ -256,10 +256,11 @@ func (c *Config) validate() error {
 // internal/tokenize 的规则，因此客户端按同一规则数出的 token 数与 usage 一致。
 //
 // 它不模拟：真实模型质量（文本是中英混排的确定性占位文字，评测得分约等于随机猜测）、
-// 真实分词器（用的是 internal/tokenize 的简化规则，chat 模板不增加 token）、
-// KV cache 容量与抢占、前缀缓存、连续批处理对 ITL 的影响（ITL 与并发无关，只有
-// MaxNumSeqs 排队会拉长 TTFT）、GPU/NPU 本身、多实例与 PD 分离的路由、
-// 生成过程中的 EOS token 计数（自然结束时 EOS 不计入 completion_tokens）。
+// 真实分词器（用的是 internal/tokenize 的简化规则，chat 模板不增加 token）、GPU/NPU 本身、
+// 多实例路由、生成过程中的 EOS token 计数（自然结束时 EOS 不计入 completion_tokens）。
+// 前缀缓存、KV 容量与抢占、批大小对 ITL/prefill 的影响与 PD 分离由性能模型模拟，
+// 默认全部关闭（此时 ITL 与并发无关，只有 MaxNumSeqs 排队会拉长 TTFT），见 Config 中
+// EnablePrefixCaching 起的字段、NewPD 与 docs/emulator.md 的“性能模型”。
 //
 // 并发约定：Server 的全部方法都可以并发调用；Update 原子地替换配置，
 // 正在进行的请求继续使用开始时的配置快照。

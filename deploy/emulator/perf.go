@@ -10,15 +10,17 @@ import (
 // emuPerfRun 是一个请求在性能模型（Config.perfModel）下的进度。模型关闭时保持零值，
 // 快路径不读它。
 type emuPerfRun struct {
-	hashes  []uint64  // 提示的链式块哈希（只在 EnablePrefixCaching 时计算）
-	seq     *emu.Seq  // 在 Server.perf 中的请求
-	cached  int       // 首次调度时前缀命中的 token 数（usage 的 cached_tokens）
-	gen     int       // 已发出的 token 数（KV 记账：被抢占后要连同它们一起重算）
-	prev    time.Time // 上一步的计划时刻；下一步在它之后 ITL × 批倍数
-	resume  time.Time // 被抢占、重新调度后，下一步（重算完成）的计划时刻
-	firstAt time.Time // 首 token 实际的计划时刻（抢占可能把它推迟到 perfAdmit 算出的时刻之后）
-	remote  bool      // decode 角色上的远程 prefill 请求：首 token 时间按 KV 传输计
-	prefill bool      // prefill 角色上的 do_remote_decode 请求：只做 prefill
+	hashes  []uint64         // 提示的链式块哈希（只在 EnablePrefixCaching 时计算）
+	hasher  *emu.TokenHasher // 算出 hashes 的哈希器；结束时接着喂生成的 token，登记解码填满的块
+	kvTok   int              // 当前持有 KV 的 token 数（提示 + 已算过 KV 的生成 token）
+	seq     *emu.Seq         // 在 Server.perf 中的请求
+	cached  int              // 首次调度时前缀命中的 token 数（usage 的 cached_tokens）
+	gen     int              // 已发出的 token 数（KV 记账：被抢占后要连同它们一起重算）
+	prev    time.Time        // 上一步的计划时刻；下一步在它之后 ITL × 批倍数
+	resume  time.Time        // 被抢占、重新调度后，下一步（重算完成）的计划时刻
+	firstAt time.Time        // 首 token 实际的计划时刻（抢占可能把它推迟到 perfAdmit 算出的时刻之后）
+	remote  bool             // decode 角色上的远程 prefill 请求：首 token 时间按 KV 传输计
+	prefill bool             // prefill 角色上的 do_remote_decode 请求：只做 prefill
 }
 
 // emuWaitResult 是 untilOr 的结果。
@@ -116,6 +118,7 @@ func (e *Server) perfStep(ctx context.Context, wt *emuWaiter, run *emuRun, j int
 				target = first
 			case !e.perf.Grow(pr.seq, run.promptTokens+pr.gen):
 				preempted = true
+				pr.kvTok = 0
 			default:
 				target = pr.prev.Add(e.batchScaled(cfg, cfg.ITL))
 			}
@@ -124,6 +127,7 @@ func (e *Server) perfStep(ctx context.Context, wt *emuWaiter, run *emuRun, j int
 			switch wt.untilOr(ctx, target, e.perf.Preempted(pr.seq)) {
 			case emuWaitOK:
 				pr.prev, pr.resume = target, time.Time{}
+				pr.kvTok = run.promptTokens + pr.gen
 				if j == 0 {
 					pr.firstAt = target
 				}
@@ -137,6 +141,29 @@ func (e *Server) perfStep(ctx context.Context, wt *emuWaiter, run *emuRun, j int
 		}
 		pr.resume = time.Now().Add(e.prefillTime(cfg, run, e.perf.Compute(pr.seq), false))
 	}
+}
+
+// commitGenerated 在请求成功结束时把解码填满的块登记进前缀缓存：接着提示的哈希链喂入
+// 第一个 choice 生成的 token（推理在前、正文在后，与 vLLM 的 token 顺序相同），只登记
+// KV 已经算出的部分（最后一步发出的 token 没有 KV）。多轮对话的下一轮提示以
+// “上一轮提示 + 上一轮回答”开头，于是像在 vLLM 上一样命中到回答为止。
+func (e *Server) commitGenerated(run *emuRun) {
+	pr := &run.perf
+	if pr.hasher == nil || pr.seq == nil || len(run.choices) == 0 || pr.kvTok <= run.promptTokens {
+		return
+	}
+	c := run.choices[0]
+	left := pr.kvTok - run.promptTokens
+	for _, pieces := range [][]string{c.reasoning, c.content} {
+		for _, piece := range pieces {
+			if left == 0 {
+				break
+			}
+			pr.hasher.Token(emu.StringHash(piece))
+			left--
+		}
+	}
+	e.perf.CommitGenerated(pr.seq, pr.hasher.Hashes)
 }
 
 // stepTokens 返回第 j 步各 choice 发出的 token 数中的最大值：n > 1 的请求按一条序列

@@ -333,3 +333,26 @@ func TestPerfConfigValidation(t *testing.T) {
 		t.Fatalf("switching the model on at runtime must fail: %v", err)
 	}
 }
+
+// TestPrefixCacheMultiTurn 验证解码填满的块也被登记：第二轮提示 = 第一轮提示（42 token）
+// + 第一轮回答（30 token）+ 新问题（5 token）= 77 token。第一轮结束时持有 KV 的是
+// 42 + 29 = 71 个 token（最后一个 token 没有 KV），登记 ⌊71/16⌋ = 4 块，所以第二轮命中
+// 64 个 token；只登记提示的话只会命中 32 个。
+func TestPrefixCacheMultiTurn(t *testing.T) {
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", EnablePrefixCaching: true, EnablePromptTokensDetails: true})
+	system, u1 := perfWords(t, "s", 32), perfWords(t, "u", 10)
+	st, _, raw := emuPost(t, ep, "/v1/chat/completions", perfChat(system, u1, 30, nil))
+	o := emuObj(t, raw)
+	answer := emuStr(emuJget(o, "choices", 0, "message", "content"))
+	if st != 200 || tokenize.Count(answer) != 30 || emuNum(emuJget(o, "usage", "prompt_tokens")) != 42 {
+		t.Fatalf("turn 1: %d %s", st, raw)
+	}
+	turn2 := map[string]any{"model": "m", "temperature": 0, "max_tokens": 2, "messages": []map[string]any{
+		{"role": "system", "content": system}, {"role": "user", "content": u1},
+		{"role": "assistant", "content": answer}, {"role": "user", "content": perfWords(t, "v", 5)}}}
+	_, _, raw = emuPost(t, ep, "/v1/chat/completions", turn2)
+	u := emuJget(emuObj(t, raw), "usage").(map[string]any)
+	if emuNum(u["prompt_tokens"]) != 77 || emuNum(emuJget(u, "prompt_tokens_details", "cached_tokens")) != 64 {
+		t.Fatalf("turn 2 usage %v, want 77 prompt tokens with 64 cached", u)
+	}
+}

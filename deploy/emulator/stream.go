@@ -121,6 +121,7 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		first = run.perf.firstAt // 抢占可能推迟了首 token
 	}
 	if ok {
+		e.commitGenerated(run)
 		e.metrics.PromptTokens.Add(float64(run.promptTokens))
 		e.metrics.GenerationTokens.Add(float64(compl))
 		for _, c := range run.choices {

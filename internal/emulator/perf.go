@@ -164,6 +164,16 @@ func (p *Perf) preemptLocked(v *Seq) {
 	close(v.preempt)
 }
 
+// CommitGenerated 把 hashes（提示 + 已生成 token 的链式块哈希）中 s 持有的完整块登记进
+// 前缀缓存——vLLM 在解码填满一块时同样登记它。s 不在运行时（已被抢占）什么都不做。
+func (p *Perf) CommitGenerated(s *Seq, hashes []uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.running {
+		p.kv.Commit(s.blocks, hashes)
+	}
+}
+
 // Preempted 返回在 s 当前这次运行期间被抢占时关闭的通道（处理 goroutine 在等待
 // 下一步的时刻时同时监听它）。
 func (p *Perf) Preempted(s *Seq) <-chan struct{} {
