@@ -39,9 +39,10 @@ type QueueFunc func() (running, waiting, limit int)
 // gauge 在每次采集时调用 queue 取值，因此无论通过 /metrics 还是直接 Gather 注册表，
 // 看到的都是当下的值。
 //
-// perf 非 nil 时（性能模型打开），前缀缓存与抢占计数器取自它，KV cache 使用率取
-// 块的使用率（容量有限时）；perf 为 nil 时这些计数器恒为 0——vLLM 同样总是导出它们
-// （不开前缀缓存时为 0），抓取方因此不必区分两种配置。
+// perf 非 nil 时（性能模型打开），注册前缀缓存与抢占计数器（取自 perf），KV cache
+// 使用率取块的使用率（容量有限时）。perf 为 nil 时不注册这三个计数器：默认的模拟器
+// 不模拟缓存与抢占，导出恒为 0 的计数器会让抓取方（loadgen 的服务端指标、缓存命中率）
+// 把“没有模拟”误读成“命中率 0、从不抢占”；缺失时它们如实报告为缺失。
 func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc, perf func() PerfStats) *Metrics {
 	lbl := prometheus.Labels{"model_name": model}
 	m := &Metrics{reg: reg}
@@ -96,11 +97,11 @@ func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc, perf fu
 	m.SpecAccepted = counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.")
 	m.SpecDraft = counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.")
 	m.SpecDrafts = counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.")
+	if perf == nil {
+		return m
+	}
 	counterFunc := func(name, help string, f func(PerfStats) uint64) prometheus.CounterFunc {
 		c := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: lbl}, func() float64 {
-			if perf == nil {
-				return 0
-			}
 			return float64(f(perf()))
 		})
 		reg.MustRegister(c)

@@ -106,7 +106,7 @@ func (p *Perf) Admit(ctx context.Context, s *Seq) error {
 func (p *Perf) scheduleLocked() {
 	for len(p.waiting) > 0 && (p.limit == 0 || len(p.running) < p.limit) {
 		s := p.waiting[0]
-		total := s.prompt + s.generated
+		total := p.clamp(s.prompt + s.generated)
 		hits := p.kv.Hit(s.hashes, total)
 		if !p.kv.Allocate(&s.blocks, hits, total) {
 			return
@@ -128,6 +128,17 @@ func (p *Perf) scheduleLocked() {
 	}
 }
 
+// clamp 把一个请求占用的 token 数限制在 KV 总容量内。单条 vLLM 请求不会超过
+// max_model_len（配置校验保证容量至少放得下一条），但模拟器把多提示的 completions
+// 批量请求与 n > 1 记成一条序列，它们可能更长；不限制的话这样的请求永远调度不上，
+// 还会以队头阻塞卡住整个等待队列。限制后它最多独占全部 KV，代价仍然可见。
+func (p *Perf) clamp(tokens int) int {
+	if p.kv.total > 0 {
+		return min(tokens, p.kv.total*p.kv.blockSize)
+	}
+	return tokens
+}
+
 // Grow 为 s 的下一步分配槽位，使它持有容纳 tokens（提示 + 已生成）个 token 的块。
 // 块不够时按 vLLM 的规则抢占最近被调度的运行请求；返回 false 表示 s 自己被抢占了
 // （或此前已被别人抢占），调用方应等待重新调度（Admit）后重算。
@@ -138,7 +149,7 @@ func (p *Perf) Grow(s *Seq, tokens int) bool {
 		return false
 	}
 	s.generated = tokens - s.prompt
-	for !p.kv.Allocate(&s.blocks, nil, tokens) {
+	for !p.kv.Allocate(&s.blocks, nil, p.clamp(tokens)) {
 		victim := p.running[len(p.running)-1]
 		p.preemptLocked(victim)
 		if victim == s {

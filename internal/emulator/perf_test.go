@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // seqHashes 返回由 ids 决定的链式块哈希：相同前缀的 ids 得到相同前缀的哈希。
@@ -278,5 +281,40 @@ func TestBatchScale(t *testing.T) {
 		if got := BatchScale(tc.f, tc.run, tc.mx); got != tc.want {
 			t.Errorf("BatchScale(%v,%d,%d)=%v want %v", tc.f, tc.run, tc.mx, got, tc.want)
 		}
+	}
+}
+
+// TestPerfOversizedSequenceFits 验证超过 KV 总容量的序列（多提示批量请求记成的一条序列）
+// 被限制在容量内：单独运行时能调度、能增长，不会永久卡住队列。
+func TestPerfOversizedSequenceFits(t *testing.T) {
+	p := NewPerf(PerfConfig{BlockSize: 4, NumBlocks: 4})
+	s := NewSeq(nil, 40)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Admit(ctx, s); err != nil {
+		t.Fatalf("oversized prompt must be admitted alone: %v", err)
+	}
+	if !p.Grow(s, 50) || p.Stats().BlocksInUse != 4 || p.Stats().KVUsage != 1 {
+		t.Fatalf("oversized sequence grows within capacity: %+v", p.Stats())
+	}
+	p.Release(s)
+}
+
+// TestMetricsFromPerf 验证性能模型打开时三个计数器与 KV 使用率取自 Perf 的快照，
+// 容量不限时 KV 使用率退回 running / max_num_seqs。
+func TestMetricsFromPerf(t *testing.T) {
+	st := PerfStats{KVUsage: 0.25, PrefixQueries: 100, PrefixHits: 48, Preemptions: 3}
+	m := NewMetrics(prometheus.NewRegistry(), "m", func() (int, int, int) { return 1, 0, 4 }, func() PerfStats { return st })
+	if testutil.ToFloat64(m.PrefixQueries) != 100 || testutil.ToFloat64(m.PrefixHits) != 48 ||
+		testutil.ToFloat64(m.Preemptions) != 3 || testutil.ToFloat64(m.KVCacheUsage) != 0.25 {
+		t.Fatal("perf-backed metrics")
+	}
+	st.UnlimitedKV, st.KVUsage = true, 0.9
+	if v := testutil.ToFloat64(m.KVCacheUsage); v != 0.25 { // 1 / 4
+		t.Fatalf("unlimited KV falls back to running/max_num_seqs: %v", v)
+	}
+	off := NewMetrics(prometheus.NewRegistry(), "m", func() (int, int, int) { return 0, 0, 0 }, nil)
+	if off.PrefixQueries != nil || off.Preemptions != nil {
+		t.Fatal("model off: no perf counters")
 	}
 }
