@@ -14,9 +14,9 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
@@ -109,8 +109,8 @@ type Defaults struct {
 		Daily Timeouts `yaml:"daily"`
 	} `yaml:"timeouts"`
 	// Gates 是性能门禁的阈值与统计选项（mode、on_insufficient、confidence……），
-	// 零值字段取 report.DefaultThresholds 与规格行为。
-	Gates report.Thresholds `yaml:"gates"`
+	// 零值字段取 gate.DefaultThresholds 与规格行为。
+	Gates gate.Thresholds `yaml:"gates"`
 }
 
 // FunctionalRun 是矩阵中某场景某运行类型的功能阶段设置。

@@ -51,7 +51,7 @@ func TestPromBaselineQueriesAndAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Baseline(context.Background(), metrics.RunInfo{Model: `Qwen"3`, Scenario: "s", RunType: metrics.RunTypePR})
+	_, _, err = b.ReadDaily(context.Background(), metrics.RunInfo{Model: `Qwen"3`, Scenario: "s", RunType: metrics.RunTypePR})
 	if !errors.Is(err, metrics.ErrNoBaseline) {
 		t.Fatalf("err = %v, want ErrNoBaseline", err)
 	}
@@ -92,7 +92,7 @@ func TestPromBaselineBasicAuthAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Baseline(context.Background(), metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypeDaily})
+	_, _, err = b.ReadDaily(context.Background(), metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypeDaily})
 	if err == nil || errors.Is(err, metrics.ErrNoBaseline) || !strings.Contains(err.Error(), "query perf_execution_timestamp_seconds{") {
 		t.Fatalf("err = %v, want the failing query in the error", err)
 	}
@@ -101,7 +101,7 @@ func TestPromBaselineBasicAuthAndErrors(t *testing.T) {
 		t.Errorf("authorization %q", fp.auth[0])
 	}
 	fp.mu.Unlock()
-	if _, err := b.Baseline(context.Background(), metrics.RunInfo{Scenario: "s"}); !errors.Is(err, metrics.ErrInvalid) {
+	if _, _, err := b.ReadDaily(context.Background(), metrics.RunInfo{Scenario: "s"}); !errors.Is(err, metrics.ErrInvalid) {
 		t.Errorf("missing model: err = %v, want ErrInvalid", err)
 	}
 }
