@@ -2,7 +2,7 @@ package gate
 
 import (
 	"errors"
-	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 )
 
 // Thresholds 是门禁阈值（YAML 可配置）。比例均为小数（0.10 = 10%）。
@@ -92,10 +92,11 @@ type Interval struct {
 	Seed      uint64  `json:"seed"`
 }
 
-// Validate 检查门禁配置；错误点名字段与取值。
+// Validate 检查门禁配置；每条错误是 *field.Error（字段为 YAML 键，如 "per_gate.qps.mode"），
+// 合并为一个 errors.Join，errors.Is(err, ErrInvalidThresholds) 成立。
 func (t Thresholds) Validate() error {
-	bad := func(field string, v any, why string) error {
-		return fmt.Errorf("%w: %s=%v: %s", ErrInvalidThresholds, field, v, why)
+	bad := func(name string, v any, why string) error {
+		return field.New(ErrInvalidThresholds, name, v, why)
 	}
 	checkMode := func(field, v string) error {
 		if v != "" && v != ModeSpec && v != ModeSignificant {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/gate"
 	"net/http"
 	"net/url"
@@ -104,13 +105,13 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func NewPromBaseline(cfg PromBaselineConfig) (*PromBaseline, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, &FieldError{Field: "PromBaselineConfig.URL", Value: redactURL(cfg.URL), Reason: "must be an http(s) URL with a host and without credentials"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PromBaselineConfig.URL", Value: redactURL(cfg.URL), Reason: "must be an http(s) URL with a host and without credentials"}
 	}
 	if cfg.BearerToken != "" && cfg.Username != "" {
-		return nil, &FieldError{Field: "PromBaselineConfig.BearerToken", Value: "<redacted>", Reason: "basic auth and bearer token are mutually exclusive"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PromBaselineConfig.BearerToken", Value: "<redacted>", Reason: "basic auth and bearer token are mutually exclusive"}
 	}
 	if cfg.Window < 0 {
-		return nil, &FieldError{Field: "PromBaselineConfig.Window", Value: cfg.Window.String(), Reason: "must not be negative"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PromBaselineConfig.Window", Value: cfg.Window.String(), Reason: "must not be negative"}
 	}
 	prefix, err := normalizePrefix(cfg.Prefix)
 	if err != nil {

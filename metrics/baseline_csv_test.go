@@ -297,10 +297,20 @@ func TestCSVBaselineIsGateSource(t *testing.T) {
 	if _, ok, err := emptySrc.Lookup(context.Background(), key); ok || err != nil {
 		t.Fatalf("no rows must be 'no baseline', got %v %v", ok, err)
 	}
+	// 已查过的场景命中缓存；另一个场景的查询在取消的 ctx 下失败，且失败不进缓存。
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := csvSrc.Lookup(ctx, key); !errors.Is(err, context.Canceled) {
+	other := key
+	other.Scenario, other.Concurrency = "other", 4
+	if _, _, err := csvSrc.Lookup(ctx, other); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+	if b, ok, err := csvSrc.Lookup(context.Background(), other); err != nil || !ok || b.QPS != 8 {
+		t.Fatalf("after a cancelled lookup: %+v %v %v (a cancelled query must not be cached)", b, ok, err)
+	}
+	key.Concurrency = 4
+	if _, ok, err := csvSrc.Lookup(ctx, key); !ok || err != nil {
+		t.Fatalf("cached scenario with a cancelled ctx: %v %v", ok, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"github.com/vllm-cibench/cibench/field"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,9 +120,9 @@ func TestNewPromBaselineValidates(t *testing.T) {
 		{metrics.PromBaselineConfig{URL: "http://prom:9090", Prefix: "A-B"}, "Options.Prefix"},
 	} {
 		_, err := metrics.NewPromBaseline(tc.cfg)
-		var fe *metrics.FieldError
+		var fe *field.Error
 		if !errors.As(err, &fe) || fe.Field != tc.field {
-			t.Errorf("%+v: err = %v, want FieldError on %s", tc.cfg.URL, err, tc.field)
+			t.Errorf("%+v: err = %v, want *field.Error on %s", tc.cfg.URL, err, tc.field)
 			continue
 		}
 		if strings.Contains(err.Error(), "secret") {
