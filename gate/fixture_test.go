@@ -17,31 +17,6 @@ func lat(p99 time.Duration) loadgen.Latency {
 	return loadgen.Latency{Count: 16, P50: p99 / 2, P75: p99 * 6 / 10, P90: p99 * 8 / 10, P95: p99 * 9 / 10, P99: p99, Min: p99 / 4, Max: p99 * 11 / 10, Avg: p99 / 2}
 }
 
-// perfRows 构造一个场景的 PR 档压测行：TTFT/E2E 随并发与长度增长，
-// slow 为时延倍数（用于模拟回归）。
-func perfRows(slow float64, rounds int) []loadgen.Summary {
-	var out []loadgen.Summary
-	for _, in := range []int{128, 2048} {
-		for _, outLen := range []int{128, 1024} {
-			for _, c := range []int{1, 2, 4} {
-				for r := 1; r <= rounds; r++ {
-					ttft := time.Duration(float64(20*time.Millisecond+time.Duration(in)*10*time.Microsecond+time.Duration(c)*2*time.Millisecond) * slow)
-					e2e := ttft + time.Duration(float64(time.Duration(outLen)*time.Millisecond)*slow)
-					qps := float64(c) / e2e.Seconds()
-					out = append(out, loadgen.Summary{
-						ExecutionTime: t0, InputLength: in, OutputLength: outLen, Concurrency: c, Round: r,
-						Provider: "emulator", Backend: "openai-chat", ControlMethod: "climb", ConcurrencyBackend: "threading-pool", DatasetType: "random",
-						NumPrompts: c * 16, Succeeded: c * 16, TotalTime: time.Duration(float64(c*16) / qps * float64(time.Second)),
-						QPS: qps, OutputTokenThroughput: qps * float64(outLen), TotalTokenThroughput: qps * float64(in+outLen),
-						TTFT: lat(ttft), E2E: lat(e2e), TPOT: lat(time.Millisecond), Goodput: -1, ClientLag: lat(400 * time.Microsecond),
-					})
-				}
-			}
-		}
-	}
-	return out
-}
-
 // funcReport 构造一个功能报告：passes 个通过、fails 个失败、1 个跳过。
 func funcReport(passes, fails int) functional.Report {
 	rep := functional.Report{Model: "m", Started: t0, Duration: time.Second}
