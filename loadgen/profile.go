@@ -51,7 +51,7 @@ type Profile struct {
 	// GrowthInterval 是两次爬坡之间的间隔（YAML 写作 "5000ms" 或 "5s"，默认 1s）。
 	GrowthInterval time.Duration `yaml:"growth_interval"`
 	// BucketInterval 是实时时间线的采样间隔（acs-bench --bucket-interval），0 表示不采样；
-	// 大于 0 且 Run 的 sink 实现了 TimelineSink 时，每个间隔交出一行 Timeline。至少 10ms。
+	// 大于 0 且 Observer.OnTimeline 非 nil 时，每个间隔交出一行 Timeline。至少 10ms。
 	BucketInterval time.Duration `yaml:"bucket_interval"`
 	// ClimbMode 为 "static"（默认，每个间隔跳升 GrowthRate）或 "linear"（在间隔内均匀逐个增加）。
 	ClimbMode ClimbMode `yaml:"climb_mode"`

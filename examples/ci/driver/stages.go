@@ -79,15 +79,17 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			continue
 		}
 		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
-		tl := &timelineSink{ArtifactSink: sink}
-		coll := report.NewSampleCollector(tl, string(prof.Backend), string(prof.ControlMethod), 0)
+		// 时间线行在写 timeline_*.csv 的同时保留一份交给报告画图（行数 = 运行时长 / bucket_interval）。
+		coll := report.NewSampleCollector(string(prof.Backend), string(prof.ControlMethod), 0)
+		var timeline []loadgen.Timeline
+		keep := &loadgen.Observer{OnTimeline: func(t loadgen.Timeline) error { timeline = append(timeline, t); return nil }}
 		var rows []loadgen.Summary
 		var runErr error
 		if p.Perf.Shards > 1 {
 			// 分片运行的记录在各分片进程里，这里没有逐请求样本：门禁退回规格规则（无区间）。
-			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, sink)
+			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, sink.Observer())
 		} else {
-			rows, runErr = loadgen.Run(ctx, target, np.Profile, coll)
+			rows, runErr = loadgen.Run(ctx, target, np.Profile, loadgen.Tee(sink.Observer(), keep, coll.Observer()))
 		}
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
@@ -100,8 +102,8 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 				errs = append(errs, err)
 			}
 		}
-		if len(tl.rows) > 0 {
-			if err := d.run.RecordTimeline(sc.Name, tl.rows); err != nil {
+		if len(timeline) > 0 {
+			if err := d.run.RecordTimeline(sc.Name, timeline); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -122,7 +124,7 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 // 各级的汇总行不进入性能门禁：它们的到达速率各不相同。
 func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, target loadgen.Target, prof loadgen.Profile, sink *metrics.ArtifactSink) []error {
 	var errs []error
-	results, runErr := loadgen.RunSweep(ctx, target, prof, sink)
+	results, runErr := loadgen.RunSweep(ctx, target, prof, sink.Observer())
 	if err := sink.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", profile, err))
 	}
@@ -147,19 +149,6 @@ func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, targe
 		errs = append(errs, fmt.Errorf("profile %s: %w", profile, runErr))
 	}
 	return errs
-}
-
-// timelineSink 在写 timeline_*.csv 的同时保留时间线行，交给报告画图
-// （行数 = 运行时长 / bucket_interval，未设置 bucket_interval 时没有行）。
-type timelineSink struct {
-	*metrics.ArtifactSink
-	rows []loadgen.Timeline
-}
-
-// WriteTimeline 写 CSV 并保留一份。
-func (s *timelineSink) WriteTimeline(t loadgen.Timeline) error {
-	s.rows = append(s.rows, t)
-	return s.ArtifactSink.WriteTimeline(t)
 }
 
 // accuracy 对每份精度配置运行 accuracy.RunStage（与 examples/accuracy 同一条路径：
