@@ -11,11 +11,11 @@ import (
 // Example 展示零散使用：只有一个精度结果，也能转换为 Prometheus 文本格式
 // （PR 运行把它作为产物保存；每日运行则交给 Pusher 推送）。
 func Example() {
-	res := metrics.Results{
+	res := results{
 		Info:     metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local", RunType: metrics.RunTypePR, Commit: "abc123"},
 		Accuracy: []accuracy.EvalResult{{Dataset: "gpqa", Model: "Qwen3-32B", Score: 0.625, Examples: 8}},
 	}
-	if err := metrics.WriteText(os.Stdout, res, metrics.Options{Prefix: "cibench"}); err != nil {
+	if err := writeText(os.Stdout, res, metrics.Options{Prefix: "cibench"}); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
