@@ -105,8 +105,8 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer teardown()
-	if o.p.Tokenizer != "" {
-		tok, err := loadTokenizer(o.p.Tokenizer)
+	if o.tokenizer != "" {
+		tok, err := loadTokenizer(o.tokenizer)
 		if err != nil {
 			return err
 		}
