@@ -59,7 +59,10 @@ func TestCollectorRejects(t *testing.T) {
 	}{
 		{func(r []accuracy.EvalResult, _ *metrics.Options) []accuracy.EvalResult { r[0].Dataset = ""; return r }, "Accuracy[0].Dataset"},
 		{func(r []accuracy.EvalResult, _ *metrics.Options) []accuracy.EvalResult { return append(r, r[0]) }, "Accuracy[1].Dataset"},
-		{func(r []accuracy.EvalResult, _ *metrics.Options) []accuracy.EvalResult { r[0].Metrics["a\nb"] = 1; return r }, "Accuracy[0].Metrics"},
+		{func(r []accuracy.EvalResult, _ *metrics.Options) []accuracy.EvalResult {
+			r[0].Metrics["a\nb"] = 1
+			return r
+		}, "Accuracy[0].Metrics"},
 		{func(r []accuracy.EvalResult, _ *metrics.Options) []accuracy.EvalResult {
 			r[0].Source.Files[0].Name = "a\nb"
 			return r
