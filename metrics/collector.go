@@ -60,7 +60,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if !model.LabelName(k).IsValidLegacy() {
+		if !model.LegacyValidation.IsValidLabelName(k) {
 			return nil, &FieldError{Field: "Options.ConstLabels", Value: k, Reason: "invalid label name"}
 		}
 		if v := opts.ConstLabels[k]; !labelValueOK(v) {

@@ -2,8 +2,6 @@ package metrics_test
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -14,9 +12,9 @@ import (
 // 其中就有这三者；现在功能与精度的导出在 metrics/functionalmetrics 与 metrics/accuracymetrics 里。
 // go list -deps 对这几个包的并集就是这样一个 main 包链接的全部包（main 自己除外）。
 func TestLoadgenExportLinksNoOtherStage(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if p, err := exec.LookPath("go"); err == nil {
-		goBin = p
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the program's packages: %v", err)
 	}
 	cmd := exec.Command(goBin, "list", "-deps",
 		"github.com/vllm-cibench/cibench/loadgen",
