@@ -66,7 +66,7 @@ func TestErrorTextSurvivesLaterRequests(t *testing.T) {
 }
 
 // TestInterruptedGroupKeepsIncompleteSummary 钉住中断时丢数据的缺陷：组中途取消 ctx 时，
-// 这一组已完成的请求仍汇总成一行（Incomplete=true）交给调用方与 GroupSink；被中断的在途请求
+// 这一组已完成的请求仍汇总成一行（Incomplete=true）交给调用方与 Observer.OnGroupEnd；被中断的在途请求
 // 记为 canceled 写进逐请求记录，但不计入汇总。
 func TestInterruptedGroupKeepsIncompleteSummary(t *testing.T) {
 	_, tgt := startEmulator(t, emulator.Config{Model: "m", ITL: 2 * time.Millisecond})
