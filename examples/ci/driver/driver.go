@@ -153,7 +153,6 @@ type driver struct {
 	parent context.Context
 	tmo    matrix.Timeouts
 	abort  bool
-	pushed []metrics.Results
 }
 
 // newDriver 校验参数、加载矩阵并生成计划；此时还不写任何产物。
