@@ -358,7 +358,7 @@ func TestProfileYAMLErrorsNameFileLine(t *testing.T) {
 		head + "request_rate: .nan\n":                              ":4: request_rate: NaN",
 		"concurrency: [1]\ninput_length: [16]\noutput_length: [x]": `:3:17: output_length[0]: want an integer, got a string (got "x")`,
 		"concurrency:\n  - 1\n  - 0\ninput_length: [16]\n":         ":3: concurrency: 0",
-		head + "backend: openai_chat\n":                            `:4:10: backend: loadgen: invalid profile: backend=openai_chat: want "openai-chat" or "openai"`,
+		head + "backend: openai_chat\n":                            `:4:10: backend: want "openai-chat" or "openai" (got "openai_chat")`,
 	}
 	for body, want := range cases {
 		f := filepath.Join(t.TempDir(), "p.yaml")
