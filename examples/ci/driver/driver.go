@@ -219,6 +219,7 @@ func newDriver(o Options) (*driver, error) {
 	// 服务端回显的也是它，只登记口令原文挡不住（AddBasicAuth 两者都登记）。
 	d.red.AddBasicAuth(o.PushAuth.Username, o.PushAuth.Password)
 	d.red.Add(o.PushAuth.BearerToken)
+	d.realAccuracyData()
 	if err := d.checkAccuracyTargets(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
