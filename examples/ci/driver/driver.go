@@ -494,6 +494,16 @@ func (d *driver) summarize(out Outcome, gates []report.Gate) {
 		if sc.Functional != nil {
 			fn = fmt.Sprintf("%d pass / %d fail / %d skip / %d unsupported / %d cancelled", sc.Functional.Count(functional.StatusPass), sc.Functional.Count(functional.StatusFail),
 				sc.Functional.Count(functional.StatusSkip), sc.Functional.Count(functional.StatusUnsupported), sc.Functional.Count(functional.StatusCancelled))
+			// 重试后才通过的用例在终端摘要里也点名：不稳定的服务是一项发现。
+			var retried []string
+			for _, r := range sc.Functional.Results {
+				if r.PassedAfterRetry() {
+					retried = append(retried, r.CaseID)
+				}
+			}
+			if len(retried) > 0 {
+				fn += fmt.Sprintf(" (%d passed after retry: %s)", len(retried), strings.Join(retried, ", "))
+			}
 		}
 		fmt.Fprintf(w, "  %-40s functional: %s; perf rows: %d; accuracy: %d; stage errors: %d\n", sc.Name, fn, len(sc.Perf), len(sc.Accuracy), len(sc.Errors))
 	}
