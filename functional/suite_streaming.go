@@ -151,8 +151,10 @@ func streamingCases(cfg Config) []Case {
 						t.Fatalf("%s: only %d chunk(s); cannot compare ids", what, len(s.chunks))
 					}
 				}
-				check("chat stream n=2", t.stream(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens).with(map[string]any{"n": 2, "temperature": 0.7, "seed": 3})))
-				check("completions stream n=2", t.stream(ctx, "/v1/completions", t.completionBody(sc.Prompt, sc.MaxTokens).with(map[string]any{"n": 2, "temperature": 0.7, "seed": 3})))
+				// n>1 需要采样（vLLM 拒绝贪心解码下的 n>1）；固定 seed 让它不消耗服务端的共享随机流。
+				sampled := map[string]any{"n": 2, "temperature": 0.7, "seed": 3}
+				check("chat stream n=2", t.stream(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens).with(sampled)))
+				check("completions stream n=2", t.stream(ctx, "/v1/completions", t.completionBody(sc.Prompt, sc.MaxTokens).with(sampled)))
 			}},
 		{ID: "streaming/completions_usage", Suite: SuiteStreaming, Description: "completions streams honour include_usage and end with [DONE]",
 			Run: func(ctx context.Context, t *T) {

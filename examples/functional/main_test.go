@@ -17,7 +17,7 @@ func TestRunAgainstEmulator(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("code %d err %v\n%s", code, err, out.String())
 	}
-	for _, want := range []string{"chat_core  9      9", "streaming  9      9", "errors", "19 cases"} {
+	for _, want := range []string{"chat_core  9      9", "streaming  10     10", "errors", "20 cases"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
