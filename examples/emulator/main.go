@@ -135,9 +135,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		name string
 		v    int
 		min  int
-	}{{"tokens-per-chunk", c.TokensPerChunk, 1}, {"max-model-len", c.MaxModelLen, 1}, {"embedding-dim", c.EmbeddingDim, 1}, {"max-num-seqs", c.MaxNumSeqs, 0}} {
+	}{{"tokens-per-chunk", c.TokensPerChunk, 1}, {"max-model-len", c.MaxModelLen, 1}, {"embedding-dim", c.EmbeddingDim, 1}, {"max-num-seqs", c.MaxNumSeqs, 0},
+		{"block-size", c.BlockSize, 1}, {"num-kv-blocks", c.NumKVBlocks, 0}, {"decode-max-num-seqs", o.decodeMaxNumSeqs, 0}, {"decode-num-kv-blocks", o.decodeNumKVBlocks, 0}} {
 		if f.v < f.min {
-			return c, fmt.Errorf("-%s %d: must be >= %d", f.name, f.v, f.min)
+			return o, fmt.Errorf("-%s %d: must be >= %d", f.name, f.v, f.min)
 		}
 	}
 	c.APIKey = *apiKey

@@ -97,6 +97,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{[]string{"-max-model-len", "0"}, "-max-model-len 0: must be >= 1"},
 		{[]string{"-embedding-dim", "0"}, "-embedding-dim 0: must be >= 1"},
 		{[]string{"-max-num-seqs", "-1"}, "-max-num-seqs -1: must be >= 0"},
+		{[]string{"-block-size", "0"}, "-block-size 0: must be >= 1"},
+		{[]string{"-num-kv-blocks", "-3"}, "-num-kv-blocks -3: must be >= 0"},
 	} {
 		if _, err := parseConfig(tc.args, env, &sink); err == nil || err.Error() != tc.want {
 			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
