@@ -192,6 +192,8 @@ type ShardResult struct {
 	Only []int `json:"only,omitempty"`
 	// Error 非空表示本分片没有跑完（只含已完成的分组），合并后的相应分组标为不完整。
 	Error string `json:"error,omitempty"`
+	// Reason 是 Error 的类别（LossCancelled、LossUnreachable 或 LossFailed），合并时写进缺失分片的说明。
+	Reason string `json:"reason,omitempty"`
 }
 
 // ShardGroup 是一个分片在一个分组上的原始统计。
@@ -282,7 +284,21 @@ func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, 
 	sh := &shardRun{Shard: shard, res: res}
 	_, err := run(ctx, target, profile, &shardSink{inner: sink, res: res}, sh)
 	if err != nil {
-		res.Error = err.Error()
+		res.Error, res.Reason = err.Error(), LossReason(ctx, err)
 	}
 	return res, err
+}
+
+// LossReason 把一个分片运行的错误归类为 ShardLoss.Reason：ctx 已结束或错误是取消时为
+// LossCancelled，连不上服务（ErrUnreachable）时为 LossUnreachable，其余为 LossFailed。
+func LossReason(ctx context.Context, err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return LossCancelled
+	case errors.Is(err, ErrUnreachable):
+		return LossUnreachable
+	}
+	return LossFailed
 }
