@@ -57,7 +57,7 @@ func run(args []string, stderr io.Writer) error {
 	return err
 }
 
-// dispatch 识别子命令：prof、generate dataset；第一个参数是选项（或没有参数）时
+// dispatch 识别子命令：prof、merge、generate dataset；第一个参数是选项（或没有参数）时
 // 等同于 prof，保持以前不带子命令的用法。
 func dispatch(args []string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -65,6 +65,8 @@ func dispatch(args []string, stderr io.Writer) error {
 	switch {
 	case len(args) > 0 && args[0] == "prof":
 		return runProf(ctx, args[1:], stderr)
+	case len(args) > 0 && args[0] == "merge":
+		return runMerge(args[1:], stderr)
 	case len(args) > 1 && args[0] == "generate" && args[1] == "dataset":
 		return runGen(ctx, args[2:], stderr)
 	case len(args) > 0 && args[0] == "generate":
@@ -72,7 +74,7 @@ func dispatch(args []string, stderr io.Writer) error {
 	case len(args) > 0 && args[0] == "help":
 		return runProf(ctx, []string{"--help"}, stderr)
 	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
-		return fmt.Errorf("unknown command %q (want prof or generate dataset; see --help)", args[0])
+		return fmt.Errorf("unknown command %q (want prof, merge or generate dataset; see --help)", args[0])
 	}
 	return runProf(ctx, args, stderr)
 }

@@ -252,3 +252,125 @@ func writeRecordFile(path string, head []string, rows []recordRow) error {
 	w.Flush()
 	return errors.Join(w.Error(), f.Close())
 }
+
+// mergeSynopsis 是 merge 子命令的用法。
+const mergeSynopsis = `bench merge [-s DIR] [--records FILE[,FILE...]] RESULT...
+
+Merges the result files of shards started by hand (bench prof ... --shard-index I --shard-count N
+--shard-start T > RESULT, optionally --shard-records FILE) into the artifacts one process writes:
+the summary CSV, the per-request CSVs (from --records), <summary>.merge.json, and <summary>.INCOMPLETE
+when shards are missing. Results of different runs (profile, shard count, start time) are refused.
+The exit status is non-zero when the merge is incomplete.
+
+  -s, --benchmark-save-path DIR   artifact directory (default ./benchmark_output)
+  --records FILE[,FILE...]        the shards' --shard-records files (repeatable)
+`
+
+// runMerge 是 merge 子命令：读各分片的结果文件（每个文件取最后一个结果行），检查它们属于同一次
+// 分片压测（不是时逐个点名文件），合并后写出与 --shards 相同的产物。缺分片时产物标为不完整、返回错误。
+func runMerge(args []string, stderr io.Writer) error {
+	dir := "./benchmark_output"
+	var records, files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(a, "=")
+		switch name {
+		case "-h", "--help", "-help":
+			fmt.Fprint(stderr, "usage: "+mergeSynopsis)
+			return errHelp
+		case "-s", "--s", "-benchmark-save-path", "--benchmark-save-path", "--records", "-records":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return fmt.Errorf("merge: option %s needs a value", a)
+				}
+				i++
+				val = args[i]
+			}
+			if strings.HasSuffix(name, "records") {
+				records = append(records, strings.Split(val, ",")...)
+			} else {
+				dir = val
+			}
+		default:
+			if strings.HasPrefix(a, "-") {
+				return fmt.Errorf("merge: unknown option %s (see bench merge --help)", a)
+			}
+			files = append(files, a)
+		}
+	}
+	if len(files) == 0 {
+		return errors.New("merge: no result files (usage: bench merge [-s DIR] [--records FILE,...] RESULT...)")
+	}
+	results := make([]*loadgen.ShardResult, len(files))
+	for i, f := range files {
+		res, err := readResultFile(f)
+		if err != nil {
+			return err
+		}
+		results[i] = res
+	}
+	if err := sameRun(files, results); err != nil {
+		return err
+	}
+	m, err := mergeAndReport(results, nil, stderr)
+	if m == nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	m.records = records
+	var pd loadgen.Profile
+	provider := "merged"
+	if len(m.groups) > 0 {
+		c := m.groups[0].Summary
+		pd.DatasetType, pd.ControlMethod = c.DatasetType, c.ControlMethod
+		if c.Provider != "" {
+			provider = c.Provider
+		}
+	}
+	if werr := writeMerged(dir, pd, provider, m, stderr); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	return noSuccess(m.summaries(), stderr)
+}
+
+// readResultFile 读一个分片结果文件（分片进程的 stdout：日志行之后的最后一个结果行），错误点名文件。
+func readResultFile(path string) (*loadgen.ShardResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	defer f.Close()
+	res, err := loadgen.ReadShardResult(f)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %s: %w", path, err)
+	}
+	return res, nil
+}
+
+// sameRun 检查各结果属于同一次分片压测：同一 Profile 指纹、分片数与约定开始时刻，序号不重复。
+// 不符时点名两个文件与不同之处（loadgen.MergeGroups 也会拒绝，但它只知道分片序号，不知道文件名）。
+func sameRun(files []string, rs []*loadgen.ShardResult) error {
+	first := rs[0]
+	seen := map[int]string{}
+	for i, r := range rs {
+		what := ""
+		switch {
+		case r.Profile != first.Profile:
+			what = fmt.Sprintf("profile %s vs %s (a different load profile or dataset)", r.Profile, first.Profile)
+		case r.Count != first.Count:
+			what = fmt.Sprintf("--shard-count %d vs %d", r.Count, first.Count)
+		case !r.StartAt.Equal(first.StartAt):
+			what = fmt.Sprintf("--shard-start %s vs %s", r.StartAt.Format(time.RFC3339Nano), first.StartAt.Format(time.RFC3339Nano))
+		}
+		if what != "" {
+			return fmt.Errorf("merge: %w: %s and %s are different runs: %s", loadgen.ErrShardMismatch, files[i], files[0], what)
+		}
+		if prev, dup := seen[r.Index]; dup {
+			return fmt.Errorf("merge: %w: %s and %s are both shard %d", loadgen.ErrShardMismatch, files[i], prev, r.Index)
+		}
+		seen[r.Index] = files[i]
+	}
+	return nil
+}
