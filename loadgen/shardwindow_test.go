@@ -1,0 +1,79 @@
+package loadgen
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
+)
+
+// TestShardProbesOutsideWindow 复现 issue 22 的"探测流量落进测量窗口"：两个分片、并发 2、预热 3 个、
+// 每个请求固定 150ms。分片 1 只有一个预热请求，比分片 0（两个、串行）早 150ms 抓"前"快照再去等屏障，
+// 分片 0 的第二个预热请求因此落在合并取的最早"前"快照之后，服务端 E2E 计数多出一个（5 而不是 4）。
+// 先对齐再抓快照之后，服务端计数与发出的请求数完全相同。
+func TestShardProbesOutsideWindow(t *testing.T) {
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: 150 * time.Millisecond})
+	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: ep.Model}, Provider: "emu"}
+	p := Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{2}, NumRequests: []int{4}, Warmup: 3, Seed: 3}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := RunLocalShards(ctx, tgt, p, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Groups[0].Summary
+	if s.NumPrompts != 4 || s.ServerE2E.Count != 4 {
+		t.Fatalf("merged group: %d requests, server E2E count %d (want 4 and 4: warm-up and probe traffic inside the window)", s.NumPrompts, s.ServerE2E.Count)
+	}
+}
+
+// TestRunLocalShardsSpreadLikeOneProcess 验证本机分片（同一个 Target、三个实例）打到每个实例上的请求数
+// 与单进程完全相同：实例按组内全局序号选。以前按各分片自己的发送次序轮流，
+// 41 个请求分给 4 片（11/10/10/10）后是 16/13/12，单进程是 14/14/13。
+func TestRunLocalShardsSpreadLikeOneProcess(t *testing.T) {
+	var hits [3]atomic.Int64
+	var urls []string
+	for i := range 3 {
+		em, err := emulator.New(emulator.Config{Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := em.Handler()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" {
+				hits[i].Add(1)
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL+"/v1")
+	}
+	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: urls, Model: "m"}, Provider: "emu"}
+	p := Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{4}, NumRequests: []int{41}, Seed: 3}
+	ctx := context.Background()
+	var got [2][3]int64
+	for k, n := range []int{1, 4} {
+		for i := range hits {
+			hits[i].Store(0)
+		}
+		var err error
+		if n == 1 {
+			_, err = Run(ctx, tgt, p, nil)
+		} else {
+			_, err = RunLocalShards(ctx, tgt, p, n, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 每个进程（分片）发一个能力探测请求到第一个实例，不是负载：减掉。
+		got[k] = [3]int64{hits[0].Load() - int64(n), hits[1].Load(), hits[2].Load()}
+	}
+	if got[0] != got[1] || got[0] != [3]int64{14, 14, 13} {
+		t.Fatalf("requests per instance: one process %v, 4 shards %v (want 14/14/13 both)", got[0], got[1])
+	}
+}
