@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -484,6 +485,10 @@ func missingNote(lost []loadgen.ShardLoss) string {
 
 // runKubeShards 以 Indexed Job 跑各分片（镜像里的本程序带 --shard-from-env），收集并合并。
 // 多组的档位每组一个 Job、依次运行（kube.ShardJob.Groups），每组都对齐到自己 Job 的开始时刻。
+//
+// 镜像是普通的 bench 镜像：解析好的 provider（含 API key）写成 providers.yaml 放进随 Job 创建的
+// Secret，-i 的数据集文件放进 ConfigMap，两者挂载进每个分片 Pod、随 Job 删除；Pod 的命令行
+// 只带挂载路径（-p、-i 追加在最后，覆盖原命令行的同名选项），密钥不在 Job 或 Pod 定义里。
 func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Writer) (*merged, error) {
 	var cargs []string
 	for i := 0; i < len(args); i++ {
@@ -497,14 +502,68 @@ func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Wri
 		}
 		cargs = append(cargs, a)
 	}
-	job := kube.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image, Args: append(append([]string{"prof"}, cargs...), "--shard-from-env", "--quiet"),
+	job := kube.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image,
 		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.Defaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread}
+	if o.provider != "" {
+		prov, _, err := resolveProvider(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		b, err := providerYAML(prov)
+		if err != nil {
+			return nil, err
+		}
+		job.Secret = map[string][]byte{"providers.yaml": b}
+		cargs = append(cargs, "-p", kube.SecretMountPath+"/providers.yaml", "-pid", prov.ID)
+	}
+	if o.p.InputPath != "" {
+		data, err := datasetFiles(o.p.InputPath)
+		if err != nil {
+			return nil, err
+		}
+		job.Data = data
+		cargs = append(cargs, "-i", kube.DataMountPath)
+	}
+	job.Args = append(append([]string{"prof"}, cargs...), "--shard-from-env", "--quiet")
 	results, err := kube.RunShards(ctx, job)
 	if len(results) == 0 {
 		return nil, err
 	}
-	m, merr := mergeAndReport(results, nil, stderr)
+	lost := kube.ShardLosses(err)
+	if ctx.Err() != nil {
+		// 运行被取消（Ctrl-C、SIGTERM）：没有交回结果的分片是被取消的，不是自己失败的。
+		for i := range lost {
+			lost[i].Reason = loadgen.LossCancelled
+		}
+	}
+	m, merr := mergeAndReport(results, lost, stderr)
 	return m, errors.Join(err, merr)
+}
+
+// datasetFiles 读 -i（一个 JSONL 文件，或目录里全部 .jsonl 文件，与 readDataset 同样的顺序），
+// 按顺序命名为 0000.jsonl、0001.jsonl……：分片 Pod 以 -i <挂载目录> 读回时顺序不变，prompt 的
+// 全局序号因此与单进程相同。
+func datasetFiles(path string) (map[string][]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("-i/--input-path: %w", err)
+	}
+	files := []string{path}
+	if st.IsDir() {
+		if files, err = filepath.Glob(filepath.Join(path, "*.jsonl")); err != nil {
+			return nil, fmt.Errorf("-i/--input-path %s: %w", path, err)
+		}
+		sort.Strings(files)
+	}
+	out := map[string][]byte{}
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("-i/--input-path: %w", err)
+		}
+		out[fmt.Sprintf("%04d.jsonl", i)] = b
+	}
+	return out, nil
 }
 
 // runSharded 处理三种分片模式；handled 为 false 表示没有分片选项，按单进程运行。
