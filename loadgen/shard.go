@@ -181,7 +181,8 @@ type ShardResult struct {
 	Index   int       `json:"index"`
 	Count   int       `json:"count"`
 	StartAt time.Time `json:"start_at"`
-	// Profile 是已填默认值的 Profile（含 custom prompt）的 SHA-256，Merge 据此拒绝混合不同压测的分片。
+	// Profile 是已填默认值的 Profile（含 custom prompt）的 JSON 的 SHA-256 的前 12 字节（24 个十六进制字符）：
+	// 只用于认出同一次压测（Merge 据此拒绝混合不同压测的分片），不是安全用途，96 位足够。
 	Profile string `json:"profile"`
 	// Goodput 是 Profile 的 SLO 写法，Merge 用它决定 goodput 列（未配置时为 -1）。
 	Goodput []string     `json:"goodput,omitempty"`
