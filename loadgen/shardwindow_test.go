@@ -2,8 +2,10 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,5 +77,47 @@ func TestRunLocalShardsSpreadLikeOneProcess(t *testing.T) {
 	}
 	if got[0] != got[1] || got[0] != [3]int64{14, 14, 13} {
 		t.Fatalf("requests per instance: one process %v, 4 shards %v (want 14/14/13 both)", got[0], got[1])
+	}
+}
+
+// TestShardLossReasonsNamed 验证缺失分片的原因名副其实：连不上服务的分片（能力探测被拒绝连接）是
+// unreachable，而不是笼统的失败；调用方告知的没有结果的分片（子进程被 SIGKILL）是 killed；
+// 调用方也不知道原因的是 no_result。原因进入错误、MergedGroup.Lost 与汇总行的 MissingShards。
+func TestShardLossReasonsNamed(t *testing.T) {
+	tgt := startShardEmulator(t)
+	p := Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{3}, NumRequests: []int{9}, Seed: 3}
+	ctx := context.Background()
+	good, err := RunShard(ctx, tgt, p, Shard{Index: 0, Count: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL + "/v1"
+	dead.Close() // 端口已关闭：拒绝连接
+	bad := tgt
+	bad.Endpoint.BaseURLs = []string{deadURL}
+	unreach, err := RunShard(ctx, bad, p, Shard{Index: 1, Count: 3}, nil)
+	if !errors.Is(err, ErrUnreachable) || unreach == nil || unreach.Reason != LossUnreachable {
+		t.Fatalf("unreachable shard: %v, reason %q", err, unreach.Reason)
+	}
+	for _, tc := range []struct {
+		lost []ShardLoss
+		want string
+	}{
+		{[]ShardLoss{{Shard: 2, Reason: LossKilled, Detail: "signal: killed"}}, LossKilled},
+		{nil, LossNoResult},
+	} {
+		groups, err := MergeGroups(MergeOptions{Lost: tc.lost}, good, unreach)
+		var me *MissingShardsError
+		if !errors.As(err, &me) || len(me.Lost) != 2 || me.Lost[0].Shard != 1 || me.Lost[0].Reason != LossUnreachable || me.Lost[1].Shard != 2 || me.Lost[1].Reason != tc.want {
+			t.Fatalf("lost %v (%v), want shard 1 unreachable and shard 2 %s", me, err, tc.want)
+		}
+		if !strings.Contains(err.Error(), "shard 2: "+tc.want) {
+			t.Fatalf("error does not name shard 2 as %s: %v", tc.want, err)
+		}
+		ms := groups[0].Summary.MissingShards
+		if len(groups) != 1 || !groups[0].Summary.Incomplete || len(ms) != 2 || ms[1].Reason != tc.want || groups[0].Summary.NumPrompts != 3 {
+			t.Fatalf("merged row: %+v", groups[0].Summary)
+		}
 	}
 }

@@ -292,7 +292,8 @@ func setConfigOptions(p *loadgen.Profile, items []string) error {
 
 // profSynopsis 是 prof 的用法行。
 const profSynopsis = "bench [prof] [-p providers.yaml] -c 1,2,4 -il 128 -ol 128 [-n 16,32,64] [-ub True -gr 2 -gi 5000] [-s out] ...\n" +
-	"       bench generate dataset -o DIR -il 128 -n 100 [-t tokenizer.json] ...   (see: bench generate dataset --help)"
+	"       bench generate dataset -o DIR -il 128 -n 100 [-t tokenizer.json] ...   (see: bench generate dataset --help)\n" +
+	"       bench merge [-s DIR] [--records FILE,...] RESULT...   (merge hand-started shards; see: bench merge --help)"
 
 // parseFlags 解析 prof（及不带子命令时）的参数，读入 --perf-profile 与 custom 数据集，
 // 在任何请求发出之前完成全部校验；错误点名选项（或 文件:行）与取值。
