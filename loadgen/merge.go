@@ -343,8 +343,12 @@ func mergeStats(parts []*ShardGroup) (*stats, []string, error) {
 	return t, hdr, nil
 }
 
-// serverWindow 选出分组前最早的 /metrics 快照与分组后最晚的快照：计数器只增不减，
-// 所以 E2E 直方图总数最小的"前"快照最早、最大的"后"快照最晚。任何一边缺失时返回 nil。
+// serverWindow 选出服务端窗口的两端。"后"快照取最晚的（计数器只增不减，E2E 直方图总数最大的
+// 最晚）。"前"快照取在最早开始施压的分片开始之前抓到的快照里最晚的那个：各分片抓完"前"快照才
+// 等待屏障或 StartAt，所以这些快照都早于本组的任何请求，其中最晚的一个已经包含了全部分片的能力
+// 探测、预热与上一组的尾巴——取最早的（以前的做法）会把慢一步的分片的探测与预热请求算进本组
+// （issue 22：服务端列偏差达 1.4%）。迟到的分片（在别的分片开始之后才抓快照）不参与挑选；
+// 没有一个快照符合时（或快照没有时刻）退回最早的。任何一边缺失时返回 nil。
 func serverWindow(parts []*ShardGroup) (before, after *metricsSnap) {
 	count := func(s *metricsSnap) float64 {
 		if s.hist[2] == nil {
@@ -352,17 +356,30 @@ func serverWindow(parts []*ShardGroup) (before, after *metricsSnap) {
 		}
 		return s.hist[2].count
 	}
+	var start time.Time
+	for _, sg := range parts {
+		if t := sg.Config.ExecutionTime; start.IsZero() || t.Before(start) {
+			start = t
+		}
+	}
+	var earliest *metricsSnap
 	for _, sg := range parts {
 		b, a := sg.Before.decode(), sg.After.decode()
 		if b == nil || a == nil {
 			return nil, nil
 		}
-		if before == nil || count(b) < count(before) {
+		if earliest == nil || count(b) < count(earliest) {
+			earliest = b
+		}
+		if !b.at.IsZero() && !b.at.After(start) && (before == nil || count(b) > count(before)) {
 			before = b
 		}
 		if after == nil || count(a) > count(after) {
 			after = a
 		}
+	}
+	if before == nil {
+		before = earliest
 	}
 	return before, after
 }

@@ -395,19 +395,9 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 			return Summary{}, err
 		}
 	}
-	// 分片运行先对齐再抓"前"快照：各分片的能力探测与预热在对齐之前就都结束了，合并取的
-	// 最早的"前"快照因此不会早于别的分片的探测请求，探测流量不落进测量窗口（issue 22：
-	// 先抓后等时，慢一步的分片的探测请求落在快分片的快照之后，服务端列偏差达 1.4%）。
-	// 每个分片都在自己抓完快照之后才发请求，所以最早的那个快照仍早于全部分片的第一个请求。
-	var before *metricsSnap
-	if r.sh == nil {
-		before = r.scraper.settled(ctx, r.base, r.served.Load())
-	}
+	before := r.scraper.settled(ctx, r.base, r.served.Load())
 	if err := r.alignStart(ctx, g.Index); err != nil {
 		return Summary{}, err
-	}
-	if r.sh != nil {
-		before = r.scraper.settled(ctx, r.base, r.served.Load())
 	}
 	g.Start = time.Now()
 	if r.gsink != nil {

@@ -16,8 +16,8 @@ import (
 
 // TestShardProbesOutsideWindow 复现 issue 22 的"探测流量落进测量窗口"：两个分片、并发 2、预热 3 个、
 // 每个请求固定 150ms。分片 1 只有一个预热请求，比分片 0（两个、串行）早 150ms 抓"前"快照再去等屏障，
-// 分片 0 的第二个预热请求因此落在合并取的最早"前"快照之后，服务端 E2E 计数多出一个（5 而不是 4）。
-// 先对齐再抓快照之后，服务端计数与发出的请求数完全相同。
+// 分片 0 的第二个预热请求因此落在分片 1 的快照之后。合并以前取最早的"前"快照，服务端 E2E 计数多出
+// 一个（5 而不是 4）；现在取各分片开始之前抓到的快照里最晚的一个，服务端计数与发出的请求数完全相同。
 func TestShardProbesOutsideWindow(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: 150 * time.Millisecond})
 	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: ep.Model}, Provider: "emu"}
