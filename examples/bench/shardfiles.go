@@ -63,7 +63,7 @@ func providerYAML(p loadgen.Provider) ([]byte, error) {
 // 所以不完整的标记放在这个同名旁文件（以及 .INCOMPLETE 标记文件）里。
 type mergeReport struct {
 	Complete bool                `json:"complete"`
-	Summary  string              `json:"summary"`
+	Summary  string              `json:"summary"` // 汇总 CSV 的文件名；没有任何一组的数据时为空
 	Shards   int                 `json:"shards"`
 	Missing  []loadgen.ShardLoss `json:"missing_shards"`
 	Groups   []mergeReportGroup  `json:"groups"`
@@ -110,6 +110,9 @@ func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, std
 	sumName := names.SummaryFile()
 	base := strings.TrimSuffix(sumName, ".csv")
 	rep := mergeReport{Complete: true, Summary: sumName, Shards: m.count, Missing: m.lost, Groups: []mergeReportGroup{}}
+	if len(sums) == 0 {
+		rep.Summary = "" // 没有一组有数据（例如全部分片连不上服务）：没有写出汇总 CSV
+	}
 	if rep.Missing == nil {
 		rep.Missing = []loadgen.ShardLoss{}
 	}

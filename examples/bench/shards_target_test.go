@@ -363,3 +363,31 @@ func TestBenchMergeManualShards(t *testing.T) {
 		t.Fatalf("mismatched merge: %v, want ErrShardMismatch naming both files", err)
 	}
 }
+
+// TestShardsUnreachableNamed 验证连不上服务的分片被如实归类为 unreachable（而不是笼统的失败或
+// "interrupted"）：--shards 2 指向一个拒绝连接的端口，退出码非零，.merge.json 的 complete 为 false、
+// 两个分片的原因都是 unreachable，没有任何一组数据时不引用不存在的汇总 CSV。
+func TestShardsUnreachableNamed(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	url := dead.URL + "/v1"
+	dead.Close()
+	prov := writeProvider(t, "dead", "EMPTY", url)
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	err := run([]string{"prof", "-p", prov, "-c", "2", "-il", "16", "-ol", "4", "-n", "4", "--shards", "2", "--timeout", "5", "-s", dir, "--quiet"}, &stderr)
+	if !errors.Is(err, loadgen.ErrShardMissing) {
+		t.Fatalf("err = %v, want ErrShardMissing\n%s", err, stderr.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "summary_dead_*.merge.json"))
+	if len(files) != 1 {
+		t.Fatalf("merge reports %v", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	var rep mergeReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Complete || rep.Summary != "" || len(rep.Missing) != 2 || rep.Missing[0].Reason != loadgen.LossUnreachable || rep.Missing[1].Reason != loadgen.LossUnreachable {
+		t.Fatalf("merge report:\n%s", b)
+	}
+}
