@@ -324,7 +324,7 @@ func runMerge(args []string, stderr io.Writer) error {
 	provider := "merged"
 	if len(m.groups) > 0 {
 		c := m.groups[0].Summary
-		pd.DatasetType, pd.ControlMethod = c.DatasetType, c.ControlMethod
+		pd.DatasetType, pd.ControlMethod = loadgen.DatasetType(c.DatasetType), loadgen.ControlMethod(c.ControlMethod)
 		if c.Provider != "" {
 			provider = c.Provider
 		}
