@@ -28,6 +28,9 @@ const DefaultMaxSkew = time.Second
 type MergeOptions struct {
 	// MaxSkew 是同一分组在各分片上开始时刻（墙钟）之差的上限，超过时拒绝合并；0 取 DefaultMaxSkew。
 	MaxSkew time.Duration
+	// Lost 是调用方知道的、没有交回结果的分片为什么缺失（子进程被 SIGKILL、Pod 被 OOMKilled……）；
+	// 没有列出的缺失分片记为 LossNoResult。交回了结果的分片的原因取自结果本身（ShardResult.Reason）。
+	Lost []ShardLoss
 }
 
 // distNames 是 statsWire.Dists 各分布在 MergedGroup.HDR 里的名字。
@@ -38,6 +41,8 @@ type MergedGroup struct {
 	Summary Summary
 	// Shards 是提供了该组数据的分片序号（升序）；Missing 是缺失、失败或该组被中断的分片序号。
 	Shards, Missing []int
+	// Lost 与 Missing 一一对应：每个缺失分片的原因（同样写进 Summary.MissingShards）。
+	Lost []ShardLoss
 	// Skew 是各分片该组开始时刻（墙钟）的最大差；Late 是各分片相对约定 StartAt 的最大迟到。
 	Skew, Late time.Duration
 	// HDR 列出分位数来自 HDR 直方图的分布（名字见 docs/loadgen.md）；其余分布的分位数由合并后的
@@ -46,14 +51,41 @@ type MergedGroup struct {
 	HDR []string
 }
 
-// MissingShardsError 报告哪些分组缺了哪些分片；errors.Is(err, ErrShardMissing) 成立。
+// 分片缺失的原因（ShardLoss.Reason）：取值固定、基数低，读者据此区分"分片死了"与"运行被取消"。
+const (
+	LossKilled      = "killed"      // 分片进程被信号杀死（SIGKILL、SIGTERM……），没有交回结果
+	LossOOMKilled   = "oom_killed"  // 分片容器因内存超限被杀（Kubernetes 的 OOMKilled）
+	LossUnreachable = "unreachable" // 分片连不上被测服务（能力探测的传输错误，ErrUnreachable）
+	LossCancelled   = "cancelled"   // 分片（或整个运行）被取消：ctx 取消、Ctrl-C、协调者叫停
+	LossFailed      = "failed"      // 分片以其它错误结束（写产物失败、屏障失败、Pod 失败……）
+	LossNoResult    = "no_result"   // 没有交回结果，调用方也不知道原因
+)
+
+// ShardLoss 说明一个分片为什么缺失：序号、原因（Loss* 常量之一）与细节（分片自己的错误、
+// 退出状态或 Pod 状态，已不含密钥——分片结果里的错误文本经过 Run 的脱敏）。
+type ShardLoss struct {
+	Shard  int    `json:"shard"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// String 写成 "shard 1: killed (signal: killed)"。
+func (l ShardLoss) String() string {
+	if l.Detail == "" {
+		return fmt.Sprintf("shard %d: %s", l.Shard, l.Reason)
+	}
+	return fmt.Sprintf("shard %d: %s (%s)", l.Shard, l.Reason, l.Detail)
+}
+
+// MissingShardsError 报告哪些分组缺了哪些分片、各分片为什么缺失；errors.Is(err, ErrShardMissing) 成立。
 type MissingShardsError struct {
 	Count  int           // 分片总数
 	Groups map[int][]int // 分组序号 → 缺失或失败的分片序号
-	Errors map[int]string
+	// Lost 是每个缺失或失败的分片（按序号升序）与它的原因。
+	Lost []ShardLoss
 }
 
-// Error 逐组列出缺失的分片序号与各分片自己报告的错误。
+// Error 逐组列出缺失的分片序号，再逐个分片写出原因与细节。
 func (e *MissingShardsError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v (of %d shards):", ErrShardMissing, e.Count)
@@ -65,13 +97,8 @@ func (e *MissingShardsError) Error() string {
 	for _, g := range keys {
 		fmt.Fprintf(&b, " group %d misses shards %v;", g, e.Groups[g])
 	}
-	idx := make([]int, 0, len(e.Errors))
-	for i := range e.Errors {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		fmt.Fprintf(&b, " shard %d: %s;", i, e.Errors[i])
+	for _, l := range e.Lost {
+		fmt.Fprintf(&b, " %s;", l)
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }
@@ -123,12 +150,26 @@ func MergeGroups(opts MergeOptions, results ...*ShardResult) ([]MergedGroup, err
 			ngroups = max(ngroups, g.Group+1)
 		}
 	}
-	missing := &MissingShardsError{Count: count, Groups: map[int][]int{}, Errors: map[int]string{}}
+	missing := &MissingShardsError{Count: count, Groups: map[int][]int{}}
+	known := map[int]ShardLoss{}
+	for _, l := range opts.Lost {
+		known[l.Shard] = l
+	}
+	lost := map[int]ShardLoss{}
 	for i, r := range byIdx {
-		if r == nil {
-			missing.Errors[i] = "no result"
-		} else if r.Error != "" {
-			missing.Errors[i] = r.Error
+		switch {
+		case r == nil:
+			l, ok := known[i]
+			if !ok || l.Reason == "" {
+				l = ShardLoss{Shard: i, Reason: LossNoResult, Detail: l.Detail}
+			}
+			lost[i] = l
+		case r.Error != "":
+			reason := r.Reason
+			if reason == "" {
+				reason = LossFailed
+			}
+			lost[i] = ShardLoss{Shard: i, Reason: reason, Detail: r.Error}
 		}
 	}
 	out := make([]MergedGroup, 0, ngroups)
@@ -139,13 +180,26 @@ func MergeGroups(opts MergeOptions, results ...*ShardResult) ([]MergedGroup, err
 		}
 		if len(mg.Missing) > 0 {
 			missing.Groups[gi] = mg.Missing
+			for _, i := range mg.Missing {
+				l, ok := lost[i]
+				if !ok {
+					// 分片交回了结果、没有报错，却有一组被中断：只有取消会这样。
+					l = ShardLoss{Shard: i, Reason: LossCancelled, Detail: fmt.Sprintf("group %d interrupted", gi)}
+					lost[i] = l
+				}
+				mg.Lost = append(mg.Lost, l)
+			}
+			mg.Summary.MissingShards = mg.Lost
 		}
 		out = append(out, mg)
 	}
-	if len(missing.Groups) > 0 || len(missing.Errors) > 0 {
+	for _, i := range slices.Sorted(maps.Keys(lost)) {
+		missing.Lost = append(missing.Lost, lost[i])
+	}
+	if len(missing.Groups) > 0 || len(missing.Lost) > 0 {
 		if len(missing.Groups) == 0 {
 			// 出错的分片完成了全部已开始的分组，但没跑完 Profile：后面的分组整组都缺。
-			missing.Groups[ngroups] = slices.Sorted(maps.Keys(missing.Errors))
+			missing.Groups[ngroups] = slices.Sorted(maps.Keys(lost))
 		}
 		return out, missing
 	}
@@ -289,8 +343,12 @@ func mergeStats(parts []*ShardGroup) (*stats, []string, error) {
 	return t, hdr, nil
 }
 
-// serverWindow 选出分组前最早的 /metrics 快照与分组后最晚的快照：计数器只增不减，
-// 所以 E2E 直方图总数最小的"前"快照最早、最大的"后"快照最晚。任何一边缺失时返回 nil。
+// serverWindow 选出服务端窗口的两端。"后"快照取最晚的（计数器只增不减，E2E 直方图总数最大的
+// 最晚）。"前"快照取在最早开始施压的分片开始之前抓到的快照里最晚的那个：各分片抓完"前"快照才
+// 等待屏障或 StartAt，所以这些快照都早于本组的任何请求，其中最晚的一个已经包含了全部分片的能力
+// 探测、预热与上一组的尾巴——取最早的（以前的做法）会把慢一步的分片的探测与预热请求算进本组
+// （issue 22：服务端列偏差达 1.4%）。迟到的分片（在别的分片开始之后才抓快照）不参与挑选；
+// 没有一个快照符合时（或快照没有时刻）退回最早的。任何一边缺失时返回 nil。
 func serverWindow(parts []*ShardGroup) (before, after *metricsSnap) {
 	count := func(s *metricsSnap) float64 {
 		if s.hist[2] == nil {
@@ -298,17 +356,30 @@ func serverWindow(parts []*ShardGroup) (before, after *metricsSnap) {
 		}
 		return s.hist[2].count
 	}
+	var start time.Time
+	for _, sg := range parts {
+		if t := sg.Config.ExecutionTime; start.IsZero() || t.Before(start) {
+			start = t
+		}
+	}
+	var earliest *metricsSnap
 	for _, sg := range parts {
 		b, a := sg.Before.decode(), sg.After.decode()
 		if b == nil || a == nil {
 			return nil, nil
 		}
-		if before == nil || count(b) < count(before) {
+		if earliest == nil || count(b) < count(earliest) {
+			earliest = b
+		}
+		if !b.at.IsZero() && !b.at.After(start) && (before == nil || count(b) > count(before)) {
 			before = b
 		}
 		if after == nil || count(a) > count(after) {
 			after = a
 		}
+	}
+	if before == nil {
+		before = earliest
 	}
 	return before, after
 }

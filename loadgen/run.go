@@ -25,6 +25,10 @@ import (
 // ErrInvalidTarget 表示 Target 缺少必要字段。
 var ErrInvalidTarget = errors.New("loadgen: invalid target")
 
+// ErrUnreachable 表示运行开始前的能力探测连不上服务（传输层错误：拒绝连接、DNS、超时）；
+// 分片合并据此把缺失的分片记为 LossUnreachable。
+var ErrUnreachable = errors.New("loadgen: server unreachable")
+
 // runner 是一次 Run 的共享状态。除 obsMu 保护的部分外，运行期间只读。
 type runner struct {
 	t        Target
@@ -32,7 +36,6 @@ type runner struct {
 	client   *http.Client
 	h1       *h1Pool  // 生成请求的专用 HTTP/1.1 传输；nil 表示走 client（见 h1.go）
 	urls     []string // 每个实例的请求地址
-	rr       atomic.Uint64
 	slo      SLO
 	tmpl     *bodyTemplate
 	counter  TokenCounter
@@ -250,7 +253,7 @@ func (r *runner) probe(ctx context.Context) (int, error) {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("loadgen: probe %s (timeout %s): %w", r.urls[0], r.p.Timeout, err)
+		return 0, fmt.Errorf("%w: probe %s (timeout %s): %w", ErrUnreachable, r.urls[0], r.p.Timeout, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, int64(r.p.MaxEventBytes)))
 	_ = resp.Body.Close()
@@ -637,7 +640,9 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 		maxTok = jitter(rng, maxTok, r.p.OutputRangeRatioBelow, r.p.OutputRangeRatioAbove)
 	}
 	x.body = r.tmpl.build(x.body, pl.quoted[pi], r.imageOrEmpty(j.idx), maxTok)
-	inst := int(r.rr.Add(1)-1) % len(r.urls)
+	// 实例按组内全局序号轮流选，而不是按本进程的发送次序：分片各自只发一部分序号，
+	// 按序号选实例让 N 个分片合起来与单进程打到每个实例上的请求完全相同（issue 22）。
+	inst := j.idx % len(r.urls)
 	gr.active.Add(1)
 	gr.sent.Add(1)
 	x.send(ctx, r.client, r.urls[inst], r.t.APIKey, r.stream, j.intended, r.p.Timeout)

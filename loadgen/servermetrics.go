@@ -47,6 +47,8 @@ type metricsSnap struct {
 	running, waiting, preempt float64
 	kvSum                     float64
 	kvN                       int
+	// at 是抓取完成的时刻（墙钟）：分片合并据此只在各分片开始施压之前的"前"快照里挑选（serverWindow）。
+	at time.Time
 }
 
 // parseMetrics 用 expfmt 解析 Prometheus 文本格式，抽取 TTFT/TPOT/E2E 直方图与推测解码计数器。
@@ -369,6 +371,9 @@ func (s *scraper) scrape(ctx context.Context) *metricsSnap {
 			return nil
 		}
 		total = addSnaps(total, snap)
+	}
+	if total != nil {
+		total.at = time.Now()
 	}
 	return total
 }

@@ -181,7 +181,8 @@ type ShardResult struct {
 	Index   int       `json:"index"`
 	Count   int       `json:"count"`
 	StartAt time.Time `json:"start_at"`
-	// Profile 是已填默认值的 Profile（含 custom prompt）的 SHA-256，Merge 据此拒绝混合不同压测的分片。
+	// Profile 是已填默认值的 Profile（含 custom prompt）的 JSON 的 SHA-256 的前 12 字节（24 个十六进制字符）：
+	// 只用于认出同一次压测（Merge 据此拒绝混合不同压测的分片），不是安全用途，96 位足够。
 	Profile string `json:"profile"`
 	// Goodput 是 Profile 的 SLO 写法，Merge 用它决定 goodput 列（未配置时为 -1）。
 	Goodput []string     `json:"goodput,omitempty"`
@@ -192,6 +193,8 @@ type ShardResult struct {
 	Only []int `json:"only,omitempty"`
 	// Error 非空表示本分片没有跑完（只含已完成的分组），合并后的相应分组标为不完整。
 	Error string `json:"error,omitempty"`
+	// Reason 是 Error 的类别（LossCancelled、LossUnreachable 或 LossFailed），合并时写进缺失分片的说明。
+	Reason string `json:"reason,omitempty"`
 }
 
 // ShardGroup 是一个分片在一个分组上的原始统计。
@@ -241,7 +244,21 @@ func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, 
 	}}
 	_, err := run(ctx, target, profile, Tee(obs, keep), sh)
 	if err != nil {
-		res.Error = err.Error()
+		res.Error, res.Reason = err.Error(), LossReason(ctx, err)
 	}
 	return res, err
+}
+
+// LossReason 把一个分片运行的错误归类为 ShardLoss.Reason：ctx 已结束或错误是取消时为
+// LossCancelled，连不上服务（ErrUnreachable）时为 LossUnreachable，其余为 LossFailed。
+func LossReason(ctx context.Context, err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return LossCancelled
+	case errors.Is(err, ErrUnreachable):
+		return LossUnreachable
+	}
+	return LossFailed
 }

@@ -183,6 +183,8 @@ type snapWire struct {
 	Hist   [3]*histWire `json:"hist"`
 	Accept *float64     `json:"accept,omitempty"`
 	Draft  *float64     `json:"draft,omitempty"`
+	// At 是抓取完成的墙钟纳秒（Unix），0 表示未知。
+	At int64 `json:"at_unix_ns,omitempty"`
 }
 
 // encodeSnap 编码一次抓取；nil（没有 /metrics）编码为 nil。
@@ -210,6 +212,9 @@ func encodeSnap(s *metricsSnap) *snapWire {
 		return &v
 	}
 	w.Accept, w.Draft = num(s.accept), num(s.draft)
+	if !s.at.IsZero() {
+		w.At = s.at.UnixNano()
+	}
 	return w
 }
 
@@ -237,6 +242,7 @@ func (w *snapWire) decode() *metricsSnap {
 	if w.Draft != nil {
 		s.draft = *w.Draft
 	}
+	s.at = unixTime(w.At)
 	return s
 }
 

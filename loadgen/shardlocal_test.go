@@ -157,11 +157,11 @@ func TestRunLocalShardsShardDies(t *testing.T) {
 	tgt := startShardEmulator(t)
 	p := localProfile()
 	for _, tc := range []struct {
-		name, why string
-		victim    int
+		name, why, reason string
+		victim            int
 	}{
-		{"ctx-cancelled", "context canceled", 2},
-		{"sink-fails", "disk full", 1},
+		{"ctx-cancelled", "context canceled", LossCancelled, 2},
+		{"sink-fails", "disk full", LossFailed, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // 卡死时以超时失败而不是挂起
@@ -193,8 +193,12 @@ func TestRunLocalShardsShardDies(t *testing.T) {
 			if !errors.As(err, &me) {
 				t.Fatalf("err = %v, want a MissingShardsError", err)
 			}
-			if msg := me.Errors[tc.victim]; !strings.Contains(msg, tc.why) || len(me.Errors) != 1 {
-				t.Fatalf("shard errors %v, want only shard %d with %q", me.Errors, tc.victim, tc.why)
+			if len(me.Lost) != 1 || me.Lost[0].Shard != tc.victim || me.Lost[0].Reason != tc.reason || !strings.Contains(me.Lost[0].Detail, tc.why) {
+				t.Fatalf("lost shards %v, want only shard %d, %s, with %q", me.Lost, tc.victim, tc.reason, tc.why)
+			}
+			// 缺分片的行自己带着缺失的分片与原因（summary.json / HTML 从这里读）。
+			if ms := res.Groups[1].Summary.MissingShards; len(ms) != 1 || ms[0].Shard != tc.victim || ms[0].Reason != tc.reason {
+				t.Fatalf("group 1 MissingShards %v, want shard %d (%s)", ms, tc.victim, tc.reason)
 			}
 			if _, ok := me.Groups[0]; ok || !slices.Equal(me.Groups[1], []int{tc.victim}) || !slices.Equal(me.Groups[2], []int{tc.victim}) {
 				t.Fatalf("missing by group %v, want shard %d missing from groups 1 and 2 only", me.Groups, tc.victim)

@@ -90,5 +90,9 @@ type Summary struct {
 	FailureClasses map[string]int
 	// Incomplete 为 true 表示该组被中断（ctx 取消），本行只汇总中断前已完成的请求；
 	// 被中断的在途请求（canceled）不计入任何统计，只出现在逐请求记录里。
+	// 分片合并的行缺了分片时也为 true，缺的分片与原因在 MissingShards 里。
 	Incomplete bool
+	// MissingShards 只在分片合并的行上非空：该组缺失的分片序号与原因（被杀、OOMKilled、
+	// 连不上服务、被取消……）。它随汇总行进入 summary.json 与 HTML 报告。
+	MissingShards []ShardLoss `json:",omitempty"`
 }

@@ -28,6 +28,8 @@ type gateRow struct {
 type perfRow struct {
 	In, Out, Conc, Round, Prompts, Failed   int
 	TTFT, TPOT, E2E, QPS, OutTput, FailRate string
+	// Missing 非空时该行是缺了分片的合并结果："shard 1 killed (signal: killed); …"。
+	Missing string
 	// ClientLag 是压测端自身的读取滞后 P50（不计入 TTFT）；没有内核时间戳时为 n/a。
 	ClientLag string
 }
@@ -205,11 +207,15 @@ func buildScenarioView(i int, sc Scenario, gates []gate.Gate) scenarioView {
 		}
 	}
 	for _, r := range sc.Perf {
+		var missing []string
+		for _, l := range r.MissingShards {
+			missing = append(missing, l.String())
+		}
 		v.PerfRows = append(v.PerfRows, perfRow{In: r.InputLength, Out: r.OutputLength, Conc: r.Concurrency, Round: r.Round,
 			Prompts: r.NumPrompts, Failed: r.Failed,
 			TTFT: secs(r.TTFT, r.TTFT.P99), TPOT: secs(r.TPOT, r.TPOT.Avg), E2E: secs(r.E2E, r.E2E.P99),
 			QPS: fmt.Sprintf("%.2f", r.QPS), OutTput: fmt.Sprintf("%.1f", r.OutputTokenThroughput), FailRate: fmt.Sprintf("%.2f%%", r.FailRate*100),
-			ClientLag: secs(r.ClientLag, r.ClientLag.P50)})
+			ClientLag: secs(r.ClientLag, r.ClientLag.P50), Missing: strings.Join(missing, "; ")})
 	}
 	if len(sc.Perf) > 0 {
 		v.Charts = perfCharts(sc, gates)

@@ -735,6 +735,18 @@ func (r *Run) FinishIncomplete(ctx context.Context, gates []gate.Gate, now time.
 	return r.finish(ctx, gates, now, false, interrupted)
 }
 
+// perfMissingShards 报告是否有性能行缺了分片（分片合并的结果不完整）。
+func perfMissingShards(scs []Scenario) bool {
+	for _, sc := range scs {
+		for _, row := range sc.Perf {
+			if len(row.MissingShards) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // finish 是 Finish 与 FinishIncomplete 的共同实现。
 func (r *Run) finish(ctx context.Context, gates []gate.Gate, now time.Time, complete, interrupted bool) (int, error) {
 	ctx = context.WithoutCancel(ctx)
@@ -744,11 +756,18 @@ func (r *Run) finish(ctx context.Context, gates []gate.Gate, now time.Time, comp
 	r.res.Gates = append([]gate.Gate(nil), gates...)
 	sanitizeFloats(r.res.Gates)
 	r.res.Finished = now.UTC()
-	r.res.Complete = complete
+	// 缺了分片的性能行（分片合并时有分片被杀、连不上、被取消，loadgen.Summary.MissingShards）让整个
+	// 运行不完整：不论调用方用的是 Finish 还是 FinishIncomplete，complete 都为 false，它因此永远不会
+	// 成为基线；门禁都通过时退出码也是 ExitError 而不是 0（issue 22）。
+	missing := perfMissingShards(r.res.Scenarios)
+	r.res.Complete = complete && !missing
 	r.res.Interrupted = interrupted && !complete
 	r.res.ExitCode = gate.ExitCode(gates)
 	if r.res.ExitCode == gate.ExitOK && r.res.Interrupted {
 		r.res.ExitCode = gate.ExitInterrupted
+	}
+	if r.res.ExitCode == gate.ExitOK && missing {
+		r.res.ExitCode = gate.ExitError
 	}
 	switch r.res.ExitCode {
 	case gate.ExitOK:

@@ -521,6 +521,48 @@ func TestFinishIncomplete(t *testing.T) {
 	}
 }
 
+// TestFinishWithMissingShards 验证 issue 22：一行分片合并缺了分片（分片 1 被 SIGKILL）的每日运行，即使
+// 调用方用 Finish、门禁全部通过，summary.json 也是 complete=false、行里带着缺失的分片与原因，
+// 退出码非零，HTML 标为 INCOMPLETE 并点名分片，而且它不会成为基线。
+func TestFinishWithMissingShards(t *testing.T) {
+	root := t.TempDir()
+	run, err := report.NewRun(root, "daily", "d1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := perfRows(1, 1)
+	rows[0].Incomplete = true
+	rows[0].MissingShards = []loadgen.ShardLoss{{Shard: 1, Reason: loadgen.LossKilled, Detail: "signal: killed"}}
+	if err := run.RecordPerf("s", rows); err != nil {
+		t.Fatal(err)
+	}
+	pass := []gate.Gate{{Kind: gate.KindFunctional, Scenario: "s", Name: "functional", Verdict: gate.VerdictPass}}
+	code, err := run.Finish(context.Background(), pass, t0.Add(time.Hour))
+	if err != nil || code == gate.ExitOK {
+		t.Fatalf("Finish = %d, %v; want a non-zero exit code", code, err)
+	}
+	var sum report.Result
+	readJSONFile(t, filepath.Join(run.Dir(), "summary.json"), &sum)
+	if sum.Complete || sum.ExitCode != code {
+		t.Fatalf("summary.json: complete=%v exit=%d", sum.Complete, sum.ExitCode)
+	}
+	raw, _ := os.ReadFile(filepath.Join(run.Dir(), "s", "perf", "summary.json"))
+	if !strings.Contains(string(raw), `"MissingShards"`) || !strings.Contains(string(raw), `"reason": "killed"`) {
+		t.Fatalf("scenario perf summary.json lacks the missing shard:\n%s", raw)
+	}
+	html, _ := os.ReadFile(filepath.Join(run.Dir(), "report.html"))
+	if !strings.Contains(string(html), `id="verdict">INCOMPLETE`) || !strings.Contains(string(html), "missing shard 1: killed (signal: killed)") {
+		t.Fatalf("report.html does not mark the merge incomplete and name shard 1")
+	}
+	src, err := report.ArtifactBaselines(os.DirFS(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src.Perf) != 0 {
+		t.Fatalf("a daily run with a missing shard became a baseline: %v", src)
+	}
+}
+
 // TestArtifactBaselines 检查从产物目录选取最近一次已完成的每日运行。
 func TestArtifactBaselines(t *testing.T) {
 	root := t.TempDir()

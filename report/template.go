@@ -130,6 +130,7 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <details><summary>{{len .PerfRows}} summary rows</summary>
 <table class="perf"><tr><th>input</th><th>output</th><th>concurrency</th><th>round</th><th>prompts</th><th>failed</th><th>TTFT P99</th><th>TPOT avg</th><th>E2E P99</th><th>QPS</th><th>output tok/s</th><th>fail rate</th><th title="load generator's own read lag, P50: first token in the socket to parsed; not part of TTFT">client lag P50</th></tr>
 {{range .PerfRows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td><td class="num">{{.Prompts}}</td><td class="num">{{.Failed}}</td><td class="num">{{.TTFT}}</td><td class="num">{{.TPOT}}</td><td class="num">{{.E2E}}</td><td class="num">{{.QPS}}</td><td class="num">{{.OutTput}}</td><td class="num">{{.FailRate}}</td><td class="num">{{.ClientLag}}</td></tr>
+{{if .Missing}}<tr class="row-fail incomplete"><td colspan="13">INCOMPLETE merge: missing {{.Missing}}</td></tr>{{end}}
 {{end}}</table></details>
 {{else}}<p class="note">No performance results.</p>{{end}}
 {{if .CapRows}}<h3>Capacity</h3>

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,6 +42,16 @@ const (
 // ShardContainer 是分片 Pod 里运行压测的容器名；结果从它的日志的最后一个结果行读取。
 const ShardContainer = "shard"
 
+// 随运行创建的 Secret（ShardJob.Secret）与 ConfigMap（ShardJob.Data）在分片容器里的挂载点：
+// 键 k 的内容在 <挂载点>/k。
+const (
+	SecretMountPath = "/etc/cibench/secret"
+	DataMountPath   = "/etc/cibench/data"
+	// MaxShardFilesBytes 是 Secret 与 ConfigMap 各自内容的总字节上限：API Server 拒绝超过约 1 MiB
+	// 的对象（etcd 的请求上限），超过时在创建任何对象之前报错。
+	MaxShardFilesBytes = 1000 << 10
+)
+
 // ErrShardJob 表示分片 Job 没有完整地跑完：有分片失败、没有结果或超时。
 var ErrShardJob = errors.New("kube: shard job incomplete")
 
@@ -57,6 +68,13 @@ type ShardJob struct {
 	Image         string
 	Command, Args []string
 	Env           map[string]string
+	// Secret 是随每个 Job 创建的 Secret（名为 <Job 名>-secret）的内容，键 → 字节：通常是含 API key 的
+	// providers.yaml。它以只读卷（文件权限 0400）挂载到每个分片容器的 SecretMountPath/<键>，
+	// 密钥因此不出现在 Job 或 Pod 的定义里，也不必烤进镜像。Job 删除时一并删除。
+	Secret map[string][]byte
+	// Data 是随每个 Job 创建的 ConfigMap（<Job 名>-data）的内容，键 → 字节：数据集文件（-i）。
+	// 挂载到 DataMountPath/<键>，Job 删除时一并删除。Secret 与 Data 各自不超过 MaxShardFilesBytes。
+	Data map[string][]byte
 	// Shards 是分片数（1..loadgen.MaxShards）。
 	Shards int
 	// Groups 是 Profile 的分组数（loadgen.GroupCount）。大于 1 时 RunShards 按组依次运行 Groups 个
@@ -95,6 +113,67 @@ type ShardJobError struct {
 	Job    string // Job 名（每组一个 Job 时点明是哪一组的 Job）
 	Shards int
 	Failed map[int]string // 分片序号 → 原因（Pod 失败、没有 Pod、日志里没有结果行……）
+	// Reasons 是 Failed 的类别（loadgen.Loss* 常量：oom_killed、killed、cancelled、no_result……），
+	// 没有的序号按 loadgen.LossFailed。ShardLosses 据此交给 loadgen.MergeOptions.Lost。
+	Reasons map[int]string
+}
+
+// ShardLosses 从 RunShards 的错误里取出每个没有交回结果的分片与原因（按分片序号升序；同一分片
+// 在多个 Job 里失败时取第一个），供 loadgen.MergeOptions.Lost 使用，合并结果因此写明"分片 2 被
+// OOMKilled"而不只是"缺了分片 2"。
+func ShardLosses(err error) []loadgen.ShardLoss {
+	byIdx := map[int]loadgen.ShardLoss{}
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		var je *ShardJobError
+		if !errors.As(e, &je) {
+			return
+		}
+		for i, why := range je.Failed {
+			if _, seen := byIdx[i]; seen {
+				continue
+			}
+			r := je.Reasons[i]
+			if r == "" {
+				r = loadgen.LossFailed
+			}
+			byIdx[i] = loadgen.ShardLoss{Shard: i, Reason: r, Detail: je.Job + ": " + why}
+		}
+	}
+	walk(err)
+	out := make([]loadgen.ShardLoss, 0, len(byIdx))
+	for _, i := range slices.Sorted(maps.Keys(byIdx)) {
+		out = append(out, byIdx[i])
+	}
+	return out
+}
+
+// podLoss 归类一个没有成功结束的分片 Pod：容器因内存超限被杀为 oom_killed，被信号杀死（退出码
+// 128+n，或被驱逐）为 killed，仍在等待或运行（协调者超时或被取消后放弃了它）为 cancelled，其余为 failed。
+func podLoss(p *corev1.Pod) string {
+	if p.Status.Phase != corev1.PodFailed {
+		return loadgen.LossCancelled
+	}
+	if p.Status.Reason == "Evicted" {
+		return loadgen.LossKilled
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		switch {
+		case t == nil:
+		case t.Reason == "OOMKilled":
+			return loadgen.LossOOMKilled
+		case t.Signal != 0 || t.ExitCode > 128:
+			return loadgen.LossKilled
+		}
+	}
+	return loadgen.LossFailed
 }
 
 // Error 按分片序号列出原因。
@@ -155,6 +234,18 @@ func (j ShardJob) withDefaults() (ShardJob, error) {
 	case j.StartDelay < 0 || j.Timeout < 0 || j.DeleteTimeout < 0 || j.PollInterval < 0:
 		return j, bad("start_delay/timeout/delete_timeout/poll_interval", fmt.Sprintf("%s/%s/%s/%s", j.StartDelay, j.Timeout, j.DeleteTimeout, j.PollInterval), "must not be negative")
 	}
+	for field, files := range map[string]map[string][]byte{"secret": j.Secret, "data": j.Data} {
+		total := 0
+		for k, v := range files {
+			if errs := validation.IsConfigMapKey(k); len(errs) > 0 {
+				return j, bad(field+" key", strconv.Quote(k), strings.Join(errs, "; "))
+			}
+			total += len(v)
+		}
+		if total > MaxShardFilesBytes {
+			return j, bad(field, fmt.Sprintf("%d bytes", total), fmt.Sprintf("larger than the %d bytes a Secret or ConfigMap can hold (bake larger files into the image instead)", MaxShardFilesBytes))
+		}
+	}
 	for field, v := range map[string]string{"cpu": j.CPU, "memory": j.Memory} {
 		if v == "" {
 			continue
@@ -186,6 +277,17 @@ func (j ShardJob) manifest(startAt time.Time) *batchv1.Job {
 		env = append(env, corev1.EnvVar{Name: k, Value: j.Env[k]})
 	}
 	c := corev1.Container{Name: ShardContainer, Image: j.Image, Command: j.Command, Args: j.Args, Env: env}
+	var vols []corev1.Volume
+	if len(j.Secret) > 0 {
+		mode := int32(0o400)
+		vols = append(vols, corev1.Volume{Name: "cibench-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: j.secretName(), DefaultMode: &mode}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "cibench-secret", MountPath: SecretMountPath, ReadOnly: true})
+	}
+	if len(j.Data) > 0 {
+		vols = append(vols, corev1.Volume{Name: "cibench-data", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: j.dataName()}}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "cibench-data", MountPath: DataMountPath, ReadOnly: true})
+	}
 	if j.CPU != "" || j.Memory != "" {
 		rl := corev1.ResourceList{}
 		if j.CPU != "" {
@@ -218,7 +320,7 @@ func (j ShardJob) manifest(startAt time.Time) *batchv1.Job {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{c},
-					NodeSelector: j.NodeSelector, Affinity: aff},
+					NodeSelector: j.NodeSelector, Affinity: aff, Volumes: vols},
 			},
 		},
 	}
@@ -320,7 +422,7 @@ func joinShardResults(shards int, startAt time.Time, perJob [][]*loadgen.ShardRe
 			cur := byIdx[r.Index]
 			if cur == nil {
 				cp := *r
-				cp.StartAt, cp.Groups, cp.Timeline, cp.Only, cp.Error = startAt.UTC(), slices.Clone(r.Groups), slices.Clone(r.Timeline), slices.Clone(r.Only), ""
+				cp.StartAt, cp.Groups, cp.Timeline, cp.Only, cp.Error, cp.Reason = startAt.UTC(), slices.Clone(r.Groups), slices.Clone(r.Timeline), slices.Clone(r.Only), "", ""
 				cur = &cp
 				byIdx[r.Index] = cur
 			} else if r.Profile != cur.Profile || r.Count != cur.Count {
@@ -333,6 +435,9 @@ func joinShardResults(shards int, startAt time.Time, perJob [][]*loadgen.ShardRe
 			}
 			if r.Error != "" {
 				cur.Error = strings.TrimPrefix(cur.Error+"; group "+strconv.Itoa(k)+": "+r.Error, "; ")
+				if cur.Reason == "" {
+					cur.Reason = r.Reason
+				}
 			}
 		}
 	}
@@ -352,10 +457,15 @@ func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*loa
 	runID := newRunID()
 	obj.Annotations = map[string]string{AnnotationShardRun: runID}
 	jobs := cs.BatchV1().Jobs(job.Namespace)
+	// Secret 与 ConfigMap 先于 Job 创建：Pod 一建出来就要挂载它们。
+	if err := job.createFiles(ctx, cs, runID); err != nil {
+		return nil, startAt, errors.Join(err, job.deleteFiles(ctx, cs, runID))
+	}
 	created, err := jobs.Create(ctx, obj, metav1.CreateOptions{FieldManager: DefaultFieldManager})
 	if err != nil {
+		ferr := job.deleteFiles(ctx, cs, runID)
 		if apierrors.IsAlreadyExists(err) {
-			return nil, startAt, fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name)
+			return nil, startAt, errors.Join(fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name), ferr)
 		}
 		// 创建请求可能已被服务端执行、只是响应没有回来（ctx 恰在途中被取消——SIGTERM——或响应超时）：
 		// Job 带着本次的运行标识存在时照样删除它，否则它会留在集群里、下次运行以 "already exists" 失败。
@@ -363,15 +473,109 @@ func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*loa
 		if derr := job.deleteOrphan(ctx, cs, runID); derr != nil {
 			cerr = errors.Join(cerr, derr)
 		}
-		return nil, startAt, cerr
+		return nil, startAt, errors.Join(cerr, ferr)
 	}
+	job.adoptFiles(ctx, cs, created)
 	job.Log.Info("kube: shard job created", "job", job.Namespace+"/"+job.Name, "uid", created.UID, "shards", job.Shards, "group", job.group, "start_at", startAt)
 	results, runErr := job.await(ctx, cs)
 	job.Log.Info("kube: shard job finished", "job", job.Namespace+"/"+job.Name, "results", len(results), "after", time.Since(startAt.Add(-job.StartDelay)).Round(time.Millisecond), "err", runErr)
 	if delErr := job.delete(ctx, cs, created.UID); delErr != nil {
 		runErr = errors.Join(runErr, delErr)
 	}
+	if ferr := job.deleteFiles(ctx, cs, runID); ferr != nil {
+		runErr = errors.Join(runErr, ferr)
+	}
 	return results, startAt, runErr
+}
+
+// secretName 与 dataName 是随 Job 创建的 Secret 与 ConfigMap 的名字。
+func (j ShardJob) secretName() string { return j.Name + "-secret" }
+
+// dataName 见 secretName。
+func (j ShardJob) dataName() string { return j.Name + "-data" }
+
+// fileMeta 是 Secret 与 ConfigMap 的元数据：与 Job 同样的标签，外加本次的运行标识（删除时据此
+// 只删本次创建的对象，不碰同名的别人的对象）。
+func (j ShardJob) fileMeta(name, runID string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: j.Namespace,
+		Labels:      map[string]string{"app.kubernetes.io/name": "cibench-shard", "app.kubernetes.io/instance": j.Name},
+		Annotations: map[string]string{AnnotationShardRun: runID}}
+}
+
+// createFiles 创建本次运行的 Secret（Secret 非空时）与 ConfigMap（Data 非空时）。同名对象已存在时
+// 报 ErrConfig（上次运行留下的，或另一次运行正在用）。
+func (j ShardJob) createFiles(ctx context.Context, cs kubernetes.Interface, runID string) error {
+	opts := metav1.CreateOptions{FieldManager: DefaultFieldManager}
+	wrap := func(kind, name string, err error) error {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("%w: %s %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, kind, j.Namespace, name)
+		}
+		return fmt.Errorf("%w: create %s %s/%s: %w", ErrUnreachable, kind, j.Namespace, name, err)
+	}
+	if len(j.Secret) > 0 {
+		sec := &corev1.Secret{ObjectMeta: j.fileMeta(j.secretName(), runID), Type: corev1.SecretTypeOpaque, Data: j.Secret}
+		if _, err := cs.CoreV1().Secrets(j.Namespace).Create(ctx, sec, opts); err != nil {
+			return wrap("secret", j.secretName(), err)
+		}
+	}
+	if len(j.Data) > 0 {
+		cm := &corev1.ConfigMap{ObjectMeta: j.fileMeta(j.dataName(), runID), BinaryData: j.Data}
+		if _, err := cs.CoreV1().ConfigMaps(j.Namespace).Create(ctx, cm, opts); err != nil {
+			return wrap("configmap", j.dataName(), err)
+		}
+	}
+	return nil
+}
+
+// adoptFiles 把 Secret 与 ConfigMap 的属主设为刚创建的 Job：协调者自己中途消失（kill -9）时，
+// 垃圾回收器随 Job 一起删掉它们。尽力而为——正常路径上 deleteFiles 总会显式删除它们。
+func (j ShardJob) adoptFiles(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) {
+	ref := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID}}
+	opts := metav1.UpdateOptions{FieldManager: DefaultFieldManager}
+	if len(j.Secret) > 0 {
+		if sec, err := cs.CoreV1().Secrets(j.Namespace).Get(ctx, j.secretName(), metav1.GetOptions{}); err == nil {
+			sec.OwnerReferences = ref
+			_, _ = cs.CoreV1().Secrets(j.Namespace).Update(ctx, sec, opts)
+		}
+	}
+	if len(j.Data) > 0 {
+		if cm, err := cs.CoreV1().ConfigMaps(j.Namespace).Get(ctx, j.dataName(), metav1.GetOptions{}); err == nil {
+			cm.OwnerReferences = ref
+			_, _ = cs.CoreV1().ConfigMaps(j.Namespace).Update(ctx, cm, opts)
+		}
+	}
+}
+
+// deleteFiles 删除本次运行（运行标识 runID）创建的 Secret 与 ConfigMap；已经不存在（垃圾回收器随 Job
+// 删掉了）不算错，同名却属于别的运行的对象不碰。不随 ctx 取消，受 DeleteTimeout 约束。
+func (j ShardJob) deleteFiles(ctx context.Context, cs kubernetes.Interface, runID string) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.DeleteTimeout)
+	defer cancel()
+	var left []string
+	if len(j.Secret) > 0 {
+		sec, err := cs.CoreV1().Secrets(j.Namespace).Get(dctx, j.secretName(), metav1.GetOptions{})
+		if err == nil && sec.Annotations[AnnotationShardRun] == runID {
+			uid := sec.UID
+			err = cs.CoreV1().Secrets(j.Namespace).Delete(dctx, sec.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		}
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			left = append(left, "secret "+j.Namespace+"/"+j.secretName()+": "+err.Error())
+		}
+	}
+	if len(j.Data) > 0 {
+		cm, err := cs.CoreV1().ConfigMaps(j.Namespace).Get(dctx, j.dataName(), metav1.GetOptions{})
+		if err == nil && cm.Annotations[AnnotationShardRun] == runID {
+			uid := cm.UID
+			err = cs.CoreV1().ConfigMaps(j.Namespace).Delete(dctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		}
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			left = append(left, "configmap "+j.Namespace+"/"+j.dataName()+": "+err.Error())
+		}
+	}
+	if len(left) > 0 {
+		return &TeardownError{Remaining: left}
+	}
+	return nil
 }
 
 // AnnotationShardRun 是分片 Job 上的本次运行标识：创建请求的响应丢失时，据此认出集群里的
@@ -432,13 +636,13 @@ func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*loadge
 	// 超时或取消后仍收集已经结束的分片（用新的上下文，受 DeleteTimeout 约束）。
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), j.DeleteTimeout)
 	defer ccancel()
-	results, failed := j.collect(cctx, cs)
+	results, failed, reasons := j.collect(cctx, cs)
 	var errs []error
 	if waitErr != nil {
 		errs = append(errs, fmt.Errorf("kube: shard job %s/%s: %w", j.Namespace, j.Name, waitErr))
 	}
 	if len(failed) > 0 {
-		errs = append(errs, &ShardJobError{Job: j.Namespace + "/" + j.Name, Shards: j.Shards, Failed: failed})
+		errs = append(errs, &ShardJobError{Job: j.Namespace + "/" + j.Name, Shards: j.Shards, Failed: failed, Reasons: reasons})
 	}
 	return results, errors.Join(errs...)
 }
@@ -496,39 +700,39 @@ func phaseRank(ph corev1.PodPhase) int {
 }
 
 // collect 按完成序号找到每片的 Pod：成功结束的读日志里最后一个结果行并核对序号，
-// 其余（失败、仍在运行、没有 Pod、没有结果行）记入 failed。
-func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, map[int]string) {
-	failed := map[int]string{}
+// 其余（失败、仍在运行、没有 Pod、没有结果行）记入 failed，原因的类别（loadgen.Loss*）记入 reasons。
+func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, map[int]string, map[int]string) {
+	failed, reasons := map[int]string{}, map[int]string{}
 	byIdx, err := j.shardPods(ctx, cs)
 	var out []*loadgen.ShardResult
 	for i := range j.Shards {
 		p, ok := byIdx[i]
 		switch {
 		case err != nil:
-			failed[i] = "list pods: " + err.Error()
+			failed[i], reasons[i] = "list pods: "+err.Error(), loadgen.LossNoResult
 			continue
 		case !ok:
-			failed[i] = "no pod"
+			failed[i], reasons[i] = "no pod", loadgen.LossNoResult
 			continue
 		case p.Status.Phase != corev1.PodSucceeded:
-			failed[i] = fmt.Sprintf("pod %s is %s%s", p.Name, p.Status.Phase, podReason(p))
+			failed[i], reasons[i] = fmt.Sprintf("pod %s is %s%s", p.Name, p.Status.Phase, podReason(p)), podLoss(p)
 			continue
 		}
 		res, rerr := j.readResult(ctx, cs, p)
 		if rerr != nil {
-			failed[i] = fmt.Sprintf("pod %s: %v", p.Name, rerr)
+			failed[i], reasons[i] = fmt.Sprintf("pod %s: %v", p.Name, rerr), loadgen.LossNoResult
 			continue
 		}
 		if res.Index != i || res.Count != j.Shards {
-			failed[i] = fmt.Sprintf("pod %s reported shard %d/%d, want %d/%d", p.Name, res.Index, res.Count, i, j.Shards)
+			failed[i], reasons[i] = fmt.Sprintf("pod %s reported shard %d/%d, want %d/%d", p.Name, res.Index, res.Count, i, j.Shards), loadgen.LossFailed
 			continue
 		}
 		if res.Error != "" {
-			failed[i] = fmt.Sprintf("pod %s: shard run failed: %s", p.Name, res.Error)
+			failed[i], reasons[i] = fmt.Sprintf("pod %s: shard run failed: %s", p.Name, res.Error), res.Reason
 		}
 		out = append(out, res) // 带错误的部分结果也交给合并方，它据此把分组标为不完整
 	}
-	return out, failed
+	return out, failed, reasons
 }
 
 // podReason 给出 Pod 失败的原因（容器退出码与原因），便于在报告里定位。

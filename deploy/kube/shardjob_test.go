@@ -3,6 +3,7 @@ package kube_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -292,4 +293,117 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 	}
 	jobGone(t, c, ns, name+"-g0")
 	jobGone(t, c, ns, name+"-g1")
+}
+
+// hookHandler 是在特定日志消息处同步运行检查的 slog.Handler：RunShards 在创建 Job 之后、删除之前
+// 各记一条日志，测试借此在那两个时刻查看集群里的对象。
+type hookHandler struct{ on func(msg string) }
+
+// Enabled 总是为真。
+func (h hookHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+// Handle 把消息交给 on。
+func (h hookHandler) Handle(_ context.Context, r slog.Record) error { h.on(r.Message); return nil }
+
+// WithAttrs 返回自身。
+func (h hookHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+// WithGroup 返回自身。
+func (h hookHandler) WithGroup(string) slog.Handler { return h }
+
+// TestShardJobFilesIntegration 在真实的 API Server 上验证 issue 22 的 Kubernetes 部分：provider 文件
+// （含 API key）随运行建成 Secret、数据集建成 ConfigMap，两者在 Job 之前存在、属主是 Job，挂载进
+// 每个分片 Pod（只读，Secret 0400），Job 与 Pod 的定义里没有密钥；RunShards 返回时 Secret 与
+// ConfigMap 都已删除。内容过大的 ConfigMap 在创建任何对象之前被拒绝。
+func TestShardJobFilesIntegration(t *testing.T) {
+	c := kubetest.Start(t)
+	ns := "default"
+	const key = "sk-kube-secret-4411"
+	provider := []byte("providers:\n  - id: p\n    name: p\n    api_key: " + key + "\n    base_url: [http://h/v1]\n    model_name: m\n    model_category: m\n")
+	dataset := []byte(`{"prompt": "hello"}` + "\n")
+	c.SetPodLog(t, shardResults(t, 2, 0, 1))
+	ctx := context.Background()
+	var checked atomic.Int32
+	var problems syncBuffer
+	report := func(format string, args ...any) { fmt.Fprintf(&problems, format+"\n", args...) }
+	name := "bench-files"
+	check := func(msg string) {
+		switch msg {
+		case "kube: shard job created":
+			sec, err := c.Client.CoreV1().Secrets(ns).Get(ctx, name+"-secret", metav1.GetOptions{})
+			if err != nil || !bytes.Equal(sec.Data["providers.yaml"], provider) || len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].Kind != "Job" {
+				report("secret while the job runs: %v, owners %+v", err, sec)
+			}
+			cm, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, name+"-data", metav1.GetOptions{})
+			if err != nil || !bytes.Equal(cm.BinaryData["0000.jsonl"], dataset) || len(cm.OwnerReferences) != 1 {
+				report("configmap while the job runs: %v, %+v", err, cm)
+			}
+			job, err := c.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				report("job: %v", err)
+				return
+			}
+			if b, _ := json.Marshal(job); bytes.Contains(b, []byte(key)) {
+				report("the API key is in the Job spec")
+			}
+			checked.Add(1)
+		case "kube: shard job finished":
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name})
+			if err != nil || len(pods.Items) != 2 {
+				report("pods: %v, %d", err, len(pods.Items))
+				return
+			}
+			for _, p := range pods.Items {
+				if b, _ := json.Marshal(p); bytes.Contains(b, []byte(key)) {
+					report("the API key is in pod %s", p.Name)
+				}
+				vols := map[string]string{}
+				for _, v := range p.Spec.Volumes {
+					switch {
+					case v.Secret != nil && v.Secret.DefaultMode != nil && *v.Secret.DefaultMode == 0o400:
+						vols["secret"] = v.Secret.SecretName
+					case v.ConfigMap != nil:
+						vols["data"] = v.ConfigMap.Name
+					}
+				}
+				mounts := map[string]bool{}
+				for _, m := range p.Spec.Containers[0].VolumeMounts {
+					mounts[m.MountPath] = m.ReadOnly
+				}
+				if vols["secret"] != name+"-secret" || vols["data"] != name+"-data" || !mounts[kube.SecretMountPath] || !mounts[kube.DataMountPath] {
+					report("pod %s volumes %v mounts %v", p.Name, vols, mounts)
+				}
+			}
+			checked.Add(1)
+		}
+	}
+	job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test",
+		Args: []string{"prof", "-p", kube.SecretMountPath + "/providers.yaml", "-i", kube.DataMountPath, "--shard-from-env"}, Shards: 2,
+		Secret: map[string][]byte{"providers.yaml": provider}, Data: map[string][]byte{"0000.jsonl": dataset},
+		StartDelay: time.Second, Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond,
+		Log: slog.New(hookHandler{on: check})}
+	results, err := kube.RunShards(ctx, job)
+	if err != nil || len(results) != 2 {
+		t.Fatalf("RunShards: %d results, %v", len(results), err)
+	}
+	if checked.Load() != 2 || problems.String() != "" {
+		t.Fatalf("%d of 2 checkpoints reached; problems:\n%s", checked.Load(), problems.String())
+	}
+	if _, err := c.Client.CoreV1().Secrets(ns).Get(ctx, name+"-secret", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("secret after the run: %v, want NotFound", err)
+	}
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, name+"-data", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("configmap after the run: %v, want NotFound", err)
+	}
+	jobGone(t, c, ns, name)
+
+	big := job
+	big.Name, big.Log = "bench-big", nil
+	big.Data = map[string][]byte{"0000.jsonl": bytes.Repeat([]byte("x"), kube.MaxShardFilesBytes+1)}
+	if _, err := kube.RunShards(ctx, big); !errors.Is(err, kube.ErrConfig) || !strings.Contains(err.Error(), "data=") {
+		t.Fatalf("oversized dataset: %v, want ErrConfig naming data", err)
+	}
+	if cms, _ := c.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=bench-big"}); len(cms.Items) != 0 {
+		t.Fatalf("an oversized run created %d configmaps", len(cms.Items))
+	}
 }

@@ -131,7 +131,7 @@ func TestProfEveryOption(t *testing.T) {
 		"shard-count":              {value: "4", extra: []string{"-c", "8"}, get: func(o *options) any { return o.shard.count }, want: 4},
 		"shard-start":              {value: "2026-01-02T03:04:05.5Z", get: func(o *options) any { return o.shard.start }, want: time.Date(2026, 1, 2, 3, 4, 5, 5e8, time.UTC)},
 		"shard-from-env":           {value: "true", get: func(o *options) any { return o.shard.fromEnv }, want: true},
-		"shard-target":             {value: "http://127.0.0.1:9/v1|m", get: func(o *options) any { return [2]string{o.shard.url, o.shard.model} }, want: [2]string{"http://127.0.0.1:9/v1", "m"}},
+		"shard-records":            {value: "r.csv", get: func(o *options) any { return o.shard.records }, want: "r.csv"},
 		"kube-shards":              {value: "3", extra: []string{"--kube-image", "img", "-c", "8"}, get: func(o *options) any { return o.shard.kube }, want: 3},
 		"kube-image":               {value: "reg/bench:1", get: func(o *options) any { return o.shard.image }, want: "reg/bench:1"},
 		"kube-namespace":           {value: "perf", get: func(o *options) any { return o.shard.namespace }, want: "perf"},
@@ -333,7 +333,6 @@ func TestBadCommandLinesNameFlagAndValue(t *testing.T) {
 		`--kube-shards 2: needs --kube-image`:                                              {"--kube-shards", "2", "-c", "4"},
 		`--shard-index 3: needs --shard-count greater`:                                     {"--shard-index", "3", "--shard-count", "2", "-c", "4"},
 		`--shard-start "yesterday"`:                                                        {"--shard-start", "yesterday"},
-		`--shard-target "127.0.0.1|m"`:                                                     {"--shard-target", "127.0.0.1|m"},
 		`exclude each other`:                                                               {"--shards", "2", "--kube-shards", "2", "--kube-image", "i", "-c", "4"},
 	}
 	for want, args := range cases {

@@ -57,7 +57,7 @@ func run(args []string, stderr io.Writer) error {
 	return err
 }
 
-// dispatch 识别子命令：prof、generate dataset；第一个参数是选项（或没有参数）时
+// dispatch 识别子命令：prof、merge、generate dataset；第一个参数是选项（或没有参数）时
 // 等同于 prof，保持以前不带子命令的用法。
 func dispatch(args []string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -65,6 +65,8 @@ func dispatch(args []string, stderr io.Writer) error {
 	switch {
 	case len(args) > 0 && args[0] == "prof":
 		return runProf(ctx, args[1:], stderr)
+	case len(args) > 0 && args[0] == "merge":
+		return runMerge(args[1:], stderr)
 	case len(args) > 1 && args[0] == "generate" && args[1] == "dataset":
 		return runGen(ctx, args[2:], stderr)
 	case len(args) > 0 && args[0] == "generate":
@@ -72,7 +74,7 @@ func dispatch(args []string, stderr io.Writer) error {
 	case len(args) > 0 && args[0] == "help":
 		return runProf(ctx, []string{"--help"}, stderr)
 	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
-		return fmt.Errorf("unknown command %q (want prof or generate dataset; see --help)", args[0])
+		return fmt.Errorf("unknown command %q (want prof, merge or generate dataset; see --help)", args[0])
 	}
 	return runProf(ctx, args, stderr)
 }
@@ -196,9 +198,17 @@ func failureClasses(s loadgen.Summary) string {
 	return " [" + strings.Join(parts, " ") + "]"
 }
 
-// incomplete 标出被中断的组（只汇总了中断前完成的请求）。
+// incomplete 标出不完整的组：分片合并缺了分片时点名分片与原因（被杀、连不上、被取消……），
+// 否则是被中断的组（只汇总了中断前完成的请求）。
 func incomplete(s loadgen.Summary) string {
-	if s.Incomplete {
+	switch {
+	case len(s.MissingShards) > 0:
+		parts := make([]string, len(s.MissingShards))
+		for i, l := range s.MissingShards {
+			parts[i] = fmt.Sprintf("shard %d %s", l.Shard, l.Reason)
+		}
+		return " (INCOMPLETE: missing " + strings.Join(parts, ", ") + ")"
+	case s.Incomplete:
 		return " (INCOMPLETE: interrupted)"
 	}
 	return ""
@@ -221,35 +231,50 @@ func loadTokenizer(path string) (*loadgen.HFTokenizer, error) {
 	return tok, nil
 }
 
-// target 解析 provider，或在没有 provider 时启动进程内模拟器。
+// target 解析 provider，或在没有 provider 时启动进程内模拟器，返回运行用的 Target。
 func target(ctx context.Context, o *options) (loadgen.Target, func(), error) {
+	p, teardown, err := resolveProvider(ctx, o)
+	if err != nil {
+		return loadgen.Target{}, nil, err
+	}
+	return p.Target(), teardown, nil
+}
+
+// resolveProvider 返回本次运行解析好的 provider：-p/--provider 文件里选中的一项，或者（没有 -p 时）
+// 进程内模拟器，id 与 name 都是 "emulator"。分片的父进程把它原样（含全部 base_url 与 API key）
+// 写进 0600 的临时 provider 文件交给子进程，子进程因此与单进程用同一个解析结果（issue 22）。
+func resolveProvider(ctx context.Context, o *options) (loadgen.Provider, func(), error) {
 	if o.provider == "" {
 		em, err := emulator.New(emulator.Config{TTFT: o.emuTTFT, ITL: o.emuITL, TokensPerChunk: o.emuTokensPerChunk, MaxNumSeqs: o.emuMaxNumSeqs, Seed: o.p.Seed})
 		if err != nil {
-			return loadgen.Target{}, nil, err
+			return loadgen.Provider{}, nil, err
 		}
 		dep, err := em.Deploy(ctx)
 		if err != nil {
-			return loadgen.Target{}, nil, err
+			return loadgen.Provider{}, nil, err
 		}
 		ep := dep.Endpoint()
-		return loadgen.Target{Endpoint: ep, Provider: "emulator"},
+		key := ep.APIKey
+		if key == "" {
+			key = "EMPTY"
+		}
+		return loadgen.Provider{ID: "emulator", Name: "emulator", APIKey: key, BaseURLs: ep.BaseURLs, ModelName: ep.Model, ModelCategory: ep.Model},
 			func() { _ = dep.Teardown(context.Background()) }, nil
 	}
 	f, err := os.Open(o.provider)
 	if err != nil {
-		return loadgen.Target{}, nil, fmt.Errorf("-p/--provider: %w", err)
+		return loadgen.Provider{}, nil, fmt.Errorf("-p/--provider: %w", err)
 	}
 	defer f.Close()
 	ps, err := loadgen.ReadProviders(f, o.provider)
 	if err != nil {
-		return loadgen.Target{}, nil, err
+		return loadgen.Provider{}, nil, err
 	}
 	p, err := loadgen.FindProvider(ps, o.providerID)
 	if err != nil {
-		return loadgen.Target{}, nil, fmt.Errorf("%s: %w", o.provider, err)
+		return loadgen.Provider{}, nil, fmt.Errorf("%s: %w", o.provider, err)
 	}
-	return p.Target(), func() {}, nil
+	return p, func() {}, nil
 }
 
 // progressLine 是产物写入器旁边的第二个观察者：一条 stderr 进度行（库本身从不写 stderr）。

@@ -229,8 +229,8 @@ func profDefs() []*optDef {
 		{long: "shard-from-env", kind: kBool, def: "false",
 			help:    "take shard index, count, start (and the one group to run) from JOB_COMPLETION_INDEX, CIBENCH_SHARD_COUNT, CIBENCH_SHARD_START, CIBENCH_SHARD_GROUP (Indexed Job pods)",
 			setBool: func(o *options, v bool) { o.shard.fromEnv = v }},
-		{long: "shard-target", kind: kString, help: "BASE_URL|MODEL of the server for a shard process (set by --shards for the in-process emulator)",
-			setStr: func(o *options, v string) error { return o.shard.setTarget(v) }},
+		{long: "shard-records", kind: kString, help: "shard runs: write this shard's per-request CSV to this file ('bench merge --records' merges them; --shards sets it)",
+			setStr: func(o *options, v string) error { o.shard.records = v; return nil }},
 		{long: "kube-shards", kind: kInt, def: "0", min: 0, max: loadgen.MaxShards,
 			help: "run N shards as Kubernetes Indexed Jobs, one Job per group in turn (needs --kube-image), and merge their results", setInt: func(o *options, v int) { o.shard.kube = v }},
 		{long: "kube-image", kind: kString, help: "image with this bench program for --kube-shards", setStr: func(o *options, v string) error { o.shard.image = v; return nil }},
@@ -293,7 +293,8 @@ func setConfigOptions(p *loadgen.Profile, items []string) error {
 
 // profSynopsis 是 prof 的用法行。
 const profSynopsis = "bench [prof] [-p providers.yaml] -c 1,2,4 -il 128 -ol 128 [-n 16,32,64] [-ub True -gr 2 -gi 5000] [-s out] ...\n" +
-	"       bench generate dataset -o DIR -il 128 -n 100 [-t tokenizer.json] ...   (see: bench generate dataset --help)"
+	"       bench generate dataset -o DIR -il 128 -n 100 [-t tokenizer.json] ...   (see: bench generate dataset --help)\n" +
+	"       bench merge [-s DIR] [--records FILE,...] RESULT...   (merge hand-started shards; see: bench merge --help)"
 
 // parseFlags 解析 prof（及不带子命令时）的参数，读入 --perf-profile 与 custom 数据集，
 // 在任何请求发出之前完成全部校验；错误点名选项（或 文件:行）与取值。

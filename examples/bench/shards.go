@@ -10,13 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/kube"
-	"github.com/vllm-cibench/cibench/endpoint"
+
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
 )
@@ -26,7 +28,7 @@ type shardOptions struct {
 	local, index, count, kube int
 	start                     time.Time
 	fromEnv, spread           bool
-	url, model                string
+	records                   string // --shard-records：本分片的逐请求 CSV 写到这里
 	image, namespace, cpu     string
 	memory                    string
 }
@@ -38,16 +40,6 @@ func (s *shardOptions) setStart(v string) error {
 		return fmt.Errorf("--shard-start %q: want an RFC 3339 time such as 2026-01-02T03:04:05Z", v)
 	}
 	s.start = t
-	return nil
-}
-
-// setTarget 解析 --shard-target "BASE_URL|MODEL"。
-func (s *shardOptions) setTarget(v string) error {
-	u, m, ok := strings.Cut(v, "|")
-	if !ok || m == "" || (!strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://")) {
-		return fmt.Errorf("--shard-target %q: want BASE_URL|MODEL with an http(s) base URL", v)
-	}
-	s.url, s.model = u, m
 	return nil
 }
 
@@ -109,7 +101,22 @@ func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io
 	} else if os.Getenv(shardChildEnv) != "" {
 		sh.Barrier = stdioBarrier(stdin, stdout, o.p.Defaults().Timeout+barrierSlack)
 	}
-	res, err := loadgen.RunShard(ctx, tgt, o.p, sh, nil)
+	var obs *loadgen.Observer
+	if o.shard.records != "" {
+		// 逐请求记录写进 --shard-records（父进程或 bench merge 按发送时刻合并成单进程的 requests_*.csv）；
+		// 0600：记录里没有密钥，但与 provider 文件同在一个私有临时目录里，一并收紧。
+		f, err := os.OpenFile(o.shard.records, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fmt.Errorf("--shard-records: %w", err)
+		}
+		defer f.Close()
+		var ropts []metrics.RecordOption
+		if o.chunkTimes {
+			ropts = append(ropts, metrics.WithChunkTimes())
+		}
+		obs = metrics.NewRecordWriter(f, ropts...).Observer()
+	}
+	res, err := loadgen.RunShard(ctx, tgt, o.p, sh, obs)
 	if res != nil {
 		if werr := loadgen.WriteShardResult(stdout, res); werr != nil {
 			return werr
@@ -285,8 +292,16 @@ func splitShardOutput(r io.Reader, onReady func(group int)) (*bytes.Buffer, erro
 
 // runLocalShards 以 N 个本机子进程（本程序自身）跑各分片：每一组都在所有子进程就绪（建好池、
 // 跑完上一组）后由本进程经 stdin 同时放行（localBarrier）；收集每个子进程
-// stdout 的结果行后合并。子进程失败时照样合并其余分片，缺的分片被点名、相应分组标为不完整。
-func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.Target, stderr io.Writer) ([]loadgen.Summary, error) {
+// stdout 的结果行后合并。子进程失败时照样合并其余分片，缺的分片连同原因（被杀、连不上、
+// 被取消……）被点名、相应分组标为不完整。
+//
+// 子进程拿到的目标与单进程完全相同：父进程把解析好的 provider（全部 base_url、API key、id 与 name）
+// 写进私有临时目录里 0600 的 provider 文件，子进程以 -p 读它——密钥不上命令行。各子进程的逐请求
+// 记录写进同一目录（--shard-records），合并后按发送时刻写成单进程的 requests_*.csv。
+//
+// tmp 是调用方建好的私有（0700）临时目录：provider 文件与各分片的记录文件都在里面，
+// 调用方写完合并产物后删除它。
+func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen.Provider, tmp string, stderr io.Writer) (*merged, error) {
 	// 分片子进程再带 --shards 会无限地自我复制（测试二进制被当作 bench 重新执行时
 	// 真的发生过：几分钟内上千个进程）。子进程的环境里有 shardChildEnv，这里拒绝嵌套。
 	if os.Getenv(shardChildEnv) != "" {
@@ -296,17 +311,24 @@ func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.
 	if err != nil {
 		return nil, err
 	}
+	provFile := filepath.Join(tmp, "providers.yaml")
+	if err := writeProviderFile(provFile, prov); err != nil {
+		return nil, err
+	}
 	n := o.shard.local
 	// 不约定 --shard-start：每一组（含第一组）都由 localBarrier 在全部子进程就绪后放行——固定的
 	// 提前量在忙碌的机器上不够子进程建好 prompt 池（-race 下第一组曾相差 2 秒）。
-	base := append(childArgs(args), "--shard-count", strconv.Itoa(n),
-		"--shard-target", tgt.BaseURLs[0]+"|"+tgt.Model, "--quiet")
+	// -p/-pid 追加在最后：标量选项以最后一次出现为准，覆盖原命令行里的 -p（或模拟器）。
+	base := append(childArgs(args), "--shard-count", strconv.Itoa(n), "-p", provFile, "-pid", prov.ID, "--quiet")
 	results := make([]*loadgen.ShardResult, n)
-	errs := make([]error, n)
+	lost := make([]*loadgen.ShardLoss, n)
+	records := make([]string, n)
 	cmds := make([]*exec.Cmd, n)
 	stdins := make([]io.Writer, n)
 	for i := range n {
-		cmds[i] = exec.CommandContext(ctx, exe, append(append([]string{"prof"}, base...), "--shard-index", strconv.Itoa(i))...)
+		records[i] = filepath.Join(tmp, fmt.Sprintf("records-%d.csv", i))
+		cmds[i] = exec.CommandContext(ctx, exe, append(append([]string{"prof"}, base...),
+			"--shard-index", strconv.Itoa(i), "--shard-records", records[i])...)
 		cmds[i].Env = append(os.Environ(), shardChildEnv+"=1")
 		w, err := cmds[i].StdinPipe()
 		if err != nil {
@@ -319,21 +341,22 @@ func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.
 	for i, cmd := range cmds {
 		wg.Go(func() {
 			defer bar.exit(i)
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
+			errb := &tailBuffer{max: 4 << 10}
+			cmd.Stderr = errb
 			stdout, err := cmd.StdoutPipe()
 			if err == nil {
 				err = cmd.Start()
 			}
 			if err != nil {
-				errs[i] = fmt.Errorf("shard %d: start: %w", i, err)
+				lost[i] = &loadgen.ShardLoss{Shard: i, Reason: loadgen.LossFailed, Detail: "start: " + err.Error()}
 				return
 			}
 			out, serr := splitShardOutput(stdout, func(k int) { bar.ready(i, k) })
 			runErr := errors.Join(cmd.Wait(), serr)
 			res, rerr := loadgen.ReadShardResultFor(out, i)
 			if rerr != nil {
-				errs[i] = fmt.Errorf("shard %d: %w (%v) %s", i, rerr, runErr, strings.TrimSpace(errb.String()))
+				l := childLoss(ctx, i, runErr, strings.TrimSpace(errb.String()))
+				lost[i] = &l
 				return
 			}
 			results[i] = res
@@ -341,22 +364,132 @@ func runLocalShards(ctx context.Context, o *options, args []string, tgt loadgen.
 	}
 	wg.Wait()
 	var got []*loadgen.ShardResult
+	var known []loadgen.ShardLoss
 	for i, r := range results {
 		if r != nil {
 			got = append(got, r)
-		} else {
-			fmt.Fprintln(stderr, "bench:", errs[i])
+		} else if lost[i] != nil {
+			known = append(known, *lost[i])
+			fmt.Fprintln(stderr, "bench:", lost[i])
 		}
 	}
 	if len(got) == 0 {
-		return nil, errors.Join(errs...)
+		return nil, fmt.Errorf("--shards %d: no shard returned a result (%v)", n, known)
 	}
-	return mergeAndReport(got, stderr)
+	m, err := mergeAndReport(got, known, stderr)
+	if m != nil {
+		m.records = records
+	}
+	return m, err
+}
+
+// childLoss 归类一个没有交回结果的子进程：整个运行被取消时是 cancelled（父进程的 ctx 杀掉了它），
+// 被信号杀死（SIGKILL、OOM killer……）时是 killed 并写出信号，否则是 failed 并附上退出状态与
+// stderr 的末尾（子进程自己的错误；其中没有密钥——密钥只在 provider 文件里）。
+func childLoss(ctx context.Context, i int, runErr error, stderrTail string) loadgen.ShardLoss {
+	if ctx.Err() != nil {
+		return loadgen.ShardLoss{Shard: i, Reason: loadgen.LossCancelled, Detail: context.Cause(ctx).Error()}
+	}
+	var ee *exec.ExitError
+	if errors.As(runErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return loadgen.ShardLoss{Shard: i, Reason: loadgen.LossKilled, Detail: "signal: " + ws.Signal().String()}
+		}
+	}
+	detail := fmt.Sprint(runErr)
+	if stderrTail != "" {
+		detail += ": " + stderrTail
+	}
+	reason := loadgen.LossFailed
+	if strings.Contains(stderrTail, loadgen.ErrUnreachable.Error()) {
+		reason = loadgen.LossUnreachable // 子进程在能力探测时就连不上服务，没有写出结果行
+	}
+	return loadgen.ShardLoss{Shard: i, Reason: reason, Detail: detail}
+}
+
+// tailBuffer 只保留写入内容的最后 max 个字节（子进程的 stderr 可能很长，报告只需要末尾的错误）。
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+// Write 追加并截掉超出 max 的开头部分。
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// String 返回保留的末尾。
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// merged 是一次分片合并的结果：合并后的分组、分片总数、各缺失分片的原因，以及各分片的逐请求记录文件。
+type merged struct {
+	groups  []loadgen.MergedGroup
+	count   int
+	lost    []loadgen.ShardLoss
+	records []string
+}
+
+// summaries 返回合并后的汇总行。
+func (m *merged) summaries() []loadgen.Summary {
+	out := make([]loadgen.Summary, len(m.groups))
+	for i, g := range m.groups {
+		out[i] = g.Summary
+	}
+	return out
+}
+
+// mergeAndReport 合并分片结果并在 stderr 上报告每组的偏差、分位数来源与缺失的分片。
+// known 是调用方知道原因的缺失分片（子进程被杀、Pod 被 OOMKilled……）。
+func mergeAndReport(results []*loadgen.ShardResult, known []loadgen.ShardLoss, stderr io.Writer) (*merged, error) {
+	groups, err := loadgen.MergeGroups(loadgen.MergeOptions{Lost: known}, results...)
+	if groups == nil && err != nil {
+		return nil, err
+	}
+	m := &merged{groups: groups, count: results[0].Count}
+	var me *loadgen.MissingShardsError
+	if errors.As(err, &me) {
+		m.lost = me.Lost
+	}
+	for i, g := range groups {
+		src := "exact samples"
+		if len(g.HDR) > 0 {
+			src = "HDR for " + strings.Join(g.HDR, ",")
+		}
+		fmt.Fprintf(stderr, "merged group %d from shards %v: start skew %s, percentiles from %s%s\n", i, g.Shards, g.Skew, src, missingNote(g.Lost))
+	}
+	return m, err
+}
+
+// missingNote 点名缺失的分片与原因。
+func missingNote(lost []loadgen.ShardLoss) string {
+	if len(lost) == 0 {
+		return ""
+	}
+	parts := make([]string, len(lost))
+	for i, l := range lost {
+		parts[i] = l.String()
+	}
+	return " — INCOMPLETE, missing " + strings.Join(parts, "; ")
 }
 
 // runKubeShards 以 Indexed Job 跑各分片（镜像里的本程序带 --shard-from-env），收集并合并。
 // 多组的档位每组一个 Job、依次运行（kube.ShardJob.Groups），每组都对齐到自己 Job 的开始时刻。
-func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Writer) ([]loadgen.Summary, error) {
+//
+// 镜像是普通的 bench 镜像：解析好的 provider（含 API key）写成 providers.yaml 放进随 Job 创建的
+// Secret，-i 的数据集文件放进 ConfigMap，两者挂载进每个分片 Pod、随 Job 删除；Pod 的命令行
+// 只带挂载路径（-p、-i 追加在最后，覆盖原命令行的同名选项），密钥不在 Job 或 Pod 定义里。
+func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Writer) (*merged, error) {
 	var cargs []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -369,53 +502,68 @@ func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Wri
 		}
 		cargs = append(cargs, a)
 	}
-	job := kube.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image, Args: append(append([]string{"prof"}, cargs...), "--shard-from-env", "--quiet"),
+	job := kube.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image,
 		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.Defaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread}
+	if o.provider != "" {
+		prov, _, err := resolveProvider(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		b, err := providerYAML(prov)
+		if err != nil {
+			return nil, err
+		}
+		job.Secret = map[string][]byte{"providers.yaml": b}
+		cargs = append(cargs, "-p", kube.SecretMountPath+"/providers.yaml", "-pid", prov.ID)
+	}
+	if o.inputPath != "" {
+		data, err := datasetFiles(o.inputPath)
+		if err != nil {
+			return nil, err
+		}
+		job.Data = data
+		cargs = append(cargs, "-i", kube.DataMountPath)
+	}
+	job.Args = append(append([]string{"prof"}, cargs...), "--shard-from-env", "--quiet")
 	results, err := kube.RunShards(ctx, job)
 	if len(results) == 0 {
 		return nil, err
 	}
-	sums, merr := mergeAndReport(results, stderr)
-	return sums, errors.Join(err, merr)
-}
-
-// mergeAndReport 合并分片结果并在 stderr 上报告每组的偏差与分位数来源。
-func mergeAndReport(results []*loadgen.ShardResult, stderr io.Writer) ([]loadgen.Summary, error) {
-	groups, err := loadgen.MergeGroups(loadgen.MergeOptions{}, results...)
-	out := make([]loadgen.Summary, len(groups))
-	for i, g := range groups {
-		out[i] = g.Summary
-		src := "exact samples"
-		if len(g.HDR) > 0 {
-			src = "HDR for " + strings.Join(g.HDR, ",")
+	lost := kube.ShardLosses(err)
+	if ctx.Err() != nil {
+		// 运行被取消（Ctrl-C、SIGTERM）：没有交回结果的分片是被取消的，不是自己失败的。
+		for i := range lost {
+			lost[i].Reason = loadgen.LossCancelled
 		}
-		fmt.Fprintf(stderr, "merged group %d from shards %v: start skew %s, percentiles from %s%s\n", i, g.Shards, g.Skew, src, missingNote(g.Missing))
 	}
-	return out, err
+	m, merr := mergeAndReport(results, lost, stderr)
+	return m, errors.Join(err, merr)
 }
 
-// missingNote 点名缺失的分片。
-func missingNote(m []int) string {
-	if len(m) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" — INCOMPLETE, missing shards %v", m)
-}
-
-// writeMergedSummary 把合并后的汇总行写成 acs-bench 汇总 CSV（与单进程的文件同名同列），返回写出的文件。
-func writeMergedSummary(o *options, provider string, sums []loadgen.Summary) ([]string, error) {
-	pd := o.p.Defaults()
-	art, err := metrics.NewArtifactSink(metrics.ArtifactNames{Provider: provider, DatasetType: pd.DatasetType, ControlMethod: pd.ControlMethod, Time: time.Now()},
-		func(name string) (io.WriteCloser, error) { return os.Create(filepath.Join(o.savePath, name)) })
+// datasetFiles 读 -i（一个 JSONL 文件，或目录里全部 .jsonl 文件，与 readDataset 同样的顺序），
+// 按顺序命名为 0000.jsonl、0001.jsonl……：分片 Pod 以 -i <挂载目录> 读回时顺序不变，prompt 的
+// 全局序号因此与单进程相同。
+func datasetFiles(path string) (map[string][]byte, error) {
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-i/--input-path: %w", err)
 	}
-	for _, s := range sums {
-		if err := art.EndGroup(s); err != nil {
-			return nil, err
+	files := []string{path}
+	if st.IsDir() {
+		if files, err = filepath.Glob(filepath.Join(path, "*.jsonl")); err != nil {
+			return nil, fmt.Errorf("-i/--input-path %s: %w", path, err)
 		}
+		sort.Strings(files)
 	}
-	return art.Files(), art.Close()
+	out := map[string][]byte{}
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("-i/--input-path: %w", err)
+		}
+		out[fmt.Sprintf("%04d.jsonl", i)] = b
+	}
+	return out, nil
 }
 
 // runSharded 处理三种分片模式；handled 为 false 表示没有分片选项，按单进程运行。
@@ -424,47 +572,45 @@ func runSharded(ctx context.Context, o *options, args []string, stderr io.Writer
 	if s.index < 0 && !s.fromEnv && s.local == 0 && s.kube == 0 {
 		return false, nil
 	}
-	var tgt loadgen.Target
-	if s.url != "" {
-		tgt = loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{s.url}, Model: s.model}, Provider: "emulator"}
-	} else if s.kube == 0 {
-		t, teardown, err := target(ctx, o)
+	if s.index >= 0 || s.fromEnv {
+		tgt, teardown, err := target(ctx, o)
 		if err != nil {
 			return true, err
 		}
 		defer teardown()
-		tgt = t
-	}
-	if s.index >= 0 || s.fromEnv {
 		return true, runShardChild(ctx, o, tgt, os.Stdin, os.Stdout)
 	}
-	var sums []loadgen.Summary
+	var m *merged
 	var runErr error
+	var provider string
 	if s.local > 0 {
-		sums, runErr = runLocalShards(ctx, o, args, tgt, stderr)
-	} else {
-		sums, runErr = runKubeShards(ctx, o, args, stderr)
-		tgt.Provider = "kube"
-	}
-	if len(sums) > 0 {
-		if err := os.MkdirAll(o.savePath, 0o755); err != nil {
+		prov, teardown, err := resolveProvider(ctx, o)
+		if err != nil {
 			return true, err
 		}
-		files, err := writeMergedSummary(o, tgt.Provider, sums)
+		defer teardown()
+		provider = prov.ID
+		tmp, err := os.MkdirTemp("", "cibench-shards-")
 		if err != nil {
-			return true, errors.Join(runErr, err)
+			return true, err
 		}
-		for _, sm := range sums {
-			fmt.Fprintf(stderr, "c=%d in=%d out=%d round=%d: %d req, fail %.4f%s, QPS %.2f, TTFT p99 %.4fs, E2E p99 %.4fs, out tok/s %.1f%s\n",
-				sm.Concurrency, sm.InputLength, sm.OutputLength, sm.Round, sm.NumPrompts, sm.FailRate, failureClasses(sm), sm.QPS,
-				sm.TTFT.P99.Seconds(), sm.E2E.P99.Seconds(), sm.OutputTokenThroughput, incomplete(sm))
-		}
-		for _, f := range files {
-			fmt.Fprintln(stderr, "wrote", filepath.Join(o.savePath, f))
-		}
+		defer os.RemoveAll(tmp)
+		m, runErr = runLocalShards(ctx, o, args, prov, tmp, stderr)
+	} else {
+		provider = "kube"
+		m, runErr = runKubeShards(ctx, o, args, stderr)
+	}
+	if m == nil {
+		return true, runErr
+	}
+	if len(m.groups) > 0 && m.groups[0].Summary.Provider != "" {
+		provider = m.groups[0].Summary.Provider
+	}
+	if err := writeMerged(o.savePath, o.p.Defaults(), provider, m, stderr); err != nil {
+		return true, errors.Join(runErr, err)
 	}
 	if runErr != nil {
 		return true, runErr
 	}
-	return true, noSuccess(sums, stderr)
+	return true, noSuccess(m.summaries(), stderr)
 }

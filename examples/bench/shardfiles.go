@@ -1,0 +1,379 @@
+package main
+
+import (
+	"cmp"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/metrics"
+)
+
+// writeProviderFile 把解析好的 provider 写成 acs-bench 格式的 providers.yaml（只含这一项），权限 0600：
+// 分片子进程（以及 Kubernetes 分片 Pod 挂载的 Secret）由它得到与单进程完全相同的目标——全部
+// base_url、API key、id 与 name——而密钥不出现在任何命令行或 Job 定义里。
+func writeProviderFile(path string, p loadgen.Provider) error {
+	b, err := providerYAML(p)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("shard provider file: %w", err)
+	}
+	return nil
+}
+
+// providerYAML 把 provider 编码成 providers.yaml 的内容（base_url 写成列表，保留实例顺序）。
+func providerYAML(p loadgen.Provider) ([]byte, error) {
+	type item struct {
+		ID            string   `yaml:"id"`
+		Name          string   `yaml:"name"`
+		APIKey        string   `yaml:"api_key"`
+		BaseURL       []string `yaml:"base_url"`
+		ModelName     string   `yaml:"model_name"`
+		ModelCategory string   `yaml:"model_category"`
+	}
+	key := p.APIKey
+	if key == "" {
+		key = "EMPTY" // acs-bench 的惯例：不发送 Authorization
+	}
+	doc := struct {
+		Providers []item `yaml:"providers"`
+	}{[]item{{ID: p.ID, Name: p.Name, APIKey: key, BaseURL: p.BaseURLs, ModelName: p.ModelName, ModelCategory: p.ModelCategory}}}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("shard provider file: %w", err)
+	}
+	return b, nil
+}
+
+// mergeReport 是合并结果旁的 JSON（<汇总文件名去掉 .csv>.merge.json）：complete 为 false 时
+// 逐组与逐分片写出缺了哪些分片、为什么缺。汇总 CSV 的表头是 acs-bench 的，一列也不能加，
+// 所以不完整的标记放在这个同名旁文件（以及 .INCOMPLETE 标记文件）里。
+type mergeReport struct {
+	Complete bool                `json:"complete"`
+	Summary  string              `json:"summary"` // 汇总 CSV 的文件名；没有任何一组的数据时为空
+	Shards   int                 `json:"shards"`
+	Missing  []loadgen.ShardLoss `json:"missing_shards"`
+	Groups   []mergeReportGroup  `json:"groups"`
+}
+
+// mergeReportGroup 是 mergeReport 的一组。
+type mergeReportGroup struct {
+	Group        int                 `json:"group"`
+	InputLength  int                 `json:"input_length"`
+	OutputLength int                 `json:"output_length"`
+	Concurrency  int                 `json:"concurrency"`
+	Round        int                 `json:"round"`
+	NumPrompts   int                 `json:"num_prompts"`
+	Complete     bool                `json:"complete"`
+	Shards       []int               `json:"shards"`
+	Missing      []loadgen.ShardLoss `json:"missing_shards"`
+}
+
+// writeMerged 把合并结果写成单进程的同一套产物：汇总 CSV（同名同列）、逐请求 CSV（各分片的记录
+// 按发送时刻合并），外加旁文件 <汇总名>.merge.json（complete 与缺失的分片）；不完整时另写一个
+// <汇总名>.INCOMPLETE 标记文件，读者在目录列表里就能看见。每组一行写到 stderr。
+func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, stderr io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names := metrics.ArtifactNames{Provider: provider, DatasetType: pd.DatasetType, ControlMethod: pd.ControlMethod, Time: time.Now()}
+	create := func(name string) (io.WriteCloser, error) { return os.Create(filepath.Join(dir, name)) }
+	art, err := metrics.NewArtifactSink(names, create)
+	if err != nil {
+		return err
+	}
+	sums := m.summaries()
+	for _, s := range sums {
+		if err := art.EndGroup(s); err != nil {
+			return errors.Join(err, art.Close())
+		}
+	}
+	if err := art.Close(); err != nil {
+		return err
+	}
+	files := art.Files()
+	reqFiles, rerr := mergeRecords(dir, names, m.records)
+	files = append(files, reqFiles...)
+	sumName := names.SummaryFile()
+	base := strings.TrimSuffix(sumName, ".csv")
+	rep := mergeReport{Complete: true, Summary: sumName, Shards: m.count, Missing: m.lost, Groups: []mergeReportGroup{}}
+	if len(sums) == 0 {
+		rep.Summary = "" // 没有一组有数据（例如全部分片连不上服务）：没有写出汇总 CSV
+	}
+	if rep.Missing == nil {
+		rep.Missing = []loadgen.ShardLoss{}
+	}
+	for i, g := range m.groups {
+		s := g.Summary
+		mg := mergeReportGroup{Group: i, InputLength: s.InputLength, OutputLength: s.OutputLength, Concurrency: s.Concurrency, Round: s.Round,
+			NumPrompts: s.NumPrompts, Complete: !s.Incomplete, Shards: g.Shards, Missing: g.Lost}
+		if mg.Missing == nil {
+			mg.Missing = []loadgen.ShardLoss{}
+		}
+		if mg.Shards == nil {
+			mg.Shards = []int{}
+		}
+		rep.Complete = rep.Complete && mg.Complete
+		rep.Groups = append(rep.Groups, mg)
+	}
+	rep.Complete = rep.Complete && len(m.lost) == 0
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, base+".merge.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	files = append(files, base+".merge.json")
+	if !rep.Complete {
+		var t strings.Builder
+		fmt.Fprintf(&t, "INCOMPLETE: %s merges %d shards but misses some of them; do not use it as a result or a baseline.\n", sumName, m.count)
+		for _, l := range m.lost {
+			fmt.Fprintln(&t, l)
+		}
+		if err := os.WriteFile(filepath.Join(dir, base+".INCOMPLETE"), []byte(t.String()), 0o644); err != nil {
+			return err
+		}
+		files = append(files, base+".INCOMPLETE")
+	}
+	for _, sm := range sums {
+		fmt.Fprintf(stderr, "c=%d in=%d out=%d round=%d: %d req, fail %.4f%s, QPS %.2f, TTFT p99 %.4fs, E2E p99 %.4fs, out tok/s %.1f%s\n",
+			sm.Concurrency, sm.InputLength, sm.OutputLength, sm.Round, sm.NumPrompts, sm.FailRate, failureClasses(sm), sm.QPS,
+			sm.TTFT.P99.Seconds(), sm.E2E.P99.Seconds(), sm.OutputTokenThroughput, incomplete(sm))
+	}
+	for _, f := range files {
+		fmt.Fprintln(stderr, "wrote", filepath.Join(dir, f))
+	}
+	return rerr
+}
+
+// recordRow 是逐请求 CSV 的一行与它的排序键。
+type recordRow struct {
+	key  [3]int // 并发、输入、输出：一个 requests_*.csv 文件
+	sent float64
+	seq  int
+	row  []string
+}
+
+// mergeRecords 读各分片的逐请求 CSV（--shard-records 写的，列与单进程的 requests_*.csv 相同），
+// 按（并发, 输入, 输出）分文件、文件内按发送时刻（没有发送时刻的失败请求按意图时刻）排序后写出，
+// 文件名与单进程相同。被杀的分片可能留下写了一半的最后一行：读到坏行即停在那里（前面的行照用），
+// 并在返回的错误里点名文件。不存在的文件（分片没能启动）跳过。
+func mergeRecords(dir string, names metrics.ArtifactNames, files []string) ([]string, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	want := metrics.RecordColumns()
+	col := map[string]int{}
+	for i, c := range want {
+		col[c] = i
+	}
+	num := func(row []string, name string) int {
+		v, _ := strconv.Atoi(row[col[name]])
+		return v
+	}
+	var rows []recordRow
+	var errs []error
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r := csv.NewReader(fh)
+		r.FieldsPerRecord = -1
+		head, err := r.Read()
+		if err == nil && !slices.Equal(head, want) {
+			err = fmt.Errorf("header %q is not the per-request header", strings.Join(head, ","))
+		}
+		for err == nil {
+			var row []string
+			if row, err = r.Read(); err != nil {
+				break
+			}
+			if len(row) != len(want) {
+				err = fmt.Errorf("line with %d fields, want %d", len(row), len(want))
+				break
+			}
+			t, perr := strconv.ParseFloat(row[col["Send_Time"]], 64)
+			if perr != nil || t < 0 {
+				t, _ = strconv.ParseFloat(row[col["Intended_Time"]], 64)
+			}
+			rows = append(rows, recordRow{key: [3]int{num(row, "Concurrency"), num(row, "Input_Length"), num(row, "Output_Length")}, sent: t, seq: len(rows), row: row})
+		}
+		_ = fh.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			errs = append(errs, fmt.Errorf("shard records %s: %w (rows before it are kept)", f, err))
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b recordRow) int { return cmp.Compare(a.sent, b.sent) })
+	// 文件按它第一个请求的发送时刻排序，与单进程按分组顺序创建文件一致。
+	var order [][3]int
+	byKey := map[[3]int][]recordRow{}
+	for _, r := range rows {
+		if _, ok := byKey[r.key]; !ok {
+			order = append(order, r.key)
+		}
+		byKey[r.key] = append(byKey[r.key], r)
+	}
+	var out []string
+	for _, k := range order {
+		name := names.RequestsFile(k[0], k[1], k[2])
+		if err := writeRecordFile(filepath.Join(dir, name), want, byKey[k]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, name)
+	}
+	return out, errors.Join(errs...)
+}
+
+// writeRecordFile 写出一个逐请求 CSV：表头与各行。
+func writeRecordFile(path string, head []string, rows []recordRow) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write(head)
+	for _, r := range rows {
+		_ = w.Write(r.row)
+	}
+	w.Flush()
+	return errors.Join(w.Error(), f.Close())
+}
+
+// mergeSynopsis 是 merge 子命令的用法。
+const mergeSynopsis = `bench merge [-s DIR] [--records FILE[,FILE...]] RESULT...
+
+Merges the result files of shards started by hand (bench prof ... --shard-index I --shard-count N
+--shard-start T > RESULT, optionally --shard-records FILE) into the artifacts one process writes:
+the summary CSV, the per-request CSVs (from --records), <summary>.merge.json, and <summary>.INCOMPLETE
+when shards are missing. Results of different runs (profile, shard count, start time) are refused.
+The exit status is non-zero when the merge is incomplete.
+
+  -s, --benchmark-save-path DIR   artifact directory (default ./benchmark_output)
+  --records FILE[,FILE...]        the shards' --shard-records files (repeatable)
+`
+
+// runMerge 是 merge 子命令：读各分片的结果文件（每个文件取最后一个结果行），检查它们属于同一次
+// 分片压测（不是时逐个点名文件），合并后写出与 --shards 相同的产物。缺分片时产物标为不完整、返回错误。
+func runMerge(args []string, stderr io.Writer) error {
+	dir := "./benchmark_output"
+	var records, files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(a, "=")
+		switch name {
+		case "-h", "--help", "-help":
+			fmt.Fprint(stderr, "usage: "+mergeSynopsis)
+			return errHelp
+		case "-s", "--s", "-benchmark-save-path", "--benchmark-save-path", "--records", "-records":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return fmt.Errorf("merge: option %s needs a value", a)
+				}
+				i++
+				val = args[i]
+			}
+			if strings.HasSuffix(name, "records") {
+				records = append(records, strings.Split(val, ",")...)
+			} else {
+				dir = val
+			}
+		default:
+			if strings.HasPrefix(a, "-") {
+				return fmt.Errorf("merge: unknown option %s (see bench merge --help)", a)
+			}
+			files = append(files, a)
+		}
+	}
+	if len(files) == 0 {
+		return errors.New("merge: no result files (usage: bench merge [-s DIR] [--records FILE,...] RESULT...)")
+	}
+	results := make([]*loadgen.ShardResult, len(files))
+	for i, f := range files {
+		res, err := readResultFile(f)
+		if err != nil {
+			return err
+		}
+		results[i] = res
+	}
+	if err := sameRun(files, results); err != nil {
+		return err
+	}
+	m, err := mergeAndReport(results, nil, stderr)
+	if m == nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	m.records = records
+	var pd loadgen.Profile
+	provider := "merged"
+	if len(m.groups) > 0 {
+		c := m.groups[0].Summary
+		pd.DatasetType, pd.ControlMethod = loadgen.DatasetType(c.DatasetType), loadgen.ControlMethod(c.ControlMethod)
+		if c.Provider != "" {
+			provider = c.Provider
+		}
+	}
+	if werr := writeMerged(dir, pd, provider, m, stderr); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	return noSuccess(m.summaries(), stderr)
+}
+
+// readResultFile 读一个分片结果文件（分片进程的 stdout：日志行之后的最后一个结果行），错误点名文件。
+func readResultFile(path string) (*loadgen.ShardResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	defer f.Close()
+	res, err := loadgen.ReadShardResult(f)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %s: %w", path, err)
+	}
+	return res, nil
+}
+
+// sameRun 检查各结果属于同一次分片压测：同一 Profile 指纹、分片数与约定开始时刻，序号不重复。
+// 不符时点名两个文件与不同之处（loadgen.MergeGroups 也会拒绝，但它只知道分片序号，不知道文件名）。
+func sameRun(files []string, rs []*loadgen.ShardResult) error {
+	first := rs[0]
+	seen := map[int]string{}
+	for i, r := range rs {
+		what := ""
+		switch {
+		case r.Profile != first.Profile:
+			what = fmt.Sprintf("profile %s vs %s (a different load profile or dataset)", r.Profile, first.Profile)
+		case r.Count != first.Count:
+			what = fmt.Sprintf("--shard-count %d vs %d", r.Count, first.Count)
+		case !r.StartAt.Equal(first.StartAt):
+			what = fmt.Sprintf("--shard-start %s vs %s", r.StartAt.Format(time.RFC3339Nano), first.StartAt.Format(time.RFC3339Nano))
+		}
+		if what != "" {
+			return fmt.Errorf("merge: %w: %s and %s are different runs: %s", loadgen.ErrShardMismatch, files[i], files[0], what)
+		}
+		if prev, dup := seen[r.Index]; dup {
+			return fmt.Errorf("merge: %w: %s and %s are both shard %d", loadgen.ErrShardMismatch, files[i], prev, r.Index)
+		}
+		seen[r.Index] = files[i]
+	}
+	return nil
+}
