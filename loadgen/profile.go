@@ -109,7 +109,8 @@ type Profile struct {
 
 	// Seed 是数据集与到达过程的随机种子（默认 0，同种子结果可复现）。
 	Seed int64 `yaml:"seed"`
-	// DatasetType 为 "random"（默认，内置中英混合随机文本）或 "custom"（使用 Prompts）。
+	// DatasetType 为 "random"（默认，内置中英混合随机文本）、"custom"（使用 Prompts），
+	// 或真实负载的 mooncake_trace、azure_trace、shared_prefix、prefix_repetition、sharegpt（见 workload.go）。
 	DatasetType string `yaml:"dataset_type"`
 	// InputPath 是 custom 数据集（JSONL）的路径，仅供示例程序读取，库本身不打开文件。
 	InputPath string `yaml:"input_path"`
@@ -136,8 +137,18 @@ type Profile struct {
 	// Sweep 是 control_method: sweep（容量扫描）的参数，见 sweep.go。
 	Sweep SweepConfig `yaml:"sweep"`
 
-	// Prompts 是 custom 数据集的内容（通常由 ReadPrompts 从 JSONL 读入），不来自 YAML。
+	// Trace、SharedPrefix、PrefixRepetition、ShareGPT、MultiTurn 是真实负载的参数，见 workload.go。
+	Trace            TraceConfig            `yaml:"trace"`
+	SharedPrefix     SharedPrefixConfig     `yaml:"shared_prefix"`
+	PrefixRepetition PrefixRepetitionConfig `yaml:"prefix_repetition"`
+	ShareGPT         ShareGPTConfig         `yaml:"sharegpt"`
+	MultiTurn        MultiTurnConfig        `yaml:"multi_turn"`
+
+	// Prompts 是 custom 与 sharegpt 数据集的内容（由 ReadPrompts / ReadShareGPT 读入），不来自 YAML。
 	Prompts []Prompt `yaml:"-"`
+	// TraceRequests 是 mooncake_trace / azure_trace 的轨迹（由 ReadMooncakeTrace / ReadAzureTrace
+	// 读入），不来自 YAML。
+	TraceRequests []TraceRequest `yaml:"-"`
 }
 
 // Prompt 是 custom 数据集中的一条输入，也是 GenerateDataset 写出的 JSONL 的一行。
@@ -174,6 +185,16 @@ func (p Profile) Defaults() Profile {
 	if p.Backend == "" {
 		p.Backend = BackendChat
 	}
+	if p.DatasetType == "" {
+		p.DatasetType = DatasetRandom
+		if len(p.Prompts) > 0 {
+			p.DatasetType = DatasetCustom
+		}
+	}
+	if p.ControlMethod == "" {
+		p.ControlMethod = ControlNormal
+	}
+	p.workloadDefaults()
 	if len(p.Concurrency) == 0 && p.ControlMethod == ControlSweep {
 		p.Concurrency = []int{0} // 扫描默认纯开环：客户端并发上限会掩盖服务端的容量
 	}
@@ -185,9 +206,6 @@ func (p Profile) Defaults() Profile {
 	}
 	if p.Epochs == 0 {
 		p.Epochs = 1
-	}
-	if p.ControlMethod == "" {
-		p.ControlMethod = ControlNormal
 	}
 	if p.GrowthInterval == 0 {
 		p.GrowthInterval = DefaultGrowthInterval
@@ -228,12 +246,6 @@ func (p Profile) Defaults() Profile {
 	}
 	if p.MaxEventBytes == 0 {
 		p.MaxEventBytes = DefaultMaxEventBytes
-	}
-	if p.DatasetType == "" {
-		p.DatasetType = DatasetRandom
-		if len(p.Prompts) > 0 {
-			p.DatasetType = DatasetCustom
-		}
 	}
 	if p.ModalType == "" {
 		p.ModalType = ModalText
@@ -316,14 +328,17 @@ func (p Profile) Validate() error {
 		return invalid("concurrency", p.Concurrency, "at least one value required")
 	}
 	for i, c := range p.Concurrency {
-		if c < 0 || (c == 0 && p.RequestRate == 0 && p.ControlMethod != ControlSweep) {
-			return invalidAt("concurrency", i, c, "must be >= 1 (0 only with request_rate or control_method sweep)")
+		if c < 0 || (c == 0 && p.RequestRate == 0 && p.ControlMethod != ControlSweep && !isTrace(p.DatasetType)) {
+			return invalidAt("concurrency", i, c, "must be >= 1 (0 only with request_rate, a trace or control_method sweep)")
 		}
 		if c > MaxConcurrency {
 			return invalidAt("concurrency", i, c, fmt.Sprintf("must be <= %d", MaxConcurrency))
 		}
 	}
 	for i, v := range p.InputLength {
+		if ownLengths(p.DatasetType) {
+			break // 自带长度的数据集在 validateWorkload 中检查
+		}
 		if err := bounded("input_length", i, v, 1, MaxTokens); err != nil {
 			return err
 		}
@@ -332,6 +347,9 @@ func (p Profile) Validate() error {
 		}
 	}
 	for i, v := range p.OutputLength {
+		if ownLengths(p.DatasetType) {
+			break
+		}
 		if err := bounded("output_length", i, v, 1, MaxTokens); err != nil {
 			return err
 		}
@@ -419,8 +437,8 @@ func (p Profile) validateScalars() error {
 // validateDataset 检查数据集、模态与图片尺寸；custom 数据集的每个输入长度都要有 prompt。
 func (p Profile) validateDataset() error {
 	switch {
-	case p.DatasetType != DatasetRandom && p.DatasetType != DatasetCustom:
-		return invalid("dataset_type", p.DatasetType, `want "random" or "custom"`)
+	case !knownDataset(p.DatasetType):
+		return invalid("dataset_type", p.DatasetType, `want "random", "custom", "mooncake_trace", "azure_trace", "shared_prefix", "prefix_repetition" or "sharegpt"`)
 	case p.DatasetType == DatasetCustom && len(p.Prompts) == 0:
 		return invalid("dataset_type", p.DatasetType, "custom dataset needs prompts (input_path)")
 	case p.ModalType != ModalText && p.ModalType != ModalImageText:
@@ -429,6 +447,9 @@ func (p Profile) validateDataset() error {
 		return invalid("modal_type", p.ModalType, "image-text needs backend openai-chat")
 	case p.ImageWidth < 1 || p.ImageHeight < 1 || p.ImageWidth > MaxImageSide || p.ImageHeight > MaxImageSide:
 		return invalid("image_width/image_height", fmt.Sprintf("%dx%d", p.ImageWidth, p.ImageHeight), fmt.Sprintf("must be in [1, %d]", MaxImageSide))
+	}
+	if err := p.validateWorkload(); err != nil {
+		return err
 	}
 	if p.DatasetType == DatasetCustom {
 		for i, L := range p.InputLength {
