@@ -511,9 +511,34 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 		ts = nil // 预热不按时刻表：闭环发出轨迹开头的几条
 	}
 	switch {
+	case ts != nil && conc == 0:
+		// 轨迹、不限并发：调度 goroutine 到点直接为每个到达启动一个 goroutine，少一次经 channel
+		// 的交接（忙机器上每次交接都是一次调度延迟，直接计入发出滞后）。
+		wg.Go(func() {
+			var inner sync.WaitGroup
+			r.dispatchSchedule(ctx, gr, ts, func(j job) bool {
+				inner.Go(func() {
+					x := r.newExchange()
+					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
+					x.release()
+				})
+				return true
+			})
+			inner.Wait()
+		})
 	case ts != nil:
 		jobs = make(chan job, 1024)
-		wg.Go(func() { r.dispatchSchedule(ctx, gr, ts, jobs) })
+		wg.Go(func() {
+			defer close(jobs)
+			r.dispatchSchedule(ctx, gr, ts, func(j job) bool {
+				select {
+				case jobs <- j:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			})
+		})
 	case rate > 0:
 		jobs = make(chan job, 1024)
 		wg.Go(func() { r.dispatch(ctx, gr, rate, jobs) })

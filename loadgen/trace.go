@@ -392,11 +392,11 @@ func appendJSONText(dst []byte, s string) []byte {
 	return dst
 }
 
-// dispatchSchedule 按轨迹时刻表产生到达：第 i 个请求的意图时刻是回放开始时刻加 sched[i]。
-// 与 dispatch 一样，意图时刻按时刻表计算、不受 worker 是否空闲影响；发出时刻与意图时刻之差
-// （Record.SlotWait，汇总里的 DispatchLag）如实反映客户端是否跟上了时刻表。
-func (r *runner) dispatchSchedule(ctx context.Context, gr *groupRun, ts *traceSet, jobs chan<- job) {
-	defer close(jobs)
+// dispatchSchedule 按轨迹时刻表产生到达：第 i 个请求的意图时刻是回放开始时刻加 sched[i]，
+// 到点交给 emit（emit 返回 false 时停止）。与 dispatch 一样，意图时刻按时刻表计算、不受 worker
+// 是否空闲影响；发出时刻与意图时刻之差（Record.SlotWait，汇总里的 Workload.DispatchLag）如实
+// 反映客户端是否跟上了时刻表。
+func (r *runner) dispatchSchedule(ctx context.Context, gr *groupRun, ts *traceSet, emit func(job) bool) {
 	start := time.Now()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -413,9 +413,7 @@ func (r *runner) dispatchSchedule(ctx context.Context, gr *groupRun, ts *traceSe
 				return
 			}
 		}
-		select {
-		case jobs <- job{idx: i, intended: intended}:
-		case <-ctx.Done():
+		if ctx.Err() != nil || !emit(job{idx: i, intended: intended}) {
 			return
 		}
 	}
