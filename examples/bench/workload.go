@@ -58,7 +58,7 @@ func workloadDefs() []*optDef {
 			help: "sharegpt: output tokens of every request (default: the first answer's length)", setInt: func(o *options, v int) { p(o).ShareGPT.OutputLen = v }},
 
 		{long: "multi-turn-conversations", kind: kInt, field: "multi_turn.conversations", min: 0, max: loadgen.MaxConversations,
-			help: "multi-turn sessions per group (0 = off); -c is the number of clients, -il/-ol the question/answer tokens per turn",
+			help:   "multi-turn sessions per group (0 = off); -c is the number of clients, -il/-ol the question/answer tokens per turn",
 			setInt: func(o *options, v int) { p(o).MultiTurn.Conversations = v }},
 		{long: "multi-turn-turns-mean", kind: kFloat, field: "multi_turn.turns_mean", min: 1, max: loadgen.MaxTurns,
 			help: "multi-turn: mean turns per conversation (default 5)", setFloat: func(o *options, v float64) error { p(o).MultiTurn.TurnsMean = v; return nil }},
