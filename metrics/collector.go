@@ -167,6 +167,9 @@ func (b *builder) addPerf(rows []loadgen.Summary) error {
 				return err
 			}
 		}
+		if err := b.addTurns(s, combo); err != nil {
+			return err
+		}
 	}
 	return nil
 }
