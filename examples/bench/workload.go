@@ -117,13 +117,13 @@ func ownLengths(dt string) bool {
 // 只在真实负载（自带长度的数据集、多轮会话）时创建；sessions 只在轨迹回放与多轮会话时写。
 type workloadSink struct {
 	*progressSink
-	dir, base string // base 是汇总文件名（summary_…csv）
-	sessions  bool
-	create    func(name string) (io.WriteCloser, error)
-	files     []string
-	closers   []io.Closer
-	ww        *loadgen.WorkloadWriter
-	sw        *loadgen.SessionWriter
+	base     string // 汇总文件名（summary_…csv），新文件由它换前缀得到
+	sessions bool
+	create   func(name string) (io.WriteCloser, error)
+	files    []string
+	closers  []io.Closer
+	ww       *loadgen.WorkloadWriter
+	sw       *loadgen.SessionWriter
 }
 
 // newWorkloadSink 创建写往 create 的真实负载产物接收器。

@@ -91,3 +91,23 @@ func TestWorkloadBadInputNamesFlagFileLine(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadYAMLErrorsNameLine 验证 --perf-profile 里真实负载子字段的错误点名 文件:行 与字段路径，
+// 未知子字段被严格解码拒绝。
+func TestWorkloadYAMLErrorsNameLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ yaml, want string }{
+		{"dataset_type: shared_prefix\nshared_prefix:\n  num_groups: 2\n  question_len: -3\n", "p.yaml:4: shared_prefix.question_len: -3"},
+		{"multi_turn:\n  conversations: 2\n  sampling: lru\n", "p.yaml:3: multi_turn.sampling: lru"},
+		{"multi_turn:\n  conversation: 2\n", `unknown field "conversation"`},
+	} {
+		f := filepath.Join(dir, "p.yaml")
+		if err := os.WriteFile(f, []byte(c.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := parseFlags([]string{"--perf-profile", f}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
