@@ -90,6 +90,9 @@ func ReadMooncakeTrace(r io.Reader, name string, blockSize int) ([]TraceRequest,
 			if json.Unmarshal(row.SessionID, &s) != nil {
 				s = string(row.SessionID) // 数字形式的 session_id
 			}
+			if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) || len(s) > 1024 {
+				return nil, fmt.Errorf("loadgen: read trace %s:%d: session_id %q is not a valid header value (control characters or longer than 1024 bytes)", name, line, validUTF8Prefix(s, 64))
+			}
 			tr.SessionID = s
 		}
 		if tr.Text != "" {

@@ -390,11 +390,16 @@ func TestTraceReaders(t *testing.T) {
 		{`{"timestamp": 0, "input_length": 8, "output_length": 0}`, "m.jsonl:1: output_length 0"},
 		{`{"timestamp": 0, "input_length": 8,`, "m.jsonl:1:"},
 		{``, "no requests"},
+		{`{"timestamp": 0, "input_length": 8, "output_length": 2, "session_id": "a\r\nX-Evil: 1"}`, "m.jsonl:1: session_id"},
 	} {
 		_, err := loadgen.ReadMooncakeTrace(strings.NewReader(c.in), "m.jsonl", 10)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.in, err, c.want)
 		}
+	}
+	num, err := loadgen.ReadMooncakeTrace(strings.NewReader(`{"timestamp": 0, "input_length": 8, "output_length": 2, "session_id": 17}`), "n.jsonl", 8)
+	if err != nil || num[0].SessionID != "17" {
+		t.Fatalf("numeric session_id: %v %+v", err, num)
 	}
 	az, err := loadgen.ReadAzureTrace(strings.NewReader("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:46.1805900,396,0\n"), "a.csv")
 	if err != nil {
