@@ -17,11 +17,11 @@ import (
 // 一组 prompt，按并发或 request_rate 发送。它们都自带输入 / 输出长度，所以不用 input_length /
 // output_length。
 const (
-	DatasetMooncakeTrace    = "mooncake_trace"
-	DatasetAzureTrace       = "azure_trace"
-	DatasetSharedPrefix     = "shared_prefix"
-	DatasetPrefixRepetition = "prefix_repetition"
-	DatasetShareGPT         = "sharegpt"
+	DatasetMooncakeTrace    DatasetType = "mooncake_trace"
+	DatasetAzureTrace       DatasetType = "azure_trace"
+	DatasetSharedPrefix     DatasetType = "shared_prefix"
+	DatasetPrefixRepetition DatasetType = "prefix_repetition"
+	DatasetShareGPT         DatasetType = "sharegpt"
 )
 
 // 真实负载参数的默认值与上限。
@@ -60,11 +60,30 @@ const (
 	DefaultSharedPrefixOutputLen       = 50
 )
 
-// 多轮会话的取样方式。
+// SessionSampling 是多轮会话中客户端挑下一个会话的方式。
+type SessionSampling string
+
+// SessionSampling 的取值。
 const (
-	SamplingRoundRobin = "round_robin"
-	SamplingRandom     = "random"
+	SamplingRoundRobin SessionSampling = "round_robin" // 从上次的位置往后找第一个就绪的会话（默认）
+	SamplingRandom     SessionSampling = "random"      // 在就绪的会话中随机挑一个
 )
+
+// sessionSamplingValues 是 SessionSampling 的全部合法取值。
+var sessionSamplingValues = []SessionSampling{SamplingRoundRobin, SamplingRandom}
+
+// Validate 报告 s 是否是已知取样方式；错误点名 "multi_turn.sampling"。
+func (s SessionSampling) Validate() error {
+	return checkMode("multi_turn.sampling", s, sessionSamplingValues)
+}
+
+// MarshalText 实现 encoding.TextMarshaler。
+func (s SessionSampling) MarshalText() ([]byte, error) { return []byte(s), nil }
+
+// UnmarshalText 实现 encoding.TextUnmarshaler：解码时就拒绝未知取值，空串表示未设置。
+func (s *SessionSampling) UnmarshalText(text []byte) error {
+	return parseMode("multi_turn.sampling", text, s, sessionSamplingValues)
+}
 
 // TraceConfig 是轨迹回放（mooncake_trace、azure_trace）的参数，YAML 键 trace。
 type TraceConfig struct {
@@ -127,27 +146,22 @@ type MultiTurnConfig struct {
 	// MaxActiveConversations 是同时打开的会话上限（0 = 等于组并发）。
 	MaxActiveConversations int `yaml:"max_active_conversations"`
 	// Sampling 是客户端挑下一个会话的方式："round_robin"（默认）或 "random"。
-	Sampling string `yaml:"sampling"`
+	Sampling SessionSampling `yaml:"sampling"`
 }
 
 // On 报告多轮会话是否打开。
 func (m MultiTurnConfig) On() bool { return m.Conversations > 0 }
 
 // isTrace 报告数据集是否是按时刻回放的轨迹。
-func isTrace(dt string) bool { return dt == DatasetMooncakeTrace || dt == DatasetAzureTrace }
+func isTrace(dt DatasetType) bool { return dt == DatasetMooncakeTrace || dt == DatasetAzureTrace }
 
 // isSet 报告数据集是否是预先生成（或读入）的一组自带长度的 prompt。
-func isSet(dt string) bool {
+func isSet(dt DatasetType) bool {
 	return dt == DatasetSharedPrefix || dt == DatasetPrefixRepetition || dt == DatasetShareGPT
 }
 
 // ownLengths 报告数据集的每条请求是否自带输入 / 输出长度（不用 input_length / output_length 分组）。
-func ownLengths(dt string) bool { return isTrace(dt) || isSet(dt) }
-
-// knownDataset 报告 dt 是否是已知的数据集类型。
-func knownDataset(dt string) bool {
-	return dt == DatasetRandom || dt == DatasetCustom || ownLengths(dt)
-}
+func ownLengths(dt DatasetType) bool { return isTrace(dt) || isSet(dt) }
 
 // workloadDefaults 填真实负载参数的默认值（由 Profile.Defaults 调用）。自带长度的数据集
 // 只有一个长度分组（0 = 按条），轨迹默认不限并发（每个到达一个 goroutine，时刻表不被
@@ -226,16 +240,16 @@ func (p Profile) validateWorkload() error {
 	dt := p.DatasetType
 	if ownLengths(dt) {
 		if len(p.InputLength) != 1 || p.InputLength[0] != 0 {
-			return invalid("input_length", p.InputLength, "dataset_type "+dt+" brings its own input lengths; leave input_length unset")
+			return invalid("input_length", p.InputLength, "dataset_type "+string(dt)+" brings its own input lengths; leave input_length unset")
 		}
 		if len(p.OutputLength) != 1 || p.OutputLength[0] != 0 {
-			return invalid("output_length", p.OutputLength, "dataset_type "+dt+" brings its own output lengths; leave output_length unset")
+			return invalid("output_length", p.OutputLength, "dataset_type "+string(dt)+" brings its own output lengths; leave output_length unset")
 		}
 		if p.PrefixLength != 0 {
 			return invalid("prefix_length", p.PrefixLength, "only the random dataset has prefix_length")
 		}
 		if p.ModalType != ModalText {
-			return invalid("modal_type", p.ModalType, "dataset_type "+dt+" is text only")
+			return invalid("modal_type", p.ModalType, "dataset_type "+string(dt)+" is text only")
 		}
 	}
 	if isTrace(dt) {
@@ -361,8 +375,8 @@ func (p Profile) validateMultiTurn() error {
 		return invalid("multi_turn.think_time", m.ThinkTime, fmt.Sprintf("must be in [0, %s]", MaxTimeout))
 	case m.MaxActiveConversations < 0 || m.MaxActiveConversations > MaxConcurrency:
 		return invalid("multi_turn.max_active_conversations", m.MaxActiveConversations, fmt.Sprintf("must be in [0, %d] (0 = concurrency)", MaxConcurrency))
-	case m.Sampling != SamplingRoundRobin && m.Sampling != SamplingRandom:
-		return invalid("multi_turn.sampling", m.Sampling, `want "round_robin" or "random"`)
+	case m.Sampling.Validate() != nil:
+		return m.Sampling.Validate()
 	}
 	for i, c := range p.Concurrency {
 		if c < 1 {

@@ -69,7 +69,7 @@ func workloadDefs() []*optDef {
 		{long: "multi-turn-max-active-conversations", kind: kInt, field: "multi_turn.max_active_conversations", min: 0, max: loadgen.MaxConcurrency,
 			help: "multi-turn: conversations open at once (default = -c)", setInt: func(o *options, v int) { p(o).MultiTurn.MaxActiveConversations = v }},
 		{long: "multi-turn-sampling", kind: kString, field: "multi_turn.sampling",
-			help: "multi-turn: how a client picks the next conversation: round_robin or random", setStr: func(o *options, v string) error { p(o).MultiTurn.Sampling = v; return nil }},
+			help: "multi-turn: how a client picks the next conversation: round_robin or random", setStr: func(o *options, v string) error { p(o).MultiTurn.Sampling = loadgen.SessionSampling(v); return nil }},
 	}
 }
 
@@ -104,7 +104,7 @@ func readWorkloadInput(flag string, p *loadgen.Profile) (bool, error) {
 }
 
 // ownLengths 报告数据集是否自带输入 / 输出长度（这时不补 -il/-ol 的默认值）。
-func ownLengths(dt string) bool {
+func ownLengths(dt loadgen.DatasetType) bool {
 	switch dt {
 	case loadgen.DatasetMooncakeTrace, loadgen.DatasetAzureTrace, loadgen.DatasetSharedPrefix, loadgen.DatasetPrefixRepetition, loadgen.DatasetShareGPT:
 		return true

@@ -98,7 +98,7 @@ func TestWorkloadYAMLErrorsNameLine(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ yaml, want string }{
 		{"dataset_type: shared_prefix\nshared_prefix:\n  num_groups: 2\n  question_len: -3\n", "p.yaml:4: shared_prefix.question_len: -3"},
-		{"multi_turn:\n  conversations: 2\n  sampling: lru\n", "p.yaml:3: multi_turn.sampling: lru"},
+		{"multi_turn:\n  conversations: 2\n  sampling: lru\n", "p.yaml:3:13: multi_turn.sampling"},
 		{"multi_turn:\n  conversation: 2\n", `unknown field "conversation"`},
 	} {
 		f := filepath.Join(dir, "p.yaml")
