@@ -235,7 +235,7 @@ func (p *Profile) workloadDefaults() {
 	}
 }
 
-// validateWorkload 检查真实负载的参数；错误是 *ProfileError，字段名是 YAML 路径（如 trace.block_size）。
+// validateWorkload 检查真实负载的参数；错误是 *field.Error，字段名是 YAML 路径（如 trace.block_size）。
 func (p Profile) validateWorkload() error {
 	dt := p.DatasetType
 	if ownLengths(dt) {

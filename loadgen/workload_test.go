@@ -18,6 +18,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/endpoint"
+	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
@@ -434,7 +435,7 @@ func TestWorkloadValidation(t *testing.T) {
 		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{TimeScale: -1}}, "trace.time_scale"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{StartOffset: time.Second, EndOffset: time.Millisecond}}, "trace.end_offset"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{StartOffset: time.Second}}, "trace.start_offset/end_offset"},
-		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, NumRequests: []int{2}}, "num_requests"},
+		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, NumRequests: []int{2}}, "num_requests[0]"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, RequestRate: 5}, "request_rate"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, InputLength: []int{8}}, "input_length"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, OutputLength: []int{8}}, "output_length"},
@@ -449,7 +450,7 @@ func TestWorkloadValidation(t *testing.T) {
 	}
 	for i, c := range cases {
 		err := c.p.Defaults().Validate()
-		var pe *loadgen.ProfileError
+		var pe *field.Error
 		if !errors.As(err, &pe) || pe.Field != c.field {
 			t.Errorf("case %d: error %v, want field %s", i, err, c.field)
 		}
