@@ -25,6 +25,7 @@ type chunkFields struct {
 	promptTok int64
 	complTok  int64
 	reasonTok int64 // -1 表示 usage 中没有 reasoning_tokens
+	cachedTok int64 // usage.prompt_tokens_details.cached_tokens；-1 表示没有
 	hasCompl  bool  // usage 中有非 null 的 completion_tokens
 	// choices 是本事件中每个 choice 的 index、是否带 finish_reason、是否带输出，按出现顺序；
 	// 上面的 content 等字段只取自第一个 choice。协议检查（重复的 finish、finish 之后的输出、
@@ -57,7 +58,7 @@ type chunkScanner struct {
 // scan 解析 s；返回的字段在下一次调用前有效。
 func (c *chunkScanner) scan(s string) (*chunkFields, error) {
 	c.s, c.i, c.buf = s, 0, c.buf[:0]
-	c.out = chunkFields{reasonTok: -1, choices: c.out.choices[:0]}
+	c.out = chunkFields{reasonTok: -1, cachedTok: -1, choices: c.out.choices[:0]}
 	c.ws()
 	if err := c.object(c.top); err != nil {
 		return nil, err
@@ -295,6 +296,19 @@ func (c *chunkScanner) usage(key string) error {
 		v, err := c.int()
 		c.out.complTok, c.out.hasCompl = v, true
 		return err
+	case "prompt_tokens_details":
+		// vLLM 打开 --enable-prompt-tokens-details 时给出命中前缀缓存的 prompt token 数。
+		if c.peek() != '{' {
+			return c.skip()
+		}
+		return c.object(func(k string) error {
+			if k == "cached_tokens" && c.peek() != 'n' {
+				v, err := c.int()
+				c.out.cachedTok = v
+				return err
+			}
+			return c.skip()
+		})
 	case "completion_tokens_details":
 		if c.peek() != '{' {
 			return c.skip()

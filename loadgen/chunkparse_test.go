@@ -31,6 +31,10 @@ func TestChunkScannerFields(t *testing.T) {
 			chunkFields{hasChoice: true, choices: []choiceMark{{}}, reasonTok: -1}},
 		{"completion text", `{"choices":[{"text":" hi","finish_reason":"length","stop_reason":null}]}`,
 			chunkFields{hasChoice: true, choices: []choiceMark{{finish: true, output: true}}, content: " hi", finish: "length", reasonTok: -1}},
+		{"usage cached tokens", `{"choices":[],"usage":{"prompt_tokens":64,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":48}}}`,
+			chunkFields{hasUsage: true, promptTok: 64, complTok: 2, hasCompl: true, reasonTok: -1, cachedTok: 48}},
+		{"usage null prompt details", `{"choices":[],"usage":{"prompt_tokens":64,"completion_tokens":2,"prompt_tokens_details":null}}`,
+			chunkFields{hasUsage: true, promptTok: 64, complTok: 2, hasCompl: true, reasonTok: -1}},
 		{"usage", `{"choices":[],"usage":{"prompt_tokens":12,"total_tokens":20,"completion_tokens":8,"completion_tokens_details":{"reasoning_tokens":3}}}`,
 			chunkFields{hasUsage: true, promptTok: 12, complTok: 8, hasCompl: true, choices: []choiceMark{}, reasonTok: 3}},
 		{"usage null details", `{"usage":{"prompt_tokens":1,"completion_tokens":2,"completion_tokens_details":null}}`,
@@ -60,6 +64,9 @@ func TestChunkScannerFields(t *testing.T) {
 		}
 		if len(got.choices) == 0 && len(c.want.choices) == 0 {
 			got.choices, c.want.choices = nil, nil // 复用的空切片与 nil 等价
+		}
+		if c.want.cachedTok == 0 {
+			c.want.cachedTok = -1 // 没有 prompt_tokens_details 时的默认值
 		}
 		if !reflect.DeepEqual(*got, c.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, *got, c.want)

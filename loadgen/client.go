@@ -180,6 +180,16 @@ type exchange struct {
 	// runCtx 是已登记 context.AfterFunc 的运行 ctx，stopRun 注销它（见 h1begin、release）
 	runCtx  context.Context
 	stopRun func() bool
+	// session 非空时作为 X-Session-ID 请求头发出，turn 是多轮会话的轮次（写进记录）
+	session string
+	turn    int
+	// prompt 是轨迹回放时现生成 prompt 的复用缓冲
+	prompt []byte
+	// keepText 为 true 时把回答的 content 收集到 text（多轮会话要把实时回答放进历史）
+	keepText bool
+	text     []byte
+	// cachedUsage 是 usage.prompt_tokens_details.cached_tokens，-1 为没有
+	cachedUsage int
 	// 复用的请求头，见 header
 	hdr       http.Header
 	hdrKey    string
@@ -255,6 +265,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	x.think, x.pend, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, "", 0, 0, 0, false
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
 	x.sawCompl, x.finished = false, x.finished[:0]
+	x.text, x.cachedUsage, rec.CachedTokens = x.text[:0], -1, -1
 
 	var ht *h1Target
 	if x.h1 != nil {
@@ -504,6 +515,17 @@ func (x *exchange) redactText(s string) string {
 // header 返回本 worker 复用的请求头：内容在各请求间相同，只在 apiKey 或 stream
 // 变化时重建，省去每个请求的 map 与切片分配。net/http 发送时只读请求头，不会修改它。
 func (x *exchange) header(apiKey string, stream bool) http.Header {
+	if x.session != "" {
+		// 会话请求每次的 X-Session-ID 不同：复制一份再加，复用的那份保持不变。
+		h := x.header0(apiKey, stream).Clone()
+		h["X-Session-Id"] = []string{x.session}
+		return h
+	}
+	return x.header0(apiKey, stream)
+}
+
+// header0 返回不含会话头的复用请求头（见 header）。
+func (x *exchange) header0(apiKey string, stream bool) http.Header {
 	if x.hdr != nil && x.hdrKey == apiKey && x.hdrStream == stream {
 		return x.hdr
 	}
@@ -710,6 +732,9 @@ func (x *exchange) chunk(s string, now time.Duration) (class, msg string) {
 	if f.hasUsage {
 		x.sawUsage = true
 		x.promptUsage = int(f.promptTok)
+		if f.cachedTok >= 0 {
+			x.cachedUsage = int(f.cachedTok)
+		}
 		if f.reasonTok >= 0 {
 			x.usageReason = int(f.reasonTok)
 		}
@@ -722,6 +747,9 @@ func (x *exchange) chunk(s string, now time.Duration) (class, msg string) {
 	}
 	if f.content == "" && f.reasoning == "" && !f.tools {
 		return ErrClassNone, "" // 角色 chunk、纯 usage chunk、空 delta：不是输出 token
+	}
+	if x.keepText {
+		x.text = append(x.text, f.content...) // f.content 引用读缓冲区，这里复制
 	}
 	// 客户端估算：思考段内的 content 计为推理。
 	reasonTok, contentTok := tokenize.Count(f.reasoning), 0
@@ -936,6 +964,7 @@ func (x *exchange) flushThink() {
 // finish 在流正常结束后汇总 token 数并派生 TTFT、TPOT 等。
 func (x *exchange) finish() {
 	rec := &x.rec
+	rec.CachedTokens = x.cachedUsage
 	x.flushThink()
 	if len(rec.ChunkTimes) == 0 {
 		rec.ErrorClass, rec.Error = ErrClassNoTokens, "HTTP 200 but no output tokens"

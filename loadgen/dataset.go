@@ -112,6 +112,10 @@ type promptPool struct {
 	tokens []int    // 目标 token 数（服务端校准后的实际值）
 	maxTok []int    // custom 数据集中逐条的 max_tokens（0 = 用分组的输出长度）；random 为 nil
 	exact  bool     // 长度是否经服务端分词器确认
+	// complete 表示池就是整个数据集（集合类数据集），任何请求数都不需要重建。
+	complete bool
+	// trace 非 nil 时是轨迹回放：每个请求的 prompt 由 trace.prompt 按序号现生成，上面的切片为空。
+	trace *traceSet
 }
 
 // tokenizeWorkers 是校准 prompt 长度时并发的 /tokenize 请求数上限：足以把 1024 条 prompt
@@ -158,8 +162,14 @@ func lengthsOf(ps []Prompt) string {
 // （多退少补，最多 12 轮），最多 tokenizeWorkers 条并发；否则按共享规则精确生成。
 // 每条 prompt 的文本只由种子与序号决定，所以并发不影响可复现性。
 func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCounter) (*promptPool, error) {
-	if n > poolSize {
+	if n > poolSize && p.DatasetType != DatasetPrefixRepetition {
 		n = poolSize
+	}
+	if isTrace(p.DatasetType) {
+		return &promptPool{complete: true, trace: newTraceSet(p)}, nil
+	}
+	if isSet(p.DatasetType) {
+		return setPool(p, n)
 	}
 	pool := &promptPool{exact: counter != nil}
 	if p.DatasetType == DatasetCustom {

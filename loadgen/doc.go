@@ -17,7 +17,13 @@
 //     （h1.go：worker 自己一次 write 发请求、就地解析 chunked 分帧，没有 net/http 的
 //     读写 goroutine 与头部 map），其余情况走 net/http，两者的记录完全相同；
 //   - 在每组前后抓取服务端 /metrics，用直方图差值给出服务端 TTFT/TPOT/E2E
-//     分位数与推测解码接受率（没有时为 -1）。
+//     分位数与推测解码接受率（没有时为 -1）；
+//   - 真实负载（workload.go）：Mooncake / Azure 轨迹按时刻表回放（ReadMooncakeTrace、
+//     ReadAzureTrace，发出滞后报告为 Workload.DispatchLag）、shared_prefix 与
+//     prefix_repetition 集合、ShareGPT（ReadShareGPT）、多轮会话（Profile.MultiTurn：服务端的
+//     实时回答进入下一轮的历史，X-Session-ID），以及每组的服务端缓存真相（前缀缓存命中率、
+//     抢占、KV 占用峰值，Summary.Workload.Cache）；新列写进 WorkloadWriter / SessionWriter
+//     的新文件，acs-bench 的 CSV 不变。
 //
 // 运行中的事件（逐请求记录、分组开始/结束、时间线、进度、扫描结论）交给一个 *Observer：
 // 一个由可选钩子组成的结构体（形状同 httptrace.ClientTrace），多个出口用 Tee 组合，

@@ -946,6 +946,14 @@ func (x *exchange) h1RoundTrip(ctx context.Context, t *h1Target, deadline time.T
 func (c *h1Conn) writeRequest(x *exchange, t *h1Target) error {
 	b := append(x.wbuf[:0], t.head...)
 	b = strconv.AppendInt(b, int64(len(x.body)), 10)
+	if x.session != "" {
+		// 会话 id 来自轨迹文件或本进程生成；不含 CR/LF 才写进请求头（否则拆开了请求）。
+		if strings.ContainsAny(x.session, "\r\n") {
+			return &url.Error{Op: "Post", URL: t.url, Err: fmt.Errorf("session id %q contains a line break", x.session)}
+		}
+		b = append(b, "\r\nX-Session-ID: "...)
+		b = append(b, x.session...)
+	}
 	b = append(b, t.tail...)
 	b = append(b, x.body...)
 	x.wbuf = b

@@ -82,7 +82,7 @@ var (
 	backendValues       = []Backend{BackendChat, BackendCompletion}
 	controlMethodValues = []ControlMethod{ControlNormal, ControlClimb, ControlSweep}
 	climbModeValues     = []ClimbMode{ClimbStatic, ClimbLinear}
-	datasetTypeValues   = []DatasetType{DatasetRandom, DatasetCustom}
+	datasetTypeValues   = []DatasetType{DatasetRandom, DatasetCustom, DatasetMooncakeTrace, DatasetAzureTrace, DatasetSharedPrefix, DatasetPrefixRepetition, DatasetShareGPT}
 	modalTypeValues     = []ModalType{ModalText, ModalImageText}
 	timestampModeValues = []TimestampMode{TimestampsKernel, TimestampsRead}
 )

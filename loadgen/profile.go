@@ -92,7 +92,8 @@ type Profile struct {
 
 	// Seed 是数据集与到达过程的随机种子（默认 0，同种子结果可复现）。
 	Seed int64 `yaml:"seed"`
-	// DatasetType 为 "random"（默认，内置中英混合随机文本）或 "custom"（使用 Prompts）。
+	// DatasetType 为 "random"（默认，内置中英混合随机文本）、"custom"（使用 Prompts），
+	// 或真实负载的 mooncake_trace、azure_trace、shared_prefix、prefix_repetition、sharegpt（见 workload.go）。
 	DatasetType DatasetType `yaml:"dataset_type"`
 	// PrefixLength 是所有 prompt 共享的前缀 token 数（仅 random）。
 	PrefixLength int `yaml:"prefix_length"`
@@ -115,8 +116,18 @@ type Profile struct {
 	// Sweep 是 control_method: sweep（容量扫描）的参数，见 sweep.go。
 	Sweep SweepConfig `yaml:"sweep"`
 
-	// Prompts 是 custom 数据集的内容（通常由 ReadPrompts 从 JSONL 读入），不来自 YAML。
+	// Trace、SharedPrefix、PrefixRepetition、ShareGPT、MultiTurn 是真实负载的参数，见 workload.go。
+	Trace            TraceConfig            `yaml:"trace"`
+	SharedPrefix     SharedPrefixConfig     `yaml:"shared_prefix"`
+	PrefixRepetition PrefixRepetitionConfig `yaml:"prefix_repetition"`
+	ShareGPT         ShareGPTConfig         `yaml:"sharegpt"`
+	MultiTurn        MultiTurnConfig        `yaml:"multi_turn"`
+
+	// Prompts 是 custom 与 sharegpt 数据集的内容（由 ReadPrompts / ReadShareGPT 读入），不来自 YAML。
 	Prompts []Prompt `yaml:"-"`
+	// TraceRequests 是 mooncake_trace / azure_trace 的轨迹（由 ReadMooncakeTrace / ReadAzureTrace
+	// 读入），不来自 YAML。
+	TraceRequests []TraceRequest `yaml:"-"`
 }
 
 // Prompt 是 custom 数据集中的一条输入，也是 GenerateDataset 写出的 JSONL 的一行。
@@ -153,6 +164,16 @@ func (p Profile) Defaults() Profile {
 	if p.Backend == "" {
 		p.Backend = BackendChat
 	}
+	if p.DatasetType == "" {
+		p.DatasetType = DatasetRandom
+		if len(p.Prompts) > 0 {
+			p.DatasetType = DatasetCustom
+		}
+	}
+	if p.ControlMethod == "" {
+		p.ControlMethod = ControlNormal
+	}
+	p.workloadDefaults()
 	if len(p.Concurrency) == 0 && p.ControlMethod == ControlSweep {
 		p.Concurrency = []int{0} // 扫描默认纯开环：客户端并发上限会掩盖服务端的容量
 	}
@@ -164,9 +185,6 @@ func (p Profile) Defaults() Profile {
 	}
 	if p.Epochs == 0 {
 		p.Epochs = 1
-	}
-	if p.ControlMethod == "" {
-		p.ControlMethod = ControlNormal
 	}
 	if p.GrowthInterval == 0 {
 		p.GrowthInterval = DefaultGrowthInterval
@@ -207,12 +225,6 @@ func (p Profile) Defaults() Profile {
 	}
 	if p.MaxEventBytes == 0 {
 		p.MaxEventBytes = DefaultMaxEventBytes
-	}
-	if p.DatasetType == "" {
-		p.DatasetType = DatasetRandom
-		if len(p.Prompts) > 0 {
-			p.DatasetType = DatasetCustom
-		}
 	}
 	if p.ModalType == "" {
 		p.ModalType = ModalText
@@ -279,14 +291,17 @@ func (p Profile) Validate() error {
 		return invalid("concurrency", p.Concurrency, "at least one value required")
 	}
 	for i, c := range p.Concurrency {
-		if c < 0 || (c == 0 && p.RequestRate == 0 && p.ControlMethod != ControlSweep) {
-			return invalidAt("concurrency", i, c, "must be >= 1 (0 only with request_rate or control_method sweep)")
+		if c < 0 || (c == 0 && p.RequestRate == 0 && p.ControlMethod != ControlSweep && !isTrace(p.DatasetType)) {
+			return invalidAt("concurrency", i, c, "must be >= 1 (0 only with request_rate, a trace or control_method sweep)")
 		}
 		if c > MaxConcurrency {
 			return invalidAt("concurrency", i, c, fmt.Sprintf("must be <= %d", MaxConcurrency))
 		}
 	}
 	for i, v := range p.InputLength {
+		if ownLengths(p.DatasetType) {
+			break // 自带长度的数据集在 validateWorkload 中检查
+		}
 		if err := bounded("input_length", i, v, 1, MaxTokens); err != nil {
 			return err
 		}
@@ -295,6 +310,9 @@ func (p Profile) Validate() error {
 		}
 	}
 	for i, v := range p.OutputLength {
+		if ownLengths(p.DatasetType) {
+			break
+		}
 		if err := bounded("output_length", i, v, 1, MaxTokens); err != nil {
 			return err
 		}
@@ -396,6 +414,9 @@ func (p Profile) validateDataset() error {
 			name, v = "image_height", p.ImageHeight
 		}
 		return invalid(name, v, fmt.Sprintf("must be in [1, %d]", MaxImageSide))
+	}
+	if err := p.validateWorkload(); err != nil {
+		return err
 	}
 	if p.DatasetType == DatasetCustom {
 		for i, L := range p.InputLength {

@@ -69,9 +69,13 @@ type Group struct {
 // Record 及其切片只在 Observer.OnRecord 调用期间有效，接收方需要保留时必须复制。
 type Record struct {
 	Group    Group
-	Index    int           // 组内序号，0 起
-	Instance int           // 命中的 BaseURLs 下标
-	Warmup   bool          // 预热请求（不计入汇总）
+	Index    int  // 组内序号，0 起
+	Instance int  // 命中的 BaseURLs 下标
+	Warmup   bool // 预热请求（不计入汇总）
+	// SessionID 是请求的 X-Session-ID（多轮会话的会话 id、Mooncake 轨迹的 session_id），没有为空。
+	SessionID string
+	// Turn 是多轮会话中的轮次（1 起），不是多轮会话时为 0。
+	Turn     int
 	Intended time.Time     // 计划发送时刻（开环为到达时刻，闭环为槽位空出时刻）
 	Sent     time.Time     // 实际发出时刻
 	SlotWait time.Duration // Sent − Intended：等待并发槽位的时间
@@ -98,7 +102,10 @@ type Record struct {
 	// 估算的分摊不会产生零长度的间隔：FirstToSecond 此时量到第二个 chunk。
 	ChunkTokensEstimated bool
 
-	PromptTokens     int
+	PromptTokens int
+	// CachedTokens 是服务端报告的命中前缀缓存的 prompt token 数
+	// （usage.prompt_tokens_details.cached_tokens）；服务端没有给出时为 -1。
+	CachedTokens     int
 	CompletionTokens int
 	ReasoningTokens  int
 	TokenSource      string // "usage" 或 "estimate"

@@ -337,7 +337,7 @@ func (r *runner) probeTokenize(ctx context.Context) TokenCounter {
 
 // pool 返回输入长度 inputLen 的 prompt 池（跨分组复用，保证同种子同长度同内容）。
 func (r *runner) pool(ctx context.Context, inputLen, n int) (*promptPool, error) {
-	if pl, ok := r.pools[inputLen]; ok && len(pl.quoted) >= min(n, poolSize) {
+	if pl, ok := r.pools[inputLen]; ok && (pl.complete || len(pl.quoted) >= min(n, poolSize)) && r.p.DatasetType != DatasetPrefixRepetition {
 		return pl, nil
 	}
 	pl, err := buildPool(ctx, &r.p, inputLen, n, r.counter)
@@ -369,6 +369,9 @@ type groupRun struct {
 	outRng  uint64 // 输出长度抖动的种子
 	cancel  context.CancelCauseFunc
 	started time.Time
+	// turns 非 nil 时按轮次累计多轮会话的请求；cachedN/cachedT 累计成功请求的 cached_tokens
+	turns            *turnStats
+	cachedN, cachedT atomic.Int64
 	// classMu 保护 classes：失败请求按 ErrorClass 计数（只在失败时加锁）
 	classMu sync.Mutex
 	classes map[string]int
@@ -398,13 +401,21 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		}
 	}
 	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: r.sh.part(n), global: n, started: g.Start}
+	turns := r.sessionPlan(gr)
 	dctx, dcancel := context.WithCancelCause(ctx)
 	defer dcancel(nil)
 	var tl *timeline
 	if r.obs.OnTimeline != nil {
 		tl = r.startTimeline(dctx, dcancel, gr, before, g.Concurrency, initC, r.p.RequestRate)
 	}
-	derr := r.drive(dctx, gr, g.Concurrency, initC, r.p.RequestRate)
+	peak := r.startPeak(dctx, before)
+	defer peak.finish(nil) // 提前返回的路径也回收采样 goroutine（finish 可重复调用）
+	var derr error
+	if turns != nil {
+		derr = r.driveSessions(dctx, gr, g.Concurrency, turns)
+	} else {
+		derr = r.drive(dctx, gr, g.Concurrency, initC, r.p.RequestRate)
+	}
 	if tl != nil {
 		tl.finish(dctx)
 		if derr == nil {
@@ -424,6 +435,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	s := r.summary(g)
 	tot.fill(&s, r.slo)
 	applyServer(&s, before, after)
+	r.applyWorkload(&s, gr, before, after, peak.finish(after))
 	s.Incomplete = interrupted
 	if len(gr.classes) > 0 {
 		s.FailureClasses = gr.classes
@@ -489,11 +501,44 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 	exhausted := make(chan struct{})
 	var once sync.Once
 	markExhausted := func() { once.Do(func() { close(exhausted) }) }
-	if rate > 0 {
+	ts := gr.pool.trace
+	if gr.warmup {
+		ts = nil // 预热不按时刻表：闭环发出轨迹开头的几条
+	}
+	switch {
+	case ts != nil && conc == 0:
+		// 轨迹、不限并发：调度 goroutine 到点直接为每个到达启动一个 goroutine，少一次经 channel
+		// 的交接（忙机器上每次交接都是一次调度延迟，直接计入发出滞后）。
+		wg.Go(func() {
+			var inner sync.WaitGroup
+			r.dispatchSchedule(ctx, gr, ts, func(j job) bool {
+				inner.Go(func() {
+					x := r.newExchange()
+					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
+					x.release()
+				})
+				return true
+			})
+			inner.Wait()
+		})
+	case ts != nil:
+		jobs = make(chan job, 1024)
+		wg.Go(func() {
+			defer close(jobs)
+			r.dispatchSchedule(ctx, gr, ts, func(j job) bool {
+				select {
+				case jobs <- j:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			})
+		})
+	case rate > 0:
 		jobs = make(chan job, 1024)
 		wg.Go(func() { r.dispatch(ctx, gr, rate, jobs) })
 	}
-	if rate > 0 && conc == 0 {
+	if jobs != nil && conc == 0 {
 		// 不限并发：每个到达一个 goroutine。
 		wg.Go(func() {
 			var inner sync.WaitGroup
@@ -631,15 +676,30 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 		j.intended = time.Now()
 	}
 	pl := gr.pool
-	pi := j.idx % len(pl.quoted)
-	maxTok := gr.g.OutputLength
-	if pl.maxTok != nil && pl.maxTok[pi] > 0 {
-		maxTok = pl.maxTok[pi]
-	} else if r.p.OutputRangeRatioAbove > 0 || r.p.OutputRangeRatioBelow > 0 {
-		rng := rand.New(rand.NewPCG(gr.outRng, uint64(j.idx)))
-		maxTok = jitter(rng, maxTok, r.p.OutputRangeRatioBelow, r.p.OutputRangeRatioAbove)
+	var prompt []byte
+	var tokens, maxTok int
+	x.session = ""
+	if pl.trace != nil {
+		// 轨迹回放：prompt 按序号现生成（块文本有缓存），生成耗时计入发出滞后（SlotWait）。
+		x.prompt, tokens, maxTok = pl.trace.prompt(x.prompt, j.idx)
+		prompt, x.session = x.prompt, pl.trace.rows[j.idx%len(pl.trace.rows)].SessionID
+	} else {
+		pi := j.idx % len(pl.quoted)
+		prompt, tokens, maxTok = pl.quoted[pi], pl.tokens[pi], gr.g.OutputLength
+		if pl.maxTok != nil && pl.maxTok[pi] > 0 {
+			maxTok = pl.maxTok[pi]
+		} else if r.p.OutputRangeRatioAbove > 0 || r.p.OutputRangeRatioBelow > 0 {
+			rng := rand.New(rand.NewPCG(gr.outRng, uint64(j.idx)))
+			maxTok = jitter(rng, maxTok, r.p.OutputRangeRatioBelow, r.p.OutputRangeRatioAbove)
+		}
 	}
-	x.body = r.tmpl.build(x.body, pl.quoted[pi], r.imageOrEmpty(j.idx), maxTok)
+	x.body = r.tmpl.build(x.body, prompt, r.imageOrEmpty(j.idx), maxTok)
+	r.exchangeAndRecord(ctx, gr, x, shard, j, tokens)
+}
+
+// exchangeAndRecord 发出 x.body 中已拼好的请求，把结果计入分组统计并交给 sink。
+// tokens 是 prompt 的已知 token 数（服务端没有回 usage 时作为 PromptTokens）。
+func (r *runner) exchangeAndRecord(ctx context.Context, gr *groupRun, x *exchange, shard int, j job, tokens int) {
 	// 实例按组内全局序号轮流选，而不是按本进程的发送次序：分片各自只发一部分序号，
 	// 按序号选实例让 N 个分片合起来与单进程打到每个实例上的请求完全相同（issue 22）。
 	inst := j.idx % len(r.urls)
@@ -649,11 +709,12 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 	gr.active.Add(-1)
 	rec := &x.rec
 	rec.Group, rec.Index, rec.Instance, rec.Warmup, rec.Intended = gr.g, j.idx, inst, gr.warmup, j.intended
+	rec.SessionID, rec.Turn = x.session, x.turn
 	if rec.OK {
 		r.served.Add(1)
 	}
 	if rec.PromptTokens == 0 && rec.OK {
-		rec.PromptTokens = pl.tokens[pi]
+		rec.PromptTokens = tokens
 	}
 	if gr.warmup {
 		return
@@ -661,6 +722,13 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 	// 运行被取消时在途请求的记录照常写出（canceled），但它们没有被测完，不计入统计。
 	if rec.ErrorClass != ErrClassCanceled {
 		gr.shards[shard].observe(rec, r.slo)
+		if gr.turns != nil {
+			gr.turns.observe(rec)
+		}
+		if rec.OK && rec.CachedTokens >= 0 {
+			gr.cachedN.Add(1)
+			gr.cachedT.Add(int64(rec.CachedTokens))
+		}
 		gr.done.Add(1)
 		if !rec.OK {
 			gr.failed.Add(1)

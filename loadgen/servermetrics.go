@@ -49,6 +49,8 @@ type metricsSnap struct {
 	kvN                       int
 	// at 是抓取完成的时刻（墙钟）：分片合并据此只在各分片开始施压之前的"前"快照里挑选（serverWindow）。
 	at time.Time
+	// 前缀缓存计数器（token，各实例之和）；缺失为 NaN，见 cachetruth.go
+	prefixHits, prefixQueries float64
 }
 
 // parseMetrics 用 expfmt 解析 Prometheus 文本格式，抽取 TTFT/TPOT/E2E 直方图与推测解码计数器。
@@ -66,6 +68,7 @@ func parseMetrics(r io.Reader) (*metricsSnap, error) {
 			break
 		}
 	}
+	s.prefixHits, s.prefixQueries = firstCounter(fams, metricPrefixHits), firstCounter(fams, metricPrefixQueries)
 	if v, n := gaugeMean(fams, metricKVUsage); n > 0 {
 		s.kvSum, s.kvN = v, 1
 	}
@@ -78,6 +81,16 @@ func parseMetrics(r io.Reader) (*metricsSnap, error) {
 		}
 	}
 	return s, nil
+}
+
+// firstCounter 返回 names 中第一个存在的计数器之和；都不存在时为 NaN。
+func firstCounter(fams map[string]*dto.MetricFamily, names []string) float64 {
+	for _, n := range names {
+		if v := counterSum(fams, n); !math.IsNaN(v) {
+			return v
+		}
+	}
+	return math.NaN()
 }
 
 // counterSum 对计数器的全部序列求和。Python 客户端把 TYPE 写成不带 _total 的名字，
@@ -431,7 +444,8 @@ func addSnaps(a, b *metricsSnap) *metricsSnap {
 		return b
 	}
 	out := &metricsSnap{accept: a.accept + b.accept, draft: a.draft + b.draft, running: a.running + b.running,
-		waiting: a.waiting + b.waiting, preempt: a.preempt + b.preempt, kvSum: a.kvSum + b.kvSum, kvN: a.kvN + b.kvN}
+		waiting: a.waiting + b.waiting, preempt: a.preempt + b.preempt, kvSum: a.kvSum + b.kvSum, kvN: a.kvN + b.kvN,
+		prefixHits: a.prefixHits + b.prefixHits, prefixQueries: a.prefixQueries + b.prefixQueries}
 	for i := range a.hist {
 		x, y := a.hist[i], b.hist[i]
 		switch {

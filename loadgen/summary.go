@@ -85,6 +85,10 @@ type Summary struct {
 	// 推测解码接受率，[0,1]；不可得的字段为 -1
 	SpecAcceptRate Values
 
+	// Workload 是真实负载（轨迹、集合、多轮会话）与服务端缓存的汇总，不属于 acs-bench 的列，
+	// 写进单独的文件（见 workload_csv.go）。
+	Workload WorkloadStats
+
 	// FailureClasses 是失败请求按 Record.ErrorClass 的计数（没有失败时为 nil），
 	// 例如 {"timeout": 3, "too_large": 1}；各项之和等于 Failed。
 	FailureClasses map[string]int

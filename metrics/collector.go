@@ -193,6 +193,9 @@ func (b *Builder) addPerf(rows []loadgen.Summary) error {
 				return err
 			}
 		}
+		if err := b.addTurns(s, combo); err != nil {
+			return err
+		}
 	}
 	return nil
 }

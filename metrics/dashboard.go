@@ -340,6 +340,21 @@ func vec(name, sel, offset string) string {
 	return s
 }
 
+// turnPanel 生成多轮会话按轮次的 TTFT 面板：每个轮次一条曲线（今天的 P90，多轮 round 取平均），
+// 轮次越大 TTFT 越低说明服务端的前缀缓存接住了历史。
+func (g *genState) turnPanel() {
+	const title = "Multi-turn TTFT P90 by turn"
+	p := dashPanel{Type: "timeseries", ID: g.id(), Title: title, Description: "Time to first token of multi-turn sessions by turn index " +
+		"(turn k carries the k-1 earlier questions and answers)", Datasource: g.ds, GridPos: g.place(12, 8),
+		FieldConfig: dashFieldConfig{Defaults: dashFieldDefaults{Unit: "s", Mappings: []dashMapping{},
+			Thresholds: dashThresholds{Mode: "absolute", Steps: []dashThreshold{{Color: "green"}}},
+			Color:      dashFieldColor{Mode: "palette-classic"}}, Overrides: []dashOverride{}},
+		Options: timeseriesOptions()}
+	expr := "avg without (round) (" + vec(NamePerfTurnTTFT, perfSel+`,quantile="0.9"`, "") + ")"
+	p.Targets = append(p.Targets, g.target(title, "A", expr, perfLegend+" turn {{turn}}", "time_series", false, ""))
+	g.d.model.Panels = append(g.d.model.Panels, p)
+}
+
 // timeseries 生成带 Today/−1d/−7d 三条曲线的性能面板；多轮（round）取平均。
 func (g *genState) comparePanel(title, desc, name, extraSel, unit string) {
 	p := dashPanel{Type: "timeseries", ID: g.id(), Title: title, Description: desc, Datasource: g.ds, GridPos: g.place(12, 8),
@@ -460,6 +475,15 @@ func NewDashboard(opts DashboardOptions) (*Dashboard, error) {
 		"(control_method: sweep); concurrency 0 means no client-side cap", NameCapacity, "", "reqps")
 	g.comparePanel("Load generator read lag P$quantile", "The load generator's own lag between a first token reaching the socket and being parsed "+
 		"(kernel receive timestamps; not part of TTFT). A rising line means the benchmark host, not the server, is busy.", NamePerfClientLag, `,quantile="$quantile"`, "s")
+
+	g.row("Workload — server cache, preemptions, multi-turn (run_type=daily)")
+	g.comparePanel("Prefix cache hit rate", "Server-reported prefix cache hit rate per group: delta vllm:prefix_cache_hits_total / "+
+		"delta vllm:prefix_cache_queries_total (tokens)", NamePerfPrefixCacheHitRatio, "", "percentunit")
+	g.comparePanel("Preemptions", "Server preemptions per group (delta vllm:num_preemptions_total): KV cache pressure", NamePerfPreemptions, "", "none")
+	g.comparePanel("Peak KV cache usage", "Highest vllm:kv_cache_usage_perc sampled during the group", NamePerfPeakKVCacheUsage, "", "percentunit")
+	g.comparePanel("Trace dispatch lag P$quantile", "Trace replay: actual send minus the trace's schedule; above 1ms the client did not keep the schedule",
+		NamePerfDispatchLag, `,quantile="$quantile"`, "s")
+	g.turnPanel()
 
 	g.row("Accuracy")
 	g.accuracy()

@@ -39,6 +39,13 @@ const (
 	NamePerfAvgReasoningTokens    = "perf_avg_reasoning_tokens"
 	NamePerfAvgContentTokens      = "perf_avg_content_tokens"
 	NamePerfAvgPromptTokens       = "perf_avg_prompt_tokens"
+	// 真实负载与服务端缓存（loadgen.Summary.Workload，见 docs/loadgen.md）。
+	NamePerfDispatchLag         = "perf_dispatch_lag_seconds"
+	NamePerfPrefixCacheHitRatio = "perf_prefix_cache_hit_ratio"
+	NamePerfPreemptions         = "perf_server_preemptions"
+	NamePerfPeakKVCacheUsage    = "perf_peak_kv_cache_usage_ratio"
+	NamePerfAvgCachedTokens     = "perf_avg_cached_tokens"
+	NamePerfTurnTTFT            = "perf_turn_ttft_seconds"
 
 	NameFunctionalPassRatio    = "functional_pass_ratio"
 	NameFunctionalCasesTotal   = "functional_cases_total"
@@ -163,6 +170,8 @@ var distSpecs = []distSpec{
 		lat: func(s *loadgen.Summary) *loadgen.Latency { return &s.SlotWait }},
 	{name: NamePerfClientLag, help: "Load generator's own read lag: first output chunk in the socket (kernel receive timestamp) to parsed; not part of TTFT (absent without kernel timestamps)", csvUnit: 1,
 		lat: func(s *loadgen.Summary) *loadgen.Latency { return &s.ClientLag }},
+	{name: NamePerfDispatchLag, help: "Trace replay: actual send minus the trace schedule's intended send (a median above 1ms means the client did not keep the schedule)", csvUnit: 1,
+		lat: func(s *loadgen.Summary) *loadgen.Latency { return &s.Workload.DispatchLag }},
 	{name: NamePerfServerTTFT, help: "Server-side TTFT from the server's histograms, converted from ms", csvStem: "SERVER_TTFT(ms)", csvUnit: 1e-3,
 		lat: func(s *loadgen.Summary) *loadgen.Latency { return &s.ServerTTFT }},
 	{name: NamePerfServerTPOT, help: "Server-side TPOT from the server's histograms, converted from ms", csvStem: "SERVER_TPOT(ms)", csvUnit: 1e-3,
@@ -240,6 +249,15 @@ type scalarSpec struct {
 	present func(float64) bool // nil 表示 v >= 0 才导出（-1 = 不可测）
 }
 
+// cacheField 返回服务端缓存的一个字段；生产方没有填 Workload.Cache（零值，例如手写的汇总）时
+// 为 -1（不可测），而不是把"没有数据"导出成命中率 0。
+func cacheField(s *loadgen.Summary, v float64) float64 {
+	if s.Workload.Cache == (loadgen.ServerCache{}) {
+		return -1
+	}
+	return v
+}
+
 // nonNegative 是标量默认的可测判定：acs-bench 以 -1 表示不可测。
 func nonNegative(v float64) bool { return v >= 0 }
 
@@ -282,6 +300,23 @@ var scalarSpecs = []scalarSpec{
 		csvCol: "Num_Prompts",
 		get:    func(s *loadgen.Summary) float64 { return float64(s.NumPrompts) },
 		set:    func(s *loadgen.Summary, v float64) { s.NumPrompts = int(v) }},
+	{name: NamePerfPrefixCacheHitRatio, help: "Server prefix cache hit rate in the group: delta vllm:prefix_cache_hits_total / delta vllm:prefix_cache_queries_total (tokens)", typ: prometheus.GaugeValue,
+		get: func(s *loadgen.Summary) float64 { return cacheField(s, s.Workload.Cache.HitRate) },
+		set: func(s *loadgen.Summary, v float64) { s.Workload.Cache.HitRate = v }},
+	{name: NamePerfPreemptions, help: "Server preemptions in the group: delta vllm:num_preemptions_total", typ: prometheus.GaugeValue,
+		get: func(s *loadgen.Summary) float64 { return cacheField(s, s.Workload.Cache.Preemptions) },
+		set: func(s *loadgen.Summary, v float64) { s.Workload.Cache.Preemptions = v }},
+	{name: NamePerfPeakKVCacheUsage, help: "Highest vllm:kv_cache_usage_perc sampled during the group, in [0,1]", typ: prometheus.GaugeValue,
+		get: func(s *loadgen.Summary) float64 { return cacheField(s, s.Workload.Cache.PeakKVUsage) },
+		set: func(s *loadgen.Summary, v float64) { s.Workload.Cache.PeakKVUsage = v }},
+	{name: NamePerfAvgCachedTokens, help: "Average usage.prompt_tokens_details.cached_tokens of successful requests", typ: prometheus.GaugeValue,
+		get: func(s *loadgen.Summary) float64 {
+			if s.Workload.CachedTokensCount == 0 {
+				return -1
+			}
+			return s.Workload.AvgCachedTokens
+		},
+		set: func(s *loadgen.Summary, v float64) { s.Workload.AvgCachedTokens = v }},
 	{name: NamePerfSucceeded, help: "Successful requests in the group", typ: prometheus.CounterValue,
 		get: func(s *loadgen.Summary) float64 { return float64(s.Succeeded) },
 		set: func(s *loadgen.Summary, v float64) { s.Succeeded = int(v) }},

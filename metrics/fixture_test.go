@@ -42,6 +42,16 @@ func summary(in, out, conc, round int) loadgen.Summary {
 		AvgReasoningTokens: 0, AvgContentTokens: float64(out), AvgPromptTokens: float64(in), TokenSource: "usage",
 		ServerTTFT: latency(int64(n), 45*f), ServerTPOT: latency(int64(n), 9.5*f), ServerE2E: latency(int64(n), (45+9.5*float64(out))*f),
 		SpecAcceptRate: spec,
+		Workload: loadgen.WorkloadStats{
+			DispatchLag: latency(int64(n-1), 0.4),
+			Cache: loadgen.ServerCache{HitRate: 0.375, PrefixHits: 0.375 * float64(n*in), PrefixQueries: float64(n * in),
+				Preemptions: float64(conc - 1), PeakKVUsage: 0.25 * float64(conc)},
+			AvgCachedTokens: 0.375 * float64(in), CachedTokensCount: n - 1,
+			Turns: []loadgen.TurnSummary{
+				{Turn: 1, Requests: n / 2, Succeeded: n / 2, TTFT: latency(int64(n/2), 50*f), AvgPromptTokens: float64(in), AvgCachedTokens: 0},
+				{Turn: 2, Requests: n / 2, Succeeded: n/2 - 1, TTFT: latency(int64(n/2-1), 20*f), AvgPromptTokens: float64(2*in + out), AvgCachedTokens: float64(in + out)},
+			},
+		},
 	}
 }
 

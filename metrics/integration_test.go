@@ -500,6 +500,15 @@ func checkBaseline(t *testing.T, info metrics.RunInfo, perf []loadgen.Summary, r
 	}
 }
 
+// serverCachePanels 是这次仿真器运行给不出数据的看板面板：前缀命中率与抢占需要服务端的
+// vllm:prefix_cache_* / vllm:num_preemptions_total 计数器（内嵌仿真器还不导出），发出滞后只有
+// 轨迹回放才有（轨迹的分组没有 input_len=64），按轮次的 TTFT 只有多轮会话才有（control_method
+// normal，与这里 climb 的组合相同时看板会把两条序列混在一起）。它们的序列由 testdata/daily_*.prom
+// 的 golden fixture 覆盖，这里只要求查询在真实 Prometheus 上能执行。KV 占用峰值不在其中：
+// 仿真器导出 vllm:kv_cache_usage_perc。
+var serverCachePanels = map[string]bool{"Prefix cache hit rate": true, "Preemptions": true,
+	"Trace dispatch lag P$quantile": true, "Multi-turn TTFT P90 by turn": true}
+
 // checkDashboard 对真实 Prometheus 逐条执行生成的看板中的每个 PromQL：面板查询在
 // “观测时刻 + offset” 求值（这样 −1d/−7d 曲线查到的正是刚推送的样本），
 // 变量查询通过 series API 的 match[] 求值，都必须返回数据。
@@ -549,6 +558,9 @@ func checkDashboard(ctx context.Context, t *testing.T, st *stack, at time.Time) 
 			continue
 		}
 		vec := st.instant(ctx, t, expr, at.Add(off))
+		if len(vec) == 0 && serverCachePanels[q.Panel] {
+			continue // 查询在真实 Prometheus 上执行过（语法错误会在 instant 里失败），只是没有数据，见 serverCachePanels
+		}
 		if len(vec) == 0 {
 			t.Errorf("%s %s returned no data at observation+%s: %s", q.Panel, q.RefID, q.Offset, expr)
 		}

@@ -32,6 +32,11 @@ type perfRow struct {
 	Missing string
 	// ClientLag 是压测端自身的读取滞后 P50（不计入 TTFT）；没有内核时间戳时为 n/a。
 	ClientLag string
+	// HitRate、Preempt、PeakKV 是服务端报告的前缀缓存命中率、抢占次数与 KV 占用峰值，
+	// DispatchLag 是轨迹回放的发出滞后 P50（loadgen.Summary.Workload）；不可得为 n/a。
+	HitRate, Preempt, PeakKV, DispatchLag string
+	// Turns 是多轮会话各轮的 "轮次: TTFT P50" 摘要（不是多轮会话时为空）。
+	Turns string
 }
 
 // accRow 是精度表的一行。
@@ -211,11 +216,18 @@ func buildScenarioView(i int, sc Scenario, gates []gate.Gate) scenarioView {
 		for _, l := range r.MissingShards {
 			missing = append(missing, l.String())
 		}
+		cache := r.Workload.Cache
+		if cache == (loadgen.ServerCache{}) {
+			cache = loadgen.ServerCache{HitRate: -1, PrefixHits: -1, PrefixQueries: -1, Preemptions: -1, PeakKVUsage: -1} // 生产方没有填
+		}
 		v.PerfRows = append(v.PerfRows, perfRow{In: r.InputLength, Out: r.OutputLength, Conc: r.Concurrency, Round: r.Round,
 			Prompts: r.NumPrompts, Failed: r.Failed,
 			TTFT: secs(r.TTFT, r.TTFT.P99), TPOT: secs(r.TPOT, r.TPOT.Avg), E2E: secs(r.E2E, r.E2E.P99),
 			QPS: fmt.Sprintf("%.2f", r.QPS), OutTput: fmt.Sprintf("%.1f", r.OutputTokenThroughput), FailRate: fmt.Sprintf("%.2f%%", r.FailRate*100),
-			ClientLag: secs(r.ClientLag, r.ClientLag.P50), Missing: strings.Join(missing, "; ")})
+			ClientLag: secs(r.ClientLag, r.ClientLag.P50), Missing: strings.Join(missing, "; "),
+			HitRate:   ratioOrNA(cache.HitRate, "%.1f%%", 100), Preempt: ratioOrNA(cache.Preemptions, "%.0f", 1),
+			PeakKV: ratioOrNA(cache.PeakKVUsage, "%.1f%%", 100), DispatchLag: secs(r.Workload.DispatchLag, r.Workload.DispatchLag.P50),
+			Turns: turnsText(r.Workload.Turns)})
 	}
 	if len(sc.Perf) > 0 {
 		v.Charts = perfCharts(sc, gates)
@@ -433,4 +445,24 @@ func accErrors(r accuracy.EvalResult) string {
 		parts[i] = fmt.Sprintf("%s: %d", k, r.ErrorClasses[k])
 	}
 	return s + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// ratioOrNA 把服务端缓存的一个值按 format 写出（乘以 scale）；-1（不可得）与生产方没有填的
+// 零值 Workload 都写 n/a。
+func ratioOrNA(v float64, format string, scale float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v*scale)
+}
+
+// turnsText 把多轮会话各轮的 TTFT P50 写成 "1: 12.3ms, 2: 8.1ms"，轮次越大越低说明前缀缓存接住了历史。
+func turnsText(ts []loadgen.TurnSummary) string {
+	var parts []string
+	for _, t := range ts {
+		if t.TTFT.Valid() {
+			parts = append(parts, fmt.Sprintf("%d: %.1fms", t.Turn, float64(t.TTFT.P50)/float64(time.Millisecond)))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

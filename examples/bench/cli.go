@@ -412,6 +412,13 @@ func loadProfileYAML(path string) (benchProfile, *profileYAML, error) {
 		m := root.Content[0]
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			py.nodes[m.Content[i].Value] = m.Content[i+1]
+			// 嵌套一层的键（trace.block_size、multi_turn.turns_mean……）以带点的路径登记，
+			// 校验错误因此能指到子字段所在的行。
+			if sub := m.Content[i+1]; sub.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(sub.Content); j += 2 {
+					py.nodes[m.Content[i].Value+"."+sub.Content[j].Value] = sub.Content[j+1]
+				}
+			}
 		}
 	}
 	keys := make([]string, 0, len(zeroIsDefault))

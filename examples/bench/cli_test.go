@@ -45,6 +45,16 @@ func profFieldOf(t *testing.T, o *options) map[string]any {
 	return m
 }
 
+// writeTrace 在临时目录写一个两行的 Mooncake 轨迹（块大小 8 与默认 512 都合法）。
+func writeTrace(t *testing.T) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "trace.jsonl")
+	if err := os.WriteFile(f, []byte(`{"timestamp":0,"input_length":8,"output_length":2,"hash_ids":[1]}`+"\n"+`{"timestamp":50,"input_length":6,"output_length":2,"hash_ids":[1]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // writeJSONL 在临时目录写一个两行、input_length 为 64 与 128 的数据集。
 func writeJSONL(t *testing.T) string {
 	t.Helper()
@@ -138,6 +148,39 @@ func TestProfEveryOption(t *testing.T) {
 		"kube-cpu":                 {value: "2", get: func(o *options) any { return o.shard.cpu }, want: "2"},
 		"kube-memory":              {value: "4Gi", get: func(o *options) any { return o.shard.memory }, want: "4Gi"},
 		"kube-spread":              {value: "true", get: func(o *options) any { return o.shard.spread }, want: true},
+	}
+	// 真实负载的选项：轨迹类需要 -dt 与 -i 指向一个轨迹文件。
+	tr := writeTrace(t)
+	mc := []string{"-dt", "mooncake_trace", "-i", tr}
+	spx := []string{"-dt", "shared_prefix"}
+	prx := []string{"-dt", "prefix_repetition"}
+	mt := []string{"--multi-turn-conversations", "2"}
+	for k, c := range map[string]optCase{
+		"trace-block-size":                    {value: "8", extra: mc, get: func(o *options) any { return o.p.Trace.BlockSize }, want: 8},
+		"trace-salt":                          {value: "7", extra: mc, get: func(o *options) any { return o.p.Trace.Salt }, want: int64(7)},
+		"trace-time-scale":                    {value: "0.5", extra: mc, get: func(o *options) any { return o.p.Trace.TimeScale }, want: 0.5},
+		"trace-start-offset":                  {value: "1.5", extra: mc, get: func(o *options) any { return o.p.Trace.StartOffset }, want: 1500 * time.Microsecond},
+		"trace-end-offset":                    {value: "100", extra: mc, get: func(o *options) any { return o.p.Trace.EndOffset }, want: 100 * time.Millisecond},
+		"trace-max-idle":                      {value: "20", extra: mc, get: func(o *options) any { return o.p.Trace.MaxIdle }, want: 20 * time.Millisecond},
+		"shared-prefix-num-groups":            {value: "3", extra: spx, get: func(o *options) any { return o.p.SharedPrefix.NumGroups }, want: 3},
+		"shared-prefix-num-prompts-per-group": {value: "4", extra: spx, get: func(o *options) any { return o.p.SharedPrefix.NumPromptsPerGroup }, want: 4},
+		"shared-prefix-system-prompt-len":     {value: "64", extra: spx, get: func(o *options) any { return o.p.SharedPrefix.SystemPromptLen }, want: 64},
+		"shared-prefix-question-len":          {value: "9", extra: spx, get: func(o *options) any { return o.p.SharedPrefix.QuestionLen }, want: 9},
+		"shared-prefix-output-len":            {value: "5", extra: spx, get: func(o *options) any { return o.p.SharedPrefix.OutputLen }, want: 5},
+		"shared-prefix-seed":                  {value: "11", extra: spx, get: func(o *options) any { return *o.p.SharedPrefix.Seed }, want: int64(11)},
+		"prefix-repetition-prefix-len":        {value: "32", extra: prx, get: func(o *options) any { return o.p.PrefixRepetition.PrefixLen }, want: 32},
+		"prefix-repetition-suffix-len":        {value: "16", extra: prx, get: func(o *options) any { return o.p.PrefixRepetition.SuffixLen }, want: 16},
+		"prefix-repetition-num-prefixes":      {value: "3", extra: prx, get: func(o *options) any { return o.p.PrefixRepetition.NumPrefixes }, want: 3},
+		"prefix-repetition-output-len":        {value: "6", extra: prx, get: func(o *options) any { return o.p.PrefixRepetition.OutputLen }, want: 6},
+		"sharegpt-output-len":                 {value: "12", get: func(o *options) any { return o.p.ShareGPT.OutputLen }, want: 12},
+		"multi-turn-conversations":            {value: "3", get: func(o *options) any { return o.p.MultiTurn.Conversations }, want: 3},
+		"multi-turn-turns-mean":               {value: "2.5", extra: mt, get: func(o *options) any { return o.p.MultiTurn.TurnsMean }, want: 2.5},
+		"multi-turn-turns-stddev":             {value: "1", extra: mt, get: func(o *options) any { return o.p.MultiTurn.TurnsStddev }, want: 1.0},
+		"multi-turn-think-time":               {value: "250", extra: mt, get: func(o *options) any { return o.p.MultiTurn.ThinkTime }, want: 250 * time.Millisecond},
+		"multi-turn-max-active-conversations": {value: "2", extra: mt, get: func(o *options) any { return o.p.MultiTurn.MaxActiveConversations }, want: 2},
+		"multi-turn-sampling":                 {value: "random", extra: mt, get: func(o *options) any { return o.p.MultiTurn.Sampling }, want: loadgen.SamplingRandom},
+	} {
+		cases[k] = c
 	}
 	// 非默认值才生效的 image-text 需要图片尺寸之外的默认项；这里只有 modal-type 与 config-option 相关。
 	base, err := parseFlags(nil, &bytes.Buffer{})

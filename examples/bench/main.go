@@ -122,25 +122,36 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 	if o.chunkTimes {
 		ropts = append(ropts, metrics.WithChunkTimes())
 	}
-	art, err := metrics.NewArtifactSink(metrics.ArtifactNames{
-		Provider: tgt.Provider, DatasetType: pd.DatasetType, ControlMethod: pd.ControlMethod, Time: time.Now(),
-	}, func(name string) (io.WriteCloser, error) { return os.Create(filepath.Join(o.savePath, name)) }, ropts...)
+	names := metrics.ArtifactNames{Provider: tgt.Provider, DatasetType: pd.DatasetType, ControlMethod: pd.ControlMethod, Time: time.Now()}
+	art, err := metrics.NewArtifactSink(names, func(name string) (io.WriteCloser, error) { return os.Create(filepath.Join(o.savePath, name)) }, ropts...)
 	if err != nil {
 		return err
 	}
 	prog := &progressLine{w: stderr, quiet: o.quiet}
 	obs := loadgen.Tee(art.Observer(), prog.observer())
+	wsink := newWorkloadSink(names.SummaryFile(), pd.MultiTurn.On() || pd.DatasetType == loadgen.DatasetMooncakeTrace || pd.DatasetType == loadgen.DatasetAzureTrace,
+		func(name string) (io.WriteCloser, error) { return os.Create(filepath.Join(o.savePath, name)) })
 	var sums []loadgen.Summary
 	var sweepFiles []string
 	var runErr error
 	if pd.ControlMethod == loadgen.ControlSweep {
 		sums, sweepFiles, runErr = runSweep(ctx, tgt, o, obs, stderr)
 	} else {
+		if ownLengths(pd.DatasetType) || pd.MultiTurn.On() {
+			obs = loadgen.Tee(obs, wsink.Observer()) // 真实负载：另写 workload_/turns_/sessions_ 文件
+		}
 		sums, runErr = loadgen.Run(ctx, tgt, o.p, obs)
 	}
 	prog.endLine()
 	if err := art.Close(); err != nil && runErr == nil {
 		runErr = err
+	}
+	if err := wsink.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	sweepFiles = append(sweepFiles, wsink.files...)
+	for _, s := range sums {
+		printWorkload(stderr, s)
 	}
 	for _, s := range sums {
 		// 客户端自身的读取滞后（内核接收时间戳可用时）附在行尾，与 TTFT 并列，便于判断

@@ -45,7 +45,7 @@ func profDefs() []*optDef {
 	return append([]*optDef{
 		// A.2 Dataset Options
 		{short: "dt", long: "dataset-type", kind: kString, field: "dataset_type",
-			help:   "custom (prompts from -i) or random (built-in text, cibench's default when -i is not given)",
+			help:   "custom (prompts from -i), random (built-in text, the default without -i), mooncake_trace or azure_trace (trace from -i, replayed on its schedule), shared_prefix, prefix_repetition, sharegpt (ShareGPT JSON from -i)",
 			setStr: func(o *options, v string) error { p(o).DatasetType = loadgen.DatasetType(v); return nil }},
 		{short: "cfg", long: "config-option", kind: kStrList, field: "image_width/image_height",
 			help:    "multimodal KEY:VALUE, keys image_width and image_height",
@@ -53,7 +53,7 @@ func profDefs() []*optDef {
 		{short: "mt", long: "modal-type", kind: kString, def: string(loadgen.ModalText), field: "modal_type", help: "text or image-text",
 			setStr: func(o *options, v string) error { p(o).ModalType = loadgen.ModalType(v); return nil }},
 		{short: "i", long: "input-path", kind: kString, field: "input_path",
-			help:   "custom dataset: a JSONL file, or the directory written by 'generate dataset'",
+			help:   "custom dataset: a JSONL file or the directory written by 'generate dataset'; the trace (JSONL/CSV) or ShareGPT JSON file of those datasets",
 			setStr: func(o *options, v string) error { o.inputPath = v; return nil }},
 		{short: "il", long: "input-length", kind: kIntList, field: "input_length", min: 1, max: loadgen.MaxTokens,
 			help:    "input lengths in tokens (default 128 for the random dataset; must match the custom dataset's lengths)",
@@ -251,7 +251,7 @@ func profDefs() []*optDef {
 		{long: "emu-itl", kind: kDuration, def: "0s", help: "in-process emulator (no -p): inter-token latency", setDur: func(o *options, v time.Duration) { o.emuITL = v }},
 		{long: "emu-tokens-per-chunk", kind: kInt, def: "1", min: 1, max: 1 << 16, help: "in-process emulator (no -p): tokens per SSE chunk",
 			setInt: func(o *options, v int) { o.emuTokensPerChunk = v }},
-	}, sweepDefs()...) // 容量扫描的选项单独成块，见 sweep.go
+	}, append(sweepDefs(), workloadDefs()...)...) // 容量扫描与真实负载的选项单独成块，见 sweep.go、workload.go
 }
 
 // setRequestRate 解析 -r：inf（闭环）或正数（请求/秒）。
@@ -338,7 +338,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // finish 读取 custom 数据集、补上命令行的默认长度，并对填好默认值的 Profile 做完整校验。
 func (o *options) finish(set map[string]string, py *profileYAML) error {
 	p := &o.p
-	if o.inputPath != "" {
+	if handled, err := readWorkloadInput(flagOr(set, "input_path", "-i/--input-path"), o.inputPath, p); handled {
+		if err != nil {
+			return err
+		}
+	} else if o.inputPath != "" {
 		if p.DatasetType == "" {
 			p.DatasetType = loadgen.DatasetCustom
 		}
@@ -353,10 +357,10 @@ func (o *options) finish(set map[string]string, py *profileYAML) error {
 	} else if p.DatasetType == loadgen.DatasetCustom {
 		return fmt.Errorf("%s custom: needs -i/--input-path (a JSONL file or a 'generate dataset' directory)", flagOr(set, "dataset_type", "--dataset-type"))
 	}
-	if len(p.InputLength) == 0 && p.DatasetType != loadgen.DatasetCustom {
+	if len(p.InputLength) == 0 && p.DatasetType != loadgen.DatasetCustom && !ownLengths(p.DatasetType) {
 		p.InputLength = []int{128}
 	}
-	if len(p.OutputLength) == 0 {
+	if len(p.OutputLength) == 0 && !ownLengths(p.DatasetType) {
 		p.OutputLength = []int{128}
 	}
 	if err := p.Defaults().Validate(); err != nil {
