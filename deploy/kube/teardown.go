@@ -244,12 +244,21 @@ func (x *Deployment) Teardown(ctx context.Context) error {
 			remaining = append(remaining, a.String()+": "+msg)
 			continue
 		}
-		err := poll(ctx, x.cfg.PollInterval/4, func() (bool, error) {
-			_, err := x.resource(a).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		}, func() string { return a.String() + " still exists" })
-		if err != nil {
-			remaining = append(remaining, a.String()+": still present after "+x.cfg.DeleteTimeout.String())
+		err := poll(ctx, x.cfg.PollInterval/4, a.String()+" deleted", func() (bool, string, error) {
+			cur, err := x.resource(a).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return true, "", nil
+			case err != nil:
+				return false, "get: " + err.Error(), nil
+			}
+			return false, fmt.Sprintf("deletionTimestamp %v, finalizers %v", cur.GetDeletionTimestamp(), cur.GetFinalizers()), nil
+		})
+		var we *WaitError
+		if errors.As(err, &we) {
+			remaining = append(remaining, a.String()+": still present after "+x.cfg.DeleteTimeout.String()+" ("+we.Last+")")
+		} else if err != nil {
+			remaining = append(remaining, a.String()+": "+err.Error())
 		}
 	}
 	if len(remaining) > 0 {
