@@ -221,6 +221,8 @@ type Deployment struct {
 	mu       sync.Mutex
 	applied  []applied
 	tornDown bool
+	// archivedTo 是最近一次成功 ArchiveLogs 的目录；等于 LogDir 时 Teardown 不再重复归档。
+	archivedTo string
 }
 
 // bringUp 完成 apply → 就绪 → NodePort → /health 的全过程。
