@@ -122,6 +122,49 @@ func TestKubeIntegration(t *testing.T) {
 	t.Run("pd-2p1d", func(t *testing.T) { testPD(t, c) })
 	t.Run("lws", func(t *testing.T) { testLWS(t, c) })
 	t.Run("errors", func(t *testing.T) { testErrors(t, c) })
+	t.Run("archive-on-failure", func(t *testing.T) { testArchiveOnFailure(t, c) })
+}
+
+// testArchiveOnFailure：Deployment 的两个副本都 Running，但 NodePort 上没有服务，/health 永远
+// 不通。Deploy 超时失败，删除之前把 Pod 日志、描述与事件归档到 LogDir（issue 23：失败的部署
+// 以前什么也不留）；超时错误带着最后一次探测的结果。
+func testArchiveOnFailure(t *testing.T, c *kubetest.Cluster) {
+	port := kubetest.FreeNodePort(t) // 不启动模拟器
+	logDir := filepath.Join(t.TempDir(), "failed")
+	cfg := baseConfig(c, logDir)
+	cfg.Manifests = []string{"qwen3-32b-hybrid.yaml"}
+	cfg.ServiceName = "qwen3-32b"
+	cfg.Model = "qwen3-32b"
+	cfg.StartupTimeout = 30 * time.Second
+	d, err := kube.New(cfg, kube.WithFS(manifestsFS(t, map[string]int{"30090": port}, "qwen3-32b-hybrid.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Deploy(context.Background())
+	var he *deploy.HealthError
+	if !errors.Is(err, deploy.ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &he) || !strings.Contains(he.Last, "connection refused") {
+		t.Fatalf("never healthy: err = %v", err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(logDir, "pods", "qwen3-32b-*.vllm.log"))
+	descs, _ := filepath.Glob(filepath.Join(logDir, "pods", "qwen3-32b-*.yaml"))
+	if len(logs) != 2 || len(descs) != 2 {
+		errs, _ := os.ReadFile(filepath.Join(logDir, "archive-errors.txt"))
+		t.Fatalf("archive: logs %v descriptions %v (errors: %s)", logs, descs, errs)
+	}
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); string(b) != kubetest.PodLog {
+			t.Fatalf("%s = %q", l, b)
+		}
+	}
+	if b, _ := os.ReadFile(descs[0]); !strings.Contains(string(b), "nodeName: "+kubetest.NodeName) || !strings.Contains(string(b), "phase: Running") {
+		t.Fatalf("description:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(logDir, "events.txt")); !strings.Contains(string(b), "Deployment/qwen3-32b\tScalingReplicaSet") {
+		t.Fatalf("events.txt:\n%s", b)
+	}
+	if n := len(podsWith(t, c, "default", "app=qwen3-32b")); n != 0 {
+		t.Fatalf("%d pods left after the failed deploy", n)
+	}
 }
 
 // testHybrid：Qwen3-32B 混合部署示例 → apply、Deployment 就绪（kcm 建 RS 与 Pod，

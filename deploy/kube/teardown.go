@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -141,11 +140,30 @@ var secretEnvName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CR
 func (x *Deployment) describe(p *corev1.Pod, path string) error {
 	p = p.DeepCopy()
 	p.ManagedFields = nil
+	// mask 在序列化之前替换（之后替换会破坏 YAML 的引号与转义）。
+	mask := func(v string) string {
+		if x.cfg.APIKey == "" {
+			return v
+		}
+		return strings.ReplaceAll(v, x.cfg.APIKey, "***")
+	}
+	for k, v := range p.Annotations {
+		p.Annotations[k] = mask(v)
+	}
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for i := range cs {
-			for j := range cs[i].Env {
-				if e := &cs[i].Env[j]; e.Value != "" && secretEnvName.MatchString(e.Name) {
+			c := &cs[i]
+			for j := range c.Command {
+				c.Command[j] = mask(c.Command[j])
+			}
+			for j := range c.Args {
+				c.Args[j] = mask(c.Args[j])
+			}
+			for j := range c.Env {
+				if e := &c.Env[j]; e.Value != "" && secretEnvName.MatchString(e.Name) {
 					e.Value = "***"
+				} else {
+					e.Value = mask(e.Value)
 				}
 			}
 		}
@@ -153,9 +171,6 @@ func (x *Deployment) describe(p *corev1.Pod, path string) error {
 	b, err := yaml.Marshal(p)
 	if err != nil {
 		return err
-	}
-	if x.cfg.APIKey != "" {
-		b = bytes.ReplaceAll(b, []byte(x.cfg.APIKey), []byte("***"))
 	}
 	return os.WriteFile(path, b, 0o644)
 }
