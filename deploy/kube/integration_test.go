@@ -371,7 +371,7 @@ func testLWS(t *testing.T, c *kubetest.Cluster) {
 	// "context deadline exceeded"（issue 23：负载高时正是这样失败的）。
 	rc := rest.CopyConfig(c.RESTConfig)
 	rc.WrapTransport = stallAfter("/leaderworkersets/qwen3-235b", `"readyReplicas":1`)
-	_, err = run(1, 20*time.Second, kube.WithRESTConfig(rc))
+	_, err = run(1, 40*time.Second, kube.WithRESTConfig(rc))
 	var we *kube.WaitError
 	if !errors.Is(err, deploy.ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &we) ||
 		!strings.HasPrefix(we.Last, "LeaderWorkerSet/default/qwen3-235b: groups want=2 ready=1 Available=True") {
