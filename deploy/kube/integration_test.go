@@ -125,9 +125,10 @@ func TestKubeIntegration(t *testing.T) {
 	t.Run("archive-on-failure", func(t *testing.T) { testArchiveOnFailure(t, c) })
 }
 
-// testArchiveOnFailure：Deployment 的两个副本都 Running，但 NodePort 上没有服务，/health 永远
-// 不通。Deploy 超时失败，删除之前把 Pod 日志、描述与事件归档到 LogDir（issue 23：失败的部署
-// 以前什么也不留）；超时错误带着最后一次探测的结果。
+// testArchiveOnFailure：Deployment 的两个副本都 Ready，但 NodePort 上没有服务，/health 永远
+// 不通；这时取消 Deploy 的 ctx（像 Ctrl-C）。Deploy 返回 context.Canceled，并在删除之前把 Pod
+// 日志、描述与事件归档到 LogDir（issue 23：失败或取消的部署以前什么也不留）。超时走的是同一条
+// 清理路径，由驱动的 TestKubeFailedDeployArchives 覆盖（它要等满健康超时，这里不重复）。
 func testArchiveOnFailure(t *testing.T, c *kubetest.Cluster) {
 	port := kubetest.FreeNodePort(t) // 不启动模拟器
 	logDir := filepath.Join(t.TempDir(), "failed")
@@ -135,15 +136,37 @@ func testArchiveOnFailure(t *testing.T, c *kubetest.Cluster) {
 	cfg.Manifests = []string{"qwen3-32b-hybrid.yaml"}
 	cfg.ServiceName = "qwen3-32b"
 	cfg.Model = "qwen3-32b"
-	cfg.StartupTimeout = 30 * time.Second
 	d, err := kube.New(cfg, kube.WithFS(manifestsFS(t, map[string]int{"30090": port}, "qwen3-32b-hybrid.yaml")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Deploy(context.Background())
-	var he *deploy.HealthError
-	if !errors.Is(err, deploy.ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &he) || !strings.Contains(he.Last, "connection refused") {
-		t.Fatalf("never healthy: err = %v", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			ready := 0
+			if l, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=qwen3-32b"}); err == nil {
+				for _, p := range l.Items {
+					for _, cond := range p.Status.Conditions {
+						if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+							ready++
+						}
+					}
+				}
+			}
+			if ready == 2 {
+				cancel()
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	_, err = d.Deploy(ctx)
+	if !errors.Is(err, deploy.ErrNotReady) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled deploy: err = %v", err)
 	}
 	logs, _ := filepath.Glob(filepath.Join(logDir, "pods", "qwen3-32b-*.vllm.log"))
 	descs, _ := filepath.Glob(filepath.Join(logDir, "pods", "qwen3-32b-*.yaml"))
@@ -156,14 +179,16 @@ func testArchiveOnFailure(t *testing.T, c *kubetest.Cluster) {
 			t.Fatalf("%s = %q", l, b)
 		}
 	}
-	if b, _ := os.ReadFile(descs[0]); !strings.Contains(string(b), "nodeName: "+kubetest.NodeName) || !strings.Contains(string(b), "phase: Running") {
-		t.Fatalf("description:\n%s", b)
+	for _, p := range descs {
+		if b, _ := os.ReadFile(p); !strings.Contains(string(b), "nodeName: "+kubetest.NodeName) || !strings.Contains(string(b), "phase: Running") {
+			t.Fatalf("description %s:\n%s", p, b)
+		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(logDir, "events.txt")); !strings.Contains(string(b), "Deployment/qwen3-32b\tScalingReplicaSet") {
 		t.Fatalf("events.txt:\n%s", b)
 	}
 	if n := len(podsWith(t, c, "default", "app=qwen3-32b")); n != 0 {
-		t.Fatalf("%d pods left after the failed deploy", n)
+		t.Fatalf("%d pods left after the cancelled deploy", n)
 	}
 }
 

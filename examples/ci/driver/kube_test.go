@@ -139,7 +139,8 @@ func TestKubeFailedDeployArchives(t *testing.T) {
 	}
 
 	t.Run("never-healthy", func(t *testing.T) {
-		fsys, root := setup(t, "20s")
+		// 健康超时 60 秒：负载高时两个副本 Ready 就曾用去 30 秒以上，超时要落在等 /health 的阶段。
+		fsys, root := setup(t, "60s")
 		o := options(t, fsys, matrix.RunPR, root)
 		out, err := driver.Run(context.Background(), o)
 		if err != nil || out.ExitCode != report.ExitGateFailed {
