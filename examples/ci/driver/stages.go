@@ -80,7 +80,7 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		}
 		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
 		tl := &timelineSink{ArtifactSink: sink}
-		coll := report.NewSampleCollector(tl, prof.Backend, prof.ControlMethod, 0)
+		coll := report.NewSampleCollector(tl, string(prof.Backend), string(prof.ControlMethod), 0)
 		var rows []loadgen.Summary
 		var runErr error
 		if p.Perf.Shards > 1 {
