@@ -348,7 +348,8 @@ func (e *WaitError) Unwrap() []error { return []error{deploy.ErrNotReady, e.Err}
 //
 // f 每次返回它看到的状态 state（对象的进度、或一次失败请求的错误）。ctx 结束的那一刻往往有一个
 // 请求正在路上，它失败于 ctx 自己的截止时间，带回的状态没有信息量；所以 f 返回时若 ctx 已经
-// 结束、且之前已有观察，就保留之前的那次。没有任何观察时（第一次请求就撞上截止）才用它。
+// 结束或截止在即（deadlineHit）、且之前已有观察，就保留之前的那次。没有任何观察时（第一次请求
+// 就撞上截止）才用它。
 func poll(ctx context.Context, interval time.Duration, what string, f func() (done bool, state string, err error)) error {
 	if interval <= 0 {
 		interval = DefaultPollInterval
@@ -365,7 +366,7 @@ func poll(ctx context.Context, interval time.Duration, what string, f func() (do
 		if done {
 			return nil
 		}
-		if ctx.Err() == nil || !observed {
+		if !deadlineHit(ctx) || !observed {
 			last, observed = state, true
 		}
 		select {
@@ -374,6 +375,21 @@ func poll(ctx context.Context, interval time.Duration, what string, f func() (do
 		case <-t.C:
 		}
 	}
+}
+
+// deadlineGuard 见 deadlineHit。
+const deadlineGuard = time.Second
+
+// deadlineHit 报告刚完成的一次观察是否可能是被截止时间打断的：ctx 已结束，或离截止不到
+// deadlineGuard。只看 ctx.Err() 不够：负载高时截止时刻已过而 ctx 的定时器还没触发，client-go 的
+// 限流器此时立即报 "rate: Wait(n=1) would exceed context deadline"（TestKubeIntegration/lws 在两个
+// 忙循环旁这样失败过一次），它同样没有信息量。代价是最后一秒里的一次真实观察让位于前一次。
+func deadlineHit(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < deadlineGuard
 }
 
 // waitReady 按角色顺序等待：先等可判断的工作负载，再等配置的 Pod 选择器。

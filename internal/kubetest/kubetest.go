@@ -327,8 +327,8 @@ func bindLoop(ctx context.Context, cs kubernetes.Interface) {
 }
 
 // waitFor 以间隔轮询 f 直到为真或 ctx 结束。超时错误带着截止之前最后一次观察到的状态
-// （截止时在途的那次请求只会报 "context deadline exceeded"，没有信息量，所以之前已有观察时
-// 不用它），并包装 ctx.Err()。
+// （截止时在途的那次请求只会报 "context deadline exceeded"，截止前一秒内的请求可能被限流器以
+// "would exceed context deadline" 提前拒绝，都没有信息量，所以之前已有观察时不用它们），并包装 ctx.Err()。
 func waitFor(ctx context.Context, every time.Duration, f func() (bool, string)) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -339,7 +339,7 @@ func waitFor(ctx context.Context, every time.Duration, f func() (bool, string)) 
 		if ok {
 			return nil
 		}
-		if ctx.Err() == nil || !observed {
+		if dl, ok := ctx.Deadline(); (ctx.Err() == nil && (!ok || time.Until(dl) >= time.Second)) || !observed {
 			last, observed = state, true
 		}
 		select {
