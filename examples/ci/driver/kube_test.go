@@ -2,7 +2,6 @@ package driver_test
 
 import (
 	"context"
-	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/matrix"
 )
@@ -143,7 +143,7 @@ func TestKubeFailedDeployArchives(t *testing.T) {
 		fsys, root := setup(t, "60s")
 		o := options(t, fsys, matrix.RunPR, root)
 		out, err := driver.Run(context.Background(), o)
-		if err != nil || out.ExitCode != report.ExitGateFailed {
+		if err != nil || out.ExitCode != gate.ExitGateFailed {
 			t.Fatalf("exit %d err %v, want exit 1: %s", out.ExitCode, err, o.Out)
 		}
 		checkFailureArchive(t, filepath.Join(out.Dir, hybrid, "logs"))
@@ -178,7 +178,7 @@ func TestKubeFailedDeployArchives(t *testing.T) {
 			}
 		}()
 		out, err := driver.Run(ctx, o)
-		if err != nil || out.ExitCode != report.ExitInterrupted || !out.Interrupted {
+		if err != nil || out.ExitCode != gate.ExitInterrupted || !out.Interrupted {
 			t.Fatalf("exit %d interrupted %v err %v, want exit 130: %s", out.ExitCode, out.Interrupted, err, o.Out)
 		}
 		checkFailureArchive(t, filepath.Join(out.Dir, hybrid, "logs"))
