@@ -124,12 +124,22 @@ func WaitHealthy(ctx context.Context, url string, opts HealthOptions) error {
 			return nil
 		}
 		// 被截止时间打断的那次探测没有信息量，保留上一次真正的结果（如 "status 503"）。
-		if ctx.Err() == nil || herr.Last == "" {
+		// 截止前一秒之内完成的也算：负载高时截止已过而 ctx 的定时器还没触发。
+		if !nearDeadline(ctx) || herr.Last == "" {
 			herr.Last = last
 		}
 		timer.Reset(interval)
 		interval = min(interval*2, maxInterval)
 	}
+}
+
+// nearDeadline 报告 ctx 已结束或离截止不到一秒（见 WaitHealthy 中的用法）。
+func nearDeadline(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < time.Second
 }
 
 // probe 发起一次 GET；返回失败描述与是否健康。响应体被读完丢弃以复用连接。

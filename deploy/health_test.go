@@ -115,3 +115,26 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// TestWaitHealthyDeadlineMidProbe：截止时间落在一次挂起的探测途中时（负载高时的常见情形），
+// 错误里是截止前最后一次真正的探测结果（status 503），而不是那次探测自己的
+// "context deadline exceeded"；错误仍包装 context.DeadlineExceeded。
+func TestWaitHealthyDeadlineMidProbe(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		<-r.Context().Done() // 第二次探测一直挂到客户端放弃
+	}))
+	defer srv.Close()
+	err := deploy.WaitHealthy(context.Background(), srv.URL+"/health", deploy.HealthOptions{Interval: time.Millisecond, Timeout: time.Second})
+	var he *deploy.HealthError
+	if !errors.As(err, &he) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, deploy.ErrNotReady) {
+		t.Fatalf("err = %v", err)
+	}
+	if he.Last != "status 503" || he.Attempts != 2 {
+		t.Fatalf("last = %q attempts = %d, want status 503 after 2 attempts", he.Last, he.Attempts)
+	}
+}

@@ -48,9 +48,10 @@ staticcheck "${pkgs[@]}"
 
 # 跨平台构建：除 deploy.Local（需要进程组）外，每个包都要能在 Windows 与 macOS 上编译，
 # 使嵌入模拟器与各阶段的用户不被 Unix 专有调用挡住。只编译不运行，所以很快。
+# 产物直接丢弃，所以不让编译器生成 DWARF（-dwarf=false 在 k8s 依赖上省约 13% 编译 CPU，见 docs/deploy.md）。
 echo "==> cross-OS build (windows, darwin)"
 for goos in windows darwin; do
-	GOOS="$goos" GOARCH=amd64 go build ./...
+	GOOS="$goos" GOARCH=amd64 go build -gcflags=all=-dwarf=false ./...
 done
 
 echo "==> go test -race -cover"

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -121,6 +122,74 @@ func TestKubeIntegration(t *testing.T) {
 	t.Run("pd-2p1d", func(t *testing.T) { testPD(t, c) })
 	t.Run("lws", func(t *testing.T) { testLWS(t, c) })
 	t.Run("errors", func(t *testing.T) { testErrors(t, c) })
+	t.Run("archive-on-failure", func(t *testing.T) { testArchiveOnFailure(t, c) })
+}
+
+// testArchiveOnFailure：Deployment 的两个副本都 Ready，但 NodePort 上没有服务，/health 永远
+// 不通；这时取消 Deploy 的 ctx（像 Ctrl-C）。Deploy 返回 context.Canceled，并在删除之前把 Pod
+// 日志、描述与事件归档到 LogDir（issue 23：失败或取消的部署以前什么也不留）。超时走的是同一条
+// 清理路径，由驱动的 TestKubeFailedDeployArchives 覆盖（它要等满健康超时，这里不重复）。
+func testArchiveOnFailure(t *testing.T, c *kubetest.Cluster) {
+	port := kubetest.FreeNodePort(t) // 不启动模拟器
+	logDir := filepath.Join(t.TempDir(), "failed")
+	cfg := baseConfig(c, logDir)
+	cfg.Manifests = []string{"qwen3-32b-hybrid.yaml"}
+	cfg.ServiceName = "qwen3-32b"
+	cfg.Model = "qwen3-32b"
+	d, err := kube.New(cfg, kube.WithFS(manifestsFS(t, map[string]int{"30090": port}, "qwen3-32b-hybrid.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			ready := 0
+			if l, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=qwen3-32b"}); err == nil {
+				for _, p := range l.Items {
+					for _, cond := range p.Status.Conditions {
+						if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+							ready++
+						}
+					}
+				}
+			}
+			if ready == 2 {
+				cancel()
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	_, err = d.Deploy(ctx)
+	if !errors.Is(err, deploy.ErrNotReady) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled deploy: err = %v", err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(logDir, "pods", "qwen3-32b-*.vllm.log"))
+	descs, _ := filepath.Glob(filepath.Join(logDir, "pods", "qwen3-32b-*.yaml"))
+	if len(logs) != 2 || len(descs) != 2 {
+		errs, _ := os.ReadFile(filepath.Join(logDir, "archive-errors.txt"))
+		t.Fatalf("archive: logs %v descriptions %v (errors: %s)", logs, descs, errs)
+	}
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); string(b) != kubetest.PodLog {
+			t.Fatalf("%s = %q", l, b)
+		}
+	}
+	for _, p := range descs {
+		if b, _ := os.ReadFile(p); !strings.Contains(string(b), "nodeName: "+kubetest.NodeName) || !strings.Contains(string(b), "phase: Running") {
+			t.Fatalf("description %s:\n%s", p, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(logDir, "events.txt")); !strings.Contains(string(b), "Deployment/qwen3-32b\tScalingReplicaSet") {
+		t.Fatalf("events.txt:\n%s", b)
+	}
+	if n := len(podsWith(t, c, "default", "app=qwen3-32b")); n != 0 {
+		t.Fatalf("%d pods left after the cancelled deploy", n)
+	}
 }
 
 // testHybrid：Qwen3-32B 混合部署示例 → apply、Deployment 就绪（kcm 建 RS 与 Pod，
@@ -289,7 +358,7 @@ func fakeLWSController(ctx context.Context, rc *rest.Config, ns, name string, re
 // 不算就绪（超时并清理），补足后就绪。
 func testLWS(t *testing.T, c *kubetest.Cluster) {
 	files := []string{"qwen3-235b-hybrid-lws.yaml", "crds/leaderworkerset.yaml"}
-	run := func(ready int64, timeout time.Duration) (deploy.Deployment, error) {
+	run := func(ready int64, timeout time.Duration, opts ...kube.Option) (deploy.Deployment, error) {
 		port := kubetest.FreeNodePort(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -299,7 +368,7 @@ func testLWS(t *testing.T, c *kubetest.Cluster) {
 		cfg.ServiceName = "qwen3-235b"
 		cfg.Model = "qwen3-235b-a22b"
 		cfg.StartupTimeout = timeout
-		d, err := kube.New(cfg, kube.WithFS(manifestsFS(t, map[string]int{"30091": port}, files...)))
+		d, err := kube.New(cfg, append([]kube.Option{kube.WithFS(manifestsFS(t, map[string]int{"30091": port}, files...))}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,14 +391,59 @@ func testLWS(t *testing.T, c *kubetest.Cluster) {
 	if _, err := dyn.Resource(crds).Get(context.Background(), "leaderworkersets.leaderworkerset.x-k8s.io", metav1.GetOptions{}); err != nil {
 		t.Fatalf("CRD should be kept: %v", err)
 	}
-	_, err = run(1, 20*time.Second)
-	if !errors.Is(err, deploy.ErrNotReady) || !strings.Contains(err.Error(), "groups want=2 ready=1 Available=True") {
+	// 短超时：截止时间必定落在一次 GET 的途中（stallAfter 让看到 readyReplicas=1 之后的 LWS 请求
+	// 一直挂到客户端放弃）。错误里必须是截止前最后看到的状态，而不是那次 GET 自己的
+	// "context deadline exceeded"（issue 23：负载高时正是这样失败的）。
+	rc := rest.CopyConfig(c.RESTConfig)
+	rc.WrapTransport = stallAfter("/leaderworkersets/qwen3-235b", `"readyReplicas":1`)
+	_, err = run(1, 40*time.Second, kube.WithRESTConfig(rc))
+	var we *kube.WaitError
+	if !errors.Is(err, deploy.ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &we) ||
+		!strings.HasPrefix(we.Last, "LeaderWorkerSet/default/qwen3-235b: groups want=2 ready=1 Available=True") {
 		t.Fatalf("short LWS: err = %v", err)
 	}
 	if _, err := dyn.Resource(lwsGVR).Namespace("default").Get(context.Background(), "qwen3-235b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("failed deploy did not clean up the LWS: %v", err)
 	}
 }
+
+// stallAfter 包装 client-go 的传输层：路径以 suffix 结尾的 GET 一旦有一次响应体含 marker，
+// 同一路径的下一个请求就一直挂着，直到请求的 ctx 结束。这样部署的截止时间确定地落在一次
+// 在途的 GET 上，而 API Server 本身是真实的。只挂一次：之后的请求（失败后的清理）照常通过。
+func stallAfter(suffix, marker string) func(http.RoundTripper) http.RoundTripper {
+	var state atomic.Int32 // 0 未见 marker，1 下一个请求挂起，2 已挂过
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, suffix) {
+				return rt.RoundTrip(req)
+			}
+			if state.CompareAndSwap(1, 2) {
+				<-req.Context().Done()
+				return nil, req.Context().Err()
+			}
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				return resp, err
+			}
+			b, err := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if err != nil {
+				return nil, err
+			}
+			if bytes.Contains(b, []byte(marker)) {
+				state.CompareAndSwap(0, 1)
+			}
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			return resp, nil
+		})
+	}
+}
+
+// roundTripFunc 让函数实现 http.RoundTripper。
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip 实现 http.RoundTripper。
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // testErrors：真实 API Server 返回的各种配置错误都变成可判断的错误，且失败后资源被清理。
 func testErrors(t *testing.T, c *kubetest.Cluster) {

@@ -221,6 +221,8 @@ type Deployment struct {
 	mu       sync.Mutex
 	applied  []applied
 	tornDown bool
+	// archivedTo 是最近一次成功 ArchiveLogs 的目录；等于 LogDir 时 Teardown 不再重复归档。
+	archivedTo string
 }
 
 // bringUp 完成 apply → 就绪 → NodePort → /health 的全过程。
@@ -254,21 +256,20 @@ func (x *Deployment) bringUp(ctx context.Context, objs []object) error {
 // 因为刚创建的 CRD 需要一点时间才出现在发现信息中。
 func (x *Deployment) mapping(ctx context.Context, o object) (*meta.RESTMapping, error) {
 	gvk := o.obj.GroupVersionKind()
-	for {
-		m, err := x.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	var m *meta.RESTMapping
+	err := poll(ctx, x.cfg.PollInterval/4, fmt.Sprintf("%s (%s document %d): kind %s served by the API server", o, o.file, o.index, gvk), func() (bool, string, error) {
+		var err error
+		m, err = x.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err == nil {
-			return m, nil
+			return true, "", nil
 		}
 		if !meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("kube: %s (%s document %d): mapping: %w", o, o.file, o.index, err)
+			return false, "", fmt.Errorf("kube: %s (%s document %d): mapping: %w", o, o.file, o.index, err)
 		}
 		x.mapper.Reset()
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("kube: %s (%s document %d): kind %s not served by the API server: %w", o, o.file, o.index, gvk, err)
-		case <-time.After(x.cfg.PollInterval / 4):
-		}
-	}
+		return false, err.Error(), nil
+	})
+	return m, err
 }
 
 // apply 以服务端 apply（Force）提交一个对象；命名空间级对象没写 namespace 时
@@ -311,40 +312,84 @@ func (x *Deployment) apply(ctx context.Context, o object) error {
 
 // waitEstablished 等待 CRD 的 Established 条件为 True。
 func (x *Deployment) waitEstablished(ctx context.Context, a applied) error {
-	last := "no status yet"
-	return poll(ctx, x.cfg.PollInterval/4, func() (bool, error) {
+	return poll(ctx, x.cfg.PollInterval/4, "CRD "+a.obj.GetName()+" established", func() (bool, string, error) {
 		u, err := x.dyn.Resource(a.gvr).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
 		if err != nil {
-			last = err.Error()
-			return false, nil
+			return false, err.Error(), nil
 		}
 		s, reason, msg, _ := condition(u, "Established")
-		last = "Established=" + orNone(s) + " " + reason + " " + msg
-		return s == "True", nil
-	}, func() string { return "CRD " + a.obj.GetName() + " not established: " + last })
+		return s == "True", "Established=" + orNone(s) + " " + reason + " " + msg, nil
+	})
 }
 
-// poll 以固定间隔调用 f，直到它返回 true 或错误，或 ctx 结束（此时用 what 描述卡在哪）。
-func poll(ctx context.Context, interval time.Duration, f func() (bool, error), what func() string) error {
+// WaitError 表示一次等待（就绪、CRD 建立、对象消失、分片 Job 结束）在 ctx 结束前没有等到。
+// 它带着截止之前最后一次完整观察到的状态：部署等了 20 分钟超时，用户要看到的是
+// "groups want=2 ready=1 Available=True"，而不是截止时刚好在路上的那次 GET 自己的
+// "context deadline exceeded"。
+type WaitError struct {
+	// What 说明在等什么（如 "waiting for (role prefill)"、"CRD x established"）。
+	What string
+	// Last 是截止之前最后一次观察到的状态；一次也没观察到时说明原因。
+	Last string
+	// Err 是 ctx.Err()：context.DeadlineExceeded 或 context.Canceled。
+	Err error
+}
+
+// Error 实现 error：等什么、为什么停、最后看到了什么。
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("kube: %v: %s: %v (last: %s)", deploy.ErrNotReady, e.What, e.Err, e.Last)
+}
+
+// Unwrap 让 errors.Is(err, deploy.ErrNotReady) 与 errors.Is(err, context.DeadlineExceeded/Canceled)
+// 都成立，调用方可以区分超时与取消。
+func (e *WaitError) Unwrap() []error { return []error{deploy.ErrNotReady, e.Err} }
+
+// poll 以固定间隔调用 f，直到它报告完成或返回错误，或 ctx 结束（此时返回 *WaitError）。
+//
+// f 每次返回它看到的状态 state（对象的进度、或一次失败请求的错误）。ctx 结束的那一刻往往有一个
+// 请求正在路上，它失败于 ctx 自己的截止时间，带回的状态没有信息量；所以 f 返回时若 ctx 已经
+// 结束或截止在即（deadlineHit）、且之前已有观察，就保留之前的那次。没有任何观察时（第一次请求
+// 就撞上截止）才用它。
+func poll(ctx context.Context, interval time.Duration, what string, f func() (done bool, state string, err error)) error {
 	if interval <= 0 {
 		interval = DefaultPollInterval
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	last := "nothing observed yet"
+	observed := false
 	for {
-		done, err := f()
+		done, state, err := f()
 		if err != nil {
 			return err
 		}
 		if done {
 			return nil
 		}
+		if !deadlineHit(ctx) || !observed {
+			last, observed = state, true
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kube: %w: %s: %w", deploy.ErrNotReady, what(), ctx.Err())
+			return &WaitError{What: what, Last: last, Err: ctx.Err()}
 		case <-t.C:
 		}
 	}
+}
+
+// deadlineGuard 见 deadlineHit。
+const deadlineGuard = time.Second
+
+// deadlineHit 报告刚完成的一次观察是否可能是被截止时间打断的：ctx 已结束，或离截止不到
+// deadlineGuard。只看 ctx.Err() 不够：负载高时截止时刻已过而 ctx 的定时器还没触发，client-go 的
+// 限流器此时立即报 "rate: Wait(n=1) would exceed context deadline"（TestKubeIntegration/lws 在两个
+// 忙循环旁这样失败过一次），它同样没有信息量。代价是最后一秒里的一次真实观察让位于前一次。
+func deadlineHit(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < deadlineGuard
 }
 
 // waitReady 按角色顺序等待：先等可判断的工作负载，再等配置的 Pod 选择器。
@@ -359,40 +404,34 @@ func (x *Deployment) waitReady(ctx context.Context) error {
 		groups = append(groups, group{name: r.Name, selector: r.PodSelector, min: r.MinReady})
 	}
 	for _, g := range groups {
-		var pending string
-		err := poll(ctx, x.cfg.PollInterval, func() (bool, error) {
-			pending = ""
+		err := poll(ctx, x.cfg.PollInterval, "workloads ready"+roleSuffix(g.name), func() (bool, string, error) {
 			for _, a := range x.snapshot() {
 				if a.role != g.name {
 					continue
 				}
 				u, err := x.get(ctx, a)
 				if err != nil {
-					pending = fmt.Sprintf("%s: %v", a, err)
-					return false, nil
+					return false, fmt.Sprintf("%s: %v", a, err), nil
 				}
 				r := objectReadiness(u)
 				if r.failed != "" {
-					return false, fmt.Errorf("%w: %s%s: %s", ErrWorkloadFailed, a, roleSuffix(g.name), r.failed)
+					return false, "", fmt.Errorf("%w: %s%s: %s", ErrWorkloadFailed, a, roleSuffix(g.name), r.failed)
 				}
 				if r.tracked && !r.ready {
-					pending = fmt.Sprintf("%s: %s", a, r.detail)
-					return false, nil
+					return false, fmt.Sprintf("%s: %s", a, r.detail), nil
 				}
 			}
 			if g.selector != "" {
 				pods, err := x.cs.CoreV1().Pods(x.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: g.selector})
 				if err != nil {
-					pending = fmt.Sprintf("pods %q: %v", g.selector, err)
-					return false, nil
+					return false, fmt.Sprintf("pods %q: %v", g.selector, err), nil
 				}
 				if r := podsReadiness(pods.Items, g.min); !r.ready {
-					pending = fmt.Sprintf("pods %q: %s", g.selector, r.detail)
-					return false, nil
+					return false, fmt.Sprintf("pods %q: %s", g.selector, r.detail), nil
 				}
 			}
-			return true, nil
-		}, func() string { return "waiting for" + roleSuffix(g.name) + " " + pending })
+			return true, "", nil
+		})
 		if err != nil {
 			return err
 		}

@@ -611,27 +611,21 @@ func (j ShardJob) deleteOrphan(ctx context.Context, cs kubernetes.Interface, run
 func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, error) {
 	wctx, cancel := context.WithTimeout(ctx, j.Timeout)
 	defer cancel()
-	var last *batchv1.Job
-	waitErr := poll(wctx, j.PollInterval, func() (bool, error) {
+	waitErr := poll(wctx, j.PollInterval, "shard job "+j.Name+" finished", func() (bool, string, error) {
 		cur, err := cs.BatchV1().Jobs(j.Namespace).Get(wctx, j.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil // 暂时的 API 错误：继续等到超时
+			return false, "get job: " + err.Error(), nil // 暂时的 API 错误：继续等到超时
 		}
-		last = cur
+		state := fmt.Sprintf("job %s: %d succeeded, %d failed, %d active of %d", j.Name, cur.Status.Succeeded, cur.Status.Failed, cur.Status.Active, j.Shards)
 		for _, c := range cur.Status.Conditions {
 			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-				return true, nil
+				return true, state, nil
 			}
 		}
 		if int(cur.Status.Succeeded+cur.Status.Failed) >= j.Shards {
-			return true, nil
+			return true, state, nil
 		}
-		return j.allIndexesTerminal(wctx, cs), nil
-	}, func() string {
-		if last == nil {
-			return "job " + j.Name + " not observed"
-		}
-		return fmt.Sprintf("job %s: %d succeeded, %d failed, %d active of %d", j.Name, last.Status.Succeeded, last.Status.Failed, last.Status.Active, j.Shards)
+		return j.allIndexesTerminal(wctx, cs), state, nil
 	})
 	// 超时或取消后仍收集已经结束的分片（用新的上下文，受 DeleteTimeout 约束）。
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), j.DeleteTimeout)
@@ -782,33 +776,38 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) { // Conflict：同名的已是另一个 Job，本次的已经没了
 		return &TeardownError{Remaining: []string{name + ": " + err.Error()}}
 	}
-	var last string
 	interval := max(j.PollInterval/4, 10*time.Millisecond)
-	err = poll(dctx, interval, func() (bool, error) {
+	// lastOf 取出等待超时时最后一次观察到的状态（截止前的那次，见 poll）。
+	lastOf := func(err error) string {
+		var we *WaitError
+		if errors.As(err, &we) {
+			return we.Last
+		}
+		return err.Error()
+	}
+	err = poll(dctx, interval, name+" deleted", func() (bool, string, error) {
 		j.releaseTracking(dctx, cs, uid)
 		cur, err := cs.BatchV1().Jobs(j.Namespace).Get(dctx, j.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && cur.UID != uid):
-			return true, nil
+			return true, "", nil
 		case err != nil:
-			last = "get: " + err.Error()
-		default:
-			last = fmt.Sprintf("deletionTimestamp %v, finalizers %v, %d active", cur.DeletionTimestamp, cur.Finalizers, cur.Status.Active)
+			return false, "get: " + err.Error(), nil
 		}
-		return false, nil
-	}, func() string { return name + " still exists: " + last })
+		return false, fmt.Sprintf("deletionTimestamp %v, finalizers %v, %d active", cur.DeletionTimestamp, cur.Finalizers, cur.Status.Active), nil
+	})
 	if err != nil {
 		pods := j.podStates(context.WithoutCancel(ctx), cs, uid)
 		j.Log.Info("kube: shard job not deleted", "job", j.Namespace+"/"+j.Name, "err", err, "pods", pods)
-		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: still present after %s (%s; its pods: %s)", name, j.DeleteTimeout, last, pods)}}
+		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: still present after %s (%s; its pods: %s)", name, j.DeleteTimeout, lastOf(err), pods)}}
 	}
-	err = poll(dctx, interval, func() (bool, error) {
+	err = poll(dctx, interval, name+": pods deleted", func() (bool, string, error) {
 		pods, err := cs.CoreV1().Pods(j.Namespace).List(dctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
 		if err != nil {
-			last = "list pods: " + err.Error()
-			return false, nil
+			return false, "list pods: " + err.Error(), nil
 		}
 		var left []string
+		var state string
 		j.releaseTracking(dctx, cs, uid)
 		for i := range pods.Items {
 			p := &pods.Items[i]
@@ -819,18 +818,15 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 			if p.DeletionTimestamp == nil {
 				pu := p.UID
 				if derr := cs.CoreV1().Pods(j.Namespace).Delete(dctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pu}}); derr != nil && !apierrors.IsNotFound(derr) && !apierrors.IsConflict(derr) {
-					last = "delete pod " + p.Name + ": " + derr.Error()
+					state = "delete pod " + p.Name + ": " + derr.Error() + "; "
 				}
 			}
 		}
-		if len(left) > 0 {
-			last = fmt.Sprintf("pods %v", left)
-		}
-		return len(left) == 0, nil
-	}, func() string { return name + ": pods left: " + last })
+		return len(left) == 0, state + fmt.Sprintf("pods %v", left), nil
+	})
 	j.Log.Info("kube: shard job deleted", "job", j.Namespace+"/"+j.Name, "err", err)
 	if err != nil {
-		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: %s after %s", name, last, j.DeleteTimeout)}}
+		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: %s after %s", name, lastOf(err), j.DeleteTimeout)}}
 	}
 	return nil
 }

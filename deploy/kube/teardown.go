@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 )
 
 // TeardownError 列出在 DeleteTimeout 内未能删除的对象。
@@ -31,13 +33,37 @@ func (e *TeardownError) Error() string {
 // Unwrap 让 errors.Is(err, ErrLeftovers) 成立。
 func (e *TeardownError) Unwrap() error { return ErrLeftovers }
 
-// ArchiveLogs 把本部署所有 Pod 的日志（每个容器，含上一次重启前的日志）、
-// Pod 状态摘要与命名空间事件写入 dir。单个日志取不到不会中断归档，
-// 原因写进 dir/archive-errors.txt；只有目录不可写等问题才返回错误。
+// 归档的上限。归档发生在部署失败、超时或被取消之后——正是用户最需要 Pod 日志的时候——
+// 但它不能让清理无限拖延，也不能把一个刷屏的容器日志整个搬进产物。
+const (
+	// ArchiveTimeout 是 Teardown 里归档（列 Pod、取日志、取事件）的总时限；归档用自己的
+	// ctx，不占删除的 DeleteTimeout，调用方的 ctx 已取消时也照样归档。
+	ArchiveTimeout = 2 * time.Minute
+	// MaxLogBytes 是每个容器（每次运行）归档的日志上限，取日志尾部之前的部分由 API Server 截断。
+	MaxLogBytes = 64 << 20
+)
+
+// ArchiveLogs 把本部署所有 Pod 的日志（每个容器，含上一次重启前的日志，各至多 MaxLogBytes）、
+// Pod 状态摘要（pods.txt）、每个 Pod 的完整描述（pods/<pod>.yaml：spec、status、条件，
+// 字面写在清单里的密钥类环境变量与 API 密钥被替换为 ***）与命名空间事件（events.txt）写入 dir。
+// 单个日志取不到不会中断归档，原因写进 dir/archive-errors.txt；只有目录不可写等问题才返回错误。
+//
+// 归档到 Config.LogDir 之后，Teardown 不再重复归档同一目录。
 func (x *Deployment) ArchiveLogs(ctx context.Context, dir string) error {
 	if dir == "" {
 		return fmt.Errorf("%w: archive dir is empty", ErrConfig)
 	}
+	err := x.archive(ctx, dir)
+	if err == nil {
+		x.mu.Lock()
+		x.archivedTo = dir
+		x.mu.Unlock()
+	}
+	return err
+}
+
+// archive 完成 ArchiveLogs 的工作（见其文档）。
+func (x *Deployment) archive(ctx context.Context, dir string) error {
 	podDir := filepath.Join(dir, "pods")
 	if err := os.MkdirAll(podDir, 0o755); err != nil {
 		return fmt.Errorf("kube: archive logs: %w", err)
@@ -50,6 +76,9 @@ func (x *Deployment) ArchiveLogs(ctx context.Context, dir string) error {
 	var summary strings.Builder
 	for _, p := range pods {
 		fmt.Fprintf(&summary, "%s\tphase=%s\tnode=%s\tready=%v\n", p.Name, p.Status.Phase, p.Spec.NodeName, podIsReady(&p))
+		if err := x.describe(&p, filepath.Join(podDir, p.Name+".yaml")); err != nil {
+			notes = append(notes, fmt.Sprintf("describe %s: %v", p.Name, err))
+		}
 		statuses := map[string]int32{}
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			statuses[cs.Name] = cs.RestartCount
@@ -102,9 +131,54 @@ func containerState(cs corev1.ContainerStatus) string {
 	return "unknown"
 }
 
-// saveLog 流式地把一个容器的日志写入文件，避免大日志占内存。
+// secretEnvName 匹配看起来装着密钥的环境变量名。
+var secretEnvName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)`)
+
+// describe 把 Pod 的完整对象（去掉 managedFields）写成 YAML，相当于 kubectl get -o yaml：
+// 部署没就绪时，调度、镜像、探针、条件与容器状态都在这里。清单里字面写出的密钥类环境变量
+// 的值与配置的 API 密钥被替换为 ***，产物里不出现密钥（valueFrom 引用的 Secret 本来就不展开）。
+func (x *Deployment) describe(p *corev1.Pod, path string) error {
+	p = p.DeepCopy()
+	p.ManagedFields = nil
+	// mask 在序列化之前替换（之后替换会破坏 YAML 的引号与转义）。
+	mask := func(v string) string {
+		if x.cfg.APIKey == "" {
+			return v
+		}
+		return strings.ReplaceAll(v, x.cfg.APIKey, "***")
+	}
+	for k, v := range p.Annotations {
+		p.Annotations[k] = mask(v)
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			for j := range c.Command {
+				c.Command[j] = mask(c.Command[j])
+			}
+			for j := range c.Args {
+				c.Args[j] = mask(c.Args[j])
+			}
+			for j := range c.Env {
+				if e := &c.Env[j]; e.Value != "" && secretEnvName.MatchString(e.Name) {
+					e.Value = "***"
+				} else {
+					e.Value = mask(e.Value)
+				}
+			}
+		}
+	}
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// saveLog 流式地把一个容器的日志（至多 MaxLogBytes）写入文件，避免大日志占内存。
 func (x *Deployment) saveLog(ctx context.Context, pod, container string, previous bool, path string) error {
-	rc, err := x.cs.CoreV1().Pods(x.cfg.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous}).Stream(ctx)
+	limit := int64(MaxLogBytes)
+	rc, err := x.cs.CoreV1().Pods(x.cfg.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous, LimitBytes: &limit}).Stream(ctx)
 	if err != nil {
 		return err
 	}
@@ -113,7 +187,7 @@ func (x *Deployment) saveLog(ctx context.Context, pod, container string, previou
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, rc); err != nil {
+	if _, err := io.Copy(f, io.LimitReader(rc, limit)); err != nil {
 		_ = f.Close()
 		return err
 	}
@@ -199,9 +273,12 @@ func (x *Deployment) events(ctx context.Context) (string, error) {
 	return b.String(), nil
 }
 
-// Teardown 先归档（配置了 LogDir 时），再按 apply 的逆序以前台级联方式删除
-// 全部对象（默认保留 CRD），并在 DeleteTimeout 内等待它们真正消失。
-// 幂等：第二次调用直接返回 nil。即使 ctx 已取消也会用独立的限时 ctx 完成清理。
+// Teardown 先归档（配置了 LogDir、且还没有 ArchiveLogs 到那里时），再按 apply 的逆序以
+// 前台级联方式删除全部对象（默认保留 CRD），并在 DeleteTimeout 内等待它们真正消失。
+// 幂等：第二次调用直接返回 nil。即使 ctx 已取消也会用独立的限时 ctx 完成清理：
+// 归档用自己的 ArchiveTimeout，删除用 DeleteTimeout，一个拖延不吃掉另一个的时间。
+// Deploy 失败（超时、被取消、工作负载失败、/health 不通）后的清理走的也是这里，所以
+// 失败的部署同样留下 Pod 日志、描述与事件。
 func (x *Deployment) Teardown(ctx context.Context) error {
 	x.mu.Lock()
 	if x.tornDown {
@@ -209,16 +286,19 @@ func (x *Deployment) Teardown(ctx context.Context) error {
 		return nil
 	}
 	x.tornDown = true
+	archived := x.archivedTo != "" && x.archivedTo == x.cfg.LogDir
 	x.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.cfg.DeleteTimeout)
-	defer cancel()
 	var errs []error
-	if x.cfg.LogDir != "" {
-		if err := x.ArchiveLogs(ctx, x.cfg.LogDir); err != nil {
+	if x.cfg.LogDir != "" && !archived {
+		actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), ArchiveTimeout)
+		if err := x.archive(actx, x.cfg.LogDir); err != nil {
 			errs = append(errs, err)
 		}
+		acancel()
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.cfg.DeleteTimeout)
+	defer cancel()
 	items := x.snapshot()
 	var targets []applied
 	for i := len(items) - 1; i >= 0; i-- {
@@ -244,12 +324,21 @@ func (x *Deployment) Teardown(ctx context.Context) error {
 			remaining = append(remaining, a.String()+": "+msg)
 			continue
 		}
-		err := poll(ctx, x.cfg.PollInterval/4, func() (bool, error) {
-			_, err := x.resource(a).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		}, func() string { return a.String() + " still exists" })
-		if err != nil {
-			remaining = append(remaining, a.String()+": still present after "+x.cfg.DeleteTimeout.String())
+		err := poll(ctx, x.cfg.PollInterval/4, a.String()+" deleted", func() (bool, string, error) {
+			cur, err := x.resource(a).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return true, "", nil
+			case err != nil:
+				return false, "get: " + err.Error(), nil
+			}
+			return false, fmt.Sprintf("deletionTimestamp %v, finalizers %v", cur.GetDeletionTimestamp(), cur.GetFinalizers()), nil
+		})
+		var we *WaitError
+		if errors.As(err, &we) {
+			remaining = append(remaining, a.String()+": still present after "+x.cfg.DeleteTimeout.String()+" ("+we.Last+")")
+		} else if err != nil {
+			remaining = append(remaining, a.String()+": "+err.Error())
 		}
 	}
 	if len(remaining) > 0 {

@@ -205,12 +205,15 @@ func Start(t testing.TB) *Cluster {
 	// API Server 冷启动（含 etcd 连接与 post-start hooks）在 2 核上需要十几秒。
 	readyCtx, readyCancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer readyCancel()
-	if err := waitFor(readyCtx, 200*time.Millisecond, func() bool {
+	if err := waitFor(readyCtx, 200*time.Millisecond, func() (bool, string) {
 		if procs[0].exited() || procs[1].exited() {
-			return true
+			return true, ""
 		}
 		b, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(readyCtx)
-		return err == nil && string(b) == "ok"
+		if err != nil {
+			return false, fmt.Sprintf("/readyz: %v %s", err, b)
+		}
+		return string(b) == "ok", "/readyz: " + string(b)
 	}); err != nil || procs[0].exited() || procs[1].exited() {
 		fail("kubetest: kube-apiserver not ready: %v", err)
 	}
@@ -277,17 +280,17 @@ spec:
 	if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		fail("kubetest: create node: %v", err)
 	}
-	if err := waitFor(readyCtx, 100*time.Millisecond, func() bool {
+	if err := waitFor(readyCtx, 100*time.Millisecond, func() (bool, string) {
 		n, err := c.Client.CoreV1().Nodes().Get(readyCtx, NodeName, metav1.GetOptions{})
 		if err != nil {
-			return false
+			return false, "get node: " + err.Error()
 		}
 		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				return true
+			if cond.Type == corev1.NodeReady {
+				return cond.Status == corev1.ConditionTrue, fmt.Sprintf("Ready=%s %s", cond.Status, cond.Reason)
 			}
 		}
-		return false
+		return false, "no Ready condition yet"
 	}); err != nil {
 		fail("kubetest: kwok node not ready: %v", err)
 	}
@@ -323,17 +326,25 @@ func bindLoop(ctx context.Context, cs kubernetes.Interface) {
 	}
 }
 
-// waitFor 以间隔轮询 f 直到为真或 ctx 结束。
-func waitFor(ctx context.Context, every time.Duration, f func() bool) error {
+// waitFor 以间隔轮询 f 直到为真或 ctx 结束。超时错误带着截止之前最后一次观察到的状态
+// （截止时在途的那次请求只会报 "context deadline exceeded"，截止前一秒内的请求可能被限流器以
+// "would exceed context deadline" 提前拒绝，都没有信息量，所以之前已有观察时不用它们），并包装 ctx.Err()。
+func waitFor(ctx context.Context, every time.Duration, f func() (bool, string)) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	last := "nothing observed yet"
+	observed := false
 	for {
-		if f() {
+		ok, state := f()
+		if ok {
 			return nil
+		}
+		if dl, ok := ctx.Deadline(); (ctx.Err() == nil && (!ok || time.Until(dl) >= time.Second)) || !observed {
+			last, observed = state, true
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("%w (last: %s)", ctx.Err(), last)
 		case <-t.C:
 		}
 	}

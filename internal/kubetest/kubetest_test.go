@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -110,9 +111,12 @@ func TestStart(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err = waitFor(wctx, 100*time.Millisecond, func() bool {
+	err = waitFor(wctx, 100*time.Millisecond, func() (bool, string) {
 		p, err := c.Client.CoreV1().Pods("default").Get(wctx, "p", metav1.GetOptions{})
-		return err == nil && p.Spec.NodeName == NodeName && p.Status.Phase == corev1.PodRunning
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName == NodeName && p.Status.Phase == corev1.PodRunning, "node=" + p.Spec.NodeName + " phase=" + string(p.Status.Phase)
 	})
 	if err != nil {
 		t.Fatalf("pod not running: %v", err)
@@ -120,5 +124,24 @@ func TestStart(t *testing.T) {
 	b, err := c.Client.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{Container: "c"}).DoRaw(ctx)
 	if err != nil || string(b) != PodLog {
 		t.Fatalf("logs = %q, %v", b, err)
+	}
+}
+
+// TestWaitForKeepsLastState：超时错误带着截止前最后一次观察，截止时刻那次（ctx 已结束）的
+// 观察不覆盖它；错误包装 context.DeadlineExceeded。
+func TestWaitForKeepsLastState(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	n := 0
+	err := waitFor(ctx, time.Millisecond, func() (bool, string) {
+		n++
+		if n == 1 {
+			return false, "Ready=False KubeletNotReady"
+		}
+		<-ctx.Done() // 第二次观察撞上截止时间
+		return false, "get node: context deadline exceeded"
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || err.Error() != "context deadline exceeded (last: Ready=False KubeletNotReady)" {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -2,18 +2,19 @@ package driver_test
 
 import (
 	"context"
-	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/matrix"
 )
@@ -81,4 +82,106 @@ func TestKubeScenariosEndToEnd(t *testing.T) {
 	if len(pods.Items) != 0 {
 		t.Errorf("%d pods left after teardown", len(pods.Items))
 	}
+}
+
+// checkFailureArchive 检查失败或被取消的 k8s 部署在场景的 logs 目录里留下了排障产物：
+// 两个副本各自的容器日志（kwok 经 API Server 的 pods/log 提供的真实内容）、Pod 的完整描述
+// 与 Deployment 控制器的事件。
+func checkFailureArchive(t *testing.T, dir string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "pods", "qwen3-32b-*.vllm.log"))
+	descs, _ := filepath.Glob(filepath.Join(dir, "pods", "qwen3-32b-*.yaml"))
+	if len(logs) != 2 || len(descs) != 2 {
+		errs, _ := os.ReadFile(filepath.Join(dir, "archive-errors.txt"))
+		t.Fatalf("archive under %s: logs %v, descriptions %v (archive errors: %s)", dir, logs, descs, errs)
+	}
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); string(b) != kubetest.PodLog {
+			t.Errorf("%s = %q, want the container log", l, b)
+		}
+	}
+	for _, p := range descs {
+		b, _ := os.ReadFile(p)
+		if !strings.Contains(string(b), "nodeName: "+kubetest.NodeName) || !strings.Contains(string(b), "phase: Running") {
+			t.Errorf("%s is not the pod's description:\n%s", p, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "events.txt")); !strings.Contains(string(b), "Deployment/qwen3-32b\tScalingReplicaSet") {
+		t.Errorf("events.txt lacks the deployment controller's event:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "pods.txt")); strings.Count(string(b), "phase=Running") != 2 {
+		t.Errorf("pods.txt:\n%s", b)
+	}
+}
+
+// TestKubeFailedDeployArchives 复现 issue 23：k8s-hybrid 场景的服务永远不健康（NodePort 上
+// 没有服务），或在等待 /health 时被取消，对象被正确删除，但产物里只有 driver.log——没有
+// Pod 日志、描述与 events.txt。现在两条路径都在删除之前归档到场景的 logs 目录。
+func TestKubeFailedDeployArchives(t *testing.T) {
+	c := kubetest.Start(t)
+	hybrid := "k8s_hybrid_qwen3-32b_tp2_w4a8"
+	setup := func(t *testing.T, healthTimeout string) (fstest.MapFS, string) {
+		port := kubetest.FreeNodePort(t) // 没有模拟器监听：/health 永远连不上
+		kubeconf := "  kubeconfig: " + strconv.Quote(c.Kubeconfig) + "\n  context: cibench\n  poll_interval: 200ms\n"
+		fsys := treeAcc(realDataAcc(t))
+		fsys["scenarios/"+hybrid+".yaml"] = shipped(t, "scenarios/"+hybrid+".yaml", "\nk8s:\n", "\nk8s:\n"+kubeconf,
+			"node_port: 30090", "node_port: "+strconv.Itoa(port), "timeout: 20m", "timeout: "+healthTimeout)
+		fsys["k8s/qwen3-32b-hybrid.yaml"] = shipped(t, "k8s/qwen3-32b-hybrid.yaml", "nodePort: 30090", "nodePort: "+strconv.Itoa(port))
+		fsys["matrix.yaml"] = &fstest.MapFile{Data: []byte("scenarios:\n  " + hybrid + ":\n    pr: {functional: {suites: [chat_core]}}\n")}
+		return fsys, t.TempDir()
+	}
+	noPodsLeft := func(t *testing.T) {
+		t.Helper()
+		pods, err := c.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=qwen3-32b"})
+		if err != nil || len(pods.Items) != 0 {
+			t.Fatalf("pods left after the failed deploy: %d, %v", len(pods.Items), err)
+		}
+	}
+
+	t.Run("never-healthy", func(t *testing.T) {
+		// 健康超时 60 秒：负载高时两个副本 Ready 就曾用去 30 秒以上，超时要落在等 /health 的阶段。
+		fsys, root := setup(t, "60s")
+		o := options(t, fsys, matrix.RunPR, root)
+		out, err := driver.Run(context.Background(), o)
+		if err != nil || out.ExitCode != gate.ExitGateFailed {
+			t.Fatalf("exit %d err %v, want exit 1: %s", out.ExitCode, err, o.Out)
+		}
+		checkFailureArchive(t, filepath.Join(out.Dir, hybrid, "logs"))
+		noPodsLeft(t)
+	})
+
+	t.Run("cancelled", func(t *testing.T) {
+		fsys, root := setup(t, "5m")
+		o := options(t, fsys, matrix.RunPR, root)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// 两个副本都 Running 之后（部署此时在等 /health）取消，像 Ctrl-C 一样。
+		go func() {
+			for ctx.Err() == nil {
+				pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=qwen3-32b"})
+				running := 0
+				if err == nil {
+					for _, p := range pods.Items {
+						if p.Status.Phase == "Running" {
+							running++
+						}
+					}
+				}
+				if running == 2 {
+					cancel()
+					return
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}()
+		out, err := driver.Run(ctx, o)
+		if err != nil || out.ExitCode != gate.ExitInterrupted || !out.Interrupted {
+			t.Fatalf("exit %d interrupted %v err %v, want exit 130: %s", out.ExitCode, out.Interrupted, err, o.Out)
+		}
+		checkFailureArchive(t, filepath.Join(out.Dir, hybrid, "logs"))
+		noPodsLeft(t)
+	})
 }

@@ -288,6 +288,16 @@ func (d *driver) deployerFor(sc *matrix.Scenario) (deploy.Deployer, error) {
 	case matrix.ModeK8sHybrid, matrix.ModeK8sPD:
 		cfg := *sc.K8s
 		cfg.APIKey = key
+		// 部署失败、超时或被取消时没有 Deployment 可归档：kube 在自己的清理（删除之前）把
+		// Pod 日志、描述与事件归档到 LogDir。未配置时用本场景的 logs 目录，失败的部署因此
+		// 与成功的一样留下产物；成功路径的 ArchiveLogs 写同一目录，Teardown 不再重复。
+		if cfg.LogDir == "" {
+			dir, err := d.run.ScenarioDir(sc.Name, report.StageLogs)
+			if err != nil {
+				return nil, err
+			}
+			cfg.LogDir = dir
+		}
 		return kube.New(cfg, kube.WithFS(d.o.Config), kube.WithLogger(d.log))
 	}
 	return nil, fmt.Errorf("ci: scenario %s: unsupported mode %q", sc.Name, sc.Mode)
