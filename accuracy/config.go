@@ -226,8 +226,10 @@ func metricScale(dataset, metric string) float64 {
 }
 
 // Validate 检查取值范围、数据来源与门禁阈值，在任何请求发出之前发现写错的配置。
-// 返回的错误是 *ConfigError（包装 ErrConfig），Field 指明字段路径。
-func (c Config) Validate() error {
+// 返回的错误是 *ConfigError（包装 ErrConfig），Field 指明字段路径。datasets[].name 必须在
+// evals 中登记（nil 取 DefaultRegistry）：YAML 仍拒绝没人登记的评测名。
+func (c Config) Validate(evals *Registry) error {
+	evals = evals.orDefault()
 	if c.Evaluator != "" && c.Evaluator != "simple-evals" {
 		return cfgErr("evaluator", c.Evaluator, "not supported (want simple-evals; use external for others)")
 	}
@@ -278,8 +280,8 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, d := range c.Datasets {
 		p := fmt.Sprintf("datasets[%d]", i)
-		if !slices.Contains(Datasets(), d.Name) {
-			return &ConfigError{Field: p + ".name", Value: d.Name, Msg: fmt.Sprintf("%v (want one of %v)", ErrUnknownDataset, Datasets())}
+		if err := evals.check(d.Name); err != nil {
+			return &ConfigError{Field: p + ".name", Value: d.Name, Msg: err.Error()}
 		}
 		if seen[d.Name] {
 			return cfgErr(p+".name", d.Name, "listed twice")

@@ -14,7 +14,7 @@ func Example() {
 	model := accuracy.SamplerFunc(func(ctx context.Context, msgs []accuracy.Message) (string, error) {
 		return "I always pick the second option.\nAnswer: B", nil
 	})
-	e, err := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, err := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -25,9 +25,14 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	sc := p.Scenario
 	cfg := p.Functional.Config
 	cfg.Reasoning.AllowEmpty = cfg.Reasoning.AllowEmpty || sc.Reasoning.AllowEmpty
-	cat, err := functional.NewCatalog(cfg)
+	cat, err := functional.NewCatalog(cfg, d.o.Features)
 	if err != nil {
 		return err
+	}
+	for _, c := range d.o.Cases {
+		if err := cat.Add(c); err != nil {
+			return err
+		}
 	}
 	cases, err := cat.Select(p.Functional.Select...)
 	if err != nil {
@@ -37,6 +42,7 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	// 单个请求的超时与响应大小上限来自 tests/functional/request.yaml（矩阵配置树的一部分）。
 	opts.RequestTimeout, opts.MaxResponseBytes = cfg.Request.Timeout, cfg.Request.MaxResponseBytes
 	opts.Config = &cfg
+	opts.Features = d.o.Features
 	opts.Now = d.now
 	runner, err := functional.NewRunner(sc.FunctionalTarget(ep), opts)
 	if err != nil {
@@ -79,8 +85,13 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			continue
 		}
 		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
+		// 团队的导出器经 tee 与内置 CSV 并列收到全部事件。
 		tl := &timelineSink{ArtifactSink: sink}
-		coll := report.NewSampleCollector(tl, prof.Backend, prof.ControlMethod, 0)
+		extra, closers, err := d.exporters(sc.Name, np.Name, func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("profile %s: %w", np.Name, err))
+		}
+		coll := report.NewSampleCollector(&tee{next: tl, extra: extra}, prof.Backend, prof.ControlMethod, 0)
 		var rows []loadgen.Summary
 		var runErr error
 		if p.Perf.Shards > 1 {
@@ -91,6 +102,11 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		}
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
+		}
+		for _, c := range closers {
+			if err := c(); err != nil {
+				errs = append(errs, fmt.Errorf("profile %s: close exporter: %w", np.Name, err))
+			}
 		}
 		if len(rows) > 0 {
 			if err := d.run.RecordPerf(sc.Name, rows); err != nil {
@@ -194,6 +210,7 @@ func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy
 			ExternalDir:    extDir,
 			Logs:           logs,
 			Now:            d.now,
+			Evals:          d.o.Evals,
 		})
 		if logs != nil {
 			_ = logs.Close()
