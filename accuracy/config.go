@@ -280,8 +280,9 @@ func (c Config) Validate(evals *Registry) error {
 	seen := map[string]bool{}
 	for i, d := range c.Datasets {
 		p := fmt.Sprintf("datasets[%d]", i)
-		if err := evals.check(d.Name); err != nil {
-			return &ConfigError{Field: p + ".name", Value: d.Name, Msg: err.Error()}
+		if !evals.Known(d.Name) {
+			// 取值已由 ConfigError 写出，这里只列出登记过的名字。
+			return &ConfigError{Field: p + ".name", Value: d.Name, Msg: fmt.Sprintf("%v (want one of %s)", ErrUnknownDataset, strings.Join(evals.Names(), ", "))}
 		}
 		if seen[d.Name] {
 			return cfgErr(p+".name", d.Name, "listed twice")
