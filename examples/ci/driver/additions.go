@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
@@ -24,11 +26,20 @@ type PerfRun struct {
 // 容量扫描档位不经过导出器（扫描结论由 report 记录）。
 type PerfExporter func(run PerfRun) (loadgen.RecordSink, func() error, error)
 
-// GateFunc 是团队的门禁：在内置门禁之后、写出报告之前，拿到完整的运行结果
-// （功能报告、性能行、精度结果、阶段错误），返回要加进结论的门禁。它们与内置门禁
-// 一样写进 summary.json、JUnit 的 gates testsuite 与 HTML，任何一项 fail 让退出码为
-// ExitGateFailed。返回错误只记日志，已返回的门禁照常计入。
-type GateFunc func(ctx context.Context, res report.Result) ([]report.Gate, error)
+// GateRun 是交给团队门禁的输入：完整的运行结果与运行目录中的产物。
+type GateRun struct {
+	// Result 是将写进 summary.json 的结果（功能报告、性能行、精度结果、阶段错误）。
+	Result report.Result
+	// Files 是运行目录（只读）：导出器写出的文件在 <scenario>/perf/<档位>/ 下。门禁读文件
+	// 而不是与导出器共享内存，按阶段拆分的 CI（-stages 各跑一个 job、-summarize 汇总）
+	// 里也能工作：汇总 job 没有运行导出器，但合并进来的产物里有它们的输出。
+	Files fs.FS
+}
+
+// GateFunc 是团队的门禁：在内置门禁之后、写出报告之前调用，返回要加进结论的门禁。
+// 它们与内置门禁一样写进 summary.json、JUnit 的 gates testsuite 与 HTML，任何一项
+// fail 让退出码为 ExitGateFailed。返回错误只记日志，已返回的门禁照常计入。
+type GateFunc func(ctx context.Context, run GateRun) ([]report.Gate, error)
 
 // tee 把 loadgen 的事件同时交给内置接收方与团队的导出器。loadgen.Run 串行调用接收方，
 // 所以 tee 不加锁。
@@ -121,12 +132,12 @@ func (d *driver) exporters(scenario, profile string, create func(string) (io.Wri
 	return sinks, closers, nil
 }
 
-// extraGates 运行团队的门禁并返回它们的结论；门禁名缺场景或名字时补上说明，
+// extraGates 运行团队的门禁并返回它们的结论；门禁缺名字时补上 "team/gate<i>"，
 // 以免一条匿名的门禁在报告里无从查找。
 func (d *driver) extraGates(ctx context.Context, res report.Result) []report.Gate {
 	var out []report.Gate
 	for i, g := range d.o.Gates {
-		gs, err := g(ctx, res)
+		gs, err := g(ctx, GateRun{Result: res, Files: os.DirFS(d.run.Dir())})
 		if err != nil {
 			d.log.Warn("team gate failed to evaluate", "gate", i, "err", d.red.Redact(err.Error()))
 		}

@@ -7,15 +7,17 @@
 //   - 一个门禁 acme/failed_requests：导出器看到的失败请求数必须为 0（driver.Options.Gates）。
 //
 // 它在一个独立的 Go 模块里（examples/team/go.mod），只导入 cibench 的公开包；main.go 用
-// Apply 把这些东西交给 driver.Run。没有全局状态：每次 Apply 都新建登记表与计数器。
+// Apply 把这些东西交给 driver.Run。没有全局状态：登记表是 Options 里的值。
 package acme
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"strings"
-	"sync"
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
@@ -42,7 +44,8 @@ type Settings struct {
 func DefaultSettings() Settings { return Settings{CaseTokenLimit: 8, EvalMinWords: 1} }
 
 // Apply 把 ACME 的能力、用例、导出器、评测与门禁加进 o。o.Features 与 o.Evals 为 nil 时
-// 从内置登记表出发。名字冲突（例如调用两次）返回登记表的错误。
+// 从内置登记表出发。名字冲突（例如调用两次）返回登记表的错误。导出器与门禁之间不共享
+// 内存：导出器写文件，门禁读文件。
 func Apply(o *driver.Options, s Settings) error {
 	d := DefaultSettings()
 	if s.CaseTokenLimit == 0 {
@@ -66,9 +69,8 @@ func Apply(o *driver.Options, s Settings) error {
 		return err
 	}
 	o.Cases = append(o.Cases, shortAnswer(s.CaseTokenLimit))
-	st := &stats{}
-	o.PerfExporters = append(o.PerfExporters, st.exporter)
-	o.Gates = append(o.Gates, st.gate)
+	o.PerfExporters = append(o.PerfExporters, exporter)
+	o.Gates = append(o.Gates, gate)
 	return nil
 }
 
@@ -104,78 +106,87 @@ func shortAnswer(limit int) functional.Case {
 	}
 }
 
-// stats 是导出器与门禁共享的计数（每次 Apply 一份）：导出器在性能档位运行时累计，
-// 门禁在运行结束时读取。loadgen 串行调用同一个接收方，但不同档位的导出器各自计数，
-// 所以累计时加锁。
-type stats struct {
-	mu       sync.Mutex
-	requests map[string]int // 场景名 → 请求数
-	failed   map[string]int // 场景名 → 失败数
+// exportFile 是导出器在每个档位目录下写出的文件名，门禁读它。
+const exportFile = "acme_requests.json"
+
+// export 是 exportFile 的内容。
+type export struct {
+	Profile       string         `json:"profile"`
+	Requests      int            `json:"requests"`
+	Failed        int            `json:"failed"`
+	FailedByClass map[string]int `json:"failed_by_class"`
 }
 
-// counter 是一个档位的导出器：数请求与失败，关闭时写出 acme_requests.json。
+// counter 是一个档位的导出器：数请求与失败（按错误类别），关闭时写出 exportFile。
+// loadgen 串行调用同一个接收方，所以不加锁。
 type counter struct {
-	st               *stats
-	run              driver.PerfRun
-	requests, failed int
-	byClass          map[string]int
+	run driver.PerfRun
+	exp export
 }
 
 // WriteRecord 计数一条记录。
 func (c *counter) WriteRecord(r *loadgen.Record) error {
-	c.requests++
+	c.exp.Requests++
 	if !r.OK {
-		c.failed++
-		c.byClass[r.ErrorClass]++
+		c.exp.Failed++
+		c.exp.FailedByClass[r.ErrorClass]++
 	}
 	return nil
 }
 
 // exporter 是 driver.PerfExporter：为一个档位创建计数器。
-func (st *stats) exporter(run driver.PerfRun) (loadgen.RecordSink, func() error, error) {
-	c := &counter{st: st, run: run, byClass: map[string]int{}}
+func exporter(run driver.PerfRun) (loadgen.RecordSink, func() error, error) {
+	c := &counter{run: run, exp: export{Profile: run.Profile, FailedByClass: map[string]int{}}}
 	return c, c.close, nil
 }
 
-// close 把档位的计数并入场景总数，并写出 acme_requests.json。
+// close 写出 exportFile（经 driver 的 Create：脱敏、原子落盘、进入 manifest 与 HTML）。
 func (c *counter) close() error {
-	c.st.mu.Lock()
-	if c.st.requests == nil {
-		c.st.requests, c.st.failed = map[string]int{}, map[string]int{}
-	}
-	c.st.requests[c.run.Scenario] += c.requests
-	c.st.failed[c.run.Scenario] += c.failed
-	c.st.mu.Unlock()
-	w, err := c.run.Create("acme_requests.json")
+	w, err := c.run.Create(exportFile)
 	if err != nil {
 		return err
 	}
-	err = json.NewEncoder(w).Encode(map[string]any{"profile": c.run.Profile, "requests": c.requests, "failed": c.failed, "failed_by_class": c.byClass})
+	err = json.NewEncoder(w).Encode(c.exp)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// gate 是 driver.GateFunc：每个跑过性能阶段的场景一条门禁，导出器看到的失败请求必须为 0；
-// 性能阶段有结果行而导出器一条记录也没看到也是失败（导出器被绕过了）。
-func (st *stats) gate(_ context.Context, res report.Result) ([]report.Gate, error) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
+// gate 是 driver.GateFunc：每个跑过性能阶段的场景一条门禁，读该场景各档位的 exportFile，
+// 失败请求必须为 0；性能阶段有结果行而没有任何导出文件也是失败（导出器被绕过了）。
+// 它读产物而不是与导出器共享内存，所以按阶段拆分的 CI 的汇总 job 里也成立。
+func gate(_ context.Context, run driver.GateRun) ([]report.Gate, error) {
 	var out []report.Gate
-	for _, sc := range res.Scenarios {
+	var errs []error
+	for _, sc := range run.Result.Scenarios {
 		if len(sc.Perf) == 0 {
 			continue
 		}
+		files, _ := fs.Glob(run.Files, path.Join(sc.Name, "perf", "*", exportFile))
+		total := export{}
+		for _, f := range files {
+			var e export
+			b, err := fs.ReadFile(run.Files, f)
+			if err == nil {
+				err = json.Unmarshal(b, &e)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f, err))
+				continue
+			}
+			total.Requests += e.Requests
+			total.Failed += e.Failed
+		}
 		g := report.Gate{Kind: report.GatePerformance, Scenario: sc.Name, Name: "acme/failed_requests", Metric: "acme_failed_requests",
-			Current: float64(st.failed[sc.Name]), Limit: 0, Verdict: report.VerdictPass,
-			Reason: fmt.Sprintf("acme exporter saw %d requests, %d failed", st.requests[sc.Name], st.failed[sc.Name])}
-		if st.failed[sc.Name] > 0 || st.requests[sc.Name] == 0 {
+			Current: float64(total.Failed), Limit: 0, Verdict: report.VerdictPass,
+			Reason: fmt.Sprintf("acme exporter saw %d requests in %d profile(s), %d failed", total.Requests, len(files), total.Failed)}
+		if total.Failed > 0 || total.Requests == 0 {
 			g.Verdict = report.VerdictFail
 		}
 		out = append(out, g)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // wordsEval 是 acme-words 评测：三道自带的题，回复至少 min 个词得 1 分。它不读

@@ -162,7 +162,7 @@ func TestTeamPipeline(t *testing.T) {
 		t.Fatalf("exporter counted %+v, perf rows %+v", exp, rows)
 	}
 	g := r.gate(t, "acme/failed_requests")
-	if g.Verdict != report.VerdictPass || g.Current != 0 || !strings.Contains(g.Reason, "saw 16 requests, 0 failed") {
+	if g.Verdict != report.VerdictPass || g.Current != 0 || !strings.Contains(g.Reason, "saw 16 requests in 1 profile(s), 0 failed") {
 		t.Fatalf("team gate = %+v", g)
 	}
 	contains(t, "junit.xml", r.junit, `name="acme/short_answer"`, `classname="acme.functional.acme"`, `name="accuracy/acme-words"`, `name="acme/failed_requests"`)
@@ -229,5 +229,34 @@ func TestUnregisteredNamesRejected(t *testing.T) {
 	}
 	if err := acme.Apply(&o, acme.DefaultSettings()); !errors.Is(err, functional.ErrDuplicateFeature) {
 		t.Fatalf("second Apply = %v, want ErrDuplicateFeature", err)
+	}
+}
+
+// TestTeamGateInSummarizeJob 证明团队门禁在按阶段拆分的 CI 里也成立：perf job 运行导出器，
+// 之后的 -summarize job 不运行任何阶段，只从产物里读到导出器的文件并给出同样的结论。
+func TestTeamGateInSummarizeJob(t *testing.T) {
+	root := t.TempDir()
+	cfg := tree(t, nil)
+	for _, summarize := range []bool{false, true} {
+		o := driver.Options{Config: cfg, ConfigRoot: "configs", Artifacts: root, RunID: "split", Retention: -1, Summarize: summarize}
+		if !summarize {
+			o.Stages = []report.Stage{report.StagePerf}
+		}
+		if err := acme.Apply(&o, acme.DefaultSettings()); err != nil {
+			t.Fatal(err)
+		}
+		out, err := driver.Run(context.Background(), o)
+		if err != nil || out.ExitCode != report.ExitOK {
+			t.Fatalf("summarize=%v: exit %d err %v", summarize, out.ExitCode, err)
+		}
+		var g *report.Gate
+		for i, x := range out.Result.Gates {
+			if x.Name == "acme/failed_requests" {
+				g = &out.Result.Gates[i]
+			}
+		}
+		if g == nil || g.Verdict != report.VerdictPass || !strings.Contains(g.Reason, "saw 16 requests in 1 profile(s), 0 failed") {
+			t.Fatalf("summarize=%v: team gate %+v", summarize, g)
+		}
 	}
 }
