@@ -9,29 +9,8 @@ import (
 	"time"
 )
 
-// 后端、控制方式、爬坡策略、数据集与模态的取值，与 acs-bench 的参数值一致。
+// 后端、控制方式等取值的类型与常量见 modes.go。
 const (
-	BackendChat       = "openai-chat" // /v1/chat/completions（默认）
-	BackendCompletion = "openai"      // /v1/completions
-
-	ControlNormal = "normal"
-	ControlClimb  = "climb"
-
-	ClimbStatic = "static"
-	ClimbLinear = "linear"
-
-	DatasetRandom = "random"
-	DatasetCustom = "custom"
-
-	ModalText      = "text"
-	ModalImageText = "image-text"
-
-	// TimestampsKernel：响应数据的到达时刻取内核接收时间戳（默认，平台支持时）；
-	// TimestampsRead：取客户端读到数据时的 time.Now()，即应用层看到的时刻，
-	// 含客户端自身的调度滞后。见 Record 与 docs/loadgen.md。
-	TimestampsKernel = "kernel"
-	TimestampsRead   = "read"
-
 	// ConcurrencyBackend 是本实现唯一的并发后端名（goroutine 池），
 	// 沿用 acs-bench 的默认值以保持产物命名一致。
 	ConcurrencyBackend = "threading-pool"
@@ -47,7 +26,7 @@ var ErrInvalidProfile = errors.New("loadgen: invalid profile")
 // （例如 temperature: 0 是合法的贪心采样）。
 type Profile struct {
 	// Backend 为 "openai-chat"（默认）或 "openai"。
-	Backend string `yaml:"backend"`
+	Backend Backend `yaml:"backend"`
 	// Concurrency 是并发分组，每个值一组；RequestRate>0 时为并发上限（0 表示不设上限）。
 	Concurrency []int `yaml:"concurrency"`
 	// InputLength 与 OutputLength 是输入 / 输出 token 长度分组。
@@ -64,7 +43,7 @@ type Profile struct {
 	Epochs int `yaml:"epochs"`
 
 	// ControlMethod 为 "normal"（默认）或 "climb"。
-	ControlMethod string `yaml:"control_method"`
+	ControlMethod ControlMethod `yaml:"control_method"`
 	// InitConcurrency 是爬坡初始并发：一个值用于所有组，多个值与 Concurrency 对应；为空时等于组并发。
 	InitConcurrency []int `yaml:"init_concurrency"`
 	// GrowthRate 是每次爬坡增加的并发数。
@@ -75,7 +54,7 @@ type Profile struct {
 	// 大于 0 且 Run 的 sink 实现了 TimelineSink 时，每个间隔交出一行 Timeline。至少 10ms。
 	BucketInterval time.Duration `yaml:"bucket_interval"`
 	// ClimbMode 为 "static"（默认，每个间隔跳升 GrowthRate）或 "linear"（在间隔内均匀逐个增加）。
-	ClimbMode string `yaml:"climb_mode"`
+	ClimbMode ClimbMode `yaml:"climb_mode"`
 
 	// RequestRate 是开环到达速率（请求/秒），0 表示不限（闭环，按并发发送）。
 	RequestRate float64 `yaml:"request_rate"`
@@ -110,7 +89,7 @@ type Profile struct {
 	// Seed 是数据集与到达过程的随机种子（默认 0，同种子结果可复现）。
 	Seed int64 `yaml:"seed"`
 	// DatasetType 为 "random"（默认，内置中英混合随机文本）或 "custom"（使用 Prompts）。
-	DatasetType string `yaml:"dataset_type"`
+	DatasetType DatasetType `yaml:"dataset_type"`
 	// InputPath 是 custom 数据集（JSONL）的路径，仅供示例程序读取，库本身不打开文件。
 	InputPath string `yaml:"input_path"`
 	// Tokenizer 是 HuggingFace tokenizer 路径，仅作记录（库使用服务端 /tokenize 或估算）。
@@ -124,14 +103,14 @@ type Profile struct {
 	OutputRangeRatioAbove float64 `yaml:"output_range_ratio_above"`
 	OutputRangeRatioBelow float64 `yaml:"output_range_ratio_below"`
 	// ModalType 为 "text"（默认）或 "image-text"（chat 后端，附带一张 PNG 图片）。
-	ModalType string `yaml:"modal_type"`
+	ModalType ModalType `yaml:"modal_type"`
 	// ImageWidth / ImageHeight 是 image-text 图片尺寸（默认 512×512）。
 	ImageWidth  int `yaml:"image_width"`
 	ImageHeight int `yaml:"image_height"`
 
 	// Timestamps 为 "kernel"（默认）或 "read"：响应数据到达时刻的取法，见
 	// TimestampsKernel。Target.HTTPClient 由调用方提供时总是 "read" 的效果。
-	Timestamps string `yaml:"timestamps"`
+	Timestamps TimestampMode `yaml:"timestamps"`
 
 	// Sweep 是 control_method: sweep（容量扫描）的参数，见 sweep.go。
 	Sweep SweepConfig `yaml:"sweep"`
@@ -303,8 +282,8 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // 便于定位 YAML 中的问题。除取值范围外，每个数值字段都有上限（见 MaxConcurrency 等），
 // 浮点字段拒绝 NaN 与 ±Inf。
 func (p Profile) Validate() error {
-	if p.Backend != BackendChat && p.Backend != BackendCompletion {
-		return invalid("backend", p.Backend, `want "openai-chat" or "openai"`)
+	if err := p.Backend.Validate(); err != nil {
+		return err
 	}
 	if len(p.InputLength) == 0 && p.DatasetType != DatasetCustom {
 		return invalid("input_length", p.InputLength, "at least one value required")
@@ -374,10 +353,10 @@ func (p Profile) validateScalars() error {
 		return invalid("warmup", p.Warmup, fmt.Sprintf("must be in [0, %d]", MaxRequests))
 	case p.Epochs < 1 || p.Epochs > MaxEpochs:
 		return invalid("epochs", p.Epochs, fmt.Sprintf("must be in [1, %d]", MaxEpochs))
-	case p.ControlMethod != ControlNormal && p.ControlMethod != ControlClimb && p.ControlMethod != ControlSweep:
-		return invalid("control_method", p.ControlMethod, `want "normal", "climb" or "sweep"`)
-	case p.ClimbMode != ClimbStatic && p.ClimbMode != ClimbLinear:
-		return invalid("climb_mode", p.ClimbMode, `want "static" or "linear"`)
+	case p.ControlMethod.Validate() != nil:
+		return p.ControlMethod.Validate()
+	case p.ClimbMode.Validate() != nil:
+		return p.ClimbMode.Validate()
 	case p.GrowthRate < 0 || p.GrowthRate > MaxConcurrency:
 		return invalid("growth_rate", p.GrowthRate, fmt.Sprintf("must be in [0, %d]", MaxConcurrency))
 	case p.GrowthInterval < 0 || p.GrowthInterval > MaxGrowthInterval:
@@ -410,8 +389,8 @@ func (p Profile) validateScalars() error {
 		return invalid("output_range_ratio_above", p.OutputRangeRatioAbove, "must be in [0, 1]")
 	case !finite(p.OutputRangeRatioBelow) || p.OutputRangeRatioBelow < 0 || p.OutputRangeRatioBelow >= 1:
 		return invalid("output_range_ratio_below", p.OutputRangeRatioBelow, "must be in [0, 1)")
-	case p.Timestamps != TimestampsKernel && p.Timestamps != TimestampsRead:
-		return invalid("timestamps", p.Timestamps, `want "kernel" or "read"`)
+	case p.Timestamps.Validate() != nil:
+		return p.Timestamps.Validate()
 	}
 	return nil
 }
@@ -419,12 +398,12 @@ func (p Profile) validateScalars() error {
 // validateDataset 检查数据集、模态与图片尺寸；custom 数据集的每个输入长度都要有 prompt。
 func (p Profile) validateDataset() error {
 	switch {
-	case p.DatasetType != DatasetRandom && p.DatasetType != DatasetCustom:
-		return invalid("dataset_type", p.DatasetType, `want "random" or "custom"`)
+	case p.DatasetType.Validate() != nil:
+		return p.DatasetType.Validate()
 	case p.DatasetType == DatasetCustom && len(p.Prompts) == 0:
 		return invalid("dataset_type", p.DatasetType, "custom dataset needs prompts (input_path)")
-	case p.ModalType != ModalText && p.ModalType != ModalImageText:
-		return invalid("modal_type", p.ModalType, `want "text" or "image-text"`)
+	case p.ModalType.Validate() != nil:
+		return p.ModalType.Validate()
 	case p.ModalType == ModalImageText && p.Backend != BackendChat:
 		return invalid("modal_type", p.ModalType, "image-text needs backend openai-chat")
 	case p.ImageWidth < 1 || p.ImageHeight < 1 || p.ImageWidth > MaxImageSide || p.ImageHeight > MaxImageSide:

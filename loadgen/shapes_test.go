@@ -25,7 +25,7 @@ func TestClimbRaisesConcurrencyOnSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sums[0].ControlMethod != loadgen.ControlClimb || sums[0].GrowthRate != 1 || sums[0].Failed != 0 {
+	if sums[0].ControlMethod != string(loadgen.ControlClimb) || sums[0].GrowthRate != 1 || sums[0].Failed != 0 {
 		t.Fatalf("%+v", sums[0])
 	}
 	// 在途请求数按发送时刻重建：第一个间隔内只能有 1 个，之后逐步增至 4 个，从不超过 4。
@@ -164,7 +164,7 @@ func TestBackendsModesAndRoundRobin(t *testing.T) {
 					t.Fatalf("non-stream TTFT must equal E2E and TPOT be unmeasured: %+v %+v", s.TTFT, s.TPOT)
 				}
 			case "custom":
-				if s.DatasetType != loadgen.DatasetCustom || s.CompletionTokens.Min != 3 || s.CompletionTokens.Max != 6 {
+				if s.DatasetType != string(loadgen.DatasetCustom) || s.CompletionTokens.Min != 3 || s.CompletionTokens.Max != 6 {
 					t.Fatalf("custom: %s %+v", s.DatasetType, s.CompletionTokens)
 				}
 			case "output jitter":

@@ -10,10 +10,6 @@ import (
 	"time"
 )
 
-// ControlSweep 是容量扫描控制方式：开环到达速率从低到高逐级（先倍增、再二分）
-// 提高，直到 goodput SLO 不再成立或出现错误，报告最大可持续速率、goodput 曲线与拐点。
-const ControlSweep = "sweep"
-
 // 扫描的默认参数。每级 10 秒、至少 20 个请求：足以让超载时的排队（积压随时间
 // 线性增长）显现在 TTFT/E2E 上；二分到 5% 的精度通常需要 8–12 级，即两分钟左右，
 // 远低于 10 分钟的默认预算。
@@ -277,7 +273,7 @@ func (r *runner) sweepAll(ctx context.Context, inputs []int) ([]Summary, error) 
 // （runGroup），所以时延口径、逐请求记录与 /metrics 差值与其他控制方式完全一致。
 func (r *runner) sweep(ctx context.Context, in, outLen, conc int, gi *int) (SweepResult, error) {
 	cfg := r.p.Sweep.withDefaults()
-	res := SweepResult{InputLength: in, OutputLength: outLen, Concurrency: conc, Backend: r.p.Backend, Provider: r.t.Provider,
+	res := SweepResult{InputLength: in, OutputLength: outLen, Concurrency: conc, Backend: string(r.p.Backend), Provider: r.t.Provider,
 		SLO: strings.Join(r.p.Goodput, ","), Target: cfg.Attainment, Started: time.Now()}
 	deadline := res.Started.Add(cfg.Budget)
 	bctx, cancel := context.WithDeadline(ctx, deadline)

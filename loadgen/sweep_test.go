@@ -82,7 +82,7 @@ func TestSweepFindsLittlesLawCapacity(t *testing.T) {
 		t.Fatalf("EndGroup rows = %d, steps = %d", len(sink.ends), len(r.Steps))
 	}
 	for i, s := range sink.ends {
-		if s.ControlMethod != loadgen.ControlSweep || s.Round != i+1 || s.Concurrency != 0 {
+		if s.ControlMethod != string(loadgen.ControlSweep) || s.Round != i+1 || s.Concurrency != 0 {
 			t.Errorf("row %d: control %q round %d concurrency %d", i, s.ControlMethod, s.Round, s.Concurrency)
 		}
 		want := max(10, int(math.Ceil(r.Steps[i].OfferedRate*1.2)))

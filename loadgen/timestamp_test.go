@@ -19,13 +19,13 @@ func TestKernelTimestampsAndClientLag(t *testing.T) {
 	const ttft = 20 * time.Millisecond
 	_, tgt := startEmulator(t, emulator.Config{Model: "m", TTFT: ttft, ITL: 2 * time.Millisecond})
 	p := loadgen.Profile{Concurrency: []int{2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10}}
-	for _, mode := range []string{"kernel", "own client", loadgen.TimestampsRead} {
+	for _, mode := range []string{"kernel", "own client", string(loadgen.TimestampsRead)} {
 		tg, pp := tgt, p
 		own := mode != "kernel"
 		switch mode {
 		case "own client":
 			tg.HTTPClient = &http.Client{}
-		case loadgen.TimestampsRead:
+		case string(loadgen.TimestampsRead):
 			pp.Timestamps = loadgen.TimestampsRead
 		}
 		sink := &collect{}

@@ -24,7 +24,7 @@ func (b *builder) addCapacity(results []loadgen.SweepResult) error {
 		if r.MaxSustainableRate <= 0 {
 			continue
 		}
-		dataset := loadgen.DatasetRandom
+		dataset := string(loadgen.DatasetRandom)
 		if len(r.Steps) > 0 && r.Steps[0].Summary.DatasetType != "" {
 			dataset = r.Steps[0].Summary.DatasetType
 		}

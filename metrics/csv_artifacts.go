@@ -12,11 +12,11 @@ import (
 
 // ArtifactNames 决定 acs-bench 产物文件名（规格附录 A.6）中的各个字段。
 type ArtifactNames struct {
-	Provider           string    // {provider}
-	DatasetType        string    // {dataset_type}，默认 "random"
-	ControlMethod      string    // {control_method}，默认 "normal"
-	ConcurrencyBackend string    // {concurrency_backend}，默认 "threading-pool"
-	Time               time.Time // {time}，按 ArtifactTimeLayout 格式化
+	Provider           string                // {provider}
+	DatasetType        loadgen.DatasetType   // {dataset_type}，默认 "random"
+	ControlMethod      loadgen.ControlMethod // {control_method}，默认 "normal"
+	ConcurrencyBackend string                // {concurrency_backend}，默认 "threading-pool"
+	Time               time.Time             // {time}，按 ArtifactTimeLayout 格式化
 }
 
 // withDefaults 填充空字段。

@@ -62,9 +62,9 @@ func TestProfEveryOption(t *testing.T) {
 	ds := writeJSONL(t)
 	ptr := func(o *options) *loadgen.Profile { return &o.p }
 	cases := map[string]optCase{
-		"dataset-type":     {value: "custom", extra: []string{"--input-path", ds}, get: func(o *options) any { return ptr(o).DatasetType }, want: "custom"},
+		"dataset-type":     {value: "custom", extra: []string{"--input-path", ds}, get: func(o *options) any { return ptr(o).DatasetType }, want: loadgen.DatasetCustom},
 		"config-option":    {value: "image_width:64,image_height:32", get: func(o *options) any { return [2]int{o.p.ImageWidth, o.p.ImageHeight} }, want: [2]int{64, 32}},
-		"modal-type":       {value: "image-text", get: func(o *options) any { return o.p.ModalType }, want: "image-text"},
+		"modal-type":       {value: "image-text", get: func(o *options) any { return o.p.ModalType }, want: loadgen.ModalImageText},
 		"input-path":       {value: ds, get: func(o *options) any { return len(o.p.Prompts) }, want: 2},
 		"input-length":     {value: "64,2048", get: func(o *options) any { return o.p.InputLength }, want: []int{64, 2048}},
 		"num-requests":     {value: "5", get: func(o *options) any { return o.p.NumRequests }, want: []int{5}},

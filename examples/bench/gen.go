@@ -24,9 +24,9 @@ type genOptions struct {
 func genDefs() []*optDef {
 	s := func(o *options) *loadgen.DatasetSpec { return &o.gen.spec }
 	return []*optDef{
-		{short: "dt", long: "dataset-type", kind: kString, def: loadgen.DatasetRandom, reject: "only the random dataset is generated (LongBench and other sources are not implemented)"},
+		{short: "dt", long: "dataset-type", kind: kString, def: string(loadgen.DatasetRandom), reject: "only the random dataset is generated (LongBench and other sources are not implemented)"},
 		{short: "i", long: "input-path", kind: kString, reject: "filtering an existing dataset (LongBench …) is not implemented"},
-		{short: "mt", long: "modal-type", kind: kString, def: loadgen.ModalText, reject: "datasets are text only; prof -mt image-text attaches a generated image to every request"},
+		{short: "mt", long: "modal-type", kind: kString, def: string(loadgen.ModalText), reject: "datasets are text only; prof -mt image-text attaches a generated image to every request"},
 		{short: "cfg", long: "config-option", kind: kStrList, reject: "datasets are text only; give -cfg image_width:W,image_height:H to prof"},
 		{short: "o", long: "output-path", kind: kString, help: "output directory (required); the file is random_input{L}_num{N}[_prefix{P}].jsonl",
 			setStr: func(o *options, v string) error { o.gen.outDir = v; return nil }},

@@ -496,7 +496,7 @@ func (d *driver) addScenario(p *matrix.ScenarioPlan) {
 	sc := p.Scenario
 	backend := ""
 	if len(p.Perf.Profiles) > 0 {
-		backend = p.Perf.Profiles[0].Profile.Defaults().Backend
+		backend = string(p.Perf.Profiles[0].Profile.Defaults().Backend)
 	}
 	if err := d.run.AddScenario(report.ScenarioInfo{Name: sc.Name, Model: sc.ServedModelName, Quant: string(sc.Quant), Deploy: string(sc.Mode), Backend: backend}); err != nil {
 		d.log.Warn("add scenario to report failed", "scenario", sc.Name, "err", err)

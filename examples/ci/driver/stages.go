@@ -91,7 +91,7 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		if err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: %w", np.Name, err))
 		}
-		coll := report.NewSampleCollector(&tee{next: tl, extra: extra}, prof.Backend, prof.ControlMethod, 0)
+		coll := report.NewSampleCollector(&tee{next: tl, extra: extra}, string(prof.Backend), string(prof.ControlMethod), 0)
 		var rows []loadgen.Summary
 		var runErr error
 		if p.Perf.Shards > 1 {
