@@ -91,8 +91,17 @@ func BenchmarkLoopbackStream40Coalesced(b *testing.B) { benchStream(b, 40, true,
 func BenchmarkLoopbackNonStream(b *testing.B) { benchStream(b, 40, false, false) }
 
 // BenchmarkHandlerStream 不经网络，直接调用 Handler（衡量模拟器本身的开销）。
-func BenchmarkHandlerStream(b *testing.B) {
-	em, err := emulator.New(emulator.Config{Model: "m"})
+func BenchmarkHandlerStream(b *testing.B) { benchHandler(b, emulator.Config{Model: "m"}) }
+
+// BenchmarkHandlerStreamPerfModel 同上，但打开整个性能模型（前缀缓存、有限 KV、批倍数；
+// 延迟仍为 0）：每步一次 KV 分配与抢占信号检查，衡量模型本身的 CPU 代价。
+func BenchmarkHandlerStreamPerfModel(b *testing.B) {
+	benchHandler(b, emulator.Config{Model: "m", EnablePrefixCaching: true, NumKVBlocks: 1 << 16, MaxNumSeqs: 256, BatchFactor: 2})
+}
+
+// benchHandler 是两个 Handler 基准的共同实现。
+func benchHandler(b *testing.B, cfg emulator.Config) {
+	em, err := emulator.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -41,6 +42,8 @@ type emuRun struct {
 	fault        string
 	arrival      time.Time
 	em           *Server
+	perf         emuPerfRun // 性能模型下的进度；模型关闭时为零值
+	local        net.Addr   // 连接的本地地址（PD prefill 响应的 remote_host/remote_port）
 }
 
 // decodeJSON 解析请求体；JSON 语法或类型错误按 vLLM 返回 400。
@@ -241,6 +244,9 @@ func (e *Server) start(w http.ResponseWriter, r *http.Request, cfg *Config, arri
 		return
 	}
 	run.arrival, run.em = arrival, e
+	if run.perf.prefill {
+		run.local, _ = r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	}
 	e.serve(w, r, run)
 }
 
@@ -330,6 +336,16 @@ func (e *Server) planChat(cfg *Config, req *emuChatRequest) (*emuRun, *emuErr) {
 		in.inContent = cfg.ReasoningInContent
 	}
 	run.promptTokens = p.tokens()
+	if cfg.EnablePrefixCaching {
+		h := emu.NewTokenHasher(cfg.BlockSize)
+		for _, t := range p.texts {
+			h.Text(t)
+		}
+		for i := 0; i < p.imageTokens; i++ {
+			h.Token(emuImageTokenID)
+		}
+		run.perf.hasher, run.perf.hashes = h, h.Hashes
+	}
 	if cfg.Defects.ImageIgnored {
 		run.promptTokens -= p.imageTokens
 	}
@@ -342,6 +358,7 @@ func (e *Server) planChat(cfg *Config, req *emuChatRequest) (*emuRun, *emuErr) {
 	}
 	in.budget = budget
 	e.setStreamOpts(run, cfg, &req.emuCommon)
+	planPD(cfg, run, req.KVTransferParams)
 	run.id = e.newID(cfg, "chatcmpl-")
 	n := s.n
 	if cfg.Defects.NIgnored {
@@ -539,7 +556,16 @@ func (e *Server) planCompletion(cfg *Config, req *emuCompletionRequest) (*emuRun
 		return nil, er
 	}
 	e.setStreamOpts(run, cfg, &req.emuCommon)
+	planPD(cfg, run, req.KVTransferParams)
 	run.id = e.newID(cfg, "cmpl-")
+	if cfg.EnablePrefixCaching {
+		// 多个提示的批量请求按一条序列建模（各提示依次拼接），见 docs/emulator.md。
+		h := emu.NewTokenHasher(cfg.BlockSize)
+		for _, t := range texts {
+			h.Text(t)
+		}
+		run.perf.hasher, run.perf.hashes = h, h.Hashes
+	}
 	n := s.n
 	if cfg.Defects.NIgnored {
 		n = 1

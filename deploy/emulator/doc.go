@@ -10,6 +10,10 @@
 // Deploy 返回的 deploy.Deployment 负责日志归档与 Teardown；也可以把 Handler
 // 挂在自己的 http.Server 上。
 //
+// 性能模型（前缀缓存、KV 容量与抢占、批相关时序）由 Config 中 EnablePrefixCaching
+// 起的字段打开，默认全关、时序不变；NewPD 启动 PD 分离的一对实例与它们前面的代理
+// （OmniInfer 1P1D 的形状，代理语义同 vLLM 的 disaggregated serving 示例）。
+//
 // 本包只依赖 deploy（Endpoint、Deployer、Deployment、ErrNotReady）与
 // internal/emulator（确定性生成、调度、故障注入、指标与访问日志的引擎）；
 // deploy 不依赖本包，因此只要 External/Local 的使用者不会引入模拟器。

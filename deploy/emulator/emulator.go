@@ -107,6 +107,46 @@ type Config struct {
 	Unhealthy bool `json:"unhealthy,omitempty" yaml:"unhealthy,omitempty"`
 	// Defects 打开故意的线上缺陷，见 Defects。
 	Defects Defects `json:"defects,omitempty" yaml:"defects,omitempty"`
+
+	// 以下是性能模型（docs/emulator.md 的“性能模型”一节），每一项默认关闭；全部关闭时
+	// 时序与以前完全相同（TTFT + PrefillPerToken × 提示 token，之后每 ITL 一个 chunk）。
+
+	// EnablePrefixCaching 打开 vLLM 自动前缀缓存的模型：提示按 BlockSize 切成完整块、
+	// 链式哈希，命中的块不再 prefill，首 token 时间 = TTFT + 未命中 token × PrefillPerToken；
+	// 更新 vllm:prefix_cache_queries_total / vllm:prefix_cache_hits_total。
+	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty" yaml:"enable_prefix_caching,omitempty"`
+	// BlockSize 是 KV 块的 token 数（vLLM --block-size），0 为 DefaultBlockSize（16）。
+	BlockSize int `json:"block_size,omitempty" yaml:"block_size,omitempty"`
+	// NumKVBlocks 是 KV cache 的总块数（vLLM --num-gpu-blocks-override），0 不限。
+	// 有限时运行中的请求持有提示 + 已生成 token 的块，分配失败时抢占最近被调度的请求
+	// （recompute 模式），vllm:kv_cache_usage_perc 取块的使用率。必须至少容纳一条
+	// MaxModelLen 长的序列（vLLM 启动时同样检查）。
+	NumKVBlocks int `json:"num_kv_blocks,omitempty" yaml:"num_kv_blocks,omitempty"`
+	// BatchFactor 让 ITL 与 prefill 时间随运行中的请求数变慢：倍数
+	// 1 + (BatchFactor − 1)·(running − 1)/(MaxNumSeqs − 1)，满批时为 BatchFactor
+	// （llm-d-inference-sim 的 time-factor-under-load）。0 或 1 关闭；需要 MaxNumSeqs ≥ 2。
+	BatchFactor float64 `json:"batch_factor,omitempty" yaml:"batch_factor,omitempty"`
+	// EnablePromptTokensDetails 在 usage 中给出 prompt_tokens_details.cached_tokens
+	// （vLLM --enable-prompt-tokens-details；与 vLLM 一样只在命中数大于 0 时给出，
+	// 否则为 null）。
+	EnablePromptTokensDetails bool `json:"enable_prompt_tokens_details,omitempty" yaml:"enable_prompt_tokens_details,omitempty"`
+	// PDRole 是 PD 分离中的角色：""（混合部署）、"prefill" 或 "decode"。带
+	// kv_transfer_params.do_remote_decode 的请求在 prefill 角色上只做 prefill 并返回
+	// kv_transfer_params；带 do_remote_prefill 的请求在 decode 角色上跳过 prefill，
+	// 改为按 KVTransferPerToken 拉取 KV。两种角色对不带 kv_transfer_params 的请求都按
+	// 混合部署完整处理。通常用 NewPD 成对启动，见 PD。
+	PDRole string `json:"pd_role,omitempty" yaml:"pd_role,omitempty"`
+	// KVTransferPerToken 是 decode 角色从 prefill 拉取每个（本地未命中的）提示 token 的
+	// KV 所需时间，计入首 token 时间。
+	KVTransferPerToken time.Duration `json:"kv_transfer_per_token,omitempty" yaml:"kv_transfer_per_token,omitempty"`
+}
+
+// DefaultBlockSize 是 Config.BlockSize 为 0 时的 KV 块大小（vLLM 在 CUDA 上的默认值）。
+const DefaultBlockSize = emu.DefaultBlockSize
+
+// perfModel 报告是否需要性能模型（任何一项打开）；全关时走原来的快路径。
+func (c *Config) perfModel() bool {
+	return c.EnablePrefixCaching || c.NumKVBlocks > 0 || c.BatchFactor > 1 || c.PDRole != ""
 }
 
 // ErrConfig 是所有配置校验错误的哨兵，可用 errors.Is 判断。
@@ -134,6 +174,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FailureRate > 0 && len(c.FailureKinds) == 0 {
 		c.FailureKinds = []string{"500"}
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
 	}
 	c.FailureKinds = append([]string(nil), c.FailureKinds...)
 	return c
@@ -167,6 +210,23 @@ func (c *Config) validate() error {
 		return bad("FailureRate", c.FailureRate, "must be in [0,1]")
 	case strings.ContainsAny(c.Model, " \t\n"):
 		return bad("Model", c.Model, "must not contain whitespace")
+	case c.BlockSize < 1:
+		return bad("BlockSize", c.BlockSize, "must be >= 1 (0 = 16)")
+	case c.NumKVBlocks < 0:
+		return bad("NumKVBlocks", c.NumKVBlocks, "must be >= 0 (0 = unlimited)")
+	case c.NumKVBlocks > 0 && c.NumKVBlocks*c.BlockSize < c.MaxModelLen:
+		return bad("NumKVBlocks", c.NumKVBlocks, fmt.Sprintf("%d blocks of %d tokens hold %d tokens, fewer than one MaxModelLen=%d sequence (vLLM refuses to start like this); raise NumKVBlocks or lower MaxModelLen",
+			c.NumKVBlocks, c.BlockSize, c.NumKVBlocks*c.BlockSize, c.MaxModelLen))
+	case !(c.BatchFactor == 0 || c.BatchFactor >= 1):
+		return bad("BatchFactor", c.BatchFactor, "must be 0 (off) or >= 1")
+	case c.BatchFactor > 1 && c.MaxNumSeqs < 2:
+		return bad("BatchFactor", c.BatchFactor, fmt.Sprintf("needs MaxNumSeqs >= 2 (the batch the factor is reached at), got MaxNumSeqs=%d", c.MaxNumSeqs))
+	case c.PDRole != "" && c.PDRole != "prefill" && c.PDRole != "decode":
+		return bad("PDRole", c.PDRole, `must be "", "prefill" or "decode"`)
+	case c.KVTransferPerToken < 0:
+		return bad("KVTransferPerToken", c.KVTransferPerToken, "must be >= 0")
+	case c.KVTransferPerToken > 0 && c.PDRole != "decode":
+		return bad("KVTransferPerToken", c.KVTransferPerToken, `only used with PDRole "decode"`)
 	}
 	for _, k := range c.FailureKinds {
 		ok := false
@@ -196,10 +256,11 @@ func (c *Config) validate() error {
 // internal/tokenize 的规则，因此客户端按同一规则数出的 token 数与 usage 一致。
 //
 // 它不模拟：真实模型质量（文本是中英混排的确定性占位文字，评测得分约等于随机猜测）、
-// 真实分词器（用的是 internal/tokenize 的简化规则，chat 模板不增加 token）、
-// KV cache 容量与抢占、前缀缓存、连续批处理对 ITL 的影响（ITL 与并发无关，只有
-// MaxNumSeqs 排队会拉长 TTFT）、GPU/NPU 本身、多实例与 PD 分离的路由、
-// 生成过程中的 EOS token 计数（自然结束时 EOS 不计入 completion_tokens）。
+// 真实分词器（用的是 internal/tokenize 的简化规则，chat 模板不增加 token）、GPU/NPU 本身、
+// 多实例路由、生成过程中的 EOS token 计数（自然结束时 EOS 不计入 completion_tokens）。
+// 前缀缓存、KV 容量与抢占、批大小对 ITL/prefill 的影响与 PD 分离由性能模型模拟，
+// 默认全部关闭（此时 ITL 与并发无关，只有 MaxNumSeqs 排队会拉长 TTFT），见 Config 中
+// EnablePrefixCaching 起的字段、NewPD 与 docs/emulator.md 的“性能模型”。
 //
 // 并发约定：Server 的全部方法都可以并发调用；Update 原子地替换配置，
 // 正在进行的请求继续使用开始时的配置快照。
@@ -209,6 +270,7 @@ type Server struct {
 	engine  *emu.Engine
 	metrics *emu.Metrics
 	sched   *emu.Scheduler
+	perf    *emu.Perf // 性能模型；配置全关时为 nil，走 sched 的快路径
 	failer  *emu.Failer
 	access  *emu.AccessLog
 	handler http.Handler
@@ -235,10 +297,20 @@ func New(cfg Config) (*Server, error) {
 	if c.Seed == 0 {
 		e.idSalt = uint64(time.Now().UnixNano())
 	}
+	var perfStats func() emu.PerfStats
+	if c.perfModel() {
+		e.perf = emu.NewPerf(emu.PerfConfig{MaxNumSeqs: c.MaxNumSeqs, BlockSize: c.BlockSize, NumBlocks: c.NumKVBlocks,
+			PrefixCaching: c.EnablePrefixCaching})
+		perfStats = e.perf.Stats
+	}
 	e.metrics = emu.NewMetrics(prometheus.NewRegistry(), c.Model, func() (int, int, int) {
+		if e.perf != nil {
+			st := e.perf.Stats()
+			return st.Running, st.Waiting, st.Limit
+		}
 		run, wait := e.sched.Counts()
 		return run, wait, e.cfg.Load().MaxNumSeqs
-	})
+	}, perfStats)
 	e.cfg.Store(&c)
 	e.handler = e.newMux()
 	return e, nil
@@ -267,8 +339,18 @@ func (e *Server) Update(fn func(*Config)) error {
 	if err := c.validate(); err != nil {
 		return fmt.Errorf("deploy: emulator update: %w", err)
 	}
+	// 性能模型的结构（是否打开、块大小、容量、前缀缓存、PD 角色）在构造时固定：
+	// 运行中改变它们意味着丢弃或重建正在被请求持有的 KV 块，真实服务也只能重启。
+	old := e.cfg.Load()
+	if c.perfModel() != old.perfModel() || c.EnablePrefixCaching != old.EnablePrefixCaching ||
+		c.BlockSize != old.BlockSize || c.NumKVBlocks != old.NumKVBlocks || c.PDRole != old.PDRole {
+		return fmt.Errorf("deploy: emulator update: %w: performance model (EnablePrefixCaching, BlockSize, NumKVBlocks, PDRole, BatchFactor on/off) cannot change at runtime; construct a new emulator", ErrConfig)
+	}
 	e.cfg.Store(&c)
 	e.sched.SetLimit(c.MaxNumSeqs)
+	if e.perf != nil {
+		e.perf.SetLimit(c.MaxNumSeqs)
+	}
 	return nil
 }
 

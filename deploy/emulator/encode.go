@@ -182,6 +182,14 @@ func appendUsage(b []byte, run *emuRun) []byte {
 		b = strconv.AppendInt(b, int64(r), 10)
 		b = append(b, '}')
 	}
+	// vLLM 只在 --enable-prompt-tokens-details 且命中数大于 0 时给出
+	// prompt_tokens_details（serving_chat.py: `if self.enable_prompt_tokens_details and
+	// num_cached_tokens`），否则为 null；逐 chunk 的 continuous usage 不带它。
+	if run.cfg.EnablePromptTokensDetails && run.perf.cached > 0 {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(run.perf.cached), 10)
+		return append(b, "}}"...)
+	}
 	b = append(b, `,"prompt_tokens_details":null}`...)
 	return b
 }
@@ -374,6 +382,7 @@ func (e *Server) nonStreamBody(run *emuRun) []byte {
 	if run.kind == emuKindChat {
 		b = append(b, `,"prompt_logprobs":null`...)
 	}
-	b = append(b, `,"kv_transfer_params":null}`...)
-	return b
+	b = append(b, `,"kv_transfer_params":`...)
+	b = appendKVTransfer(b, run)
+	return append(b, '}')
 }

@@ -68,6 +68,7 @@ type emuCommon struct {
 	GuidedRegex            *string            `json:"guided_regex"`
 	GuidedChoice           []string           `json:"guided_choice"`
 	Echo                   bool               `json:"echo"`
+	KVTransferParams       *emuKVTransfer     `json:"kv_transfer_params"`
 }
 
 // emuTool 是 tools 数组的一项。

@@ -85,17 +85,27 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	}
 	ctx := r.Context()
 	queued := time.Now()
-	if err := e.sched.Acquire(ctx); err != nil {
-		e.logAccess(r, 499, run.stream, run.promptTokens, 0, run.arrival, "client_cancelled")
-		return
+	var first time.Time
+	if e.perf != nil {
+		var ok bool
+		if first, ok = e.perfAdmit(ctx, run, queued); !ok {
+			e.logAccess(r, 499, run.stream, run.promptTokens, 0, run.arrival, "client_cancelled")
+			return
+		}
+		defer e.perf.Release(run.perf.seq)
+	} else {
+		if err := e.sched.Acquire(ctx); err != nil {
+			e.logAccess(r, 499, run.stream, run.promptTokens, 0, run.arrival, "client_cancelled")
+			return
+		}
+		defer e.sched.Release()
+		started := time.Now()
+		e.metrics.Queue.Observe(started.Sub(run.arrival).Seconds())
+		// 注入的 TTFT 从请求到达处理函数算起（再加 MaxNumSeqs 排队），模拟器自己读取、
+		// 解析、规划请求的时间从这份预算里扣除而不是叠加在上面：否则并发请求同时到达时，
+		// 这段 CPU 排队会让客户端看到的 TTFT 系统性地大于注入值。预算不够扣时不早于开始时刻。
+		first = started.Add(max(0, cfg.TTFT+time.Duration(run.promptTokens)*cfg.PrefillPerToken-queued.Sub(run.arrival)))
 	}
-	defer e.sched.Release()
-	started := time.Now()
-	e.metrics.Queue.Observe(started.Sub(run.arrival).Seconds())
-	// 注入的 TTFT 从请求到达处理函数算起（再加 MaxNumSeqs 排队），模拟器自己读取、
-	// 解析、规划请求的时间从这份预算里扣除而不是叠加在上面：否则并发请求同时到达时，
-	// 这段 CPU 排队会让客户端看到的 TTFT 系统性地大于注入值。预算不够扣时不早于开始时刻。
-	first := started.Add(max(0, cfg.TTFT+time.Duration(run.promptTokens)*cfg.PrefillPerToken-queued.Sub(run.arrival)))
 	status := http.StatusOK
 	var ok bool
 	if run.stream {
@@ -107,7 +117,11 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	for _, c := range run.choices {
 		compl += c.tokens
 	}
+	if !run.perf.firstAt.IsZero() {
+		first = run.perf.firstAt // 抢占可能推迟了首 token
+	}
 	if ok {
+		e.commitGenerated(run)
 		e.metrics.PromptTokens.Add(float64(run.promptTokens))
 		e.metrics.GenerationTokens.Add(float64(compl))
 		for _, c := range run.choices {
@@ -257,14 +271,21 @@ func (e *Server) writeStream(ctx context.Context, w http.ResponseWriter, run *em
 	}
 	var wt emuWaiter
 	defer wt.stop()
-	zero := cfg.TTFT == 0 && cfg.ITL == 0 && cfg.PrefillPerToken == 0
+	perf := run.perf.seq != nil
+	zero := cfg.TTFT == 0 && cfg.ITL == 0 && cfg.PrefillPerToken == 0 && !perf
 	batch := zero && cfg.CoalesceZeroLatency
 	var last time.Time
 	for j := 0; j < steps; j++ {
-		if j == 0 && !zero && !wt.untilPrecise(ctx, first, &e.spinner) {
+		if perf {
+			if !e.perfStep(ctx, &wt, run, j, first) {
+				return false
+			}
+			run.perf.gen += stepTokens(states, j)
+		}
+		if j == 0 && !zero && !perf && !wt.untilPrecise(ctx, first, &e.spinner) {
 			return false
 		}
-		if j > 0 && !zero && !wt.until(ctx, first.Add(time.Duration(j)*cfg.ITL)) {
+		if j > 0 && !zero && !perf && !wt.until(ctx, first.Add(time.Duration(j)*cfg.ITL)) {
 			return false
 		}
 		if j == faultAt {
@@ -344,12 +365,29 @@ const coalesceBytes = 64 << 10
 func (e *Server) writeNonStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) (int, bool) {
 	cfg := run.cfg
 	steps := 1
-	for _, c := range run.choices {
-		steps = max(steps, len(c.deltas(cfg.TokensPerChunk, true)))
+	var states []emuStreamState
+	if run.perf.seq != nil {
+		states = make([]emuStreamState, len(run.choices))
+	}
+	for i, c := range run.choices {
+		ds := c.deltas(cfg.TokensPerChunk, true)
+		steps = max(steps, len(ds))
+		if states != nil {
+			states[i].ds = ds
+		}
 	}
 	var wt emuWaiter
 	defer wt.stop()
-	if !wt.until(ctx, first.Add(time.Duration(steps-1)*cfg.ITL)) {
+	if run.perf.seq != nil {
+		// 性能模型下逐步走完同样的时间表（每步的 KV 分配、批倍数、可能的抢占），
+		// 只是不写出 chunk。
+		for j := 0; j < steps; j++ {
+			if !e.perfStep(ctx, &wt, run, j, first) {
+				return 499, false
+			}
+			run.perf.gen += stepTokens(states, j)
+		}
+	} else if !wt.until(ctx, first.Add(time.Duration(steps-1)*cfg.ITL)) {
 		return 499, false
 	}
 	switch run.fault {

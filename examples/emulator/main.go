@@ -5,6 +5,14 @@
 //
 // API key 通过 -api-key 或环境变量 CIBENCH_EMULATOR_API_KEY 给出（后者不会出现在进程列表里）。
 // 缺陷开关用 -defects NoDone,WrongUsageTotal（字段名见 emulator.Defects）。
+//
+// 性能模型（默认全关）：-enable-prefix-caching、-block-size、-num-kv-blocks、-batch-factor、
+// -enable-prompt-tokens-details。PD 分离（OmniInfer 1P1D 的形状）：-pd 启动 prefill
+// （-prefill-addr）与 decode（-decode-addr）两个实例，-addr 上是代理；decode 实例用
+// -kv-transfer-per-token、-decode-ttft、-decode-max-num-seqs、-decode-num-kv-blocks。
+//
+//	go run ./examples/emulator -pd -addr 127.0.0.1:9000 -prefill-addr 127.0.0.1:6660 \
+//	    -decode-addr 127.0.0.1:6760 -prefill-per-token 100us -itl 10ms -kv-transfer-per-token 20us
 package main
 
 import (
@@ -18,7 +26,9 @@ import (
 	"reflect"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
@@ -32,9 +42,38 @@ func main() {
 	}
 }
 
-// parseConfig 把命令行参数转换为 EmulatorConfig。
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (emulator.Config, error) {
-	var c emulator.Config
+// cliOptions 是命令行参数：单实例的配置（嵌入），以及 PD 模式的额外参数。
+type cliOptions struct {
+	emulator.Config
+	pd                 bool
+	prefillAddr        string
+	decodeAddr         string
+	decodeTTFT         time.Duration
+	decodeMaxNumSeqs   int
+	decodeNumKVBlocks  int
+	kvTransferPerToken time.Duration
+}
+
+// pdConfig 由命令行参数组成 PD 配置：两个实例共享全部参数，decode 实例的 TTFT、
+// max_num_seqs、KV 容量与 KV 传输时间取 -decode-* 与 -kv-transfer-per-token。
+func (o *cliOptions) pdConfig() emulator.PDConfig {
+	pre, dec := o.Config, o.Config
+	pre.Addr, dec.Addr = o.prefillAddr, o.decodeAddr
+	dec.TTFT = o.decodeTTFT
+	if o.decodeMaxNumSeqs > 0 {
+		dec.MaxNumSeqs = o.decodeMaxNumSeqs
+	}
+	if o.decodeNumKVBlocks > 0 {
+		dec.NumKVBlocks = o.decodeNumKVBlocks
+	}
+	dec.KVTransferPerToken = o.kvTransferPerToken
+	return emulator.PDConfig{Prefill: pre, Decode: dec, Addr: o.Addr}
+}
+
+// parseConfig 把命令行参数转换为 cliOptions。
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (cliOptions, error) {
+	var o cliOptions
+	c := &o.Config
 	fs := flag.NewFlagSet("emulator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8000", "listen address")
@@ -66,11 +105,30 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (e
 	fs.BoolVar(&c.Unhealthy, "unhealthy", false, "make /health return 503")
 	fs.BoolVar(&c.CoalesceZeroLatency, "coalesce", false, "at zero latency, coalesce SSE chunks into larger writes")
 	defects := fs.String("defects", "", "comma list of emulator.Defects field names to switch on")
+	fs.BoolVar(&c.EnablePrefixCaching, "enable-prefix-caching", false, "model vLLM automatic prefix caching (TTFT counts only uncached tokens)")
+	fs.IntVar(&c.BlockSize, "block-size", emulator.DefaultBlockSize, "KV block size in tokens")
+	fs.IntVar(&c.NumKVBlocks, "num-kv-blocks", 0, "KV cache capacity in blocks (0 = unlimited); running requests are preempted when it runs out")
+	fs.Float64Var(&c.BatchFactor, "batch-factor", 0, "ITL and prefill slow-down at a full batch of -max-num-seqs (linear in running requests; 0 = off)")
+	fs.BoolVar(&c.EnablePromptTokensDetails, "enable-prompt-tokens-details", false, "report usage.prompt_tokens_details.cached_tokens")
+	fs.BoolVar(&o.pd, "pd", false, "PD disaggregation: prefill and decode instances behind a proxy on -addr")
+	fs.StringVar(&o.prefillAddr, "prefill-addr", "127.0.0.1:0", "with -pd: prefill instance address")
+	fs.StringVar(&o.decodeAddr, "decode-addr", "127.0.0.1:0", "with -pd: decode instance address")
+	fs.DurationVar(&o.decodeTTFT, "decode-ttft", 0, "with -pd: fixed first-token overhead on the decode instance")
+	fs.IntVar(&o.decodeMaxNumSeqs, "decode-max-num-seqs", 0, "with -pd: max-num-seqs of the decode instance (0 = -max-num-seqs)")
+	fs.IntVar(&o.decodeNumKVBlocks, "decode-num-kv-blocks", 0, "with -pd: KV blocks of the decode instance (0 = -num-kv-blocks)")
+	fs.DurationVar(&o.kvTransferPerToken, "kv-transfer-per-token", 0, "with -pd: KV transfer time per uncached prompt token on the decode instance")
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		return o, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if !o.pd {
+		for _, name := range []string{"prefill-addr", "decode-addr", "decode-ttft", "decode-max-num-seqs", "decode-num-kv-blocks", "kv-transfer-per-token"} {
+			if isSet(fs, name) {
+				return o, fmt.Errorf("-%s: only used with -pd", name)
+			}
+		}
 	}
 	c.APIKey = *apiKey
 	if c.APIKey == "" {
@@ -84,30 +142,49 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (e
 		for _, name := range strings.Split(*defects, ",") {
 			f := v.FieldByName(strings.TrimSpace(name))
 			if !f.IsValid() || f.Kind() != reflect.Bool {
-				return c, fmt.Errorf("-defects: unknown defect %q", name)
+				return o, fmt.Errorf("-defects: unknown defect %q", name)
 			}
 			f.SetBool(true)
 		}
 	}
-	return c, nil
+	return o, nil
+}
+
+// isSet 报告命令行上是否显式给出了名为 name 的参数。
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // run 启动模拟器，打印地址，直到 ctx 结束后优雅关闭。
 func run(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
-	cfg, err := parseConfig(args, getenv, stdout)
+	o, err := parseConfig(args, getenv, stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
-	em, err := emulator.New(cfg)
-	if err != nil {
-		return err
-	}
-	dep, err := em.Deploy(ctx)
-	if err != nil {
-		return err
+	var dep deploy.Deployment
+	if o.pd {
+		pd, err := emulator.NewPD(o.pdConfig())
+		if err != nil {
+			return err
+		}
+		if dep, err = pd.Deploy(ctx); err != nil {
+			return err
+		}
+		pdd := dep.(*emulator.PDDeployment)
+		fmt.Fprintf(stdout, "cibench emulator PD: prefill at %s, decode at %s\n", pdd.PrefillEndpoint().BaseURL(), pdd.DecodeEndpoint().BaseURL())
+	} else {
+		em, err := emulator.New(o.Config)
+		if err != nil {
+			return err
+		}
+		if dep, err = em.Deploy(ctx); err != nil {
+			return err
+		}
 	}
 	ep := dep.Endpoint()
 	fmt.Fprintf(stdout, "cibench emulator serving model %q at %s (auth: %t)\n", ep.Model, ep.BaseURL(), ep.APIKey != "")

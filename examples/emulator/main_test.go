@@ -117,3 +117,66 @@ func TestDefectsFlagAcceptsEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfFlags 验证性能模型与 PD 参数进入配置，PD 专用参数不带 -pd 时报错并点名参数。
+func TestPerfFlags(t *testing.T) {
+	env := func(string) string { return "" }
+	var sink bytes.Buffer
+	o, err := parseConfig([]string{"-enable-prefix-caching", "-block-size", "32", "-num-kv-blocks", "2048", "-batch-factor", "2.5",
+		"-max-num-seqs", "8", "-enable-prompt-tokens-details"}, env, &sink)
+	if err != nil || !o.EnablePrefixCaching || o.BlockSize != 32 || o.NumKVBlocks != 2048 || o.BatchFactor != 2.5 ||
+		!o.EnablePromptTokensDetails || o.pd {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if _, err := parseConfig([]string{"-decode-ttft", "1ms"}, env, &sink); err == nil || !strings.Contains(err.Error(), "-decode-ttft: only used with -pd") {
+		t.Fatalf("PD flag without -pd: %v", err)
+	}
+	o, err = parseConfig([]string{"-pd", "-addr", "127.0.0.1:0", "-ttft", "3ms", "-max-num-seqs", "4", "-decode-max-num-seqs", "16",
+		"-decode-num-kv-blocks", "4096", "-num-kv-blocks", "2048", "-decode-ttft", "1ms", "-kv-transfer-per-token", "10us"}, env, &sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := o.pdConfig()
+	if pc.Prefill.TTFT != 3*time.Millisecond || pc.Decode.TTFT != time.Millisecond || pc.Prefill.MaxNumSeqs != 4 ||
+		pc.Decode.MaxNumSeqs != 16 || pc.Prefill.NumKVBlocks != 2048 || pc.Decode.NumKVBlocks != 4096 ||
+		pc.Decode.KVTransferPerToken != 10*time.Microsecond || pc.Prefill.KVTransferPerToken != 0 || pc.Addr != "127.0.0.1:0" {
+		t.Fatalf("pd config %+v", pc)
+	}
+	if err := run(context.Background(), []string{"-batch-factor", "3"}, &sink, env); err == nil || !strings.Contains(err.Error(), "BatchFactor=3") {
+		t.Fatalf("invalid perf config: %v", err)
+	}
+}
+
+// TestRunPD 验证 -pd 启动两个实例与代理：打印三个地址，经代理的请求成功。
+func TestRunPD(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-pd", "-addr", "127.0.0.1:0", "-model", "demo", "-kv-transfer-per-token", "10us"}, &out, func(string) string { return "" })
+	}()
+	re := regexp.MustCompile(`(?s)prefill at (http://\S+/v1), decode at (http://\S+/v1).*serving model "demo" at (http://\S+/v1)`)
+	deadline := time.Now().Add(10 * time.Second)
+	var m []string
+	for m == nil {
+		if m = re.FindStringSubmatch(out.String()); m == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("no addresses printed: %q", out.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if m[1] == m[2] || m[2] == m[3] {
+		t.Fatalf("distinct ports expected: %v", m[1:])
+	}
+	resp, err := http.Post(m[3]+"/chat/completions", "application/json",
+		strings.NewReader(`{"model":"demo","max_tokens":3,"ignore_eos":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("via proxy: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -359,7 +359,7 @@ func TestAccessLog(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	run, wait, limit := 2, 3, 4
-	m := emulator.NewMetrics(reg, "m", func() (int, int, int) { return run, wait, limit })
+	m := emulator.NewMetrics(reg, "m", func() (int, int, int) { return run, wait, limit }, nil)
 	m.Success("stop")
 	m.Success("tool_calls")
 	m.Success("length")

@@ -19,6 +19,8 @@ type Metrics struct {
 	TTFT, TPOT, ITL, E2E, Queue    prometheus.Observer
 	SpecAccepted, SpecDraft        prometheus.Counter
 	SpecDrafts                     prometheus.Counter
+	PrefixQueries, PrefixHits      prometheus.CounterFunc
+	Preemptions                    prometheus.CounterFunc
 }
 
 // latencyBuckets 与 vLLM 的 time_to_first_token_seconds 桶一致。
@@ -36,7 +38,12 @@ type QueueFunc func() (running, waiting, limit int)
 // NewMetrics 在 reg 上注册全部指标，标签 model_name=model。运行/排队/KV cache
 // gauge 在每次采集时调用 queue 取值，因此无论通过 /metrics 还是直接 Gather 注册表，
 // 看到的都是当下的值。
-func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc) *Metrics {
+//
+// perf 非 nil 时（性能模型打开），注册前缀缓存与抢占计数器（取自 perf），KV cache
+// 使用率取块的使用率（容量有限时）。perf 为 nil 时不注册这三个计数器：默认的模拟器
+// 不模拟缓存与抢占，导出恒为 0 的计数器会让抓取方（loadgen 的服务端指标、缓存命中率）
+// 把“没有模拟”误读成“命中率 0、从不抢占”；缺失时它们如实报告为缺失。
+func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc, perf func() PerfStats) *Metrics {
 	lbl := prometheus.Labels{"model_name": model}
 	m := &Metrics{reg: reg}
 	gauge := func(name, help string, f func() float64) prometheus.GaugeFunc {
@@ -62,7 +69,12 @@ func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc) *Metric
 		_, w, _ := queue()
 		return float64(w)
 	})
-	m.KVCacheUsage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage (emulated: running/max_num_seqs).", func() float64 {
+	m.KVCacheUsage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", func() float64 {
+		if perf != nil {
+			if st := perf(); !st.UnlimitedKV {
+				return st.KVUsage
+			}
+		}
 		r, _, limit := queue()
 		if limit <= 0 {
 			return 0
@@ -85,6 +97,23 @@ func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc) *Metric
 	m.SpecAccepted = counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.")
 	m.SpecDraft = counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.")
 	m.SpecDrafts = counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.")
+	if perf == nil {
+		return m
+	}
+	counterFunc := func(name, help string, f func(PerfStats) uint64) prometheus.CounterFunc {
+		c := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: lbl}, func() float64 {
+			return float64(f(perf()))
+		})
+		reg.MustRegister(c)
+		return c
+	}
+	// 名称、说明与 vLLM v1 的 PrometheusStatLogger 相同（Python 客户端给计数器加 _total 后缀）。
+	m.PrefixQueries = counterFunc("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
+		func(s PerfStats) uint64 { return s.PrefixQueries })
+	m.PrefixHits = counterFunc("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+		func(s PerfStats) uint64 { return s.PrefixHits })
+	m.Preemptions = counterFunc("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.",
+		func(s PerfStats) uint64 { return s.Preemptions })
 	return m
 }
 
