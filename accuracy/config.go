@@ -3,6 +3,7 @@ package accuracy
 import (
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"math"
 	"net/url"
 	"slices"
@@ -103,29 +104,9 @@ type DatasetConfig struct {
 	NRepeats int `yaml:"n_repeats"`
 }
 
-// ConfigError 是一处配置错误：Field 是相对配置根的字段路径（如 "datasets[0].threshold"），
-// Value 是出错的取值。matrix 用 Field 把错误定位到文件的行列。
-type ConfigError struct {
-	Field string
-	Value string
-	Msg   string
-}
-
-// Error 输出 "accuracy: config: 字段: 说明 (got 值)"。
-func (e *ConfigError) Error() string {
-	s := "accuracy: config: " + e.Field + ": " + e.Msg
-	if e.Value != "" {
-		s += fmt.Sprintf(" (got %q)", e.Value)
-	}
-	return s
-}
-
-// ErrConfig 被所有配置错误（*ConfigError、CheckTarget 与各构造函数的参数错误）包装，调用方可据此区分
+// ErrConfig 被所有配置错误（*field.Error、CheckTarget 与各构造函数的参数错误）包装，调用方可据此区分
 // "配置写错了"与"运行时失败"。
 var ErrConfig = errors.New("accuracy: invalid configuration")
-
-// Is 让 errors.Is(err, ErrConfig) 对 *ConfigError 成立。
-func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
 
 // optError 是构造参数（ChatConfig、各评测的 Options、数据源地址）写错的错误：
 // 文本与以前一样，同时 errors.Is(err, ErrConfig) 成立，调用方不必解析文本就能
@@ -152,13 +133,10 @@ func (e *optError) Is(target error) bool { return target == ErrConfig }
 // optErrf 按格式构造 *optError。
 func optErrf(format string, args ...any) error { return &optError{msg: fmt.Sprintf(format, args...)} }
 
-// cfgErr 构造 *ConfigError。
-func cfgErr(field string, value any, format string, args ...any) *ConfigError {
-	v := ""
-	if value != nil {
-		v = fmt.Sprint(value)
-	}
-	return &ConfigError{Field: field, Value: v, Msg: fmt.Sprintf(format, args...)}
+// cfgErr 构造配置错误 *field.Error：Field 是相对配置根的字段路径（如 "datasets[0].threshold"），
+// matrix 用它把错误定位到文件的行列；errors.Is(err, ErrConfig) 成立。
+func cfgErr(path string, value any, format string, args ...any) *field.Error {
+	return field.New(ErrConfig, path, value, fmt.Sprintf(format, args...))
 }
 
 // DefaultConfig 返回与规格 PR 命令一致的默认值（debug、128 tokens、0.6、32 线程、GPQA）。
@@ -226,7 +204,7 @@ func metricScale(dataset, metric string) float64 {
 }
 
 // Validate 检查取值范围、数据来源与门禁阈值，在任何请求发出之前发现写错的配置。
-// 返回的错误是 *ConfigError（包装 ErrConfig），Field 指明字段路径。datasets[].name 必须在
+// 返回的错误是 *field.Error（包装 ErrConfig），Field 指明字段路径。datasets[].name 必须在
 // evals 中登记（nil 取 DefaultRegistry）：YAML 仍拒绝没人登记的评测名。
 func (c Config) Validate(evals *Registry) error {
 	evals = evals.orDefault()
@@ -281,8 +259,7 @@ func (c Config) Validate(evals *Registry) error {
 	for i, d := range c.Datasets {
 		p := fmt.Sprintf("datasets[%d]", i)
 		if !evals.Known(d.Name) {
-			// 取值已由 ConfigError 写出，这里只列出登记过的名字。
-			return &ConfigError{Field: p + ".name", Value: d.Name, Msg: fmt.Sprintf("%v (want one of %s)", ErrUnknownDataset, strings.Join(evals.Names(), ", "))}
+			return cfgErr(p+".name", d.Name, "%v (want one of %s)", ErrUnknownDataset, strings.Join(evals.Names(), ", "))
 		}
 		if seen[d.Name] {
 			return cfgErr(p+".name", d.Name, "listed twice")
@@ -311,7 +288,7 @@ func (c Config) Validate(evals *Registry) error {
 	for i, e := range c.External {
 		p := fmt.Sprintf("external[%d]", i)
 		if err := e.Validate(); err != nil {
-			return &ConfigError{Field: p, Msg: err.Error()}
+			return cfgErr(p, nil, "%s", err.Error())
 		}
 		if err := checkThreshold(p, e.Threshold, e.ReportOnly, false, math.Inf(1)); err != nil {
 			return err
@@ -351,8 +328,8 @@ func checkThreshold(p string, t *float64, reportOnly, builtin bool, scale float6
 // 合成分数毫无意义，且会让门禁在没有测量的情况下变绿。
 func (c Config) CheckTarget(emulated bool) error {
 	if c.Dataset == BuiltinSample && !emulated {
-		return &ConfigError{Field: "dataset", Value: BuiltinSample,
-			Msg: "the built-in synthetic sample can only score the in-process emulator, not a real server; remove it to use the simple-evals data (downloaded from its public URLs), or set dataset_path/dataset_url"}
+		return cfgErr("dataset", BuiltinSample,
+			"%s", "the built-in synthetic sample can only score the in-process emulator, not a real server; remove it to use the simple-evals data (downloaded from its public URLs), or set dataset_path/dataset_url")
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -200,7 +201,7 @@ func TestBuiltinSampleOnlyByNameAndOnlyOnEmulator(t *testing.T) {
 	base := newScriptedServer(t, &scriptedModel{})
 	cfg := accuracy.Config{Debug: true, Dataset: accuracy.BuiltinSample, Datasets: []accuracy.DatasetConfig{{Name: "gpqa"}}}
 	_, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{})
-	var ce *accuracy.ConfigError
+	var ce *field.Error
 	if !errors.As(err, &ce) || ce.Field != "dataset" || !errors.Is(err, accuracy.ErrConfig) {
 		t.Fatalf("builtin against a real server: %v", err)
 	}
@@ -243,7 +244,7 @@ func TestConfigRejectsGatesThatCannotFail(t *testing.T) {
 		{accuracy.Config{External: []accuracy.ExternalConfig{{Name: "mme", Command: []string{"x"}, ResultFile: "r", Score: accuracy.ScoreSpec{Format: "regex", Pattern: "(1)"}}}}, "external[0].threshold", ""},
 	} {
 		err := c.cfg.Validate(nil)
-		var ce *accuracy.ConfigError
+		var ce *field.Error
 		if !errors.As(err, &ce) || ce.Field != c.field || ce.Value != c.value {
 			t.Errorf("%+v: %v", c.cfg, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/endpoint"
+	"github.com/vllm-cibench/cibench/field"
 )
 
 // fixedEval 是团队自带数据的评测：两道题，回复里出现 want 才得分。它不读 Source，
@@ -85,7 +86,7 @@ func TestRegistryRegister(t *testing.T) {
 func TestRunStageTeamEval(t *testing.T) {
 	base := newScriptedServer(t, &scriptedModel{})
 	cfg := accuracy.Config{Debug: true, MaxTokens: 16, NumThreads: 2, Datasets: []accuracy.DatasetConfig{{Name: "team-echo", Threshold: ptr(0.99)}}}
-	var ce *accuracy.ConfigError
+	var ce *field.Error
 	if err := cfg.Validate(nil); !errors.As(err, &ce) || ce.Field != "datasets[0].name" || !errors.Is(err, accuracy.ErrConfig) {
 		t.Fatalf("the built-in registry accepted an unregistered eval: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"io/fs"
 	"os"
@@ -352,10 +353,10 @@ func (c *Config) Decode(name string, r io.Reader, feats *Features) error {
 		_ = yaml.Unmarshal(data, &doc)
 		located := false
 		for _, e := range flatten(err) {
-			var fe *FieldError
+			var fe *field.Error
 			if errors.As(e, &fe) {
-				if line := lineOf(&doc, fe.Path); line > 0 {
-					fe.File, fe.Line, located = name, line, true
+				if n := nodeOf(&doc, fe.Field); n != nil {
+					fe.File, fe.Line, fe.Col, located = name, n.Line, n.Column, true
 				}
 			}
 		}
@@ -376,9 +377,9 @@ func flatten(err error) []error {
 	return []error{err}
 }
 
-// lineOf 返回 path（如 "params_boundary.top_p[1]"）在 YAML 文档中的行号；
-// 文档中没有该路径（取值来自默认值或其他文件）时为 0。
-func lineOf(doc *yaml.Node, path string) int {
+// nodeOf 返回 path（如 "params_boundary.top_p[1]"）在 YAML 文档中的节点（行列由它给出）；
+// 找不到（取值来自默认值）时为 nil。
+func nodeOf(doc *yaml.Node, path string) *yaml.Node {
 	n := doc
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
@@ -399,17 +400,17 @@ func lineOf(doc *yaml.Node, path string) int {
 			}
 		}
 		if next == nil {
-			return 0
+			return nil
 		}
 		n = next
 		if idx >= 0 {
 			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
-				return 0
+				return nil
 			}
 			n = n.Content[idx]
 		}
 	}
-	return n.Line
+	return n
 }
 
 // LoadConfigDir 与 LoadConfig 相同，但读取目录 dir：目录不存在、不是目录或其中没有
@@ -477,42 +478,17 @@ func (c Config) clone() Config {
 	return out
 }
 
-// FieldError 是一个非法取值：字段、取值与原因；由 Decode/LoadConfig 产生时还带着
-// 文件与行号（取值所在的 YAML 行）。errors.Is(err, ErrConfig) 为真。
-type FieldError struct {
-	// Field 是字段名，如 "params_boundary.top_p"。
-	Field string
-	// Path 是定位到具体元素的路径，如 "params_boundary.top_p[1]"；等于 Field 时省略下标。
-	Path  string
-	Value any
-	Why   string
-	// File 与 Line 是取值在 YAML 中的位置；配置不来自文件（或取值是默认值）时为空。
-	File string
-	Line int
-}
-
-// Error 实现 error："file:line: functional: invalid config: field=value: why"。
-func (e *FieldError) Error() string {
-	msg := fmt.Sprintf("%v: %s=%v: %s", ErrConfig, e.Field, e.Value, e.Why)
-	if e.File != "" && e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, msg)
-	}
-	return msg
-}
-
-// Unwrap 让 errors.Is(err, ErrConfig) 成立。
-func (e *FieldError) Unwrap() error { return ErrConfig }
-
 // Validate 检查配置中会让用例无法给出有意义结论的取值，错误信息写明字段与值；
-// 返回的错误由 *FieldError 组成（errors.As 可取出）。feats 是 invalid_request 用例的
+// 返回的错误由 *field.Error 组成（errors.As 可取出；Field 是定位到元素的路径，如
+// "params_boundary.top_p[1]"，errors.Is(err, ErrConfig) 成立）。feats 是 invalid_request 用例的
 // requires 可以引用的能力登记表（nil 取 DefaultFeatures）：YAML 仍拒绝没人登记的名字。
 func (c Config) Validate(feats *Features) error {
 	feats = feats.orDefault()
 	var errs []error
-	badAt := func(field, path string, v any, why string) {
-		errs = append(errs, &FieldError{Field: field, Path: path, Value: v, Why: why})
+	badAt := func(_, path string, v any, why string) {
+		errs = append(errs, field.New(ErrConfig, path, v, why))
 	}
-	bad := func(field string, v any, why string) { badAt(field, field, v, why) }
+	bad := func(name string, v any, why string) { badAt(name, name, v, why) }
 	at := func(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
 	positive := func(field string, v int) {
 		if v <= 0 {

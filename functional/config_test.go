@@ -56,15 +56,15 @@ func TestConfigDecodeOverlaysAndRejects(t *testing.T) {
 	for _, tc := range []struct{ name, doc, want string }{
 		{"unknown.yaml", "chat_core: {max_tokenz: 8}\n", "max_tokenz"},
 		{"type.yaml", "params_boundary: {top_k: [one]}\n", `type.yaml:1:27: params_boundary.top_k[0]: want an integer`},
-		{"range.yaml", "params_boundary: {top_p: [1.5]}\n", "params_boundary.top_p=1.5"},
-		{"n.yaml", "chat_core: {n: 1}\n", "chat_core.n=1"},
+		{"range.yaml", "params_boundary: {top_p: [1.5]}\n", `params_boundary.top_p[0]: must be in [0, 1] (got "1.5")`},
+		{"n.yaml", "chat_core: {n: 1}\n", `chat_core.n: must be >= 2 (got "1")`},
 		{"hist.yaml", "chat_core: {history: [a]}\n", "chat_core.history"},
-		{"stop.yaml", "params_boundary: {stop: [weird]}\n", "params_boundary.stop=weird"},
+		{"stop.yaml", "params_boundary: {stop: [weird]}\n", `params_boundary.stop[0]: must be single, multiple or unicode (got "weird")`},
 		{"schema.yaml", "guided: {json_schema: {type: 12}}\n", "guided.json_schema"},
 		{"tools.yaml", "function_call: {tools: []}\n", "function_call.tools"},
-		{"inv.yaml", "errors: {invalid: [{name: a b, endpoint: x, status: 200, requires: [gpu]}]}\n", "errors.invalid[0].endpoint=x"},
-		{"rerank.yaml", "rerank: {top_n: 9}\n", "rerank.top_n=9"},
-		{"dup.yaml", "params_boundary: {top_k: [1, 1]}\n", "params_boundary.top_k=1: duplicate"},
+		{"inv.yaml", "errors: {invalid: [{name: a b, endpoint: x, status: 200, requires: [gpu]}]}\n", `errors.invalid[0].endpoint: must be chat or completions (got "x")`},
+		{"rerank.yaml", "rerank: {top_n: 9}\n", `rerank.top_n: must be in [1, len(documents)] (got "9")`},
+		{"dup.yaml", "params_boundary: {top_k: [1, 1]}\n", `params_boundary.top_k[1]: duplicate value (each value becomes one case) (got "1")`},
 	} {
 		c := functional.DefaultConfig()
 		before := normalize(t, c)

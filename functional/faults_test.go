@@ -396,9 +396,9 @@ func TestRequestBoundsFromConfig(t *testing.T) {
 		t.Errorf("normal answer under a 4096-byte cap: %s %q", res.Status, res.Reason)
 	}
 	for _, tc := range []struct{ yaml, want string }{
-		{"# bounds\nrequest:\n  timeout: 0s\n", "request.yaml:3: functional: invalid config: request.timeout=0s: must be > 0"},
+		{"# bounds\nrequest:\n  timeout: 0s\n", "functional: invalid config: request.yaml:3:12: request.timeout: must be > 0"},
 		{"# bounds\nrequest:\n  timeout: -1s\n", `request.yaml:3:12: request.timeout: duration must not be negative (got "-1s")`},
-		{"request:\n  max_response_bytes: 0\n", "request.yaml:2: functional: invalid config: request.max_response_bytes=0: must be > 0"},
+		{"request:\n  max_response_bytes: 0\n", "functional: invalid config: request.yaml:2:23: request.max_response_bytes: must be > 0"},
 		{"request:\n  timeout: 120\n", `request.yaml:2:12: request.timeout: want a duration such as "30s" or "20m", got an integer (got "120")`},
 	} {
 		_, err := functional.LoadConfig(fstest.MapFS{"request.yaml": {Data: []byte(tc.yaml)}}, nil)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/functional"
 )
 
@@ -115,8 +116,8 @@ func TestConfigRequiresRegistry(t *testing.T) {
 	doc := "errors: {invalid: [{name: lora_bad, endpoint: chat, status: 400, params: {top_k: -5}, requires: [acme_lora]}]}\n"
 	c := functional.DefaultConfig()
 	err := c.Decode("inv.yaml", strings.NewReader(doc), nil)
-	var fe *functional.FieldError
-	if !errors.As(err, &fe) || fe.Path != "errors.invalid[0].requires[0]" || !strings.Contains(err.Error(), "acme_lora") {
+	var fe *field.Error
+	if !errors.As(err, &fe) || fe.Field != "errors.invalid[0].requires[0]" || !strings.Contains(err.Error(), "acme_lora") {
 		t.Fatalf("unregistered requires: %v", err)
 	}
 	feats := functional.DefaultFeatures()

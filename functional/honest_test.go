@@ -211,7 +211,7 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	fsys = fstest.MapFS{"chat_core.yaml": {Data: []byte("chat_core:\n  prompt: hi\n  n: 1\n")}}
 	_, err = functional.LoadConfig(fsys, nil)
-	if err == nil || !strings.Contains(err.Error(), "chat_core.yaml:3") || !strings.Contains(err.Error(), "chat_core.n=1") {
+	if err == nil || !strings.Contains(err.Error(), "chat_core.yaml:3:6: chat_core.n: ") || !strings.Contains(err.Error(), `(got "1")`) {
 		t.Errorf("bad n: err = %v, want file:line, field and value", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/vllm-cibench/cibench/field"
 	"math"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 )
 
 // TestValidateUpperLimits 验证每个数值字段的上限与 NaN/Inf：荒谬的取值在运行前报错，
-// 错误是 *ProfileError，带字段、下标与取值。
+// 错误是 *field.Error，带字段（列表字段带下标）与取值。
 func TestValidateUpperLimits(t *testing.T) {
 	base := loadgen.Profile{InputLength: []int{16}, OutputLength: []int{16}}
 	nan := math.NaN()
@@ -48,8 +49,12 @@ func TestValidateUpperLimits(t *testing.T) {
 		p := base
 		c.mut(&p)
 		err := p.Defaults().Validate()
-		var pe *loadgen.ProfileError
-		if !errors.As(err, &pe) || !errors.Is(err, loadgen.ErrInvalidProfile) || pe.Field != c.field || pe.Index != c.index {
+		var pe *field.Error
+		ok := errors.As(err, &pe)
+		if !ok || !errors.Is(err, loadgen.ErrInvalidProfile) {
+			t.Fatalf("%s: got %v", c.field, err)
+		}
+		if name, i := field.Index(pe.Field); name != c.field || i != c.index {
 			t.Errorf("%s: got %#v (%v)", c.field, pe, err)
 		}
 	}
@@ -105,11 +110,11 @@ func TestReadProvidersNamesFileAndLine(t *testing.T) {
 	cases := map[string]string{
 		"providers:\n  - id: a\n    base_url: [\n":                                           "my/providers.yaml:3:1: invalid YAML: did not find expected node content",
 		"providers:\n  - id: a\n    base_url: x\n    model_name: m\n    typo: 1\n":           `my/providers.yaml:5:5: providers[0].typo: unknown field "typo"`,
-		"providers:\n  - id: a\n    model_name: m\n":                                         "my/providers.yaml:2: providers[0] (a).base_url is empty",
-		"providers:\n  - id: a\n    model_name: m\n    base_url: 'localhost:8000/v1'\n":      "my/providers.yaml:4: providers[0] (a).base_url[0]: want an http(s)",
-		"providers:\n  - id: a\n    base_url: 'http://h/v1'\n  - id: b\n    model_name: m\n": "my/providers.yaml:2: providers[0] (a).model_name is empty",
+		"providers:\n  - id: a\n    model_name: m\n":                                         "my/providers.yaml:2:5: providers[0].base_url: is empty (provider a)",
+		"providers:\n  - id: a\n    model_name: m\n    base_url: 'localhost:8000/v1'\n":      `my/providers.yaml:4:15: providers[0].base_url[0]: want an http(s)://host[:port]/v1 URL (provider a) (got "localhost:8000/v1")`,
+		"providers:\n  - id: a\n    base_url: 'http://h/v1'\n  - id: b\n    model_name: m\n": "my/providers.yaml:2:5: providers[0].model_name: is empty (provider a)",
 		"":              "my/providers.yaml: file is empty",
-		"providers: []": "my/providers.yaml: no providers",
+		"providers: []": "loadgen: invalid providers: my/providers.yaml: providers: no providers",
 	}
 	for body, want := range cases {
 		_, err := loadgen.ReadProviders(strings.NewReader(body), "my/providers.yaml")

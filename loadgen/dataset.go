@@ -256,7 +256,7 @@ type DatasetSpec struct {
 // MaxDatasetRequests 是 GenerateDataset 一次生成的条数上限。
 const MaxDatasetRequests = MaxRequests
 
-// Validate 检查 DatasetSpec；错误是 *ProfileError（字段名同 Profile 的 YAML 键）。
+// Validate 检查 DatasetSpec；错误是 *field.Error（字段名同 Profile 的 YAML 键）。
 func (s DatasetSpec) Validate() error {
 	switch {
 	case s.InputLength < 1 || s.InputLength > MaxTokens:

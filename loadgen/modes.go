@@ -10,7 +10,7 @@ import (
 // Validate 才被发现，而库的调用方在 Go 代码里拼写时编译器帮不上忙。有了具名类型：
 //   - Go 调用方写常量（loadgen.BackendChat），类型不对编译不过；
 //   - YAML、flag.TextVar 与任何走 encoding.TextUnmarshaler 的解码器在解码时就拒绝未知值，
-//     错误是 *ProfileError，点名 YAML 键与取值；
+//     错误是 *field.Error，点名 YAML 键与取值；
 //   - 每个类型的 Validate 与 Profile.Validate 共用同一张取值表（下面的 xxxValues），
 //     新增取值（例如新的数据集类型）只需在常量与取值表各加一行。
 //
@@ -87,7 +87,7 @@ var (
 	timestampModeValues = []TimestampMode{TimestampsKernel, TimestampsRead}
 )
 
-// checkMode 检查 v 是否在取值表 values 中；不在时返回点名 YAML 键 field 的 *ProfileError，
+// checkMode 检查 v 是否在取值表 values 中；不在时返回点名 YAML 键 field 的 *field.Error，
 // 原因列出全部合法取值（`want "a", "b" or "c"`）。
 func checkMode[T ~string](field string, v T, values []T) error {
 	for _, x := range values {
@@ -127,7 +127,7 @@ func parseMode[T ~string](field string, text []byte, out *T, values []T) error {
 	return nil
 }
 
-// Validate 报告 b 是否是已知后端；错误是点名 "backend" 的 *ProfileError。
+// Validate 报告 b 是否是已知后端；错误是点名 "backend" 的 *field.Error。
 func (b Backend) Validate() error { return checkMode("backend", b, backendValues) }
 
 // MarshalText 实现 encoding.TextMarshaler（YAML、JSON 与 flag 输出原样的字符串）。

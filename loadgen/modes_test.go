@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"errors"
 	"flag"
+	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"testing"
 
@@ -32,7 +33,7 @@ var modeCases = []modeCase{
 }
 
 // TestModesUnmarshalText 验证每个枚举：合法值原样往返（UnmarshalText → MarshalText），
-// 空串表示未设置，未知值在解码时就被拒绝，错误是点名 YAML 键与取值的 *ProfileError。
+// 空串表示未设置，未知值在解码时就被拒绝，错误是点名 YAML 键与取值的 *field.Error。
 func TestModesUnmarshalText(t *testing.T) {
 	for _, c := range modeCases {
 		v := c.new()
@@ -47,12 +48,9 @@ func TestModesUnmarshalText(t *testing.T) {
 			t.Fatalf("%s: empty means unset, got %v", c.field, err)
 		}
 		err = c.new().UnmarshalText([]byte(c.bad))
-		var pe *loadgen.ProfileError
-		if !errors.As(err, &pe) || pe.Field != c.field || pe.Value == nil || !errors.Is(err, loadgen.ErrInvalidProfile) {
-			t.Fatalf("%s %q: want *ProfileError naming the field, got %#v", c.field, c.bad, err)
-		}
-		if got := pe.Value.(interface{ Validate() error }).Validate(); got == nil {
-			t.Fatalf("%s: Validate accepts %q", c.field, c.bad)
+		var pe *field.Error
+		if !errors.As(err, &pe) || pe.Field != c.field || pe.Value != c.bad || !errors.Is(err, loadgen.ErrInvalidProfile) {
+			t.Fatalf("%s %q: want *field.Error naming the field and the value, got %#v", c.field, c.bad, err)
 		}
 	}
 }
@@ -60,9 +58,9 @@ func TestModesUnmarshalText(t *testing.T) {
 // TestModesValidateMessage 验证错误原因列出全部合法取值（与改为具名类型之前的措辞相同）。
 func TestModesValidateMessage(t *testing.T) {
 	for v, want := range map[interface{ Validate() error }]string{
-		loadgen.Backend("x"):       `loadgen: invalid profile: backend=x: want "openai-chat" or "openai"`,
-		loadgen.ControlMethod("x"): `loadgen: invalid profile: control_method=x: want "normal", "climb" or "sweep"`,
-		loadgen.ModalType(""):      `loadgen: invalid profile: modal_type=: want "text" or "image-text"`,
+		loadgen.Backend("x"):       `loadgen: invalid profile: backend: want "openai-chat" or "openai" (got "x")`,
+		loadgen.ControlMethod("x"): `loadgen: invalid profile: control_method: want "normal", "climb" or "sweep" (got "x")`,
+		loadgen.ModalType(""):      `loadgen: invalid profile: modal_type: want "text" or "image-text"`,
 	} {
 		if err := v.Validate(); err == nil || err.Error() != want {
 			t.Errorf("%#v: got %v, want %s", v, err, want)
@@ -83,15 +81,15 @@ func TestModesYAML(t *testing.T) {
 		t.Fatalf("%+v", p)
 	}
 	err := yamlstrict.Unmarshal("p.yaml", []byte("input_length: [8]\nclimb_mode: exp\n"), &p)
-	var ye *yamlstrict.Error
-	if !errors.As(err, &ye) || ye.Line != 2 {
+	var ye *field.Error
+	if !errors.As(err, &ye) || ye.Line != 2 || ye.File != "p.yaml" {
 		t.Fatalf("want a yamlstrict error on line 2, got %v", err)
 	}
 	var q loadgen.Profile
 	err = yaml.Unmarshal([]byte("modal_type: video\n"), &q)
-	var pe *loadgen.ProfileError
-	if !errors.As(err, &pe) || pe.Field != "modal_type" {
-		t.Fatalf("yaml.v3: want *ProfileError for modal_type, got %v", err)
+	var pe *field.Error
+	if !errors.As(err, &pe) || pe.Field != "modal_type" || pe.Value != "video" {
+		t.Fatalf("yaml.v3: want *field.Error for modal_type, got %v", err)
 	}
 	out, err := yaml.Marshal(loadgen.Profile{Backend: loadgen.BackendChat})
 	if err != nil {

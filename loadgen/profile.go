@@ -3,6 +3,7 @@ package loadgen
 import (
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"math"
 	"strconv"
 	"strings"
@@ -247,38 +248,22 @@ const (
 	maxRequestsPerConc = MaxRequests    // requests_per_concurrency 单独的上限
 )
 
-// ProfileError 是 Validate 的错误：Field 是 YAML 键（多个键时用 "/" 连接），
-// Index 是列表字段中出错元素的下标（标量字段为 -1），便于调用方把错误定位到
-// 命令行参数或 YAML 的行号。errors.Is(err, ErrInvalidProfile) 成立。
-type ProfileError struct {
-	Field  string
-	Index  int
-	Value  any
-	Reason string
+// invalid 构造一个带字段名与取值的校验错误（标量字段）：*field.Error，Field 是 YAML 键，
+// errors.Is(err, ErrInvalidProfile) 成立。调用方（matrix、examples/bench）据字段把错误
+// 定位到 YAML 的行列或命令行参数。
+func invalid(name string, value any, why string) error {
+	return field.New(ErrInvalidProfile, name, value, why)
 }
 
-// Error 保持 "loadgen: invalid profile: 字段=值: 原因" 的格式，供日志与既有调用方匹配。
-func (e *ProfileError) Error() string {
-	return fmt.Sprintf("%v: %s=%v: %s", ErrInvalidProfile, e.Field, e.Value, e.Reason)
-}
-
-// Unwrap 让 errors.Is(err, ErrInvalidProfile) 成立。
-func (e *ProfileError) Unwrap() error { return ErrInvalidProfile }
-
-// invalid 构造一个带字段名与取值的校验错误（标量字段）。
-func invalid(field string, value any, why string) error {
-	return &ProfileError{Field: field, Index: -1, Value: value, Reason: why}
-}
-
-// invalidAt 构造列表字段第 i 个元素的校验错误。
-func invalidAt(field string, i int, value any, why string) error {
-	return &ProfileError{Field: field, Index: i, Value: value, Reason: why}
+// invalidAt 构造列表字段第 i 个元素的校验错误：Field 为 "name[i]"（field.Index 可拆开）。
+func invalidAt(name string, i int, value any, why string) error {
+	return field.New(ErrInvalidProfile, fmt.Sprintf("%s[%d]", name, i), value, why)
 }
 
 // finite 报告 v 是有限数（NaN 与 ±Inf 在任何字段里都没有意义）。
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// Validate 检查（已填默认值的）Profile；错误是 *ProfileError，点名字段与取值，
+// Validate 检查（已填默认值的）Profile；错误是 *field.Error，点名字段与取值，
 // 便于定位 YAML 中的问题。除取值范围外，每个数值字段都有上限（见 MaxConcurrency 等），
 // 浮点字段拒绝 NaN 与 ±Inf。
 func (p Profile) Validate() error {
@@ -407,7 +392,11 @@ func (p Profile) validateDataset() error {
 	case p.ModalType == ModalImageText && p.Backend != BackendChat:
 		return invalid("modal_type", p.ModalType, "image-text needs backend openai-chat")
 	case p.ImageWidth < 1 || p.ImageHeight < 1 || p.ImageWidth > MaxImageSide || p.ImageHeight > MaxImageSide:
-		return invalid("image_width/image_height", fmt.Sprintf("%dx%d", p.ImageWidth, p.ImageHeight), fmt.Sprintf("must be in [1, %d]", MaxImageSide))
+		name, v := "image_width", p.ImageWidth
+		if p.ImageWidth >= 1 && p.ImageWidth <= MaxImageSide {
+			name, v = "image_height", p.ImageHeight
+		}
+		return invalid(name, v, fmt.Sprintf("must be in [1, %d]", MaxImageSide))
 	}
 	if p.DatasetType == DatasetCustom {
 		for i, L := range p.InputLength {

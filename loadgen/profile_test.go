@@ -2,6 +2,7 @@ package loadgen_test
 
 import (
 	"errors"
+	"github.com/vllm-cibench/cibench/field"
 	"os"
 	"strings"
 	"testing"
@@ -89,17 +90,21 @@ func TestProfileValidateNamesField(t *testing.T) {
 		"output_range_ratio_above": func(p *loadgen.Profile) { p.OutputRangeRatioAbove = 2 },
 		"dataset_type":             func(p *loadgen.Profile) { p.DatasetType = "custom" },
 		"modal_type":               func(p *loadgen.Profile) { p.ModalType = "audio" },
-		"image_width/image_height": func(p *loadgen.Profile) { p.ModalType, p.ImageWidth = loadgen.ModalImageText, 99999 },
+		"image_width":              func(p *loadgen.Profile) { p.ModalType, p.ImageWidth = loadgen.ModalImageText, 99999 },
 		"goodput":                  func(p *loadgen.Profile) { p.Goodput = []string{"ttft=50"} },
 		"warmup":                   func(p *loadgen.Profile) { p.Warmup = -1 },
 		"timestamps":               func(p *loadgen.Profile) { p.Timestamps = "hardware" },
 	}
-	for field, mut := range cases {
+	for name, mut := range cases {
 		p := base
 		mut(&p)
 		err := p.Defaults().Validate()
-		if !errors.Is(err, loadgen.ErrInvalidProfile) || !strings.Contains(err.Error(), field+"=") {
-			t.Errorf("%s: got %v", field, err)
+		var fe *field.Error
+		if !errors.Is(err, loadgen.ErrInvalidProfile) || !errors.As(err, &fe) || !strings.Contains(err.Error(), fe.Field+": ") {
+			t.Fatalf("%s: got %v", name, err)
+		}
+		if got, _ := field.Index(fe.Field); got != name {
+			t.Errorf("%s: error names field %q (%v)", name, fe.Field, err)
 		}
 	}
 	if err := base.Defaults().Validate(); err != nil {

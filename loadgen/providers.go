@@ -3,6 +3,7 @@ package loadgen
 import (
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"net/url"
 	"strings"
@@ -15,6 +16,10 @@ import (
 
 // ErrProviderNotFound 表示 providers.yaml 中没有指定的 provider id。
 var ErrProviderNotFound = errors.New("loadgen: provider not found")
+
+// ErrInvalidProviders 被 providers.yaml 的语义错误（没有 provider、缺 id/base_url/model_name、
+// base_url 不是 http(s) 地址）包装；这些错误是 *field.Error，带文件、行列与字段路径。
+var ErrInvalidProviders = errors.New("loadgen: invalid providers")
 
 // Provider 是 acs-bench providers.yaml 中的一项。base_url 可以是一个字符串，
 // 也可以是列表（每卡一个实例时轮询）；APIKey 不会被打印。
@@ -80,36 +85,44 @@ func ReadProviders(r io.Reader, name string) ([]Provider, error) {
 		Providers []yaml.Node `yaml:"providers"`
 	}
 	_ = yaml.Unmarshal(data, &lines)
+	// 以下语义错误与解码错误同一形状：*field.Error（文件、行列、字段路径、取值）。
+	bad := func(n *yaml.Node, path, value, reason string) error {
+		e := &field.Error{File: name, Field: path, Value: value, Reason: reason, Err: ErrInvalidProviders}
+		if n != nil {
+			e.Line, e.Col = n.Line, n.Column
+		}
+		return e
+	}
 	if len(doc.Providers) == 0 {
-		return nil, fmt.Errorf("loadgen: %s: no providers", name)
+		return nil, bad(nil, "providers", "", "no providers")
 	}
 	out := make([]Provider, 0, len(doc.Providers))
 	for i, py := range doc.Providers {
 		p := Provider{ID: py.ID, Name: py.Name, APIKey: py.APIKey, ModelName: py.ModelName, ModelCategory: py.ModelCategory}
-		at := name
+		var item *yaml.Node
 		if i < len(lines.Providers) {
-			at = fmt.Sprintf("%s:%d", name, lines.Providers[i].Line)
+			item = &lines.Providers[i]
 		}
+		path := fmt.Sprintf("providers[%d]", i)
 		switch py.BaseURL.Kind {
 		case yaml.ScalarNode:
 			p.BaseURLs = []string{py.BaseURL.Value}
 		case yaml.SequenceNode:
 			if err := py.BaseURL.Decode(&p.BaseURLs); err != nil {
-				return nil, fmt.Errorf("loadgen: %s:%d: providers[%d].base_url: %w", name, py.BaseURL.Line, i, err)
+				return nil, bad(&py.BaseURL, path+".base_url", "", err.Error())
 			}
 		}
 		switch {
 		case p.ID == "":
-			return nil, fmt.Errorf("loadgen: %s: providers[%d].id is empty", at, i)
+			return nil, bad(item, path+".id", "", "is empty")
 		case len(p.BaseURLs) == 0:
-			return nil, fmt.Errorf("loadgen: %s: providers[%d] (%s).base_url is empty", at, i, p.ID)
+			return nil, bad(item, path+".base_url", "", fmt.Sprintf("is empty (provider %s)", p.ID))
 		case p.ModelName == "":
-			return nil, fmt.Errorf("loadgen: %s: providers[%d] (%s).model_name is empty", at, i, p.ID)
+			return nil, bad(item, path+".model_name", "", fmt.Sprintf("is empty (provider %s)", p.ID))
 		}
 		for j, raw := range p.BaseURLs {
 			if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return nil, fmt.Errorf("loadgen: %s:%d: providers[%d] (%s).base_url[%d]: want an http(s)://host[:port]/v1 URL (got %q)",
-					name, py.BaseURL.Line, i, p.ID, j, raw)
+				return nil, bad(&py.BaseURL, fmt.Sprintf("%s.base_url[%d]", path, j), raw, fmt.Sprintf("want an http(s)://host[:port]/v1 URL (provider %s)", p.ID))
 			}
 		}
 		out = append(out, p)

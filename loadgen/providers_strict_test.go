@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/internal/yamlstrict"
+	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // TestProvidersStrictErrors：providers.yaml 经共用的严格解码器读取，错误与矩阵、
 // 档位等其他用户 YAML 的写法相同（文件:行:列、字段路径、原因），可用 errors.As 取出
-// *yamlstrict.Error，而不是 yaml.v3 的 "field x not found in type loadgen.providerYAML"。
+// *field.Error，而不是 yaml.v3 的 "field x not found in type loadgen.providerYAML"。
 func TestProvidersStrictErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"providers:\n  - id: p\n    bse_url: http://h/v1\n    model_name: m\n", `loadgen: my/providers.yaml:3:5: providers[0].bse_url: unknown field "bse_url"`},
@@ -19,7 +19,7 @@ func TestProvidersStrictErrors(t *testing.T) {
 		{"providers: {}\n", `loadgen: my/providers.yaml:1:12: providers: want a list, got a mapping`},
 	} {
 		_, err := loadgen.ReadProviders(strings.NewReader(tc.src), "my/providers.yaml")
-		var se *yamlstrict.Error
+		var se *field.Error
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &se) || se.File != "my/providers.yaml" {
 			t.Errorf("%q:\n got %v\nwant %s", tc.src, err, tc.want)
 		}

@@ -160,14 +160,9 @@ func TestSweepValidate(t *testing.T) {
 	}
 }
 
-// containsField 报告错误文本是否以 "字段=" 的形式点名了 field。
+// containsField 报告错误文本是否以 "字段: " 的形式点名了 field（field.Error 的格式）。
 func containsField(s, field string) bool {
-	for i := 0; i+len(field)+1 <= len(s); i++ {
-		if s[i:i+len(field)+1] == field+"=" {
-			return true
-		}
-	}
-	return false
+	return strings.Contains(s, " "+field+": ")
 }
 
 // TestSweepCSV 检查逐级 CSV 与容量汇总行的取值。

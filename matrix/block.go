@@ -43,7 +43,7 @@ func (b Block) Line() int {
 
 // Decode 用与 Load 相同的严格规则（未知字段、类型不符、重复键都报错）把这一段
 // 解码进 out（必须是非 nil 指针）。零值 Block 不修改 out 并返回 nil，
-// 这样调用方预先填好的默认值得以保留。返回的错误可用 errors.As 取出 *Error。
+// 这样调用方预先填好的默认值得以保留。返回的错误可用 errors.As 取出 *field.Error。
 func (b Block) Decode(out any) error {
 	v := reflect.ValueOf(out)
 	if v.Kind() != reflect.Pointer || v.IsNil() {

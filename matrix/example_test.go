@@ -38,5 +38,5 @@ func ExampleLoad() {
 	_, err := matrix.Load(fsys, matrix.WithRoot("configs"))
 	fmt.Println(err)
 	// Output:
-	// matrix: configs/scenarios/emulator.yaml:3:8: quant: invalid quant (want one of w8a8, w4a8, none) (got "int4")
+	// matrix: invalid config: configs/scenarios/emulator.yaml:3:8: quant: invalid quant (want one of w8a8, w4a8, none) (got "int4")
 }

@@ -2,6 +2,7 @@ package matrix_test
 
 import (
 	"errors"
+	"github.com/vllm-cibench/cibench/field"
 	"testing"
 	"testing/fstest"
 
@@ -9,7 +10,7 @@ import (
 )
 
 // FuzzLoad 把任意字节分别作为场景文件、矩阵文件和阶段配置交给加载器：
-// 不得 panic 或卡死，失败时每一条错误都必须是指明文件的 *matrix.Error。
+// 不得 panic 或卡死，失败时每一条错误都必须是指明文件的 *field.Error。
 func FuzzLoad(f *testing.F) {
 	for _, v := range validTree() {
 		f.Add(v.Data)
@@ -34,7 +35,7 @@ func FuzzLoad(f *testing.F) {
 				continue
 			}
 			for _, e := range flatten(err) {
-				var me *matrix.Error
+				var me *field.Error
 				if !errors.As(e, &me) || me.File == "" {
 					t.Fatalf("error without file: %v", e)
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"io/fs"
 	"path"
 	"sort"
@@ -14,9 +15,8 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
-	"github.com/vllm-cibench/cibench/internal/yamlstrict"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
@@ -109,8 +109,8 @@ type Defaults struct {
 		Daily Timeouts `yaml:"daily"`
 	} `yaml:"timeouts"`
 	// Gates 是性能门禁的阈值与统计选项（mode、on_insufficient、confidence……），
-	// 零值字段取 report.DefaultThresholds 与规格行为。
-	Gates report.Thresholds `yaml:"gates"`
+	// 零值字段取 gate.DefaultThresholds 与规格行为。
+	Gates gate.Thresholds `yaml:"gates"`
 }
 
 // FunctionalRun 是矩阵中某场景某运行类型的功能阶段设置。
@@ -293,7 +293,7 @@ const (
 
 // Load 读取 fsys（配置目录的根）中的整个配置树并严格校验：未知字段、类型
 // 不符、非法枚举值、缺失的引用（矩阵指向不存在的场景/档位/配置）都是错误。
-// 返回的错误合并了所有发现的问题，每条都是带文件、行列、字段路径的 *Error。
+// 返回的错误合并了所有发现的问题，每条都是带文件、行列、字段路径的 *field.Error（errors.Is(err, ErrConfig) 成立）。
 func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 	var o loadOptions
 	for _, opt := range opts {
@@ -316,7 +316,7 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 			if a.Line != b.Line {
 				return a.Line < b.Line
 			}
-			return a.Column < b.Column
+			return a.Col < b.Col
 		})
 		return nil, joinErrors(l.errs)
 	}
@@ -331,7 +331,7 @@ type loader struct {
 	feats *functional.Features
 	evals *accuracy.Registry
 	cases []functional.Case
-	errs  []*yamlstrict.Error
+	errs  []*field.Error
 	// profiles 是每个合法档位文件的字段位置，override 叠加后的错误据此定位。
 	profiles map[string]located
 }
@@ -350,7 +350,7 @@ func (l *loader) parse(name string, required bool) (*decoder, *yaml.Node, bool) 
 	data, err := fs.ReadFile(l.fsys, name)
 	if err != nil {
 		if required || !errors.Is(err, fs.ErrNotExist) {
-			l.errs = append(l.errs, &yamlstrict.Error{File: d.File, Msg: "cannot read: " + describeReadErr(err)})
+			l.errs = append(l.errs, &field.Error{File: d.File, Reason: "cannot read: " + describeReadErr(err)})
 		}
 		return d, nil, false
 	}
@@ -377,7 +377,7 @@ func describeReadErr(err error) string {
 func (l *loader) glob(dir string) []string {
 	names, err := fs.Glob(l.fsys, dir+"/*"+yamlExt)
 	if err != nil {
-		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(dir), Msg: err.Error()})
+		l.errs = append(l.errs, &field.Error{File: l.display(dir), Reason: err.Error()})
 		return nil
 	}
 	sort.Strings(names)
@@ -406,7 +406,7 @@ func (l *loader) load() *Matrix {
 	m := &Matrix{Scenarios: map[string]*Scenario{}}
 	names := l.glob(scenarioDir)
 	if len(names) == 0 {
-		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(scenarioDir), Msg: "no scenario files (*.yaml) found"})
+		l.errs = append(l.errs, &field.Error{File: l.display(scenarioDir), Reason: "no scenario files (*.yaml) found"})
 	}
 	for _, name := range names {
 		d, root, _ := l.parse(name, true)
@@ -453,16 +453,16 @@ func (l *loader) load() *Matrix {
 	if data, err := fs.ReadFile(l.fsys, providersPath); err == nil {
 		ps, err := loadgen.ReadProviders(bytes.NewReader(data), l.display(providersPath))
 		if err != nil {
-			// 解码错误已带文件:行:列与字段路径，原样收下；其余（没有 provider、缺 id）记在文件上。
-			if se := strictErrors(err); len(se) > 0 {
-				l.errs = append(l.errs, se...)
+			// 解码与语义错误都是带文件:行:列与字段路径的 *field.Error，原样收下；其余（读取失败）记在文件上。
+			if fes := field.All(err); len(fes) > 0 {
+				l.errs = append(l.errs, fes...)
 			} else {
-				l.errs = append(l.errs, fileError(l.display(providersPath), err))
+				l.errs = append(l.errs, &field.Error{File: l.display(providersPath), Reason: err.Error()})
 			}
 		}
 		m.Providers = ps
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(providersPath), Msg: "cannot read: " + describeReadErr(err)})
+		l.errs = append(l.errs, &field.Error{File: l.display(providersPath), Reason: "cannot read: " + describeReadErr(err)})
 	}
 
 	d, root, _ := l.parse(matrixPath, true)
@@ -489,7 +489,9 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 	mf.Defaults.Timeouts.PR = mf.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(RunPR))
 	mf.Defaults.Timeouts.Daily = mf.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(RunDaily))
 	if err := mf.Defaults.Gates.Validate(); err != nil {
-		d.ErrAt("defaults.gates", "", "%v", err)
+		for _, fe := range field.All(err) {
+			d.ErrAt(joinPath("defaults.gates", fe.Field), fe.Value, "%s", fe.Reason)
+		}
 	}
 	if len(mf.Scenarios) == 0 {
 		d.ErrAt(scenarioKeyPath, "", "matrix must list at least one scenario")
@@ -605,12 +607,12 @@ func (l *loader) loadFunctional(m *Matrix) {
 	}
 	cat, err := functional.NewCatalog(m.Functional, l.feats)
 	if err != nil {
-		l.errs = append(l.errs, &yamlstrict.Error{File: l.display(functionalDir), Msg: err.Error()})
+		l.errs = append(l.errs, &field.Error{File: l.display(functionalDir), Reason: err.Error()})
 		return
 	}
 	for _, c := range l.cases {
 		if err := cat.Add(c); err != nil {
-			l.errs = append(l.errs, &yamlstrict.Error{File: l.display(functionalDir), Msg: "matrix.WithCases: " + err.Error()})
+			l.errs = append(l.errs, &field.Error{File: l.display(functionalDir), Reason: "matrix.WithCases: " + err.Error()})
 		}
 	}
 	m.catalog = cat
@@ -624,20 +626,20 @@ func (l *loader) functionalErr(decs []*decoder, err error) {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		var fe *functional.FieldError
+		var fe *field.Error
 		located := false
 		if errors.As(e, &fe) {
 			for i := len(decs) - 1; i >= 0 && !located; i-- {
-				if _, ok := decs[i].Pos[fe.Path]; ok {
+				if _, ok := decs[i].Pos[fe.Field]; ok {
 					n := len(decs[i].Errs)
-					decs[i].ErrAt(fe.Path, fmt.Sprint(fe.Value), "%s", fe.Why)
+					decs[i].ErrAt(fe.Field, fe.Value, "%s", fe.Reason)
 					l.errs = append(l.errs, decs[i].Errs[n:]...)
 					located = true
 				}
 			}
 		}
 		if !located {
-			l.errs = append(l.errs, &yamlstrict.Error{File: l.display(functionalDir), Msg: e.Error()})
+			l.errs = append(l.errs, &field.Error{File: l.display(functionalDir), Reason: e.Error()})
 		}
 	}
 }
@@ -653,16 +655,16 @@ func (l *loader) decodeBlockAt(b Block, out any) (*decoder, bool) {
 	return d, len(d.Errs) == 0
 }
 
-// accuracyErr 把精度配置的校验错误记在它指向的字段所在的行（accuracy.ConfigError.Field
+// accuracyErr 把精度配置的校验错误记在它指向的字段所在的行（*field.Error 的 Field
 // 是相对配置根的路径），而不是文件开头。
 func (l *loader) accuracyErr(d *decoder, base string, err error) {
 	if err == nil {
 		return
 	}
-	var ce *accuracy.ConfigError
+	var ce *field.Error
 	if errors.As(err, &ce) {
 		n := len(d.Errs)
-		d.ErrAt(joinPath(base, ce.Field), ce.Value, "%s", ce.Msg)
+		d.ErrAt(joinPath(base, ce.Field), ce.Value, "%s", ce.Reason)
 		l.errs = append(l.errs, d.Errs[n:]...)
 		return
 	}
@@ -673,7 +675,7 @@ func (l *loader) accuracyErr(d *decoder, base string, err error) {
 // accuracyOverrideErr 定位叠加 override 之后的校验错误：字段（或它所在的列表项）写在
 // override 里时指向 override 中的那一行，否则指向 override 本身并说明是与哪份配置叠加后出的错。
 func (l *loader) accuracyOverrideErr(md, od *decoder, base, cfgName string, err error) {
-	var ce *accuracy.ConfigError
+	var ce *field.Error
 	if errors.As(err, &ce) {
 		for p := joinPath(base, ce.Field); len(p) > len(base); {
 			if _, ok := od.Pos[p]; ok {
@@ -686,7 +688,7 @@ func (l *loader) accuracyOverrideErr(md, od *decoder, base, cfgName string, err 
 			}
 			p = p[:i]
 		}
-		md.ErrAt(base, ce.Value, "accuracy config %q with override: %s: %s", cfgName, ce.Field, ce.Msg)
+		md.ErrAt(base, ce.Value, "accuracy config %q with override: %s: %s", cfgName, ce.Field, ce.Reason)
 		return
 	}
 	md.ErrAt(base, "", "accuracy config %q with override: %v", cfgName, err)

@@ -2,6 +2,7 @@ package matrix_test
 
 import (
 	"errors"
+	"github.com/vllm-cibench/cibench/field"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -316,9 +317,9 @@ func TestBrokenTree(t *testing.T) {
 			"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {input_length: [4]}}}\n"},
 			[]string{`configs/tests/perf/profiles/pr.yaml:4:16: prefix_length: profile "pr" with override (configs/matrix.yaml:3:27): must be < input_length 4 (got "8")`}},
 		{"bad gate mode", map[string]string{"matrix.yaml": "defaults:\n  gates: {mode: strict}\nscenarios:\n  emulator:\n    pr: {}\n"},
-			[]string{`configs/matrix.yaml:2:10: defaults.gates: report: invalid thresholds: mode=strict: want "spec" or "significant"`}},
+			[]string{`configs/matrix.yaml:2:17: defaults.gates.mode: want "spec" or "significant" (got "strict")`}},
 		{"bad on_insufficient", map[string]string{"matrix.yaml": "defaults:\n  gates: {per_gate: {qps: {on_insufficient: drop}}}\nscenarios:\n  emulator:\n    pr: {}\n"},
-			[]string{`defaults.gates: report: invalid thresholds: per_gate.qps.on_insufficient=drop`}},
+			[]string{`configs/matrix.yaml:2:45: defaults.gates.per_gate.qps.on_insufficient: want "spec", "fail", "warn" or "lower_quantile" (got "drop")`}},
 		{"bad sweep", map[string]string{"tests/perf/profiles/tiny.yaml": "control_method: sweep\ninput_length: [4]\noutput_length: [2]\ngoodput: [\"e2e:100\"]\nsweep: {growth: 1}\n"},
 			[]string{`configs/tests/perf/profiles/tiny.yaml:5:17: sweep.growth: must be > 1 (got "1")`}},
 		{"override unknown field", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {concurency: [1]}}}\n"},
@@ -351,13 +352,13 @@ func TestBrokenTree(t *testing.T) {
 			[]string{`configs/matrix.yaml:3:43: scenarios.emulator.pr.functional.suites[1]: selects no functional case`, `(got "chat_cor")`}},
 		// 用户写错的 providers.yaml 与其他配置文件读起来一样：文件:行:列、字段路径、原因。
 		{"providers typo", map[string]string{"providers.yaml": "providers:\n  - id: p\n    name: p\n    bse_url: http://h/v1\n    model_name: m\n"},
-			[]string{`matrix: configs/providers.yaml:4:5: providers[0].bse_url: unknown field "bse_url"`}},
+			[]string{`matrix: invalid config: configs/providers.yaml:4:5: providers[0].bse_url: unknown field "bse_url"`}},
 		{"providers wrong type", map[string]string{"providers.yaml": "providers:\n  - {id: [p], base_url: 'http://h/v1', model_name: m}\n"},
-			[]string{`matrix: configs/providers.yaml:2:10: providers[0].id: want a string, got a list`}},
+			[]string{`matrix: invalid config: configs/providers.yaml:2:10: providers[0].id: want a string, got a list`}},
 		{"providers without base_url", map[string]string{"providers.yaml": "providers:\n  - {id: p, model_name: m}\n"},
-			[]string{`matrix: configs/providers.yaml:2:1: providers[0] (p).base_url is empty`}},
+			[]string{`matrix: invalid config: configs/providers.yaml:2:5: providers[0].base_url: is empty (provider p)`}},
 		{"bad providers", map[string]string{"providers.yaml": "providers: []\n"},
-			[]string{"matrix: configs/providers.yaml: no providers"}},
+			[]string{"matrix: invalid config: configs/providers.yaml: providers: no providers"}},
 		{"name mismatch", map[string]string{"scenarios/ext.yaml": "name: other\nmode: external\nserved_model_name: q\nbase_url: http://h/v1\n"},
 			[]string{`ext.yaml:1:7: name: name must match the file name "ext" (got "other")`}},
 		{"capability unknown", map[string]string{"scenarios/emulator.yaml": "mode: emulator\nserved_model_name: e\ncapabilities:\n  top_kk: probe\n"},
@@ -402,9 +403,9 @@ func TestBrokenTree(t *testing.T) {
 			if err == nil {
 				t.Fatal("Load succeeded on a broken tree")
 			}
-			var me *matrix.Error
+			var me *field.Error
 			if !errors.As(err, &me) {
-				t.Fatalf("error %v is not a *matrix.Error", err)
+				t.Fatalf("error %v is not a *field.Error", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -428,7 +429,7 @@ func TestAllErrorsReported(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("want 3 errors, got %d:\n%v", len(lines), err)
 	}
-	if !strings.HasPrefix(lines[0], "matrix: matrix.yaml:2:") || !strings.HasPrefix(lines[1], "matrix: scenarios/ext.yaml:4:") || !strings.HasPrefix(lines[2], "matrix: scenarios/ext.yaml:5:") {
+	if !strings.HasPrefix(lines[0], "matrix: invalid config: matrix.yaml:2:") || !strings.HasPrefix(lines[1], "matrix: invalid config: scenarios/ext.yaml:4:") || !strings.HasPrefix(lines[2], "matrix: invalid config: scenarios/ext.yaml:5:") {
 		t.Fatalf("order/positions wrong:\n%v", err)
 	}
 }

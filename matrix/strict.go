@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"errors"
+	"github.com/vllm-cibench/cibench/field"
 	"reflect"
 
 	"gopkg.in/yaml.v3"
@@ -10,43 +11,23 @@ import (
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
-// Error 是配置树中一处具体的错误：哪个文件、哪一行哪一列、哪个字段路径、
-// 什么值，以及为什么不对。调用方可用 errors.As 取出逐条处理。
-// 字段与文本格式与 cibench 其他入口（bench、accuracy、functional 的 --config）
-// 共用的严格解码器 internal/yamlstrict 相同，只多一个 "matrix: " 前缀。
-type Error struct {
-	// File 是出错文件的显示路径（含 WithRoot 给出的前缀）。
-	File string
-	// Line 与 Column 从 1 开始；0 表示无法定位到行（例如文件缺失）。
-	Line, Column int
-	// Path 是字段路径，如 "health.timeout" 或 "scenarios.emulator.pr.perf.profiles[0]"。
-	Path string
-	// Value 是出错的原始值（标量时），便于直接看到写错的内容。
-	Value string
-	// Msg 描述问题本身。
-	Msg string
-}
+// ErrConfig 被 Load 与 Block.Decode 返回的每一条错误包装。每条错误是 *field.Error：
+// 哪个文件、哪一行哪一列、哪个字段路径、什么值、为什么不对——与 cibench 其他入口（bench、
+// accuracy、functional 的 --config）以及各阶段包的校验错误同一个类型，调用方用 errors.As
+// 逐条取出，文本为 "matrix: invalid config: 文件:行:列: 路径: 说明 (got "值")"。
+var ErrConfig = errors.New("matrix: invalid config")
 
-// Error 按 "matrix: 文件:行:列: 路径: 说明" 的编译器风格输出，编辑器可直接跳转。
-func (e *Error) Error() string {
-	s := yamlstrict.Error(*e)
-	return "matrix: " + s.Error()
-}
-
-// toError 把共用解码器的错误转换为本包的 *Error。
-func toError(e *yamlstrict.Error) *Error {
-	m := Error(*e)
-	return &m
-}
-
-// joinErrors 把错误列表转换后以 errors.Join 合并；没有错误时返回 nil。
-func joinErrors(list []*yamlstrict.Error) error {
+// joinErrors 给每条错误（的副本）挂上 ErrConfig 后以 errors.Join 合并；没有错误时返回 nil。
+// 来自别的包的错误原本挂着那个包的哨兵，在矩阵里它们已被定位到矩阵的文件，统一归为 ErrConfig。
+func joinErrors(list []*field.Error) error {
 	if len(list) == 0 {
 		return nil
 	}
 	errs := make([]error, len(list))
 	for i, e := range list {
-		errs[i] = toError(e)
+		c := *e
+		c.Err = ErrConfig
+		errs[i] = &c
 	}
 	return errors.Join(errs...)
 }

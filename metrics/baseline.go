@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/gate"
 	"net/http"
 	"net/url"
 	"sort"
@@ -25,38 +27,31 @@ const DefaultBaselineWindow = 8 * 24 * time.Hour
 // ErrNoBaseline 表示没有找到任何可比较的每日结果（新场景、窗口内没有每日运行、CSV 为空）。
 var ErrNoBaseline = errors.New("metrics: baseline: no daily result found")
 
-// Combo 是一个压测组合的身份，PR 运行按它在基线中找对应的每日结果。
-// 轮次不在其中：每日档有多轮，Baseline.Lookup 返回该组合的全部轮次。
-type Combo struct {
-	Backend       string
-	InputLength   int
-	OutputLength  int
-	Concurrency   int
-	ControlMethod string
-}
-
-// ComboOf 取出一个汇总行的组合身份。
-func ComboOf(s loadgen.Summary) Combo {
-	return Combo{Backend: s.Backend, InputLength: s.InputLength, OutputLength: s.OutputLength,
-		Concurrency: s.Concurrency, ControlMethod: s.ControlMethod}
-}
-
-// Baseline 是最近一次每日运行的压测结果。Info 中 Commit/RunID 能确定时才填写。
-type Baseline struct {
-	Info RunInfo
-	Perf []loadgen.Summary
-}
-
-// Lookup 返回与 c 相同组合的全部基线行（按轮次升序）；没有时返回 nil。
-func (b Baseline) Lookup(c Combo) []loadgen.Summary {
-	var out []loadgen.Summary
-	for _, s := range b.Perf {
-		if ComboOf(s) == c {
-			out = append(out, s)
+// dailyReader 把按场景读取汇总行的函数（PromBaseline.ReadDaily、CSVBaseline.ReadDaily）
+// 适配为 gate.DailyReader：ErrNoBaseline 视为"没有基线"而非错误，汇总行逐字段转换为
+// gate.PerfRow。聚合与按组合挑选由 gate.PerScenario 完成——基线只有 gate.Baseline 一种。
+func dailyReader(read func(ctx context.Context, info RunInfo) (RunInfo, []loadgen.Summary, error)) gate.DailyReader {
+	return func(ctx context.Context, id gate.ScenarioID) (gate.DailyRows, bool, error) {
+		ri, rows, err := read(ctx, RunInfo{Model: id.Model, Quant: id.Quant, Scenario: id.Scenario, RunType: RunTypeDaily})
+		switch {
+		case errors.Is(err, ErrNoBaseline):
+			return gate.DailyRows{}, false, nil
+		case err != nil:
+			return gate.DailyRows{}, false, err
 		}
+		out := gate.DailyRows{RunID: ri.RunID, Rows: make([]gate.PerfRow, len(rows))}
+		for i, s := range rows {
+			out.Rows[i] = gate.PerfRow{Backend: s.Backend, ControlMethod: s.ControlMethod, InputLength: s.InputLength,
+				OutputLength: s.OutputLength, Concurrency: s.Concurrency, TTFT: gateLatency(s.TTFT), E2E: gateLatency(s.E2E),
+				QPS: s.QPS, FailRate: s.FailRate, Succeeded: int64(s.Succeeded), Time: s.ExecutionTime}
+		}
+		return out, true, nil
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Round < out[j].Round })
-	return out
+}
+
+// gateLatency 逐字段转换时延摘要。
+func gateLatency(l loadgen.Latency) gate.Latency {
+	return gate.Latency{Count: l.Count, P50: l.P50, P75: l.P75, P90: l.P90, P95: l.P95, P99: l.P99, Min: l.Min, Max: l.Max, Avg: l.Avg}
 }
 
 // PromBaselineConfig 配置从 Prometheus 读取基线。凭据由调用方传入，从不记录。
@@ -77,13 +72,17 @@ type PromBaselineConfig struct {
 }
 
 // PromBaseline 通过 Prometheus HTTP API（client_golang api/prometheus/v1）读取
-// 同一场景最近一次每日运行的全部压测指标，重建为 loadgen.Summary。
+// 同一场景最近一次每日运行的全部压测指标，重建为 loadgen.Summary（ReadDaily），
+// 并以 gate.Source 的形状给出基线（Lookup：每个场景只查询一次并缓存）。
 type PromBaseline struct {
 	api    v1.API
 	prefix string
 	window time.Duration
 	now    func() time.Time
+	src    gate.Source
 }
+
+var _ gate.Source = (*PromBaseline)(nil)
 
 // authTransport 给每个请求加上 basic auth 或 bearer 头，凭据只存在于内存。
 type authTransport struct {
@@ -106,13 +105,13 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func NewPromBaseline(cfg PromBaselineConfig) (*PromBaseline, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, &FieldError{Field: "PromBaselineConfig.URL", Value: redactURL(cfg.URL), Reason: "must be an http(s) URL with a host and without credentials"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PromBaselineConfig.URL", Value: redactURL(cfg.URL), Reason: "must be an http(s) URL with a host and without credentials"}
 	}
 	if cfg.BearerToken != "" && cfg.Username != "" {
-		return nil, &FieldError{Field: "PromBaselineConfig.BearerToken", Value: "<redacted>", Reason: "basic auth and bearer token are mutually exclusive"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PromBaselineConfig.BearerToken", Value: "<redacted>", Reason: "basic auth and bearer token are mutually exclusive"}
 	}
 	if cfg.Window < 0 {
-		return nil, &FieldError{Field: "PromBaselineConfig.Window", Value: cfg.Window.String(), Reason: "must not be negative"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PromBaselineConfig.Window", Value: cfg.Window.String(), Reason: "must not be negative"}
 	}
 	prefix, err := normalizePrefix(cfg.Prefix)
 	if err != nil {
@@ -136,7 +135,17 @@ func NewPromBaseline(cfg PromBaselineConfig) (*PromBaseline, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &PromBaseline{api: v1.NewAPI(c), prefix: prefix, window: cfg.Window, now: now}, nil
+	b := &PromBaseline{api: v1.NewAPI(c), prefix: prefix, window: cfg.Window, now: now}
+	b.src = gate.PerScenario(dailyReader(b.ReadDaily))
+	return b, nil
+}
+
+// Lookup 实现 gate.Source：key 所属场景（model、quant、scenario）最近一次每日运行中
+// 同组合的各轮聚合成的基线。没有每日结果时 found 为 false；查询失败时返回错误。
+//
+// 并发：可被多个 goroutine 同时调用。
+func (b *PromBaseline) Lookup(ctx context.Context, key gate.Key) (gate.Baseline, bool, error) {
+	return b.src.Lookup(ctx, key)
 }
 
 // promQuote 把字符串写成 PromQL 字符串字面量（双引号，转义反斜杠与引号）。
@@ -200,25 +209,25 @@ func summaryFor(k comboKey) (loadgen.Summary, error) {
 	}, nil
 }
 
-// Baseline 读取 info 所指场景（model、quant、scenario，run_type 固定为 daily）最近一次
-// 每日运行的全部压测指标。先用即时查询读 Pushgateway 当前仍在暴露的值；一条都没有时
+// ReadDaily 读取 info 所指场景（model、quant、scenario，run_type 固定为 daily）最近一次
+// 每日运行的全部压测指标，返回确定了 commit/branch/run_id 的 RunInfo 与重建的汇总行。先用即时查询读 Pushgateway 当前仍在暴露的值；一条都没有时
 // （例如 Pushgateway 重启丢了状态）再在窗口内用 last_over_time 找。仍没有返回 ErrNoBaseline。
 // 因为分组键不含 commit/run_id，同一组合只有一条序列，其最近值就是上一次每日运行的值。
-func (b *PromBaseline) Baseline(ctx context.Context, info RunInfo) (Baseline, error) {
+func (b *PromBaseline) ReadDaily(ctx context.Context, info RunInfo) (RunInfo, []loadgen.Summary, error) {
 	info.RunType = RunTypeDaily
 	ri, err := info.validate()
 	if err != nil {
-		return Baseline{}, err
+		return info, nil, err
 	}
-	out, err := b.read(ctx, ri, false)
+	out, rows, err := b.read(ctx, ri, false)
 	if errors.Is(err, ErrNoBaseline) {
-		out, err = b.read(ctx, ri, true)
+		out, rows, err = b.read(ctx, ri, true)
 	}
-	return out, err
+	return out, rows, err
 }
 
 // read 按一种查询方式（即时或窗口）读取全部指标族并重建汇总行。
-func (b *PromBaseline) read(ctx context.Context, ri RunInfo, windowed bool) (Baseline, error) {
+func (b *PromBaseline) read(ctx context.Context, ri RunInfo, windowed bool) (RunInfo, []loadgen.Summary, error) {
 	sel := b.selector(ri)
 	rows := map[comboKey]*loadgen.Summary{}
 	// row 返回（必要时创建）该序列所属组合的汇总行。
@@ -237,39 +246,39 @@ func (b *PromBaseline) read(ctx context.Context, ri RunInfo, windowed bool) (Bas
 	for _, sc := range scalarSpecs {
 		vec, err := b.latest(ctx, sc.name, sel, windowed)
 		if err != nil {
-			return Baseline{}, err
+			return ri, nil, err
 		}
 		for _, smp := range vec {
 			s, err := row(smp.Metric)
 			if err != nil {
-				return Baseline{}, err
+				return ri, nil, err
 			}
 			sc.set(s, float64(smp.Value))
 		}
 	}
 	for _, d := range distSpecs {
 		if err := b.readDist(ctx, d, sel, windowed, row); err != nil {
-			return Baseline{}, err
+			return ri, nil, err
 		}
 	}
 	if len(rows) == 0 {
 		if windowed {
-			return Baseline{}, fmt.Errorf("%w: %s within %s", ErrNoBaseline, sel, model.Duration(b.window))
+			return ri, nil, fmt.Errorf("%w: %s within %s", ErrNoBaseline, sel, model.Duration(b.window))
 		}
-		return Baseline{}, fmt.Errorf("%w: %s currently exposed", ErrNoBaseline, sel)
+		return ri, nil, fmt.Errorf("%w: %s currently exposed", ErrNoBaseline, sel)
 	}
 	if err := b.readPerfInfo(ctx, sel, windowed, rows); err != nil {
-		return Baseline{}, err
+		return ri, nil, err
 	}
-	out := Baseline{Info: ri}
-	if err := b.readRunInfo(ctx, sel, &out.Info); err != nil {
-		return Baseline{}, err
+	if err := b.readRunInfo(ctx, sel, &ri); err != nil {
+		return ri, nil, err
 	}
+	perf := make([]loadgen.Summary, 0, len(rows))
 	for _, s := range rows {
-		out.Perf = append(out.Perf, *s)
+		perf = append(perf, *s)
 	}
-	sortSummaries(out.Perf)
-	return out, nil
+	sortSummaries(perf)
+	return ri, perf, nil
 }
 
 // sortSummaries 按组合与轮次排序，使结果稳定、便于比较与测试。

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"strconv"
 	"time"
@@ -213,10 +214,13 @@ func fillCounts(s *loadgen.Summary) {
 }
 
 // CSVBaseline 以上一次运行的汇总 CSV 作为基线（没有 Prometheus 的团队使用）。
-// CSV 本身不含模型与场景，调用方负责给出对应场景的文件。
+// CSV 本身不含模型与场景，调用方负责给出对应场景的文件。它实现 gate.Source。
 type CSVBaseline struct {
 	perf []loadgen.Summary
+	src  gate.Source
 }
+
+var _ gate.Source = (*CSVBaseline)(nil)
 
 // NewCSVBaseline 读取并解析整个 CSV；Execution_Time 按 loc 解释（nil 为 time.Local）。
 func NewCSVBaseline(r io.Reader, loc *time.Location) (*CSVBaseline, error) {
@@ -225,17 +229,25 @@ func NewCSVBaseline(r io.Reader, loc *time.Location) (*CSVBaseline, error) {
 		return nil, err
 	}
 	sortSummaries(perf)
-	return &CSVBaseline{perf: perf}, nil
+	b := &CSVBaseline{perf: perf}
+	b.src = gate.PerScenario(dailyReader(b.ReadDaily))
+	return b, nil
 }
 
-// Baseline 返回 CSV 中的全部行；Info 即调用方给出的 info（CSV 不含 commit 等信息）。
+// ReadDaily 返回 CSV 中的全部行；返回的 RunInfo 即调用方给出的 info（CSV 不含 commit 等信息）。
 // CSV 没有数据行时返回 ErrNoBaseline。
-func (b *CSVBaseline) Baseline(ctx context.Context, info RunInfo) (Baseline, error) {
+func (b *CSVBaseline) ReadDaily(ctx context.Context, info RunInfo) (RunInfo, []loadgen.Summary, error) {
 	if err := ctx.Err(); err != nil {
-		return Baseline{}, fmt.Errorf("metrics: baseline: %w", err)
+		return info, nil, fmt.Errorf("metrics: baseline: %w", err)
 	}
 	if len(b.perf) == 0 {
-		return Baseline{}, fmt.Errorf("%w: summary csv has no rows", ErrNoBaseline)
+		return info, nil, fmt.Errorf("%w: summary csv has no rows", ErrNoBaseline)
 	}
-	return Baseline{Info: info, Perf: append([]loadgen.Summary(nil), b.perf...)}, nil
+	return info, append([]loadgen.Summary(nil), b.perf...), nil
+}
+
+// Lookup 实现 gate.Source：CSV 中与 key 同组合的各轮聚合成的基线（CSV 不区分场景，
+// 任何场景都查这一份）。
+func (b *CSVBaseline) Lookup(ctx context.Context, key gate.Key) (gate.Baseline, bool, error) {
+	return b.src.Lookup(ctx, key)
 }

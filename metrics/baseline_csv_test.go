@@ -1,8 +1,12 @@
 package metrics_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"github.com/vllm-cibench/cibench/gate"
+	"math"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -49,11 +53,11 @@ func TestReadSummaryCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bl, err := b.Baseline(context.Background(), metrics.RunInfo{Model: "m"})
+	_, perf, err := b.ReadDaily(context.Background(), metrics.RunInfo{Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := bl.Lookup(metrics.Combo{Backend: "openai-chat", InputLength: 2048, OutputLength: 1024, Concurrency: 4, ControlMethod: "climb"})
+	rows := comboRows(perf, combo{Backend: "openai-chat", InputLength: 2048, OutputLength: 1024, Concurrency: 4, ControlMethod: "climb"})
 	if len(rows) != 2 || rows[0].Round != 1 || rows[1].Round != 2 {
 		t.Fatalf("lookup: %d rows %+v, want rounds 1 and 2", len(rows), rows)
 	}
@@ -86,8 +90,11 @@ func TestReadSummaryCSV(t *testing.T) {
 	if s.Provider != "emulator" || s.Temperature != 0.6 || s.TopK != 8 || s.TopP != 1 || s.GrowthRate != 2 {
 		t.Errorf("provenance fields %+v", s)
 	}
-	if got := metrics.ComboOf(s); got.Concurrency != 4 || got.Backend != "openai-chat" {
-		t.Errorf("ComboOf = %+v", got)
+	// 同一份 CSV 经 gate.Source 给出的基线：两轮按中位数聚合（P99 0.6s 两轮相同）。
+	base, found, err := b.Lookup(context.Background(), gate.Key{Scenario: "any", Backend: "openai-chat", ControlMethod: "climb",
+		InputLength: 2048, OutputLength: 1024, Concurrency: 4})
+	if err != nil || !found || base.TTFTP99 != 600*time.Millisecond || base.QPS != 10 || base.TTFT.Count != 128 || base.Succeeded != int64(s.Succeeded) {
+		t.Errorf("Lookup = %+v found=%v err=%v, want TTFT P99 0.6s, QPS 10, Count 128", base, found, err)
 	}
 }
 
@@ -124,23 +131,30 @@ func TestCSVBaselineEmpty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Baseline(context.Background(), metrics.RunInfo{}); !errors.Is(err, metrics.ErrNoBaseline) {
+		if _, _, err := b.ReadDaily(context.Background(), metrics.RunInfo{}); !errors.Is(err, metrics.ErrNoBaseline) {
 			t.Errorf("%q: err = %v, want ErrNoBaseline", text, err)
+		}
+		// 经 gate.Source：没有基线不是错误。
+		if _, found, err := b.Lookup(context.Background(), gate.Key{Scenario: "s", InputLength: 1}); found || err != nil {
+			t.Errorf("%q: Lookup found=%v err=%v, want not found without error", text, found, err)
 		}
 	}
 	b, _ := metrics.NewCSVBaseline(strings.NewReader(specHeader+"\n"+csvRow(baseRow("1"))), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := b.Baseline(ctx, metrics.RunInfo{}); !errors.Is(err, context.Canceled) {
+	if _, _, err := b.ReadDaily(ctx, metrics.RunInfo{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
 
 // TestCSVBaselineLookupMiss 确认不同组合不会被当作基线。
 func TestCSVBaselineLookupMiss(t *testing.T) {
-	bl := metrics.Baseline{Perf: []loadgen.Summary{{Backend: "openai-chat", InputLength: 128, OutputLength: 128, Concurrency: 1}}}
-	if got := bl.Lookup(metrics.Combo{Backend: "openai-chat", InputLength: 128, OutputLength: 128, Concurrency: 2}); got != nil {
-		t.Errorf("Lookup found %v for another concurrency", got)
+	b, err := metrics.NewCSVBaseline(strings.NewReader(specHeader+"\n"+csvRow(baseRow("1"))), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, found, err := b.Lookup(context.Background(), gate.Key{Scenario: "s", Backend: "openai-chat", InputLength: 2048, OutputLength: 1024, Concurrency: 2}); found || err != nil {
+		t.Errorf("Lookup found %+v (err %v) for another concurrency", got, err)
 	}
 }
 
@@ -168,8 +182,8 @@ func TestCSVRoundTripWithSummaryWriter(t *testing.T) {
 	near := func(a, b time.Duration) bool { d := a - b; return d > -time.Microsecond && d < time.Microsecond }
 	for i := range want {
 		g, w := got[i], want[i]
-		if metrics.ComboOf(g) != metrics.ComboOf(w) || g.Round != w.Round || g.NumPrompts != w.NumPrompts || g.Provider != w.Provider {
-			t.Errorf("row %d identity %+v, want %+v", i, metrics.ComboOf(g), metrics.ComboOf(w))
+		if comboOf(g) != comboOf(w) || g.Round != w.Round || g.NumPrompts != w.NumPrompts || g.Provider != w.Provider {
+			t.Errorf("row %d identity %+v, want %+v", i, comboOf(g), comboOf(w))
 		}
 		for _, f := range []struct {
 			name string
@@ -218,4 +232,91 @@ func FuzzReadSummaryCSV(f *testing.F) {
 			}
 		}
 	})
+}
+
+// combo 是一个压测组合的身份（测试用：按它从读回的汇总行里挑出各轮）。
+type combo struct {
+	Backend       string
+	InputLength   int
+	OutputLength  int
+	Concurrency   int
+	ControlMethod string
+}
+
+// comboOf 取出一个汇总行的组合身份。
+func comboOf(s loadgen.Summary) combo {
+	return combo{Backend: s.Backend, InputLength: s.InputLength, OutputLength: s.OutputLength, Concurrency: s.Concurrency, ControlMethod: s.ControlMethod}
+}
+
+// comboRows 返回与 c 相同组合的全部行（按轮次升序）。
+func comboRows(rows []loadgen.Summary, c combo) []loadgen.Summary {
+	var out []loadgen.Summary
+	for _, s := range rows {
+		if comboOf(s) == c {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Round < out[j].Round })
+	return out
+}
+
+// TestCSVBaselineIsGateSource 用真实的 CSV 写出与读回作为 gate.Source：按组合聚合、
+// 缺组合与空 CSV 都是"没有基线"，取消的 ctx 是错误。
+func TestCSVBaselineIsGateSource(t *testing.T) {
+	var buf bytes.Buffer
+	w := metrics.NewSummaryWriter(&buf)
+	rows := []loadgen.Summary{gateRow(4, 40*time.Millisecond, 2*time.Second, 8, 0), gateRow(4, 60*time.Millisecond, 2*time.Second, 8, 0), gateRow(1, time.Millisecond, time.Second, 1, 0)}
+	for i := range rows {
+		rows[i].ExecutionTime = time.Date(2026, 11, 20, 2, 0, 0, 0, time.UTC)
+		rows[i].Round = i + 1
+		if err := w.Write(rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	csvSrc, err := metrics.NewCSVBaseline(&buf, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := csvSrc
+	key := gate.Key{Scenario: "s", Model: "m", Backend: "openai-chat", ControlMethod: "climb", InputLength: 128, OutputLength: 128, Concurrency: 4}
+	b, ok, err := src.Lookup(context.Background(), key)
+	if err != nil || !ok {
+		t.Fatalf("lookup: %v %v", ok, err)
+	}
+	if math.Abs(b.TTFTP99.Seconds()-0.05) > 1e-6 || b.QPS != 8 {
+		t.Fatalf("aggregated %+v", b)
+	}
+	key.Concurrency = 16
+	if _, ok, err := src.Lookup(context.Background(), key); ok || err != nil {
+		t.Fatalf("missing combo: %v %v", ok, err)
+	}
+	emptySrc, err := metrics.NewCSVBaseline(strings.NewReader(metrics.SummaryHeader+"\n"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := emptySrc.Lookup(context.Background(), key); ok || err != nil {
+		t.Fatalf("no rows must be 'no baseline', got %v %v", ok, err)
+	}
+	// 已查过的场景命中缓存；另一个场景的查询在取消的 ctx 下失败，且失败不进缓存。
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	other := key
+	other.Scenario, other.Concurrency = "other", 4
+	if _, _, err := csvSrc.Lookup(ctx, other); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if b, ok, err := csvSrc.Lookup(context.Background(), other); err != nil || !ok || b.QPS != 8 {
+		t.Fatalf("after a cancelled lookup: %+v %v %v (a cancelled query must not be cached)", b, ok, err)
+	}
+	key.Concurrency = 4
+	if _, ok, err := csvSrc.Lookup(ctx, key); !ok || err != nil {
+		t.Fatalf("cached scenario with a cancelled ctx: %v %v", ok, err)
+	}
+}
+
+// gateRow 构造一个组合的一行汇总（TTFT、E2E 只有 P99 与计数）。
+func gateRow(c int, ttft, e2e time.Duration, qps, failRate float64) loadgen.Summary {
+	l := func(p99 time.Duration) loadgen.Latency { return loadgen.Latency{Count: 16, P99: p99, Max: p99} }
+	return loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: c, Round: 1, Backend: "openai-chat", ControlMethod: "climb",
+		TTFT: l(ttft), E2E: l(e2e), QPS: qps, FailRate: failRate, NumPrompts: 16}
 }

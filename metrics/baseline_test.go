@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"github.com/vllm-cibench/cibench/field"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,7 +52,7 @@ func TestPromBaselineQueriesAndAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Baseline(context.Background(), metrics.RunInfo{Model: `Qwen"3`, Scenario: "s", RunType: metrics.RunTypePR})
+	_, _, err = b.ReadDaily(context.Background(), metrics.RunInfo{Model: `Qwen"3`, Scenario: "s", RunType: metrics.RunTypePR})
 	if !errors.Is(err, metrics.ErrNoBaseline) {
 		t.Fatalf("err = %v, want ErrNoBaseline", err)
 	}
@@ -92,7 +93,7 @@ func TestPromBaselineBasicAuthAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Baseline(context.Background(), metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypeDaily})
+	_, _, err = b.ReadDaily(context.Background(), metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypeDaily})
 	if err == nil || errors.Is(err, metrics.ErrNoBaseline) || !strings.Contains(err.Error(), "query perf_execution_timestamp_seconds{") {
 		t.Fatalf("err = %v, want the failing query in the error", err)
 	}
@@ -101,7 +102,7 @@ func TestPromBaselineBasicAuthAndErrors(t *testing.T) {
 		t.Errorf("authorization %q", fp.auth[0])
 	}
 	fp.mu.Unlock()
-	if _, err := b.Baseline(context.Background(), metrics.RunInfo{Scenario: "s"}); !errors.Is(err, metrics.ErrInvalid) {
+	if _, _, err := b.ReadDaily(context.Background(), metrics.RunInfo{Scenario: "s"}); !errors.Is(err, metrics.ErrInvalid) {
 		t.Errorf("missing model: err = %v, want ErrInvalid", err)
 	}
 }
@@ -119,9 +120,9 @@ func TestNewPromBaselineValidates(t *testing.T) {
 		{metrics.PromBaselineConfig{URL: "http://prom:9090", Prefix: "A-B"}, "Options.Prefix"},
 	} {
 		_, err := metrics.NewPromBaseline(tc.cfg)
-		var fe *metrics.FieldError
+		var fe *field.Error
 		if !errors.As(err, &fe) || fe.Field != tc.field {
-			t.Errorf("%+v: err = %v, want FieldError on %s", tc.cfg.URL, err, tc.field)
+			t.Errorf("%+v: err = %v, want *field.Error on %s", tc.cfg.URL, err, tc.field)
 			continue
 		}
 		if strings.Contains(err.Error(), "secret") {

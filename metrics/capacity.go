@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,12 +32,12 @@ func (b *builder) addCapacity(results []loadgen.SweepResult) error {
 		vals := []string{r.Backend, dataset, strconv.Itoa(r.InputLength), strconv.Itoa(r.OutputLength), strconv.Itoa(r.Concurrency)}
 		for j, v := range vals {
 			if !labelValueOK(v) {
-				return &FieldError{Field: fmt.Sprintf("Capacity[%d].%s", i, capacityLabels[j]), Value: v, Reason: "label value must be valid UTF-8 without newlines"}
+				return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Capacity[%d].%s", i, capacityLabels[j]), Value: v, Reason: "label value must be valid UTF-8 without newlines"}
 			}
 		}
 		key := fmt.Sprint(vals)
 		if j, dup := seen[key]; dup {
-			return &FieldError{Field: fmt.Sprintf("Capacity[%d]", i), Value: key, Reason: fmt.Sprintf("same combination as Capacity[%d]", j)}
+			return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Capacity[%d]", i), Value: key, Reason: fmt.Sprintf("same combination as Capacity[%d]", j)}
 		}
 		seen[key] = i
 		if err := b.add(NameCapacity, "Highest open-loop arrival rate meeting every goodput SLO without errors (capacity sweep)",

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"math"
 	"sort"
 	"strconv"
@@ -131,15 +132,15 @@ func (b *builder) addPerf(rows []loadgen.Summary) error {
 	for i := range rows {
 		s := &rows[i]
 		combo := comboValues(s)
-		field := fmt.Sprintf("Perf[%d]", i)
+		name := fmt.Sprintf("Perf[%d]", i)
 		for j, v := range combo {
 			if !labelValueOK(v) {
-				return &FieldError{Field: field + "." + comboLabels[j], Value: v, Reason: "label value must be valid UTF-8 without newlines"}
+				return &field.Error{Err: ErrInvalid, Field: name + "." + comboLabels[j], Value: v, Reason: "label value must be valid UTF-8 without newlines"}
 			}
 		}
 		key := fmt.Sprint(combo)
 		if j, dup := seen[key]; dup {
-			return &FieldError{Field: field, Value: key, Reason: fmt.Sprintf("same combination (backend dataset input_len output_len concurrency control_method growth_rate round) as Perf[%d]", j)}
+			return &field.Error{Err: ErrInvalid, Field: name, Value: key, Reason: fmt.Sprintf("same combination (backend dataset input_len output_len concurrency control_method growth_rate round) as Perf[%d]", j)}
 		}
 		seen[key] = i
 
@@ -244,7 +245,7 @@ func (b *builder) addFunctional(r *functional.Report) error {
 	suite := []string{LabelSuite}
 	for _, s := range suiteSummaries(r) {
 		if !labelValueOK(s.Suite) {
-			return &FieldError{Field: "Functional.Suites.Suite", Value: s.Suite, Reason: "label value must be valid UTF-8 without newlines"}
+			return &field.Error{Err: ErrInvalid, Field: "Functional.Suites.Suite", Value: s.Suite, Reason: "label value must be valid UTF-8 without newlines"}
 		}
 		type add struct {
 			name, help string
@@ -273,11 +274,11 @@ func (b *builder) addFunctional(r *functional.Report) error {
 	seen := map[[2]string]bool{}
 	for i, res := range r.Results {
 		if !labelValueOK(res.Suite) || !labelValueOK(res.CaseID) || res.CaseID == "" {
-			return &FieldError{Field: fmt.Sprintf("Functional.Results[%d]", i), Value: res.Suite + "/" + res.CaseID, Reason: "suite and case_id must be non-empty UTF-8 without newlines"}
+			return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Functional.Results[%d]", i), Value: res.Suite + "/" + res.CaseID, Reason: "suite and case_id must be non-empty UTF-8 without newlines"}
 		}
 		k := [2]string{res.Suite, res.CaseID}
 		if seen[k] {
-			return &FieldError{Field: fmt.Sprintf("Functional.Results[%d]", i), Value: res.Suite + "/" + res.CaseID, Reason: "duplicate case"}
+			return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Functional.Results[%d]", i), Value: res.Suite + "/" + res.CaseID, Reason: "duplicate case"}
 		}
 		seen[k] = true
 		if res.Status.NotRun() {
@@ -305,12 +306,12 @@ func (b *builder) addFunctional(r *functional.Report) error {
 func (b *builder) addAccuracy(res Results) error {
 	seen := map[string]bool{}
 	for i, e := range res.Accuracy {
-		field := fmt.Sprintf("Accuracy[%d].Dataset", i)
+		name := fmt.Sprintf("Accuracy[%d].Dataset", i)
 		if e.Dataset == "" || !labelValueOK(e.Dataset) {
-			return &FieldError{Field: field, Value: e.Dataset, Reason: "dataset must be non-empty UTF-8 without newlines"}
+			return &field.Error{Err: ErrInvalid, Field: name, Value: e.Dataset, Reason: "dataset must be non-empty UTF-8 without newlines"}
 		}
 		if seen[e.Dataset] {
-			return &FieldError{Field: field, Value: e.Dataset, Reason: "duplicate dataset"}
+			return &field.Error{Err: ErrInvalid, Field: name, Value: e.Dataset, Reason: "duplicate dataset"}
 		}
 		seen[e.Dataset] = true
 		ds := []string{LabelDataset}
@@ -331,7 +332,7 @@ func (b *builder) addAccuracy(res Results) error {
 			for j, f := range src.Files {
 				for _, v := range []string{src.Kind, src.Location, f.Name, f.SHA256} {
 					if !labelValueOK(v) {
-						return &FieldError{Field: fmt.Sprintf("Accuracy[%d].Source.Files[%d]", i, j), Value: v, Reason: "must be UTF-8 without newlines"}
+						return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Accuracy[%d].Source.Files[%d]", i, j), Value: v, Reason: "must be UTF-8 without newlines"}
 					}
 				}
 				if err := b.add(NameAccuracyDataInfo, "Data file each accuracy score was computed from (value is always 1)", prometheus.GaugeValue, 1, infoLabels, e.Dataset, src.Kind, src.Location, f.Name, f.SHA256); err != nil {
@@ -346,7 +347,7 @@ func (b *builder) addAccuracy(res Results) error {
 		sort.Strings(keys)
 		for _, k := range keys {
 			if !labelValueOK(k) {
-				return &FieldError{Field: fmt.Sprintf("Accuracy[%d].Metrics", i), Value: k, Reason: "metric key must be UTF-8 without newlines"}
+				return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Accuracy[%d].Metrics", i), Value: k, Reason: "metric key must be UTF-8 without newlines"}
 			}
 			if err := b.add(NameAccuracyMetric, "Aggregated simple-evals metric (mean, or :std for the population standard deviation)", prometheus.GaugeValue, e.Metrics[k], []string{LabelDataset, LabelMetric}, e.Dataset, k); err != nil {
 				return err

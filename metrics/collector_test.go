@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"github.com/vllm-cibench/cibench/field"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,7 +203,7 @@ functional_cases_skipped{model="Qwen3-32B",quant="w8a8",run_type="daily",scenari
 	}
 }
 
-// TestNewCollectorRejectsBadInput 每类非法输入都返回指明字段的 *FieldError。
+// TestNewCollectorRejectsBadInput 每类非法输入都返回指明字段的 *field.Error。
 func TestNewCollectorRejectsBadInput(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -230,9 +231,9 @@ func TestNewCollectorRejectsBadInput(t *testing.T) {
 			res, opts := dailyResults(), metrics.Options{}
 			tc.edit(&res, &opts)
 			_, err := metrics.NewCollector(res, opts)
-			var fe *metrics.FieldError
+			var fe *field.Error
 			if !errors.As(err, &fe) || !errors.Is(err, metrics.ErrInvalid) {
-				t.Fatalf("err = %v, want *FieldError wrapping ErrInvalid", err)
+				t.Fatalf("err = %v, want *field.Error wrapping ErrInvalid", err)
 			}
 			if fe.Field != tc.field {
 				t.Errorf("field = %q, want %q (err %v)", fe.Field, tc.field, err)
@@ -306,7 +307,7 @@ func TestCapacityDuplicate(t *testing.T) {
 	res := dailyResults()
 	res.Capacity = append(res.Capacity, res.Capacity[0])
 	_, err := metrics.NewCollector(res, metrics.Options{})
-	var fe *metrics.FieldError
+	var fe *field.Error
 	if !errors.As(err, &fe) || fe.Field != "Capacity[2]" {
 		t.Fatalf("duplicate capacity: %v", err)
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"strings"
 )
@@ -414,7 +415,7 @@ func NewDashboard(opts DashboardOptions) (*Dashboard, error) {
 		opts.UID = DefaultDashboardUID
 	}
 	if len(opts.UID) > 40 || strings.ContainsAny(opts.UID, "/ ") {
-		return nil, &FieldError{Field: "DashboardOptions.UID", Value: opts.UID, Reason: "must be at most 40 characters without spaces or slashes"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "DashboardOptions.UID", Value: opts.UID, Reason: "must be at most 40 characters without spaces or slashes"}
 	}
 	d := &Dashboard{}
 	ds := dashDSRef{Type: "prometheus", UID: "${" + DashboardDatasourceInput + "}"}

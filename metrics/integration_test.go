@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"math"
 	"net"
 	"net/http"
@@ -360,12 +361,19 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := bl.Baseline(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: metrics.RunTypePR})
+	info1, perf, err := bl.ReadDaily(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: metrics.RunTypePR})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkBaseline(t, base, res)
-	if _, err := bl.Baseline(ctx, metrics.RunInfo{Model: "other", Scenario: "local-hybrid", RunType: metrics.RunTypePR}); !errors.Is(err, metrics.ErrNoBaseline) {
+	checkBaseline(t, info1, perf, res)
+	// 同一读取器作为 gate.Source：按组合聚合成 gate.Baseline，带基线运行 ID。
+	w := res.Perf[0]
+	gb, found, err := bl.Lookup(ctx, gate.Key{Scenario: "local-hybrid", Model: "Qwen3-32B", Quant: "w8a8", Backend: w.Backend,
+		ControlMethod: w.ControlMethod, InputLength: w.InputLength, OutputLength: w.OutputLength, Concurrency: w.Concurrency})
+	if err != nil || !found || gb.RunID != res.Info.RunID || !near(gb.TTFTP99, w.TTFT.P99) || gb.TTFT.Count != w.TTFT.Count {
+		t.Errorf("Lookup = %+v found=%v err=%v, want run %s TTFT P99 %v", gb, found, err, res.Info.RunID, w.TTFT.P99)
+	}
+	if _, _, err := bl.ReadDaily(ctx, metrics.RunInfo{Model: "other", Scenario: "local-hybrid", RunType: metrics.RunTypePR}); !errors.Is(err, metrics.ErrNoBaseline) {
 		t.Errorf("baseline for an unknown model: %v, want ErrNoBaseline", err)
 	}
 
@@ -403,12 +411,12 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 		t.Errorf("PR series present in Prometheus: %v", n)
 	}
 	// 第二天的基线：当前暴露的只有 c=1，commit 为新值。
-	base, err = bl.Baseline(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid"})
+	info2, perf2, err := bl.ReadDaily(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(base.Perf) != 1 || base.Perf[0].Concurrency != 1 || base.Info.Commit != "4567ef01" || base.Info.RunID != "daily-2" {
-		t.Errorf("baseline after replacement: %d rows, info %+v", len(base.Perf), base.Info)
+	if len(perf2) != 1 || perf2[0].Concurrency != 1 || info2.Commit != "4567ef01" || info2.RunID != "daily-2" {
+		t.Errorf("baseline after replacement: %d rows, info %+v", len(perf2), info2)
 	}
 
 	// 6. Pushgateway 丢失状态（这里删除该组）后，基线退回窗口内的 last_over_time：
@@ -424,11 +432,11 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 		t.Fatalf("delete group: %s", resp.Status)
 	}
 	st.waitFor(ctx, t, `absent(cibench_run_info)`, func(v model.Vector) bool { return len(v) == 1 })
-	base, err = bl.Baseline(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid"})
+	info3, perf3, err := bl.ReadDaily(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkBaseline(t, metrics.Baseline{Info: base.Info, Perf: base.Perf}, metrics.Results{Info: next.Info, Perf: res.Perf})
+	checkBaseline(t, info3, perf3, metrics.Results{Info: next.Info, Perf: res.Perf})
 }
 
 // pushgatewayGroups 读取 Pushgateway 当前保存的全部分组（/api/v1/metrics）。
@@ -459,18 +467,18 @@ func pushgatewayGroups(ctx context.Context, t *testing.T, base string) []map[str
 func near(a, b time.Duration) bool { d := a - b; return d > -time.Microsecond && d < time.Microsecond }
 
 // checkBaseline 确认从 Prometheus 重建的汇总与推送的汇总一致（门禁用到的字段与计数）。
-func checkBaseline(t *testing.T, base metrics.Baseline, res metrics.Results) {
+func checkBaseline(t *testing.T, info metrics.RunInfo, perf []loadgen.Summary, res metrics.Results) {
 	t.Helper()
-	if base.Info.Commit != res.Info.Commit || base.Info.RunID != res.Info.RunID || base.Info.RunType != metrics.RunTypeDaily {
-		t.Errorf("baseline info %+v", base.Info)
+	if info.Commit != res.Info.Commit || info.RunID != res.Info.RunID || info.RunType != metrics.RunTypeDaily {
+		t.Errorf("baseline info %+v", info)
 	}
-	if len(base.Perf) != len(res.Perf) {
-		t.Fatalf("baseline has %d rows, want %d", len(base.Perf), len(res.Perf))
+	if len(perf) != len(res.Perf) {
+		t.Fatalf("baseline has %d rows, want %d", len(perf), len(res.Perf))
 	}
 	for _, want := range res.Perf {
-		rows := base.Lookup(metrics.ComboOf(want))
+		rows := comboRows(perf, comboOf(want))
 		if len(rows) != 1 {
-			t.Errorf("combination %+v: %d baseline rows", metrics.ComboOf(want), len(rows))
+			t.Errorf("combination %+v: %d baseline rows", comboOf(want), len(rows))
 			continue
 		}
 		got := rows[0]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"net/http"
 	"net/url"
 	"time"
@@ -77,19 +78,19 @@ func (e *PushError) Unwrap() error { return e.Err }
 func NewPusher(cfg PushConfig) (*Pusher, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &FieldError{Field: "PushConfig.URL", Value: redactURL(cfg.URL), Reason: "must be an http(s) URL with a host"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PushConfig.URL", Value: redactURL(cfg.URL), Reason: "must be an http(s) URL with a host"}
 	}
 	if u.User != nil {
-		return nil, &FieldError{Field: "PushConfig.URL", Value: redactURL(cfg.URL), Reason: "must not carry credentials; use Username/Password or BearerToken"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PushConfig.URL", Value: redactURL(cfg.URL), Reason: "must not carry credentials; use Username/Password or BearerToken"}
 	}
 	if cfg.BearerToken != "" && cfg.Username != "" {
-		return nil, &FieldError{Field: "PushConfig.BearerToken", Value: "<redacted>", Reason: "basic auth and bearer token are mutually exclusive"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PushConfig.BearerToken", Value: "<redacted>", Reason: "basic auth and bearer token are mutually exclusive"}
 	}
 	if cfg.Timeout < 0 {
-		return nil, &FieldError{Field: "PushConfig.Timeout", Value: cfg.Timeout.String(), Reason: "must not be negative"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PushConfig.Timeout", Value: cfg.Timeout.String(), Reason: "must not be negative"}
 	}
 	if cfg.RetryBackoff < 0 {
-		return nil, &FieldError{Field: "PushConfig.RetryBackoff", Value: cfg.RetryBackoff.String(), Reason: "must not be negative"}
+		return nil, &field.Error{Err: ErrInvalid, Field: "PushConfig.RetryBackoff", Value: cfg.RetryBackoff.String(), Reason: "must not be negative"}
 	}
 	if _, err := normalizePrefix(cfg.Options.Prefix); err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ func (p *Pusher) GroupingKey(info RunInfo) (map[string]string, error) {
 }
 
 // Push 用 HTTP PUT 替换该场景的整组指标。非每日运行返回 ErrNotDaily 且不发出任何请求；
-// 结果不合法返回 *FieldError；推送失败（含重试耗尽、ctx 取消）返回 *PushError。
+// 结果不合法返回 *field.Error；推送失败（含重试耗尽、ctx 取消）返回 *PushError。
 // 失败不影响调用方已写出的产物：Push 不触碰文件。
 func (p *Pusher) Push(ctx context.Context, res Results) error {
 	if res.Info.RunType != RunTypeDaily {

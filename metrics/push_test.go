@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -118,9 +119,9 @@ func TestPushNonDailyNeverSends(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNotDaily", err)
 	}
 	res.Info.RunType = "weekly"
-	var fe *metrics.FieldError
+	var fe *field.Error
 	if err := p.Push(context.Background(), res); !errors.As(err, &fe) || fe.Field != "RunInfo.RunType" {
-		t.Fatalf("err = %v, want FieldError on RunInfo.RunType", err)
+		t.Fatalf("err = %v, want *field.Error on RunInfo.RunType", err)
 	}
 	if n := len(rec.requests()); n != 0 {
 		t.Fatalf("%d requests sent for a non-daily run, want 0", n)
@@ -244,9 +245,9 @@ func TestNewPusherValidates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := metrics.NewPusher(tc.cfg)
-			var fe *metrics.FieldError
+			var fe *field.Error
 			if !errors.As(err, &fe) || fe.Field != tc.field {
-				t.Fatalf("err = %v, want FieldError on %s", err, tc.field)
+				t.Fatalf("err = %v, want *field.Error on %s", err, tc.field)
 			}
 			if strings.Contains(err.Error(), ":p@") {
 				t.Errorf("error leaks URL credentials: %v", err)

@@ -2,7 +2,7 @@ package metrics
 
 import (
 	"errors"
-	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -25,23 +25,9 @@ const (
 const QuantNone = "none"
 
 // ErrInvalid 是输入（RunInfo、选项、结果）校验失败时所有错误的哨兵，
-// 具体错误用 *FieldError 描述字段与取值，可用 errors.Is / errors.As 判断。
+// 具体错误是 *field.Error（Err 为 ErrInvalid）：字段（Go 字段名，如 "RunInfo.Model"、
+// "Perf[3]"）与取值（绝不会是密钥：密钥字段不经过这里），可用 errors.Is / errors.As 判断。
 var ErrInvalid = errors.New("metrics: invalid input")
-
-// FieldError 说明哪个字段的哪个取值不合法，便于调用方直接定位配置。
-type FieldError struct {
-	Field  string // 例如 "RunInfo.Model"、"Options.Prefix"、"Perf[3]"
-	Value  string // 出错的取值（绝不会是密钥：密钥字段不经过这里）
-	Reason string
-}
-
-// Error 按 "metrics: 字段=取值: 原因" 的格式输出，字段与取值都带上以便排查。
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("metrics: %s=%q: %s", e.Field, e.Value, e.Reason)
-}
-
-// Is 让 errors.Is(err, ErrInvalid) 对所有字段错误成立。
-func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 
 // RunInfo 是一次运行（一个场景）的身份信息，对应规格第 7 节统一标签中
 // 与具体压测组合无关的部分。
@@ -95,11 +81,11 @@ func (ri RunInfo) validate() (RunInfo, error) {
 	}
 	for _, r := range required {
 		if r.value == "" {
-			return ri, &FieldError{Field: r.field, Value: r.value, Reason: "required"}
+			return ri, &field.Error{Err: ErrInvalid, Field: r.field, Value: r.value, Reason: "required"}
 		}
 	}
 	if !ri.RunType.Valid() {
-		return ri, &FieldError{Field: "RunInfo.RunType", Value: string(ri.RunType), Reason: `must be "pr" or "daily"`}
+		return ri, &field.Error{Err: ErrInvalid, Field: "RunInfo.RunType", Value: string(ri.RunType), Reason: `must be "pr" or "daily"`}
 	}
 	all := []struct{ field, value string }{
 		{"RunInfo.Model", ri.Model}, {"RunInfo.ModelRaw", ri.ModelRaw}, {"RunInfo.Quant", ri.Quant},
@@ -108,7 +94,7 @@ func (ri RunInfo) validate() (RunInfo, error) {
 	}
 	for _, a := range all {
 		if !labelValueOK(a.value) {
-			return ri, &FieldError{Field: a.field, Value: a.value, Reason: "label value must be valid UTF-8 without newlines"}
+			return ri, &field.Error{Err: ErrInvalid, Field: a.field, Value: a.value, Reason: "label value must be valid UTF-8 without newlines"}
 		}
 	}
 	return ri, nil
@@ -121,7 +107,7 @@ func normalizePrefix(p string) (string, error) {
 		return "", nil
 	}
 	if !prefixRE.MatchString(p) {
-		return "", &FieldError{Field: "Options.Prefix", Value: p, Reason: "must be lower snake case starting with a letter"}
+		return "", &field.Error{Err: ErrInvalid, Field: "Options.Prefix", Value: p, Reason: "must be lower snake case starting with a letter"}
 	}
 	return p, nil
 }

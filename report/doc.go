@@ -13,8 +13,8 @@
 //	_ = run.RecordPerf("emu", rows)
 //	_ = run.RecordAccuracy("emu", report.Accuracy{Result: r, Threshold: &t})
 //	_ = run.RecordError("emu", report.StagePerf, err) // 失败继续
-//	src, _ := report.ArtifactBaselines(os.DirFS(root))  // 或 report.MetricsBaselines(...)
-//	gates, _ := report.Evaluate(ctx, run.Result(), report.Thresholds{}, src)
+//	src, _ := report.ArtifactBaselines(os.DirFS(root)) // 或 metrics.NewPromBaseline(...)（gate.Source）
+//	gates, _ := gate.Evaluate(ctx, run.Result().GateInputs(), gate.Thresholds{}, src)
 //	code, _ := run.Finish(ctx, gates, time.Now())
 //
 // 产物目录为 root/<run_type>/<run_id>/<scenario>/{functional,perf,accuracy,logs}；

@@ -3,6 +3,7 @@ package report_test
 import (
 	"context"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
 	"time"
@@ -33,11 +34,11 @@ func Example() {
 		TTFT: loadgen.Latency{Count: 64, P99: 60 * time.Millisecond}, E2E: loadgen.Latency{Count: 64, P99: time.Second}}
 	_ = run.RecordPerf("emu", []loadgen.Summary{row})
 
-	// 最近一次每日基线：通常来自 report.ArtifactBaselines 或 report.MetricsBaselines。
-	baselines := report.StaticBaselines{
+	// 最近一次每日基线：通常来自 report.ArtifactBaselines 或 metrics 的 PromBaseline / CSVBaseline（都是 gate.Source）。
+	baselines := gate.Static{
 		{Scenario: "emu", InputLength: 128, OutputLength: 128, Concurrency: 4}: {RunID: "daily-1121", TTFTP99: 50 * time.Millisecond, E2EP99: time.Second, QPS: 9},
 	}
-	gates, _ := report.Evaluate(context.Background(), run.Result(), report.DefaultThresholds(), baselines)
+	gates, _ := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.DefaultThresholds(), baselines)
 	for _, g := range gates {
 		fmt.Printf("%-44s %-8s %s\n", g.Name, g.Verdict, g.Reason)
 	}

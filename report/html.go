@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"html/template"
 	"io"
 	"math"
@@ -18,7 +19,7 @@ import (
 // gateRow 是门禁表的一行（已格式化的文本）。
 type gateRow struct {
 	Scenario, Name, Kind, Current, Baseline, Delta, Limit, Reason string
-	Verdict                                                       Verdict
+	Verdict                                                       gate.Verdict
 	// Interval 是相对变化的置信区间，Samples 是两侧样本量与支撑情况（性能门禁）。
 	Interval, Samples string
 }
@@ -35,7 +36,7 @@ type perfRow struct {
 type accRow struct {
 	Dataset, Model, Score, Threshold string
 	Examples                         int
-	Verdict                          Verdict
+	Verdict                          gate.Verdict
 	// Errors 是 "失败数 of 请求数" 加分类；Source 是数据来源种类与位置，Files 是读取的文件。
 	Errors, Source string
 	Files          []accFile
@@ -72,7 +73,7 @@ type htmlView struct {
 	Res                                              Result
 	Pass, Fail, NoBaseline, Skip, Interrupted, Total int
 	Warn                                             int
-	Trend                                            *Trend
+	Trend                                            *gate.Trend
 	Failed                                           []gateRow
 	NoBase                                           []gateRow
 	Scenarios                                        []scenarioView
@@ -95,17 +96,17 @@ func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 		v.Total++
 		r := toGateRow(g)
 		switch g.Verdict {
-		case VerdictPass:
+		case gate.VerdictPass:
 			v.Pass++
-		case VerdictFail:
+		case gate.VerdictFail:
 			v.Fail++
 			v.Failed = append(v.Failed, r)
-		case VerdictNoBaseline:
+		case gate.VerdictNoBaseline:
 			v.NoBaseline++
 			v.NoBase = append(v.NoBase, r)
-		case VerdictInterrupted:
+		case gate.VerdictInterrupted:
 			v.Interrupted++
-		case VerdictWarn:
+		case gate.VerdictWarn:
 			v.Warn++
 		default:
 			v.Skip++
@@ -117,7 +118,7 @@ func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 		v.Scenarios = append(v.Scenarios, sv)
 	}
 	t, err := template.New("report").Funcs(template.FuncMap{
-		"verdictClass": func(v Verdict) string { return "v-" + string(v) },
+		"verdictClass": func(v gate.Verdict) string { return "v-" + string(v) },
 		"statusClass":  func(s functional.Status) string { return "s-" + string(s) },
 		"dur":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 		"pct":          func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
@@ -144,7 +145,7 @@ func writeHTML(w io.Writer, res Result, files map[string][]string) error {
 }
 
 // toGateRow 把门禁格式化为表格行。
-func toGateRow(g Gate) gateRow {
+func toGateRow(g gate.Gate) gateRow {
 	r := gateRow{Scenario: g.Scenario, Name: g.Name, Kind: string(g.Kind), Verdict: g.Verdict, Reason: g.Reason,
 		Current: formatMetric(g.Metric, g.Current), Baseline: "—", Delta: "—", Limit: "—"}
 	if g.Baseline != nil {
@@ -156,19 +157,19 @@ func toGateRow(g Gate) gateRow {
 	if g.DeltaPct != nil {
 		r.Delta = fmt.Sprintf("%+.1f%%", *g.DeltaPct)
 	}
-	r.Interval, r.Samples = gateEvidence(g)
+	r.Interval, r.Samples = g.Evidence()
 	switch g.Metric {
-	case MetricTTFTP99, MetricE2EP99:
+	case gate.MetricTTFTP99, gate.MetricE2EP99:
 		r.Limit = fmt.Sprintf("≤ %+.0f%%", g.Limit)
-	case MetricQPS:
+	case gate.MetricQPS:
 		r.Limit = fmt.Sprintf("≥ %+.0f%%", g.Limit)
-	case MetricFailRate:
+	case gate.MetricFailRate:
 		r.Limit = fmt.Sprintf("≤ %.1f%%", g.Limit*100)
-	case MetricScore:
+	case gate.MetricScore:
 		if g.Baseline != nil {
 			r.Limit = "≥ " + formatMetric(g.Metric, g.Limit)
 		}
-	case MetricFailedCases:
+	case gate.MetricFailedCases:
 		r.Limit = "0"
 	}
 	return r
@@ -179,11 +180,11 @@ func secs(l loadgen.Latency, d time.Duration) string {
 	if !l.Valid() {
 		return "n/a"
 	}
-	return formatMetric(MetricTTFTP99, d.Seconds())
+	return formatMetric(gate.MetricTTFTP99, d.Seconds())
 }
 
 // buildScenarioView 为一个场景准备表格与图表。
-func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
+func buildScenarioView(i int, sc Scenario, gates []gate.Gate) scenarioView {
 	v := scenarioView{Scenario: sc, Anchor: "s" + strconv.Itoa(i)}
 	v.CapCharts, v.CapRows = capacityView(sc)
 	if f := sc.Functional; f != nil {
@@ -216,9 +217,13 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	v.Timelines, v.TLGroups = timelineCharts(sc.Timeline)
 	var cats []string
 	var scores, thresholds []float64
+	in := gate.Scenario{Name: sc.Name}
+	for _, e := range sc.Errors {
+		in.Errors = append(in.Errors, gate.StageError{Stage: string(e.Stage), Message: e.Message, Interrupted: e.Interrupted})
+	}
 	for _, a := range sc.Accuracy {
-		g := scenarioAccuracyGate(sc, a)
-		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict,
+		g := gate.AccuracyGate(in, accuracyInput(a))
+		row := accRow{Dataset: a.Result.Dataset, Model: a.Result.Model, Score: formatMetric(gate.MetricScore, a.Result.Score), Threshold: "—", Examples: a.Result.Examples, Verdict: g.Verdict,
 			Errors: accErrors(a.Result), Source: "not recorded", Reason: g.Reason}
 		if src := a.Result.Source; src != nil {
 			row.Source = src.Kind + ": " + src.Location
@@ -228,8 +233,8 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 		}
 		th := math.NaN()
 		if a.Threshold != nil {
-			row.Threshold = formatMetric(MetricScore, *a.Threshold)
-			if a.Metric != "" && a.Metric != MetricScore {
+			row.Threshold = formatMetric(gate.MetricScore, *a.Threshold)
+			if a.Metric != "" && a.Metric != gate.MetricScore {
 				row.Threshold = fmt.Sprintf("%s ≥ %g", a.Metric, *a.Threshold)
 			}
 			th = *a.Threshold
@@ -246,7 +251,7 @@ func buildScenarioView(i int, sc Scenario, gates []Gate) scenarioView {
 	for _, g := range gates {
 		if g.Scenario == sc.Name {
 			v.Gates = append(v.Gates, toGateRow(g))
-			if g.Verdict == VerdictFail {
+			if g.Verdict == gate.VerdictFail {
 				v.GateFailed++
 			}
 		}
@@ -264,8 +269,8 @@ func suiteSummaries(results []functional.Result) []functional.SuiteSummary {
 const maxSeries = 4
 
 // perfCharts 画出时延-并发曲线（每个输入/输出组合一条线，有基线时叠加虚线）
-// 与吞吐柱状图。多轮结果按 Aggregate 的中位数口径合并。
-func perfCharts(sc Scenario, gates []Gate) []template.HTML {
+// 与吞吐柱状图。多轮结果按 gate.Aggregate 的中位数口径合并。
+func perfCharts(sc Scenario, gates []gate.Gate) []template.HTML {
 	// 同一场景可能跑多个 backend（openai-chat 与 openai）的档位：它们是不同的
 	// 曲线，不能取中位数混在一起，所以 backend 也是曲线身份的一部分。
 	type combo struct {
@@ -277,7 +282,7 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 	concSet := map[int]bool{}
 	rows := map[combo]map[int][]loadgen.Summary{}
 	for _, r := range sc.Perf {
-		c := combo{r.InputLength, r.OutputLength, keyOf(sc, r).Backend}
+		c := combo{r.InputLength, r.OutputLength, rowBackend(sc, r)}
 		backends[c.backend] = true
 		if rows[c] == nil {
 			rows[c] = map[int][]loadgen.Summary{}
@@ -313,7 +318,7 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 		}
 		return fmt.Sprintf("in%d/out%d", c.in, c.out)
 	}
-	build := func(group []combo, metric string, pick func(Baseline) float64, scale float64) []series {
+	build := func(group []combo, metric string, pick func(gate.Baseline) float64, scale float64) []series {
 		var out []series
 		for ci, c := range group {
 			s := series{Name: name(c), Color: palette[ci%len(palette)]}
@@ -322,7 +327,7 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 			for _, conc := range concs {
 				val := math.NaN()
 				if rs := rows[c][conc]; len(rs) > 0 {
-					if x := pick(Aggregate(rs)); x > 0 {
+					if x := pick(gate.Aggregate(perfRows(rs))); x > 0 {
 						val = x * scale
 					}
 				}
@@ -375,11 +380,11 @@ func perfCharts(sc Scenario, gates []Gate) []template.HTML {
 			suffix = fmt.Sprintf(" (output %d)", group[0].out)
 		}
 		ttft := chart{Title: "TTFT P99 vs concurrency" + suffix, XLabel: "concurrency", YLabel: "TTFT P99 (" + tu + ")", Categories: cats,
-			Series: build(group, MetricTTFTP99, func(b Baseline) float64 { return b.TTFTP99.Seconds() }, ts)}
+			Series: build(group, gate.MetricTTFTP99, func(b gate.Baseline) float64 { return b.TTFTP99.Seconds() }, ts)}
 		e2e := chart{Title: "E2E P99 vs concurrency" + suffix, XLabel: "concurrency", YLabel: "E2E P99 (" + eu + ")", Categories: cats,
-			Series: build(group, MetricE2EP99, func(b Baseline) float64 { return b.E2EP99.Seconds() }, es)}
+			Series: build(group, gate.MetricE2EP99, func(b gate.Baseline) float64 { return b.E2EP99.Seconds() }, es)}
 		qps := chart{Title: "QPS vs concurrency" + suffix, XLabel: "concurrency", YLabel: "requests/s", Categories: cats,
-			Series: build(group, MetricQPS, func(b Baseline) float64 { return b.QPS }, 1)}
+			Series: build(group, gate.MetricQPS, func(b gate.Baseline) float64 { return b.QPS }, 1)}
 		// 吞吐柱状图：输出 token 吞吐（各轮中位数）。
 		var tput []series
 		for ci, c := range group {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,34 +49,34 @@ func TestInterruptedIsItsOwnOutcome(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gates, err := report.Evaluate(context.Background(), run.Result(), report.Thresholds{}, nil)
+	gates, err := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range gates {
-		if g.Verdict == report.VerdictFail {
+		if g.Verdict == gate.VerdictFail {
 			t.Errorf("invented failure: %+v", g)
 		}
 	}
-	if g := gateByName(t, gates, "a", "stage/functional"); g.Verdict != report.VerdictInterrupted || !strings.Contains(g.Reason, "interrupted") {
+	if g := gateByName(t, gates, "a", "stage/functional"); g.Verdict != gate.VerdictInterrupted || !strings.Contains(g.Reason, "interrupted") {
 		t.Errorf("stage gate = %+v", g)
 	}
-	if g := gateByName(t, gates, "a", "functional"); g.Verdict != report.VerdictInterrupted {
+	if g := gateByName(t, gates, "a", "functional"); g.Verdict != gate.VerdictInterrupted {
 		t.Errorf("functional gate without report = %+v", g)
 	}
-	if g := gateByName(t, gates, "b", "accuracy/gpqa"); g.Verdict != report.VerdictInterrupted || !strings.Contains(g.Reason, "3 of 10") {
+	if g := gateByName(t, gates, "b", "accuracy/gpqa"); g.Verdict != gate.VerdictInterrupted || !strings.Contains(g.Reason, "3 of 10") {
 		t.Errorf("partial accuracy gate = %+v", g)
 	}
-	if got := report.ExitCode(gates); got != report.ExitInterrupted {
+	if got := gate.ExitCode(gates); got != gate.ExitInterrupted {
 		t.Fatalf("ExitCode = %d, want 130", got)
 	}
 	code, err := run.FinishIncomplete(context.Background(), gates, t0.Add(time.Minute), true)
-	if err != nil || code != report.ExitInterrupted {
+	if err != nil || code != gate.ExitInterrupted {
 		t.Fatalf("FinishIncomplete = %d, %v", code, err)
 	}
 	var sum report.Result
 	readJSONFile(t, filepath.Join(run.Dir(), "summary.json"), &sum)
-	if sum.Verdict != report.VerdictInterrupted || sum.ExitCode != 130 {
+	if sum.Verdict != gate.VerdictInterrupted || sum.ExitCode != 130 {
 		t.Errorf("summary.json verdict %q exit %d", sum.Verdict, sum.ExitCode)
 	}
 	a := sum.Scenarios[0]
@@ -103,8 +104,8 @@ func TestInterruptedIsItsOwnOutcome(t *testing.T) {
 	// 真正的失败优先于中断：同样的中断加一个失败的阶段，退出码 1。
 	res := run.Result()
 	res.Scenarios = append(res.Scenarios, report.Scenario{Name: "c", Errors: []report.StageError{{Stage: report.StageDeploy, Message: "image pull failed"}}})
-	gates, _ = report.Evaluate(context.Background(), res, report.Thresholds{}, nil)
-	if got := report.ExitCode(gates); got != report.ExitGateFailed {
+	gates, _ = gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, nil)
+	if got := gate.ExitCode(gates); got != gate.ExitGateFailed {
 		t.Fatalf("ExitCode with a real failure = %d, want 1", got)
 	}
 	if err := run.RecordStage("a", report.StageResult{Stage: "bad stage", Status: report.StageOK}); err == nil {
@@ -122,10 +123,10 @@ func TestCancelledCasesInterruptedVersusTimedOut(t *testing.T) {
 	}}
 	for _, tc := range []struct {
 		interrupted bool
-		want        report.Verdict
-	}{{true, report.VerdictInterrupted}, {false, report.VerdictFail}} {
+		want        gate.Verdict
+	}{{true, gate.VerdictInterrupted}, {false, gate.VerdictFail}} {
 		sc := report.Scenario{Name: "s", Functional: rep, Errors: []report.StageError{{Stage: report.StageFunctional, Message: "cancelled", Interrupted: tc.interrupted}}}
-		gates, err := report.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{sc}}, report.Thresholds{}, nil)
+		gates, err := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{sc}}.GateInputs(), gate.Thresholds{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

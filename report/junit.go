@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"sort"
 
@@ -68,14 +69,14 @@ func WriteJUnit(w io.Writer, res Result) error {
 	}
 	if len(res.Gates) > 0 {
 		gs := junit.Suite{Name: "gates", Time: junit.Seconds(0)}
-		gates := append([]Gate(nil), res.Gates...)
+		gates := append([]gate.Gate(nil), res.Gates...)
 		sort.SliceStable(gates, func(i, j int) bool { return gates[i].Scenario < gates[j].Scenario })
 		for _, g := range gates {
 			c := junit.Case{Name: g.Name, Classname: g.Scenario + ".gates." + string(g.Kind), Time: junit.Seconds(0), SystemOut: gateLine(g)}
 			switch g.Verdict {
-			case VerdictFail:
+			case gate.VerdictFail:
 				c.Failure = &junit.Message{Message: g.Reason, Type: string(g.Kind), Body: gateLine(g)}
-			case VerdictNoBaseline, VerdictSkipped, VerdictInterrupted:
+			case gate.VerdictNoBaseline, gate.VerdictSkipped, gate.VerdictInterrupted:
 				c.Skipped = &junit.Message{Message: string(g.Verdict) + ": " + g.Reason}
 			}
 			gs.Add(c)
@@ -90,7 +91,7 @@ func WriteJUnit(w io.Writer, res Result) error {
 }
 
 // gateLine 把门禁的数值写成一行：当前值、基线、变化与阈值。
-func gateLine(g Gate) string {
+func gateLine(g gate.Gate) string {
 	s := fmt.Sprintf("%s %s: current=%s", g.Scenario, g.Name, formatMetric(g.Metric, g.Current))
 	if g.Baseline != nil {
 		s += " baseline=" + formatMetric(g.Metric, *g.Baseline)
@@ -102,13 +103,13 @@ func gateLine(g Gate) string {
 		s += fmt.Sprintf(" interval=[%+.1f%%,%+.1f%%]@%.0f%%", g.Interval.LoPct, g.Interval.HiPct, g.Interval.Level*100)
 	}
 	if g.Quantile > 0 && g.Quantile != 0.99 {
-		s += " quantile=" + qName(g.Quantile)
+		s += " quantile=" + gate.QuantileName(g.Quantile)
 	}
 	if g.Samples != nil {
 		s += fmt.Sprintf(" samples=%d/%d", g.Samples.Current, g.Samples.Baseline)
 	}
-	if g.Support == SupportInsufficient {
-		s += " support=" + SupportInsufficient
+	if g.Support == gate.SupportInsufficient {
+		s += " support=" + gate.SupportInsufficient
 	}
 	if g.Mode != "" {
 		s += " mode=" + g.Mode
@@ -119,7 +120,7 @@ func gateLine(g Gate) string {
 // formatMetric 按指标类型格式化数值（秒数带单位，比例以百分比显示）。
 func formatMetric(metric string, v float64) string {
 	switch metric {
-	case MetricTTFTP99, MetricE2EP99:
+	case gate.MetricTTFTP99, gate.MetricE2EP99:
 		if v < 0 {
 			return "n/a"
 		}
@@ -127,11 +128,11 @@ func formatMetric(metric string, v float64) string {
 			return fmt.Sprintf("%.1fms", v*1000)
 		}
 		return fmt.Sprintf("%.3fs", v)
-	case MetricFailRate:
+	case gate.MetricFailRate:
 		return fmt.Sprintf("%.2f%%", v*100)
-	case MetricQPS:
+	case gate.MetricQPS:
 		return fmt.Sprintf("%.2f", v)
-	case MetricScore:
+	case gate.MetricScore:
 		return fmt.Sprintf("%.4f", v)
 	default:
 		return fmt.Sprintf("%g", v)

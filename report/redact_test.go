@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -111,17 +112,17 @@ func TestNoSecretInAnyArtifact(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	gates, err := report.Evaluate(context.Background(), run.Result(), report.Thresholds{}, nil)
+	gates, err := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 门禁原因里也可能混入密钥（例如基线查询错误），Finish 必须照样脱敏。
-	gates = append(gates, report.Gate{Kind: report.GateStage, Scenario: "emu", Name: "stage/custom", Verdict: report.VerdictFail, Reason: "leak " + apiKey})
+	gates = append(gates, gate.Gate{Kind: gate.KindStage, Scenario: "emu", Name: "stage/custom", Verdict: gate.VerdictFail, Reason: "leak " + apiKey})
 	code, err := run.Finish(context.Background(), gates, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code != report.ExitGateFailed {
+	if code != gate.ExitGateFailed {
 		t.Fatalf("exit %d", code)
 	}
 

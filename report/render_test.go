@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"os"
 	"os/exec"
@@ -35,13 +36,13 @@ func sampleResult(t *testing.T) report.Result {
 				Accuracy: []report.Accuracy{acc("gpqa", 0.41, ptr(0.3)), acc("mmlu <b>", 0.2, ptr(0.6))}},
 			{Name: "k8s-pd", Model: "qwen", Deploy: "kube", Errors: []report.StageError{{Stage: report.StageDeploy, Message: "pod not ready <after> 20m"}}},
 		}}
-	gates, err := report.Evaluate(context.Background(), res, report.Thresholds{}, report.BaselinesFromResult(base))
+	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, gate.FromRun(base.GateRun()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Gates = gates
-	res.ExitCode = report.ExitCode(gates)
-	res.Verdict = report.VerdictFail
+	res.ExitCode = gate.ExitCode(gates)
+	res.Verdict = gate.VerdictFail
 	return res
 }
 
@@ -114,7 +115,7 @@ func TestJUnit(t *testing.T) {
 	}
 	fails := 0
 	for _, g := range res.Gates {
-		if g.Verdict == report.VerdictFail {
+		if g.Verdict == gate.VerdictFail {
 			fails++
 		}
 	}
@@ -364,7 +365,7 @@ func TestHTMLDailyMatrixSplitsCharts(t *testing.T) {
 		}
 	}
 	res := report.Result{RunType: "daily", RunID: "d", Scenarios: []report.Scenario{{Name: "s", Perf: rows}}}
-	gates, err := report.Evaluate(context.Background(), res, report.Thresholds{}, report.BaselinesFromResult(res))
+	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, gate.FromRun(res.GateRun()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +400,7 @@ func TestAccuracyDataSourceAndErrorsShown(t *testing.T) {
 		Files: []accuracy.DataFile{{Name: "gpqa_diamond.csv", Location: "https://openaipublic.blob.core.windows.net/simple-evals/gpqa_diamond.csv", SHA256: "abc123def456"}}}
 	a.MaxErrorRate = 0.2
 	res := report.Result{RunID: "r", Scenarios: []report.Scenario{{Name: "s", Accuracy: []report.Accuracy{a}}}}
-	gates, err := report.Evaluate(context.Background(), res, report.Thresholds{}, nil)
+	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/vllm-cibench/cibench/gate"
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
@@ -45,13 +46,13 @@ type Result struct {
 	Finished time.Time    `json:"finished,omitzero"`
 	Complete bool         `json:"complete"` // Finish 之后为 true；中断或只跑了部分阶段的运行保持 false
 	// Interrupted 表示运行被信号或作业超时中断（FinishIncomplete 时记录）。
-	Interrupted bool       `json:"interrupted,omitempty"`
-	Scenarios   []Scenario `json:"scenarios"`
-	Gates       []Gate     `json:"gates,omitempty"`
+	Interrupted bool        `json:"interrupted,omitempty"`
+	Scenarios   []Scenario  `json:"scenarios"`
+	Gates       []gate.Gate `json:"gates,omitempty"`
 	// Trend 是每日运行的趋势分析（最近 N 个每日结果上的变点），见 DailyTrend。
-	Trend    *Trend  `json:"trend,omitempty"`
-	Verdict  Verdict `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
-	ExitCode int     `json:"exit_code"`         // 与 ExitCode(Gates) 一致
+	Trend    *gate.Trend  `json:"trend,omitempty"`
+	Verdict  gate.Verdict `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）
+	ExitCode int          `json:"exit_code"`         // 与 gate.ExitCode(Gates) 一致
 }
 
 // SchemaVersion 是 summary.json 的格式版本，格式不兼容变化时递增。

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"io/fs"
 	"maps"
@@ -173,7 +174,7 @@ func (r *Run) Result() Result {
 	defer r.mu.Unlock()
 	out := r.res
 	out.Scenarios = append([]Scenario(nil), r.res.Scenarios...)
-	out.Gates = append([]Gate(nil), r.res.Gates...)
+	out.Gates = append([]gate.Gate(nil), r.res.Gates...)
 	return out
 }
 
@@ -275,7 +276,7 @@ func (r *Run) RecordError(scenario string, stage Stage, err error) error {
 
 // RecordInterrupted 记录某阶段因运行被中断（Ctrl-C、SIGTERM、调用方取消）而没有做完，
 // err 说明中断时它在做什么（脱敏后保存）。与 RecordError 不同，它不是失败：
-// Evaluate 为它生成 interrupted 门禁，没有真正失败时运行以 ExitInterrupted 结束。
+// Evaluate 为它生成 interrupted 门禁，没有真正失败时运行以 gate.ExitInterrupted 结束。
 // 作业超时不属于中断——运行超出了自己的预算，是失败，应使用 RecordError。
 func (r *Run) RecordInterrupted(scenario string, stage Stage, err error) error {
 	if err == nil {
@@ -716,7 +717,7 @@ func (r *Run) scenarioFilesLocked() map[string][]string {
 //
 // 被中断、或只执行了部分阶段的运行改用 FinishIncomplete：Finish 把运行标为完成
 // （complete=true），完成的每日运行会成为之后 PR 的性能基线。
-func (r *Run) Finish(ctx context.Context, gates []Gate, now time.Time) (int, error) {
+func (r *Run) Finish(ctx context.Context, gates []gate.Gate, now time.Time) (int, error) {
 	return r.finish(ctx, gates, now, true, false)
 }
 
@@ -728,34 +729,34 @@ func (r *Run) Finish(ctx context.Context, gates []Gate, now time.Time) (int, err
 // CSVBaseline 当作基线，Load 也不会沿用它的门禁（汇总时重新计算）。HTML 报告标为
 // INCOMPLETE。
 //
-// 退出码：有门禁失败为 ExitGateFailed；否则被中断时为 ExitInterrupted，只执行了
-// 部分阶段时为 ExitOK。之后的 Record* 同样返回 ErrFinished。
-func (r *Run) FinishIncomplete(ctx context.Context, gates []Gate, now time.Time, interrupted bool) (int, error) {
+// 退出码：有门禁失败为 gate.ExitGateFailed；否则被中断时为 gate.ExitInterrupted，只执行了
+// 部分阶段时为 gate.ExitOK。之后的 Record* 同样返回 ErrFinished。
+func (r *Run) FinishIncomplete(ctx context.Context, gates []gate.Gate, now time.Time, interrupted bool) (int, error) {
 	return r.finish(ctx, gates, now, false, interrupted)
 }
 
 // finish 是 Finish 与 FinishIncomplete 的共同实现。
-func (r *Run) finish(ctx context.Context, gates []Gate, now time.Time, complete, interrupted bool) (int, error) {
+func (r *Run) finish(ctx context.Context, gates []gate.Gate, now time.Time, complete, interrupted bool) (int, error) {
 	ctx = context.WithoutCancel(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.finished = true
-	r.res.Gates = append([]Gate(nil), gates...)
+	r.res.Gates = append([]gate.Gate(nil), gates...)
 	sanitizeFloats(r.res.Gates)
 	r.res.Finished = now.UTC()
 	r.res.Complete = complete
 	r.res.Interrupted = interrupted && !complete
-	r.res.ExitCode = ExitCode(gates)
-	if r.res.ExitCode == ExitOK && r.res.Interrupted {
-		r.res.ExitCode = ExitInterrupted
+	r.res.ExitCode = gate.ExitCode(gates)
+	if r.res.ExitCode == gate.ExitOK && r.res.Interrupted {
+		r.res.ExitCode = gate.ExitInterrupted
 	}
 	switch r.res.ExitCode {
-	case ExitOK:
-		r.res.Verdict = VerdictPass
-	case ExitInterrupted:
-		r.res.Verdict = VerdictInterrupted
+	case gate.ExitOK:
+		r.res.Verdict = gate.VerdictPass
+	case gate.ExitInterrupted:
+		r.res.Verdict = gate.VerdictInterrupted
 	default:
-		r.res.Verdict = VerdictFail
+		r.res.Verdict = gate.VerdictFail
 	}
 	var errs []error
 	if err := r.writeJSONLocked(fileSummary, r.res); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io/fs"
 	"math"
 	"os"
@@ -227,8 +228,8 @@ func TestFinishSealsRun(t *testing.T) {
 	if m.Complete || len(m.Files) == 0 || m.Files[0].SHA256 != "" {
 		t.Fatalf("interim manifest: %+v", m)
 	}
-	code, err := run.Finish(context.Background(), []report.Gate{{Kind: report.GateFunctional, Scenario: "s", Name: "functional", Verdict: report.VerdictFail}}, t0.Add(time.Hour))
-	if err != nil || code != report.ExitGateFailed {
+	code, err := run.Finish(context.Background(), []gate.Gate{{Kind: gate.KindFunctional, Scenario: "s", Name: "functional", Verdict: gate.VerdictFail}}, t0.Add(time.Hour))
+	if err != nil || code != gate.ExitGateFailed {
 		t.Fatalf("Finish = %d, %v", code, err)
 	}
 	if err := run.RecordPerf("s", nil); !errors.Is(err, report.ErrFinished) {
@@ -254,7 +255,7 @@ func TestFinishSealsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Complete || res.Verdict != report.VerdictFail || res.ExitCode != 1 || len(res.Gates) != 1 {
+	if !res.Complete || res.Verdict != gate.VerdictFail || res.ExitCode != 1 || len(res.Gates) != 1 {
 		t.Fatalf("Load after Finish: %+v", res)
 	}
 }
@@ -448,18 +449,18 @@ func TestNonFiniteValuesRecorded(t *testing.T) {
 // 保持 false；门禁全过时被中断的退出码为 130，部分阶段为 0，有失败时为 1；这样的每日
 // 运行不会成为基线，Load 也不沿用它的门禁。
 func TestFinishIncomplete(t *testing.T) {
-	pass := []report.Gate{{Kind: report.GateFunctional, Scenario: "s", Name: "functional", Verdict: report.VerdictPass}}
-	fail := []report.Gate{{Kind: report.GateFunctional, Scenario: "s", Name: "functional", Verdict: report.VerdictFail}}
+	pass := []gate.Gate{{Kind: gate.KindFunctional, Scenario: "s", Name: "functional", Verdict: gate.VerdictPass}}
+	fail := []gate.Gate{{Kind: gate.KindFunctional, Scenario: "s", Name: "functional", Verdict: gate.VerdictFail}}
 	cases := []struct {
 		name        string
-		gates       []report.Gate
+		gates       []gate.Gate
 		interrupted bool
 		code        int
 		badge       string
 	}{
-		{"interrupted", pass, true, report.ExitInterrupted, `id="verdict">INTERRUPTED`},
-		{"interrupted with a failed gate", fail, true, report.ExitGateFailed, `id="verdict">INTERRUPTED`},
-		{"partial stages", pass, false, report.ExitOK, `id="verdict">INCOMPLETE`},
+		{"interrupted", pass, true, gate.ExitInterrupted, `id="verdict">INTERRUPTED`},
+		{"interrupted with a failed gate", fail, true, gate.ExitGateFailed, `id="verdict">INTERRUPTED`},
+		{"partial stages", pass, false, gate.ExitOK, `id="verdict">INCOMPLETE`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -513,9 +514,55 @@ func TestFinishIncomplete(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(src) != 0 {
+			if len(src.Perf) != 0 || len(src.Functional) != 0 {
 				t.Fatalf("an incomplete daily run became a baseline: %v", src)
 			}
 		})
+	}
+}
+
+// TestArtifactBaselines 检查从产物目录选取最近一次已完成的每日运行。
+func TestArtifactBaselines(t *testing.T) {
+	root := t.TempDir()
+	write := func(id string, started time.Time, ttft time.Duration, finish bool) {
+		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), started)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.AddScenario(report.ScenarioInfo{Name: "s", Model: "m", Quant: "none"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.RecordPerf("s", []loadgen.Summary{oneRow(1, ttft, time.Second, 1, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if finish {
+			if _, err := run.Finish(context.Background(), nil, started.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("b-newer", t0.Add(24*time.Hour), 20*time.Millisecond, true)
+	write("a-older", t0, 10*time.Millisecond, true)
+	write("c-cancelled", t0.Add(48*time.Hour), 99*time.Millisecond, false)
+	if _, err := report.NewRun(root, report.RunTypePR, "pr1", t0); err != nil {
+		t.Fatal(err)
+	}
+	src, err := report.ArtifactBaselines(os.DirFS(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok, err := src.Lookup(context.Background(), gate.Key{Scenario: "s", Model: "m", InputLength: 128, OutputLength: 128, Concurrency: 1})
+	if err != nil || !ok || b.RunID != "b-newer" || b.TTFTP99 != 20*time.Millisecond {
+		t.Fatalf("lookup = %+v %v %v", b, ok, err)
+	}
+	if _, ok, _ := src.Lookup(context.Background(), gate.Key{Scenario: "s", Model: "other", InputLength: 128, OutputLength: 128, Concurrency: 1}); ok {
+		t.Fatal("matched another model")
+	}
+	if _, ok, _ := src.Lookup(context.Background(), gate.Key{Scenario: "s", InputLength: 128, OutputLength: 128, Concurrency: 2}); ok {
+		t.Fatal("matched another concurrency")
+	}
+	empty, err := report.ArtifactBaselines(os.DirFS(t.TempDir()))
+	if err != nil || len(empty.Perf) != 0 || len(empty.Functional) != 0 {
+		t.Fatalf("empty root: %v %v", empty, err)
 	}
 }

@@ -34,31 +34,6 @@ type PerfSamples struct {
 	GapMicros []int64 `json:"gap_us"`
 }
 
-// matches 报告样本是否属于基线键 k 所指的组合（字符串字段一方为空时不区分）。
-func (s *PerfSamples) matches(k BaselineKey) bool {
-	return s.InputLength == k.InputLength && s.OutputLength == k.OutputLength && s.Concurrency == k.Concurrency &&
-		looseEq(s.Backend, k.Backend) && looseEq(s.ControlMethod, k.ControlMethod)
-}
-
-// seconds 把微秒切片转换为秒。
-func seconds(us []int64) []float64 {
-	out := make([]float64, len(us))
-	for i, v := range us {
-		out[i] = float64(v) / 1e6
-	}
-	return out
-}
-
-// findSamples 返回 sets 中属于 k 的样本，没有时为 nil。
-func findSamples(sets []PerfSamples, k BaselineKey) *PerfSamples {
-	for i := range sets {
-		if sets[i].matches(k) {
-			return &sets[i]
-		}
-	}
-	return nil
-}
-
 // reservoir 是一个固定容量、确定性种子的蓄水池。
 type reservoir struct {
 	vals []int64

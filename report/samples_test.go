@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"html"
 	"math/rand/v2"
 	"os"
@@ -129,13 +130,13 @@ func TestSamplesArtifactsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := simScenario(simRun(rng, 300, 1.3))
-	gates, err := report.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{pr}}, report.Thresholds{Resamples: 200}, base)
+	gates, err := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{pr}}.GateInputs(), gate.Thresholds{Resamples: 200}, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ttft report.Gate
+	var ttft gate.Gate
 	for _, g := range gates {
-		if g.Metric == report.MetricTTFTP99 {
+		if g.Metric == gate.MetricTTFTP99 {
 			ttft = g
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"html/template"
 	"io"
 	"io/fs"
@@ -330,7 +331,7 @@ func TestEchoedSecretsNeverReachArtifacts(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	gates, err := report.Evaluate(context.Background(), run.Result(), report.Thresholds{}, nil)
+	gates, err := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package report_test
 import (
 	"context"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"html"
 	"math/rand/v2"
 	"os"
@@ -56,7 +57,7 @@ func TestDailyTrendChangePoints(t *testing.T) {
 			}
 		}
 	}
-	tr, err := report.DailyTrend(os.DirFS(root), last, report.TrendOptions{Permutations: 199})
+	tr, err := report.DailyTrend(os.DirFS(root), last, gate.TrendOptions{Permutations: 199})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestDailyTrendChangePoints(t *testing.T) {
 		t.Fatalf("change points %+v, want one in TTFT and one in E2E", tr.ChangePoints)
 	}
 	cp := tr.ChangePoints[1]
-	if cp.Metric != report.MetricTTFTP99 || cp.RunID != fmt.Sprintf("day%02d", change) || cp.PValue > 0.01 {
+	if cp.Metric != gate.MetricTTFTP99 || cp.RunID != fmt.Sprintf("day%02d", change) || cp.PValue > 0.01 {
 		t.Fatalf("change point %+v", cp)
 	}
 	if cp.Before < 0.19 || cp.Before > 0.21 || cp.After < 0.24 || cp.After > 0.26 || cp.DeltaPct < 20 || cp.DeltaPct > 30 {
@@ -78,11 +79,11 @@ func TestDailyTrendChangePoints(t *testing.T) {
 		t.Errorf("a change already visible yesterday is marked new")
 	}
 	// 窗口只含变化后的 4 天（MinSegment 4）时，第 4 天是它第一次能被检测到的那天：new。
-	tr, err = report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day18"), report.TrendOptions{Permutations: 499, Window: 16})
+	tr, err = report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day18"), gate.TrendOptions{Permutations: 499, Window: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := tr.NewChangePoints(); len(n) != 2 || n[1].RunID != fmt.Sprintf("day%02d", change) || n[1].Metric != report.MetricTTFTP99 {
+	if n := tr.NewChangePoints(); len(n) != 2 || n[1].RunID != fmt.Sprintf("day%02d", change) || n[1].Metric != gate.MetricTTFTP99 {
 		t.Errorf("new change points on day 18: %+v", n)
 	}
 	// 报告列出新变点。
@@ -116,14 +117,14 @@ func TestDailyTrendNoChange(t *testing.T) {
 		n := 1 + 0.05*rng.NormFloat64()
 		dailyRun(t, root, fmt.Sprintf("day%02d", d), start.Add(time.Duration(d)*24*time.Hour), time.Duration(200*n*float64(time.Millisecond)), 10*n)
 	}
-	tr, err := report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day29"), report.TrendOptions{Permutations: 199})
+	tr, err := report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day29"), gate.TrendOptions{Permutations: 199})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tr.Runs != 30 || len(tr.ChangePoints) != 0 {
 		t.Errorf("stationary series: runs %d change points %+v", tr.Runs, tr.ChangePoints)
 	}
-	if _, err := report.DailyTrend(os.DirFS(root), report.Result{}, report.TrendOptions{MinSegment: 1}); err == nil {
+	if _, err := report.DailyTrend(os.DirFS(root), report.Result{}, gate.TrendOptions{MinSegment: 1}); err == nil {
 		t.Error("MinSegment 1 accepted")
 	}
 }

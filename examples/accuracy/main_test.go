@@ -113,7 +113,7 @@ func TestArgumentErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("datasets: [{name: gpqa, threshold: 7.5}]\n"), 0o644)
 	se.Reset()
-	if code := run(context.Background(), []string{"--config", bad}, &so, &se); code != 2 || !strings.Contains(se.String(), bad+": accuracy: config: datasets[0].threshold: must be in (0, 1] (got \"7.5\")") {
+	if code := run(context.Background(), []string{"--config", bad}, &so, &se); code != 2 || !strings.Contains(se.String(), bad+": accuracy: invalid configuration: datasets[0].threshold: must be in (0, 1] (got \"7.5\")") {
 		t.Errorf("threshold 7.5: %s", se.String())
 	}
 	if code := run(context.Background(), []string{"--dataset", "nope", "--out", t.TempDir()}, &so, &se); code != 2 {

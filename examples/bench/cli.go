@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"math"
 	"os"
@@ -438,17 +439,16 @@ func (py *profileYAML) at(field string, idx int) string {
 // locate 把 Profile 校验错误改写成点名来源的错误：命令行给出的字段点名选项，
 // 来自 --perf-profile 的字段点名 文件:行。
 func locate(err error, set map[string]string, py *profileYAML) error {
-	var pe *loadgen.ProfileError
+	var pe *field.Error
 	if !errors.As(err, &pe) {
 		return err
 	}
-	for _, f := range strings.Split(pe.Field, "/") {
-		if flag, ok := set[f]; ok {
-			return fmt.Errorf("%s %v: %s (%w)", flag, pe.Value, pe.Reason, err)
-		}
+	name, idx := field.Index(pe.Field)
+	if flag, ok := set[name]; ok {
+		return fmt.Errorf("%s %v: %s (%w)", flag, pe.Value, pe.Reason, err)
 	}
 	if py != nil {
-		return fmt.Errorf("%s: %s: %v: %s (%w)", py.at(strings.Split(pe.Field, "/")[0], pe.Index), pe.Field, pe.Value, pe.Reason, err)
+		return fmt.Errorf("%s: %s: %v: %s (%w)", py.at(name, idx), name, pe.Value, pe.Reason, err)
 	}
 	return err
 }

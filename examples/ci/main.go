@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"log/slog"
 	"os"
@@ -72,16 +73,16 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		verbose   = fs.Bool("v", false, "debug logging")
 	)
 	if err := fs.Parse(args); err != nil {
-		return report.ExitError
+		return gate.ExitError
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ci: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return report.ExitError
+		return gate.ExitError
 	}
 	rt, err := matrix.ParseRunType(*runType)
 	if err != nil {
 		fmt.Fprintln(stderr, "ci:", err)
-		return report.ExitError
+		return gate.ExitError
 	}
 
 	red := report.NewSecrets()
@@ -146,15 +147,15 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	if *plan {
 		if err := driver.PrintPlan(stdout, opts); err != nil {
 			printErr(stderr, red, err)
-			return report.ExitError
+			return gate.ExitError
 		}
-		return report.ExitOK
+		return gate.ExitOK
 	}
 	out, err := driver.Run(ctx, opts)
 	if err != nil {
 		printErr(stderr, red, err)
 		if errors.Is(err, driver.ErrConfig) {
-			return report.ExitError
+			return gate.ExitError
 		}
 	}
 	return out.ExitCode

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/vllm-cibench/cibench/gate"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,7 +44,7 @@ func TestSIGTERMMidStage(t *testing.T) {
 	getenv := func(k string) string { return "" }
 	code := run([]string{"-config", cfg, "-artifacts", root, "-run-type", "daily", "-run-id", "sig",
 		"-base-url", srv.URL + "/v1", "-model", "sig-model"}, &stdout, &stderr, getenv)
-	if code != report.ExitInterrupted {
+	if code != gate.ExitInterrupted {
 		t.Fatalf("exit %d, want 130\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	dir := filepath.Join(root, "daily", "sig")
@@ -55,7 +56,7 @@ func TestSIGTERMMidStage(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Scenarios) != 1 || !res.Interrupted || res.Complete || res.ExitCode != 130 || res.Verdict != report.VerdictInterrupted {
+	if len(res.Scenarios) != 1 || !res.Interrupted || res.Complete || res.ExitCode != 130 || res.Verdict != gate.VerdictInterrupted {
 		t.Fatalf("summary.json: interrupted=%v complete=%v exit=%d verdict=%s", res.Interrupted, res.Complete, res.ExitCode, res.Verdict)
 	}
 	status := map[report.Stage]report.StageStatus{}

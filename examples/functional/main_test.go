@@ -64,7 +64,7 @@ func TestConfigAndCapabilityErrors(t *testing.T) {
 	}{
 		{[]string{"-config", "/nonexistent"}, "/nonexistent"},
 		{[]string{"-config", t.TempDir()}, "holds no *.yaml file"},
-		{[]string{"-config", bad}, filepath.Join(bad, "params_boundary.yaml") + ":2: functional: invalid config: params_boundary.top_k=0"},
+		{[]string{"-config", bad}, "functional: invalid config: " + filepath.Join(bad, "params_boundary.yaml") + `:2:14: params_boundary.top_k[1]: must be >= 1 (got "0")`},
 		{[]string{"-capabilities", "top_k=maybe"}, `top_k="maybe"`},
 		{[]string{"-capabilities", "topk=probe"}, `unknown capability "topk"`},
 	} {

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"reflect"
 	"sort"
@@ -19,41 +20,9 @@ import (
 // 任何输入下都能快速结束。
 const maxNodes = 200000
 
-// Error 是用户写的 YAML 中一处具体的错误：哪个文件、哪一行哪一列、哪个字段路径、
-// 什么值，以及为什么不对。调用方可用 errors.As 取出逐条处理。
-type Error struct {
-	// File 是出错文件的显示路径（调用方给出，通常是用户写的路径）。
-	File string
-	// Line 与 Column 从 1 开始；0 表示无法定位到行（例如文件缺失）。
-	Line, Column int
-	// Path 是字段路径，如 "health.timeout" 或 "scenarios.emulator.pr.perf.profiles[0]"。
-	Path string
-	// Value 是出错的原始值（标量时），便于直接看到写错的内容。
-	Value string
-	// Msg 描述问题本身。
-	Msg string
-}
-
-// Error 按 "文件:行:列: 路径: 说明 (got "值")" 的编译器风格输出，编辑器可直接跳转。
-// 不带包名前缀：同一个错误无论经哪个入口（矩阵、bench、accuracy、functional）读到，
-// 文本都相同，前缀由各包在外面加上。
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	b.WriteString(": ")
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	if e.Value != "" {
-		fmt.Fprintf(&b, " (got %q)", e.Value)
-	}
-	return b.String()
-}
+// 解码错误是 *field.Error（cibench 全部配置加载器共用的字段错误类型），不带哨兵：
+// 同一个错误无论经哪个入口（矩阵、bench、accuracy、functional）读到，文本都是
+// "文件:行:列: 路径: 说明 (got "值")"；需要包名前缀的入口自己设置 Err。
 
 // Decoder 把 yaml.Node 严格地解码进 Go 值：未知字段、重复键、类型不符
 // 都记为 Error（带文件、行列与字段路径），并继续解码其余部分，
@@ -64,7 +33,7 @@ type Decoder struct {
 	// File 是错误中显示的文件名。
 	File string
 	// Errs 是至今累计的错误，按发现顺序。
-	Errs []*Error
+	Errs []*field.Error
 	// Pos 记录每个已解码字段路径（如 "perf.override.concurrency[1]"）的节点，
 	// 供解码后的跨字段校验用 ErrAt 定位到行列。
 	Pos map[string]*yaml.Node
@@ -83,7 +52,7 @@ func NewDecoder(file string) *Decoder {
 	return &Decoder{File: file, Pos: map[string]*yaml.Node{}}
 }
 
-// Err 把累计的错误合并为一个 error（errors.Join，每条是 *Error）；没有错误时返回 nil。
+// Err 把累计的错误合并为一个 error（errors.Join，每条是 *field.Error）；没有错误时返回 nil。
 func (d *Decoder) Err() error {
 	if len(d.Errs) == 0 {
 		return nil
@@ -100,7 +69,7 @@ func (d *Decoder) Err() error {
 var ErrEmpty = errors.New("file is empty")
 
 // Unmarshal 把 data（恰好一个 YAML 文档）严格解码进 out（非 nil 指针）：未知字段、
-// 重复键、类型不符、整数越界、多文档都是错误，每条是带 file:行:列 与字段路径的 *Error
+// 重复键、类型不符、整数越界、多文档都是错误，每条是带 file:行:列 与字段路径的 *field.Error
 // （多条以 errors.Join 合并）。空文档不修改 out，返回 "file: file is empty"（ErrEmpty）；
 // 文档中未出现的键保持 out 中的原值，因此可以先填默认值再叠加。
 //
@@ -125,9 +94,9 @@ func Unmarshal(file string, data []byte, out any) error {
 
 // Errorf 在节点 n 处记录一条错误；n 为 nil 时只记录文件。
 func (d *Decoder) Errorf(n *yaml.Node, path, value, format string, args ...any) {
-	e := &Error{File: d.File, Path: path, Value: value, Msg: fmt.Sprintf(format, args...)}
+	e := &field.Error{File: d.File, Field: path, Value: value, Reason: fmt.Sprintf(format, args...)}
 	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
+		e.Line, e.Col = n.Line, n.Column
 	}
 	d.Errs = append(d.Errs, e)
 }
@@ -181,15 +150,15 @@ func (d *Decoder) ParseDocument(data []byte) *yaml.Node {
 }
 
 // yamlSyntaxError 把 yaml.v3 的语法错误（"yaml: line N: …"）转换为带行号的 Error。
-func yamlSyntaxError(file string, err error) *Error {
+func yamlSyntaxError(file string, err error) *field.Error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "yaml: ")
-	e := &Error{File: file, Msg: "invalid YAML: " + msg}
+	e := &field.Error{File: file, Reason: "invalid YAML: " + msg}
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if i := strings.Index(rest, ":"); i > 0 {
 			if line, err := strconv.Atoi(rest[:i]); err == nil {
-				e.Line, e.Column = line, 1
-				e.Msg = "invalid YAML:" + rest[i+1:]
+				e.Line, e.Col = line, 1
+				e.Reason = "invalid YAML:" + rest[i+1:]
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package yamlstrict
 
 import (
 	"errors"
+	"github.com/vllm-cibench/cibench/field"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -115,16 +116,9 @@ func TestStrictDecoderErrors(t *testing.T) {
 	}
 }
 
-// TestErrorFormatting 固定 Error 在有无行号、字段路径与取值时的文本格式。
-func TestErrorFormatting(t *testing.T) {
-	e := &Error{File: "f.yaml", Msg: "boom"}
-	if e.Error() != "f.yaml: boom" {
-		t.Fatal(e.Error())
-	}
-	e = &Error{File: "f.yaml", Line: 2, Column: 3, Path: "a.b", Value: "v", Msg: "bad"}
-	if e.Error() != `f.yaml:2:3: a.b: bad (got "v")` {
-		t.Fatal(e.Error())
-	}
+// TestErrorHelpers 固定 yaml.v3 错误文本的清理与节点种类的描述（Error 的文本格式由
+// field 包的测试固定）。
+func TestErrorHelpers(t *testing.T) {
 	if got := cleanYAMLErr(yamlErr(t, "x: [")); got != "did not find expected node content" {
 		t.Fatalf("cleanYAMLErr kept the prefix: %q", got)
 	}
@@ -165,8 +159,8 @@ func TestHooksAndUnmarshal(t *testing.T) {
 		t.Fatalf("non-pointer: %v", err)
 	}
 	err := Unmarshal("p.yaml", []byte("n: 1\nbogus: 2\nn: 3\ncolor: [red]\n"), &v)
-	var first *Error
-	if !errors.As(err, &first) || first.File != "p.yaml" || first.Line != 2 || first.Column != 1 || first.Path != "bogus" {
+	var first *field.Error
+	if !errors.As(err, &first) || first.File != "p.yaml" || first.Line != 2 || first.Col != 1 || first.Field != "bogus" {
 		t.Fatalf("first error: %+v (%v)", first, err)
 	}
 	for _, want := range []string{`p.yaml:2:1: bogus: unknown field "bogus" (known fields: color, kind, n)`, "p.yaml:3:1: n: duplicate key", "p.yaml:4:8: color: want a string, got a list"} {
@@ -196,7 +190,7 @@ func TestHooksAndUnmarshal(t *testing.T) {
 		t.Fatalf("hooks: %+v %v", h, d.Err())
 	}
 	d.ErrAt("kind.deeper", "", "late check")
-	if d.Errs[1].Line != 1 || d.Errs[1].Path != "kind.deeper" {
+	if d.Errs[1].Line != 1 || d.Errs[1].Field != "kind.deeper" {
 		t.Fatalf("ErrAt did not fall back to the parent path: %+v", d.Errs[1])
 	}
 }
@@ -213,7 +207,7 @@ func FuzzUnmarshal(f *testing.F) {
 			return
 		}
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var se *Error
+			var se *field.Error
 			if !errors.As(e, &se) || se.File != "f.yaml" {
 				t.Fatalf("error without file: %v", e)
 			}

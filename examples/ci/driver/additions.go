@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 )
@@ -39,7 +40,7 @@ type GateRun struct {
 // GateFunc 是团队的门禁：在内置门禁之后、写出报告之前调用，返回要加进结论的门禁。
 // 它们与内置门禁一样写进 summary.json、JUnit 的 gates testsuite 与 HTML，任何一项
 // fail 让退出码为 ExitGateFailed。返回错误只记日志，已返回的门禁照常计入。
-type GateFunc func(ctx context.Context, run GateRun) ([]report.Gate, error)
+type GateFunc func(ctx context.Context, run GateRun) ([]gate.Gate, error)
 
 // tee 把 loadgen 的事件同时交给内置接收方与团队的导出器。loadgen.Run 串行调用接收方，
 // 所以 tee 不加锁。
@@ -134,8 +135,8 @@ func (d *driver) exporters(scenario, profile string, create func(string) (io.Wri
 
 // extraGates 运行团队的门禁并返回它们的结论；门禁缺名字时补上 "team/gate<i>"，
 // 以免一条匿名的门禁在报告里无从查找。
-func (d *driver) extraGates(ctx context.Context, res report.Result) []report.Gate {
-	var out []report.Gate
+func (d *driver) extraGates(ctx context.Context, res report.Result) []gate.Gate {
+	var out []gate.Gate
 	for i, g := range d.o.Gates {
 		gs, err := g(ctx, GateRun{Result: res, Files: os.DirFS(d.run.Dir())})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
@@ -54,10 +55,10 @@ func TestPerfExportersAndGates(t *testing.T) {
 		},
 	}
 	var seen string
-	o.Gates = []driver.GateFunc{func(_ context.Context, run driver.GateRun) ([]report.Gate, error) {
+	o.Gates = []driver.GateFunc{func(_ context.Context, run driver.GateRun) ([]gate.Gate, error) {
 		b, err := fs.ReadFile(run.Files, "emu/perf/pr/team.txt")
 		seen = string(b)
-		return []report.Gate{{Kind: report.GatePerformance, Scenario: "emu", Verdict: report.VerdictFail, Reason: "team says no"}}, err
+		return []gate.Gate{{Kind: gate.KindPerformance, Scenario: "emu", Verdict: gate.VerdictFail, Reason: "team says no"}}, err
 	}}
 	out, err := driver.Run(context.Background(), o)
 	if err != nil {
@@ -85,13 +86,13 @@ func TestPerfExportersAndGates(t *testing.T) {
 	if !strings.HasPrefix(seen, "team exporter was here") || strings.Contains(seen, secret) {
 		t.Fatalf("gate read %q", seen)
 	}
-	var g *report.Gate
+	var g *gate.Gate
 	for i := range res.Gates {
 		if res.Gates[i].Name == "team/gate0" {
 			g = &res.Gates[i]
 		}
 	}
-	if g == nil || g.Verdict != report.VerdictFail || out.ExitCode != report.ExitGateFailed {
+	if g == nil || g.Verdict != gate.VerdictFail || out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("team gate %+v, exit %d", g, out.ExitCode)
 	}
 }

@@ -3,6 +3,7 @@ package driver_test
 import (
 	"bytes"
 	"context"
+	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
-	"github.com/vllm-cibench/cibench/report"
 )
 
 // TestCapacityProfileFromConfig 从配置树运行一个 control_method: sweep 的档位（每日）：模拟器
@@ -36,7 +36,7 @@ func TestCapacityProfileFromConfig(t *testing.T) {
 	}
 	o := options(t, fsys, matrix.RunDaily, root)
 	out, err := driver.Run(context.Background(), o)
-	if err != nil || out.ExitCode != report.ExitOK {
+	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)
 	}
 	res := summary(t, out.Dir)
@@ -52,7 +52,7 @@ func TestCapacityProfileFromConfig(t *testing.T) {
 		t.Errorf("sweep steps recorded as %d perf rows", len(sc.Perf))
 	}
 	for _, g := range res.Gates {
-		if g.Kind == report.GatePerformance {
+		if g.Kind == gate.KindPerformance {
 			t.Errorf("perf gate %s from a sweep", g.Name)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -83,8 +84,8 @@ type Options struct {
 	PushAuth metrics.PushConfig
 	// PushOptions 是指标转换选项（前缀等）。
 	PushOptions metrics.Options
-	// Thresholds 是性能门禁阈值；零值取 report.DefaultThresholds。
-	Thresholds report.Thresholds
+	// Thresholds 是性能门禁阈值；零值取 gate.DefaultThresholds。
+	Thresholds gate.Thresholds
 	// Logger 接收进度日志；nil 时丢弃。调用方应让它写进 Secrets.Writer，
 	// 驱动会把运行时读到的密钥登记到 Secrets 中。
 	Logger *slog.Logger
@@ -129,7 +130,7 @@ type Options struct {
 type Outcome struct {
 	// Dir 是本次运行的产物目录。
 	Dir string
-	// ExitCode 是进程应使用的退出码（report.Exit*）。
+	// ExitCode 是进程应使用的退出码（gate.Exit*）。
 	ExitCode int
 	// Result 是最终写入 summary.json 的结果。
 	Result report.Result
@@ -149,7 +150,7 @@ const teardownTimeout = 5 * time.Minute
 func Run(ctx context.Context, o Options) (Outcome, error) {
 	d, err := newDriver(o)
 	if err != nil {
-		return Outcome{ExitCode: report.ExitError}, err
+		return Outcome{ExitCode: gate.ExitError}, err
 	}
 	return d.execute(ctx)
 }
@@ -302,7 +303,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	baselines := d.baselines()
 	run, err := report.NewRun(d.o.Artifacts, rt, report.RunID(d.runID), started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithSecrets(d.red))
 	if err != nil {
-		return Outcome{ExitCode: report.ExitError}, fmt.Errorf("ci: %w", err)
+		return Outcome{ExitCode: gate.ExitError}, fmt.Errorf("ci: %w", err)
 	}
 	d.run = run
 	// 驱动日志同时写进产物（经 report 的脱敏写入器），CI 系统的控制台日志过期后仍可查。
@@ -335,7 +336,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	defer cancel()
 	if d.o.Summarize {
 		if len(run.Result().Scenarios) == 0 {
-			return Outcome{Dir: run.Dir(), ExitCode: report.ExitError}, fmt.Errorf("%w: -summarize: %s holds no scenario results", ErrConfig, run.Dir())
+			return Outcome{Dir: run.Dir(), ExitCode: gate.ExitError}, fmt.Errorf("%w: -summarize: %s holds no scenario results", ErrConfig, run.Dir())
 		}
 	} else {
 		for i := range d.plans {
@@ -356,10 +357,10 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	defer finCancel()
 	// 门禁阈值：Options.Thresholds 优先，否则取 matrix.yaml 的 defaults.gates（零值字段即规格默认值）。
 	th := d.o.Thresholds
-	if th == (report.Thresholds{}) {
+	if th == (gate.Thresholds{}) {
 		th = d.m.Defaults.Gates
 	}
-	gates, err := report.Evaluate(fin, run.Result(), th, baselines)
+	gates, err := gate.Evaluate(fin, run.Result().GateInputs(), th, baselines)
 	if err != nil {
 		d.log.Warn("gate evaluation incomplete", "err", err)
 	}
@@ -368,7 +369,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
 		d.push(fin)
 		// 推送错误记成了阶段错误，重新计算门禁让它们出现在结论中。
-		if gates, err = report.Evaluate(fin, run.Result(), th, baselines); err != nil {
+		if gates, err = gate.Evaluate(fin, run.Result().GateInputs(), th, baselines); err != nil {
 			d.log.Warn("gate evaluation incomplete", "err", err)
 		}
 		gates = append(gates, d.extraGates(fin, run.Result())...)
@@ -377,7 +378,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		d.trend(run)
 	}
 	out := Outcome{Dir: run.Dir(), Interrupted: interrupted}
-	d.log.Info("gates evaluated", "gates", len(gates), "exit_code", report.ExitCode(gates))
+	d.log.Info("gates evaluated", "gates", len(gates), "exit_code", gate.ExitCode(gates))
 	closeLog()
 	if interrupted || partialStages {
 		// 被中断（或只执行了部分阶段）的运行用 FinishIncomplete：产物与 Finish 相同，
@@ -394,45 +395,31 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	return out, nil
 }
 
-// baselines 返回性能门禁的每日基线来源：配置了 Prometheus 时从它读取，
-// 否则读取基线产物目录下已完成的每日运行。读取失败不会中止运行，门禁会报告无基线。
-func (d *driver) baselines() report.BaselineSource {
+// baselines 返回门禁的每日基线来源：功能基线（pass → skip 漂移）总是读基线产物目录下
+// 已完成的每日运行；性能基线配置了 Prometheus 时从它读取，否则同样来自产物目录。
+// 读取失败不会中止运行，门禁会报告无基线。
+func (d *driver) baselines() gate.Source {
+	root := d.o.BaselineArtifacts
+	if root == "" {
+		root = d.o.Artifacts
+	}
+	arts, err := report.ArtifactBaselines(os.DirFS(root))
+	if err != nil {
+		d.log.Warn("reading daily baselines failed; perf and functional gates will report no baseline", "dir", root, "err", err)
+		arts = gate.Baselines{}
+	} else {
+		d.log.Info("functional baselines from artifacts", "dir", root, "scenarios", len(arts.Functional))
+	}
 	if d.o.BaselinePrometheus != "" {
 		pb, err := metrics.NewPromBaseline(metrics.PromBaselineConfig{URL: d.o.BaselinePrometheus, Prefix: d.o.PushOptions.Prefix})
 		if err == nil {
 			d.log.Info("perf baselines from Prometheus", "url", d.red.Redact(d.o.BaselinePrometheus))
-			return d.withFunctionalBaselines(report.MetricsBaselines(pb.Baseline))
+			return gate.WithFunctional(pb, arts.Functional)
 		}
 		d.log.Warn("prometheus baseline config invalid; falling back to artifacts", "err", d.red.Redact(err.Error()))
 	}
-	root := d.o.BaselineArtifacts
-	if root == "" {
-		root = d.o.Artifacts
-	}
-	b, err := report.ArtifactBaselines(os.DirFS(root))
-	if err != nil {
-		d.log.Warn("reading daily baselines failed; perf gates will report no baseline", "dir", root, "err", err)
-		b = report.StaticBaselines{}
-	} else {
-		d.log.Info("perf baselines from artifacts", "dir", root, "combinations", len(b))
-	}
-	return d.withFunctionalBaselines(b)
-}
-
-// withFunctionalBaselines 给性能基线来源配上功能基线（最近一次已完成的每日运行中逐用例的
-// 状态，总是读产物目录：summary.json 保存了它们），功能门禁据此发现 pass → skip 漂移。
-func (d *driver) withFunctionalBaselines(perf report.BaselineSource) report.BaselineSource {
-	root := d.o.BaselineArtifacts
-	if root == "" {
-		root = d.o.Artifacts
-	}
-	fb, err := report.ArtifactFunctionalBaselines(os.DirFS(root))
-	if err != nil {
-		d.log.Warn("reading daily functional baselines failed; the functional gate will not check drift", "dir", root, "err", err)
-		return perf
-	}
-	d.log.Info("functional baselines from artifacts", "dir", root, "scenarios", len(fb))
-	return report.WithFunctionalBaselines(perf, fb)
+	d.log.Info("perf baselines from artifacts", "dir", root, "combinations", len(arts.Perf))
+	return arts
 }
 
 // interrupted 报告运行是否被调用方中断（信号或取消），区别于作业超时。
@@ -445,7 +432,7 @@ func (d *driver) trend(run *report.Run) {
 	if root == "" {
 		root = d.o.Artifacts
 	}
-	tr, err := report.DailyTrend(os.DirFS(root), run.Result(), report.TrendOptions{})
+	tr, err := report.DailyTrend(os.DirFS(root), run.Result(), gate.TrendOptions{})
 	if err != nil {
 		d.log.Warn("daily trend failed", "dir", root, "err", err)
 		return
@@ -512,7 +499,7 @@ func (d *driver) recordError(scenario string, stage report.Stage, err error) {
 }
 
 // summarize 向 Out 打印给人看的结论：每个场景的阶段结果、失败的门禁与报告位置。
-func (d *driver) summarize(out Outcome, gates []report.Gate) {
+func (d *driver) summarize(out Outcome, gates []gate.Gate) {
 	w := d.o.Out
 	res := out.Result
 	fmt.Fprintf(w, "cibench %s run %s: %d scenario(s)\n", res.RunType, res.RunID, len(res.Scenarios))
@@ -524,11 +511,11 @@ func (d *driver) summarize(out Outcome, gates []report.Gate) {
 		}
 		fmt.Fprintf(w, "  %-40s functional: %s; perf rows: %d; accuracy: %d; stage errors: %d\n", sc.Name, fn, len(sc.Perf), len(sc.Accuracy), len(sc.Errors))
 	}
-	counts := map[report.Verdict]int{}
-	var failed []report.Gate
+	counts := map[gate.Verdict]int{}
+	var failed []gate.Gate
 	for _, g := range gates {
 		counts[g.Verdict]++
-		if g.Verdict == report.VerdictFail {
+		if g.Verdict == gate.VerdictFail {
 			failed = append(failed, g)
 		}
 	}

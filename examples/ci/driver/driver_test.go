@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"io/fs"
 	"net/http"
 	"os"
@@ -140,7 +141,7 @@ func TestFullRunOnEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.ExitCode != report.ExitOK || out.Interrupted {
+	if out.ExitCode != gate.ExitOK || out.Interrupted {
 		t.Fatalf("exit %d interrupted %v: %s", out.ExitCode, out.Interrupted, o.Out)
 	}
 	res := summary(t, out.Dir)
@@ -212,7 +213,7 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 	fsys := tree("emu")
 	daily := options(t, fsys, matrix.RunDaily, root)
 	out, err := driver.Run(context.Background(), daily)
-	if err != nil || out.ExitCode != report.ExitOK {
+	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("daily: exit %d err %v: %s", out.ExitCode, err, daily.Out)
 	}
 	pr := options(t, fsys, matrix.RunPR, root)
@@ -227,13 +228,13 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.ExitCode != report.ExitGateFailed {
-		t.Fatalf("exit code %d, want %d: %s", out.ExitCode, report.ExitGateFailed, pr.Out)
+	if out.ExitCode != gate.ExitGateFailed {
+		t.Fatalf("exit code %d, want %d: %s", out.ExitCode, gate.ExitGateFailed, pr.Out)
 	}
 	res := summary(t, out.Dir)
-	var ttft []report.Gate
+	var ttft []gate.Gate
 	for _, g := range res.Gates {
-		if g.Metric == report.MetricTTFTP99 {
+		if g.Metric == gate.MetricTTFTP99 {
 			ttft = append(ttft, g)
 		}
 	}
@@ -241,11 +242,11 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 		t.Fatalf("want a TTFT gate per combination, got %+v", res.Gates)
 	}
 	for _, g := range ttft {
-		if g.Verdict != report.VerdictFail || g.Baseline == nil || g.DeltaPct == nil || *g.DeltaPct < 100 || !strings.Contains(g.Reason, "regressed") {
+		if g.Verdict != gate.VerdictFail || g.Baseline == nil || g.DeltaPct == nil || *g.DeltaPct < 100 || !strings.Contains(g.Reason, "regressed") {
 			t.Errorf("gate %s = %+v", g.Name, g)
 		}
 		// 每日运行留下了逐请求样本：门禁带区间；4–8 个样本撑不起 P99，如实标注。
-		if g.Interval == nil || g.Interval.LoPct < 100 || g.Samples == nil || g.Samples.Current != int64(4*g.Key.Concurrency) || g.Support != report.SupportInsufficient {
+		if g.Interval == nil || g.Interval.LoPct < 100 || g.Samples == nil || g.Samples.Current != int64(4*g.Key.Concurrency) || g.Support != gate.SupportInsufficient {
 			t.Errorf("gate %s evidence: interval %+v samples %+v support %q", g.Name, g.Interval, g.Samples, g.Support)
 		}
 	}
@@ -308,7 +309,7 @@ func TestServerDiesMidStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.ExitCode != report.ExitGateFailed {
+	if out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("exit %d: %s", out.ExitCode, o.Out)
 	}
 	res := summary(t, out.Dir)
@@ -327,7 +328,7 @@ func TestServerDiesMidStage(t *testing.T) {
 		t.Fatalf("second scenario must complete: %+v", lives)
 	}
 	for _, g := range res.Gates {
-		if g.Scenario == "lives" && g.Verdict == report.VerdictFail {
+		if g.Scenario == "lives" && g.Verdict == gate.VerdictFail {
 			t.Errorf("unexpected failed gate for the healthy scenario: %+v", g)
 		}
 	}
@@ -353,18 +354,18 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 中断是独立的结局：退出码 130（不是 1），没有凭空捏造的失败门禁。
-	if !out.Interrupted || out.ExitCode != report.ExitInterrupted {
+	if !out.Interrupted || out.ExitCode != gate.ExitInterrupted {
 		t.Fatalf("exit %d interrupted %v, want 130", out.ExitCode, out.Interrupted)
 	}
 	res := summary(t, out.Dir)
 	if res.Complete {
 		t.Fatal("an interrupted run must not be marked complete")
 	}
-	if res.Verdict != report.VerdictInterrupted {
+	if res.Verdict != gate.VerdictInterrupted {
 		t.Errorf("summary.json verdict %q, want interrupted", res.Verdict)
 	}
 	for _, g := range res.Gates {
-		if g.Verdict == report.VerdictFail {
+		if g.Verdict == gate.VerdictFail {
 			t.Errorf("interruption invented a failed gate: %+v", g)
 		}
 	}
@@ -412,7 +413,7 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 		t.Error("emulator still serving after the interrupted run")
 	}
 	b, err := report.ArtifactBaselines(os.DirFS(root))
-	if err != nil || len(b) != 0 {
+	if err != nil || len(b.Perf) != 0 || len(b.Functional) != 0 {
 		t.Fatalf("interrupted daily run must not be a baseline: %v %v", b, err)
 	}
 }
@@ -430,7 +431,7 @@ func TestBaseURLOverride(t *testing.T) {
 	}
 	res := summary(t, out.Dir)
 	sc := scenario(t, res, "emu")
-	if out.ExitCode != report.ExitOK || sc.Functional == nil || sc.Functional.Model != "served-elsewhere" || len(sc.Errors) != 0 {
+	if out.ExitCode != gate.ExitOK || sc.Functional == nil || sc.Functional.Model != "served-elsewhere" || len(sc.Errors) != 0 {
 		t.Fatalf("exit %d scenario %+v: %s", out.ExitCode, sc, o.Out)
 	}
 	assertNoSecret(t, out.Dir)
@@ -447,7 +448,7 @@ func TestStageSplitAndSummarize(t *testing.T) {
 		o := options(t, fsys, matrix.RunPR, filepath.Join(base, string(st)))
 		o.RunID, o.Stages, o.StageTimeout = "split", []report.Stage{st}, time.Minute
 		out, err := driver.Run(context.Background(), o)
-		if err != nil || out.ExitCode != report.ExitOK {
+		if err != nil || out.ExitCode != gate.ExitOK {
 			t.Fatalf("stage %s: exit %d err %v", st, out.ExitCode, err)
 		}
 		if summary(t, out.Dir).Complete {
@@ -458,7 +459,7 @@ func TestStageSplitAndSummarize(t *testing.T) {
 	o := options(t, fsys, matrix.RunPR, merged)
 	o.RunID, o.Summarize = "split", true
 	out, err := driver.Run(context.Background(), o)
-	if err != nil || out.ExitCode != report.ExitOK {
+	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("summarize: exit %d err %v", out.ExitCode, err)
 	}
 	res := summary(t, out.Dir)
@@ -522,7 +523,7 @@ func TestConfigErrors(t *testing.T) {
 		"no config given": {},
 	} {
 		out, err := driver.Run(context.Background(), o)
-		if !errors.Is(err, driver.ErrConfig) || out.ExitCode != report.ExitError {
+		if !errors.Is(err, driver.ErrConfig) || out.ExitCode != gate.ExitError {
 			t.Errorf("%s: exit %d err %v", name, out.ExitCode, err)
 		}
 	}
@@ -538,7 +539,7 @@ func TestConfigErrors(t *testing.T) {
 	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 999999999999\n")
 	absurd["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr:\n      perf:\n        override:\n          concurrency: [2, -1]\n")
 	out, err := driver.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
-	if !errors.Is(err, driver.ErrConfig) || out.ExitCode != report.ExitError {
+	if !errors.Is(err, driver.ErrConfig) || out.ExitCode != gate.ExitError {
 		t.Fatalf("absurd profile: exit %d err %v", out.ExitCode, err)
 	}
 	for _, want := range []string{`configs/tests/perf/profiles/pr.yaml:4:27: requests_per_concurrency: must be in [1, `, `(got "999999999999")`} {
@@ -600,7 +601,7 @@ func TestOnFailureBoundary(t *testing.T) {
 				}
 			}
 			out, err := driver.Run(context.Background(), o)
-			if err != nil || out.ExitCode != report.ExitGateFailed {
+			if err != nil || out.ExitCode != gate.ExitGateFailed {
 				t.Fatalf("exit %d err %v", out.ExitCode, err)
 			}
 			res := summary(t, out.Dir)
@@ -639,7 +640,7 @@ func TestStageAndJobTimeouts(t *testing.T) {
 	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
 	o.NewDeployer, o.StageTimeout, o.Stages = slow, 300*time.Millisecond, []report.Stage{report.StagePerf, report.StageAccuracy}
 	out, err := driver.Run(context.Background(), o)
-	if err != nil || out.ExitCode != report.ExitGateFailed {
+	if err != nil || out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("exit %d err %v", out.ExitCode, err)
 	}
 	sc := scenario(t, summary(t, out.Dir), "emu")
@@ -701,7 +702,7 @@ func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := scenario(t, summary(t, out.Dir), "emu")
-	if out.ExitCode != report.ExitGateFailed || len(sc.Accuracy) != 0 {
+	if out.ExitCode != gate.ExitGateFailed || len(sc.Accuracy) != 0 {
 		t.Fatalf("exit %d, accuracy results %+v", out.ExitCode, sc.Accuracy)
 	}
 	var msg string

@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"github.com/vllm-cibench/cibench/gate"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -24,7 +25,7 @@ func TestFunctionalCapabilitiesAndDrift(t *testing.T) {
 	scenarioYAML := "mode: emulator\nserved_model_name: emu-model\napi_key_env: TEST_KEY\n"
 	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte(scenarioYAML + "emulator: {ttft: 10ms, itl: 1ms}\n")}
 	out, err := driver.Run(context.Background(), options(t, fsys, matrix.RunDaily, root))
-	if err != nil || out.ExitCode != report.ExitOK {
+	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("daily: exit %d err %v", out.ExitCode, err)
 	}
 	if rep := scenario(t, summary(t, out.Dir), "emu").Functional; rep == nil || rep.Count(functional.StatusPass) != 3 {
@@ -34,12 +35,12 @@ func TestFunctionalCapabilitiesAndDrift(t *testing.T) {
 	// 服务端拒绝 top_k，场景没有声明（默认 supported）：失败，引用服务端原文。
 	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte(scenarioYAML + "emulator: {ttft: 10ms, itl: 1ms, disable_top_k: true}\n")}
 	out, err = driver.Run(context.Background(), options(t, fsys, matrix.RunPR, root))
-	if err != nil || out.ExitCode != report.ExitGateFailed {
+	if err != nil || out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("pr (undeclared): exit %d err %v", out.ExitCode, err)
 	}
 	res := summary(t, out.Dir)
 	g := gateOf(t, res, "emu", "functional")
-	if g.Verdict != report.VerdictFail || !strings.Contains(g.Reason, "2 of 3 cases failed: params_boundary/top_k=1, params_boundary/top_k=50") {
+	if g.Verdict != gate.VerdictFail || !strings.Contains(g.Reason, "2 of 3 cases failed: params_boundary/top_k=1, params_boundary/top_k=50") {
 		t.Errorf("undeclared rejection: %s %q", g.Verdict, g.Reason)
 	}
 	if r, _ := scenario(t, res, "emu").Functional.Result("params_boundary/top_k=50"); !strings.Contains(r.Reason, "top_k is not supported by this server") {
@@ -49,17 +50,17 @@ func TestFunctionalCapabilitiesAndDrift(t *testing.T) {
 	// 场景声明 top_k 不支持：用例跳过，但与每日基线相比是 pass → skip 漂移。
 	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte(scenarioYAML + "capabilities: {top_k: unsupported}\nemulator: {ttft: 10ms, itl: 1ms, disable_top_k: true}\n")}
 	out, err = driver.Run(context.Background(), options(t, fsys, matrix.RunPR, root))
-	if err != nil || out.ExitCode != report.ExitGateFailed {
+	if err != nil || out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("pr (declared unsupported): exit %d err %v", out.ExitCode, err)
 	}
 	g = gateOf(t, summary(t, out.Dir), "emu", "functional")
-	if g.Verdict != report.VerdictFail || !strings.Contains(g.Reason, "params_boundary/top_k=1 (now skip), params_boundary/top_k=50 (now skip)") || g.BaselineRun == "" {
+	if g.Verdict != gate.VerdictFail || !strings.Contains(g.Reason, "params_boundary/top_k=1 (now skip), params_boundary/top_k=50 (now skip)") || g.BaselineRun == "" {
 		t.Errorf("drift: %s %q baseline %q", g.Verdict, g.Reason, g.BaselineRun)
 	}
 }
 
 // gateOf 返回场景的指定门禁，找不到时终止测试。
-func gateOf(t *testing.T, res report.Result, sc, name string) report.Gate {
+func gateOf(t *testing.T, res report.Result, sc, name string) gate.Gate {
 	t.Helper()
 	for _, g := range res.Gates {
 		if g.Scenario == sc && g.Name == name {
@@ -67,5 +68,5 @@ func gateOf(t *testing.T, res report.Result, sc, name string) report.Gate {
 		}
 	}
 	t.Fatalf("gate %s/%s not found in %+v", sc, name, res.Gates)
-	return report.Gate{}
+	return gate.Gate{}
 }

@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"github.com/vllm-cibench/cibench/gate"
 	"testing"
 
 	"github.com/vllm-cibench/cibench/deploy"
@@ -54,7 +55,7 @@ func TestAccuracyUsesEveryInstance(t *testing.T) {
 		}), nil
 	}
 	out, err := driver.Run(context.Background(), o)
-	if err != nil || out.ExitCode != report.ExitOK {
+	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)
 	}
 	sc := scenario(t, summary(t, out.Dir), "emu")

@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +16,6 @@ import (
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/matrix"
-	"github.com/vllm-cibench/cibench/report"
 )
 
 // shipped 读取仓库 configs/ 下的文件，把 old 依次替换为 new。
@@ -53,7 +53,7 @@ func TestKubeScenariosEndToEnd(t *testing.T) {
 	o := options(t, fsys, matrix.RunPR, root)
 	o.RunID = "kube"
 	out, err := driver.Run(context.Background(), o)
-	if err != nil || out.ExitCode != report.ExitOK {
+	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)
 	}
 	res := summary(t, out.Dir)

@@ -5,6 +5,7 @@ package driver_test
 import (
 	"context"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"net"
 	"os"
 	"os/signal"
@@ -18,7 +19,6 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
-	"github.com/vllm-cibench/cibench/report"
 )
 
 // serveEnv 非空时，测试二进制不跑测试，而是作为一个独立进程在该地址上提供模拟器，
@@ -93,7 +93,7 @@ local:
 	o := options(t, fsys, matrix.RunPR, root)
 	o.RunID = "local"
 	out, err := driver.Run(context.Background(), o)
-	if err != nil || out.ExitCode != report.ExitOK {
+	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)
 	}
 	sc := scenario(t, summary(t, out.Dir), "loc")

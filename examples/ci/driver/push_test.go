@@ -3,6 +3,7 @@ package driver_test
 import (
 	"bytes"
 	"context"
+	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"log/slog"
 	"net/http"
@@ -60,7 +61,7 @@ func TestDailyRunPushesWithBearerToken(t *testing.T) {
 		o.Secrets = red
 		o.Logger = slog.New(slog.NewTextHandler(logw, nil))
 		out, err := driver.Run(context.Background(), o)
-		if err != nil || out.ExitCode != report.ExitOK {
+		if err != nil || out.ExitCode != gate.ExitOK {
 			t.Fatalf("%s run: exit %d err %v: %s", rt, out.ExitCode, err, o.Out)
 		}
 		mu.Lock()

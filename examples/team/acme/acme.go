@@ -22,8 +22,8 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/report"
 )
 
 // FeatureLoRA 是 ACME 的厂商能力：服务端加载了 ACME 的 LoRA 适配器。
@@ -70,7 +70,7 @@ func Apply(o *driver.Options, s Settings) error {
 	}
 	o.Cases = append(o.Cases, shortAnswer(s.CaseTokenLimit))
 	o.PerfExporters = append(o.PerfExporters, exporter)
-	o.Gates = append(o.Gates, gate)
+	o.Gates = append(o.Gates, failedRequestsGate)
 	return nil
 }
 
@@ -153,11 +153,11 @@ func (c *counter) close() error {
 	return err
 }
 
-// gate 是 driver.GateFunc：每个跑过性能阶段的场景一条门禁，读该场景各档位的 exportFile，
+// failedRequestsGate 是 driver.GateFunc：每个跑过性能阶段的场景一条门禁，读该场景各档位的 exportFile，
 // 失败请求必须为 0；性能阶段有结果行而没有任何导出文件也是失败（导出器被绕过了）。
 // 它读产物而不是与导出器共享内存，所以按阶段拆分的 CI 的汇总 job 里也成立。
-func gate(_ context.Context, run driver.GateRun) ([]report.Gate, error) {
-	var out []report.Gate
+func failedRequestsGate(_ context.Context, run driver.GateRun) ([]gate.Gate, error) {
+	var out []gate.Gate
 	var errs []error
 	for _, sc := range run.Result.Scenarios {
 		if len(sc.Perf) == 0 {
@@ -178,11 +178,11 @@ func gate(_ context.Context, run driver.GateRun) ([]report.Gate, error) {
 			total.Requests += e.Requests
 			total.Failed += e.Failed
 		}
-		g := report.Gate{Kind: report.GatePerformance, Scenario: sc.Name, Name: "acme/failed_requests", Metric: "acme_failed_requests",
-			Current: float64(total.Failed), Limit: 0, Verdict: report.VerdictPass,
+		g := gate.Gate{Kind: gate.KindPerformance, Scenario: sc.Name, Name: "acme/failed_requests", Metric: "acme_failed_requests",
+			Current: float64(total.Failed), Limit: 0, Verdict: gate.VerdictPass,
 			Reason: fmt.Sprintf("acme exporter saw %d requests in %d profile(s), %d failed", total.Requests, len(files), total.Failed)}
 		if total.Failed > 0 || total.Requests == 0 {
-			g.Verdict = report.VerdictFail
+			g.Verdict = gate.VerdictFail
 		}
 		out = append(out, g)
 	}

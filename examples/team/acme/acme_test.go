@@ -14,6 +14,7 @@ import (
 	"example.com/team/acme"
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -82,7 +83,7 @@ func runTeam(t *testing.T, cfg fs.FS, s acme.Settings, stages ...report.Stage) r
 }
 
 // gate 返回 summary.json 中场景 acme 的名为 name 的门禁。
-func (r run) gate(t *testing.T, name string) report.Gate {
+func (r run) gate(t *testing.T, name string) gate.Gate {
 	t.Helper()
 	for _, g := range r.summary.Gates {
 		if g.Scenario == "acme" && g.Name == name {
@@ -90,7 +91,7 @@ func (r run) gate(t *testing.T, name string) report.Gate {
 		}
 	}
 	t.Fatalf("no gate %s in summary.json: %+v", name, r.summary.Gates)
-	return report.Gate{}
+	return gate.Gate{}
 }
 
 // caseResult 返回 summary.json 中用例 id 的结果。
@@ -124,14 +125,14 @@ func contains(t *testing.T, what, doc string, want ...string) {
 // 在参考流水线里运行，并与内置的一样出现在 summary.json、JUnit 与 HTML 中，全部通过。
 func TestTeamPipeline(t *testing.T) {
 	r := runTeam(t, tree(t, nil), acme.DefaultSettings())
-	if r.out.ExitCode != report.ExitOK {
+	if r.out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit code %d, gates %+v", r.out.ExitCode, r.summary.Gates)
 	}
 	// 用例：执行并通过（场景声明了 acme_lora），与内置 chat_core 一起进入功能门禁。
 	if c := r.caseResult(t, "acme/short_answer"); c.Status != functional.StatusPass {
 		t.Fatalf("acme/short_answer = %s %q", c.Status, c.Reason)
 	}
-	if g := r.gate(t, "functional"); g.Verdict != report.VerdictPass || g.Current != 0 {
+	if g := r.gate(t, "functional"); g.Verdict != gate.VerdictPass || g.Current != 0 {
 		t.Fatalf("functional gate = %+v", g)
 	}
 	// 评测：结果、阈值与门禁都在。
@@ -144,7 +145,7 @@ func TestTeamPipeline(t *testing.T) {
 	if acc == nil || acc.Result.Score != 1 || acc.Result.Examples != 3 || acc.Threshold == nil || *acc.Threshold != 0.5 {
 		t.Fatalf("acme-words accuracy in summary.json: %+v", acc)
 	}
-	if g := r.gate(t, "accuracy/"+acme.EvalName); g.Verdict != report.VerdictPass || g.Current != 1 {
+	if g := r.gate(t, "accuracy/"+acme.EvalName); g.Verdict != gate.VerdictPass || g.Current != 1 {
 		t.Fatalf("accuracy gate = %+v", g)
 	}
 	// 导出器：每个档位一份 acme_requests.json，计数等于档位的请求数（2 并发 × 8 + 1 预热不计：16）；
@@ -162,7 +163,7 @@ func TestTeamPipeline(t *testing.T) {
 		t.Fatalf("exporter counted %+v, perf rows %+v", exp, rows)
 	}
 	g := r.gate(t, "acme/failed_requests")
-	if g.Verdict != report.VerdictPass || g.Current != 0 || !strings.Contains(g.Reason, "saw 16 requests in 1 profile(s), 0 failed") {
+	if g.Verdict != gate.VerdictPass || g.Current != 0 || !strings.Contains(g.Reason, "saw 16 requests in 1 profile(s), 0 failed") {
 		t.Fatalf("team gate = %+v", g)
 	}
 	contains(t, "junit.xml", r.junit, `name="acme/short_answer"`, `classname="acme.functional.acme"`, `name="accuracy/acme-words"`, `name="acme/failed_requests"`)
@@ -179,14 +180,14 @@ func TestTeamFailuresTurnGatesRed(t *testing.T) {
 		if c.Status != functional.StatusFail || !strings.Contains(c.Reason, "want 1..1") {
 			t.Fatalf("acme/short_answer = %s %q", c.Status, c.Reason)
 		}
-		if g := r.gate(t, "functional"); g.Verdict != report.VerdictFail || r.out.ExitCode != report.ExitGateFailed {
+		if g := r.gate(t, "functional"); g.Verdict != gate.VerdictFail || r.out.ExitCode != gate.ExitGateFailed {
 			t.Fatalf("functional gate %+v, exit %d", g, r.out.ExitCode)
 		}
 		contains(t, "junit.xml", r.junit, "want 1..1")
 	})
 	t.Run("eval", func(t *testing.T) {
 		r := runTeam(t, tree(t, nil), acme.Settings{EvalMinWords: 10000}, report.StageAccuracy)
-		if g := r.gate(t, "accuracy/"+acme.EvalName); g.Verdict != report.VerdictFail || g.Current != 0 || r.out.ExitCode != report.ExitGateFailed {
+		if g := r.gate(t, "accuracy/"+acme.EvalName); g.Verdict != gate.VerdictFail || g.Current != 0 || r.out.ExitCode != gate.ExitGateFailed {
 			t.Fatalf("accuracy gate %+v, exit %d", g, r.out.ExitCode)
 		}
 	})
@@ -195,7 +196,7 @@ func TestTeamFailuresTurnGatesRed(t *testing.T) {
 		scen := "mode: emulator\nserved_model_name: acme-model\nfeatures: [acme_lora]\nemulator: {ttft: 1ms, itl: 1ms, failure_rate: 1}\n"
 		r := runTeam(t, tree(t, map[string]string{"scenarios/acme.yaml": scen}), acme.DefaultSettings(), report.StagePerf)
 		g := r.gate(t, "acme/failed_requests")
-		if g.Verdict != report.VerdictFail || g.Current == 0 || r.out.ExitCode != report.ExitGateFailed {
+		if g.Verdict != gate.VerdictFail || g.Current == 0 || r.out.ExitCode != gate.ExitGateFailed {
 			t.Fatalf("team gate %+v, exit %d", g, r.out.ExitCode)
 		}
 		contains(t, "junit.xml", r.junit, `name="acme/failed_requests"`, "<failure")
@@ -246,16 +247,16 @@ func TestTeamGateInSummarizeJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err := driver.Run(context.Background(), o)
-		if err != nil || out.ExitCode != report.ExitOK {
+		if err != nil || out.ExitCode != gate.ExitOK {
 			t.Fatalf("summarize=%v: exit %d err %v", summarize, out.ExitCode, err)
 		}
-		var g *report.Gate
+		var g *gate.Gate
 		for i, x := range out.Result.Gates {
 			if x.Name == "acme/failed_requests" {
 				g = &out.Result.Gates[i]
 			}
 		}
-		if g == nil || g.Verdict != report.VerdictPass || !strings.Contains(g.Reason, "saw 16 requests in 1 profile(s), 0 failed") {
+		if g == nil || g.Verdict != gate.VerdictPass || !strings.Contains(g.Reason, "saw 16 requests in 1 profile(s), 0 failed") {
 			t.Fatalf("summarize=%v: team gate %+v", summarize, g)
 		}
 	}

@@ -1,4 +1,4 @@
-package report
+package gate
 
 import (
 	"hash/fnv"

@@ -1,7 +1,8 @@
-package report_test
+package gate_test
 
 import (
 	"context"
+	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"strings"
 	"testing"
@@ -29,14 +30,14 @@ func TestFunctionalGateCancelledIsNotSkipped(t *testing.T) {
 		{Name: "cut", Functional: ptr(statuses("chat/a", "pass", "chat/b", "cancelled", "chat/c", "cancelled"))},
 		{Name: "probe", Functional: ptr(statuses("chat/a", "pass", "params/top_p=0", "unsupported", "guided/x", "skip"))},
 	}}
-	gates, err := report.Evaluate(context.Background(), res, report.Thresholds{}, nil)
+	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := gateByName(t, gates, "cut", "functional"); g.Verdict != report.VerdictFail || !strings.Contains(g.Reason, "2 cancelled") || g.Current != 2 {
+	if g := gateByName(t, gates, "cut", "functional"); g.Verdict != gate.VerdictFail || !strings.Contains(g.Reason, "2 cancelled") || g.Current != 2 {
 		t.Errorf("cancelled run: %s %q current %v, want fail naming 2 cancelled", g.Verdict, g.Reason, g.Current)
 	}
-	if g := gateByName(t, gates, "probe", "functional"); g.Verdict != report.VerdictPass || !strings.Contains(g.Reason, "1 passed, 1 skipped, 1 unsupported") {
+	if g := gateByName(t, gates, "probe", "functional"); g.Verdict != gate.VerdictPass || !strings.Contains(g.Reason, "1 passed, 1 skipped, 1 unsupported") {
 		t.Errorf("probe run: %s %q", g.Verdict, g.Reason)
 	}
 }
@@ -62,23 +63,24 @@ func TestFunctionalGatePassToSkipDrift(t *testing.T) {
 	daily("d1", t0, statuses("chat/a", "pass", "chat/b", "skip", "chat/c", "skip", "other/x", "skip"), true)
 	daily("d2", t0.Add(24*time.Hour), statuses("chat/a", "pass", "chat/b", "pass", "chat/c", "pass", "chat/d", "skip", "other/x", "pass"), true)
 	daily("d3-interrupted", t0.Add(48*time.Hour), statuses("chat/a", "skip"), false)
-	fb, err := report.ArtifactFunctionalBaselines(os.DirFS(root))
+	arts, err := report.ArtifactBaselines(os.DirFS(root))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, ok := fb["s"]; !ok || b.RunID != "d2" || b.Statuses["chat/b"] != functional.StatusPass {
+	fb := arts.Functional
+	if b, ok := fb["s"]; !ok || b.RunID != "d2" || b.Statuses["chat/b"] != gate.CasePass {
 		t.Fatalf("functional baseline = %+v %v, want the newest complete daily run d2", b, ok)
 	}
-	src := report.WithFunctionalBaselines(report.StaticBaselines{}, fb)
+	src := gate.WithFunctional(gate.Static{}, fb)
 
 	cur := statuses("chat/a", "pass", "chat/b", "skip", "chat/d", "skip", "other/x", "unsupported")
 	res := report.Result{Scenarios: []report.Scenario{{Name: "s", Functional: &cur}}}
-	gates, err := report.Evaluate(context.Background(), res, report.Thresholds{}, src)
+	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := gateByName(t, gates, "s", "functional")
-	if g.Verdict != report.VerdictFail || g.BaselineRun != "d2" {
+	if g.Verdict != gate.VerdictFail || g.BaselineRun != "d2" {
 		t.Fatalf("drift: %s %q baseline %q, want fail against d2", g.Verdict, g.Reason, g.BaselineRun)
 	}
 	for _, want := range []string{"3 cases passed in daily run d2", "chat/b (now skip)", "chat/c (now missing)", "other/x (now unsupported)"} {
@@ -94,10 +96,10 @@ func TestFunctionalGatePassToSkipDrift(t *testing.T) {
 	cur = statuses("chat/a", "pass", "chat/b", "pass", "chat/c", "pass")
 	cur.Selection = []string{"chat"}
 	res = report.Result{Scenarios: []report.Scenario{{Name: "s", Functional: &cur}}}
-	if gates, err = report.Evaluate(context.Background(), res, report.Thresholds{}, src); err != nil {
+	if gates, err = gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, src); err != nil {
 		t.Fatal(err)
 	}
-	if g := gateByName(t, gates, "s", "functional"); g.Verdict != report.VerdictPass {
+	if g := gateByName(t, gates, "s", "functional"); g.Verdict != gate.VerdictPass {
 		t.Errorf("subset run: %s %q, want pass (other/x is outside the selection)", g.Verdict, g.Reason)
 	}
 }

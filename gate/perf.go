@@ -1,13 +1,11 @@
-package report
+package gate
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"math"
 	"strings"
 	"time"
-
-	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // VerdictWarn 表示门禁没有通过判定但不让运行失败（例如样本不足以支撑分位数且
@@ -47,102 +45,6 @@ const minRateSamples = 10
 // 基线里已有的分位，所以没有逐请求样本的基线也能比较。
 var lowerQuantiles = []float64{0.95, 0.90, 0.75}
 
-// ErrInvalidThresholds 表示门禁配置的取值不合法。
-var ErrInvalidThresholds = errors.New("report: invalid thresholds")
-
-// PerfGateOptions 是单个性能门禁的统计选项，空字段沿用 Thresholds 的全局值。
-type PerfGateOptions struct {
-	// Mode 为 spec 或 significant。
-	Mode string `yaml:"mode" json:"mode,omitempty"`
-	// OnInsufficient 为 spec、fail、warn 或 lower_quantile。
-	OnInsufficient string `yaml:"on_insufficient" json:"on_insufficient,omitempty"`
-}
-
-// PerGateOptions 按门禁指标名给出选项（YAML 键即 Metric* 常量）。
-type PerGateOptions struct {
-	TTFTP99 PerfGateOptions `yaml:"ttft_p99_seconds" json:"ttft_p99_seconds"`
-	E2EP99  PerfGateOptions `yaml:"e2e_p99_seconds" json:"e2e_p99_seconds"`
-	QPS     PerfGateOptions `yaml:"qps" json:"qps"`
-}
-
-// GateSamples 是判定所用的样本量：分位数门禁为每轮的成功请求数（多轮取中位数），
-// 与汇总行里 P99 的来源一致。
-type GateSamples struct {
-	Current  int64 `json:"current"`
-	Baseline int64 `json:"baseline"`
-	// Needed 是所比较的分位数至少需要的样本数：⌈1/(1−q)⌉，P99 为 100。
-	Needed int64 `json:"needed"`
-}
-
-// GateInterval 是相对变化（百分比）的置信区间，来自两次运行逐请求样本的自助法。
-type GateInterval struct {
-	LoPct     float64 `json:"lo_pct"`
-	HiPct     float64 `json:"hi_pct"`
-	Level     float64 `json:"level"`
-	Resamples int     `json:"resamples"`
-	Seed      uint64  `json:"seed"`
-}
-
-// Validate 检查门禁配置；错误点名字段与取值。
-func (t Thresholds) Validate() error {
-	bad := func(field string, v any, why string) error {
-		return fmt.Errorf("%w: %s=%v: %s", ErrInvalidThresholds, field, v, why)
-	}
-	checkMode := func(field, v string) error {
-		if v != "" && v != ModeSpec && v != ModeSignificant {
-			return bad(field, v, `want "spec" or "significant"`)
-		}
-		return nil
-	}
-	checkIns := func(field, v string) error {
-		switch v {
-		case "", InsufficientSpec, InsufficientFail, InsufficientWarn, InsufficientLowerQuantile:
-			return nil
-		}
-		return bad(field, v, `want "spec", "fail", "warn" or "lower_quantile"`)
-	}
-	errs := []error{
-		checkMode("mode", t.Mode), checkIns("on_insufficient", t.OnInsufficient),
-		checkMode("per_gate.ttft_p99_seconds.mode", t.PerGate.TTFTP99.Mode), checkIns("per_gate.ttft_p99_seconds.on_insufficient", t.PerGate.TTFTP99.OnInsufficient),
-		checkMode("per_gate.e2e_p99_seconds.mode", t.PerGate.E2EP99.Mode), checkIns("per_gate.e2e_p99_seconds.on_insufficient", t.PerGate.E2EP99.OnInsufficient),
-		checkMode("per_gate.qps.mode", t.PerGate.QPS.Mode), checkIns("per_gate.qps.on_insufficient", t.PerGate.QPS.OnInsufficient),
-	}
-	if t.Confidence != 0 && (t.Confidence < 0.5 || t.Confidence >= 1) {
-		errs = append(errs, bad("confidence", t.Confidence, "must be in [0.5, 1)"))
-	}
-	if t.Resamples != 0 && (t.Resamples < 100 || t.Resamples > 100000) {
-		errs = append(errs, bad("resamples", t.Resamples, "must be in [100, 100000]"))
-	}
-	return errors.Join(errs...)
-}
-
-// gateOptions 返回指标 metric 生效的模式与样本不足处理。
-func (t Thresholds) gateOptions(metric string) (mode, onIns string) {
-	mode, onIns = t.Mode, t.OnInsufficient
-	var o PerfGateOptions
-	switch metric {
-	case MetricTTFTP99:
-		o = t.PerGate.TTFTP99
-	case MetricE2EP99:
-		o = t.PerGate.E2EP99
-	case MetricQPS:
-		o = t.PerGate.QPS
-	}
-	if o.Mode != "" {
-		mode = o.Mode
-	}
-	if o.OnInsufficient != "" {
-		onIns = o.OnInsufficient
-	}
-	if mode == "" {
-		mode = ModeSpec
-	}
-	if onIns == "" {
-		onIns = InsufficientSpec
-	}
-	return mode, onIns
-}
-
 // neededSamples 返回支撑 q 分位所需的最少样本数 ⌈1/(1−q)⌉：样本少于它时，
 // 分位数就是（或插值自）最大值，比较的其实是两次运行的极值。
 func neededSamples(q float64) int64 {
@@ -152,57 +54,40 @@ func neededSamples(q float64) int64 {
 	return int64(math.Ceil(1/(1-q) - 1e-9))
 }
 
-// latencyAt 返回 Latency 在 q 分位的值（只支持汇总里有的分位点）。
-func latencyAt(l loadgen.Latency, q float64) time.Duration {
-	switch q {
-	case 0.99:
-		return l.P99
-	case 0.95:
-		return l.P95
-	case 0.90:
-		return l.P90
-	case 0.75:
-		return l.P75
-	case 0.5:
-		return l.P50
-	}
-	return 0
-}
-
 // aggregateLatency 对多轮的 Latency 按字段取中位数（与 Aggregate 的 P99 口径一致），
 // Count 也取中位数：每轮的分位数只由该轮自己的样本算出。
-func aggregateLatency(rows []loadgen.Summary, get func(*loadgen.Summary) loadgen.Latency) loadgen.Latency {
-	var ls []loadgen.Latency
+func aggregateLatency(rows []PerfRow, get func(*PerfRow) Latency) Latency {
+	var ls []Latency
 	for i := range rows {
 		if l := get(&rows[i]); l.Valid() {
 			ls = append(ls, l)
 		}
 	}
 	if len(ls) == 0 {
-		return loadgen.Latency{}
+		return Latency{}
 	}
-	med := func(f func(loadgen.Latency) float64) float64 {
+	med := func(f func(Latency) float64) float64 {
 		xs := make([]float64, len(ls))
 		for i, l := range ls {
 			xs[i] = f(l)
 		}
 		return median(xs)
 	}
-	d := func(f func(loadgen.Latency) time.Duration) time.Duration {
-		return time.Duration(med(func(l loadgen.Latency) float64 { return float64(f(l)) }))
+	d := func(f func(Latency) time.Duration) time.Duration {
+		return time.Duration(med(func(l Latency) float64 { return float64(f(l)) }))
 	}
-	return loadgen.Latency{
-		Count: int64(med(func(l loadgen.Latency) float64 { return float64(l.Count) })),
-		P50:   d(func(l loadgen.Latency) time.Duration { return l.P50 }), P75: d(func(l loadgen.Latency) time.Duration { return l.P75 }),
-		P90: d(func(l loadgen.Latency) time.Duration { return l.P90 }), P95: d(func(l loadgen.Latency) time.Duration { return l.P95 }),
-		P99: d(func(l loadgen.Latency) time.Duration { return l.P99 }),
-		Min: d(func(l loadgen.Latency) time.Duration { return l.Min }), Max: d(func(l loadgen.Latency) time.Duration { return l.Max }),
-		Avg: d(func(l loadgen.Latency) time.Duration { return l.Avg }),
+	return Latency{
+		Count: int64(med(func(l Latency) float64 { return float64(l.Count) })),
+		P50:   d(func(l Latency) time.Duration { return l.P50 }), P75: d(func(l Latency) time.Duration { return l.P75 }),
+		P90: d(func(l Latency) time.Duration { return l.P90 }), P95: d(func(l Latency) time.Duration { return l.P95 }),
+		P99: d(func(l Latency) time.Duration { return l.P99 }),
+		Min: d(func(l Latency) time.Duration { return l.Min }), Max: d(func(l Latency) time.Duration { return l.Max }),
+		Avg: d(func(l Latency) time.Duration { return l.Avg }),
 	}
 }
 
 // medianSucceeded 返回各轮成功请求数的中位数。
-func medianSucceeded(rows []loadgen.Summary) int64 {
+func medianSucceeded(rows []PerfRow) int64 {
 	if len(rows) == 0 {
 		return 0
 	}
@@ -218,8 +103,8 @@ type perfCmp struct {
 	metric    string
 	q         float64 // 时延门禁的分位点；QPS 为 0
 	cur, base float64 // 规格口径的当前值与基线值
-	curLat    loadgen.Latency
-	baseLat   loadgen.Latency
+	curLat    Latency
+	baseLat   Latency
 	curN      int64
 	baseN     int64
 	curS      []float64 // 当前运行的逐请求样本（时延：秒；QPS：完成间隔秒），可为空
@@ -230,7 +115,7 @@ type perfCmp struct {
 }
 
 // samplesFor 取出样本集中与指标对应的切片（秒）。
-func samplesFor(s *PerfSamples, metric string) []float64 {
+func samplesFor(s *Samples, metric string) []float64 {
 	if s == nil {
 		return nil
 	}
@@ -245,8 +130,8 @@ func samplesFor(s *PerfSamples, metric string) []float64 {
 	return nil
 }
 
-// qName 把分位点写成 P99 这样的名字。
-func qName(q float64) string {
+// QuantileName 把分位点写成 P99 这样的名字（q ≤ 0 为 "rate"），门禁原因与 JUnit 行共用。
+func QuantileName(q float64) string {
 	if q <= 0 {
 		return "rate"
 	}
@@ -264,7 +149,7 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	// 样本量未知（调用方自己构造的基线没有 Count）时不判断支撑，保持规格行为。
 	known := c.curN > 0 && c.baseN > 0
 	if known {
-		g.Samples = &GateSamples{Current: c.curN, Baseline: c.baseN, Needed: need}
+		g.Samples = &SampleSizes{Current: c.curN, Baseline: c.baseN, Needed: need}
 		g.Support = SupportOK
 	}
 	insufficient := known && (c.curN < need || c.baseN < need)
@@ -274,9 +159,9 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 		if onIns == InsufficientLowerQuantile && q > 0 {
 			lowered := false
 			for _, lq := range lowerQuantiles {
-				lc, lb := latencyAt(c.curLat, lq), latencyAt(c.baseLat, lq)
+				lc, lb := c.curLat.at(lq), c.baseLat.at(lq)
 				if have >= neededSamples(lq) && lc > 0 && lb > 0 {
-					notes = append(notes, fmt.Sprintf("%s needs ≥%d samples, have %d: compared %s instead", qName(q), need, have, qName(lq)))
+					notes = append(notes, fmt.Sprintf("%s needs ≥%d samples, have %d: compared %s instead", QuantileName(q), need, have, QuantileName(lq)))
 					q, c.cur, c.base = lq, lc.Seconds(), lb.Seconds()
 					need = neededSamples(lq)
 					g.Samples.Needed, g.Support, lowered = need, SupportOK, true
@@ -289,7 +174,7 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 				notes = append(notes, fmt.Sprintf("no quantile supported by %d samples", have))
 			}
 		} else {
-			notes = append(notes, fmt.Sprintf("%s needs ≥%d samples, have %d", qName(q), need, have))
+			notes = append(notes, fmt.Sprintf("%s needs ≥%d samples, have %d", QuantileName(q), need, have))
 		}
 	}
 	if c.q > 0 {
@@ -314,7 +199,7 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 		res = DefaultResamples
 	}
 	if ri, ok := bootstrapRatio(c.curS, c.baseS, st, level, res, uint64(th.Seed), g.Scenario+"/"+g.Name); ok {
-		g.Interval = &GateInterval{LoPct: (ri.Lo - 1) * 100, HiPct: (ri.Hi - 1) * 100, Level: level, Resamples: res, Seed: uint64(th.Seed)}
+		g.Interval = &Interval{LoPct: (ri.Lo - 1) * 100, HiPct: (ri.Hi - 1) * 100, Level: level, Resamples: res, Seed: uint64(th.Seed)}
 	} else if mode == ModeSignificant {
 		notes = append(notes, "no per-request samples on both sides: judged by the spec rule")
 	}
@@ -342,7 +227,7 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	}
 	label := c.metric
 	if q != c.q {
-		label = strings.Replace(c.metric, "p99", strings.ToLower(qName(q)), 1)
+		label = strings.Replace(c.metric, "p99", strings.ToLower(QuantileName(q)), 1)
 	}
 	switch {
 	case !c.valid:
@@ -375,8 +260,9 @@ func modeNote(mode string) string {
 	return ", mode " + mode
 }
 
-// gateEvidence 把门禁的区间与样本量格式化为报告文本（HTML 表格与 JUnit 共用）。
-func gateEvidence(g Gate) (interval, samples string) {
+// Evidence 把门禁的置信区间与样本量格式化为报告文本（report 的 HTML 表格与 JUnit 共用），
+// 没有的一项为 "—"。
+func (g Gate) Evidence() (interval, samples string) {
 	interval, samples = "—", "—"
 	if g.Interval != nil {
 		interval = fmt.Sprintf("[%+.1f%%, %+.1f%%] @%.0f%%", g.Interval.LoPct, g.Interval.HiPct, g.Interval.Level*100)
@@ -384,11 +270,84 @@ func gateEvidence(g Gate) (interval, samples string) {
 	if g.Samples != nil {
 		samples = fmt.Sprintf("%d / %d", g.Samples.Current, g.Samples.Baseline)
 		if g.Quantile > 0 {
-			samples += fmt.Sprintf(" (%s needs %d)", qName(g.Quantile), g.Samples.Needed)
+			samples += fmt.Sprintf(" (%s needs %d)", QuantileName(g.Quantile), g.Samples.Needed)
 		}
 		if g.Support == SupportInsufficient {
 			samples += " " + SupportInsufficient
 		}
 	}
 	return interval, samples
+}
+
+// eps 吸收浮点误差，使"恰好 10%"判为通过（规格是"超过 10% 失败"）。
+const eps = 1e-9
+
+// perfGates 计算一个组合的四项性能门禁。
+func perfGates(ctx context.Context, k Key, cur Baseline, th Thresholds, src Source) []Gate {
+	key := k
+	prefix := "perf/" + k.String() + "/"
+	mk := func(metric string, current float64) Gate {
+		return Gate{Kind: KindPerformance, Scenario: k.Scenario, Name: prefix + metric, Metric: metric, Key: &key, Current: current}
+	}
+	// 失败率是绝对门禁，不依赖基线。
+	fr := mk(MetricFailRate, cur.FailRate)
+	fr.Limit = th.MaxFailRate
+	switch {
+	case th.MaxFailRate < 0:
+		fr.Verdict, fr.Reason = VerdictSkipped, "fail-rate check disabled"
+	case cur.FailRate > th.MaxFailRate+eps:
+		fr.Verdict, fr.Reason = VerdictFail, fmt.Sprintf("fail rate %.2f%% above %.2f%%", cur.FailRate*100, th.MaxFailRate*100)
+	default:
+		fr.Verdict, fr.Reason = VerdictPass, fmt.Sprintf("fail rate %.2f%% ≤ %.2f%%", cur.FailRate*100, th.MaxFailRate*100)
+	}
+
+	var base Baseline
+	found, why := false, "no daily baseline for this scenario and combination"
+	if src != nil {
+		b, ok, err := src.Lookup(ctx, k)
+		switch {
+		case err != nil:
+			why = "baseline lookup failed: " + err.Error()
+		case ok:
+			base, found = b, true
+		}
+	}
+	cmps := []perfCmp{
+		{metric: MetricTTFTP99, q: 0.99, cur: cur.TTFTP99.Seconds(), base: base.TTFTP99.Seconds(), curLat: cur.TTFT, baseLat: base.TTFT,
+			curN: cur.TTFT.Count, baseN: base.TTFT.Count, limit: th.TTFTP99Regression, higherBad: true, valid: cur.TTFTP99 > 0},
+		{metric: MetricE2EP99, q: 0.99, cur: cur.E2EP99.Seconds(), base: base.E2EP99.Seconds(), curLat: cur.E2E, baseLat: base.E2E,
+			curN: cur.E2E.Count, baseN: base.E2E.Count, limit: th.E2EP99Regression, higherBad: true, valid: cur.E2EP99 > 0},
+		{metric: MetricQPS, cur: cur.QPS, base: base.QPS, curN: cur.Succeeded, baseN: base.Succeeded,
+			limit: th.QPSDrop, valid: cur.QPS >= 0},
+	}
+	out := make([]Gate, 0, 4)
+	for _, c := range cmps {
+		g := mk(c.metric, c.cur)
+		g.Limit = c.limit * 100
+		if !c.higherBad {
+			g.Limit = -g.Limit
+		}
+		switch {
+		case c.limit < 0:
+			g.Verdict, g.Reason = VerdictSkipped, c.metric+" check disabled"
+		case !found || c.base <= 0:
+			reason := why
+			if found {
+				reason = "baseline " + base.RunID + " has no " + c.metric
+			}
+			g.Verdict, g.Reason = VerdictNoBaseline, reason
+			if th.RequireBaseline {
+				g.Verdict = VerdictFail
+			}
+		default:
+			g.BaselineRun = base.RunID
+			c.curS, c.baseS = samplesFor(cur.Samples, c.metric), samplesFor(base.Samples, c.metric)
+			judge(&g, c, th)
+		}
+		if math.IsNaN(g.Current) {
+			g.Current = -1
+		}
+		out = append(out, g)
+	}
+	return append(out, fr)
 }

@@ -1,9 +1,8 @@
-package report
+package gate
 
 import (
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -52,10 +51,10 @@ func (o TrendOptions) withDefaults() TrendOptions {
 // ChangePoint 是一条被跟踪序列上的一个变点。
 type ChangePoint struct {
 	// Series 是序列名：场景/组合/指标，如 "emulator/in128-out64-c4-openai-chat/ttft_p99_seconds"。
-	Series   string       `json:"series"`
-	Scenario string       `json:"scenario"`
-	Metric   string       `json:"metric"`
-	Key      *BaselineKey `json:"key,omitempty"`
+	Series   string `json:"series"`
+	Scenario string `json:"scenario"`
+	Metric   string `json:"metric"`
+	Key      *Key   `json:"key,omitempty"`
 	// RunID 与 Time 是变化后的第一次每日运行。
 	RunID string    `json:"run_id"`
 	Time  time.Time `json:"time"`
@@ -97,21 +96,17 @@ type trendPoint struct {
 	v     float64
 }
 
-// DailyTrend 读取 fsys（产物根目录）中已完成的每日运行，加上 current（本次运行，尚未
-// 写出 summary.json 也可以），对每条被跟踪的序列（场景 × 组合 × {TTFT P99, E2E P99, QPS}，
+// DailyTrend 在 runs 中已完成的每日运行（与 Select 同一规则）加上 current（本次运行，
+// 不要求已完成）上，对每条被跟踪的序列（场景 × 组合 × {TTFT P99, E2E P99, QPS}，
 // 多轮取中位数，与性能门禁同口径）在最近 Window 个结果上做 E-divisive 变点检测。
 // 变点在去掉本次结果后检测不到时标为 New——这就是每日报告要列出的"新变点"。
-func DailyTrend(fsys fs.FS, current Result, opt TrendOptions) (*Trend, error) {
+func DailyTrend(runs []Run, current Run, opt TrendOptions) (*Trend, error) {
 	opt = opt.withDefaults()
 	if opt.MinSegment < 2 || opt.Window < 2*opt.MinSegment || opt.Significance <= 0 || opt.Significance >= 1 || opt.Permutations < 1 {
 		return nil, fmt.Errorf("%w: trend options %+v", ErrInvalidThresholds, opt)
 	}
-	runs, err := dailyRuns(fsys)
-	if err != nil {
-		return nil, fmt.Errorf("report: daily trend: %w", err)
-	}
-	kept := runs[:0]
-	for _, r := range runs {
+	var kept []Run
+	for _, r := range completedDaily(runs) {
 		// 趋势是"截至本次"的：比本次晚开始的运行（重新汇总旧运行时）不参与。
 		if r.RunID != current.RunID && !r.Started.After(current.Started) {
 			kept = append(kept, r)
@@ -124,12 +119,12 @@ func DailyTrend(fsys fs.FS, current Result, opt TrendOptions) (*Trend, error) {
 	}
 	type sid struct {
 		scenario, metric string
-		key              BaselineKey
+		key              Key
 	}
 	series := map[sid][]trendPoint{}
 	var order []sid
 	for _, r := range runs {
-		for k, b := range BaselinesFromResult(r) {
+		for k, b := range FromRun(r) {
 			for _, m := range []struct {
 				name string
 				v    float64
@@ -207,15 +202,4 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
-}
-
-// SetTrend 记录每日趋势（在 Finish 之前调用），它随 summary.json 与 HTML 报告写出。
-func (r *Run) SetTrend(t *Trend) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.finished {
-		return ErrFinished
-	}
-	r.res.Trend = t
-	return r.writeJSONLocked(fileSummary, r.res)
 }

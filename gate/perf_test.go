@@ -1,9 +1,10 @@
-package report_test
+package gate_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/gate"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -52,31 +53,31 @@ func simScenario(ttft []float64) report.Scenario {
 }
 
 // ttftGate 对一对模拟运行求 TTFT 门禁。
-func ttftGate(tb testing.TB, cur, base []float64, th report.Thresholds) report.Gate {
+func ttftGate(tb testing.TB, cur, base []float64, th gate.Thresholds) gate.Gate {
 	tb.Helper()
 	th.E2EP99Regression, th.QPSDrop, th.MaxFailRate = -1, -1, -1
-	src := report.BaselinesFromResult(report.Result{RunID: "daily", Scenarios: []report.Scenario{simScenario(base)}})
-	gates, err := report.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{simScenario(cur)}}, th, src)
+	src := gate.FromRun(report.Result{RunID: "daily", Scenarios: []report.Scenario{simScenario(base)}}.GateRun())
+	gates, err := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{simScenario(cur)}}.GateInputs(), th, src)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, g := range gates {
-		if g.Metric == report.MetricTTFTP99 {
+		if g.Metric == gate.MetricTTFTP99 {
 			return g
 		}
 	}
 	tb.Fatal("no ttft gate")
-	return report.Gate{}
+	return gate.Gate{}
 }
 
 // alarmRates 在 reps 次带种子的重复中统计门禁失败的比例。
-func alarmRates(tb testing.TB, seed uint64, reps, n int, shift float64, th report.Thresholds) float64 {
+func alarmRates(tb testing.TB, seed uint64, reps, n int, shift float64, th gate.Thresholds) float64 {
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
 	fails := 0
 	for range reps {
 		base := simRun(rng, n, 1)
 		cur := simRun(rng, n, shift)
-		if ttftGate(tb, cur, base, th).Verdict == report.VerdictFail {
+		if ttftGate(tb, cur, base, th).Verdict == gate.VerdictFail {
 			fails++
 		}
 	}
@@ -90,8 +91,8 @@ func alarmRates(tb testing.TB, seed uint64, reps, n int, shift float64, th repor
 // 到 2048 个样本（蓄水池上限）才过半。完整的数表由 BenchmarkGateFalseAlarmAndDetection 打印。
 func TestGateNoRegressionVsRealShift(t *testing.T) {
 	const reps, n = 30, 400
-	spec := report.Thresholds{Resamples: 200}
-	sig := report.Thresholds{Resamples: 200, Mode: report.ModeSignificant}
+	spec := gate.Thresholds{Resamples: 200}
+	sig := gate.Thresholds{Resamples: 200, Mode: gate.ModeSignificant}
 	specFA := alarmRates(t, 1, reps, n, 1, spec)
 	sigFA := alarmRates(t, 1, reps, n, 1, sig)
 	specDet := alarmRates(t, 2, reps, n, 1.2, spec)
@@ -119,14 +120,14 @@ func TestGateNoRegressionVsRealShift(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	base, same, shifted := simRun(rng, n, 1), simRun(rng, n, 1), simRun(rng, n, 1.2)
 	g := ttftGate(t, same, base, sig)
-	if g.Interval == nil || g.Interval.LoPct > 0 || g.Interval.HiPct < 0 || g.Verdict != report.VerdictPass {
+	if g.Interval == nil || g.Interval.LoPct > 0 || g.Interval.HiPct < 0 || g.Verdict != gate.VerdictPass {
 		t.Errorf("same distribution: interval %+v verdict %s (%s)", g.Interval, g.Verdict, g.Reason)
 	}
 	g = ttftGate(t, shifted, base, sig)
 	if g.Interval == nil || g.Interval.LoPct <= 0 || g.Interval.Level != 0.95 || g.Interval.Resamples != 200 {
 		t.Fatalf("+20%% shift: interval %+v", g.Interval)
 	}
-	if g.Samples == nil || g.Samples.Current != n || g.Samples.Baseline != n || g.Samples.Needed != 100 || g.Support != report.SupportOK || g.Mode != report.ModeSignificant {
+	if g.Samples == nil || g.Samples.Current != n || g.Samples.Baseline != n || g.Samples.Needed != 100 || g.Support != gate.SupportOK || g.Mode != gate.ModeSignificant {
 		t.Errorf("+20%% shift: samples %+v support %q mode %q", g.Samples, g.Support, g.Mode)
 	}
 	if d := *g.DeltaPct; d < g.Interval.LoPct-5 || d > g.Interval.HiPct+5 {
@@ -150,16 +151,16 @@ func TestGateInsufficientSamples(t *testing.T) {
 	base, cur := simRun(rng, 16, 1), simRun(rng, 16, 1.5)
 	for _, tc := range []struct {
 		on       string
-		verdict  report.Verdict
+		verdict  gate.Verdict
 		quantile float64
 		support  string
 	}{
-		{"", report.VerdictFail, 0.99, report.SupportInsufficient},
-		{report.InsufficientFail, report.VerdictFail, 0.99, report.SupportInsufficient},
-		{report.InsufficientWarn, report.VerdictWarn, 0.99, report.SupportInsufficient},
-		{report.InsufficientLowerQuantile, report.VerdictFail, 0.90, report.SupportOK},
+		{"", gate.VerdictFail, 0.99, gate.SupportInsufficient},
+		{gate.InsufficientFail, gate.VerdictFail, 0.99, gate.SupportInsufficient},
+		{gate.InsufficientWarn, gate.VerdictWarn, 0.99, gate.SupportInsufficient},
+		{gate.InsufficientLowerQuantile, gate.VerdictFail, 0.90, gate.SupportOK},
 	} {
-		g := ttftGate(t, cur, base, report.Thresholds{OnInsufficient: tc.on, Resamples: 200})
+		g := ttftGate(t, cur, base, gate.Thresholds{OnInsufficient: tc.on, Resamples: 200})
 		if g.Verdict != tc.verdict || g.Quantile != tc.quantile || g.Support != tc.support || g.Samples == nil || g.Samples.Current != 16 {
 			t.Errorf("on_insufficient=%q: verdict %s quantile %v support %q samples %+v (%s)", tc.on, g.Verdict, g.Quantile, g.Support, g.Samples, g.Reason)
 		}
@@ -171,29 +172,29 @@ func TestGateInsufficientSamples(t *testing.T) {
 		}
 	}
 	// 同一个慢了 50% 的小样本：warn 模式下变化不超限时仍是 warn（样本不足本身就是要看见的事实）。
-	g := ttftGate(t, base, base, report.Thresholds{OnInsufficient: report.InsufficientWarn})
-	if g.Verdict != report.VerdictWarn || report.ExitCode([]report.Gate{g}) != report.ExitOK {
-		t.Errorf("warn gate: verdict %s exit %d", g.Verdict, report.ExitCode([]report.Gate{g}))
+	g := ttftGate(t, base, base, gate.Thresholds{OnInsufficient: gate.InsufficientWarn})
+	if g.Verdict != gate.VerdictWarn || gate.ExitCode([]gate.Gate{g}) != gate.ExitOK {
+		t.Errorf("warn gate: verdict %s exit %d", g.Verdict, gate.ExitCode([]gate.Gate{g}))
 	}
 	// 每门禁覆盖全局设置。
-	g = ttftGate(t, cur, base, report.Thresholds{OnInsufficient: report.InsufficientFail,
-		PerGate: report.PerGateOptions{TTFTP99: report.PerfGateOptions{OnInsufficient: report.InsufficientWarn}}})
-	if g.Verdict != report.VerdictWarn {
+	g = ttftGate(t, cur, base, gate.Thresholds{OnInsufficient: gate.InsufficientFail,
+		PerGate: gate.PerGateOptions{TTFTP99: gate.PerfGateOptions{OnInsufficient: gate.InsufficientWarn}}})
+	if g.Verdict != gate.VerdictWarn {
 		t.Errorf("per-gate override: verdict %s", g.Verdict)
 	}
 	// 基线没有逐请求样本（例如来自 Prometheus）时没有区间，显著性模式退回规格规则并说明。
-	src := report.StaticBaselines{}
-	for k, b := range report.BaselinesFromResult(report.Result{Scenarios: []report.Scenario{simScenario(simRun(rng, 400, 1))}}) {
+	src := gate.Static{}
+	for k, b := range gate.FromRun(report.Result{Scenarios: []report.Scenario{simScenario(simRun(rng, 400, 1))}}.GateRun()) {
 		b.Samples = nil
 		src[k] = b
 	}
-	th := report.Thresholds{Mode: report.ModeSignificant, E2EP99Regression: -1, QPSDrop: -1}
-	gates, err := report.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{simScenario(simRun(rng, 400, 1.5))}}, th, src)
+	th := gate.Thresholds{Mode: gate.ModeSignificant, E2EP99Regression: -1, QPSDrop: -1}
+	gates, err := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{simScenario(simRun(rng, 400, 1.5))}}.GateInputs(), th, src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range gates {
-		if g.Metric == report.MetricTTFTP99 && (g.Interval != nil || g.Verdict != report.VerdictFail) {
+		if g.Metric == gate.MetricTTFTP99 && (g.Interval != nil || g.Verdict != gate.VerdictFail) {
 			t.Errorf("no baseline samples: interval %+v verdict %s (%s)", g.Interval, g.Verdict, g.Reason)
 		}
 	}
@@ -201,16 +202,16 @@ func TestGateInsufficientSamples(t *testing.T) {
 
 // TestThresholdsValidate 检查非法的模式、处理方式与数值被点名拒绝。
 func TestThresholdsValidate(t *testing.T) {
-	for _, th := range []report.Thresholds{
+	for _, th := range []gate.Thresholds{
 		{Mode: "strict"}, {OnInsufficient: "ignore"}, {Confidence: 1.2}, {Resamples: 5},
-		{PerGate: report.PerGateOptions{QPS: report.PerfGateOptions{Mode: "x"}}},
-		{PerGate: report.PerGateOptions{E2EP99: report.PerfGateOptions{OnInsufficient: "x"}}},
+		{PerGate: gate.PerGateOptions{QPS: gate.PerfGateOptions{Mode: "x"}}},
+		{PerGate: gate.PerGateOptions{E2EP99: gate.PerfGateOptions{OnInsufficient: "x"}}},
 	} {
-		if err := th.Validate(); !errors.Is(err, report.ErrInvalidThresholds) {
+		if err := th.Validate(); !errors.Is(err, gate.ErrInvalidThresholds) {
 			t.Errorf("%+v: err = %v", th, err)
 		}
 	}
-	ok := report.Thresholds{Mode: report.ModeSignificant, OnInsufficient: report.InsufficientLowerQuantile, Confidence: 0.9, Resamples: 1000}
+	ok := gate.Thresholds{Mode: gate.ModeSignificant, OnInsufficient: gate.InsufficientLowerQuantile, Confidence: 0.9, Resamples: 1000}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("valid thresholds: %v", err)
 	}
@@ -223,11 +224,11 @@ func BenchmarkGateFalseAlarmAndDetection(b *testing.B) {
 	const reps = 200
 	modes := []struct {
 		name string
-		th   report.Thresholds
+		th   gate.Thresholds
 	}{
-		{"spec", report.Thresholds{Resamples: 500}},
-		{"significant", report.Thresholds{Resamples: 500, Mode: report.ModeSignificant}},
-		{"significant+lower_quantile", report.Thresholds{Resamples: 500, Mode: report.ModeSignificant, OnInsufficient: report.InsufficientLowerQuantile}},
+		{"spec", gate.Thresholds{Resamples: 500}},
+		{"significant", gate.Thresholds{Resamples: 500, Mode: gate.ModeSignificant}},
+		{"significant+lower_quantile", gate.Thresholds{Resamples: 500, Mode: gate.ModeSignificant, OnInsufficient: gate.InsufficientLowerQuantile}},
 	}
 	for range b.N {
 		for _, n := range []int{16, 64, 256, 1024} {

@@ -1,0 +1,84 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/vllm-cibench/cibench/gate"
+)
+
+// ArtifactBaselines 从产物根目录（fsys 的根即 artifacts/）读取每次运行的 summary.json
+// （以及各场景的 perf/samples.json），交给 gate.Select 选出基线：同一场景、同一组合
+// 最近一次已完成的每日运行。读取在这里（产物格式是 report 的），选取规则在 gate 里。
+// 没有任何每日运行时返回空表。返回值同时提供性能与功能（pass → skip 漂移）基线。
+func ArtifactBaselines(fsys fs.FS) (gate.Baselines, error) {
+	runs, err := dailyRuns(fsys)
+	if err != nil {
+		return gate.Baselines{}, fmt.Errorf("report: artifact baselines: %w", err)
+	}
+	return gate.Select(runs), nil
+}
+
+// DailyTrend 读取产物根目录中的每日运行，加上 current（本次运行，尚未写出 summary.json
+// 也可以），交给 gate.DailyTrend 做变点检测。
+func DailyTrend(fsys fs.FS, current Result, opt gate.TrendOptions) (*gate.Trend, error) {
+	runs, err := dailyRuns(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("report: daily trend: %w", err)
+	}
+	return gate.DailyTrend(runs, current.GateRun(), opt)
+}
+
+// dailyRuns 读取 daily/<run_id>/summary.json 中已完成的每日运行（未完成的不读样本、不返回：
+// 选取规则本身在 gate.Select 里，这里只省下读样本的开销）。没有 daily 目录时返回空。
+func dailyRuns(fsys fs.FS) ([]gate.Run, error) {
+	entries, err := fs.ReadDir(fsys, string(RunTypeDaily))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var runs []gate.Run
+	for _, e := range entries {
+		if !e.IsDir() || checkName("run id", e.Name()) != nil {
+			continue
+		}
+		var r Result
+		err := readJSON(fsys, path.Join(string(RunTypeDaily), e.Name(), fileSummary), &r)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !r.Complete || r.RunType != RunTypeDaily {
+			continue
+		}
+		// 逐请求样本不在 summary.json 里（体积），从各场景的 perf/samples.json 补上。
+		for i := range r.Scenarios {
+			sc := &r.Scenarios[i]
+			if checkName("scenario", sc.Name) != nil {
+				continue
+			}
+			if err := readOptional(fsys, path.Join(string(RunTypeDaily), e.Name(), sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
+				return nil, err
+			}
+		}
+		runs = append(runs, r.GateRun())
+	}
+	return runs, nil
+}
+
+// SetTrend 记录每日趋势（在 Finish 之前调用），它随 summary.json 与 HTML 报告写出。
+func (r *Run) SetTrend(t *gate.Trend) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished {
+		return ErrFinished
+	}
+	r.res.Trend = t
+	return r.writeJSONLocked(fileSummary, r.res)
+}
