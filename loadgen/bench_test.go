@@ -67,6 +67,9 @@ func BenchmarkFidelityC256(b *testing.B) { benchFidelity(b, 256) }
 // firstSent 记下全部记录中最早的实际发送时刻（Run 串行调用，无需加锁）。
 type firstSent struct{ t time.Time }
 
+// observer 返回只带 OnRecord 的钩子。
+func (f *firstSent) observer() *loadgen.Observer { return &loadgen.Observer{OnRecord: f.WriteRecord} }
+
 // WriteRecord 更新最早发送时刻。
 func (f *firstSent) WriteRecord(r *loadgen.Record) error {
 	if f.t.IsZero() || r.Sent.Before(f.t) {
@@ -85,7 +88,7 @@ func BenchmarkStartup(b *testing.B) {
 	for b.Loop() {
 		f := &firstSent{}
 		start := time.Now()
-		if _, err := loadgen.Run(context.Background(), tgt, p, f); err != nil {
+		if _, err := loadgen.Run(context.Background(), tgt, p, f.observer()); err != nil {
 			b.Fatal(err)
 		}
 		total += f.t.Sub(start)

@@ -60,7 +60,7 @@ func runOne(t *testing.T, tgt loadgen.Target, p loadgen.Profile, n int) ([]loadg
 	}
 	p.NumRequests = []int{n}
 	sink := &collect{}
-	sums, err := loadgen.Run(context.Background(), tgt, p, sink)
+	sums, err := loadgen.Run(context.Background(), tgt, p, sink.observer())
 	if err != nil {
 		t.Fatal(err)
 	}

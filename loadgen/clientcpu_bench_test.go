@@ -74,7 +74,7 @@ func clientRun(b *testing.B, tgt loadgen.Target, n int) (cpu time.Duration, mall
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	c0, t0 := procstat.CPUTime(), time.Now()
-	sums, err := loadgen.Run(context.Background(), tgt, p, f)
+	sums, err := loadgen.Run(context.Background(), tgt, p, f.observer())
 	cpu = procstat.CPUTime() - c0
 	runtime.ReadMemStats(&m1)
 	if err != nil {

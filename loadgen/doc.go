@@ -12,16 +12,18 @@
 //   - HTTP 错误、流内 {"error":…} 事件、[DONE] 之前断开、没有 token 的 200、超时
 //     都计为失败；
 //   - 用 HDR 直方图（按 CPU 分片，结束时合并）统计分位数，逐请求记录通过
-//     RecordSink 流式交出、从不保留，所以内存与请求数无关；
+//     Observer.OnRecord 流式交出、从不保留，所以内存与请求数无关；
 //   - 明文 http:// 目标（无代理、无自定义 Client）的生成请求走专用的 HTTP/1.1 传输
 //     （h1.go：worker 自己一次 write 发请求、就地解析 chunked 分帧，没有 net/http 的
 //     读写 goroutine 与头部 map），其余情况走 net/http，两者的记录完全相同；
 //   - 在每组前后抓取服务端 /metrics，用直方图差值给出服务端 TTFT/TPOT/E2E
 //     分位数与推测解码接受率（没有时为 -1）。
 //
-// metrics 包提供 acs-bench 格式的 CSV 写入器（metrics.RecordWriter、
-// metrics.SummaryWriter、metrics.ArtifactSink），它们实现本包的 RecordSink /
-// GroupSink。列的精确定义见 docs/loadgen.md。
+// 运行中的事件（逐请求记录、分组开始/结束、时间线、进度、扫描结论）交给一个 *Observer：
+// 一个由可选钩子组成的结构体（形状同 httptrace.ClientTrace），多个出口用 Tee 组合，
+// 没有任何能力靠类型断言发现，包一层也不会丢事件。metrics 包提供 acs-bench 格式的
+// CSV 写入器（metrics.RecordWriter、metrics.SummaryWriter、metrics.ArtifactSink，
+// 后者的 Observer 方法给出全部钩子）。列的精确定义见 docs/loadgen.md。
 //
 // 被测服务：Target 嵌入 endpoint.Endpoint（与 functional、accuracy 同一约定，见
 // endpoint 包文档），部署得到的端点原样放进 Target{Endpoint: ep}；本包不依赖 deploy。

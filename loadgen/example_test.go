@@ -47,3 +47,32 @@ func ExampleRandomText() {
 	fmt.Println(a == loadgen.RandomText(7, 12), a != loadgen.RandomText(8, 12))
 	// Output: true true
 }
+
+// ExampleTee 在已有的出口旁边再挂一个导出器：每个出口只写自己关心的钩子，Tee 把每种事件
+// 转发给每一个，谁也不会因为别人没实现某个方法而丢事件。
+func ExampleTee() {
+	em, _ := emulator.New(emulator.Config{Model: "demo"})
+	dep, err := em.Deploy(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer dep.Teardown(context.Background())
+
+	var records int
+	csvLike := &loadgen.Observer{OnRecord: func(*loadgen.Record) error { records++; return nil }}
+	exporter := &loadgen.Observer{OnGroupEnd: func(s loadgen.Summary) error {
+		fmt.Println("group", s.Concurrency, "succeeded:", s.Succeeded)
+		return nil
+	}}
+	profile := loadgen.Profile{Concurrency: []int{1, 2}, InputLength: []int{16}, OutputLength: []int{4}, NumRequests: []int{3}}
+	if _, err := loadgen.Run(context.Background(), loadgen.Target{Endpoint: dep.Endpoint()}, profile, loadgen.Tee(csvLike, exporter)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("records:", records)
+	// Output:
+	// group 1 succeeded: 3
+	// group 2 succeeded: 3
+	// records: 6
+}

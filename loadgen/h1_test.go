@@ -621,7 +621,7 @@ func TestH1RunRoundRobin(t *testing.T) {
 	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{strings.TrimSuffix(a.url, "/chat/completions"), strings.TrimSuffix(b.url, "/chat/completions")}, Model: "m"}}
 	sink := &recSink{}
 	p := Profile{Backend: BackendChat, Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{8}}
-	sums, err := Run(context.Background(), tgt, p, sink)
+	sums, err := Run(context.Background(), tgt, p, &Observer{OnRecord: sink.WriteRecord})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,7 +652,7 @@ func TestH1RunRoundRobin(t *testing.T) {
 // recSink 按到达顺序收集记录（c=1 时即请求顺序）。
 type recSink struct{ recs []Record }
 
-// WriteRecord 实现 RecordSink。
+// WriteRecord 保存记录的副本（作为 Observer.OnRecord）。
 func (s *recSink) WriteRecord(r *Record) error {
 	s.recs = append(s.recs, *r)
 	return nil

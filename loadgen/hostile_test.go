@@ -40,7 +40,7 @@ func runBounded(t *testing.T, tgt loadgen.Target, p loadgen.Profile) ([]loadgen.
 	start := time.Now()
 	done := make(chan result, 1)
 	go func() {
-		s, err := loadgen.Run(ctx, tgt, p, sink)
+		s, err := loadgen.Run(ctx, tgt, p, sink.observer())
 		done <- result{s, err}
 	}()
 	select {

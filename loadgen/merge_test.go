@@ -49,10 +49,11 @@ func TestMergeRefusesAndReports(t *testing.T) {
 	p := Profile{Concurrency: []int{2}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{9}, BucketInterval: 20 * time.Millisecond}
 	start := time.Now().Add(200 * time.Millisecond)
 	var res [3]*ShardResult
+	tl := &tlCollect{}
 	for i := range res {
-		var sink RecordSink
+		var sink *Observer
 		if i == 0 {
-			sink = &tlCollect{}
+			sink = tl.observer()
 		}
 		r, err := RunShard(context.Background(), em, Profile{Concurrency: []int{3}, InputLength: p.InputLength, OutputLength: p.OutputLength,
 			NumRequests: p.NumRequests, BucketInterval: p.BucketInterval}, Shard{Index: i, Count: 3, StartAt: start}, sink)
@@ -66,6 +67,10 @@ func TestMergeRefusesAndReports(t *testing.T) {
 		if res[i], err = ReadShardResultFor(strings.NewReader("noise\n"+buf.String()+"PASS\n"), i); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// 分片 0 的调用方钩子照样收到它的 3 条记录、1 次分组开始与时间线行（分片自己也保留了时间线）。
+	if tl.recs != 3 || tl.groups != 1 || tl.rows == 0 || tl.rows != len(res[0].Timeline) {
+		t.Fatalf("shard 0 observer got %d records, %d group starts, %d timeline rows (result has %d)", tl.recs, tl.groups, tl.rows, len(res[0].Timeline))
 	}
 	rows, err := Merge(res[0], res[2])
 	var me *MissingShardsError
@@ -115,7 +120,12 @@ func TestMergeRefusesAndReports(t *testing.T) {
 	}
 }
 
-// tlCollect 是实现了全部可选能力的接收器，检查分片运行照样转发给调用方。
+// observer 把 tlCollect 的方法接成全部钩子。
+func (c *tlCollect) observer() *Observer {
+	return &Observer{OnRecord: c.WriteRecord, OnGroupStart: c.BeginGroup, OnGroupEnd: c.EndGroup, OnProgress: c.Progress, OnTimeline: c.WriteTimeline}
+}
+
+// tlCollect 是接上了全部钩子的接收器，检查分片运行照样转发给调用方。
 type tlCollect struct{ recs, groups, rows int }
 
 // WriteRecord 计数。

@@ -21,7 +21,10 @@ const (
 var ErrInvalidProfile = errors.New("loadgen: invalid profile")
 
 // Profile 是一次压测的全部参数，字段名与 YAML 键沿用 acs-bench 的参数名
-// （configs/tests/perf/profiles/{pr,daily}.yaml 直接解码到这里）。
+// （configs/tests/perf/profiles/{pr,daily}.yaml 直接解码到这里）。取值有限的字段是
+// 具名类型（Backend、ControlMethod……，见 modes.go），解码时就拒绝未知取值。只对命令行
+// 有意义的项（数据集文件路径、分词器文件）不在这里：库从不打开文件，调用方把数据集读成
+// Prompts、把分词器读成 Target.Tokenizer（examples/bench 的 benchProfile 是那一层）。
 //
 // 零值加上 Defaults 即可用；指针字段用于区分"未设置"与"显式设为 0"
 // （例如 temperature: 0 是合法的贪心采样）。
@@ -52,7 +55,7 @@ type Profile struct {
 	// GrowthInterval 是两次爬坡之间的间隔（YAML 写作 "5000ms" 或 "5s"，默认 1s）。
 	GrowthInterval time.Duration `yaml:"growth_interval"`
 	// BucketInterval 是实时时间线的采样间隔（acs-bench --bucket-interval），0 表示不采样；
-	// 大于 0 且 Run 的 sink 实现了 TimelineSink 时，每个间隔交出一行 Timeline。至少 10ms。
+	// 大于 0 且 Observer.OnTimeline 非 nil 时，每个间隔交出一行 Timeline。至少 10ms。
 	BucketInterval time.Duration `yaml:"bucket_interval"`
 	// ClimbMode 为 "static"（默认，每个间隔跳升 GrowthRate）或 "linear"（在间隔内均匀逐个增加）。
 	ClimbMode ClimbMode `yaml:"climb_mode"`
@@ -91,10 +94,6 @@ type Profile struct {
 	Seed int64 `yaml:"seed"`
 	// DatasetType 为 "random"（默认，内置中英混合随机文本）或 "custom"（使用 Prompts）。
 	DatasetType DatasetType `yaml:"dataset_type"`
-	// InputPath 是 custom 数据集（JSONL）的路径，仅供示例程序读取，库本身不打开文件。
-	InputPath string `yaml:"input_path"`
-	// Tokenizer 是 HuggingFace tokenizer 路径，仅作记录（库使用服务端 /tokenize 或估算）。
-	Tokenizer string `yaml:"tokenizer"`
 	// PrefixLength 是所有 prompt 共享的前缀 token 数（仅 random）。
 	PrefixLength int `yaml:"prefix_length"`
 	// RangeRatioAbove / RangeRatioBelow 让输入长度在 [L×(1−below), L×(1+above)] 内均匀抖动。

@@ -46,7 +46,7 @@ const (
 	TokenSourceEstimate = "estimate" // 按 internal/tokenize 规则从流内容计数
 )
 
-// Group 标识一个汇总分组，在分组开始时交给实现了 GroupSink 的接收方。
+// Group 标识一个汇总分组，在分组开始时交给 Observer.OnGroupStart。
 type Group struct {
 	Index        int // 0 起，按执行顺序
 	InputLength  int
@@ -66,7 +66,7 @@ type Group struct {
 // 退回读取时的 time.Now()，ClientLag 为 -1。内核时间戳是墙上时钟，只用来量“到达套接字
 // → 被读到”这一小段滞后；到达时刻按读取时的单调时钟减去滞后得到，整段时延仍在单调时钟上。
 //
-// Record 及其切片只在 RecordSink.WriteRecord 调用期间有效，接收方需要保留时必须复制。
+// Record 及其切片只在 Observer.OnRecord 调用期间有效，接收方需要保留时必须复制。
 type Record struct {
 	Group    Group
 	Index    int           // 组内序号，0 起
@@ -110,35 +110,11 @@ type Record struct {
 	Error      string // 简短错误信息（不含密钥）
 }
 
-// RecordSink 接收逐请求记录。Run 保证同一时刻只有一个 goroutine 调用它，
-// 因此实现无需自行加锁；返回错误会终止本次运行。
-type RecordSink interface {
-	WriteRecord(r *Record) error
-}
-
-// GroupSink 是 RecordSink 的可选能力：在每组开始与结束时得到通知，
-// 用于按组切分逐请求文件、每组结束立即追加一行汇总（崩溃不丢已测数据）。
-type GroupSink interface {
-	BeginGroup(g Group) error
-	EndGroup(s Summary) error
-}
-
-// RecordSinkFunc 让普通函数充当 RecordSink。
-type RecordSinkFunc func(r *Record) error
-
-// WriteRecord 调用 f。
-func (f RecordSinkFunc) WriteRecord(r *Record) error { return f(r) }
-
-// Progress 是运行中的实时进度快照，供示例程序在 stderr 打印进度行。
+// Progress 是运行中的实时进度快照（交给 Observer.OnProgress），供示例程序在 stderr 打印进度行。
 type Progress struct {
 	Group       Group
 	Done, Total int     // 本组已完成 / 总请求数
 	Failed      int     // 本组失败数
 	Active      int     // 当前在途请求数（爬坡时即当前并发）
 	Rate        float64 // 本组迄今的完成速率（请求/秒）
-}
-
-// ProgressSink 是 RecordSink 的可选能力：Run 约每 250ms 调用一次 Progress。
-type ProgressSink interface {
-	Progress(p Progress)
 }

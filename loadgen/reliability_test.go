@@ -21,7 +21,7 @@ func TestFinishReasonSurvivesLaterEvents(t *testing.T) {
 	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
 	p := loadgen.Profile{Concurrency: []int{2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{6}}
 	sink := &collect{}
-	if _, err := loadgen.Run(context.Background(), tgt, p, sink); err != nil {
+	if _, err := loadgen.Run(context.Background(), tgt, p, sink.observer()); err != nil {
 		t.Fatal(err)
 	}
 	if len(sink.recs) != 6 {
@@ -66,7 +66,7 @@ func TestErrorTextSurvivesLaterRequests(t *testing.T) {
 }
 
 // TestInterruptedGroupKeepsIncompleteSummary 钉住中断时丢数据的缺陷：组中途取消 ctx 时，
-// 这一组已完成的请求仍汇总成一行（Incomplete=true）交给调用方与 GroupSink；被中断的在途请求
+// 这一组已完成的请求仍汇总成一行（Incomplete=true）交给调用方与 Observer.OnGroupEnd；被中断的在途请求
 // 记为 canceled 写进逐请求记录，但不计入汇总。
 func TestInterruptedGroupKeepsIncompleteSummary(t *testing.T) {
 	_, tgt := startEmulator(t, emulator.Config{Model: "m", ITL: 2 * time.Millisecond})
@@ -74,7 +74,7 @@ func TestInterruptedGroupKeepsIncompleteSummary(t *testing.T) {
 	defer cancel()
 	sink := &cancelAfter{n: 10, cancel: cancel}
 	p := loadgen.Profile{Concurrency: []int{4}, InputLength: []int{8}, OutputLength: []int{20}, NumRequests: []int{400}}
-	sums, err := loadgen.Run(ctx, tgt, p, sink)
+	sums, err := loadgen.Run(ctx, tgt, p, sink.observer())
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
@@ -107,6 +107,13 @@ type cancelAfter struct {
 	collect
 	n      int
 	cancel context.CancelFunc
+}
+
+// observer 与 collect 相同，只换掉 OnRecord（包装器只写它关心的钩子，其余原样保留）。
+func (c *cancelAfter) observer() *loadgen.Observer {
+	o := c.collect.observer()
+	o.OnRecord = c.WriteRecord
+	return o
 }
 
 // WriteRecord 保存记录，第 n 条之后取消运行。

@@ -25,7 +25,7 @@ import (
 // ErrInvalidTarget 表示 Target 缺少必要字段。
 var ErrInvalidTarget = errors.New("loadgen: invalid target")
 
-// runner 是一次 Run 的共享状态。除 sinkMu 保护的部分外，运行期间只读。
+// runner 是一次 Run 的共享状态。除 obsMu 保护的部分外，运行期间只读。
 type runner struct {
 	t        Target
 	p        Profile
@@ -41,11 +41,8 @@ type runner struct {
 	scraper  *scraper
 	stream   bool
 	maxConc  int
-	sink     RecordSink
-	gsink    GroupSink
-	psink    ProgressSink
-	tsink    TimelineSink // 仅当 Profile.BucketInterval > 0
-	sinkMu   sync.Mutex
+	obs      Observer         // 调用方 Observer 的副本；OnTimeline 只在 Profile.BucketInterval > 0 时保留
+	obsMu    sync.Mutex       // 串行化 worker 与采样 goroutine 上的钩子调用（见 Observer 的并发约定）
 	red      *redact.Redactor // 服务端文本（错误信息）在写入记录前经它脱敏
 	base     *metricsSnap     // 运行开始前的 /metrics（任何请求之前）
 	served   atomic.Int64     // 本次运行中服务端已成功完成的请求数（含探测与预热）
@@ -54,17 +51,18 @@ type runner struct {
 }
 
 // Run 按 Profile 依次执行全部分组（输入长度 × 输出长度 × 并发 × 轮次），
-// 每组结束返回一行汇总；逐请求记录流式交给 sink（可为 nil），从不在内存中保留。
+// 每组结束返回一行汇总；逐请求记录、分组边界、时间线与进度流式交给 obs 的钩子
+// （obs 可为 nil），从不在内存中保留。
 //
-// 并发约定：Run 自己启动并回收全部 goroutine，返回时没有遗留；sink 的方法
-// 由 Run 串行调用。ctx 取消时在途请求被中断并计为 canceled，Run 返回已完成
-// 分组的汇总与 ctx 的错误。
-func Run(ctx context.Context, target Target, profile Profile, sink RecordSink) ([]Summary, error) {
-	return run(ctx, target, profile, sink, nil)
+// 并发约定：Run 自己启动并回收全部 goroutine，返回时没有遗留；obs 的钩子
+// 由 Run 串行调用（哪个 goroutine、能否阻塞、错误如何处理见 Observer）。ctx 取消时
+// 在途请求被中断并计为 canceled，Run 返回已完成分组的汇总与 ctx 的错误。
+func Run(ctx context.Context, target Target, profile Profile, obs *Observer) ([]Summary, error) {
+	return run(ctx, target, profile, obs, nil)
 }
 
 // run 是 Run 与 RunShard 的共同实现；sh 为 nil 时执行整个 Profile。
-func run(ctx context.Context, target Target, profile Profile, sink RecordSink, sh *shardRun) ([]Summary, error) {
+func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh *shardRun) ([]Summary, error) {
 	p := profile.Defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -73,15 +71,9 @@ func run(ctx context.Context, target Target, profile Profile, sink RecordSink, s
 		return nil, fmt.Errorf("%w: %w", ErrInvalidTarget, err)
 	}
 	slo, _ := ParseGoodput(p.Goodput) // 已在 Validate 中校验
-	r := &runner{t: target, p: p, slo: slo, sink: sink, pools: map[int]*promptPool{}, stream: *p.Stream, sh: sh}
-	if gs, ok := sink.(GroupSink); ok {
-		r.gsink = gs
-	}
-	if ps, ok := sink.(ProgressSink); ok {
-		r.psink = ps
-	}
-	if ts, ok := sink.(TimelineSink); ok && p.BucketInterval > 0 {
-		r.tsink = ts
+	r := &runner{t: target, p: p, slo: slo, obs: obs.orZero(), pools: map[int]*promptPool{}, stream: *p.Stream, sh: sh}
+	if p.BucketInterval <= 0 {
+		r.obs.OnTimeline = nil // 没有采样间隔就没有时间线
 	}
 	for _, c := range p.Concurrency {
 		r.maxConc = max(r.maxConc, c)
@@ -397,23 +389,23 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		return Summary{}, err
 	}
 	g.Start = time.Now()
-	if r.gsink != nil {
-		if err := r.gsink.BeginGroup(g); err != nil {
-			return Summary{}, fmt.Errorf("loadgen: sink: begin group: %w", err)
+	if r.obs.OnGroupStart != nil {
+		if err := r.obs.OnGroupStart(g); err != nil {
+			return Summary{}, fmt.Errorf("loadgen: observer: group start: %w", err)
 		}
 	}
 	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: r.sh.part(n), global: n, started: g.Start}
 	dctx, dcancel := context.WithCancelCause(ctx)
 	defer dcancel(nil)
 	var tl *timeline
-	if r.tsink != nil {
+	if r.obs.OnTimeline != nil {
 		tl = r.startTimeline(dctx, dcancel, gr, before, g.Concurrency, initC, r.p.RequestRate)
 	}
 	derr := r.drive(dctx, gr, g.Concurrency, initC, r.p.RequestRate)
 	if tl != nil {
 		tl.finish(dctx)
 		if derr == nil {
-			derr = context.Cause(dctx) // 时间线 sink 在最后一行出错
+			derr = context.Cause(dctx) // OnTimeline 在最后一行出错
 		}
 	}
 	interrupted := derr != nil && ctx.Err() != nil
@@ -434,10 +426,10 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		s.FailureClasses = gr.classes
 	}
 	r.capture(g, tot, before, after, gr.classes, interrupted)
-	if r.gsink != nil {
-		if err := r.gsink.EndGroup(s); err != nil {
+	if r.obs.OnGroupEnd != nil {
+		if err := r.obs.OnGroupEnd(s); err != nil {
 			s.Incomplete = false // 没有写出的行不交给调用方
-			return s, fmt.Errorf("loadgen: sink: end group: %w", err)
+			return s, fmt.Errorf("loadgen: observer: group end: %w", err)
 		}
 	}
 	return s, derr
@@ -675,12 +667,15 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 			gr.classMu.Unlock()
 		}
 	}
-	if r.sink == nil {
+	if r.obs.OnRecord == nil && r.obs.OnProgress == nil {
 		return
 	}
-	r.sinkMu.Lock()
-	err := r.sink.WriteRecord(rec)
-	if err == nil && r.psink != nil {
+	r.obsMu.Lock()
+	var err error
+	if r.obs.OnRecord != nil {
+		err = r.obs.OnRecord(rec)
+	}
+	if err == nil && r.obs.OnProgress != nil {
 		if now := time.Now(); now.Sub(r.lastProg) >= 250*time.Millisecond || int(gr.done.Load()) == gr.total {
 			r.lastProg = now
 			el := now.Sub(gr.started).Seconds()
@@ -688,11 +683,11 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 			if el > 0 {
 				p.Rate = float64(p.Done) / el
 			}
-			r.psink.Progress(p)
+			r.obs.OnProgress(p)
 		}
 	}
-	r.sinkMu.Unlock()
+	r.obsMu.Unlock()
 	if err != nil {
-		gr.cancel(fmt.Errorf("loadgen: sink: %w", err))
+		gr.cancel(fmt.Errorf("loadgen: observer: record: %w", err))
 	}
 }

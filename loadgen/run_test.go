@@ -48,6 +48,11 @@ func (c *collect) EndGroup(s loadgen.Summary) error { c.ends = append(c.ends, s)
 // Progress 统计进度回调次数。
 func (c *collect) Progress(loadgen.Progress) { c.progress++ }
 
+// observer 把 collect 的方法接成 Run 的钩子。
+func (c *collect) observer() *loadgen.Observer {
+	return &loadgen.Observer{OnRecord: c.WriteRecord, OnGroupStart: c.BeginGroup, OnGroupEnd: c.EndGroup, OnProgress: c.Progress}
+}
+
 // TestRunBasicGroupsAndTokens 端到端验证分组、轮次、预热不计入、token 统计、goodput 与服务端指标。
 func TestRunBasicGroupsAndTokens(t *testing.T) {
 	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
@@ -61,7 +66,7 @@ func TestRunBasicGroupsAndTokens(t *testing.T) {
 		Goodput:      []string{"ttft:10000,e2e:100000"},
 	}
 	sink := &collect{}
-	sums, err := loadgen.Run(context.Background(), tgt, p, sink)
+	sums, err := loadgen.Run(context.Background(), tgt, p, sink.observer())
 	if err != nil {
 		t.Fatal(err)
 	}

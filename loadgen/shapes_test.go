@@ -21,7 +21,7 @@ func TestClimbRaisesConcurrencyOnSchedule(t *testing.T) {
 		ControlMethod: loadgen.ControlClimb, InitConcurrency: []int{1}, GrowthRate: 1, GrowthInterval: 100 * time.Millisecond,
 	}
 	sink := &collect{}
-	sums, err := loadgen.Run(context.Background(), tgt, p, sink)
+	sums, err := loadgen.Run(context.Background(), tgt, p, sink.observer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 	p := loadgen.Profile{Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{12},
 		RequestRate: 100, Burstiness: 1, Seed: 3}
 	sink := &collect{}
-	sums, err := loadgen.Run(context.Background(), tgt, p, sink)
+	sums, err := loadgen.Run(context.Background(), tgt, p, sink.observer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 	}
 	// 同种子到达时刻可复现（相对第一个请求的间隔一致）。
 	sink2 := &collect{}
-	if _, err := loadgen.Run(context.Background(), tgt, p, sink2); err != nil {
+	if _, err := loadgen.Run(context.Background(), tgt, p, sink2.observer()); err != nil {
 		t.Fatal(err)
 	}
 	gaps := func(c *collect) map[int]time.Duration {
@@ -140,7 +140,7 @@ func TestBackendsModesAndRoundRobin(t *testing.T) {
 			p.OutputLength = []int{6}
 			p.NumRequests = []int{10}
 			sink := &collect{}
-			sums, err := loadgen.Run(context.Background(), two, p, sink)
+			sums, err := loadgen.Run(context.Background(), two, p, sink.observer())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,12 +189,12 @@ func TestSinkErrorAbortsRun(t *testing.T) {
 	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
 	var n atomic.Int32
 	boom := errors.New("disk full")
-	sink := loadgen.RecordSinkFunc(func(*loadgen.Record) error {
+	sink := &loadgen.Observer{OnRecord: func(*loadgen.Record) error {
 		if n.Add(1) == 3 {
 			return boom
 		}
 		return nil
-	})
+	}}
 	_, err := loadgen.Run(context.Background(), tgt, loadgen.Profile{InputLength: []int{8}, OutputLength: []int{4}, NumRequests: []int{1000}}, sink)
 	if !errors.Is(err, boom) {
 		t.Fatalf("err %v", err)
@@ -209,7 +209,7 @@ func TestSinkErrorAbortsRun(t *testing.T) {
 func TestCancelStopsRun(t *testing.T) {
 	_, tgt := startEmulator(t, emulator.Config{Model: "m", ITL: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
-	sink := loadgen.RecordSinkFunc(func(*loadgen.Record) error { cancel(); return nil })
+	sink := &loadgen.Observer{OnRecord: func(*loadgen.Record) error { cancel(); return nil }}
 	sums, err := loadgen.Run(ctx, tgt, loadgen.Profile{InputLength: []int{8}, OutputLength: []int{100}, NumRequests: []int{100}, Concurrency: []int{4, 8}}, sink)
 	if !errors.Is(err, context.Canceled) || len(sums) != 1 || !sums[0].Incomplete || sums[0].Concurrency != 4 {
 		t.Fatalf("err %v, summaries %+v", err, sums)

@@ -186,7 +186,7 @@ type ShardResult struct {
 	// Goodput 是 Profile 的 SLO 写法，Merge 用它决定 goodput 列（未配置时为 -1）。
 	Goodput []string     `json:"goodput,omitempty"`
 	Groups  []ShardGroup `json:"groups"`
-	// Timeline 是本分片的时间线行（Profile.BucketInterval > 0 且 sink 收集时）。
+	// Timeline 是本分片的时间线行（Profile.BucketInterval > 0 时）。
 	Timeline []Timeline `json:"timeline,omitempty"`
 	// Only 是本分片限定执行的分组（Shard.Groups），空表示全部。
 	Only []int `json:"only,omitempty"`
@@ -217,59 +217,13 @@ func profileHash(p Profile) string {
 	return hex.EncodeToString(h[:12])
 }
 
-// shardSink 包在调用方的 sink 外面，另外收集时间线行；其余能力原样转发。
-type shardSink struct {
-	inner RecordSink
-	res   *ShardResult
-}
-
-// WriteRecord 转发给调用方的 sink（可以为 nil）。
-func (s *shardSink) WriteRecord(rec *Record) error {
-	if s.inner == nil {
-		return nil
-	}
-	return s.inner.WriteRecord(rec)
-}
-
-// BeginGroup 转发给调用方的 GroupSink（若有）。
-func (s *shardSink) BeginGroup(g Group) error {
-	if gs, ok := s.inner.(GroupSink); ok {
-		return gs.BeginGroup(g)
-	}
-	return nil
-}
-
-// EndGroup 转发本分片的局部汇总行给调用方的 GroupSink（若有）。
-func (s *shardSink) EndGroup(sum Summary) error {
-	if gs, ok := s.inner.(GroupSink); ok {
-		return gs.EndGroup(sum)
-	}
-	return nil
-}
-
-// Progress 转发进度给调用方的 ProgressSink（若有）。
-func (s *shardSink) Progress(p Progress) {
-	if ps, ok := s.inner.(ProgressSink); ok {
-		ps.Progress(p)
-	}
-}
-
-// WriteTimeline 收下时间线行并转发给调用方的 TimelineSink（若有）。
-func (s *shardSink) WriteTimeline(t Timeline) error {
-	s.res.Timeline = append(s.res.Timeline, t)
-	if ts, ok := s.inner.(TimelineSink); ok {
-		return ts.WriteTimeline(t)
-	}
-	return nil
-}
-
 // RunShard 执行 Profile 的第 shard.Index 片（共 shard.Count 片）并返回自包含的分片结果；
-// 逐请求记录照常交给 sink（Record.Index 是组内全局序号），GroupSink 收到的是本分片的局部汇总。
+// 逐请求记录照常交给 obs（可为 nil；Record.Index 是组内全局序号），OnGroupEnd 收到的是本分片的局部汇总。
 //
 // 出错时仍返回已完成分组的结果，并把错误写进 ShardResult.Error——调用方应当照样交回它，
 // 合并方据此把相应分组标为不完整，而不是当作一个更小的分组。Profile 或分片参数无效时
 // 返回 nil 结果与错误。
-func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, sink RecordSink) (*ShardResult, error) {
+func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, obs *Observer) (*ShardResult, error) {
 	p := profile.Defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -280,7 +234,12 @@ func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, 
 	res := &ShardResult{Format: ShardResultFormat, Index: shard.Index, Count: shard.Count, StartAt: shard.StartAt,
 		Profile: profileHash(p), Goodput: p.Goodput, Groups: []ShardGroup{}, Only: slices.Clone(shard.Groups)}
 	sh := &shardRun{Shard: shard, res: res}
-	_, err := run(ctx, target, profile, &shardSink{inner: sink, res: res}, sh)
+	// 本分片的时间线行总要收进结果（合并方据此画整体时间线），调用方的钩子照常转发。
+	keep := &Observer{OnTimeline: func(t Timeline) error {
+		res.Timeline = append(res.Timeline, t)
+		return nil
+	}}
+	_, err := run(ctx, target, profile, Tee(obs, keep), sh)
 	if err != nil {
 		res.Error = err.Error()
 	}

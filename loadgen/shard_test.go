@@ -80,7 +80,7 @@ func TestShardChildProcess(t *testing.T) {
 	defer f.Close()
 	w := bufio.NewWriter(f)
 	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{os.Getenv(shardURLEnv)}, Model: "m"}, Provider: "emu"}
-	res, err := RunShard(context.Background(), tgt, shardProfile(os.Getenv(shardProfileEnv)), sh, &jsonRecords{enc: json.NewEncoder(w)})
+	res, err := RunShard(context.Background(), tgt, shardProfile(os.Getenv(shardProfileEnv)), sh, &Observer{OnRecord: (&jsonRecords{enc: json.NewEncoder(w)}).WriteRecord})
 	if err != nil {
 		t.Fatal(err)
 	}

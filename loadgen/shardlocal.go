@@ -114,21 +114,21 @@ func (r *LocalShardsResult) Summaries() []Summary {
 // RunLocalShards 在本进程里把 Profile 拆成 n 片并发运行（每片一个 RunShard：独立的 worker 与连接池），
 // 用 LocalBarrier 让每一组（含第一组）在所有分片都就绪后同时开始，最后用 MergeGroups 合并。
 //
-// sink 可以为 nil。各分片的逐请求记录串行地交给它（它不必是并发安全的；Record.Index 是组内全局序号）；
-// 它是 GroupSink 时，每组开始时收到一次 BeginGroup（由第一个被放行的分片发出——这时所有分片都已
-// 写完上一组的记录），全部分片结束后按分组顺序收到合并后的 EndGroup；它是 TimelineSink 且
-// Profile.BucketInterval > 0 时，最后收到 MergeTimeline 合并的时间线。各分片的局部汇总行与进度不转发。
+// obs 可以为 nil。各分片的逐请求记录串行地交给 OnRecord（钩子不必是并发安全的；Record.Index 是组内
+// 全局序号）；每组开始时 OnGroupStart 收到一次（由第一个被放行的分片发出——这时所有分片都已
+// 写完上一组的记录），全部分片结束后 OnGroupEnd 按分组顺序收到合并后的汇总；Profile.BucketInterval > 0
+// 时 OnTimeline 最后收到 MergeTimeline 合并的时间线。各分片的局部汇总行与进度不转发（OnProgress 不被调用）。
 //
 // 某个分片失败（或它的运行被取消）时它离开屏障，其余分片照常跑完；它缺的分组 Incomplete 为真，
 // 错误是 *MissingShardsError，按序号点名该分片与它的错误。ctx 取消时全部分片停下、不会卡在屏障上。
 // Profile 或 n 无效时在发出任何请求之前返回错误。
-func RunLocalShards(ctx context.Context, target Target, profile Profile, n int, sink RecordSink) (*LocalShardsResult, error) {
-	return runLocalShards(ctx, target, profile, n, sink, nil)
+func RunLocalShards(ctx context.Context, target Target, profile Profile, n int, obs *Observer) (*LocalShardsResult, error) {
+	return runLocalShards(ctx, target, profile, n, obs, nil)
 }
 
 // runLocalShards 是 RunLocalShards 的实现；shardCtx 非 nil 时为分片 i 换一个上下文（测试用它
 // 单独取消某一片）。
-func runLocalShards(ctx context.Context, target Target, profile Profile, n int, sink RecordSink, shardCtx func(i int, ctx context.Context) context.Context) (*LocalShardsResult, error) {
+func runLocalShards(ctx context.Context, target Target, profile Profile, n int, obs *Observer, shardCtx func(i int, ctx context.Context) context.Context) (*LocalShardsResult, error) {
 	p := profile.Defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func runLocalShards(ctx context.Context, target Target, profile Profile, n int, 
 		return nil, err
 	}
 	bar := NewLocalBarrier(n)
-	fw := &localSink{inner: sink, begun: map[int]bool{}}
+	fw := newLocalForward(obs.orZero())
 	results := make([]*ShardResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -148,7 +148,7 @@ func runLocalShards(ctx context.Context, target Target, profile Profile, n int, 
 			if shardCtx != nil {
 				sctx = shardCtx(i, ctx)
 			}
-			res, err := RunShard(sctx, target, profile, Shard{Index: i, Count: n, Barrier: bar.For(i)}, &localShardSink{fw})
+			res, err := RunShard(sctx, target, profile, Shard{Index: i, Count: n, Barrier: bar.For(i)}, fw.shard)
 			if err != nil {
 				err = fmt.Errorf("shard %d: %w", i, err)
 			}
@@ -156,7 +156,7 @@ func runLocalShards(ctx context.Context, target Target, profile Profile, n int, 
 		})
 	}
 	wg.Wait()
-	out, err := mergeLocal(results, errs, sink, p)
+	out, err := mergeLocal(results, errs, fw.inner, p)
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		// 整个运行被取消：已完成与被中断的分组照常合并（后者标为不完整），错误里带上 ctx 的错误。
 		err = errors.Join(err, cerr)
@@ -164,8 +164,8 @@ func runLocalShards(ctx context.Context, target Target, profile Profile, n int, 
 	return out, err
 }
 
-// mergeLocal 合并各分片的结果，并把合并后的汇总行与时间线交给 sink。
-func mergeLocal(results []*ShardResult, errs []error, sink RecordSink, p Profile) (*LocalShardsResult, error) {
+// mergeLocal 合并各分片的结果，并把合并后的汇总行与时间线交给 obs。
+func mergeLocal(results []*ShardResult, errs []error, obs Observer, p Profile) (*LocalShardsResult, error) {
 	var got []*ShardResult
 	for _, r := range results {
 		if r != nil {
@@ -180,59 +180,60 @@ func mergeLocal(results []*ShardResult, errs []error, sink RecordSink, p Profile
 	if err != nil && !errors.Is(err, ErrShardMissing) {
 		return out, err
 	}
-	if gs, ok := sink.(GroupSink); ok {
+	if obs.OnGroupEnd != nil {
 		for _, g := range groups {
-			if werr := gs.EndGroup(g.Summary); werr != nil {
-				return out, errors.Join(err, fmt.Errorf("loadgen: sink: end group: %w", werr))
+			if werr := obs.OnGroupEnd(g.Summary); werr != nil {
+				return out, errors.Join(err, fmt.Errorf("loadgen: observer: group end: %w", werr))
 			}
 		}
 	}
-	if ts, ok := sink.(TimelineSink); ok && p.BucketInterval > 0 {
+	if obs.OnTimeline != nil && p.BucketInterval > 0 {
 		for _, t := range MergeTimeline(got...) {
-			if werr := ts.WriteTimeline(t); werr != nil {
-				return out, errors.Join(err, fmt.Errorf("loadgen: sink: timeline: %w", werr))
+			if werr := obs.OnTimeline(t); werr != nil {
+				return out, errors.Join(err, fmt.Errorf("loadgen: observer: timeline: %w", werr))
 			}
 		}
 	}
 	return out, err
 }
 
-// localSink 把各分片的记录串行地转给调用方的 sink，每组只转发一次 BeginGroup。
-type localSink struct {
+// localForward 把各分片的事件串行地转给调用方的 Observer：记录在锁内转发，每组只转发一次
+// OnGroupStart。shard 是每个分片看到的 Observer：故意不带 OnProgress 与 OnTimeline（局部的
+// 进度与时间线没有意义，合并后的时间线在最后写出），也不带 OnGroupEnd（局部汇总行丢弃，
+// 合并后的行在全部分片结束后交给调用方）。
+type localForward struct {
 	mu    sync.Mutex
-	inner RecordSink
+	inner Observer
 	begun map[int]bool
+	shard *Observer
 }
 
-// localShardSink 是一个分片看到的 sink：只转发记录与每组第一次 BeginGroup。它故意不实现
-// ProgressSink 与 TimelineSink（局部的进度与时间线没有意义，合并后的时间线在最后写出）；
-// EndGroup 的局部汇总行丢弃。
-type localShardSink struct{ s *localSink }
-
-// WriteRecord 在锁内转发记录。
-func (l *localShardSink) WriteRecord(r *Record) error {
-	if l.s.inner == nil {
-		return nil
+// newLocalForward 为调用方的 Observer 建立转发器。
+func newLocalForward(inner Observer) *localForward {
+	l := &localForward{inner: inner, begun: map[int]bool{}, shard: &Observer{}}
+	if inner.OnRecord != nil {
+		l.shard.OnRecord = l.record
 	}
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
-	return l.s.inner.WriteRecord(r)
+	if inner.OnGroupStart != nil {
+		l.shard.OnGroupStart = l.groupStart
+	}
+	return l
 }
 
-// BeginGroup 对每组只转发第一次：屏障保证此刻所有分片都已写完上一组的记录。
-func (l *localShardSink) BeginGroup(g Group) error {
-	gs, ok := l.s.inner.(GroupSink)
-	if !ok {
-		return nil
-	}
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
-	if l.s.begun[g.Index] {
-		return nil
-	}
-	l.s.begun[g.Index] = true
-	return gs.BeginGroup(g)
+// record 在锁内转发记录（各分片的 worker 并发地调用它）。
+func (l *localForward) record(r *Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inner.OnRecord(r)
 }
 
-// EndGroup 丢弃分片的局部汇总行（合并后的行在全部分片结束后交给调用方）。
-func (l *localShardSink) EndGroup(Summary) error { return nil }
+// groupStart 对每组只转发第一次：屏障保证此刻所有分片都已写完上一组的记录。
+func (l *localForward) groupStart(g Group) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.begun[g.Index] {
+		return nil
+	}
+	l.begun[g.Index] = true
+	return l.inner.OnGroupStart(g)
+}

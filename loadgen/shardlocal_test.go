@@ -47,6 +47,11 @@ func (c *collectSink) BeginGroup(g Group) error { c.begins = append(c.begins, g)
 // EndGroup 记下合并后的汇总行。
 func (c *collectSink) EndGroup(s Summary) error { c.ends = append(c.ends, s); return nil }
 
+// observer 把 collectSink 的方法接成钩子。
+func (c *collectSink) observer() *Observer {
+	return &Observer{OnRecord: c.WriteRecord, OnGroupStart: c.BeginGroup, OnGroupEnd: c.EndGroup}
+}
+
 // TestRunLocalShardsMatchesSingleProcess 是本机（进程内）分片的 1 对 4 比较，与
 // TestShardedRunMatchesSingleProcess（真实子进程）相同的标准：三组的 Profile 先单进程跑一次，
 // 再以 RunLocalShards 4 片跑一次。没有组间屏障时后两组按各分片跑完上一组的先后开始，
@@ -63,7 +68,7 @@ func TestRunLocalShardsMatchesSingleProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &collectSink{}
-	res, err := RunLocalShards(context.Background(), tgt, p, 4, sink)
+	res, err := RunLocalShards(context.Background(), tgt, p, 4, sink.observer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +137,9 @@ func TestRunLocalShardsWithoutBarrierIsRefused(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
-			var sink RecordSink
+			var sink *Observer
 			if i == 0 {
-				sink = &collectSink{onRec: func(*Record) error { time.Sleep(30 * time.Millisecond); return nil }}
+				sink = (&collectSink{onRec: func(*Record) error { time.Sleep(30 * time.Millisecond); return nil }}).observer()
 			}
 			results[i], _ = RunShard(context.Background(), tgt, p, Shard{Index: i, Count: 4, StartAt: start}, sink)
 		})
@@ -175,7 +180,7 @@ func TestRunLocalShardsShardDies(t *testing.T) {
 				}
 				return errors.New("disk full")
 			}}
-			res, err := runLocalShards(ctx, tgt, p, 4, sink, func(i int, c context.Context) context.Context {
+			res, err := runLocalShards(ctx, tgt, p, 4, sink.observer(), func(i int, c context.Context) context.Context {
 				if i == tc.victim {
 					return victimCtx
 				}
@@ -232,7 +237,7 @@ func TestRunLocalShardsCancelled(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		res, err = RunLocalShards(ctx, tgt, localProfile(), 4, sink)
+		res, err = RunLocalShards(ctx, tgt, localProfile(), 4, sink.observer())
 	}()
 	select {
 	case <-done:

@@ -173,74 +173,20 @@ func (s SweepResult) Curve() []SweepStep {
 	return out
 }
 
-// SweepSink 是 RecordSink 的可选能力：每个组合的扫描结束时得到结论（CSV、报告）。
-type SweepSink interface {
-	EndSweep(res SweepResult) error
-}
-
 // RunSweep 执行 control_method 为 sweep 的 Profile 并返回每个组合的扫描结论；
-// 逐请求记录与每级汇总照常交给 sink。它等价于 Run 加上收集 EndSweep。
-func RunSweep(ctx context.Context, target Target, profile Profile, sink RecordSink) ([]SweepResult, error) {
+// 逐请求记录与每级汇总照常交给 obs（可为 nil），每个组合的结论交给 obs.OnSweepEnd。
+// 它等价于 Run 加上收集 OnSweepEnd（与 obs 用 Tee 组合，obs 的钩子一个不少）。
+func RunSweep(ctx context.Context, target Target, profile Profile, obs *Observer) ([]SweepResult, error) {
 	if profile.ControlMethod != ControlSweep {
 		return nil, invalid("control_method", profile.ControlMethod, "RunSweep needs control_method sweep")
 	}
-	c := &sweepCollector{next: sink}
-	_, err := Run(ctx, target, profile, c)
-	return c.results, err
-}
-
-// sweepCollector 收集 EndSweep 的结论，其余调用转发给 next。
-type sweepCollector struct {
-	next    RecordSink
-	results []SweepResult
-}
-
-// WriteRecord 转发记录。
-func (c *sweepCollector) WriteRecord(r *Record) error {
-	if c.next == nil {
+	var results []SweepResult
+	collect := &Observer{OnSweepEnd: func(res SweepResult) error {
+		results = append(results, res)
 		return nil
-	}
-	return c.next.WriteRecord(r)
-}
-
-// BeginGroup 转发分组开始。
-func (c *sweepCollector) BeginGroup(g Group) error {
-	if gs, ok := c.next.(GroupSink); ok {
-		return gs.BeginGroup(g)
-	}
-	return nil
-}
-
-// EndGroup 转发分组汇总。
-func (c *sweepCollector) EndGroup(s Summary) error {
-	if gs, ok := c.next.(GroupSink); ok {
-		return gs.EndGroup(s)
-	}
-	return nil
-}
-
-// Progress 转发进度。
-func (c *sweepCollector) Progress(p Progress) {
-	if ps, ok := c.next.(ProgressSink); ok {
-		ps.Progress(p)
-	}
-}
-
-// WriteTimeline 转发时间线行。
-func (c *sweepCollector) WriteTimeline(t Timeline) error {
-	if ts, ok := c.next.(TimelineSink); ok {
-		return ts.WriteTimeline(t)
-	}
-	return nil
-}
-
-// EndSweep 记下结论并转发。
-func (c *sweepCollector) EndSweep(res SweepResult) error {
-	c.results = append(c.results, res)
-	if ss, ok := c.next.(SweepSink); ok {
-		return ss.EndSweep(res)
-	}
-	return nil
+	}}
+	_, err := Run(ctx, target, profile, Tee(obs, collect))
+	return results, err
 }
 
 // sweepAll 对每个输入 × 输出 × 并发组合做一次扫描，返回全部级的汇总行。
@@ -257,9 +203,9 @@ func (r *runner) sweepAll(ctx context.Context, inputs []int) ([]Summary, error) 
 				if err != nil {
 					return out, err
 				}
-				if ss, ok := r.sink.(SweepSink); ok {
-					if err := ss.EndSweep(res); err != nil {
-						return out, fmt.Errorf("loadgen: sink: end sweep: %w", err)
+				if r.obs.OnSweepEnd != nil {
+					if err := r.obs.OnSweepEnd(res); err != nil {
+						return out, fmt.Errorf("loadgen: observer: sweep end: %w", err)
 					}
 				}
 			}

@@ -23,6 +23,13 @@ type sweepSink struct {
 // EndSweep 记下结论。
 func (s *sweepSink) EndSweep(r loadgen.SweepResult) error { s.sweeps = append(s.sweeps, r); return nil }
 
+// observer 在 collect 的钩子上加 OnSweepEnd。
+func (s *sweepSink) observer() *loadgen.Observer {
+	o := s.collect.observer()
+	o.OnSweepEnd = s.EndSweep
+	return o
+}
+
 // TestSweepFindsLittlesLawCapacity 用 max_num_seqs 与固定时延的模拟器构造一个容量事先已知的
 // 服务：每个请求占用一个执行槽 W = TTFT + (输出 token − 1)·ITL，槽数 c = max_num_seqs，
 // 由 Little 定律 L = λW，满载（L = c）时的到达速率就是容量 λ* = c / W。扫描必须在 10% 以内
@@ -53,7 +60,7 @@ func TestSweepFindsLittlesLawCapacity(t *testing.T) {
 		Sweep: loadgen.SweepConfig{StartRate: capacity * 3 / 4, Growth: 1.5, Precision: 0.05, StepDuration: 1200 * time.Millisecond,
 			MinRequests: 10, Attainment: 0.9, Budget: 60 * time.Second},
 	}
-	res, err := loadgen.RunSweep(context.Background(), target, prof, sink)
+	res, err := loadgen.RunSweep(context.Background(), target, prof, sink.observer())
 	if err != nil {
 		t.Fatal(err)
 	}

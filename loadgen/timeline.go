@@ -39,12 +39,6 @@ type Timeline struct {
 	ServerRunning, ServerWaiting, ServerKVCacheUsage, ServerPreemptions float64
 }
 
-// TimelineSink 是 RecordSink 的可选能力：Profile.BucketInterval > 0 时，Run 每个间隔
-// 交出一行 Timeline。与其他 sink 方法一样由 Run 串行调用；返回错误会终止本次运行。
-type TimelineSink interface {
-	WriteTimeline(t Timeline) error
-}
-
 // timeline 是一个分组的时间线采样器：一个 goroutine 按间隔采样，分组结束时补最后一行。
 type timeline struct {
 	r        *runner
@@ -64,7 +58,7 @@ type timeline struct {
 }
 
 // startTimeline 为分组装上间隔累计并启动采样 goroutine；before 是分组开始前的 /metrics，
-// 作为第一个间隔抢占次数的基准。sink 出错时以 cancel 终止分组。
+// 作为第一个间隔抢占次数的基准。OnTimeline 出错时以 cancel 终止分组。
 func (r *runner) startTimeline(ctx context.Context, cancel context.CancelCauseFunc, gr *groupRun, before *metricsSnap, conc, initC int, rate float64) *timeline {
 	if initC <= 0 || initC > conc {
 		initC = conc
@@ -134,11 +128,11 @@ func (t *timeline) emit(ctx context.Context, now time.Time) {
 	t.itl.reset()
 	t.server(ctx, &row)
 
-	t.r.sinkMu.Lock()
-	err := t.r.tsink.WriteTimeline(row)
-	t.r.sinkMu.Unlock()
+	t.r.obsMu.Lock()
+	err := t.r.obs.OnTimeline(row)
+	t.r.obsMu.Unlock()
 	if err != nil {
-		t.cancel(fmt.Errorf("loadgen: sink: timeline: %w", err))
+		t.cancel(fmt.Errorf("loadgen: observer: timeline: %w", err))
 	}
 }
 

@@ -28,6 +28,13 @@ func (s *timelineSink) WriteTimeline(t loadgen.Timeline) error {
 	return s.fail
 }
 
+// observer 在 collect 的钩子上加 OnTimeline。
+func (s *timelineSink) observer() *loadgen.Observer {
+	o := s.collect.observer()
+	o.OnTimeline = s.WriteTimeline
+	return o
+}
+
 // checkTimeline 核对时间线的值：行按时间递增、间隔之和等于最后一行的 Elapsed、各行计数之和
 // 等于分组的请求数 / 失败数 / 输出 token 数，在途数不超过并发。
 func checkTimeline(t *testing.T, s *timelineSink, sum loadgen.Summary, conc int) {
@@ -82,7 +89,7 @@ func TestTimelineRowsAndTotals(t *testing.T) {
 	p := loadgen.Profile{Concurrency: []int{4}, InputLength: []int{16}, OutputLength: []int{16}, NumRequests: []int{40},
 		BucketInterval: 40 * time.Millisecond}
 	s := &timelineSink{}
-	sums, err := loadgen.Run(context.Background(), tgt, p, s)
+	sums, err := loadgen.Run(context.Background(), tgt, p, s.observer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +130,7 @@ func TestTimelineWithoutMetrics(t *testing.T) {
 	p := loadgen.Profile{Concurrency: []int{4}, InputLength: []int{16}, OutputLength: []int{16}, NumRequests: []int{40},
 		BucketInterval: 40 * time.Millisecond}
 	s := &timelineSink{}
-	sums, err := loadgen.Run(context.Background(), tgt, p, s)
+	sums, err := loadgen.Run(context.Background(), tgt, p, s.observer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +148,7 @@ func TestTimelineSinkErrorStopsRun(t *testing.T) {
 	boom := errors.New("disk full")
 	p := loadgen.Profile{Concurrency: []int{2}, InputLength: []int{16}, OutputLength: []int{16}, NumRequests: []int{20},
 		BucketInterval: 20 * time.Millisecond}
-	_, err := loadgen.Run(context.Background(), tgt, p, &timelineSink{fail: boom})
+	_, err := loadgen.Run(context.Background(), tgt, p, (&timelineSink{fail: boom}).observer())
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the sink's error", err)
 	}

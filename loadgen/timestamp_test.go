@@ -29,7 +29,7 @@ func TestKernelTimestampsAndClientLag(t *testing.T) {
 			pp.Timestamps = loadgen.TimestampsRead
 		}
 		sink := &collect{}
-		sums, err := loadgen.Run(context.Background(), tg, pp, sink)
+		sums, err := loadgen.Run(context.Background(), tg, pp, sink.observer())
 		if err != nil {
 			t.Fatal(err)
 		}

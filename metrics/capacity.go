@@ -19,7 +19,7 @@ var capacityLabels = []string{LabelBackend, LabelDataset, LabelInputLen, LabelOu
 
 // addCapacity 导出每次扫描的最大可持续速率。起始速率就不满足 SLO（MaxSustainableRate 为 0）
 // 时不导出：0 不是测得的容量，而是"低于 start_rate"，写 0 会在看板上画出假的断崖。
-func (b *builder) addCapacity(results []loadgen.SweepResult) error {
+func (b *Builder) addCapacity(results []loadgen.SweepResult) error {
 	seen := map[string]int{}
 	for i, r := range results {
 		if r.MaxSustainableRate <= 0 {
@@ -40,7 +40,7 @@ func (b *builder) addCapacity(results []loadgen.SweepResult) error {
 			return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Capacity[%d]", i), Value: key, Reason: fmt.Sprintf("same combination as Capacity[%d]", j)}
 		}
 		seen[key] = i
-		if err := b.add(NameCapacity, "Highest open-loop arrival rate meeting every goodput SLO without errors (capacity sweep)",
+		if err := b.Add(NameCapacity, "Highest open-loop arrival rate meeting every goodput SLO without errors (capacity sweep)",
 			prometheus.GaugeValue, r.MaxSustainableRate, capacityLabels, vals...); err != nil {
 			return err
 		}

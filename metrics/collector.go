@@ -3,26 +3,33 @@ package metrics
 import (
 	"fmt"
 	"github.com/vllm-cibench/cibench/field"
-	"math"
 	"sort"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 
-	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// Options 控制结果到指标族的转换。零值可用（无前缀）。
+// Options 控制结果到指标族的转换。零值可用（无前缀、无常量标签）。
 type Options struct {
 	// Prefix 是所有指标名的前缀（规格第 7 节"指标前缀：可配置，为空则不使用"），
 	// 例如 "cibench" 得到 cibench_perf_ttft_seconds；末尾下划线可省略。
 	Prefix string
+	// ConstLabels 加在每条序列上。本地暴露（WriteText、自己的注册表）时通常取
+	// RunInfo.Labels() 的返回值（model、quant、scenario、run_type）；推送时留空——
+	// Pushgateway 的分组键承载同样的标签，二者同时出现会被它拒绝。
+	ConstLabels prometheus.Labels
 }
 
-// Collector 把一个场景一次运行的 Results 转换为 Prometheus 常量指标。
-// 指标在 NewCollector 时一次性构造并校验，之后 Describe/Collect 只读，
-// 因此可被多个 goroutine 并发采集。
+// Collector 是一组构造时就已校验好的 Prometheus 常量指标（一个阶段的结果）。
+// 之后 Describe/Collect 只读，因此可被多个 goroutine 并发采集。
+//
+// 每个阶段的结果由它自己的构造函数导出：NewPerfCollector（loadgen，本包）、
+// NewRunInfoCollector（运行身份）、metrics/functionalmetrics 与 metrics/accuracymetrics
+// （各自只引入自己的阶段包）。只导出压测结果的程序因此不链接 functional、accuracy 或
+// openai-go；新阶段照同样的方式用 Builder 写自己的 Collector，不必修改本包。
 type Collector struct {
 	metrics []prometheus.Metric
 	descs   []*prometheus.Desc
@@ -30,24 +37,45 @@ type Collector struct {
 
 var _ prometheus.Collector = (*Collector)(nil)
 
-// NewCollector 校验 res 与 opts 并构造全部指标。运行标签（model、quant、
-// scenario、run_type）作为每条序列的常量标签，适合本地注册表暴露或写 golden；
-// 推送时 Pusher 改用分组键承载这些标签（Pushgateway 拒绝二者同时出现）。
-func NewCollector(res Results, opts Options) (*Collector, error) {
-	return newCollector(res, opts, true)
-}
-
-// builder 累积常量指标，并记住每个指标名对应的 Desc，保证同名族只有一个 Desc
-// （同名不同 Desc 会被注册表判为不一致）。
-type builder struct {
+// Builder 累积常量指标，并记住每个指标名对应的 Desc，保证同名族只有一个 Desc
+// （同名不同 Desc 会被注册表判为不一致）。各阶段的导出器（本包的压测导出与
+// metrics/functionalmetrics、metrics/accuracymetrics，以及调用方自己的阶段）
+// 用它按同一套前缀与常量标签规则构造指标。不是并发安全的：构造完再交出 Collector。
+type Builder struct {
 	prefix    string
 	constLbls prometheus.Labels
 	byName    map[string]*prometheus.Desc
 	out       *Collector
 }
 
+// NewBuilder 校验 opts（前缀为小写 snake case；常量标签名合法、取值是不含换行的 UTF-8）
+// 并返回一个空的 Builder。错误是 *field.Error。
+func NewBuilder(opts Options) (*Builder, error) {
+	prefix, err := normalizePrefix(opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(opts.ConstLabels))
+	for k := range opts.ConstLabels {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !model.LegacyValidation.IsValidLabelName(k) {
+			return nil, &field.Error{Err: ErrInvalid, Field: "Options.ConstLabels", Value: k, Reason: "invalid label name"}
+		}
+		if v := opts.ConstLabels[k]; !labelValueOK(v) {
+			return nil, &field.Error{Err: ErrInvalid, Field: "Options.ConstLabels." + k, Value: v, Reason: "label value must be valid UTF-8 without newlines"}
+		}
+	}
+	return &Builder{prefix: prefix, constLbls: opts.ConstLabels, byName: map[string]*prometheus.Desc{}, out: &Collector{}}, nil
+}
+
+// Collector 返回已累积的指标。之后不应再调用 Add。
+func (b *Builder) Collector() *Collector { return b.out }
+
 // desc 返回（必要时创建）名为 name 的 Desc；变量标签由调用方给出。
-func (b *builder) desc(name, help string, labels []string) *prometheus.Desc {
+func (b *Builder) desc(name, help string, labels []string) *prometheus.Desc {
 	full := MetricName(b.prefix, name)
 	if d, ok := b.byName[full]; ok {
 		return d
@@ -58,8 +86,8 @@ func (b *builder) desc(name, help string, labels []string) *prometheus.Desc {
 	return d
 }
 
-// add 构造一个常量指标；构造错误（标签数不符、非法 UTF-8）带上指标名返回。
-func (b *builder) add(name, help string, typ prometheus.ValueType, v float64, labels []string, values ...string) error {
+// Add 构造一个常量指标（名字自动加前缀）；构造错误（标签数不符、非法 UTF-8）带上指标名返回。
+func (b *Builder) Add(name, help string, typ prometheus.ValueType, v float64, labels []string, values ...string) error {
 	m, err := prometheus.NewConstMetric(b.desc(name, help, labels), typ, v, values...)
 	if err != nil {
 		return fmt.Errorf("metrics: build %s: %w", MetricName(b.prefix, name), err)
@@ -68,40 +96,37 @@ func (b *builder) add(name, help string, typ prometheus.ValueType, v float64, la
 	return nil
 }
 
-// newCollector 是 NewCollector 与 Pusher 共用的实现；withRunLabels 为 false 时
-// 省略分组键标签，交给 Pushgateway 的分组键补上。
-func newCollector(res Results, opts Options, withRunLabels bool) (*Collector, error) {
-	prefix, err := normalizePrefix(opts.Prefix)
+// NewRunInfoCollector 导出运行身份序列 run_info（值恒为 1，commit、branch、run_id、
+// model_raw 作为标签）。每次推送或暴露应恰好包含一个。
+func NewRunInfoCollector(info RunInfo, opts Options) (*Collector, error) {
+	ri, err := info.validate()
 	if err != nil {
 		return nil, err
 	}
-	info, err := res.Info.validate()
+	b, err := NewBuilder(opts)
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{prefix: prefix, byName: map[string]*prometheus.Desc{}, out: &Collector{}}
-	if withRunLabels {
-		b.constLbls = prometheus.Labels{
-			LabelModel: info.Model, LabelQuant: info.Quant, LabelScenario: info.Scenario, LabelRunType: string(info.RunType),
-		}
-	}
-	if err := b.add(NameRunInfo, "Identity of the run that produced this group; join on model, quant, scenario, run_type",
+	if err := b.Add(NameRunInfo, "Identity of the run that produced this group; join on model, quant, scenario, run_type",
 		prometheus.GaugeValue, 1, []string{LabelCommit, LabelBranch, LabelRunID, LabelModelRaw},
-		info.Commit, info.Branch, info.RunID, info.ModelRaw); err != nil {
+		ri.Commit, ri.Branch, ri.RunID, ri.ModelRaw); err != nil {
 		return nil, err
 	}
-	if err := b.addPerf(res.Perf); err != nil {
+	return b.out, nil
+}
+
+// NewPerfCollector 导出压测阶段的结果：每个汇总行（loadgen.Summary，acs-bench 汇总 CSV 的一行）
+// 的标量与分布族，以及容量扫描的结论（capacity_requests_per_second）。两者都为空时
+// 结果没有序列（未运行的阶段不写 0）。
+func NewPerfCollector(rows []loadgen.Summary, capacity []loadgen.SweepResult, opts Options) (*Collector, error) {
+	b, err := NewBuilder(opts)
+	if err != nil {
 		return nil, err
 	}
-	if err := b.addCapacity(res.Capacity); err != nil {
+	if err := b.addPerf(rows); err != nil {
 		return nil, err
 	}
-	if res.Functional != nil {
-		if err := b.addFunctional(res.Functional); err != nil {
-			return nil, err
-		}
-	}
-	if err := b.addAccuracy(res); err != nil {
+	if err := b.addCapacity(capacity); err != nil {
 		return nil, err
 	}
 	return b.out, nil
@@ -127,27 +152,27 @@ func comboValues(s *loadgen.Summary) []string {
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // addPerf 导出每个压测分组；同一组合（含轮次）出现两次会让序列重复，按输入错误报告。
-func (b *builder) addPerf(rows []loadgen.Summary) error {
+func (b *Builder) addPerf(rows []loadgen.Summary) error {
 	seen := map[string]int{}
 	for i := range rows {
 		s := &rows[i]
 		combo := comboValues(s)
-		name := fmt.Sprintf("Perf[%d]", i)
+		fieldName := fmt.Sprintf("Perf[%d]", i)
 		for j, v := range combo {
 			if !labelValueOK(v) {
-				return &field.Error{Err: ErrInvalid, Field: name + "." + comboLabels[j], Value: v, Reason: "label value must be valid UTF-8 without newlines"}
+				return &field.Error{Err: ErrInvalid, Field: fieldName + "." + comboLabels[j], Value: v, Reason: "label value must be valid UTF-8 without newlines"}
 			}
 		}
 		key := fmt.Sprint(combo)
 		if j, dup := seen[key]; dup {
-			return &field.Error{Err: ErrInvalid, Field: name, Value: key, Reason: fmt.Sprintf("same combination (backend dataset input_len output_len concurrency control_method growth_rate round) as Perf[%d]", j)}
+			return &field.Error{Err: ErrInvalid, Field: fieldName, Value: key, Reason: fmt.Sprintf("same combination (backend dataset input_len output_len concurrency control_method growth_rate round) as Perf[%d]", j)}
 		}
 		seen[key] = i
 
 		infoLabels := append(append([]string(nil), comboLabels...), "provider", "temperature", "top_k", "top_p", "token_source", "concurrency_backend")
 		infoValues := append(append([]string(nil), combo...), s.Provider, formatFloat(s.Temperature), strconv.Itoa(s.TopK),
 			formatFloat(s.TopP), s.TokenSource, s.ConcurrencyBackend)
-		if err := b.add(NamePerfInfo, "Sampling parameters and provenance of the group", prometheus.GaugeValue, 1, infoLabels, infoValues...); err != nil {
+		if err := b.Add(NamePerfInfo, "Sampling parameters and provenance of the group", prometheus.GaugeValue, 1, infoLabels, infoValues...); err != nil {
 			return err
 		}
 		for _, sc := range scalarSpecs {
@@ -159,7 +184,7 @@ func (b *builder) addPerf(rows []loadgen.Summary) error {
 			if !present(v) {
 				continue
 			}
-			if err := b.add(sc.name, sc.help, sc.typ, v, comboLabels, combo...); err != nil {
+			if err := b.Add(sc.name, sc.help, sc.typ, v, comboLabels, combo...); err != nil {
 				return err
 			}
 		}
@@ -174,7 +199,7 @@ func (b *builder) addPerf(rows []loadgen.Summary) error {
 
 // addDist 把一个分布导出为 summary 族（quantile 标签 + _sum/_count）与 min/max/avg 三个 gauge。
 // 时延 Count 为 0 时整族不出现；数值分布逐字段以 -1 表示不可测。
-func (b *builder) addDist(d distSpec, s *loadgen.Summary, combo []string) error {
+func (b *Builder) addDist(d distSpec, s *loadgen.Summary, combo []string) error {
 	var (
 		count uint64
 		get   func(stat) (float64, bool)
@@ -220,138 +245,8 @@ func (b *builder) addDist(d distSpec, s *loadgen.Summary, combo []string) error 
 			continue
 		}
 		word := map[stat]string{statMin: "Minimum", statMax: "Maximum", statAvg: "Average"}[st]
-		if err := b.add(d.statName(st), word+" of: "+d.help, prometheus.GaugeValue, x, comboLabels, combo...); err != nil {
+		if err := b.Add(d.statName(st), word+" of: "+d.help, prometheus.GaugeValue, x, comboLabels, combo...); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// suiteSummaries 返回报告中的套件汇总；生产方未填 Suites 时按 Results 用
-// functional.Summarize 现算（同一口径：没有执行任何用例的套件没有通过率），按套件名排序。
-func suiteSummaries(r *functional.Report) []functional.SuiteSummary {
-	if len(r.Suites) > 0 || len(r.Results) == 0 {
-		return r.Suites
-	}
-	out := functional.Summarize(r.Results)
-	sort.Slice(out, func(i, j int) bool { return out[i].Suite < out[j].Suite })
-	return out
-}
-
-// addFunctional 导出套件汇总与逐用例 0|1；跳过与 unsupported 的用例不导出
-// functional_case_pass（没有执行），只计入 functional_cases_skipped；cancelled 导出 0
-// （没有结论不是通过）。没有执行任何用例的套件的 functional_pass_ratio 为 NaN。
-func (b *builder) addFunctional(r *functional.Report) error {
-	suite := []string{LabelSuite}
-	for _, s := range suiteSummaries(r) {
-		if !labelValueOK(s.Suite) {
-			return &field.Error{Err: ErrInvalid, Field: "Functional.Suites.Suite", Value: s.Suite, Reason: "label value must be valid UTF-8 without newlines"}
-		}
-		type add struct {
-			name, help string
-			typ        prometheus.ValueType
-			v          float64
-		}
-		// 没有执行任何用例的套件没有通过率：导出 NaN 而不是 1，序列仍在（看板按套件对齐各查询）。
-		ratio := math.NaN()
-		if s.PassRatio != nil {
-			ratio = *s.PassRatio
-		}
-		adds := []add{
-			{NameFunctionalPassRatio, "Passed / cases run (total - skipped - unsupported) of the suite; NaN when no case ran", prometheus.GaugeValue, ratio},
-			{NameFunctionalCasesTotal, "Cases in the suite, skipped ones included", prometheus.CounterValue, float64(s.Total)},
-			{NameFunctionalCasesFailed, "Failed cases in the suite", prometheus.GaugeValue, float64(s.Failed)},
-			{NameFunctionalCasesPassed, "Passed cases in the suite", prometheus.GaugeValue, float64(s.Passed)},
-			{NameFunctionalCasesSkipped, "Cases skipped because the server lacks a required capability", prometheus.GaugeValue, float64(s.Skipped + s.Unsupported)},
-		}
-		for _, a := range adds {
-			if err := b.add(a.name, a.help, a.typ, a.v, suite, s.Suite); err != nil {
-				return err
-			}
-		}
-	}
-	caseLabels := []string{LabelSuite, LabelCaseID}
-	seen := map[[2]string]bool{}
-	for i, res := range r.Results {
-		if !labelValueOK(res.Suite) || !labelValueOK(res.CaseID) || res.CaseID == "" {
-			return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Functional.Results[%d]", i), Value: res.Suite + "/" + res.CaseID, Reason: "suite and case_id must be non-empty UTF-8 without newlines"}
-		}
-		k := [2]string{res.Suite, res.CaseID}
-		if seen[k] {
-			return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Functional.Results[%d]", i), Value: res.Suite + "/" + res.CaseID, Reason: "duplicate case"}
-		}
-		seen[k] = true
-		if res.Status.NotRun() {
-			continue
-		}
-		pass := 0.0
-		if res.Status == functional.StatusPass {
-			pass = 1
-		}
-		if err := b.add(NameFunctionalCasePass, "1 when the case passed, 0 when it failed (skipped cases are absent)", prometheus.GaugeValue, pass, caseLabels, res.Suite, res.CaseID); err != nil {
-			return err
-		}
-		if err := b.add(NameFunctionalCaseDuration, "Wall time of the case", prometheus.GaugeValue, res.Duration.Seconds(), caseLabels, res.Suite, res.CaseID); err != nil {
-			return err
-		}
-	}
-	if r.Duration > 0 {
-		return b.add(NameFunctionalDuration, "Wall time of the whole functional stage", prometheus.GaugeValue, r.Duration.Seconds(), nil)
-	}
-	return nil
-}
-
-// addAccuracy 导出每个数据集的总分、样本数、请求与失败数、各子指标（Metrics 的键作为
-// metric 标签），以及数据来源的 _info 序列（每个读取的文件一条）。
-func (b *builder) addAccuracy(res Results) error {
-	seen := map[string]bool{}
-	for i, e := range res.Accuracy {
-		name := fmt.Sprintf("Accuracy[%d].Dataset", i)
-		if e.Dataset == "" || !labelValueOK(e.Dataset) {
-			return &field.Error{Err: ErrInvalid, Field: name, Value: e.Dataset, Reason: "dataset must be non-empty UTF-8 without newlines"}
-		}
-		if seen[e.Dataset] {
-			return &field.Error{Err: ErrInvalid, Field: name, Value: e.Dataset, Reason: "duplicate dataset"}
-		}
-		seen[e.Dataset] = true
-		ds := []string{LabelDataset}
-		if err := b.add(NameAccuracyScore, "Mean score over the evaluated examples (simple-evals score), in [0,1]", prometheus.GaugeValue, e.Score, ds, e.Dataset); err != nil {
-			return err
-		}
-		if err := b.add(NameAccuracyExamples, "Examples evaluated", prometheus.CounterValue, float64(e.Examples), ds, e.Dataset); err != nil {
-			return err
-		}
-		if err := b.add(NameAccuracyRequests, "Sampling requests sent (HumanEval sends 5 per example)", prometheus.CounterValue, float64(e.Requests), ds, e.Dataset); err != nil {
-			return err
-		}
-		if err := b.add(NameAccuracyFailedRequests, "Sampling requests that failed (after retries, HTTP 400, null or empty content) and were scored as simple-evals does", prometheus.CounterValue, float64(e.Errors), ds, e.Dataset); err != nil {
-			return err
-		}
-		if src := e.Source; src != nil {
-			infoLabels := []string{LabelDataset, LabelSourceKind, LabelSourceLoc, LabelFile, LabelSHA256}
-			for j, f := range src.Files {
-				for _, v := range []string{src.Kind, src.Location, f.Name, f.SHA256} {
-					if !labelValueOK(v) {
-						return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Accuracy[%d].Source.Files[%d]", i, j), Value: v, Reason: "must be UTF-8 without newlines"}
-					}
-				}
-				if err := b.add(NameAccuracyDataInfo, "Data file each accuracy score was computed from (value is always 1)", prometheus.GaugeValue, 1, infoLabels, e.Dataset, src.Kind, src.Location, f.Name, f.SHA256); err != nil {
-					return err
-				}
-			}
-		}
-		keys := make([]string, 0, len(e.Metrics))
-		for k := range e.Metrics {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if !labelValueOK(k) {
-				return &field.Error{Err: ErrInvalid, Field: fmt.Sprintf("Accuracy[%d].Metrics", i), Value: k, Reason: "metric key must be UTF-8 without newlines"}
-			}
-			if err := b.add(NameAccuracyMetric, "Aggregated simple-evals metric (mean, or :std for the population standard deviation)", prometheus.GaugeValue, e.Metrics[k], []string{LabelDataset, LabelMetric}, e.Dataset, k); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -68,7 +68,7 @@ func TestCollectorGoldenAndPromlint(t *testing.T) {
 		{"no prefix", "", "daily_noprefix.prom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := metrics.NewCollector(dailyResults(), metrics.Options{Prefix: tc.prefix})
+			c, err := newCollector(dailyResults(), metrics.Options{Prefix: tc.prefix})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ cibench_accuracy_score_ratio{dataset="gpqa",` + run + `} 0.625
 	// 因此把 (128,128,1) 行去掉后再比。
 	res := dailyResults()
 	res.Perf = res.Perf[1:]
-	c, err := metrics.NewCollector(res, metrics.Options{Prefix: "cibench_"})
+	c, err := newCollector(res, metrics.Options{Prefix: "cibench_"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestCollectorUnmeasuredFieldsAreAbsent(t *testing.T) {
 	res.Perf[0].SpecAcceptRate = loadgen.Unmeasured() // 没有推测解码
 	res.Perf[0].CompletionTokens = loadgen.Values{}   // 生产方没填
 	res.Perf[0].Goodput = -1                          // 未配置 SLO
-	c, err := metrics.NewCollector(res, metrics.Options{})
+	c, err := newCollector(res, metrics.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestCollectorUnmeasuredFieldsAreAbsent(t *testing.T) {
 func TestCollectorFunctionalSuitesComputedWhenMissing(t *testing.T) {
 	res := dailyResults()
 	res.Functional.Suites = nil
-	c, err := metrics.NewCollector(res, metrics.Options{})
+	c, err := newCollector(res, metrics.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,30 +207,30 @@ functional_cases_skipped{model="Qwen3-32B",quant="w8a8",run_type="daily",scenari
 func TestNewCollectorRejectsBadInput(t *testing.T) {
 	cases := []struct {
 		name  string
-		edit  func(*metrics.Results, *metrics.Options)
+		edit  func(*results, *metrics.Options)
 		field string
 	}{
-		{"no model", func(r *metrics.Results, _ *metrics.Options) { r.Info.Model = "" }, "RunInfo.Model"},
-		{"no scenario", func(r *metrics.Results, _ *metrics.Options) { r.Info.Scenario = "" }, "RunInfo.Scenario"},
-		{"bad run type", func(r *metrics.Results, _ *metrics.Options) { r.Info.RunType = "nightly" }, "RunInfo.RunType"},
-		{"newline in commit", func(r *metrics.Results, _ *metrics.Options) { r.Info.Commit = "a\nb" }, "RunInfo.Commit"},
-		{"bad prefix", func(_ *metrics.Results, o *metrics.Options) { o.Prefix = "CI-Bench" }, "Options.Prefix"},
-		{"duplicate combination", func(r *metrics.Results, _ *metrics.Options) { r.Perf = append(r.Perf, r.Perf[0]) }, "Perf[2]"},
-		{"bad backend", func(r *metrics.Results, _ *metrics.Options) { r.Perf[0].Backend = "x\ny" }, "Perf[0].backend"},
-		{"duplicate case", func(r *metrics.Results, _ *metrics.Options) {
+		{"no model", func(r *results, _ *metrics.Options) { r.Info.Model = "" }, "RunInfo.Model"},
+		{"no scenario", func(r *results, _ *metrics.Options) { r.Info.Scenario = "" }, "RunInfo.Scenario"},
+		{"bad run type", func(r *results, _ *metrics.Options) { r.Info.RunType = "nightly" }, "RunInfo.RunType"},
+		{"newline in commit", func(r *results, _ *metrics.Options) { r.Info.Commit = "a\nb" }, "RunInfo.Commit"},
+		{"bad prefix", func(_ *results, o *metrics.Options) { o.Prefix = "CI-Bench" }, "Options.Prefix"},
+		{"duplicate combination", func(r *results, _ *metrics.Options) { r.Perf = append(r.Perf, r.Perf[0]) }, "Perf[2]"},
+		{"bad backend", func(r *results, _ *metrics.Options) { r.Perf[0].Backend = "x\ny" }, "Perf[0].backend"},
+		{"duplicate case", func(r *results, _ *metrics.Options) {
 			r.Functional.Results = append(r.Functional.Results, r.Functional.Results[0])
 		}, "Functional.Results[3]"},
-		{"empty case id", func(r *metrics.Results, _ *metrics.Options) { r.Functional.Results[0].CaseID = "" }, "Functional.Results[0]"},
-		{"bad suite", func(r *metrics.Results, _ *metrics.Options) { r.Functional.Suites[0].Suite = "a\nb" }, "Functional.Suites.Suite"},
-		{"empty dataset", func(r *metrics.Results, _ *metrics.Options) { r.Accuracy[0].Dataset = "" }, "Accuracy[0].Dataset"},
-		{"duplicate dataset", func(r *metrics.Results, _ *metrics.Options) { r.Accuracy = append(r.Accuracy, r.Accuracy[0]) }, "Accuracy[1].Dataset"},
-		{"bad metric key", func(r *metrics.Results, _ *metrics.Options) { r.Accuracy[0].Metrics["a\nb"] = 1 }, "Accuracy[0].Metrics"},
+		{"empty case id", func(r *results, _ *metrics.Options) { r.Functional.Results[0].CaseID = "" }, "Functional.Results[0]"},
+		{"bad suite", func(r *results, _ *metrics.Options) { r.Functional.Suites[0].Suite = "a\nb" }, "Functional.Suites.Suite"},
+		{"empty dataset", func(r *results, _ *metrics.Options) { r.Accuracy[0].Dataset = "" }, "Accuracy[0].Dataset"},
+		{"duplicate dataset", func(r *results, _ *metrics.Options) { r.Accuracy = append(r.Accuracy, r.Accuracy[0]) }, "Accuracy[1].Dataset"},
+		{"bad metric key", func(r *results, _ *metrics.Options) { r.Accuracy[0].Metrics["a\nb"] = 1 }, "Accuracy[0].Metrics"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res, opts := dailyResults(), metrics.Options{}
 			tc.edit(&res, &opts)
-			_, err := metrics.NewCollector(res, opts)
+			_, err := newCollector(res, opts)
 			var fe *field.Error
 			if !errors.As(err, &fe) || !errors.Is(err, metrics.ErrInvalid) {
 				t.Fatalf("err = %v, want *field.Error wrapping ErrInvalid", err)
@@ -244,9 +244,9 @@ func TestNewCollectorRejectsBadInput(t *testing.T) {
 
 // TestQuantDefaultsToNone 未给量化类型时 quant 标签为 none；大写的量化类型转成小写。
 func TestQuantDefaultsToNone(t *testing.T) {
-	res := metrics.Results{Info: metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypePR},
+	res := results{Info: metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypePR},
 		Functional: &functional.Report{Results: []functional.Result{{CaseID: "c", Suite: "s", Status: functional.StatusPass}}}}
-	c, err := metrics.NewCollector(res, metrics.Options{})
+	c, err := newCollector(res, metrics.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ functional_case_pass{case_id="c",model="m",quant="none",run_type="pr",scenario="
 		t.Error(err)
 	}
 	res.Info.Quant = "W8A8"
-	c, err = metrics.NewCollector(res, metrics.Options{})
+	c, err = newCollector(res, metrics.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestMetricName(t *testing.T) {
 // TestWriteTextMatchesGolden WriteText 的输出就是 golden 暴露文本，非法输入报错。
 func TestWriteTextMatchesGolden(t *testing.T) {
 	var buf bytes.Buffer
-	if err := metrics.WriteText(&buf, dailyResults(), metrics.Options{Prefix: "cibench"}); err != nil {
+	if err := writeText(&buf, dailyResults(), metrics.Options{Prefix: "cibench"}); err != nil {
 		t.Fatal(err)
 	}
 	want, err := os.ReadFile(filepath.Join("testdata", "daily_prefix.prom"))
@@ -297,7 +297,7 @@ func TestWriteTextMatchesGolden(t *testing.T) {
 	}
 	bad := dailyResults()
 	bad.Info.Model = ""
-	if err := metrics.WriteText(&buf, bad, metrics.Options{}); !errors.Is(err, metrics.ErrInvalid) {
+	if err := writeText(&buf, bad, metrics.Options{}); !errors.Is(err, metrics.ErrInvalid) {
 		t.Errorf("err = %v, want ErrInvalid", err)
 	}
 }
@@ -306,7 +306,7 @@ func TestWriteTextMatchesGolden(t *testing.T) {
 func TestCapacityDuplicate(t *testing.T) {
 	res := dailyResults()
 	res.Capacity = append(res.Capacity, res.Capacity[0])
-	_, err := metrics.NewCollector(res, metrics.Options{})
+	_, err := newCollector(res, metrics.Options{})
 	var fe *field.Error
 	if !errors.As(err, &fe) || fe.Field != "Capacity[2]" {
 		t.Fatalf("duplicate capacity: %v", err)

@@ -168,7 +168,7 @@ var recordColumns = []string{
 	"Client_Lag(s)", "Chunk_Tokens_Estimated",
 }
 
-// RecordWriter 把逐请求记录写成 CSV，实现 loadgen.RecordSink，可单独使用。
+// RecordWriter 把逐请求记录写成 CSV，可单独使用；Observer 把它接成 loadgen.Run 的钩子。
 // 每行写完立即 Flush（崩溃不丢已测数据）。并发安全。
 type RecordWriter struct {
 	mu         sync.Mutex
@@ -179,7 +179,10 @@ type RecordWriter struct {
 	sb         strings.Builder
 }
 
-var _ loadgen.RecordSink = (*RecordWriter)(nil)
+// Observer 返回只带 OnRecord 的 loadgen.Observer（要和别的出口一起用时交给 loadgen.Tee）。
+func (r *RecordWriter) Observer() *loadgen.Observer {
+	return &loadgen.Observer{OnRecord: r.WriteRecord}
+}
 
 // RecordOption 配置 RecordWriter。
 type RecordOption func(*RecordWriter)

@@ -70,9 +70,9 @@ type CreateFunc func(name string) (io.WriteCloser, error)
 
 // ArtifactSink 按 acs-bench 的产物规则写 CSV：每个（并发, 输入, 输出）组合一个逐请求文件
 // （同组合的多轮写入同一文件），每组结束立即向汇总文件追加一行。
-// 它实现 loadgen.RecordSink 与 loadgen.GroupSink，可直接交给 loadgen.Run。
+// Observer 给出它的全部钩子，可直接交给 loadgen.Run（或与别的出口一起交给 loadgen.Tee）。
 //
-// Run 串行调用它的方法；Close 须在 Run 返回后调用。
+// 它不是并发安全的：依赖 loadgen 串行调用钩子的约定；Close 须在 Run 返回后调用。
 type ArtifactSink struct {
 	names   ArtifactNames
 	create  CreateFunc
@@ -87,11 +87,11 @@ type ArtifactSink struct {
 	files   []string
 }
 
-var (
-	_ loadgen.RecordSink   = (*ArtifactSink)(nil)
-	_ loadgen.GroupSink    = (*ArtifactSink)(nil)
-	_ loadgen.TimelineSink = (*ArtifactSink)(nil)
-)
+// Observer 返回把逐请求记录、分组开始/结束与时间线行写进 CSV 的 loadgen.Observer。
+// 进度与扫描结论不在 acs-bench 的产物里，对应的钩子为 nil。
+func (a *ArtifactSink) Observer() *loadgen.Observer {
+	return &loadgen.Observer{OnRecord: a.WriteRecord, OnGroupStart: a.BeginGroup, OnGroupEnd: a.EndGroup, OnTimeline: a.WriteTimeline}
+}
 
 // NewArtifactSink 返回按 names 命名、经 create 创建文件的接收器。
 func NewArtifactSink(names ArtifactNames, create CreateFunc, opts ...RecordOption) (*ArtifactSink, error) {

@@ -6,16 +6,36 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/metrics/accuracymetrics"
 )
 
-// Example 展示零散使用：只有一个精度结果，也能转换为 Prometheus 文本格式
-// （PR 运行把它作为产物保存；每日运行则交给 Pusher 推送）。
+// Example 展示零散使用：每个阶段的结果由它自己的 Collector 导出——这里只有运行身份与一个
+// 精度结果（accuracymetrics），注册进一个注册表写成 Prometheus 文本格式（PR 运行把它作为产物
+// 保存；每日运行则把同样的注册表交给 Pusher.Push，那时不带 ConstLabels）。
 func Example() {
-	res := metrics.Results{
-		Info:     metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local", RunType: metrics.RunTypePR, Commit: "abc123"},
-		Accuracy: []accuracy.EvalResult{{Dataset: "gpqa", Model: "Qwen3-32B", Score: 0.625, Examples: 8}},
+	info := metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local", RunType: metrics.RunTypePR, Commit: "abc123"}
+	lbls, err := info.Labels()
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	if err := metrics.WriteText(os.Stdout, res, metrics.Options{Prefix: "cibench"}); err != nil {
+	opts := metrics.Options{Prefix: "cibench", ConstLabels: lbls}
+	run, err := metrics.NewRunInfoCollector(info, opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	acc, err := accuracymetrics.NewCollector([]accuracy.EvalResult{{Dataset: "gpqa", Model: "Qwen3-32B", Score: 0.625, Examples: 8}}, opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	reg, err := metrics.NewRegistry(run, acc)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := metrics.WriteText(os.Stdout, reg); err != nil {
 		fmt.Println(err)
 	}
 	// Output:

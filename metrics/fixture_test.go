@@ -46,8 +46,8 @@ func summary(in, out, conc, round int) loadgen.Summary {
 }
 
 // dailyResults 是一次每日运行的完整结果：两个压测组合、三个功能用例（含失败与跳过）、GPQA 精度。
-func dailyResults() metrics.Results {
-	return metrics.Results{
+func dailyResults() results {
+	return results{
 		Info: metrics.RunInfo{
 			Model: "Qwen3-32B", ModelRaw: "qwen3-32b-w8a8-internal", Quant: "w8a8", Scenario: "local-hybrid",
 			RunType: metrics.RunTypeDaily, Commit: "0123abcd", Branch: "main", RunID: "daily-20261121",

@@ -198,7 +198,7 @@ func (s *stack) waitFor(ctx context.Context, t *testing.T, q string, ok func(mod
 
 // emulatorRun 对内嵌仿真器做一次真实的小规模每日运行：loadgen 压测两个并发组、
 // 功能测试全量用例目录；精度用手写结果（仿真器的回答没有意义，评分由 accuracy 包自己测）。
-func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
+func emulatorRun(ctx context.Context, t *testing.T) results {
 	t.Helper()
 	_, ep := emulator.Start(t, emulator.Config{Model: "Qwen3-32B", TTFT: 3 * time.Millisecond, ITL: time.Millisecond,
 		SpecDecode: true, SpecAcceptRate: 0.7})
@@ -223,7 +223,7 @@ func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
 	if err != nil {
 		t.Fatalf("functional: %v", err)
 	}
-	return metrics.Results{
+	return results{
 		Info: metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: metrics.RunTypeDaily,
 			Commit: "0123abcd", Branch: "main", RunID: "daily-1"},
 		Perf:       perf,
@@ -235,9 +235,9 @@ func emulatorRun(ctx context.Context, t *testing.T) metrics.Results {
 }
 
 // expectedSeries 把本地收集器的输出展开为 Prometheus 中应有的序列（含 job 标签）及其取值。
-func expectedSeries(t *testing.T, res metrics.Results, prefix, job string) map[string]float64 {
+func expectedSeries(t *testing.T, res results, prefix, job string) map[string]float64 {
 	t.Helper()
-	c, err := metrics.NewCollector(res, metrics.Options{Prefix: prefix})
+	c, err := newCollector(res, metrics.Options{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,22 +311,17 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	}
 	const prefix, job = "cibench", "cibench"
 
-	// 1. PR 运行：什么都不推送。
-	pusher, err := metrics.NewPusher(metrics.PushConfig{URL: st.pgwURL, Options: metrics.Options{Prefix: prefix}, Timeout: 5 * time.Second})
+	// 1. 推送之前 Pushgateway 是空的（"仅每日推送"是驱动程序的策略，见 examples/ci/driver 的测试）。
+	pusher, err := metrics.NewPusher(metrics.PushConfig{URL: st.pgwURL, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := res
-	pr.Info.RunType = metrics.RunTypePR
-	if err := pusher.Push(ctx, pr); !errors.Is(err, metrics.ErrNotDaily) {
-		t.Fatalf("PR push: %v, want ErrNotDaily", err)
-	}
 	if groups := pushgatewayGroups(ctx, t, st.pgwURL); len(groups) != 0 {
-		t.Fatalf("pushgateway has groups %v after a PR run", groups)
+		t.Fatalf("pushgateway has groups %v before any push", groups)
 	}
 
-	// 2. 每日运行：推送并等 Prometheus 抓到全部序列。
-	if err := pusher.Push(ctx, res); err != nil {
+	// 2. 每日运行：各阶段的 Collector 注册进一个 Gatherer 推送，等 Prometheus 抓到全部序列。
+	if err := pushResults(ctx, pusher, res, prefix); err != nil {
 		t.Fatal(err)
 	}
 	want := expectedSeries(t, res, prefix, job)
@@ -389,7 +384,7 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	next := res
 	next.Info.Commit, next.Info.RunID = "4567ef01", "daily-2"
 	next.Perf = res.Perf[:1]
-	if err := pusher.Push(ctx, next); err != nil {
+	if err := pushResults(ctx, pusher, next, prefix); err != nil {
 		t.Fatal(err)
 	}
 	if groups := pushgatewayGroups(ctx, t, st.pgwURL); len(groups) != 1 {
@@ -436,7 +431,7 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkBaseline(t, info3, perf3, metrics.Results{Info: next.Info, Perf: res.Perf})
+	checkBaseline(t, info3, perf3, results{Info: next.Info, Perf: res.Perf})
 }
 
 // pushgatewayGroups 读取 Pushgateway 当前保存的全部分组（/api/v1/metrics）。
@@ -467,7 +462,7 @@ func pushgatewayGroups(ctx context.Context, t *testing.T, base string) []map[str
 func near(a, b time.Duration) bool { d := a - b; return d > -time.Microsecond && d < time.Microsecond }
 
 // checkBaseline 确认从 Prometheus 重建的汇总与推送的汇总一致（门禁用到的字段与计数）。
-func checkBaseline(t *testing.T, info metrics.RunInfo, perf []loadgen.Summary, res metrics.Results) {
+func checkBaseline(t *testing.T, info metrics.RunInfo, perf []loadgen.Summary, res results) {
 	t.Helper()
 	if info.Commit != res.Info.Commit || info.RunID != res.Info.RunID || info.RunType != metrics.RunTypeDaily {
 		t.Errorf("baseline info %+v", info)

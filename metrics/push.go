@@ -23,10 +23,6 @@ const (
 	DefaultRetryBackoff = time.Second
 )
 
-// ErrNotDaily 表示结果不是每日运行，因此不推送（规格第 7 节：仅每日推送，PR 不推送）。
-// Push 在发出任何请求之前就返回它；驱动程序用 errors.Is 区分"按规则跳过"与"推送失败"。
-var ErrNotDaily = errors.New("metrics: push: only daily runs are pushed")
-
 // PushConfig 是 Pushgateway 推送的配置。零值不可用（URL 必填），其余字段有默认值。
 // 凭据由调用方传入（示例程序从环境变量读取），库不读取环境变量，也从不记录或返回它们。
 type PushConfig struct {
@@ -35,8 +31,6 @@ type PushConfig struct {
 	URL string
 	// Job 是分组键中的 job 标签，默认 DefaultJob。
 	Job string
-	// Options 控制指标名前缀等转换选项，与 NewCollector 相同。
-	Options Options
 	// Timeout 是单次尝试的超时，默认 DefaultPushTimeout。
 	Timeout time.Duration
 	// Retries 是失败后的额外尝试次数：0 取默认 DefaultPushRetries，负数表示不重试
@@ -52,7 +46,9 @@ type PushConfig struct {
 	Client *http.Client
 }
 
-// Pusher 把一次每日运行的结果推送到 Pushgateway。构造后只读，可并发使用。
+// Pusher 把任意 prometheus.Gatherer 的指标推送到 Pushgateway（与 client_golang 的 push 包
+// 同一形状），另外加上分组键的校验、重试、超时与凭据处理。推送什么、哪类运行推送
+// （规格第 7 节的"仅每日"）由调用方决定。构造后只读，可并发使用。
 type Pusher struct {
 	cfg    PushConfig
 	client *http.Client
@@ -91,9 +87,6 @@ func NewPusher(cfg PushConfig) (*Pusher, error) {
 	}
 	if cfg.RetryBackoff < 0 {
 		return nil, &field.Error{Err: ErrInvalid, Field: "PushConfig.RetryBackoff", Value: cfg.RetryBackoff.String(), Reason: "must not be negative"}
-	}
-	if _, err := normalizePrefix(cfg.Options.Prefix); err != nil {
-		return nil, err
 	}
 	if cfg.Job == "" {
 		cfg.Job = DefaultJob
@@ -159,32 +152,23 @@ func (p *Pusher) GroupingKey(info RunInfo) (map[string]string, error) {
 	}, nil
 }
 
-// Push 用 HTTP PUT 替换该场景的整组指标。非每日运行返回 ErrNotDaily 且不发出任何请求；
-// 结果不合法返回 *field.Error；推送失败（含重试耗尽、ctx 取消）返回 *PushError。
-// 失败不影响调用方已写出的产物：Push 不触碰文件。
-func (p *Pusher) Push(ctx context.Context, res Results) error {
-	if res.Info.RunType != RunTypeDaily {
-		if _, err := res.Info.validate(); err != nil {
-			return err
-		}
-		return ErrNotDaily
+// Push 用 HTTP PUT 以 info 的分组键（job、model、quant、scenario、run_type）替换 Pushgateway
+// 上的整组指标，内容是 g 采集到的全部指标（通常是 NewRegistry(各阶段的 Collector...)，
+// 构造时不带 ConstLabels：分组键已承载运行标签）。info 不合法返回 *field.Error 且不发出
+// 任何请求；推送失败（含重试耗尽、ctx 取消）返回 *PushError。Push 不按运行类型取舍，
+// 也不触碰文件。
+func (p *Pusher) Push(ctx context.Context, info RunInfo, g prometheus.Gatherer) error {
+	if g == nil {
+		return &field.Error{Err: ErrInvalid, Field: "Push.Gatherer", Value: "<nil>", Reason: "required"}
 	}
-	c, err := newCollector(res, p.cfg.Options, false)
+	key, err := p.GroupingKey(info)
 	if err != nil {
 		return err
-	}
-	key, err := p.GroupingKey(res.Info)
-	if err != nil {
-		return err
-	}
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(c); err != nil {
-		return fmt.Errorf("metrics: push: register: %w", err)
 	}
 	var last error
 	status := 0
 	attempts, werr := retry.Do(ctx, retry.Policy{Retries: p.cfg.Retries, Backoff: p.cfg.RetryBackoff}, func(int, bool) retry.Verdict {
-		status, last = p.pushOnce(ctx, reg, key)
+		status, last = p.pushOnce(ctx, g, key)
 		if last == nil || ctx.Err() != nil || !retryable(status) {
 			return retry.Stop
 		}

@@ -16,6 +16,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vllm-cibench/cibench/metrics"
 )
 
@@ -71,11 +73,11 @@ func TestPushDailyReplacesGroup(t *testing.T) {
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
-	p, err := metrics.NewPusher(metrics.PushConfig{URL: srv.URL, Options: metrics.Options{Prefix: "cibench"}, Username: "ci", Password: "s3cret"})
+	p, err := metrics.NewPusher(metrics.PushConfig{URL: srv.URL, Username: "ci", Password: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Push(context.Background(), dailyResults()); err != nil {
+	if err := pushResults(context.Background(), p, dailyResults(), "cibench"); err != nil {
 		t.Fatal(err)
 	}
 	reqs := rec.requests()
@@ -104,7 +106,8 @@ func TestPushDailyReplacesGroup(t *testing.T) {
 	}
 }
 
-// TestPushNonDailyNeverSends PR 与非法运行类型不发出任何请求。
+// TestPushNonDailyNeverSends 非法运行类型与 nil Gatherer 不发出任何请求；Pusher 不按运行类型取舍
+// （PR 也照推，"仅每日"是驱动程序的策略）。
 func TestPushNonDailyNeverSends(t *testing.T) {
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
@@ -114,14 +117,13 @@ func TestPushNonDailyNeverSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := dailyResults()
-	res.Info.RunType = metrics.RunTypePR
-	if err := p.Push(context.Background(), res); !errors.Is(err, metrics.ErrNotDaily) {
-		t.Fatalf("err = %v, want ErrNotDaily", err)
-	}
 	res.Info.RunType = "weekly"
 	var fe *field.Error
-	if err := p.Push(context.Background(), res); !errors.As(err, &fe) || fe.Field != "RunInfo.RunType" {
-		t.Fatalf("err = %v, want *field.Error on RunInfo.RunType", err)
+	if err := p.Push(context.Background(), res.Info, prometheus.NewRegistry()); !errors.As(err, &fe) || fe.Field != "RunInfo.RunType" {
+		t.Fatalf("err = %v, want FieldError on RunInfo.RunType", err)
+	}
+	if err := p.Push(context.Background(), dailyResults().Info, nil); !errors.As(err, &fe) || fe.Field != "Push.Gatherer" {
+		t.Fatalf("err = %v, want FieldError on RunInfo.RunType", err)
 	}
 	if n := len(rec.requests()); n != 0 {
 		t.Fatalf("%d requests sent for a non-daily run, want 0", n)
@@ -137,7 +139,7 @@ func TestPushRetriesTransientFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Push(context.Background(), dailyResults()); err != nil {
+	if err := pushResults(context.Background(), p, dailyResults(), "cibench"); err != nil {
 		t.Fatal(err)
 	}
 	reqs := rec.requests()
@@ -160,7 +162,7 @@ func TestPushGivesUpWithoutLeakingSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Push(context.Background(), dailyResults())
+	err = pushResults(context.Background(), p, dailyResults(), "")
 	var pe *metrics.PushError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want *PushError", err)
@@ -183,7 +185,7 @@ func TestPushDoesNotRetryClientErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pe *metrics.PushError
-	if err := p.Push(context.Background(), dailyResults()); !errors.As(err, &pe) || pe.Status != http.StatusBadRequest || pe.Attempts != 1 {
+	if err := pushResults(context.Background(), p, dailyResults(), ""); !errors.As(err, &pe) || pe.Status != http.StatusBadRequest || pe.Attempts != 1 {
 		t.Fatalf("err = %v, want one attempt ending in 400", err)
 	}
 }
@@ -199,7 +201,7 @@ func TestPushHonoursContextDuringBackoff(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- p.Push(ctx, dailyResults()) }()
+	go func() { errc <- pushResults(ctx, p, dailyResults(), "") }()
 	// 等到第一次尝试真正到达服务端再取消，此后 Push 正在一小时的退避里等待。
 	select {
 	case <-rec.arrived:
@@ -223,12 +225,12 @@ func TestPushUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pe *metrics.PushError
-	if err := p.Push(context.Background(), dailyResults()); !errors.As(err, &pe) || pe.Status != 0 || pe.Attempts != 1 {
+	if err := pushResults(context.Background(), p, dailyResults(), ""); !errors.As(err, &pe) || pe.Status != 0 || pe.Attempts != 1 {
 		t.Fatalf("err = %v, want a single failed attempt without status", err)
 	}
 }
 
-// TestNewPusherValidates 构造时校验 URL、认证互斥、超时与前缀，且错误不泄露 URL 中的凭据。
+// TestNewPusherValidates 构造时校验 URL、认证互斥与超时（前缀属于各 Collector 的 Options），且错误不泄露 URL 中的凭据。
 func TestNewPusherValidates(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -241,13 +243,12 @@ func TestNewPusherValidates(t *testing.T) {
 		{"both auths", metrics.PushConfig{URL: "http://pgw:9091", Username: "u", BearerToken: "t"}, "PushConfig.BearerToken"},
 		{"negative timeout", metrics.PushConfig{URL: "http://pgw:9091", Timeout: -time.Second}, "PushConfig.Timeout"},
 		{"negative backoff", metrics.PushConfig{URL: "http://pgw:9091", RetryBackoff: -time.Second}, "PushConfig.RetryBackoff"},
-		{"bad prefix", metrics.PushConfig{URL: "http://pgw:9091", Options: metrics.Options{Prefix: "9x"}}, "Options.Prefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := metrics.NewPusher(tc.cfg)
 			var fe *field.Error
 			if !errors.As(err, &fe) || fe.Field != tc.field {
-				t.Fatalf("err = %v, want *field.Error on %s", err, tc.field)
+				t.Fatalf("err = %v, want FieldError on %s", err, tc.field)
 			}
 			if strings.Contains(err.Error(), ":p@") {
 				t.Errorf("error leaks URL credentials: %v", err)

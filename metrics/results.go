@@ -7,14 +7,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/functional"
-	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // 运行类型的取值（runtype.PR 与 runtype.Daily 的别名，与 matrix、report 同一类型）。
-// 只有 RunTypeDaily 会被推送。
+// 本包不按运行类型做取舍：规格第 7 节"仅每日推送"是驱动程序的策略（examples/ci/driver）。
 const (
 	RunTypePR    = runtype.PR
 	RunTypeDaily = runtype.Daily
@@ -47,16 +46,14 @@ type RunInfo struct {
 	RunID    string
 }
 
-// Results 是一个场景一次运行的全部结果：metrics 把它整体转换为指标族，
-// Pushgateway 一次替换整组，所以三个阶段的结果应一起交给 Push。
-// 某阶段失败或未运行时对应字段留空，该阶段的序列就不出现（而不是写 0）。
-type Results struct {
-	Info       RunInfo
-	Perf       []loadgen.Summary     // 每行一个压测分组（acs-bench 汇总 CSV 的一行）
-	Functional *functional.Report    // 功能测试报告，nil 表示未运行
-	Accuracy   []accuracy.EvalResult // 每个数据集一个结果
-	// Capacity 是容量扫描的结论，导出为 capacity_requests_per_second。
-	Capacity []loadgen.SweepResult
+// Labels 校验 ri 并返回它的稳定身份标签（model、quant、scenario、run_type），
+// 用作本地暴露时的 Options.ConstLabels；推送时同样的标签在分组键里（见 Pusher.GroupingKey）。
+func (ri RunInfo) Labels() (prometheus.Labels, error) {
+	v, err := ri.validate()
+	if err != nil {
+		return nil, err
+	}
+	return prometheus.Labels{LabelModel: v.Model, LabelQuant: v.Quant, LabelScenario: v.Scenario, LabelRunType: string(v.RunType)}, nil
 }
 
 // labelValueOK 检查标签值：必须是合法 UTF-8 且不含换行，避免破坏文本暴露格式与 Grafana 表格。

@@ -34,14 +34,17 @@ func TimelineRow(t loadgen.Timeline) []string {
 }
 
 // TimelineWriter 把时间线行增量写入 CSV：第一行之前写表头，每行写完立即 Flush
-// （压测中途崩溃也保留已采样的行）。实现 loadgen.TimelineSink；并发安全。
+// （压测中途崩溃也保留已采样的行）。Observer 把它接成 loadgen.Run 的 OnTimeline；并发安全。
 type TimelineWriter struct {
 	mu     sync.Mutex
 	w      *csv.Writer
 	header bool
 }
 
-var _ loadgen.TimelineSink = (*TimelineWriter)(nil)
+// Observer 返回只带 OnTimeline 的 loadgen.Observer。
+func (tw *TimelineWriter) Observer() *loadgen.Observer {
+	return &loadgen.Observer{OnTimeline: tw.WriteTimeline}
+}
 
 // NewTimelineWriter 返回写往 w 的时间线写入器。
 func NewTimelineWriter(w io.Writer) *TimelineWriter { return &TimelineWriter{w: csv.NewWriter(w)} }

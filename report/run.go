@@ -237,7 +237,7 @@ func (r *Run) RecordPerf(scenario string, rows []loadgen.Summary) error {
 	})
 }
 
-// RecordTimeline 追加场景的时间线行（一次 loadgen.Run 经 TimelineSink 收到的全部行），
+// RecordTimeline 追加场景的时间线行（一次 loadgen.Run 经 Observer.OnTimeline 收到的全部行），
 // HTML 报告据此按分组画出时延与并发随时间的变化。
 func (r *Run) RecordTimeline(scenario string, rows []loadgen.Timeline) error {
 	return r.record(scenario, func(sc *Scenario) string {

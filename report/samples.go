@@ -62,70 +62,35 @@ type comboState struct {
 	group          int       // lastEnd 所属的分组序号
 }
 
-// SampleCollector 在把逐请求记录转交给下一个接收方的同时，按组合保留有界的
-// 成功请求样本（TTFT、E2E、相邻完成间隔），供 RecordSamples 写入产物、
-// 性能门禁计算置信区间。预热与被取消的请求不计入，与汇总口径一致。
+// SampleCollector 按组合保留有界的成功请求样本（TTFT、E2E、相邻完成间隔），
+// 供 RecordSamples 写入产物、性能门禁计算置信区间。预热与被取消的请求不计入，与汇总口径一致。
 //
-// 它实现 loadgen.RecordSink、GroupSink、ProgressSink 与 TimelineSink（后三者在下一个
-// 接收方支持时转发），可直接包住 metrics.ArtifactSink 交给 loadgen.Run。loadgen.Run 串行
-// 调用这些方法，所以它不加锁；Samples 须在 Run 返回后调用。
+// 它只是一个观察者，不包住别的接收方：Observer 给出只带 OnRecord 的 loadgen.Observer，
+// 与 CSV 写入器等别的出口用 loadgen.Tee 并列交给 loadgen.Run——以前它包住下一个接收方
+// 并按类型断言转发，漏掉了容量扫描的 EndSweep；并列之后谁也拿不走别人的事件。
+// loadgen 串行调用钩子，所以它不加锁；Samples 须在 Run 返回后调用。
 type SampleCollector struct {
-	next          loadgen.RecordSink
 	backend, ctrl string
 	max           int
 	combos        map[[3]int]*comboState
 	order         [][3]int
 }
 
-var (
-	_ loadgen.RecordSink   = (*SampleCollector)(nil)
-	_ loadgen.GroupSink    = (*SampleCollector)(nil)
-	_ loadgen.ProgressSink = (*SampleCollector)(nil)
-	_ loadgen.TimelineSink = (*SampleCollector)(nil)
-)
-
-// WriteTimeline 转发给下一个接收方（不支持时丢弃，与 loadgen 不找到该能力时相同）。
-func (c *SampleCollector) WriteTimeline(t loadgen.Timeline) error {
-	if ts, ok := c.next.(loadgen.TimelineSink); ok {
-		return ts.WriteTimeline(t)
-	}
-	return nil
-}
-
-// NewSampleCollector 返回包住 next（可为 nil）的采样器。backend 与 controlMethod
-// 是档位级的取值（记录里没有），用于把样本与汇总行的组合对上；max ≤ 0 取
-// DefaultMaxSamples。
-func NewSampleCollector(next loadgen.RecordSink, backend, controlMethod string, max int) *SampleCollector {
+// NewSampleCollector 返回一个采样器。backend 与 controlMethod 是档位级的取值
+// （记录里没有），用于把样本与汇总行的组合对上；max ≤ 0 取 DefaultMaxSamples。
+func NewSampleCollector(backend, controlMethod string, max int) *SampleCollector {
 	if max <= 0 {
 		max = DefaultMaxSamples
 	}
-	return &SampleCollector{next: next, backend: backend, ctrl: controlMethod, max: max, combos: map[[3]int]*comboState{}}
+	return &SampleCollector{backend: backend, ctrl: controlMethod, max: max, combos: map[[3]int]*comboState{}}
 }
 
-// BeginGroup 转发给下一个接收方。
-func (c *SampleCollector) BeginGroup(g loadgen.Group) error {
-	if gs, ok := c.next.(loadgen.GroupSink); ok {
-		return gs.BeginGroup(g)
-	}
-	return nil
+// Observer 返回只带 OnRecord 的 loadgen.Observer（用 loadgen.Tee 与别的出口组合）。
+func (c *SampleCollector) Observer() *loadgen.Observer {
+	return &loadgen.Observer{OnRecord: c.WriteRecord}
 }
 
-// EndGroup 转发给下一个接收方。
-func (c *SampleCollector) EndGroup(s loadgen.Summary) error {
-	if gs, ok := c.next.(loadgen.GroupSink); ok {
-		return gs.EndGroup(s)
-	}
-	return nil
-}
-
-// Progress 转发给下一个接收方。
-func (c *SampleCollector) Progress(p loadgen.Progress) {
-	if ps, ok := c.next.(loadgen.ProgressSink); ok {
-		ps.Progress(p)
-	}
-}
-
-// WriteRecord 记下成功请求的样本，再把记录交给下一个接收方。
+// WriteRecord 记下成功请求的样本（作为 Observer.OnRecord；从不返回错误）。
 func (c *SampleCollector) WriteRecord(r *loadgen.Record) error {
 	if !r.Warmup && r.OK && r.ErrorClass != loadgen.ErrClassCanceled {
 		key := [3]int{r.Group.InputLength, r.Group.OutputLength, r.Group.Concurrency}
@@ -157,10 +122,7 @@ func (c *SampleCollector) WriteRecord(r *loadgen.Record) error {
 			st.group, st.lastEnd = r.Group.Index, end
 		}
 	}
-	if c.next == nil {
-		return nil
-	}
-	return c.next.WriteRecord(r)
+	return nil
 }
 
 // Samples 返回各组合的样本（按首次出现的顺序）。

@@ -17,45 +17,20 @@ import (
 	"github.com/vllm-cibench/cibench/report"
 )
 
-// fwdSink 记录被转发的调用次数。
-type fwdSink struct{ recs, begins, ends, progress, timeline int }
-
-// WriteRecord 计数。
-func (f *fwdSink) WriteRecord(*loadgen.Record) error { f.recs++; return nil }
-
-// BeginGroup 计数。
-func (f *fwdSink) BeginGroup(loadgen.Group) error { f.begins++; return nil }
-
-// EndGroup 计数。
-func (f *fwdSink) EndGroup(loadgen.Summary) error { f.ends++; return nil }
-
-// Progress 计数。
-func (f *fwdSink) Progress(loadgen.Progress) { f.progress++ }
-
-// WriteTimeline 计数。
-func (f *fwdSink) WriteTimeline(loadgen.Timeline) error { f.timeline++; return nil }
-
 // TestSampleCollector 检查采样器：只收成功、非预热的请求；相邻完成间隔之和等于首末完成的
-// 跨度（QPS 的自助法因此与 完成数/跨度 一致）；蓄水池把样本数限制在上限内；调用都被转发。
+// 跨度（QPS 的自助法因此与 完成数/跨度 一致）；蓄水池把样本数限制在上限内；它只接 OnRecord。
 func TestSampleCollector(t *testing.T) {
-	next := &fwdSink{}
-	c := report.NewSampleCollector(next, "openai-chat", "normal", 50)
+	c := report.NewSampleCollector("openai-chat", "normal", 50)
+	if o := c.Observer(); o.OnRecord == nil || o.OnGroupStart != nil || o.OnGroupEnd != nil || o.OnTimeline != nil || o.OnProgress != nil || o.OnSweepEnd != nil {
+		t.Fatalf("observer hooks %+v, want OnRecord only", o)
+	}
 	t0 := time.Unix(1000, 0)
 	g := loadgen.Group{Index: 0, InputLength: 8, OutputLength: 4, Concurrency: 2, Round: 1}
-	if err := c.BeginGroup(g); err != nil {
-		t.Fatal(err)
-	}
 	_ = c.WriteRecord(&loadgen.Record{Group: g, Warmup: true, OK: true, TTFT: time.Second, E2E: time.Second, Intended: t0})
 	_ = c.WriteRecord(&loadgen.Record{Group: g, OK: false, ErrorClass: loadgen.ErrClassHTTP, Intended: t0})
 	// 三个成功请求，完成于 t0+1s、t0+1.5s、t0+3s（记录顺序 1.5s 先到）。
 	for _, r := range []struct{ at, e2e time.Duration }{{500 * time.Millisecond, time.Second}, {0, time.Second}, {time.Second, 2 * time.Second}} {
 		_ = c.WriteRecord(&loadgen.Record{Group: g, OK: true, Intended: t0.Add(r.at), TTFT: 100 * time.Millisecond, E2E: r.e2e})
-	}
-	_ = c.EndGroup(loadgen.Summary{})
-	c.Progress(loadgen.Progress{})
-	_ = c.WriteTimeline(loadgen.Timeline{})
-	if next.recs != 5 || next.begins != 1 || next.ends != 1 || next.progress != 1 || next.timeline != 1 {
-		t.Errorf("forwarded %+v", next)
 	}
 	s := c.Samples()
 	if len(s) != 1 || s[0].Seen != 3 || len(s[0].TTFTMicros) != 3 || s[0].TTFTMicros[0] != 100000 {
@@ -70,7 +45,7 @@ func TestSampleCollector(t *testing.T) {
 		t.Errorf("gaps %v (sum %d)", s[0].GapMicros, sum)
 	}
 	// 蓄水池：1000 个请求只保留 50 个，且都来自输入。
-	c = report.NewSampleCollector(nil, "openai-chat", "normal", 50)
+	c = report.NewSampleCollector("openai-chat", "normal", 50)
 	for i := range 1000 {
 		_ = c.WriteRecord(&loadgen.Record{Group: g, OK: true, Intended: t0, TTFT: time.Duration(i+1) * time.Microsecond, E2E: time.Second})
 	}

@@ -370,6 +370,23 @@ type profileYAML struct {
 	nodes map[string]*yaml.Node
 }
 
+// benchProfile 是 --perf-profile 文件的形状：loadgen.Profile 的全部键（内联），加上只对
+// 命令行程序有意义的两项。它们曾是 loadgen.Profile 的字段，但库从不打开文件：数据集由调用方
+// 读成 Profile.Prompts，分词器由调用方读成 Target.Tokenizer。把"路径"留在这一层，库的类型
+// 就只描述压测本身（docs/packages.md "命令行与 acs-bench 的翻译层"）。
+type benchProfile struct {
+	loadgen.Profile `yaml:",inline"`
+	// InputPath 是 custom 数据集（JSONL 文件或 generate dataset 的目录），同 -i/--input-path。
+	InputPath string `yaml:"input_path"`
+	// Tokenizer 是本地 HuggingFace tokenizer.json（或其目录），同 -t/--tokenizer。
+	Tokenizer string `yaml:"tokenizer"`
+}
+
+// profile 返回 o 当前的 --perf-profile 形状（Profile 加命令行层的两项）。
+func (o *options) profile() benchProfile {
+	return benchProfile{Profile: o.p, InputPath: o.inputPath, Tokenizer: o.tokenizer}
+}
+
 // zeroIsDefault 是 Profile 中"0 表示取默认值"的字段：YAML 里显式写 0 多半是笔误
 // （epochs: 0 曾被当成 1 跑），因此报错而不是静默改成默认值。
 var zeroIsDefault = map[string]string{
@@ -379,8 +396,8 @@ var zeroIsDefault = map[string]string{
 
 // loadProfileYAML 严格解码 YAML 档位（未知键、类型错误报 文件:行），并检查被默认值
 // 掩盖的显式 0。
-func loadProfileYAML(path string) (loadgen.Profile, *profileYAML, error) {
-	var p loadgen.Profile
+func loadProfileYAML(path string) (benchProfile, *profileYAML, error) {
+	var p benchProfile
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return p, nil, fmt.Errorf("--perf-profile: %w", err)

@@ -24,9 +24,9 @@ type optCase struct {
 }
 
 // profFieldOf 把 Profile 编码成 YAML 键 → 值，用来确认选项改的正是它声明的字段。
-func profFieldOf(t *testing.T, p loadgen.Profile) map[string]any {
+func profFieldOf(t *testing.T, o *options) map[string]any {
 	t.Helper()
-	b, err := yaml.Marshal(p)
+	b, err := yaml.Marshal(o.profile())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestProfEveryOption(t *testing.T) {
 		"input-path":       {value: ds, get: func(o *options) any { return len(o.p.Prompts) }, want: 2},
 		"input-length":     {value: "64,2048", get: func(o *options) any { return o.p.InputLength }, want: []int{64, 2048}},
 		"num-requests":     {value: "5", get: func(o *options) any { return o.p.NumRequests }, want: []int{5}},
-		"tokenizer":        {value: "tok.json", get: func(o *options) any { return o.p.Tokenizer }, want: "tok.json"},
+		"tokenizer":        {value: "tok.json", get: func(o *options) any { return o.tokenizer }, want: "tok.json"},
 		"random-seed":      {value: "42", get: func(o *options) any { return o.p.Seed }, want: int64(42)},
 		"concurrency":      {value: "1,2,4", get: func(o *options) any { return o.p.Concurrency }, want: []int{1, 2, 4}},
 		"request-rate":     {value: "12.5", get: func(o *options) any { return o.p.RequestRate }, want: 12.5},
@@ -144,7 +144,7 @@ func TestProfEveryOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	baseFields := profFieldOf(t, base.p)
+	baseFields := profFieldOf(t, base)
 	for _, d := range profDefs() {
 		if d.reject != "" {
 			continue
@@ -191,11 +191,11 @@ func TestProfEveryOption(t *testing.T) {
 			}
 			// 选项声明的字段（YAML 键）确实因它而变。
 			if d.field != "" && d.long != "perf-profile" {
-				fields := profFieldOf(t, o.p)
+				fields := profFieldOf(t, o)
 				changed := false
 				for _, k := range strings.Split(d.field, "/") {
 					if _, ok := fields[k]; !ok {
-						t.Errorf("%s: field %q is not a Profile YAML key", d.names(), k)
+						t.Errorf("%s: field %q is not a --perf-profile YAML key", d.names(), k)
 					}
 					changed = changed || fmt.Sprint(fields[k]) != fmt.Sprint(baseFields[k])
 				}
@@ -358,6 +358,7 @@ func TestProfileYAMLErrorsNameFileLine(t *testing.T) {
 		head + "request_rate: .nan\n":                              ":4: request_rate: NaN",
 		"concurrency: [1]\ninput_length: [16]\noutput_length: [x]": `:3:17: output_length[0]: want an integer, got a string (got "x")`,
 		"concurrency:\n  - 1\n  - 0\ninput_length: [16]\n":         ":3: concurrency: 0",
+		head + "backend: openai_chat\n":                            `:4:10: backend: want "openai-chat" or "openai" (got "openai_chat")`,
 	}
 	for body, want := range cases {
 		f := filepath.Join(t.TempDir(), "p.yaml")
@@ -375,6 +376,24 @@ func TestProfileYAMLErrorsNameFileLine(t *testing.T) {
 	_, err := parseFlags([]string{"--perf-profile", f, "-n", "1,2,3"}, &bytes.Buffer{})
 	if err == nil || !strings.HasPrefix(err.Error(), "-n [1 2 3]: give one value or one per concurrency group (2)") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// TestProfileYAMLCLIKeys 验证 --perf-profile 里只属于命令行层的两个键（input_path、tokenizer）
+// 照常被接受并读进 options（它们不再是 loadgen.Profile 的字段），input_path 的数据集被读成 Prompts。
+func TestProfileYAMLCLIKeys(t *testing.T) {
+	ds := writeJSONL(t)
+	f := filepath.Join(t.TempDir(), "p.yaml")
+	body := "concurrency: [1]\ninput_length: [64]\noutput_length: [8]\ninput_path: " + ds + "\ntokenizer: tok.json\n"
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"--perf-profile", f}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.inputPath != ds || o.tokenizer != "tok.json" || o.p.DatasetType != loadgen.DatasetCustom || len(o.p.Prompts) != 2 {
+		t.Fatalf("input %q tokenizer %q dataset %q prompts %d", o.inputPath, o.tokenizer, o.p.DatasetType, len(o.p.Prompts))
 	}
 }
 

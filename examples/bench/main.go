@@ -105,8 +105,8 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer teardown()
-	if o.p.Tokenizer != "" {
-		tok, err := loadTokenizer(o.p.Tokenizer)
+	if o.tokenizer != "" {
+		tok, err := loadTokenizer(o.tokenizer)
 		if err != nil {
 			return err
 		}
@@ -126,16 +126,17 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sink := &progressSink{ArtifactSink: art, w: stderr, quiet: o.quiet}
+	prog := &progressLine{w: stderr, quiet: o.quiet}
+	obs := loadgen.Tee(art.Observer(), prog.observer())
 	var sums []loadgen.Summary
 	var sweepFiles []string
 	var runErr error
 	if pd.ControlMethod == loadgen.ControlSweep {
-		sums, sweepFiles, runErr = runSweep(ctx, tgt, o, sink, stderr)
+		sums, sweepFiles, runErr = runSweep(ctx, tgt, o, obs, stderr)
 	} else {
-		sums, runErr = loadgen.Run(ctx, tgt, o.p, sink)
+		sums, runErr = loadgen.Run(ctx, tgt, o.p, obs)
 	}
-	sink.endLine()
+	prog.endLine()
 	if err := art.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -251,18 +252,20 @@ func target(ctx context.Context, o *options) (loadgen.Target, func(), error) {
 	return p.Target(), func() {}, nil
 }
 
-// progressSink 在产物接收器之上加一条 stderr 进度行（库本身从不写 stderr）。
-type progressSink struct {
-	*metrics.ArtifactSink
+// progressLine 是产物写入器旁边的第二个观察者：一条 stderr 进度行（库本身从不写 stderr）。
+type progressLine struct {
 	w      io.Writer
 	quiet  bool
 	inLine bool
 }
 
-var _ loadgen.ProgressSink = (*progressSink)(nil)
+// observer 返回进度行的钩子：OnProgress 刷新进度行，OnGroupEnd 在汇总行之前换行。
+func (s *progressLine) observer() *loadgen.Observer {
+	return &loadgen.Observer{OnProgress: s.progress, OnGroupEnd: func(loadgen.Summary) error { s.endLine(); return nil }}
+}
 
-// Progress 用回车覆盖同一行。
-func (s *progressSink) Progress(p loadgen.Progress) {
+// progress 用回车覆盖同一行。
+func (s *progressLine) progress(p loadgen.Progress) {
 	if s.quiet {
 		return
 	}
@@ -272,14 +275,8 @@ func (s *progressSink) Progress(p loadgen.Progress) {
 	s.inLine = true
 }
 
-// EndGroup 结束进度行后写汇总。
-func (s *progressSink) EndGroup(sum loadgen.Summary) error {
-	s.endLine()
-	return s.ArtifactSink.EndGroup(sum)
-}
-
 // endLine 在进度行之后换行。
-func (s *progressSink) endLine() {
+func (s *progressLine) endLine() {
 	if s.inLine {
 		fmt.Fprintln(s.w)
 		s.inLine = false

@@ -23,6 +23,7 @@ type options struct {
 	emuTokensPerChunk                           int
 	emuMaxNumSeqs                               int // 容量扫描演示：模拟器同时执行的请求上限
 	p                                           loadgen.Profile
+	inputPath, tokenizer                        string     // 只属于命令行层的两项，见 benchProfile
 	gen                                         genOptions // 仅 generate dataset 使用
 	shard                                       shardOptions
 }
@@ -53,7 +54,7 @@ func profDefs() []*optDef {
 			setStr: func(o *options, v string) error { p(o).ModalType = loadgen.ModalType(v); return nil }},
 		{short: "i", long: "input-path", kind: kString, field: "input_path",
 			help:   "custom dataset: a JSONL file, or the directory written by 'generate dataset'",
-			setStr: func(o *options, v string) error { p(o).InputPath = v; return nil }},
+			setStr: func(o *options, v string) error { o.inputPath = v; return nil }},
 		{short: "il", long: "input-length", kind: kIntList, field: "input_length", min: 1, max: loadgen.MaxTokens,
 			help:    "input lengths in tokens (default 128 for the random dataset; must match the custom dataset's lengths)",
 			setInts: func(o *options, v []int) { p(o).InputLength = v }},
@@ -62,7 +63,7 @@ func profDefs() []*optDef {
 			setInts: func(o *options, v []int) { p(o).NumRequests = v }},
 		{short: "t", long: "tokenizer", kind: kString, field: "tokenizer",
 			help:   "local HuggingFace tokenizer.json (or its directory): sizes prompts when the server has no /tokenize",
-			setStr: func(o *options, v string) error { p(o).Tokenizer = v; return nil }},
+			setStr: func(o *options, v string) error { o.tokenizer = v; return nil }},
 		{short: "rv", long: "revision", kind: kString, def: "master", reject: whyHFHub},
 		{short: "seed", long: "random-seed", kind: kInt, field: "seed", help: "random seed (dataset and arrivals)",
 			setInt: func(o *options, v int) { p(o).Seed = int64(v) }},
@@ -314,9 +315,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	if o.perfProfile != "" {
-		if o.p, py, err = loadProfileYAML(o.perfProfile); err != nil {
+		var bp benchProfile
+		if bp, py, err = loadProfileYAML(o.perfProfile); err != nil {
 			return nil, err
 		}
+		o.p, o.inputPath, o.tokenizer = bp.Profile, bp.InputPath, bp.Tokenizer
 	}
 	set, err := t.apply(o, occ)
 	if err != nil {
@@ -334,14 +337,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // finish 读取 custom 数据集、补上命令行的默认长度，并对填好默认值的 Profile 做完整校验。
 func (o *options) finish(set map[string]string, py *profileYAML) error {
 	p := &o.p
-	if p.InputPath != "" {
+	if o.inputPath != "" {
 		if p.DatasetType == "" {
 			p.DatasetType = loadgen.DatasetCustom
 		}
 		if p.DatasetType != loadgen.DatasetCustom {
 			return fmt.Errorf("%s %q: -i/--input-path is only read by the custom dataset", flagOr(set, "dataset_type", "--dataset-type"), p.DatasetType)
 		}
-		ps, err := readDataset(flagOr(set, "input_path", "--input-path"), p.InputPath)
+		ps, err := readDataset(flagOr(set, "input_path", "--input-path"), o.inputPath)
 		if err != nil {
 			return err
 		}

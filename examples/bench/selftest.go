@@ -176,7 +176,7 @@ func selfRun(ctx context.Context, cfg emulator.Config, p loadgen.Profile, w io.W
 // selfRunTarget 对给定目标跑一组并计量进程 CPU 时间。
 func selfRunTarget(ctx context.Context, tgt loadgen.Target, p loadgen.Profile, w io.Writer) (loadgen.Summary, time.Duration, error) {
 	cpu0 := procstat.CPUTime()
-	sums, err := loadgen.Run(ctx, tgt, p, metrics.NewRecordWriter(w))
+	sums, err := loadgen.Run(ctx, tgt, p, metrics.NewRecordWriter(w).Observer())
 	if err != nil {
 		return loadgen.Summary{}, 0, err
 	}

@@ -52,8 +52,8 @@ func sweepDefs() []*optDef {
 
 // runSweep 执行扫描，写出每次扫描的逐级 CSV 与容量汇总 CSV，并在 stderr 打印容量行。
 // 返回各级的汇总行（照常打印）与写出的文件名。
-func runSweep(ctx context.Context, tgt loadgen.Target, o *options, sink loadgen.RecordSink, stderr io.Writer) ([]loadgen.Summary, []string, error) {
-	results, runErr := loadgen.RunSweep(ctx, tgt, o.p, sink)
+func runSweep(ctx context.Context, tgt loadgen.Target, o *options, obs *loadgen.Observer, stderr io.Writer) ([]loadgen.Summary, []string, error) {
+	results, runErr := loadgen.RunSweep(ctx, tgt, o.p, obs)
 	var sums []loadgen.Summary
 	var files []string
 	ts := time.Now().Format("20060102150405")

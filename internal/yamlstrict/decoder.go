@@ -255,7 +255,15 @@ func (d *Decoder) Decode(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
-			d.Errorf(n, path, n.Value, "%v", err)
+			// 类型自己报告的字段错误只取原因与哨兵：位置、YAML 路径与取值由解码器给出，
+			// 否则文本里会出现两遍字段名与取值（"backend: …: backend: … (got x) (got x)"）。
+			var fe *field.Error
+			if errors.As(err, &fe) {
+				d.Errs = append(d.Errs, &field.Error{Err: fe.Err, File: d.File, Line: n.Line, Col: n.Column,
+					Field: path, Value: n.Value, Reason: fe.Reason})
+			} else {
+				d.Errorf(n, path, n.Value, "%v", err)
+			}
 		}
 		return
 	}

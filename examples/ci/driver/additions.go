@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,11 +22,12 @@ type PerfRun struct {
 	Create func(name string) (io.WriteCloser, error)
 }
 
-// PerfExporter 为一次性能档位运行创建一个额外的观察者（导出器），与内置的 CSV 与
-// 样本采集并列收到全部事件（逐请求记录、组开始/结束、进度、时间线）。返回的 Close
-// 在档位结束后调用（可以为 nil），用于刷出文件；返回错误记为该场景的 perf 阶段错误。
-// 容量扫描档位不经过导出器（扫描结论由 report 记录）。
-type PerfExporter func(run PerfRun) (loadgen.RecordSink, func() error, error)
+// PerfExporter 为一次性能档位运行创建一个额外的观察者（导出器）：驱动用 loadgen.Tee 把它
+// 与内置的 CSV、样本采集并列挂上，它收到 loadgen.Observer 的每一种事件（逐请求记录、组开始/
+// 结束、进度、时间线、扫描结论；分片运行没有逐请求记录与进度，见 loadgen.RunLocalShards）。
+// 钩子的并发约定见 loadgen.Observer。返回的 close 在档位结束后调用（可以为 nil），用于刷出
+// 文件；返回错误（构造或关闭）记为该场景的 perf 阶段错误。
+type PerfExporter func(run PerfRun) (obs *loadgen.Observer, close func() error, err error)
 
 // GateRun 是交给团队门禁的输入：完整的运行结果与运行目录中的产物。
 type GateRun struct {
@@ -42,95 +44,37 @@ type GateRun struct {
 // fail 让退出码为 ExitGateFailed。返回错误只记日志，已返回的门禁照常计入。
 type GateFunc func(ctx context.Context, run GateRun) ([]gate.Gate, error)
 
-// tee 把 loadgen 的事件同时交给内置接收方与团队的导出器。loadgen.Run 串行调用接收方，
-// 所以 tee 不加锁。
-type tee struct {
-	next  loadgen.RecordSink
-	extra []loadgen.RecordSink
-}
-
-var (
-	_ loadgen.RecordSink   = (*tee)(nil)
-	_ loadgen.GroupSink    = (*tee)(nil)
-	_ loadgen.ProgressSink = (*tee)(nil)
-	_ loadgen.TimelineSink = (*tee)(nil)
-)
-
-// all 返回内置接收方与全部导出器，内置的在前。
-func (t *tee) all() []loadgen.RecordSink { return append([]loadgen.RecordSink{t.next}, t.extra...) }
-
-// WriteRecord 依次转发逐请求记录；第一个错误终止本次运行（与单个接收方相同）。
-func (t *tee) WriteRecord(r *loadgen.Record) error {
-	for _, s := range t.all() {
-		if err := s.WriteRecord(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// BeginGroup 转发给支持 GroupSink 的接收方。
-func (t *tee) BeginGroup(g loadgen.Group) error {
-	for _, s := range t.all() {
-		if gs, ok := s.(loadgen.GroupSink); ok {
-			if err := gs.BeginGroup(g); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// EndGroup 转发给支持 GroupSink 的接收方。
-func (t *tee) EndGroup(sum loadgen.Summary) error {
-	for _, s := range t.all() {
-		if gs, ok := s.(loadgen.GroupSink); ok {
-			if err := gs.EndGroup(sum); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// Progress 转发给支持 ProgressSink 的接收方。
-func (t *tee) Progress(p loadgen.Progress) {
-	for _, s := range t.all() {
-		if ps, ok := s.(loadgen.ProgressSink); ok {
-			ps.Progress(p)
-		}
-	}
-}
-
-// WriteTimeline 转发给支持 TimelineSink 的接收方。
-func (t *tee) WriteTimeline(tl loadgen.Timeline) error {
-	for _, s := range t.all() {
-		if ts, ok := s.(loadgen.TimelineSink); ok {
-			if err := ts.WriteTimeline(tl); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// exporters 为一个档位创建团队的导出器；返回观察者与需要在档位结束后调用的关闭函数。
-func (d *driver) exporters(scenario, profile string, create func(string) (io.WriteCloser, error)) ([]loadgen.RecordSink, []func() error, error) {
-	var sinks []loadgen.RecordSink
+// exporters 为一个档位创建团队的导出器，返回它们合成的一个观察者（没有导出器时为 nil，
+// loadgen.Tee 跳过它）与档位结束后调用的关闭函数（返回关闭错误，已加上档位名）。
+// 某个导出器构造失败时返回错误，其余导出器照常挂上。
+func (d *driver) exporters(scenario, profile string, create func(string) (io.WriteCloser, error)) (*loadgen.Observer, func(profile string) []error, error) {
+	var obs []*loadgen.Observer
 	var closers []func() error
+	var errs []error
 	for i, mk := range d.o.PerfExporters {
-		s, closeFn, err := mk(PerfRun{Scenario: scenario, Profile: profile, Create: create})
+		o, closeFn, err := mk(PerfRun{Scenario: scenario, Profile: profile, Create: create})
 		if err != nil {
-			return sinks, closers, fmt.Errorf("perf exporter %d: %w", i, err)
+			errs = append(errs, fmt.Errorf("perf exporter %d: %w", i, err))
+			continue
 		}
-		if s != nil {
-			sinks = append(sinks, s)
-		}
+		obs = append(obs, o)
 		if closeFn != nil {
 			closers = append(closers, closeFn)
 		}
 	}
-	return sinks, closers, nil
+	closeAll := func(profile string) []error {
+		var errs []error
+		for _, c := range closers {
+			if err := c(); err != nil {
+				errs = append(errs, fmt.Errorf("profile %s: close exporter: %w", profile, err))
+			}
+		}
+		return errs
+	}
+	if len(obs) == 0 {
+		return nil, closeAll, errors.Join(errs...)
+	}
+	return loadgen.Tee(obs...), closeAll, errors.Join(errs...)
 }
 
 // extraGates 运行团队的门禁并返回它们的结论；门禁缺名字时补上 "team/gate<i>"，

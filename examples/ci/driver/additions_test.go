@@ -14,22 +14,22 @@ import (
 	"github.com/vllm-cibench/cibench/report"
 )
 
-// groupCounter 是一个实现了全部可选能力的导出器：它数记录、组开始/结束与时间线行，
-// 证明驱动的 tee 把每一种事件都交给了团队的导出器（而不只是逐请求记录）。
+// groupCounter 数团队导出器收到的每一种事件，证明驱动把 loadgen.Observer 的每个钩子都交给了它。
 type groupCounter struct {
-	records, begins, ends, timeline int
-	rowsTotal                       int
+	records, begins, ends, timeline, progress int
+	rowsTotal                                 int
 }
 
-func (g *groupCounter) WriteRecord(*loadgen.Record) error { g.records++; return nil }
-func (g *groupCounter) BeginGroup(loadgen.Group) error    { g.begins++; return nil }
-func (g *groupCounter) EndGroup(s loadgen.Summary) error {
-	g.ends++
-	g.rowsTotal += s.NumPrompts
-	return nil
+// observer 返回挂上全部计数钩子的观察者。
+func (g *groupCounter) observer() *loadgen.Observer {
+	return &loadgen.Observer{
+		OnRecord:     func(*loadgen.Record) error { g.records++; return nil },
+		OnGroupStart: func(loadgen.Group) error { g.begins++; return nil },
+		OnGroupEnd:   func(s loadgen.Summary) error { g.ends++; g.rowsTotal += s.NumPrompts; return nil },
+		OnTimeline:   func(loadgen.Timeline) error { g.timeline++; return nil },
+		OnProgress:   func(loadgen.Progress) { g.progress++ },
+	}
 }
-func (g *groupCounter) Progress(loadgen.Progress)            {}
-func (g *groupCounter) WriteTimeline(loadgen.Timeline) error { g.timeline++; return nil }
 
 // TestPerfExportersAndGates 检查驱动的两个扩展点：导出器收到全部事件种类、写的文件进入运行目录，
 // 构造失败记为 perf 阶段错误；团队门禁拿到结果与运行目录，缺名字时补上，fail 让退出码变红。
@@ -39,7 +39,7 @@ func TestPerfExportersAndGates(t *testing.T) {
 	gc := &groupCounter{}
 	var profiles []string
 	o.PerfExporters = []driver.PerfExporter{
-		func(run driver.PerfRun) (loadgen.RecordSink, func() error, error) {
+		func(run driver.PerfRun) (*loadgen.Observer, func() error, error) {
 			profiles = append(profiles, run.Scenario+"/"+run.Profile)
 			w, err := run.Create("team.txt")
 			if err != nil {
@@ -48,9 +48,9 @@ func TestPerfExportersAndGates(t *testing.T) {
 			if _, err := w.Write([]byte("team exporter was here " + secret)); err != nil {
 				return nil, nil, err
 			}
-			return gc, w.Close, nil
+			return gc.observer(), w.Close, nil
 		},
-		func(driver.PerfRun) (loadgen.RecordSink, func() error, error) {
+		func(driver.PerfRun) (*loadgen.Observer, func() error, error) {
 			return nil, nil, errors.New("exporter broke")
 		},
 	}
@@ -70,7 +70,7 @@ func TestPerfExportersAndGates(t *testing.T) {
 		t.Fatalf("exporters created for %v, perf rows %d", profiles, len(sc.Perf))
 	}
 	want := sc.Perf[0].NumPrompts + sc.Perf[1].NumPrompts
-	if gc.records != want || gc.rowsTotal != want || gc.begins != 2 || gc.ends != 2 || gc.timeline == 0 {
+	if gc.records != want || gc.rowsTotal != want || gc.begins != 2 || gc.ends != 2 || gc.timeline == 0 || gc.progress == 0 {
 		t.Fatalf("exporter saw %+v, want %d records in 2 groups with timeline rows", gc, want)
 	}
 	perfErr := ""

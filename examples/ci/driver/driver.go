@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/functional"
@@ -119,6 +121,10 @@ type Options struct {
 	PerfExporters []PerfExporter
 	// Gates 是团队的门禁，在内置门禁之后计算，与它们一起写出并决定退出码。
 	Gates []GateFunc
+	// Collectors 为每个场景返回要与内置指标一起推送到 Pushgateway 的 Prometheus collector
+	// （仅每日运行推送，与内置指标同一个分组、同一次 PUT）。它们与内置 collector 注册进同一个
+	// pedantic 注册表：与内置指标重名或自相矛盾是该场景的 push 阶段错误，不会推送半组指标。
+	Collectors func(sc report.Scenario) ([]prometheus.Collector, error)
 
 	// NewDeployer 为测试替换部署方式；nil 时按场景的 mode 构造。
 	NewDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
@@ -171,7 +177,6 @@ type driver struct {
 	parent context.Context
 	tmo    matrix.Timeouts
 	abort  bool
-	pushed []metrics.Results
 }
 
 // newDriver 校验参数、加载矩阵并生成计划；此时还不写任何产物。

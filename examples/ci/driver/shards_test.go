@@ -10,11 +10,8 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// rowSink 收下 EndGroup 的汇总行。
+// rowSink 收下 OnGroupEnd 的汇总行。
 type rowSink struct{ rows []loadgen.Summary }
-
-// BeginGroup 不做事。
-func (s *rowSink) BeginGroup(loadgen.Group) error { return nil }
 
 // EndGroup 保存汇总行。
 func (s *rowSink) EndGroup(r loadgen.Summary) error { s.rows = append(s.rows, r); return nil }
@@ -28,7 +25,7 @@ func TestRunShardedPerf(t *testing.T) {
 	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
 	prof := loadgen.Profile{Concurrency: []int{3, 6}, InputLength: []int{16}, OutputLength: []int{2}, NumRequests: []int{4, 6}, Epochs: 2}
 	sink := &rowSink{}
-	rows, err := runShardedPerf(context.Background(), tgt, prof, 3, sink)
+	rows, err := runShardedPerf(context.Background(), tgt, prof, 3, &loadgen.Observer{OnGroupEnd: sink.EndGroup})
 	if err != nil {
 		t.Fatal(err)
 	}

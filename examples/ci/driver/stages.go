@@ -10,12 +10,16 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/metrics/accuracymetrics"
+	"github.com/vllm-cibench/cibench/metrics/functionalmetrics"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -77,37 +81,36 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			errs = append(errs, err)
 			continue
 		}
+		// 团队的导出器经 loadgen.Tee 与内置 CSV 并列收到全部事件（扫描与分片运行也是）。
+		team, closeTeam, err := d.exporters(sc.Name, np.Name, func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("profile %s: %w", np.Name, err))
+		}
 		if prof.ControlMethod == loadgen.ControlSweep {
-			errs = append(errs, d.sweep(ctx, sc.Name, np.Name, dir, target, np.Profile, sink)...)
+			errs = append(errs, d.sweep(ctx, sc.Name, np.Name, dir, target, np.Profile, sink, team)...)
+			errs = append(errs, closeTeam(np.Name)...)
 			if ctx.Err() != nil {
 				break
 			}
 			continue
 		}
 		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
-		// 团队的导出器经 tee 与内置 CSV 并列收到全部事件。
-		tl := &timelineSink{ArtifactSink: sink}
-		extra, closers, err := d.exporters(sc.Name, np.Name, func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
-		if err != nil {
-			errs = append(errs, fmt.Errorf("profile %s: %w", np.Name, err))
-		}
-		coll := report.NewSampleCollector(&tee{next: tl, extra: extra}, string(prof.Backend), string(prof.ControlMethod), 0)
+		// 时间线行在写 timeline_*.csv 的同时保留一份交给报告画图（行数 = 运行时长 / bucket_interval）。
+		coll := report.NewSampleCollector(string(prof.Backend), string(prof.ControlMethod), 0)
+		var timeline []loadgen.Timeline
+		keep := &loadgen.Observer{OnTimeline: func(t loadgen.Timeline) error { timeline = append(timeline, t); return nil }}
 		var rows []loadgen.Summary
 		var runErr error
 		if p.Perf.Shards > 1 {
 			// 分片运行的记录在各分片进程里，这里没有逐请求样本：门禁退回规格规则（无区间）。
-			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, sink)
+			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, loadgen.Tee(sink.Observer(), team))
 		} else {
-			rows, runErr = loadgen.Run(ctx, target, np.Profile, coll)
+			rows, runErr = loadgen.Run(ctx, target, np.Profile, loadgen.Tee(sink.Observer(), keep, coll.Observer(), team))
 		}
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
 		}
-		for _, c := range closers {
-			if err := c(); err != nil {
-				errs = append(errs, fmt.Errorf("profile %s: close exporter: %w", np.Name, err))
-			}
-		}
+		errs = append(errs, closeTeam(np.Name)...)
 		if len(rows) > 0 {
 			if err := d.run.RecordPerf(sc.Name, rows); err != nil {
 				errs = append(errs, err)
@@ -116,8 +119,8 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 				errs = append(errs, err)
 			}
 		}
-		if len(tl.rows) > 0 {
-			if err := d.run.RecordTimeline(sc.Name, tl.rows); err != nil {
+		if len(timeline) > 0 {
+			if err := d.run.RecordTimeline(sc.Name, timeline); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -136,9 +139,9 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 // 逐级 CSV（sweep_*.csv）、整个档位写一份容量汇总 CSV（capacity_*.csv，每次扫描一行），
 // 结论交给 report（HTML 图表、summary.json）与每日推送（capacity_requests_per_second）。
 // 各级的汇总行不进入性能门禁：它们的到达速率各不相同。
-func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, target loadgen.Target, prof loadgen.Profile, sink *metrics.ArtifactSink) []error {
+func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, target loadgen.Target, prof loadgen.Profile, sink *metrics.ArtifactSink, team *loadgen.Observer) []error {
 	var errs []error
-	results, runErr := loadgen.RunSweep(ctx, target, prof, sink)
+	results, runErr := loadgen.RunSweep(ctx, target, prof, loadgen.Tee(sink.Observer(), team))
 	if err := sink.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", profile, err))
 	}
@@ -163,19 +166,6 @@ func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, targe
 		errs = append(errs, fmt.Errorf("profile %s: %w", profile, runErr))
 	}
 	return errs
-}
-
-// timelineSink 在写 timeline_*.csv 的同时保留时间线行，交给报告画图
-// （行数 = 运行时长 / bucket_interval，未设置 bucket_interval 时没有行）。
-type timelineSink struct {
-	*metrics.ArtifactSink
-	rows []loadgen.Timeline
-}
-
-// WriteTimeline 写 CSV 并保留一份。
-func (s *timelineSink) WriteTimeline(t loadgen.Timeline) error {
-	s.rows = append(s.rows, t)
-	return s.ArtifactSink.WriteTimeline(t)
 }
 
 // accuracy 对每份精度配置运行 accuracy.RunStage（与 examples/accuracy 同一条路径：
@@ -331,31 +321,65 @@ func (d *driver) push(ctx context.Context) {
 		return
 	}
 	pcfg := d.o.PushAuth
-	pcfg.URL, pcfg.Options = d.o.PushURL, d.o.PushOptions
+	pcfg.URL = d.o.PushURL
 	pusher, err := metrics.NewPusher(pcfg)
 	if err != nil {
 		d.log.Error("pushgateway config invalid", "err", d.red.Redact(err.Error()))
 		return
 	}
 	for _, sc := range d.run.Result().Scenarios {
-		res := metrics.Results{
-			Info: metrics.RunInfo{Model: sc.Model, Quant: sc.Quant, Scenario: sc.Name, RunType: d.o.RunType,
-				Commit: d.o.Commit, Branch: d.o.Branch, RunID: d.runID},
-			Perf:       sc.Perf,
-			Capacity:   sc.Capacity,
-			Functional: sc.Functional,
-		}
-		for _, a := range sc.Accuracy {
-			res.Accuracy = append(res.Accuracy, a.Result)
-		}
+		info := metrics.RunInfo{Model: sc.Model, Quant: sc.Quant, Scenario: sc.Name, RunType: d.o.RunType,
+			Commit: d.o.Commit, Branch: d.o.Branch, RunID: d.runID}
 		if s := d.m.Scenarios[sc.Name]; s != nil {
-			res.Info.ModelRaw = s.Model
+			info.ModelRaw = s.Model
 		}
-		if err := pusher.Push(ctx, res); err != nil {
+		var acc []accuracy.EvalResult
+		for _, a := range sc.Accuracy {
+			acc = append(acc, a.Result)
+		}
+		// 每个阶段的结果由它自己的 Collector 导出，注册进同一个 Gatherer 一次推送（整组替换）；
+		// 不带常量标签：分组键承载 model、quant、scenario、run_type。
+		var extra []prometheus.Collector
+		var err error
+		if d.o.Collectors != nil {
+			// 团队的 collector 与内置的注册进同一个 pedantic 注册表：名字冲突、不一致的指标在推送前被拒绝。
+			extra, err = d.o.Collectors(sc)
+		}
+		var reg prometheus.Gatherer
+		if err == nil {
+			reg, err = stageGatherer(info, d.o.PushOptions, sc.Perf, sc.Capacity, sc.Functional, acc, extra...)
+		}
+		if err == nil {
+			err = pusher.Push(ctx, info, reg)
+		}
+		if err != nil {
 			d.recordError(sc.Name, report.Stage("push"), err)
 			continue
 		}
-		d.pushed = append(d.pushed, res)
 		d.log.Info("pushed metrics", "scenario", sc.Name)
 	}
+}
+
+// stageGatherer 为一个场景的各阶段结果构造各自的 Collector（运行身份、压测与容量、功能、精度），
+// 注册进一个 pedantic 注册表交给 Pusher。规格第 7 节的"仅每日推送"由调用方（Run 只在每日运行
+// 调用 push）负责，metrics 本身不按运行类型取舍。
+func stageGatherer(info metrics.RunInfo, opts metrics.Options, perf []loadgen.Summary, capacity []loadgen.SweepResult,
+	fn *functional.Report, acc []accuracy.EvalResult, extra ...prometheus.Collector) (prometheus.Gatherer, error) {
+	ic, err := metrics.NewRunInfoCollector(info, opts)
+	if err != nil {
+		return nil, err
+	}
+	pc, err := metrics.NewPerfCollector(perf, capacity, opts)
+	if err != nil {
+		return nil, err
+	}
+	fc, err := functionalmetrics.NewCollector(fn, opts)
+	if err != nil {
+		return nil, err
+	}
+	ac, err := accuracymetrics.NewCollector(acc, opts)
+	if err != nil {
+		return nil, err
+	}
+	return metrics.NewRegistry(append([]prometheus.Collector{ic, pc, fc, ac}, extra...)...)
 }

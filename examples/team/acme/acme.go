@@ -118,14 +118,14 @@ type export struct {
 }
 
 // counter 是一个档位的导出器：数请求与失败（按错误类别），关闭时写出 exportFile。
-// loadgen 串行调用同一个接收方，所以不加锁。
+// loadgen 串行调用一次运行的全部钩子，所以不加锁。
 type counter struct {
 	run driver.PerfRun
 	exp export
 }
 
-// WriteRecord 计数一条记录。
-func (c *counter) WriteRecord(r *loadgen.Record) error {
+// record 是 OnRecord 钩子：计数一条记录。
+func (c *counter) record(r *loadgen.Record) error {
 	c.exp.Requests++
 	if !r.OK {
 		c.exp.Failed++
@@ -134,10 +134,10 @@ func (c *counter) WriteRecord(r *loadgen.Record) error {
 	return nil
 }
 
-// exporter 是 driver.PerfExporter：为一个档位创建计数器。
-func exporter(run driver.PerfRun) (loadgen.RecordSink, func() error, error) {
+// exporter 是 driver.PerfExporter：为一个档位创建计数器，只挂 OnRecord 一个钩子。
+func exporter(run driver.PerfRun) (*loadgen.Observer, func() error, error) {
 	c := &counter{run: run, exp: export{Profile: run.Profile, FailedByClass: map[string]int{}}}
-	return c, c.close, nil
+	return &loadgen.Observer{OnRecord: c.record}, c.close, nil
 }
 
 // close 写出 exportFile（经 driver 的 Create：脱敏、原子落盘、进入 manifest 与 HTML）。
@@ -215,8 +215,9 @@ func (e wordsEval) Score(_ context.Context, ex accuracy.Example, responses []str
 	return accuracy.SingleResult{Index: ex.Index, ID: ex.ID, Score: s, Prompt: ex.Messages[0].Content, Response: responses[0], Responses: responses}, nil
 }
 
-// 编译期检查：计数器是 loadgen 的接收方，评测实现 accuracy.Eval。
+// 编译期检查：评测实现 accuracy.Eval，导出器与门禁是驱动要的函数类型。
 var (
-	_ loadgen.RecordSink = (*counter)(nil)
-	_ accuracy.Eval      = wordsEval{}
+	_ accuracy.Eval       = wordsEval{}
+	_ driver.PerfExporter = exporter
+	_ driver.GateFunc     = failedRequestsGate
 )
