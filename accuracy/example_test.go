@@ -51,6 +51,6 @@ func ExampleRegistry_Register() {
 	// Output:
 	// <nil> [gpqa mmlu mgsm drop humaneval team-echo]
 	// <nil>
-	// accuracy: config: datasets[0].name: accuracy: unknown dataset (want one of gpqa, mmlu, mgsm, drop, humaneval) (got "team-echo")
+	// accuracy: invalid configuration: datasets[0].name: accuracy: unknown dataset (want one of gpqa, mmlu, mgsm, drop, humaneval) (got "team-echo")
 	// accuracy: invalid eval name: "Team Echo": want a lower-case letter followed by [a-z0-9_-]
 }
