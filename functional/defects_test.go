@@ -89,7 +89,7 @@ var defectTable = map[string]struct {
 	// 每个 choice 两个 finish chunk：vLLM 从不这样做，每个读流的用例都以 protocol 失败。
 	"DoubleFinish": {wholeSuite: true, want: []string{"chat_core/stream", "completions_core/stream", "function_call/stream", "reasoning/stream",
 		"streaming/chunk_size", "streaming/completions_usage", "streaming/content_type", "streaming/continuous_usage", "streaming/done",
-		"streaming/include_usage", "streaming/matches_nonstream", "streaming/role_first", "streaming/single_finish"}},
+		"streaming/include_usage", "streaming/matches_nonstream", "streaming/one_id", "streaming/role_first", "streaming/single_finish"}},
 	"WrongContentType": {want: []string{"streaming/content_type"}},
 	"NIgnored":         {want: []string{"chat_core/n", "streaming/single_finish"}},
 	"EchoIgnored":      {want: []string{"completions_core/echo"}},
@@ -151,6 +151,8 @@ var defectTable = map[string]struct {
 	"UnknownFieldRejected":   {want: []string{"errors/unknown_field_ignored"}},
 	"StreamOptionsUnchecked": {want: []string{"errors/invalid/stream_options_without_stream"}},
 	"ImageNotValidated":      {want: []string{"multimodal/invalid_image_rejected"}},
+	// 每个 chunk 换一个 id：只有 one_id 核对 chunk 之间的 id，其余读流的用例都照样通过。
+	"StreamIDChanges": {want: []string{"streaming/one_id"}},
 	// 只嵌入第一项：dimensions/base64 逐项比较，数量一致（都是 1）仍通过。
 	"EmbeddingBatchIgnored": {want: []string{"embeddings/batch"}},
 }

@@ -1,6 +1,10 @@
 package functional
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Status 是一个用例的结果状态。
 type Status string
@@ -41,6 +45,35 @@ type Result struct {
 	// Want/Got 是 T.Expect 记录的期望与实际值（仅结构化断言失败时有）。
 	Want string `json:"want,omitempty"`
 	Got  string `json:"got,omitempty"`
+	// Retried 是本用例中因传输错误、5xx 或 429 而重发的尝试次数（任何状态都记录）。
+	// 重试后才通过的用例不是干净的通过：在一个测服务器的 CI 里，不稳定的服务本身就是发现。
+	Retried int `json:"retried,omitempty"`
+	// RetryReasons 是每次被重试的尝试的结果（"POST /v1/chat/completions: HTTP 503"），
+	// 按发生顺序，至多 MaxRetryReasons 项（已脱敏）。
+	RetryReasons []string `json:"retry_reasons,omitempty"`
+}
+
+// MaxRetryReasons 是 Result.RetryReasons 保留的最多条数（Retried 仍是完整计数）。
+const MaxRetryReasons = 8
+
+// PassedAfterRetry 报告用例是否只在重试之后才通过。
+func (r Result) PassedAfterRetry() bool { return r.Status == StatusPass && r.Retried > 0 }
+
+// RetryNote 返回"passed after retry: N retried attempt(s): …"一行说明（JUnit、HTML、
+// 终端摘要共用），没有重试时为空。
+func (r Result) RetryNote() string {
+	if r.Retried == 0 {
+		return ""
+	}
+	head := "retried"
+	if r.PassedAfterRetry() {
+		head = "passed after retry"
+	}
+	note := fmt.Sprintf("%s: %d retried attempt(s)", head, r.Retried)
+	if len(r.RetryReasons) > 0 {
+		note += ": " + strings.Join(r.RetryReasons, "; ")
+	}
+	return note
 }
 
 // Err 把失败结果转换为 *Failure（可用 errors.As 取出），非失败结果返回 nil。
@@ -64,6 +97,8 @@ type SuiteSummary struct {
 	Skipped     int    `json:"skipped"`
 	Unsupported int    `json:"unsupported,omitempty"`
 	Cancelled   int    `json:"cancelled,omitempty"`
+	// PassedAfterRetry 是 Passed 中只在重试之后才通过的用例数（见 Result.PassedAfterRetry）。
+	PassedAfterRetry int `json:"passed_after_retry,omitempty"`
 	// Ran 是应当得出结论的用例数：total − skipped − unsupported（cancelled 计入，
 	// 所以被取消的用例拉低通过率）。
 	Ran int `json:"ran"`

@@ -171,6 +171,10 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 	res.Duration = r.opts.Now().Sub(began)
 	res.Status, res.Class, res.Reason = t.outcome()
 	res.Reason = redact(res.Reason, r.target.APIKey)
+	res.Retried, res.RetryReasons = t.rec.retries()
+	for i := range res.RetryReasons {
+		res.RetryReasons[i] = redact(res.RetryReasons[i], r.target.APIKey)
+	}
 	if (res.Status == StatusFail || res.Status == StatusUnsupported) && ctx.Err() != nil {
 		// 取消打断的用例没有结论：不是 skip（会让门禁通过），也不是普通失败（原因是
 		// 取消而不是服务端）。已经记录的失败原因保留在后面，便于排查。
@@ -215,6 +219,9 @@ func Summarize(results []Result) []SuiteSummary {
 		switch r.Status {
 		case StatusPass:
 			s.Passed++
+			if r.Retried > 0 {
+				s.PassedAfterRetry++
+			}
 		case StatusFail:
 			s.Failed++
 		case StatusSkip:

@@ -94,6 +94,49 @@ func TestRetriesOn5xxAndTransportErrors(t *testing.T) {
 	}
 }
 
+// TestPassAfterRetryIsRecorded 是 issue 23 的一条：只在重试了 503 与断开的连接之后才通过的用例，
+// 旧 Result 与一次就通过的用例一模一样（report.json、JUnit 都看不出）。不稳定的服务本身就是
+// 一项发现：结果记下被重试的尝试与原因，套件汇总单独计数，JUnit 的 system-out 写明
+// "passed after retry"；一次就通过的用例没有这些字段。
+func TestPassAfterRetryIsRecorded(t *testing.T) {
+	var calls atomic.Int64
+	flaky := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch calls.Add(1) {
+			case 1:
+				w.WriteHeader(http.StatusServiceUnavailable)
+			case 2:
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(http.StatusTooManyRequests)
+			default:
+				h.ServeHTTP(w, r)
+			}
+		})
+	}
+	target := serveEmulator(t, emulator.Config{}, flaky)
+	opts := functional.Options{Retries: 2, RetryBackoff: time.Millisecond}
+	rep := run(t, target, opts, pick(t, "chat_core/usage")...)
+	flakyRes := rep.Results[0]
+	clean := run(t, target, opts, pick(t, "chat_core/ids_object")...).Results[0]
+	if flakyRes.Status != functional.StatusPass || flakyRes.Retried != 2 || !flakyRes.PassedAfterRetry() ||
+		strings.Join(flakyRes.RetryReasons, ",") != "POST /v1/chat/completions: HTTP 503,POST /v1/chat/completions: HTTP 429" {
+		t.Fatalf("flaky case: %+v", flakyRes)
+	}
+	if clean.Status != functional.StatusPass || clean.Retried != 0 || clean.PassedAfterRetry() || len(clean.RetryReasons) != 0 {
+		t.Fatalf("clean case: %+v", clean)
+	}
+	if len(rep.Suites) != 1 || rep.Suites[0].Passed != 1 || rep.Suites[0].PassedAfterRetry != 1 {
+		t.Fatalf("suite summary %+v", rep.Suites)
+	}
+	var buf bytes.Buffer
+	if err := functional.WriteJUnit(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "passed after retry: 2 retried attempt(s): POST /v1/chat/completions: HTTP 503; POST /v1/chat/completions: HTTP 429") {
+		t.Fatalf("JUnit does not show the retry:\n%s", buf.String())
+	}
+}
+
 // TestRequestTimeoutAndCancel 证明单请求超时让用例失败，而取消 ctx 让用例记为 cancelled（不是跳过）。
 func TestRequestTimeoutAndCancel(t *testing.T) {
 	release := make(chan struct{})

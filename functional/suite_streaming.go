@@ -129,6 +129,33 @@ func streamingCases(cfg Config) []Case {
 					t.Fatalf("%d token-bearing chunks for %d tokens at chunk_size 1", s.contentChunks, n)
 				}
 			}},
+		{ID: "streaming/one_id", Suite: SuiteStreaming, Description: "every chunk of a stream (both choices of n=2, chat and completions) carries the same non-empty id",
+			// vLLM 与 OpenAI 给一个流（包括 n>1 的所有 choice）只生成一个 id，每个 chunk 都带它；
+			// 客户端（openai-python 的流聚合、按 id 归并的网关与日志）靠它把 chunk 认作同一个回答。
+			// 每个 chunk 换一个 id 的服务（常见于逐 chunk 重新包装的代理）会让这些客户端把一个
+			// 回答拆成许多个，而所有别的用例都照样通过——所以单独断言。
+			Run: func(ctx context.Context, t *T) {
+				check := func(what string, s *streamed) {
+					first := ""
+					for i, c := range s.chunks {
+						if c.ID == "" {
+							t.Fatalf("%s: chunk %d has no id", what, i)
+						}
+						if i == 0 {
+							first = c.ID
+						} else if c.ID != first {
+							t.Fatalf("%s: chunk %d has id %q, chunk 0 has %q: one stream must keep one id", what, i, c.ID, first)
+						}
+					}
+					if len(s.chunks) < 2 {
+						t.Fatalf("%s: only %d chunk(s); cannot compare ids", what, len(s.chunks))
+					}
+				}
+				// n>1 需要采样（vLLM 拒绝贪心解码下的 n>1）；固定 seed 让它不消耗服务端的共享随机流。
+				sampled := map[string]any{"n": 2, "temperature": 0.7, "seed": 3}
+				check("chat stream n=2", t.stream(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens).with(sampled)))
+				check("completions stream n=2", t.stream(ctx, "/v1/completions", t.completionBody(sc.Prompt, sc.MaxTokens).with(sampled)))
+			}},
 		{ID: "streaming/completions_usage", Suite: SuiteStreaming, Description: "completions streams honour include_usage and end with [DONE]",
 			Run: func(ctx context.Context, t *T) {
 				s := t.streamCap(ctx, "/v1/completions", t.completionBody(sc.Prompt, sc.MaxTokens).with(map[string]any{

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -363,6 +364,8 @@ type recorder struct {
 	request  string
 	response string
 	attempts int
+	// retried 是被重试的尝试的说明（至多 MaxRetryReasons 条）。
+	retried []string
 	// fault 是最近一次交换观察到的故障（没有则为零值），新请求开始时清空。
 	fault fault
 }
@@ -395,6 +398,13 @@ func (r *recorder) setResponse(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.response = trim(s)
+}
+
+// retries 返回被重试的尝试次数与说明（副本）。
+func (r *recorder) retries() (int, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempts, slices.Clone(r.retried)
 }
 
 // snapshot 返回请求与响应摘要。
@@ -503,8 +513,17 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_ = resp.Body.Close()
 		}
 		cancel()
+		why := req.Method + " " + req.URL.Path + ": "
+		if err != nil {
+			why += "transport error: " + err.Error()
+		} else {
+			why += "HTTP " + strconv.Itoa(resp.StatusCode)
+		}
 		c.rec.mu.Lock()
 		c.rec.attempts++
+		if len(c.rec.retried) < MaxRetryReasons {
+			c.rec.retried = append(c.rec.retried, why)
+		}
 		c.rec.mu.Unlock()
 		return v
 	})

@@ -60,6 +60,10 @@ func WriteJUnit(w io.Writer, r Report) error {
 		default:
 			c.SystemOut = res.Reason
 		}
+		if note := res.RetryNote(); note != "" {
+			// 重试后才通过（或重试后仍失败）写进 system-out：JUnit 没有"不稳定的通过"这一状态。
+			c.SystemOut = strings.TrimSpace(note + "\n" + c.SystemOut)
+		}
 		suites[i].Add(c)
 		suiteTime[i] += res.Duration
 	}

@@ -65,6 +65,9 @@ type Case struct {
 	ID     string
 	Suite  string
 	Status CaseStatus
+	// PassedAfterRetry 为 true 表示用例通过了，但只在重试（429/5xx 等）之后：
+	// 不改变判定，只让每日趋势逐次数出不稳定的服务。
+	PassedAfterRetry bool
 }
 
 // Functional 是一个场景的功能阶段结果。

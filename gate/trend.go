@@ -73,6 +73,40 @@ type Trend struct {
 	Runs         int           `json:"runs"`   // 窗口内实际的每日结果数
 	Series       int           `json:"series"` // 被跟踪的序列数
 	ChangePoints []ChangePoint `json:"change_points,omitempty"`
+	// Retried 是窗口内每次每日运行、每个场景里只在重试之后才通过的功能用例（没有的不列）：
+	// 不稳定的服务是一项发现，趋势里逐次计数，一夜偶发与持续变差一眼可分。
+	Retried []RetriedCases `json:"retried,omitempty"`
+}
+
+// RetriedCases 是一次每日运行中一个场景重试后才通过的功能用例。
+type RetriedCases struct {
+	RunID    string    `json:"run_id"`
+	Time     time.Time `json:"time"`
+	Scenario string    `json:"scenario"`
+	// PassedAfterRetry 是重试后才通过的用例数，Cases 是它们的 ID。
+	PassedAfterRetry int      `json:"passed_after_retry"`
+	Cases            []string `json:"cases"`
+}
+
+// retriedCases 数出 r 中每个场景重试后才通过的功能用例。
+func retriedCases(r Run) []RetriedCases {
+	var out []RetriedCases
+	for _, sc := range r.Scenarios {
+		if sc.Functional == nil {
+			continue
+		}
+		rc := RetriedCases{RunID: r.RunID, Time: r.Started, Scenario: sc.Name}
+		for _, c := range sc.Functional.Cases {
+			if c.PassedAfterRetry && c.Status == CasePass {
+				rc.PassedAfterRetry++
+				rc.Cases = append(rc.Cases, c.ID)
+			}
+		}
+		if rc.PassedAfterRetry > 0 {
+			out = append(out, rc)
+		}
+	}
+	return out
 }
 
 // NewChangePoints 返回本次新出现的变点。
@@ -151,6 +185,9 @@ func DailyTrend(runs []Run, current Run, opt TrendOptions) (*Trend, error) {
 		return a.metric < b.metric
 	})
 	t := &Trend{Window: opt.Window, Runs: len(runs), Series: len(order)}
+	for _, r := range runs {
+		t.Retried = append(t.Retried, retriedCases(r)...)
+	}
 	for _, id := range order {
 		pts := series[id]
 		name := id.scenario + "/" + id.key.String() + "/" + id.metric

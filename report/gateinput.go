@@ -39,7 +39,7 @@ func (sc Scenario) GateInput() gate.Scenario {
 	if sc.Functional != nil {
 		fn := &gate.Functional{Cases: make([]gate.Case, len(sc.Functional.Results))}
 		for i, r := range sc.Functional.Results {
-			fn.Cases[i] = gate.Case{ID: r.CaseID, Suite: r.Suite, Status: gate.CaseStatus(r.Status)}
+			fn.Cases[i] = gate.Case{ID: r.CaseID, Suite: r.Suite, Status: gate.CaseStatus(r.Status), PassedAfterRetry: r.PassedAfterRetry()}
 		}
 		sel := sc.Functional.Selection
 		fn.InScope = func(id, suite string) bool { return functional.Matches(sel, id, suite) }

@@ -52,6 +52,8 @@ func WriteJUnit(w io.Writer, res Result) error {
 			case functional.StatusUnsupported:
 				c.Skipped = &junit.Message{Message: "unsupported: " + r.Reason, Type: string(functional.StatusUnsupported)}
 			}
+			// 重试后才通过不是干净的通过：JUnit 没有这一状态，写进 system-out。
+			c.SystemOut = r.RetryNote()
 			s.Add(c)
 			total += r.Duration.Seconds()
 		}

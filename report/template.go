@@ -87,7 +87,10 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <p class="note">E-divisive means over the last {{.Runs}} daily results (window {{.Window}}) of {{.Series}} tracked series.</p>
 {{if .ChangePoints}}<table class="trend"><tr><th>series</th><th>first run after the change</th><th>before</th><th>after</th><th>change</th><th>p</th><th>new</th></tr>
 {{range .ChangePoints}}<tr class="{{if .New}}row-fail{{else}}row-ok{{end}}"><td>{{.Series}}</td><td>{{.RunID}}</td><td class="num">{{printf "%.4g" .Before}}</td><td class="num">{{printf "%.4g" .After}}</td><td class="num">{{printf "%+.1f%%" .DeltaPct}}</td><td class="num">{{printf "%.3f" .PValue}}</td><td>{{if .New}}NEW{{end}}</td></tr>
-{{end}}</table>{{end}}{{end}}
+{{end}}</table>{{end}}
+{{if .Retried}}<table class="trend"><tr><th>daily run</th><th>scenario</th><th>functional cases passed after retry</th><th>cases</th></tr>
+{{range .Retried}}<tr class="row-fail"><td>{{.RunID}}</td><td>{{.Scenario}}</td><td class="num">{{.PassedAfterRetry}}</td><td>{{range $i, $c := .Cases}}{{if $i}}, {{end}}{{$c}}{{end}}</td></tr>
+{{end}}</table>{{else}}<p class="note">No functional case needed a retry in these daily runs.</p>{{end}}{{end}}
 {{if .NoBase}}<h3>Gates without a baseline ({{len .NoBase}})</h3>
 <details><summary>show</summary><table><tr><th>scenario</th><th>gate</th><th>current</th><th>reason</th></tr>
 {{range .NoBase}}<tr><td>{{.Scenario}}</td><td>{{.Name}}</td><td class="num">{{.Current}}</td><td>{{.Reason}}</td></tr>
@@ -109,13 +112,13 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <h3>Functional</h3>
 {{if .Functional}}
 <table><tr><th>suite</th><th>total</th><th>passed</th><th>failed</th><th>skipped</th><th>pass ratio</th></tr>
-{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{ratio .PassRatio}}</td></tr>
+{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}{{if .PassedAfterRetry}} ({{.PassedAfterRetry}} after retry){{end}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{ratio .PassRatio}}</td></tr>
 {{end}}</table>
 {{if .Failed}}<table class="failed-cases"><tr><th>case</th><th>suite</th><th>reason</th><th>request / response</th></tr>
 {{range .Failed}}<tr class="row-fail"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td>{{.Reason}}</td><td>{{if .Request}}<pre>{{.Request}}</pre>{{end}}{{if .Response}}<pre>{{.Response}}</pre>{{end}}</td></tr>
 {{end}}</table>{{end}}
 <details><summary>all {{len .All}} cases</summary><table><tr><th>case</th><th>suite</th><th>status</th><th>duration</th><th>reason</th></tr>
-{{range .All}}<tr class="{{if eq .Status "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td class="{{statusClass .Status}}">{{.Status}}</td><td class="num">{{dur .Duration}}</td><td>{{.Reason}}</td></tr>
+{{range .All}}<tr class="{{if eq .Status "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td class="{{statusClass .Status}}">{{.Status}}{{if .PassedAfterRetry}} (after retry){{end}}</td><td class="num">{{dur .Duration}}</td><td>{{with .RetryNote}}<b>{{.}}</b> {{end}}{{.Reason}}</td></tr>
 {{end}}</table></details>
 {{else}}<p class="note">No functional report.</p>{{end}}
 

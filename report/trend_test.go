@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 )
@@ -126,5 +127,59 @@ func TestDailyTrendNoChange(t *testing.T) {
 	}
 	if _, err := report.DailyTrend(os.DirFS(root), report.Result{}, gate.TrendOptions{MinSegment: 1}); err == nil {
 		t.Error("MinSegment 1 accepted")
+	}
+}
+
+// TestDailyTrendCountsPassedAfterRetry：重试后才通过的功能用例是一项发现，每日趋势逐次列出
+// 它们（运行、场景、计数、用例），干净通过的运行不列；HTML 的趋势节、JUnit 的 system-out
+// 与用例表都写明 "after retry"。
+func TestDailyTrendCountsPassedAfterRetry(t *testing.T) {
+	root := t.TempDir()
+	start := time.Date(2025, 5, 1, 2, 0, 0, 0, time.UTC)
+	var last report.Result
+	for d, retried := range []int{0, 2, 0} {
+		id := fmt.Sprintf("day%02d", d)
+		at := start.Add(time.Duration(d) * 24 * time.Hour)
+		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr := functional.Report{Model: "m", Started: at, Results: []functional.Result{
+			{CaseID: "chat_core/usage", Suite: "chat_core", Status: functional.StatusPass, Retried: retried, RetryReasons: []string{"POST /v1/chat/completions: HTTP 503", "POST /v1/chat/completions: HTTP 503"}[:retried]},
+			{CaseID: "chat_core/ids_object", Suite: "chat_core", Status: functional.StatusPass}}}
+		if err := run.RecordFunctional("emu", fr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err = run.Finish(context.Background(), nil, at.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		last = mustLoad(t, root, id)
+	}
+	tr, err := report.DailyTrend(os.DirFS(root), last, gate.TrendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Retried) != 1 || tr.Retried[0].RunID != "day01" || tr.Retried[0].Scenario != "emu" || tr.Retried[0].PassedAfterRetry != 1 ||
+		len(tr.Retried[0].Cases) != 1 || tr.Retried[0].Cases[0] != "chat_core/usage" {
+		t.Fatalf("retried %+v", tr.Retried)
+	}
+	flaky := mustLoad(t, root, "day01")
+	flaky.Trend = tr
+	var h, j strings.Builder
+	if err := report.WriteHTML(&h, flaky); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteJUnit(&j, flaky); err != nil {
+		t.Fatal(err)
+	}
+	hs := html.UnescapeString(h.String())
+	for _, want := range []string{"functional cases passed after retry", "pass (after retry)", "2 (1 after retry)",
+		"passed after retry: 2 retried attempt(s): POST /v1/chat/completions: HTTP 503; POST /v1/chat/completions: HTTP 503"} {
+		if !strings.Contains(hs, want) {
+			t.Errorf("html lacks %q", want)
+		}
+	}
+	if !strings.Contains(j.String(), "passed after retry: 2 retried attempt(s)") {
+		t.Errorf("junit lacks the retry note:\n%s", j.String())
 	}
 }

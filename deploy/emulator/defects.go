@@ -115,4 +115,6 @@ type Defects struct {
 	LogitBiasIgnored bool `json:"logit_bias_ignored,omitempty" yaml:"logit_bias_ignored,omitempty"`
 	// LogprobsUnsorted 让 top_logprobs 按 logprob 升序排列，且被采样 token 的 logprob 低于备选。
 	LogprobsUnsorted bool `json:"logprobs_unsorted,omitempty" yaml:"logprobs_unsorted,omitempty"`
+	// StreamIDChanges 让流式响应的每个 chunk 带一个新的 id（vLLM 一个流只有一个 id）。
+	StreamIDChanges bool `json:"stream_id_changes,omitempty" yaml:"stream_id_changes,omitempty"`
 }

@@ -324,6 +324,15 @@ func emuDefectCases() []emuDefectCase {
 			top := emuJget(c, "logprobs", "content", 0, "top_logprobs").([]any)
 			return emuJget(top[0], "logprob").(float64) < emuJget(top[2], "logprob").(float64)
 		}},
+		// 一个流只有一个 id：缺陷时 role chunk、内容 chunk 与 usage chunk 的 id 各不相同。
+		{"StreamIDChanges", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", withUsage))
+			ids := map[string]bool{}
+			for _, c := range chunks {
+				ids[emuStr(c["id"])] = true
+			}
+			return len(ids) != 1
+		}},
 		{"EmbeddingBatchIgnored", emulator.Config{EnableEmbeddings: true, EmbeddingDim: 4}, func(t *testing.T, ep deploy.Endpoint) bool {
 			_, _, b := emuPost(t, ep, "/v1/embeddings", map[string]any{"input": []string{"a", "b", "c"}})
 			return len(emuObj(t, b)["data"].([]any)) != 3

@@ -87,9 +87,20 @@ func (enc *emuEncoder) tail(completion, step int) {
 	enc.buf = append(b, "}\n\n"...)
 }
 
+// chunkHead 返回 chunk 的公共前缀。StreamIDChanges 缺陷时每个 chunk 换一个新 id
+// （前缀不变），模拟逐 chunk 重新包装的代理；正常情况下整个流共用 run.id。
+func (enc *emuEncoder) chunkHead() string {
+	run := enc.run
+	if !run.cfg.Defects.StreamIDChanges {
+		return enc.head
+	}
+	prefix := run.id[:strings.IndexByte(run.id, '-')+1]
+	return strings.Replace(enc.head, run.id, run.em.newID(run.cfg, prefix), 1)
+}
+
 // roleChunk 追加 chat 的首个 chunk：{"role":"assistant","content":""}。
 func (enc *emuEncoder) roleChunk(index int) {
-	b := append(enc.buf, enc.head...)
+	b := append(enc.buf, enc.chunkHead()...)
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(index), 10)
 	b = append(b, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
@@ -102,7 +113,7 @@ func (enc *emuEncoder) chunk(st *emuStreamState, dl emuDelta, last bool, step in
 	run := enc.run
 	cfg := run.cfg
 	c := st.c
-	b := append(enc.buf, enc.head...)
+	b := append(enc.buf, enc.chunkHead()...)
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(c.index), 10)
 	if run.kind == emuKindChat {
@@ -196,7 +207,7 @@ func appendUsage(b []byte, run *emuRun) []byte {
 
 // usageChunk 追加 include_usage 的最后一个 chunk（choices 为空数组）。
 func (enc *emuEncoder) usageChunk() {
-	b := append(enc.buf, enc.head...)
+	b := append(enc.buf, enc.chunkHead()...)
 	b = append(b, `],"usage":`...)
 	b = appendUsage(b, enc.run)
 	enc.buf = append(b, "}\n\n"...)

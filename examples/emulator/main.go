@@ -130,6 +130,17 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			}
 		}
 	}
+	// 库把 0 当作"取默认值"：命令行上明确写出的 0（或负数）不悄悄改成默认值，点名参数报错。
+	for _, f := range []struct {
+		name string
+		v    int
+		min  int
+	}{{"tokens-per-chunk", c.TokensPerChunk, 1}, {"max-model-len", c.MaxModelLen, 1}, {"embedding-dim", c.EmbeddingDim, 1}, {"max-num-seqs", c.MaxNumSeqs, 0},
+		{"block-size", c.BlockSize, 1}, {"num-kv-blocks", c.NumKVBlocks, 0}, {"decode-max-num-seqs", o.decodeMaxNumSeqs, 0}, {"decode-num-kv-blocks", o.decodeNumKVBlocks, 0}} {
+		if f.v < f.min {
+			return o, fmt.Errorf("-%s %d: must be >= %d", f.name, f.v, f.min)
+		}
+	}
 	c.APIKey = *apiKey
 	if c.APIKey == "" {
 		c.APIKey = getenv("CIBENCH_EMULATOR_API_KEY")

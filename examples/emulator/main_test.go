@@ -88,6 +88,22 @@ func TestParseConfigErrors(t *testing.T) {
 	if err := run(context.Background(), []string{"-failure-kinds", "boom"}, &sink, env); err == nil || !strings.Contains(err.Error(), "FailureKinds=boom") {
 		t.Fatalf("invalid config: %v", err)
 	}
+	// 0 在库里表示"取默认值"：命令行上明确写 0 曾悄悄变成默认的 1 token、32768 上下文、1024 维。
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-tokens-per-chunk", "0"}, "-tokens-per-chunk 0: must be >= 1"},
+		{[]string{"-max-model-len", "0"}, "-max-model-len 0: must be >= 1"},
+		{[]string{"-embedding-dim", "0"}, "-embedding-dim 0: must be >= 1"},
+		{[]string{"-max-num-seqs", "-1"}, "-max-num-seqs -1: must be >= 0"},
+		{[]string{"-block-size", "0"}, "-block-size 0: must be >= 1"},
+		{[]string{"-num-kv-blocks", "-3"}, "-num-kv-blocks -3: must be >= 0"},
+	} {
+		if _, err := parseConfig(tc.args, env, &sink); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
 	if err := run(context.Background(), []string{"-h"}, &sink, env); err != nil {
 		t.Fatalf("-h: %v", err)
 	}

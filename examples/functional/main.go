@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	timeout := fs.Duration("timeout", 120*time.Second, "per-request timeout including the whole body or stream (default: request.timeout of -config, else 120s)")
 	maxBytes := fs.Int64("max-response-bytes", functional.DefaultMaxResponseBytes, "cap on a response body and on one SSE event; a larger answer fails its case as too_large (default: request.max_response_bytes of -config, else 64 MiB)")
 	retries := fs.Int("retries", 2, "retries on transport errors, 5xx and 429 (0: none)")
-	parallel := fs.Int("parallel", 8, "cases run in parallel")
+	parallel := fs.Int("parallel", 8, "cases run in parallel, >= 1")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
@@ -71,6 +71,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	}
 	if *maxBytes <= 0 {
 		return 2, fmt.Errorf("-max-response-bytes %d: must be > 0", *maxBytes)
+	}
+	// 0 在库里表示"取默认值 8"；命令行上明确写出的 0 不悄悄改成 8，负数也不留给库去报一个不点名参数的错。
+	if *parallel < 1 {
+		return 2, fmt.Errorf("-parallel %d: must be >= 1", *parallel)
+	}
+	if *retries < 0 {
+		return 2, fmt.Errorf("-retries %d: must be >= 0 (0: no retries)", *retries)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()

@@ -17,7 +17,7 @@ func TestRunAgainstEmulator(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("code %d err %v\n%s", code, err, out.String())
 	}
-	for _, want := range []string{"chat_core  9      9", "streaming  9      9", "errors", "19 cases"} {
+	for _, want := range []string{"chat_core  9      9", "streaming  10     10", "errors", "20 cases"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -67,6 +67,13 @@ func TestConfigAndCapabilityErrors(t *testing.T) {
 		{[]string{"-config", bad}, "functional: invalid config: " + filepath.Join(bad, "params_boundary.yaml") + `:2:14: params_boundary.top_k[1]: must be >= 1 (got "0")`},
 		{[]string{"-capabilities", "top_k=maybe"}, `top_k="maybe"`},
 		{[]string{"-capabilities", "topk=probe"}, `unknown capability "topk"`},
+		// issue 23：-parallel 0 曾悄悄取库默认值 8 运行；负数只得到库的错误而不点名参数。
+		{[]string{"-parallel", "0"}, "-parallel 0: must be >= 1"},
+		{[]string{"-parallel", "-2"}, "-parallel -2: must be >= 1"},
+		// 负的重试次数曾悄悄等同于不重试（帮助只说 0 表示不重试）。
+		{[]string{"-retries", "-1"}, "-retries -1: must be >= 0"},
+		{[]string{"-timeout", "0s"}, "-timeout 0s: must be > 0"},
+		{[]string{"-max-response-bytes", "0"}, "-max-response-bytes 0: must be > 0"},
 	} {
 		var out bytes.Buffer
 		code, err := run(context.Background(), tc.args, &out)

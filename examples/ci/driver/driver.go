@@ -251,6 +251,7 @@ func newDriver(o Options) (*driver, error) {
 	// 服务端回显的也是它，只登记口令原文挡不住（AddBasicAuth 两者都登记）。
 	d.red.AddBasicAuth(o.PushAuth.Username, o.PushAuth.Password)
 	d.red.Add(o.PushAuth.BearerToken)
+	d.realAccuracyData()
 	if err := d.checkAccuracyTargets(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -513,6 +514,16 @@ func (d *driver) summarize(out Outcome, gates []gate.Gate) {
 		if sc.Functional != nil {
 			fn = fmt.Sprintf("%d pass / %d fail / %d skip / %d unsupported / %d cancelled", sc.Functional.Count(functional.StatusPass), sc.Functional.Count(functional.StatusFail),
 				sc.Functional.Count(functional.StatusSkip), sc.Functional.Count(functional.StatusUnsupported), sc.Functional.Count(functional.StatusCancelled))
+			// 重试后才通过的用例在终端摘要里也点名：不稳定的服务是一项发现。
+			var retried []string
+			for _, r := range sc.Functional.Results {
+				if r.PassedAfterRetry() {
+					retried = append(retried, r.CaseID)
+				}
+			}
+			if len(retried) > 0 {
+				fn += fmt.Sprintf(" (%d passed after retry: %s)", len(retried), strings.Join(retried, ", "))
+			}
 		}
 		fmt.Fprintf(w, "  %-40s functional: %s; perf rows: %d; accuracy: %d; stage errors: %d\n", sc.Name, fn, len(sc.Perf), len(sc.Accuracy), len(sc.Errors))
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vllm-cibench/cibench/gate"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -718,25 +719,110 @@ func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
 	}
 }
 
-// TestBuiltinSampleAgainstBaseURLIsConfigError：内置样例只能打进程内模拟器；用 -base-url
-// 改指的模拟器场景请求它是配置错误，在部署与写任何产物之前报出。
-func TestBuiltinSampleAgainstBaseURLIsConfigError(t *testing.T) {
+// TestBaseURLOnShippedConfigsUsesRealAccuracyData 是 issue 23 的第一条：README 的第三条命令
+// （出厂配置 + -base-url 指向真实服务）旧驱动在部署之前就以配置错误退出 2——emulator 场景的
+// 精度配置写的是内置合成样例。合成样例照旧绝不给真实服务打分；但改指真实服务的默认流水线
+// 必须跑起来：精度改读 simple-evals 的真实数据。拿不到数据（这里模拟没有外网）时只有精度阶段
+// 失败，错误写明文件、要预先放好文件的缓存路径与跳过本阶段的参数；功能与性能照常运行并报告，
+// 退出码 1 而不是 2。
+func TestBaseURLOnShippedConfigsUsesRealAccuracyData(t *testing.T) {
+	_, ep := emulator.Start(t, emulator.Config{Model: "qwen3-32b", APIKey: secret, TTFT: 5 * time.Millisecond})
+	root, cache := t.TempDir(), t.TempDir()
+	o := options(t, os.DirFS("../../../configs"), matrix.RunPR, root)
+	o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), cache
+	o.APIKeyEnv = "TEST_KEY"
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	sc := scenario(t, summary(t, out.Dir), "emulator")
+	if out.ExitCode != gate.ExitGateFailed {
+		t.Fatalf("exit %d, want %d: %s", out.ExitCode, gate.ExitGateFailed, o.Out)
+	}
+	if sc.Functional == nil || sc.Functional.Model != "qwen3-32b" || len(sc.Functional.Results) < 50 || len(sc.Perf) == 0 {
+		t.Fatalf("functional and perf must run and report: functional %+v perf rows %d", sc.Functional, len(sc.Perf))
+	}
+	if len(sc.Accuracy) != 0 {
+		t.Fatalf("accuracy scored something without data: %+v", sc.Accuracy)
+	}
+	var msg string
+	for _, e := range sc.Errors {
+		if e.Stage != report.StageAccuracy {
+			t.Errorf("unexpected stage error %+v", e)
+		}
+		msg = e.Message
+	}
+	for _, want := range []string{"gpqa_diamond.csv", "https://openaipublic.blob.core.windows.net/simple-evals/gpqa_diamond.csv",
+		filepath.Join(cache, "gpqa_diamond.csv"), "-stages functional,perf"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("accuracy stage error %q lacks %q", msg, want)
+		}
+	}
+	assertNoSecret(t, out.Dir)
+}
+
+// TestBaseURLDownloadsRealDataOnce：数据能下载时，改指真实服务的默认流水线用 simple-evals 的
+// 真实数据（来源记为 url，文件进缓存），第二次运行从缓存读取、不再下载。
+func TestBaseURLDownloadsRealDataOnce(t *testing.T) {
+	_, ep := emulator.Start(t, emulator.Config{Model: "qwen3-32b", APIKey: secret})
+	csv, err := os.ReadFile("../../../accuracy/sampledata/gpqa_diamond.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	downloads := 0
+	client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		if h := r.URL.Hostname(); h == "127.0.0.1" {
+			return http.DefaultTransport.RoundTrip(r)
+		}
+		if r.URL.String() != "https://openaipublic.blob.core.windows.net/simple-evals/gpqa_diamond.csv" {
+			return nil, fmt.Errorf("unexpected download %s", r.URL)
+		}
+		mu.Lock()
+		downloads++
+		mu.Unlock()
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(bytes.NewReader(csv)), ContentLength: int64(len(csv)), Request: r}, nil
+	})}
+	cache := t.TempDir()
+	for run := 1; run <= 2; run++ {
+		o := options(t, os.DirFS("../../../configs"), matrix.RunPR, t.TempDir())
+		o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), client, cache
+		o.APIKeyEnv = "TEST_KEY"
+		o.Stages = []report.Stage{report.StageAccuracy}
+		out, err := driver.Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 真实数据用的是 tests/accuracy/pr.yaml 本身（阈值 0.2）：模拟器的占位回答得 0 分，
+		// 门禁照实判失败——对真实服务，分数是设门禁的，不是只记录。
+		sc := scenario(t, summary(t, out.Dir), "emulator")
+		if out.ExitCode != gate.ExitGateFailed || len(sc.Errors) != 0 || len(sc.Accuracy) != 1 || sc.Accuracy[0].Result.Source == nil ||
+			sc.Accuracy[0].Result.Source.Kind != "url" || sc.Accuracy[0].Threshold == nil || *sc.Accuracy[0].Threshold != 0.2 || sc.Accuracy[0].Result.Examples != 5 {
+			t.Fatalf("run %d: exit %d accuracy %+v errors %+v: %s", run, out.ExitCode, sc.Accuracy, sc.Errors, o.Out)
+		}
+		if s := o.Out.(*bytes.Buffer).String(); !strings.Contains(s, "FAIL emulator accuracy/gpqa: score 0.0000 < threshold 0.2000") {
+			t.Errorf("run %d: summary does not name the accuracy gate:\n%s", run, s)
+		}
+	}
+	if downloads != 1 {
+		t.Errorf("%d downloads in two runs, want 1 (the second reads the cache)", downloads)
+	}
+}
+
+// TestBuiltinSampleOnNonEmulatorScenarioIsConfigError：合成样例绝不给真实服务打分——
+// 非模拟器场景的精度配置写了 builtin-sample 是配置错误，在部署与写任何产物之前报出。
+func TestBuiltinSampleOnNonEmulatorScenarioIsConfigError(t *testing.T) {
 	root := t.TempDir()
-	o := options(t, tree("emu"), matrix.RunPR, root)
-	o.BaseURL = "http://127.0.0.1:1/v1"
+	fsys := tree("emu")
+	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte("mode: external\nserved_model_name: m\nbase_url: http://127.0.0.1:1/v1\n")}
+	o := options(t, fsys, matrix.RunPR, root)
 	_, err := driver.Run(context.Background(), o)
-	if !errors.Is(err, driver.ErrConfig) || !strings.Contains(err.Error(), "scenario emu, accuracy config pr (-base-url http://127.0.0.1:1/v1 points the scenario at a real server)") ||
+	if !errors.Is(err, driver.ErrConfig) || !strings.Contains(err.Error(), "scenario emu, accuracy config pr (scenario mode is external)") ||
 		!strings.Contains(err.Error(), "dataset: the built-in synthetic sample can only score the in-process emulator") {
 		t.Fatalf("err=%v", err)
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Errorf("artifacts written before the config error: %v", entries)
-	}
-	// 不跑精度阶段时同样的参数是合法的。
-	o.Stages = []report.Stage{report.StageFunctional}
-	o.BaseURL = ""
-	if _, err := driver.Run(context.Background(), o); err != nil {
-		t.Fatal(err)
 	}
 }
 
