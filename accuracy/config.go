@@ -204,8 +204,10 @@ func metricScale(dataset, metric string) float64 {
 }
 
 // Validate 检查取值范围、数据来源与门禁阈值，在任何请求发出之前发现写错的配置。
-// 返回的错误是 *field.Error（包装 ErrConfig），Field 指明字段路径。
-func (c Config) Validate() error {
+// 返回的错误是 *field.Error（包装 ErrConfig），Field 指明字段路径。datasets[].name 必须在
+// evals 中登记（nil 取 DefaultRegistry）：YAML 仍拒绝没人登记的评测名。
+func (c Config) Validate(evals *Registry) error {
+	evals = evals.orDefault()
 	if c.Evaluator != "" && c.Evaluator != "simple-evals" {
 		return cfgErr("evaluator", c.Evaluator, "not supported (want simple-evals; use external for others)")
 	}
@@ -256,8 +258,8 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, d := range c.Datasets {
 		p := fmt.Sprintf("datasets[%d]", i)
-		if !slices.Contains(Datasets(), d.Name) {
-			return cfgErr(p+".name", d.Name, "%v (want one of %v)", ErrUnknownDataset, Datasets())
+		if !evals.Known(d.Name) {
+			return cfgErr(p+".name", d.Name, "%v (want one of %s)", ErrUnknownDataset, strings.Join(evals.Names(), ", "))
 		}
 		if seen[d.Name] {
 			return cfgErr(p+".name", d.Name, "listed twice")

@@ -21,7 +21,7 @@ func TestConstructorErrorsWrapErrConfig(t *testing.T) {
 	_, cases["mmlu"] = accuracy.NewMMLU(src, accuracy.MMLUOptions{NumExamples: -1})
 	_, cases["mgsm"] = accuracy.NewMGSM(src, accuracy.MGSMOptions{NumExamplesPerLang: -1})
 	_, cases["drop"] = accuracy.NewDROP(src, accuracy.DROPOptions{NumExamples: -1})
-	_, cases["registry"] = accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Examples: -1})
+	_, cases["registry"] = accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{Examples: -1})
 	_, cases["http source"] = accuracy.NewHTTPSource("ftp://x/", "", nil, http.DefaultClient)
 	for name, err := range cases {
 		if err == nil || !errors.Is(err, accuracy.ErrConfig) {

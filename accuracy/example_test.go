@@ -14,7 +14,7 @@ func Example() {
 	model := accuracy.SamplerFunc(func(ctx context.Context, msgs []accuracy.Message) (string, error) {
 		return "I always pick the second option.\nAnswer: B", nil
 	})
-	e, err := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, err := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -36,4 +36,21 @@ func Example() {
 	//   "score": 0.4
 	// }
 	// score 0.4000 < threshold 0.5000
+}
+
+// ExampleRegistry_Register 演示加一个自己的评测：登记构造函数后，精度配置可以列出它的名字，
+// RunStage（以及参考驱动）用同一张表构造它；没登记的表仍拒绝这个名字。
+func ExampleRegistry_Register() {
+	evals := accuracy.DefaultRegistry()
+	err := evals.Register("team-echo", func(accuracy.Source, accuracy.EvalOptions) (accuracy.Eval, error) { return fixedEval{want: "ok"}, nil })
+	fmt.Println(err, evals.Names())
+	cfg := accuracy.Config{Datasets: []accuracy.DatasetConfig{{Name: "team-echo", ReportOnly: true}}}
+	fmt.Println(cfg.Validate(evals))
+	fmt.Println(cfg.Validate(nil))
+	fmt.Println(evals.Register("Team Echo", nil))
+	// Output:
+	// <nil> [gpqa mmlu mgsm drop humaneval team-echo]
+	// <nil>
+	// accuracy: invalid configuration: datasets[0].name: accuracy: unknown dataset (want one of gpqa, mmlu, mgsm, drop, humaneval) (got "team-echo")
+	// accuracy: invalid eval name: "Team Echo": want a lower-case letter followed by [a-z0-9_-]
 }

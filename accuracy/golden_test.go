@@ -75,7 +75,7 @@ func TestScriptedServerGolden(t *testing.T) {
 					NumExamples: 3, Interpreter: []string{python3OrSkip(t)}, ExecTimeout: 2 * time.Second})
 				mode = "sub3"
 			} else {
-				e, err = accuracy.NewEval(tc.name, accuracy.SampleData(), accuracy.EvalOptions{Debug: tc.debug})
+				e, err = accuracy.DefaultRegistry().New(tc.name, accuracy.SampleData(), accuracy.EvalOptions{Debug: tc.debug})
 			}
 			if err != nil {
 				t.Fatal(err)

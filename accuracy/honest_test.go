@@ -216,10 +216,10 @@ func TestBuiltinSampleOnlyByNameAndOnlyOnEmulator(t *testing.T) {
 	if v := res.Verdicts[0]; !v.Pass || v.ScoreGated {
 		t.Errorf("builtin verdict: %+v", v)
 	}
-	if err := (accuracy.Config{Dataset: accuracy.BuiltinSample, DatasetPath: "/x"}).Validate(); err == nil {
+	if err := (accuracy.Config{Dataset: accuracy.BuiltinSample, DatasetPath: "/x"}).Validate(nil); err == nil {
 		t.Error("builtin + dataset_path accepted")
 	}
-	if err := (accuracy.Config{Dataset: "synthetic"}).Validate(); err == nil {
+	if err := (accuracy.Config{Dataset: "synthetic"}).Validate(nil); err == nil {
 		t.Error("unknown dataset kind accepted")
 	}
 }
@@ -243,7 +243,7 @@ func TestConfigRejectsGatesThatCannotFail(t *testing.T) {
 		{accuracy.Config{DatasetPath: "/a", DatasetURL: "http://b/"}, "dataset_url", "http://b/"},
 		{accuracy.Config{External: []accuracy.ExternalConfig{{Name: "mme", Command: []string{"x"}, ResultFile: "r", Score: accuracy.ScoreSpec{Format: "regex", Pattern: "(1)"}}}}, "external[0].threshold", ""},
 	} {
-		err := c.cfg.Validate()
+		err := c.cfg.Validate(nil)
 		var ce *field.Error
 		if !errors.As(err, &ce) || ce.Field != c.field || ce.Value != c.value {
 			t.Errorf("%+v: %v", c.cfg, err)
@@ -254,7 +254,7 @@ func TestConfigRejectsGatesThatCannotFail(t *testing.T) {
 		{Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2)}, {Name: "mmlu", ReportOnly: true}, {Name: "drop", Metric: "f1_score", Threshold: ptr(60)}}},
 		{Dataset: accuracy.BuiltinSample, Datasets: []accuracy.DatasetConfig{{Name: "gpqa"}, {Name: "mmlu", Threshold: ptr(0)}}},
 	} {
-		if err := ok.Validate(); err != nil {
+		if err := ok.Validate(nil); err != nil {
 			t.Errorf("%+v: %v", ok, err)
 		}
 	}
@@ -307,7 +307,7 @@ func TestRunCountsFailedRequests(t *testing.T) {
 		return 0
 	}}
 	base := newScriptedServer(t, m)
-	e, _ := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, _ := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
 	res, err := accuracy.Run(context.Background(), newSampler(t, base, -1), e, accuracy.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestBadRequestScoresUpstreamReply(t *testing.T) {
 	if text != "No response (bad request)." || accuracy.ErrorClass(err) != "bad_request" || calls.Load() != 1 {
 		t.Fatalf("text=%q err=%v calls=%d", text, err, calls.Load())
 	}
-	e, _ := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, _ := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
 	res, err := accuracy.Run(context.Background(), s, e, accuracy.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -146,7 +146,7 @@ func TestRetryGoesToNextInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, err := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
 	if err != nil {
 		t.Fatal(err)
 	}

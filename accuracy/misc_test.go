@@ -43,7 +43,7 @@ func TestHTTPSourceCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		e, _ := accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Debug: true})
+		e, _ := accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{Debug: true})
 		exs, err := e.Examples(context.Background())
 		if err != nil || len(exs) != 5 {
 			t.Fatalf("examples=%d err=%v", len(exs), err)
@@ -122,7 +122,7 @@ func TestBadDataFiles(t *testing.T) {
 		{"drop", accuracy.EvalOptions{}, "drop_v0_dev.jsonl.gz line 1"},
 		{"humaneval", accuracy.EvalOptions{Interpreter: []string{"python3"}}, "HumanEval.jsonl.gz"},
 	} {
-		e, err := accuracy.NewEval(c.name, src, c.opts)
+		e, err := accuracy.DefaultRegistry().New(c.name, src, c.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,17 +139,17 @@ func TestBadDataFiles(t *testing.T) {
 	if _, err := accuracy.NewMGSM(src, accuracy.MGSMOptions{Languages: []string{"xx"}}); err == nil {
 		t.Error("bad language accepted")
 	}
-	if _, err := accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Examples: 3}); err == nil {
+	if _, err := accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{Examples: 3}); err == nil {
 		t.Error("gpqa examples in full mode with 10 repeats must fail like the python assert")
 	}
-	if _, err := accuracy.NewEval("nope", src, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrUnknownDataset) {
+	if _, err := accuracy.DefaultRegistry().New("nope", src, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrUnknownDataset) {
 		t.Error(err)
 	}
-	if _, err := accuracy.NewEval("humaneval", src, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrNoPython) {
+	if _, err := accuracy.DefaultRegistry().New("humaneval", src, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrNoPython) {
 		t.Error(err)
 	}
 	// 抽样数超过总体时报错（Python: ValueError: Sample larger than population）。
-	e, _ := accuracy.NewEval("mmlu", accuracy.SampleData(), accuracy.EvalOptions{Examples: 99})
+	e, _ := accuracy.DefaultRegistry().New("mmlu", accuracy.SampleData(), accuracy.EvalOptions{Examples: 99})
 	if _, err := e.Examples(context.Background()); err == nil {
 		t.Error("oversample accepted")
 	}
@@ -174,7 +174,7 @@ func TestConfigFilesDecodeStrictly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if err := c.Validate(); err != nil {
+		if err := c.Validate(nil); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		c = c.WithDefaults()
@@ -197,13 +197,13 @@ func TestConfigValidateAndGate(t *testing.T) {
 		{External: []accuracy.ExternalConfig{{Name: "oc"}}},
 	}
 	for i, c := range bad {
-		if err := c.Validate(); err == nil {
+		if err := c.Validate(nil); err == nil {
 			t.Errorf("bad[%d] accepted: %+v", i, c)
 		}
 	}
 	def := accuracy.DefaultConfig()
 	def.Datasets[0].Threshold = ptr(0.2)
-	if err := def.Validate(); err != nil {
+	if err := def.Validate(nil); err != nil {
 		t.Fatal(err)
 	}
 	if c := (accuracy.Config{Datasets: []accuracy.DatasetConfig{{Name: "drop"}}}).WithDefaults(); c.MaxTokens != 128 || c.Datasets[0].Metric != "score" || c.Evaluator != "simple-evals" {

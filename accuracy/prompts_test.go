@@ -41,20 +41,32 @@ func TestPromptsAgainstCPython(t *testing.T) {
 	}
 	src := accuracy.SampleData()
 	build := map[string]func() (accuracy.Eval, error){
-		"gpqa_debug": func() (accuracy.Eval, error) { return accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Debug: true}) },
-		"gpqa_full":  func() (accuracy.Eval, error) { return accuracy.NewEval("gpqa", src, accuracy.EvalOptions{}) },
-		"gpqa_examples7": func() (accuracy.Eval, error) {
-			return accuracy.NewEval("gpqa", src, accuracy.EvalOptions{Examples: 7, NRepeats: 1})
+		"gpqa_debug": func() (accuracy.Eval, error) {
+			return accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{Debug: true})
 		},
-		"mmlu_debug": func() (accuracy.Eval, error) { return accuracy.NewEval("mmlu", src, accuracy.EvalOptions{Debug: true}) },
-		"mmlu_full":  func() (accuracy.Eval, error) { return accuracy.NewEval("mmlu", src, accuracy.EvalOptions{}) },
-		"drop_debug": func() (accuracy.Eval, error) { return accuracy.NewEval("drop", src, accuracy.EvalOptions{Debug: true}) },
-		"drop_full":  func() (accuracy.Eval, error) { return accuracy.NewEval("drop", src, accuracy.EvalOptions{}) },
+		"gpqa_full": func() (accuracy.Eval, error) {
+			return accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{})
+		},
+		"gpqa_examples7": func() (accuracy.Eval, error) {
+			return accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{Examples: 7, NRepeats: 1})
+		},
+		"mmlu_debug": func() (accuracy.Eval, error) {
+			return accuracy.DefaultRegistry().New("mmlu", src, accuracy.EvalOptions{Debug: true})
+		},
+		"mmlu_full": func() (accuracy.Eval, error) {
+			return accuracy.DefaultRegistry().New("mmlu", src, accuracy.EvalOptions{})
+		},
+		"drop_debug": func() (accuracy.Eval, error) {
+			return accuracy.DefaultRegistry().New("drop", src, accuracy.EvalOptions{Debug: true})
+		},
+		"drop_full": func() (accuracy.Eval, error) {
+			return accuracy.DefaultRegistry().New("drop", src, accuracy.EvalOptions{})
+		},
 		"humaneval_debug": func() (accuracy.Eval, error) {
-			return accuracy.NewEval("humaneval", src, accuracy.EvalOptions{Debug: true, Interpreter: []string{py}})
+			return accuracy.DefaultRegistry().New("humaneval", src, accuracy.EvalOptions{Debug: true, Interpreter: []string{py}})
 		},
 		"humaneval_full": func() (accuracy.Eval, error) {
-			return accuracy.NewEval("humaneval", src, accuracy.EvalOptions{Interpreter: []string{py}})
+			return accuracy.DefaultRegistry().New("humaneval", src, accuracy.EvalOptions{Interpreter: []string{py}})
 		},
 	}
 	for name, mk := range build {
@@ -83,7 +95,7 @@ func TestPromptsAgainstCPython(t *testing.T) {
 		if err := json.Unmarshal(want["mgsm_inputs"], &w); err != nil {
 			t.Fatal(err)
 		}
-		e, err := accuracy.NewEval("mgsm", src, accuracy.EvalOptions{Debug: true})
+		e, err := accuracy.DefaultRegistry().New("mgsm", src, accuracy.EvalOptions{Debug: true})
 		if err != nil {
 			t.Fatal(err)
 		}

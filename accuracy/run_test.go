@@ -38,7 +38,7 @@ func TestBadRequestScoredAsUpstream(t *testing.T) {
 		return 0
 	}}
 	base := newScriptedServer(t, m)
-	e, _ := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, _ := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
 	res, err := accuracy.Run(context.Background(), newSampler(t, base, 5), e, accuracy.Options{Threads: 1, Model: "scripted"})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestRetriesExhausted(t *testing.T) {
 	if calls.Load() != 3 {
 		t.Fatalf("calls=%d want 3", calls.Load())
 	}
-	e, _ := accuracy.NewEval("mmlu", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, _ := accuracy.DefaultRegistry().New("mmlu", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
 	res, err := accuracy.Run(context.Background(), s, e, accuracy.Options{})
 	if err != nil || res.Errors != 1 || res.Singles[0].Error == "" || res.Score != 0 {
 		t.Fatalf("res=%+v err=%v", res, err)
@@ -149,7 +149,7 @@ func TestRetriesZeroMeansDefault(t *testing.T) {
 			t.Errorf("Retries %d: %d calls (err %v), want %d", c.retries, calls.Load(), err, c.calls)
 		}
 	}
-	if err := (accuracy.Config{Retries: -1}).Validate(); err != nil {
+	if err := (accuracy.Config{Retries: -1}).Validate(nil); err != nil {
 		t.Errorf("Retries -1 (no retries) rejected: %v", err)
 	}
 	if got := (accuracy.Config{}).WithDefaults().Retries; got != accuracy.DefaultRetries {
@@ -175,7 +175,7 @@ func TestCancelKeepsPartial(t *testing.T) {
 		}
 		return "Answer: A", nil
 	})
-	e, _ := accuracy.NewEval("gpqa", accuracy.SampleData(), accuracy.EvalOptions{})
+	e, _ := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{})
 	var progress []int
 	res, err := accuracy.Run(ctx, sampler, e, accuracy.Options{Threads: 1, Progress: func(done, total int) {
 		progress = append(progress, done)

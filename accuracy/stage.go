@@ -42,6 +42,9 @@ type StageOptions struct {
 	Now func() time.Time
 	// Label 是写进结果与文件名的模型名（如 simple-evals 的 --model）；空时用 Target.Model。
 	Label string
+	// Evals 是 datasets[].name 的登记表（校验与构造评测都用它）；nil 取 DefaultRegistry。
+	// 团队登记了自己的评测时，传入同一张表（也交给 matrix.WithEvals，让 YAML 认识它）。
+	Evals *Registry
 }
 
 // StageResult 是一次精度阶段的全部结果；失败不会中断其余数据集（规格：失败继续）。
@@ -77,7 +80,8 @@ func (s StageResult) Passed() bool {
 // 返回值中）。
 func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageResult, error) {
 	out := StageResult{Skipped: map[string]string{}, Errors: map[string]error{}}
-	if err := cfg.Validate(); err != nil {
+	evals := o.Evals.orDefault()
+	if err := cfg.Validate(evals); err != nil {
 		return out, err
 	}
 	if o.Source == nil {
@@ -109,7 +113,7 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 	}
 	for _, d := range cfg.Datasets {
 		rec := newRecorder(src)
-		e, err := NewEval(d.Name, rec, EvalOptions{Debug: cfg.Debug, Examples: d.Examples, NRepeats: d.NRepeats, Interpreter: o.Interpreter})
+		e, err := evals.New(d.Name, rec, EvalOptions{Debug: cfg.Debug, Examples: d.Examples, NRepeats: d.NRepeats, Interpreter: o.Interpreter})
 		if errors.Is(err, ErrNoPython) {
 			out.Skipped[d.Name] = "python3 interpreter not available (humaneval executes generated code)"
 			continue

@@ -11,50 +11,6 @@ import (
 	"github.com/vllm-cibench/cibench/endpoint"
 )
 
-// Feature 是场景可以开启的可选能力，也是场景文件 features 列表的取值（matrix.Feature
-// 是它的别名：全项目只有这一个能力枚举）。核心的 chat/completions/流式能力总是被测试；
-// 带 Requires 的用例只有在 Target.Features 中出现对应能力时才运行，否则跳过并写明原因。
-// spec_decode 与 prefix_caching 目前没有功能用例要求它们，但仍是合法的声明。
-type Feature string
-
-// 已知能力，名称与 configs/scenarios/*.yaml 的 features 列表一致。
-const (
-	FeatureGuidedDecoding    Feature = "guided_decoding"
-	FeatureStructuredOutputs Feature = "structured_outputs"
-	FeatureFunctionCall      Feature = "function_call"
-	FeatureReasoning         Feature = "reasoning"
-	FeatureMultimodal        Feature = "multimodal"
-	FeatureSpecDecode        Feature = "spec_decode"
-	FeaturePrefixCaching     Feature = "prefix_caching"
-	FeatureEmbeddings        Feature = "embeddings"
-	FeatureRerank            Feature = "rerank"
-)
-
-// AllFeatures 返回全部已知能力（每次返回新切片），顺序即错误信息中的顺序。
-func AllFeatures() []Feature {
-	return []Feature{FeatureGuidedDecoding, FeatureStructuredOutputs, FeatureFunctionCall, FeatureReasoning,
-		FeatureMultimodal, FeatureSpecDecode, FeaturePrefixCaching, FeatureEmbeddings, FeatureRerank}
-}
-
-// Known 报告 f 是否为本包认识的能力名，用于在配置加载时拒绝拼写错误。
-func (f Feature) Known() bool { return slices.Contains(AllFeatures(), f) }
-
-// ErrUnknownFeature 表示能力名不在 AllFeatures 中（多半是拼写错误）。
-var ErrUnknownFeature = errors.New("unknown feature")
-
-// Check 在 f 不是已知能力时返回包装 ErrUnknownFeature、列出全部已知取值的错误；
-// matrix 加载场景文件与 Target 校验都用它，同一拼写错误在两处读起来一样。
-func (f Feature) Check() error {
-	if f.Known() {
-		return nil
-	}
-	names := make([]string, 0, len(AllFeatures()))
-	for _, k := range AllFeatures() {
-		names = append(names, string(k))
-	}
-	return fmt.Errorf("%w (want one of %s)", ErrUnknownFeature, strings.Join(names, ", "))
-}
-
 // Target 是被测服务：嵌入的 endpoint.Endpoint（地址、模型、密钥、HTTP 客户端，约定见
 // endpoint 包文档）加上场景对能力的声明。部署得到的端点原样放进来：
 // Target{Endpoint: ep, Features: …}；本包因此不依赖 deploy。
@@ -85,15 +41,17 @@ func (t Target) Support(c Capability) Support {
 }
 
 // Validate 在任何请求之前检查 Target：端点（endpoint.Endpoint.Validate，错误包装
-// endpoint.ErrInvalid）、能力名与能力声明。它覆盖嵌入的 Endpoint.Validate，
-// 所以对 Target 调用 Validate 总是完整的检查。
-func (t Target) Validate() error {
+// endpoint.ErrInvalid）、能力名是否在 feats 中登记（nil 取 DefaultFeatures）与能力声明。
+// 它遮蔽嵌入的 Endpoint.Validate，所以对 Target 的校验总是完整的检查；NewRunner 用
+// Options.Features 调用它。
+func (t Target) Validate(feats *Features) error {
 	if err := t.Endpoint.Validate(); err != nil {
 		return fmt.Errorf("functional: target: %w", err)
 	}
+	feats = feats.orDefault()
 	for i, f := range t.Features {
-		if err := f.Check(); err != nil {
-			return fmt.Errorf("functional: target: features[%d] %q: %w", i, f, err)
+		if err := feats.Check(f); err != nil {
+			return fmt.Errorf("functional: target: features[%d]: %w", i, err)
 		}
 	}
 	for c, s := range t.Capabilities {
@@ -126,14 +84,19 @@ var ErrDuplicateCase = errors.New("functional: duplicate case id")
 type Catalog struct {
 	cases []Case
 	ids   map[string]bool
+	// feats 是 Add 校验 Requires 所用的能力登记表。
+	feats *Features
 }
 
-// NewCatalog 按 cfg 生成规格第 4 节的全部用例。cfg 先经过 Validate。
-func NewCatalog(cfg Config) (*Catalog, error) {
-	if err := cfg.Validate(); err != nil {
+// NewCatalog 按 cfg 生成规格第 4 节的全部用例。cfg 先经过 Validate(feats)；feats 是
+// 用例 Requires 可以引用的能力登记表（nil 取 DefaultFeatures）。团队要加依赖厂商能力的
+// 用例时，先在 feats 中登记该能力，再把同一张表交给 NewCatalog 与 Options.Features。
+func NewCatalog(cfg Config, feats *Features) (*Catalog, error) {
+	feats = feats.orDefault()
+	if err := cfg.Validate(feats); err != nil {
 		return nil, err
 	}
-	c := &Catalog{ids: map[string]bool{}}
+	c := &Catalog{ids: map[string]bool{}, feats: feats}
 	for _, build := range []func(Config) []Case{
 		chatCoreCases, completionsCases, streamingCases, paramsCases, guidedCases,
 		functionCallCases, reasoningCases, errorsCases, multimodalCases, embeddingsCases, rerankCases,
@@ -150,16 +113,18 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 // DefaultCatalog 返回按 DefaultConfig 生成的新目录；每次调用都是独立的值，
 // 调用方可以放心 Add 而不影响他人。
 func DefaultCatalog() *Catalog {
-	c, err := NewCatalog(DefaultConfig())
+	c, err := NewCatalog(DefaultConfig(), nil)
 	if err != nil {
 		// DefaultConfig 由单元测试保证合法；此处返回空目录而不是 panic。
-		return &Catalog{ids: map[string]bool{}}
+		return &Catalog{ids: map[string]bool{}, feats: DefaultFeatures()}
 	}
 	return c
 }
 
 // Add 追加一个用例。ID、Suite、Run 必填，ID 不得重复；ID 不以 "<suite>/" 开头时
-// 自动补上，以保证报告中按套件分组的一致性。
+// 自动补上，以保证报告中按套件分组的一致性。Requires 中的每个能力必须已在目录的
+// 登记表中（错误包装 ErrUnknownFeature）：拼错的能力名会让用例永远被跳过，所以在
+// 构建目录时就拒绝。零值 Catalog 使用 DefaultFeatures。
 func (c *Catalog) Add(cs Case) error {
 	if c.ids == nil {
 		c.ids = map[string]bool{}
@@ -170,9 +135,12 @@ func (c *Catalog) Add(cs Case) error {
 	if !strings.HasPrefix(cs.ID, cs.Suite+"/") {
 		cs.ID = cs.Suite + "/" + cs.ID
 	}
-	for _, f := range cs.Requires {
-		if !f.Known() {
-			return fmt.Errorf("functional: add case %q: unknown feature %q", cs.ID, f)
+	if c.feats == nil {
+		c.feats = DefaultFeatures()
+	}
+	for i, f := range cs.Requires {
+		if err := c.feats.Check(f); err != nil {
+			return fmt.Errorf("functional: add case %q: requires[%d]: %w", cs.ID, i, err)
 		}
 	}
 	if c.ids[cs.ID] {

@@ -337,8 +337,8 @@ func DefaultConfig() Config {
 
 // Decode 把一个 YAML 文档严格解码并叠加到 c 上：未知键、类型错误都会报错，
 // 文档中未出现的键保持原值。name 用于错误信息（通常是文件名）。
-// 解码后会校验整个配置。
-func (c *Config) Decode(name string, r io.Reader) error {
+// 解码后会用 feats（nil 取 DefaultFeatures）校验整个配置。
+func (c *Config) Decode(name string, r io.Reader, feats *Features) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("functional: decode %s: %w", name, err)
@@ -348,7 +348,7 @@ func (c *Config) Decode(name string, r io.Reader) error {
 	if err := yamlstrict.Unmarshal(name, data, &next); err != nil && !errors.Is(err, yamlstrict.ErrEmpty) {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := next.Validate(); err != nil {
+	if err := next.Validate(feats); err != nil {
 		var doc yaml.Node
 		_ = yaml.Unmarshal(data, &doc)
 		located := false
@@ -415,8 +415,8 @@ func nodeOf(doc *yaml.Node, path string) *yaml.Node {
 
 // LoadConfigDir 与 LoadConfig 相同，但读取目录 dir：目录不存在、不是目录或其中没有
 // *.yaml 都是写明路径的错误——否则一个拼错的 -config 会悄悄使用内置默认值。
-// 错误中的文件名是 dir 下的路径。
-func LoadConfigDir(dir string) (Config, error) {
+// 错误中的文件名是 dir 下的路径。feats 同 LoadConfig。
+func LoadConfigDir(dir string, feats *Features) (Config, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: config dir %s: %w", ErrConfig, dir, err)
@@ -428,18 +428,19 @@ func LoadConfigDir(dir string) (Config, error) {
 	if err != nil || len(names) == 0 {
 		return Config{}, fmt.Errorf("%w: config dir %s holds no *.yaml file", ErrConfig, dir)
 	}
-	return loadConfig(os.DirFS(dir), func(n string) string { return filepath.Join(dir, n) })
+	return loadConfig(os.DirFS(dir), func(n string) string { return filepath.Join(dir, n) }, feats)
 }
 
 // LoadConfig 从 DefaultConfig 出发，按文件名顺序叠加 fsys 根目录下的全部 *.yaml
 // （即 configs/tests/functional/ 的内容），返回校验后的配置。根目录不可读是错误。
-// 矩阵加载器也可以对每个文件的内容直接调用 Config.Decode。
-func LoadConfig(fsys fs.FS) (Config, error) {
-	return loadConfig(fsys, func(n string) string { return n })
+// 矩阵加载器也可以对每个文件的内容直接调用 Config.Decode。feats 是 requires 可以
+// 引用的能力登记表（nil 取 DefaultFeatures）：没人登记的能力名仍是错误。
+func LoadConfig(fsys fs.FS, feats *Features) (Config, error) {
+	return loadConfig(fsys, func(n string) string { return n }, feats)
 }
 
 // loadConfig 是 LoadConfig 的实现；display 把文件名变成错误中显示的路径。
-func loadConfig(fsys fs.FS, display func(string) string) (Config, error) {
+func loadConfig(fsys fs.FS, display func(string) string, feats *Features) (Config, error) {
 	cfg := DefaultConfig()
 	if _, err := fs.ReadDir(fsys, "."); err != nil {
 		return Config{}, fmt.Errorf("%w: load config: %w", ErrConfig, err)
@@ -454,7 +455,7 @@ func loadConfig(fsys fs.FS, display func(string) string) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("functional: load config: %w", err)
 		}
-		err = cfg.Decode(display(n), f)
+		err = cfg.Decode(display(n), f, feats)
 		_ = f.Close()
 		if err != nil {
 			return Config{}, err
@@ -479,8 +480,10 @@ func (c Config) clone() Config {
 
 // Validate 检查配置中会让用例无法给出有意义结论的取值，错误信息写明字段与值；
 // 返回的错误由 *field.Error 组成（errors.As 可取出；Field 是定位到元素的路径，如
-// "params_boundary.top_p[1]"，errors.Is(err, ErrConfig) 成立）。
-func (c Config) Validate() error {
+// "params_boundary.top_p[1]"，errors.Is(err, ErrConfig) 成立）。feats 是 invalid_request 用例的
+// requires 可以引用的能力登记表（nil 取 DefaultFeatures）：YAML 仍拒绝没人登记的名字。
+func (c Config) Validate(feats *Features) error {
+	feats = feats.orDefault()
 	var errs []error
 	badAt := func(_, path string, v any, why string) {
 		errs = append(errs, field.New(ErrConfig, path, v, why))
@@ -619,8 +622,8 @@ func (c Config) Validate() error {
 			bad(f+".status", inv.Status, "must be a 4xx code")
 		}
 		for j, r := range inv.Requires {
-			if !r.Known() {
-				badAt(f+".requires", at(f+".requires", j), r, "unknown feature")
+			if err := feats.Check(r); err != nil {
+				badAt(f+".requires", at(f+".requires", j), r, err.Error())
 			}
 		}
 	}

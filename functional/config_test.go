@@ -30,7 +30,7 @@ func normalize(t *testing.T, c functional.Config) string {
 // 并且每个套件恰好一个文件。
 func TestShippedConfigsEqualDefaults(t *testing.T) {
 	fsys := os.DirFS("../configs/tests/functional")
-	got, err := functional.LoadConfig(fsys)
+	got, err := functional.LoadConfig(fsys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestShippedConfigsEqualDefaults(t *testing.T) {
 // TestConfigDecodeOverlaysAndRejects 检查叠加语义与严格解码的错误信息。
 func TestConfigDecodeOverlaysAndRejects(t *testing.T) {
 	cfg := functional.DefaultConfig()
-	if err := cfg.Decode("chat_core.yaml", strings.NewReader("chat_core: {max_tokens: 8}\n")); err != nil {
+	if err := cfg.Decode("chat_core.yaml", strings.NewReader("chat_core: {max_tokens: 8}\n"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ChatCore.MaxTokens != 8 || cfg.ChatCore.N != 2 || cfg.ChatCore.Prompt == "" {
@@ -68,7 +68,7 @@ func TestConfigDecodeOverlaysAndRejects(t *testing.T) {
 	} {
 		c := functional.DefaultConfig()
 		before := normalize(t, c)
-		err := c.Decode(tc.name, strings.NewReader(tc.doc))
+		err := c.Decode(tc.name, strings.NewReader(tc.doc), nil)
 		if err == nil {
 			t.Errorf("%s: no error", tc.name)
 			continue
@@ -83,10 +83,10 @@ func TestConfigDecodeOverlaysAndRejects(t *testing.T) {
 			t.Errorf("%s: failed Decode modified the config", tc.name)
 		}
 	}
-	if _, err := functional.LoadConfig(fstest.MapFS{"x.yaml": {Data: []byte("nope: 1\n")}}); err == nil {
+	if _, err := functional.LoadConfig(fstest.MapFS{"x.yaml": {Data: []byte("nope: 1\n")}}, nil); err == nil {
 		t.Fatal("LoadConfig accepted an unknown suite key")
 	}
-	if _, err := functional.NewCatalog(functional.Config{}); err == nil {
+	if _, err := functional.NewCatalog(functional.Config{}, nil); err == nil {
 		t.Fatal("NewCatalog accepted the zero Config")
 	}
 }
@@ -100,13 +100,13 @@ func FuzzConfigDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		c := functional.DefaultConfig()
 		before := normalize(t, c)
-		if err := c.Decode("fuzz.yaml", strings.NewReader(doc)); err != nil {
+		if err := c.Decode("fuzz.yaml", strings.NewReader(doc), nil); err != nil {
 			if normalize(t, c) != before {
 				t.Fatalf("failed Decode modified the config")
 			}
 			return
 		}
-		if _, err := functional.NewCatalog(c); err != nil {
+		if _, err := functional.NewCatalog(c, nil); err != nil {
 			t.Fatalf("Decode accepted a config NewCatalog rejects: %v", err)
 		}
 	})

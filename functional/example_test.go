@@ -55,3 +55,40 @@ func ExampleRunner_Run() {
 	// SKIP guided/structured_outputs_json: feature "structured_outputs" not enabled for this scenario
 	// SKIP guided/structured_outputs_choice: feature "structured_outputs" not enabled for this scenario
 }
+
+// ExampleFeatures_Register 展示需要厂商能力的用例：先在登记表里登记能力，再用同一张表
+// 构建目录与执行器；场景没有开启该能力时用例跳过并写明原因。
+func ExampleFeatures_Register() {
+	em, _ := emulator.New(emulator.Config{Model: "demo"})
+	dep, _ := em.Deploy(context.Background())
+	defer dep.Teardown(context.Background())
+
+	feats := functional.DefaultFeatures()
+	if err := feats.Register("acme_lora"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	cat, _ := functional.NewCatalog(functional.DefaultConfig(), feats)
+	_ = cat.Add(functional.Case{ID: "adapter", Suite: "acme", Requires: []functional.Feature{"acme_lora"},
+		Run: func(ctx context.Context, t *functional.T) {}})
+	cases, _ := cat.Select("acme")
+	for _, on := range []bool{true, false} {
+		target := functional.Target{Endpoint: dep.Endpoint()}
+		if on {
+			target.Features = []functional.Feature{"acme_lora"}
+		}
+		r, _ := functional.NewRunner(target, functional.Options{Features: feats})
+		rep, _ := r.Run(context.Background(), cases)
+		res := rep.Results[0]
+		if res.Reason == "" {
+			fmt.Println(res.CaseID, res.Status)
+			continue
+		}
+		fmt.Println(res.CaseID, res.Status, res.Reason)
+	}
+	fmt.Println(feats.Register("acme_lora"))
+	// Output:
+	// acme/adapter pass
+	// acme/adapter skip feature "acme_lora" not enabled for this scenario
+	// functional: duplicate feature: "acme_lora" is already registered
+}

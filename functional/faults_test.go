@@ -370,7 +370,7 @@ func TestFailureClassInReports(t *testing.T) {
 // TestRequestBoundsFromConfig 证明单个请求的超时与响应上限来自套件配置的 request.yaml
 // （ci 功能阶段因此可以由矩阵配置树设置它们），非法取值在运行前以 file:line 报错。
 func TestRequestBoundsFromConfig(t *testing.T) {
-	cfg, err := functional.LoadConfig(fstest.MapFS{"request.yaml": {Data: []byte("request:\n  timeout: 80ms\n  max_response_bytes: 4096\n")}})
+	cfg, err := functional.LoadConfig(fstest.MapFS{"request.yaml": {Data: []byte("request:\n  timeout: 80ms\n  max_response_bytes: 4096\n")}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestRequestBoundsFromConfig(t *testing.T) {
 		{"request:\n  max_response_bytes: 0\n", "functional: invalid config: request.yaml:2:23: request.max_response_bytes: must be > 0"},
 		{"request:\n  timeout: 120\n", `request.yaml:2:12: request.timeout: want a duration such as "30s" or "20m", got an integer (got "120")`},
 	} {
-		_, err := functional.LoadConfig(fstest.MapFS{"request.yaml": {Data: []byte(tc.yaml)}})
+		_, err := functional.LoadConfig(fstest.MapFS{"request.yaml": {Data: []byte(tc.yaml)}}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want it to contain %q", tc.yaml, err, tc.want)
 		}

@@ -24,6 +24,6 @@ func startEmulator(t testing.TB, cfg emulator.Config) (*emulator.Server, functio
 	em, ep := emulator.Start(t, cfg)
 	return em, functional.Target{
 		Endpoint: ep,
-		Features: functional.AllFeatures(),
+		Features: functional.DefaultFeatures().All(),
 	}
 }

@@ -201,16 +201,16 @@ func TestNoExecutedCaseHasNoPassRatio(t *testing.T) {
 // TestLoadConfigErrors 证明不存在的配置目录是错误（不再悄悄使用内置默认值），取值错误
 // 在运行前报告文件:行与取值。
 func TestLoadConfigErrors(t *testing.T) {
-	if _, err := functional.LoadConfigDir("/nonexistent/cibench-functional"); err == nil || !strings.Contains(err.Error(), "/nonexistent/cibench-functional") {
+	if _, err := functional.LoadConfigDir("/nonexistent/cibench-functional", nil); err == nil || !strings.Contains(err.Error(), "/nonexistent/cibench-functional") {
 		t.Errorf("missing dir: err = %v, want an error naming the path", err)
 	}
 	fsys := fstest.MapFS{"params_boundary.yaml": {Data: []byte("params_boundary:\n  top_p: [0.1, 1.5]\n  samples: 4\n")}}
-	_, err := functional.LoadConfig(fsys)
+	_, err := functional.LoadConfig(fsys, nil)
 	if err == nil || !strings.Contains(err.Error(), "params_boundary.yaml:2") || !strings.Contains(err.Error(), "1.5") {
 		t.Errorf("bad value: err = %v, want file:line and the value", err)
 	}
 	fsys = fstest.MapFS{"chat_core.yaml": {Data: []byte("chat_core:\n  prompt: hi\n  n: 1\n")}}
-	_, err = functional.LoadConfig(fsys)
+	_, err = functional.LoadConfig(fsys, nil)
 	if err == nil || !strings.Contains(err.Error(), "chat_core.yaml:3:6: chat_core.n: ") || !strings.Contains(err.Error(), `(got "1")`) {
 		t.Errorf("bad n: err = %v, want file:line, field and value", err)
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	Parallelism int `yaml:"parallelism" json:"parallelism"`
 	// Config 是套件参数；nil 表示 DefaultConfig。
 	Config *Config `yaml:"-" json:"-"`
+	// Features 是 Target.Features 与套件参数中 requires 可以引用的能力登记表；nil 表示
+	// DefaultFeatures。用了厂商能力的调用方传入登记过它的同一张表（见 NewCatalog）。
+	Features *Features `yaml:"-" json:"-"`
 	// Now 是时钟，nil 表示 time.Now；测试可注入固定时钟。
 	Now func() time.Time `yaml:"-" json:"-"`
 }
@@ -79,7 +82,7 @@ type Runner struct {
 
 // NewRunner 校验 target 与 opts 并返回 Runner。
 func NewRunner(target Target, opts Options) (*Runner, error) {
-	if err := target.Validate(); err != nil {
+	if err := target.Validate(opts.Features); err != nil {
 		return nil, err
 	}
 	if c := opts.Config; c != nil {
@@ -102,7 +105,7 @@ func NewRunner(target Target, opts Options) (*Runner, error) {
 	if o.Config != nil {
 		cfg = *o.Config
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(o.Features); err != nil {
 		return nil, fmt.Errorf("functional: new runner: %w", err)
 	}
 	return &Runner{target: target, opts: o, cfg: cfg}, nil

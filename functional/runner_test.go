@@ -28,7 +28,7 @@ func serveEmulator(t *testing.T, cfg emulator.Config, wrap func(http.Handler) ht
 	}
 	srv := httptest.NewServer(wrap(em.Handler()))
 	t.Cleanup(srv.Close)
-	return functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: em.Config().Model, APIKey: cfg.APIKey, HTTPClient: srv.Client()}, Features: functional.AllFeatures()}
+	return functional.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: em.Config().Model, APIKey: cfg.APIKey, HTTPClient: srv.Client()}, Features: functional.DefaultFeatures().All()}
 }
 
 // run 用给定选项执行 cases 并返回报告。
@@ -287,10 +287,10 @@ func TestNewRunnerValidates(t *testing.T) {
 	if !errors.Is(err, endpoint.ErrInvalid) || err.Error() != `functional: target: endpoint: base_urls[1] "x:1/v1": invalid endpoint: no scheme (want http:// or https://)` {
 		t.Errorf("bad second URL: %v", err)
 	}
-	if err := (functional.Target{Endpoint: ok.Endpoint, Features: []functional.Feature{"gpu"}}).Validate(); !errors.Is(err, functional.ErrUnknownFeature) {
+	if err := (functional.Target{Endpoint: ok.Endpoint, Features: []functional.Feature{"gpu"}}).Validate(nil); !errors.Is(err, functional.ErrUnknownFeature) {
 		t.Errorf("Validate skipped features: %v", err)
 	}
-	if err := ok.Validate(); err != nil {
+	if err := ok.Validate(nil); err != nil {
 		t.Errorf("valid target: %v", err)
 	}
 }

@@ -63,7 +63,7 @@ func TestCatalogOnServerVariants(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
-			cat, err := functional.NewCatalog(cfg)
+			cat, err := functional.NewCatalog(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

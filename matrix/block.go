@@ -52,7 +52,7 @@ func (b Block) Decode(out any) error {
 	if b.node == nil {
 		return nil
 	}
-	d := newDecoder(b.file)
+	d := newDecoder(b.file, nil)
 	d.Decode(b.node, b.path, v.Elem())
 	return joinErrors(d.Errs)
 }

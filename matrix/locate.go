@@ -19,7 +19,7 @@ type located struct {
 
 // decodeLocated 严格解码 b 进 out，返回记录了字段位置的解码器；解码错误计入 loader。
 func (l *loader) decodeLocated(b Block, out any) (located, bool) {
-	d := newDecoder(b.file)
+	d := newDecoder(b.file, l.feats)
 	if b.node != nil {
 		d.Decode(b.node, b.path, reflectValue(out))
 	}

@@ -245,7 +245,32 @@ type Option func(*loadOptions)
 
 // loadOptions 汇总 Load 的可选项。
 type loadOptions struct {
-	root string
+	root  string
+	feats *functional.Features
+	evals *accuracy.Registry
+	cases []functional.Case
+}
+
+// WithFeatures 设置场景 features 列表与套件参数 requires 可以使用的能力登记表
+// （默认 functional.DefaultFeatures()）。团队登记了厂商能力时把同一张表交给这里、
+// functional.NewCatalog 与 functional.Options.Features：YAML 接受登记过的名字，
+// 仍拒绝没人登记的（拼写错误照样在加载时报出文件:行:列）。
+func WithFeatures(f *functional.Features) Option {
+	return func(o *loadOptions) { o.feats = f }
+}
+
+// WithEvals 设置精度配置 datasets[].name 可以使用的评测登记表（默认
+// accuracy.DefaultRegistry()）；团队登记了自己的评测时把同一张表交给这里与
+// accuracy.StageOptions.Evals。
+func WithEvals(r *accuracy.Registry) Option {
+	return func(o *loadOptions) { o.evals = r }
+}
+
+// WithCases 把调用方自己的功能用例加进校验用的用例目录，使矩阵的 functional.suites /
+// functional.cases 可以选中它们（否则选中团队套件的模式会被当作拼写错误拒绝）。
+// 用例的 Requires 按 WithFeatures 的登记表校验。
+func WithCases(cases ...functional.Case) Option {
+	return func(o *loadOptions) { o.cases = append(o.cases, cases...) }
 }
 
 // WithRoot 设置错误信息中文件路径的前缀（通常是配置目录，如 "configs"），
@@ -274,7 +299,13 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	l := &loader{fsys: fsys, root: o.root}
+	if o.feats == nil {
+		o.feats = functional.DefaultFeatures()
+	}
+	if o.evals == nil {
+		o.evals = accuracy.DefaultRegistry()
+	}
+	l := &loader{fsys: fsys, root: o.root, feats: o.feats, evals: o.evals, cases: o.cases}
 	m := l.load()
 	if len(l.errs) > 0 {
 		sort.SliceStable(l.errs, func(i, j int) bool {
@@ -296,7 +327,11 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 type loader struct {
 	fsys fs.FS
 	root string
-	errs []*field.Error
+	// feats、evals 与 cases 来自 WithFeatures、WithEvals 与 WithCases（已填好默认值）。
+	feats *functional.Features
+	evals *accuracy.Registry
+	cases []functional.Case
+	errs  []*field.Error
 	// profiles 是每个合法档位文件的字段位置，override 叠加后的错误据此定位。
 	profiles map[string]located
 }
@@ -311,7 +346,7 @@ func (l *loader) display(name string) string {
 
 // parse 读取并解析一个文件，返回其解码器与根节点；读取失败记为错误。
 func (l *loader) parse(name string, required bool) (*decoder, *yaml.Node, bool) {
-	d := newDecoder(l.display(name))
+	d := newDecoder(l.display(name), l.feats)
 	data, err := fs.ReadFile(l.fsys, name)
 	if err != nil {
 		if required || !errors.Is(err, fs.ErrNotExist) {
@@ -410,7 +445,7 @@ func (l *loader) load() *Matrix {
 		var c accuracy.Config
 		if !b.IsZero() {
 			if d, ok := l.decodeBlockAt(b, &c); ok {
-				l.accuracyErr(d, b.path, c.Validate())
+				l.accuracyErr(d, b.path, c.Validate(l.evals))
 			}
 		}
 		m.Accuracy[name] = c
@@ -491,7 +526,7 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 					cfg := m.Accuracy[c]
 					if ov := rc.Accuracy.Override; !ov.IsZero() {
 						if od, ok := l.decodeBlockAt(ov, &cfg); ok {
-							if err := cfg.Validate(); err != nil {
+							if err := cfg.Validate(l.evals); err != nil {
 								l.accuracyOverrideErr(d, od, ov.path, c, err)
 							}
 						}
@@ -566,14 +601,19 @@ func (l *loader) loadFunctional(m *Matrix) {
 	if !ok {
 		return
 	}
-	if err := m.Functional.Validate(); err != nil {
+	if err := m.Functional.Validate(l.feats); err != nil {
 		l.functionalErr(decs, err)
 		return
 	}
-	cat, err := functional.NewCatalog(m.Functional)
+	cat, err := functional.NewCatalog(m.Functional, l.feats)
 	if err != nil {
 		l.errs = append(l.errs, &field.Error{File: l.display(functionalDir), Reason: err.Error()})
 		return
+	}
+	for _, c := range l.cases {
+		if err := cat.Add(c); err != nil {
+			l.errs = append(l.errs, &field.Error{File: l.display(functionalDir), Reason: "matrix.WithCases: " + err.Error()})
+		}
 	}
 	m.catalog = cat
 }
@@ -606,7 +646,7 @@ func (l *loader) functionalErr(decs []*decoder, err error) {
 
 // decodeBlockAt 与 decodeBlock 相同，但返回解码器，使之后的语义校验能按字段路径定位行列。
 func (l *loader) decodeBlockAt(b Block, out any) (*decoder, bool) {
-	d := newDecoder(b.file)
+	d := newDecoder(b.file, l.feats)
 	if b.node == nil {
 		return d, true
 	}

@@ -325,7 +325,7 @@ func TestBrokenTree(t *testing.T) {
 		{"override unknown field", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {concurency: [1]}}}\n"},
 			[]string{`configs/matrix.yaml:3:28: scenarios.emulator.pr.perf.override.concurency: unknown field "concurency"`}},
 		{"accuracy invalid", map[string]string{"tests/accuracy/daily.yaml": "datasets: [{name: gpqb}]\n"},
-			[]string{`configs/tests/accuracy/daily.yaml:1:19: datasets[0].name: accuracy: unknown dataset (want one of [gpqa mmlu mgsm drop humaneval]) (got "gpqb")`}},
+			[]string{`configs/tests/accuracy/daily.yaml:1:19: datasets[0].name: accuracy: unknown dataset (want one of gpqa, mmlu, mgsm, drop, humaneval) (got "gpqb")`}},
 		{"accuracy threshold out of range", map[string]string{"tests/accuracy/daily.yaml": "debug: true\ndatasets:\n  - name: gpqa\n    threshold: 7.5\n"},
 			[]string{`configs/tests/accuracy/daily.yaml:4:16: datasets[0].threshold: must be in (0, 1] (got "7.5")`}},
 		{"accuracy threshold cannot fail", map[string]string{"tests/accuracy/daily.yaml": "datasets: [{name: gpqa, threshold: 0}]\n"},

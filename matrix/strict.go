@@ -54,9 +54,13 @@ var (
 )
 
 // newDecoder 为显示名为 file 的文件创建解码器：实现 nodeDecoder 的类型自行解码，
-// 实现 enumValue 的类型在解码后校验取值。钩子经私有接口识别，不给本包的公开类型
-// 增加导出方法。
-func newDecoder(file string) *decoder {
+// 实现 enumValue 的类型在解码后校验取值，functional.Feature 按 feats 登记表校验
+// （nil 取 functional.DefaultFeatures()，Block.Decode 这样不经 Load 的路径用它）。
+// 钩子经私有接口识别，不给本包的公开类型增加导出方法。
+func newDecoder(file string, feats *functional.Features) *decoder {
+	if feats == nil {
+		feats = functional.DefaultFeatures()
+	}
 	d := yamlstrict.NewDecoder(file)
 	d.Custom = func(d *decoder, n *yaml.Node, path string, v reflect.Value) bool {
 		if !reflect.PointerTo(v.Type()).Implements(nodeDecType) {
@@ -69,9 +73,9 @@ func newDecoder(file string) *decoder {
 		if reflect.PointerTo(v.Type()).Implements(enumType) {
 			return v.Addr().Interface().(enumValue).checkEnum()
 		}
-		// functional.Feature 属于别的包，不能有本包的私有方法，单独校验。
+		// functional.Feature 属于别的包，不能有本包的私有方法，按登记表单独校验。
 		if v.Type() == featureType {
-			return v.Interface().(functional.Feature).Check()
+			return feats.Check(v.Interface().(functional.Feature))
 		}
 		return nil
 	}

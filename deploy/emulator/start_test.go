@@ -148,3 +148,7 @@ func TestFailureKindsReturnsCopy(t *testing.T) {
 		t.Fatalf("bogus kind: %v", err)
 	}
 }
+
+// testing.TB 的每个实现（*testing.T、*testing.B、*testing.F）都满足 emulator.TB，
+// 所以 Start(t, cfg) 的写法不变，而本包不必导入 testing。
+var _ emulator.TB = testing.TB(nil)

@@ -98,7 +98,7 @@ func parse(args []string, stderr io.Writer) (cliConfig, error) {
 	var c cliConfig
 	fs := flag.NewFlagSet("accuracy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ds := fs.String("dataset", "gpqa", "dataset(s): "+strings.Join(accuracy.Datasets(), "|")+"; several may follow --dataset or be comma-separated")
+	ds := fs.String("dataset", "gpqa", "dataset(s): "+strings.Join(accuracy.DefaultRegistry().Names(), "|")+"; several may follow --dataset or be comma-separated")
 	fs.StringVar(&c.model, "model", "", "model label (informational, like simple-evals --model)")
 	fs.StringVar(&c.served, "served-model-name", "", "served model name sent in requests (default: the emulator's model)")
 	fs.StringVar(&c.url, "url", "", "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (empty: in-process emulator + built-in synthetic data)")
@@ -132,7 +132,7 @@ func parse(args []string, stderr io.Writer) (cliConfig, error) {
 		}
 	}
 	if len(c.datasets) == 0 {
-		return c, fmt.Errorf("--dataset: at least one of %v", accuracy.Datasets())
+		return c, fmt.Errorf("--dataset: at least one of %v", accuracy.DefaultRegistry().Names())
 	}
 	return c, checkFlags(c)
 }
@@ -166,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	emulated := c.url == ""
 	cfg := stageConfig(c, file, emulated)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(nil); err != nil {
 		fmt.Fprintln(stderr, "accuracy:", err)
 		return 2
 	}
@@ -297,7 +297,7 @@ func loadConfig(path string) (accuracy.Config, error) {
 	if err := yamlstrict.Unmarshal(path, data, &c); err != nil {
 		return c, err
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(nil); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil

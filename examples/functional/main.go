@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	cfg := functional.DefaultConfig()
 	if *configDir != "" {
 		var err error
-		if cfg, err = functional.LoadConfigDir(*configDir); err != nil {
+		if cfg, err = functional.LoadConfigDir(*configDir, nil); err != nil {
 			return 2, fmt.Errorf("-config: %w", err)
 		}
 		// 没有在命令行给出的界限取配置目录的 request.yaml。
@@ -117,11 +117,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		ep := dep.Endpoint()
 		target.BaseURLs, target.Model, target.APIKey = ep.BaseURLs, ep.Model, ep.APIKey
 		if *features == "" {
-			target.Features = functional.AllFeatures()
+			target.Features = functional.DefaultFeatures().All()
 		}
 		fmt.Fprintf(stdout, "no -base-url: testing the built-in emulator at %s\n", ep.BaseURL())
 	}
-	cat, err := functional.NewCatalog(cfg)
+	cat, err := functional.NewCatalog(cfg, nil)
 	if err != nil {
 		return 2, err
 	}
@@ -181,7 +181,7 @@ func writeArtifacts(dir string, rep functional.Report) error {
 // joinFeatures 列出已知能力名，用于帮助文本。
 func joinFeatures() string {
 	var s []string
-	for _, f := range functional.AllFeatures() {
+	for _, f := range functional.DefaultFeatures().All() {
 		s = append(s, string(f))
 	}
 	return strings.Join(s, ",")

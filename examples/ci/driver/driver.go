@@ -25,6 +25,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -101,6 +104,27 @@ type Options struct {
 	// AccuracyDownloadClient 用于精度阶段的数据下载（accuracy.StageOptions.DownloadClient）；
 	// nil 取 http.DefaultClient（时限来自配置）。测试用它模拟断网。
 	AccuracyDownloadClient *http.Client
+
+	// 以下是团队加进参考流水线的东西（见 docs/packages.md 的“扩展点”与 examples/team）。
+	// 它们的结果与内置的一样进入 summary.json、JUnit、HTML 与门禁。
+
+	// Features 是能力登记表：场景 YAML 的 features、用例的 Requires 只接受其中的名字。
+	// 团队在 functional.DefaultFeatures() 上登记厂商能力后传进来；nil 取内置的一组。
+	Features *functional.Features
+	// Cases 是加进每个场景用例目录的团队功能用例：矩阵的 functional.suites/cases 可以
+	// 选中它们（选择为空或 all 时总会运行），结果写进 functional/junit.xml 与功能门禁。
+	Cases []functional.Case
+	// Evals 是精度评测登记表：精度配置 datasets[].name 只接受其中的名字。团队在
+	// accuracy.DefaultRegistry() 上登记自己的评测后传进来；nil 取内置的五个。
+	Evals *accuracy.Registry
+	// PerfExporters 为每个性能档位创建额外的观察者，与内置的 CSV 并列收到全部事件。
+	PerfExporters []PerfExporter
+	// Gates 是团队的门禁，在内置门禁之后计算，与它们一起写出并决定退出码。
+	Gates []GateFunc
+	// Collectors 为每个场景返回要与内置指标一起推送到 Pushgateway 的 Prometheus collector
+	// （仅每日运行推送，与内置指标同一个分组、同一次 PUT）。它们与内置 collector 注册进同一个
+	// pedantic 注册表：与内置指标重名或自相矛盾是该场景的 push 阶段错误，不会推送半组指标。
+	Collectors func(sc report.Scenario) ([]prometheus.Collector, error)
 
 	// NewDeployer 为测试替换部署方式；nil 时按场景的 mode 构造。
 	NewDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
@@ -195,7 +219,15 @@ func newDriver(o Options) (*driver, error) {
 	if o.RequirePush && o.RunType != matrix.RunDaily {
 		return nil, fmt.Errorf("%w: metrics are pushed only by daily runs (spec section 7)", ErrConfig)
 	}
-	var opts []matrix.Option
+	if o.Features == nil {
+		o.Features = functional.DefaultFeatures()
+	}
+	if o.Evals == nil {
+		o.Evals = accuracy.DefaultRegistry()
+	}
+	// 矩阵用同一张登记表与同一组团队用例校验：YAML 接受团队登记的名字、能选中团队的套件，
+	// 仍拒绝没人登记的名字。
+	opts := []matrix.Option{matrix.WithFeatures(o.Features), matrix.WithEvals(o.Evals), matrix.WithCases(o.Cases...)}
 	if o.ConfigRoot != "" {
 		opts = append(opts, matrix.WithRoot(o.ConfigRoot))
 	}
@@ -338,6 +370,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	if err != nil {
 		d.log.Warn("gate evaluation incomplete", "err", err)
 	}
+	gates = append(gates, d.extraGates(fin, run.Result())...)
 	partialStages := len(d.o.Stages) > 0 && !d.o.Summarize
 	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
 		d.push(fin)
@@ -345,6 +378,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		if gates, err = gate.Evaluate(fin, run.Result().GateInputs(), th, baselines); err != nil {
 			d.log.Warn("gate evaluation incomplete", "err", err)
 		}
+		gates = append(gates, d.extraGates(fin, run.Result())...)
 	}
 	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
 		d.trend(run)

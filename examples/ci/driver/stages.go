@@ -29,9 +29,14 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	sc := p.Scenario
 	cfg := p.Functional.Config
 	cfg.Reasoning.AllowEmpty = cfg.Reasoning.AllowEmpty || sc.Reasoning.AllowEmpty
-	cat, err := functional.NewCatalog(cfg)
+	cat, err := functional.NewCatalog(cfg, d.o.Features)
 	if err != nil {
 		return err
+	}
+	for _, c := range d.o.Cases {
+		if err := cat.Add(c); err != nil {
+			return err
+		}
 	}
 	cases, err := cat.Select(p.Functional.Select...)
 	if err != nil {
@@ -41,6 +46,7 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	// 单个请求的超时与响应大小上限来自 tests/functional/request.yaml（矩阵配置树的一部分）。
 	opts.RequestTimeout, opts.MaxResponseBytes = cfg.Request.Timeout, cfg.Request.MaxResponseBytes
 	opts.Config = &cfg
+	opts.Features = d.o.Features
 	opts.Now = d.now
 	runner, err := functional.NewRunner(sc.FunctionalTarget(ep), opts)
 	if err != nil {
@@ -75,8 +81,14 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			errs = append(errs, err)
 			continue
 		}
+		// 团队的导出器经 loadgen.Tee 与内置 CSV 并列收到全部事件（扫描与分片运行也是）。
+		team, closeTeam, err := d.exporters(sc.Name, np.Name, func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("profile %s: %w", np.Name, err))
+		}
 		if prof.ControlMethod == loadgen.ControlSweep {
-			errs = append(errs, d.sweep(ctx, sc.Name, np.Name, dir, target, np.Profile, sink)...)
+			errs = append(errs, d.sweep(ctx, sc.Name, np.Name, dir, target, np.Profile, sink, team)...)
+			errs = append(errs, closeTeam(np.Name)...)
 			if ctx.Err() != nil {
 				break
 			}
@@ -91,13 +103,14 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		var runErr error
 		if p.Perf.Shards > 1 {
 			// 分片运行的记录在各分片进程里，这里没有逐请求样本：门禁退回规格规则（无区间）。
-			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, sink.Observer())
+			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, loadgen.Tee(sink.Observer(), team))
 		} else {
-			rows, runErr = loadgen.Run(ctx, target, np.Profile, loadgen.Tee(sink.Observer(), keep, coll.Observer()))
+			rows, runErr = loadgen.Run(ctx, target, np.Profile, loadgen.Tee(sink.Observer(), keep, coll.Observer(), team))
 		}
 		if err := sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", np.Name, err))
 		}
+		errs = append(errs, closeTeam(np.Name)...)
 		if len(rows) > 0 {
 			if err := d.run.RecordPerf(sc.Name, rows); err != nil {
 				errs = append(errs, err)
@@ -126,9 +139,9 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 // 逐级 CSV（sweep_*.csv）、整个档位写一份容量汇总 CSV（capacity_*.csv，每次扫描一行），
 // 结论交给 report（HTML 图表、summary.json）与每日推送（capacity_requests_per_second）。
 // 各级的汇总行不进入性能门禁：它们的到达速率各不相同。
-func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, target loadgen.Target, prof loadgen.Profile, sink *metrics.ArtifactSink) []error {
+func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, target loadgen.Target, prof loadgen.Profile, sink *metrics.ArtifactSink, team *loadgen.Observer) []error {
 	var errs []error
-	results, runErr := loadgen.RunSweep(ctx, target, prof, sink.Observer())
+	results, runErr := loadgen.RunSweep(ctx, target, prof, loadgen.Tee(sink.Observer(), team))
 	if err := sink.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("profile %s: close CSV: %w", profile, err))
 	}
@@ -187,6 +200,7 @@ func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy
 			ExternalDir:    extDir,
 			Logs:           logs,
 			Now:            d.now,
+			Evals:          d.o.Evals,
 		})
 		if logs != nil {
 			_ = logs.Close()
@@ -373,7 +387,16 @@ func (d *driver) push(ctx context.Context) {
 		}
 		// 每个阶段的结果由它自己的 Collector 导出，注册进同一个 Gatherer 一次推送（整组替换）；
 		// 不带常量标签：分组键承载 model、quant、scenario、run_type。
-		reg, err := stageGatherer(info, d.o.PushOptions, sc.Perf, sc.Capacity, sc.Functional, acc)
+		var extra []prometheus.Collector
+		var err error
+		if d.o.Collectors != nil {
+			// 团队的 collector 与内置的注册进同一个 pedantic 注册表：名字冲突、不一致的指标在推送前被拒绝。
+			extra, err = d.o.Collectors(sc)
+		}
+		var reg prometheus.Gatherer
+		if err == nil {
+			reg, err = stageGatherer(info, d.o.PushOptions, sc.Perf, sc.Capacity, sc.Functional, acc, extra...)
+		}
 		if err == nil {
 			err = pusher.Push(ctx, info, reg)
 		}
@@ -389,7 +412,7 @@ func (d *driver) push(ctx context.Context) {
 // 注册进一个 pedantic 注册表交给 Pusher。规格第 7 节的"仅每日推送"由调用方（Run 只在每日运行
 // 调用 push）负责，metrics 本身不按运行类型取舍。
 func stageGatherer(info metrics.RunInfo, opts metrics.Options, perf []loadgen.Summary, capacity []loadgen.SweepResult,
-	fn *functional.Report, acc []accuracy.EvalResult) (prometheus.Gatherer, error) {
+	fn *functional.Report, acc []accuracy.EvalResult, extra ...prometheus.Collector) (prometheus.Gatherer, error) {
 	ic, err := metrics.NewRunInfoCollector(info, opts)
 	if err != nil {
 		return nil, err
@@ -406,5 +429,5 @@ func stageGatherer(info metrics.RunInfo, opts metrics.Options, perf []loadgen.Su
 	if err != nil {
 		return nil, err
 	}
-	return metrics.NewRegistry(ic, pc, fc, ac)
+	return metrics.NewRegistry(append([]prometheus.Collector{ic, pc, fc, ac}, extra...)...)
 }

@@ -1,0 +1,97 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// PerfRun 描述一次性能档位运行，交给 PerfExporter 创建该档位的观察者。
+type PerfRun struct {
+	// Scenario 与 Profile 是场景名与档位名。
+	Scenario, Profile string
+	// Create 在该档位的产物目录（<scenario>/perf/<profile>/）中创建文件：经 report 脱敏、
+	// 原子落盘、进入 manifest.json 与 HTML 报告的场景文件列表，和内置 CSV 一样。
+	Create func(name string) (io.WriteCloser, error)
+}
+
+// PerfExporter 为一次性能档位运行创建一个额外的观察者（导出器）：驱动用 loadgen.Tee 把它
+// 与内置的 CSV、样本采集并列挂上，它收到 loadgen.Observer 的每一种事件（逐请求记录、组开始/
+// 结束、进度、时间线、扫描结论；分片运行没有逐请求记录与进度，见 loadgen.RunLocalShards）。
+// 钩子的并发约定见 loadgen.Observer。返回的 close 在档位结束后调用（可以为 nil），用于刷出
+// 文件；返回错误（构造或关闭）记为该场景的 perf 阶段错误。
+type PerfExporter func(run PerfRun) (obs *loadgen.Observer, close func() error, err error)
+
+// GateRun 是交给团队门禁的输入：完整的运行结果与运行目录中的产物。
+type GateRun struct {
+	// Result 是将写进 summary.json 的结果（功能报告、性能行、精度结果、阶段错误）。
+	Result report.Result
+	// Files 是运行目录（只读）：导出器写出的文件在 <scenario>/perf/<档位>/ 下。门禁读文件
+	// 而不是与导出器共享内存，按阶段拆分的 CI（-stages 各跑一个 job、-summarize 汇总）
+	// 里也能工作：汇总 job 没有运行导出器，但合并进来的产物里有它们的输出。
+	Files fs.FS
+}
+
+// GateFunc 是团队的门禁：在内置门禁之后、写出报告之前调用，返回要加进结论的门禁。
+// 它们与内置门禁一样写进 summary.json、JUnit 的 gates testsuite 与 HTML，任何一项
+// fail 让退出码为 ExitGateFailed。返回错误只记日志，已返回的门禁照常计入。
+type GateFunc func(ctx context.Context, run GateRun) ([]gate.Gate, error)
+
+// exporters 为一个档位创建团队的导出器，返回它们合成的一个观察者（没有导出器时为 nil，
+// loadgen.Tee 跳过它）与档位结束后调用的关闭函数（返回关闭错误，已加上档位名）。
+// 某个导出器构造失败时返回错误，其余导出器照常挂上。
+func (d *driver) exporters(scenario, profile string, create func(string) (io.WriteCloser, error)) (*loadgen.Observer, func(profile string) []error, error) {
+	var obs []*loadgen.Observer
+	var closers []func() error
+	var errs []error
+	for i, mk := range d.o.PerfExporters {
+		o, closeFn, err := mk(PerfRun{Scenario: scenario, Profile: profile, Create: create})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("perf exporter %d: %w", i, err))
+			continue
+		}
+		obs = append(obs, o)
+		if closeFn != nil {
+			closers = append(closers, closeFn)
+		}
+	}
+	closeAll := func(profile string) []error {
+		var errs []error
+		for _, c := range closers {
+			if err := c(); err != nil {
+				errs = append(errs, fmt.Errorf("profile %s: close exporter: %w", profile, err))
+			}
+		}
+		return errs
+	}
+	if len(obs) == 0 {
+		return nil, closeAll, errors.Join(errs...)
+	}
+	return loadgen.Tee(obs...), closeAll, errors.Join(errs...)
+}
+
+// extraGates 运行团队的门禁并返回它们的结论；门禁缺名字时补上 "team/gate<i>"，
+// 以免一条匿名的门禁在报告里无从查找。
+func (d *driver) extraGates(ctx context.Context, res report.Result) []gate.Gate {
+	var out []gate.Gate
+	for i, g := range d.o.Gates {
+		gs, err := g(ctx, GateRun{Result: res, Files: os.DirFS(d.run.Dir())})
+		if err != nil {
+			d.log.Warn("team gate failed to evaluate", "gate", i, "err", d.red.Redact(err.Error()))
+		}
+		for _, x := range gs {
+			if x.Name == "" {
+				x.Name = fmt.Sprintf("team/gate%d", i)
+			}
+			out = append(out, x)
+		}
+	}
+	return out
+}

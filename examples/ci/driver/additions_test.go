@@ -1,0 +1,98 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/vllm-cibench/cibench/examples/ci/driver"
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// groupCounter 数团队导出器收到的每一种事件，证明驱动把 loadgen.Observer 的每个钩子都交给了它。
+type groupCounter struct {
+	records, begins, ends, timeline, progress int
+	rowsTotal                                 int
+}
+
+// observer 返回挂上全部计数钩子的观察者。
+func (g *groupCounter) observer() *loadgen.Observer {
+	return &loadgen.Observer{
+		OnRecord:     func(*loadgen.Record) error { g.records++; return nil },
+		OnGroupStart: func(loadgen.Group) error { g.begins++; return nil },
+		OnGroupEnd:   func(s loadgen.Summary) error { g.ends++; g.rowsTotal += s.NumPrompts; return nil },
+		OnTimeline:   func(loadgen.Timeline) error { g.timeline++; return nil },
+		OnProgress:   func(loadgen.Progress) { g.progress++ },
+	}
+}
+
+// TestPerfExportersAndGates 检查驱动的两个扩展点：导出器收到全部事件种类、写的文件进入运行目录，
+// 构造失败记为 perf 阶段错误；团队门禁拿到结果与运行目录，缺名字时补上，fail 让退出码变红。
+func TestPerfExportersAndGates(t *testing.T) {
+	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o.Stages = []report.Stage{report.StagePerf}
+	gc := &groupCounter{}
+	var profiles []string
+	o.PerfExporters = []driver.PerfExporter{
+		func(run driver.PerfRun) (*loadgen.Observer, func() error, error) {
+			profiles = append(profiles, run.Scenario+"/"+run.Profile)
+			w, err := run.Create("team.txt")
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, err := w.Write([]byte("team exporter was here " + secret)); err != nil {
+				return nil, nil, err
+			}
+			return gc.observer(), w.Close, nil
+		},
+		func(driver.PerfRun) (*loadgen.Observer, func() error, error) {
+			return nil, nil, errors.New("exporter broke")
+		},
+	}
+	var seen string
+	o.Gates = []driver.GateFunc{func(_ context.Context, run driver.GateRun) ([]gate.Gate, error) {
+		b, err := fs.ReadFile(run.Files, "emu/perf/pr/team.txt")
+		seen = string(b)
+		return []gate.Gate{{Kind: gate.KindPerformance, Scenario: "emu", Verdict: gate.VerdictFail, Reason: "team says no"}}, err
+	}}
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := summary(t, out.Dir)
+	sc := scenario(t, res, "emu")
+	if strings.Join(profiles, ",") != "emu/pr" || len(sc.Perf) != 2 {
+		t.Fatalf("exporters created for %v, perf rows %d", profiles, len(sc.Perf))
+	}
+	want := sc.Perf[0].NumPrompts + sc.Perf[1].NumPrompts
+	if gc.records != want || gc.rowsTotal != want || gc.begins != 2 || gc.ends != 2 || gc.timeline == 0 || gc.progress == 0 {
+		t.Fatalf("exporter saw %+v, want %d records in 2 groups with timeline rows", gc, want)
+	}
+	perfErr := ""
+	for _, e := range sc.Errors {
+		if e.Stage == report.StagePerf {
+			perfErr += e.Message
+		}
+	}
+	if !strings.Contains(perfErr, "perf exporter 1: exporter broke") {
+		t.Fatalf("exporter construction error not recorded as a perf stage error: %+v", sc.Errors)
+	}
+	// 导出器的文件经 report 脱敏：门禁读到的是遮住密钥的内容。
+	if !strings.HasPrefix(seen, "team exporter was here") || strings.Contains(seen, secret) {
+		t.Fatalf("gate read %q", seen)
+	}
+	var g *gate.Gate
+	for i := range res.Gates {
+		if res.Gates[i].Name == "team/gate0" {
+			g = &res.Gates[i]
+		}
+	}
+	if g == nil || g.Verdict != gate.VerdictFail || out.ExitCode != gate.ExitGateFailed {
+		t.Fatalf("team gate %+v, exit %d", g, out.ExitCode)
+	}
+}

@@ -1,0 +1,63 @@
+package matrix_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/matrix"
+)
+
+// registryTree 是一棵最小的配置树：场景声明厂商能力 acme_lora，精度配置列出评测 acme-words，
+// 矩阵选中套件 acme。三个名字都只有团队登记后才合法。
+func registryTree() fstest.MapFS {
+	return fstest.MapFS{
+		"matrix.yaml":                 {Data: []byte("scenarios:\n  s:\n    pr:\n      functional: {suites: [acme]}\n")},
+		"scenarios/s.yaml":            {Data: []byte("mode: emulator\nserved_model_name: m\nfeatures: [acme_lora]\n")},
+		"tests/perf/profiles/pr.yaml": {Data: []byte("concurrency: [1]\ninput_length: [8]\noutput_length: [8]\nrequests_per_concurrency: 1\n")},
+		"tests/accuracy/pr.yaml":      {Data: []byte("dataset: builtin-sample\ndatasets:\n  - {name: acme-words, threshold: 0.5}\n")},
+	}
+}
+
+// TestLoadWithRegistries 证明 YAML 接受登记过的厂商能力、团队评测与团队套件，并且在没有
+// 登记时仍以文件:行:列拒绝它们（三个错误各指向自己的文件）。
+func TestLoadWithRegistries(t *testing.T) {
+	_, err := matrix.Load(registryTree())
+	if err == nil {
+		t.Fatal("Load accepted names nobody registered")
+	}
+	for _, want := range []string{`scenarios/s.yaml:3:`, `"acme_lora"`, `tests/accuracy/pr.yaml:3:`, `unknown dataset`, `matrix.yaml:4:`, `"acme"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not contain %q:\n%v", want, err)
+		}
+	}
+	feats := functional.DefaultFeatures()
+	if err := feats.Register("acme_lora"); err != nil {
+		t.Fatal(err)
+	}
+	evals := accuracy.DefaultRegistry()
+	if err := evals.Register("acme-words", func(accuracy.Source, accuracy.EvalOptions) (accuracy.Eval, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	noop := func(context.Context, *functional.T) {}
+	tc := functional.Case{ID: "x", Suite: "acme", Requires: []functional.Feature{"acme_lora"}, Run: noop}
+	m, err := matrix.Load(registryTree(), matrix.WithFeatures(feats), matrix.WithEvals(evals), matrix.WithCases(tc))
+	if err != nil {
+		t.Fatalf("registered names rejected: %v", err)
+	}
+	if sc := m.Scenarios["s"]; sc == nil || !sc.HasFeature("acme_lora") {
+		t.Fatalf("scenario features: %+v", m.Scenarios["s"])
+	}
+	plans, err := m.Plan(matrix.RunPR)
+	if err != nil || len(plans) != 1 || plans[0].Accuracy.Configs[0].Config.Datasets[0].Name != "acme-words" || strings.Join(plans[0].Functional.Select, ",") != "acme" {
+		t.Fatalf("plan: %+v %v", plans, err)
+	}
+	// 团队用例的 Requires 也按同一张表校验：没登记的能力让 WithCases 的用例成为加载错误。
+	bad := functional.Case{ID: "y", Suite: "acme", Requires: []functional.Feature{"acme_other"}, Run: noop}
+	if _, err := matrix.Load(registryTree(), matrix.WithFeatures(feats), matrix.WithEvals(evals), matrix.WithCases(tc, bad)); err == nil || !strings.Contains(err.Error(), `unknown feature "acme_other"`) {
+		t.Fatalf("case with an unregistered feature: %v", err)
+	}
+}
