@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/field"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/endpoint"
+	"github.com/vllm-cibench/cibench/field"
 )
 
 // sampleFileServer 用内置样例文件充当数据下载服务，记录每个被请求的路径。
@@ -475,6 +476,8 @@ func TestNumThreadsLimitIsDocumented(t *testing.T) {
 func TestSilentServerIsTimeoutClass(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// 读完请求体，服务器才会察觉客户端断开并取消 r.Context()；否则只能等 release。
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
 		case <-release:
 		case <-r.Context().Done():

@@ -222,6 +222,8 @@ func TestRunnerCancelIsNotSkip(t *testing.T) {
 	defer close(release)
 	hang := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// 读完请求体，服务器才会察觉客户端断开并取消 r.Context()；否则只能等 release。
+			_, _ = io.Copy(io.Discard, r.Body)
 			select {
 			case <-r.Context().Done():
 			case <-release:

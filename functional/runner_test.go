@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -145,6 +146,8 @@ func TestRequestTimeoutAndCancel(t *testing.T) {
 	hang := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			started.Done()
+			// 读完请求体，服务器才会察觉客户端断开并取消 r.Context()；否则只能等 release。
+			_, _ = io.Copy(io.Discard, r.Body)
 			select {
 			case <-r.Context().Done():
 			case <-release:
