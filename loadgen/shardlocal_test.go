@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -253,6 +254,52 @@ func TestRunLocalShardsCancelled(t *testing.T) {
 	}
 	if res == nil || len(res.Groups) < 2 || res.Groups[0].Summary.Incomplete || !res.Groups[1].Summary.Incomplete {
 		t.Fatalf("groups after cancel: %+v", res)
+	}
+	// issue 22：取消的分片被点名、原因是 cancelled（不是 failed 或 killed），缺失的分组行自己也带着。
+	var me *MissingShardsError
+	if !errors.As(err, &me) {
+		t.Fatalf("err = %v, want a MissingShardsError", err)
+	}
+	assertAllCancelled(t, "MissingShardsError.Lost", me.Lost, 4)
+	assertAllCancelled(t, "group 1 MissingShards", res.Groups[1].Summary.MissingShards, 4)
+	if !slices.Equal(me.Groups[1], []int{0, 1, 2, 3}) {
+		t.Fatalf("missing by group %v, want all four shards missing from group 1", me.Groups)
+	}
+}
+
+// TestRunLocalShardsCancelledBeforeStart 验证 ctx 在开始前就已取消（例如 Ctrl-C 落在启动的瞬间）时，
+// 错误仍是点名全部分片、原因为 cancelled 的 *MissingShardsError（errors.Is 为 ErrShardMissing 与
+// context.Canceled），而不只是几个拼起来的 "context canceled"。
+func TestRunLocalShardsCancelledBeforeStart(t *testing.T) {
+	tgt := startShardEmulator(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := RunLocalShards(ctx, tgt, localProfile(), 3, nil)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrShardMissing) {
+		t.Fatalf("err = %v, want context.Canceled and ErrShardMissing", err)
+	}
+	var me *MissingShardsError
+	if !errors.As(err, &me) {
+		t.Fatalf("err = %v, want a MissingShardsError", err)
+	}
+	assertAllCancelled(t, "MissingShardsError.Lost", me.Lost, 3)
+	for i := range 3 {
+		if !strings.Contains(err.Error(), fmt.Sprintf("shard %d: cancelled", i)) {
+			t.Fatalf("error does not name shard %d as cancelled: %v", i, err)
+		}
+	}
+}
+
+// assertAllCancelled 检查 lost 恰好是分片 0..n-1、原因都是 LossCancelled。
+func assertAllCancelled(t *testing.T, what string, lost []ShardLoss, n int) {
+	t.Helper()
+	if len(lost) != n {
+		t.Fatalf("%s: %v, want all %d shards", what, lost, n)
+	}
+	for i, l := range lost {
+		if l.Shard != i || l.Reason != LossCancelled {
+			t.Fatalf("%s[%d] = %+v, want shard %d reason %q", what, i, l, i, LossCancelled)
+		}
 	}
 }
 

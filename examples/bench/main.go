@@ -22,6 +22,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
@@ -29,12 +30,27 @@ import (
 	"github.com/vllm-cibench/cibench/metrics"
 )
 
-// main 解析参数并运行；错误打印到 stderr 并以 1 退出。
+// main 解析参数并运行；错误打印到 stderr 并退出：被 Ctrl-C/SIGTERM 中断时退出码 130（与
+// examples/ci 及 report.ExitInterrupted 的约定相同，CI 据此区分“被取消”与“失败”），其它错误 1。
 func main() {
 	if err := run(os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitInterrupted 是运行被 Ctrl-C/SIGTERM 中断时的退出码（128+SIGINT，项目的统一约定）。
+const exitInterrupted = 130
+
+// errInterrupted 标记“运行被信号中断”：dispatch 在收到 SIGINT/SIGTERM 后把命令的错误包上它。
+var errInterrupted = errors.New("interrupted")
+
+// exitCode 把 run 的错误映射成退出码：被中断是 130，其它错误是 1。
+func exitCode(err error) int {
+	if errors.Is(err, errInterrupted) {
+		return exitInterrupted
+	}
+	return 1
 }
 
 // gcSettings 描述当前的 GC 目标与软内存上限，供自测输出。
@@ -57,11 +73,25 @@ func run(args []string, stderr io.Writer) error {
 	return err
 }
 
-// dispatch 识别子命令：prof、merge、generate dataset；第一个参数是选项（或没有参数）时
-// 等同于 prof，保持以前不带子命令的用法。
+// dispatch 在 SIGINT（Ctrl-C）与 SIGTERM（CI 取消、kubectl delete）时取消 ctx——两者同样让运行
+// 写出已完成的部分并标为不完整，而不是让进程直接死掉（--shards 的子进程也不会成为孤儿）；收到过
+// 信号时命令的错误带上 errInterrupted（退出码 130）。
 func dispatch(args []string, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	err := dispatchCommand(ctx, args, stderr)
+	if ctx.Err() != nil && !errors.Is(err, errHelp) {
+		if err == nil {
+			return errInterrupted
+		}
+		return fmt.Errorf("%w: %w", errInterrupted, err)
+	}
+	return err
+}
+
+// dispatchCommand 识别子命令：prof、merge、generate dataset；第一个参数是选项（或没有参数）时
+// 等同于 prof，保持以前不带子命令的用法。
+func dispatchCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	switch {
 	case len(args) > 0 && args[0] == "prof":
 		return runProf(ctx, args[1:], stderr)

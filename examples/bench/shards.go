@@ -330,6 +330,12 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 		cmds[i] = exec.CommandContext(ctx, exe, append(append([]string{"prof"}, base...),
 			"--shard-index", strconv.Itoa(i), "--shard-records", records[i])...)
 		cmds[i].Env = append(os.Environ(), shardChildEnv+"=1")
+		// 运行被取消（Ctrl-C、SIGTERM）时先给子进程 SIGINT 而不是 SIGKILL：子进程像单进程一样
+		// 收尾，交回已完成的分组与标为不完整的当前组，合并因此仍有产物，缺失原因是 cancelled；
+		// 子进程 childCancelGrace 内不退出才被 SIGKILL。
+		cmd := cmds[i]
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = childCancelGrace
 		w, err := cmds[i].StdinPipe()
 		if err != nil {
 			return nil, err
@@ -348,6 +354,12 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 				err = cmd.Start()
 			}
 			if err != nil {
+				if ctx.Err() != nil {
+					// 运行在子进程启动前就被取消：这个分片是被取消的，不是自己启动失败的。
+					l := childLoss(ctx, i, err, "")
+					lost[i] = &l
+					return
+				}
 				lost[i] = &loadgen.ShardLoss{Shard: i, Reason: loadgen.LossFailed, Detail: "start: " + err.Error()}
 				return
 			}
@@ -374,7 +386,10 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 		}
 	}
 	if len(got) == 0 {
-		return nil, fmt.Errorf("--shards %d: no shard returned a result (%v)", n, known)
+		// 没有任何分片交回结果（全部连不上、被杀或在取消宽限内没有收尾）：仍然写出 .merge.json
+		// 与 .INCOMPLETE，点名每个分片与原因，而不是只在 stderr 上说一句、不留产物。
+		return &merged{count: n, lost: known, records: records},
+			fmt.Errorf("--shards %d: no shard returned a result: %w", n, &loadgen.MissingShardsError{Count: n, Lost: known})
 	}
 	m, err := mergeAndReport(got, known, stderr)
 	if m != nil {
@@ -382,6 +397,9 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 	}
 	return m, err
 }
+
+// childCancelGrace 是运行被取消后子进程收尾（取消在途请求、写出结果行）的时限，过后 SIGKILL。
+const childCancelGrace = 30 * time.Second
 
 // childLoss 归类一个没有交回结果的子进程：整个运行被取消时是 cancelled（父进程的 ctx 杀掉了它），
 // 被信号杀死（SIGKILL、OOM killer……）时是 killed 并写出信号，否则是 failed 并附上退出状态与
