@@ -141,7 +141,7 @@ type PerfRow struct {
 }
 
 // Samples 是一个压测组合（多轮合并）的有界逐请求样本，性能门禁用它计算置信区间。
-// 字段与 report.PerfSamples（samples.json 的格式）一一对应，可直接类型转换。
+// report.PerfSamples（samples.json 的格式）是它的别名。
 type Samples struct {
 	Backend       string `json:"backend,omitempty"`
 	ControlMethod string `json:"control_method,omitempty"`

@@ -48,9 +48,7 @@ func (sc Scenario) GateInput() gate.Scenario {
 	for _, a := range sc.Accuracy {
 		in.Accuracy = append(in.Accuracy, accuracyInput(a))
 	}
-	for _, s := range sc.PerfSamples {
-		in.Samples = append(in.Samples, gate.Samples(s))
-	}
+	in.Samples = append(in.Samples, sc.PerfSamples...) // PerfSamples 是 gate.Samples 的别名
 	return in
 }
 

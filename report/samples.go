@@ -6,6 +6,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -15,24 +16,10 @@ import (
 // 2048 个样本足以支撑 P99（需要 ≥100）且让自助区间的宽度主要由数据决定。
 const DefaultMaxSamples = 2048
 
-// PerfSamples 是一个压测组合（后端 × 控制方式 × 输入 × 输出 × 并发，多轮合并）
-// 的逐请求样本，性能门禁用它计算置信区间与判断样本是否足以支撑分位数。
-// 时间以微秒整数存储，使文件紧凑且可精确复现。
-type PerfSamples struct {
-	Backend       string `json:"backend,omitempty"`
-	ControlMethod string `json:"control_method,omitempty"`
-	InputLength   int    `json:"input_len"`
-	OutputLength  int    `json:"output_len"`
-	Concurrency   int    `json:"concurrency"`
-	// Seen 是观察到的成功请求总数；大于切片长度时说明样本经过了蓄水池抽样。
-	Seen int64 `json:"seen"`
-	// TTFTMicros、E2EMicros 是成功请求的 TTFT 与 E2E（微秒）。
-	TTFTMicros []int64 `json:"ttft_us"`
-	E2EMicros  []int64 `json:"e2e_us"`
-	// GapMicros 是同组内相邻两次成功完成之间的间隔（微秒）；它们的均值的倒数
-	// 就是完成速率（QPS），门禁对它重抽样得到 QPS 比值的区间。
-	GapMicros []int64 `json:"gap_us"`
-}
+// PerfSamples 是 samples.json 里一个压测组合（后端 × 控制方式 × 输入 × 输出 × 并发，多轮合并）
+// 的逐请求样本。它就是门禁的输入 gate.Samples（别名而不是第二份同字段的结构体：
+// 文件格式与门禁输入只有一个定义，不会一边加字段另一边忘了）。
+type PerfSamples = gate.Samples
 
 // reservoir 是一个固定容量、确定性种子的蓄水池。
 type reservoir struct {
