@@ -10,6 +10,9 @@ import (
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // Example 展示驱动使用本包的完整顺序：建运行目录 → 逐阶段记录 → 与每日
@@ -19,7 +22,9 @@ func Example() {
 	defer os.RemoveAll(root)
 	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 
-	run, err := report.NewRun(root, report.RunTypePR, "1234-1", now, report.WithCommit("abc123", "main"))
+	// 渲染器决定哪些阶段进入 JUnit、HTML 与门禁；report 本身不认识任何阶段。
+	run, err := report.NewRun(root, report.RunTypePR, "1234-1", now, report.WithCommit("abc123", "main"),
+		report.WithRenderers(functionalreport.Renderer(), perfreport.Renderer(), accuracyreport.Renderer()))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -32,13 +37,14 @@ func Example() {
 
 	row := loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: 4, Backend: "openai-chat", QPS: 9,
 		TTFT: loadgen.Latency{Count: 64, P99: 60 * time.Millisecond}, E2E: loadgen.Latency{Count: 64, P99: time.Second}}
-	_ = run.RecordPerf("emu", []loadgen.Summary{row})
+	_ = perfreport.RecordRows(run, "emu", []loadgen.Summary{row})
 
 	// 最近一次每日基线：通常来自 report.ArtifactBaselines 或 metrics 的 PromBaseline / CSVBaseline（都是 gate.Source）。
 	baselines := gate.Static{
 		{Scenario: "emu", InputLength: 128, OutputLength: 128, Concurrency: 4}: {RunID: "daily-1121", TTFTP99: 50 * time.Millisecond, E2EP99: time.Second, QPS: 9},
 	}
-	gates, _ := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.DefaultThresholds(), baselines)
+	in, _ := run.Result().GateInputs(run.Renderers()...)
+	gates, _ := gate.Evaluate(context.Background(), in, gate.DefaultThresholds(), baselines)
 	for _, g := range gates {
 		fmt.Printf("%-44s %-8s %s\n", g.Name, g.Verdict, g.Reason)
 	}

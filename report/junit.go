@@ -22,15 +22,15 @@ func WriteJUnit(w io.Writer, res Result, rs ...Renderer) error {
 			if rd.JUnit == nil {
 				continue
 			}
-			suites, secs, err := rd.JUnit(sc)
+			suites, err := rd.JUnit(sc)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("report: junit: %s: %w", rd.Name, err))
 				continue
 			}
 			for _, s := range suites {
-				root.Add(s)
+				root.Add(junitSuite(s))
+				total += s.Seconds
 			}
-			total += secs
 		}
 	}
 	if len(errs) > 0 {

@@ -32,15 +32,15 @@ var ErrFinished = errors.New("report: run already finished")
 
 // 运行目录与场景目录中的固定文件名。集中定义，Load 与写入两侧保持一致。
 const (
-	fileRun        = "run.json"
-	fileSummary    = "summary.json"
-	fileJUnit      = "junit.xml"
-	fileHTML       = "report.html"
-	fileManifest   = "manifest.json"
-	fileCommand    = "command.json"
-	dirConfig      = "config"
-	fileScenario   = "scenario.json"
-	tmpPrefix      = ".tmp-"
+	fileRun      = "run.json"
+	fileSummary  = "summary.json"
+	fileJUnit    = "junit.xml"
+	fileHTML     = "report.html"
+	fileManifest = "manifest.json"
+	fileCommand  = "command.json"
+	dirConfig    = "config"
+	fileScenario = "scenario.json"
+	tmpPrefix    = ".tmp-"
 )
 
 // safeName 是允许作为单个路径段的名字：不以点开头，避免 "." ".." 与隐藏文件。
@@ -123,9 +123,9 @@ func NewRun(root string, runType runtype.Type, runID RunID, now time.Time, opts 
 		return nil, err
 	}
 	r := &Run{
-		dir:   filepath.Join(root, string(runType), string(runID)),
-		sec:   &Secrets{},
-		clean: map[string]fileStamp{},
+		dir:     filepath.Join(root, string(runType), string(runID)),
+		sec:     &Secrets{},
+		clean:   map[string]fileStamp{},
 		infos:   map[string]Scenario{},
 		indexed: map[string]Section{},
 		res: Result{

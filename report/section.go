@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/junit"
@@ -278,16 +279,49 @@ type Cell struct {
 	Num  bool
 }
 
-// JUnit 的元素类型，供 Renderer.JUnit 构造测试套件（与 functional.WriteJUnit 同一种 XML 方言）。
-// 用 Suite.Add 追加用例（计数随之维护），Time 字段用 JUnitSeconds 格式化。
-type (
-	JUnitSuite   = junit.Suite
-	JUnitCase    = junit.Case
-	JUnitMessage = junit.Message
-)
+// JUnitSuite 是 Renderer.JUnit 给出的一个 testsuite（写成与 functional.WriteJUnit 同一种 XML
+// 方言）。计数（tests、failures、skipped）由 report 按用例算出，不必填写。
+type JUnitSuite struct {
+	Name string
+	// Seconds 是套件耗时，也计入根元素 testsuites 的 time。
+	Seconds float64
+	// Timestamp 是套件开始时间；零值不写。
+	Timestamp time.Time
+	Cases     []JUnitCase
+}
 
-// JUnitSeconds 把秒数格式化为 JUnit 的 time 属性（三位小数）。
-func JUnitSeconds(s float64) string { return junit.Seconds(s) }
+// JUnitCase 是一个 testcase。Failure 与 Skipped 至多一个非 nil（都为 nil 即通过）。
+type JUnitCase struct {
+	Name, Classname string
+	Seconds         float64
+	Failure         *JUnitMessage
+	Skipped         *JUnitMessage
+	// SystemOut 是附加说明（例如"重试后才通过"），写进 system-out。
+	SystemOut string
+}
+
+// JUnitMessage 是 failure / skipped 元素：Message 是一行摘要，Type 是类别，Body 是细节。
+type JUnitMessage struct {
+	Message, Type, Body string
+}
+
+// junitSuite 把公开的套件转换为 XML 元素（计数随用例累加）。
+func junitSuite(s JUnitSuite) junit.Suite {
+	out := junit.Suite{Name: s.Name, Time: junit.Seconds(s.Seconds)}
+	if !s.Timestamp.IsZero() {
+		out.Timestamp = s.Timestamp.UTC().Format("2006-01-02T15:04:05")
+	}
+	msg := func(m *JUnitMessage) *junit.Message {
+		if m == nil {
+			return nil
+		}
+		return &junit.Message{Message: m.Message, Type: m.Type, Body: m.Body}
+	}
+	for _, c := range s.Cases {
+		out.Add(junit.Case{Name: c.Name, Classname: c.Classname, Time: junit.Seconds(c.Seconds), Failure: msg(c.Failure), Skipped: msg(c.Skipped), SystemOut: c.SystemOut})
+	}
+	return out
+}
 
 // Renderer 是一个阶段接入报告与门禁的方式：它读场景中自己的分节（Scenario.Decode），
 // 给出 JUnit 套件、HTML 片段、场景总览表的列、门禁输入与"结果是否完整"。
@@ -306,8 +340,8 @@ type Renderer struct {
 	// HTML 返回场景页面中本阶段的片段（含自己的 <h3> 标题；没有数据时给出说明而不是空白）。
 	// 片段由调用方生成并负责转义（html/template 或 Chart.SVG），report 原样嵌入。
 	HTML func(sc Scenario, gates []gate.Gate) (template.HTML, error)
-	// JUnit 返回本阶段的测试套件与它们的总耗时（秒，计入根元素的 time）。
-	JUnit func(sc Scenario) (suites []JUnitSuite, seconds float64, err error)
+	// JUnit 返回本阶段的测试套件（套件的 Seconds 之和计入根元素的 time）。
+	JUnit func(sc Scenario) ([]JUnitSuite, error)
 	// Gate 把本阶段的结果加进门禁输入 in（in 已填好场景身份与阶段错误）。
 	Gate func(sc Scenario, in *gate.Scenario) error
 	// Incomplete 报告本阶段的结果是否残缺（例如分片合并缺了分片）：残缺的运行

@@ -74,22 +74,21 @@ func gateInput(sc report.Scenario, in *gate.Scenario) error {
 
 // junitSuites 为场景的每个套件写一个 testsuite（名字 <场景>/functional/<套件>），
 // 失败带类别、请求与响应，跳过与不支持记为 skipped，重试后通过写进 system-out。
-func junitSuites(sc report.Scenario) ([]report.JUnitSuite, float64, error) {
+func junitSuites(sc report.Scenario) ([]report.JUnitSuite, error) {
 	rep, err := Report(sc)
 	if err != nil || rep == nil {
-		return nil, 0, err
+		return nil, err
 	}
-	total := 0.0
 	bySuite := map[string]*report.JUnitSuite{}
 	var order []string
 	for _, r := range rep.Results {
 		s, ok := bySuite[r.Suite]
 		if !ok {
-			s = &report.JUnitSuite{Name: sc.Name + "/functional/" + r.Suite, Timestamp: rep.Started.UTC().Format("2006-01-02T15:04:05")}
+			s = &report.JUnitSuite{Name: sc.Name + "/functional/" + r.Suite, Timestamp: rep.Started}
 			bySuite[r.Suite] = s
 			order = append(order, r.Suite)
 		}
-		c := report.JUnitCase{Name: r.CaseID, Classname: sc.Name + ".functional." + r.Suite, Time: report.JUnitSeconds(r.Duration.Seconds())}
+		c := report.JUnitCase{Name: r.CaseID, Classname: sc.Name + ".functional." + r.Suite, Seconds: r.Duration.Seconds()}
 		switch r.Status {
 		case functional.StatusFail:
 			body := r.Reason
@@ -114,22 +113,14 @@ func junitSuites(sc report.Scenario) ([]report.JUnitSuite, float64, error) {
 		}
 		// 重试后才通过不是干净的通过：JUnit 没有这一状态，写进 system-out。
 		c.SystemOut = r.RetryNote()
-		s.Add(c)
-		total += r.Duration.Seconds()
+		s.Cases = append(s.Cases, c)
+		s.Seconds += r.Duration.Seconds()
 	}
 	out := make([]report.JUnitSuite, 0, len(order))
 	for _, name := range order {
-		s := bySuite[name]
-		d := 0.0
-		for _, r := range rep.Results {
-			if r.Suite == name {
-				d += r.Duration.Seconds()
-			}
-		}
-		s.Time = report.JUnitSeconds(d)
-		out = append(out, *s)
+		out = append(out, *bySuite[name])
 	}
-	return out, total, nil
+	return out, nil
 }
 
 // fnView 是 HTML 片段的数据。

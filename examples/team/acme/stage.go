@@ -136,19 +136,17 @@ func modelsRenderer() report.Renderer {
 			}
 			return template.HTML(b.String()), nil // html/template 已转义
 		},
-		JUnit: func(sc report.Scenario) ([]report.JUnitSuite, float64, error) {
+		JUnit: func(sc report.Scenario) ([]report.JUnitSuite, error) {
 			m, err := ModelsOf(sc)
 			if err != nil || m == nil {
-				return nil, 0, err
+				return nil, err
 			}
-			s := report.JUnitSuite{Name: sc.Name + "/acme/models", Time: report.JUnitSeconds(0)}
-			c := report.JUnitCase{Name: "acme/model_listed", Classname: sc.Name + ".acme.models", Time: report.JUnitSeconds(0)}
+			c := report.JUnitCase{Name: "acme/model_listed", Classname: sc.Name + ".acme.models"}
 			if !m.Found {
 				c.Failure = &report.JUnitMessage{Message: fmt.Sprintf("model %q not listed by /v1/models", m.Want), Type: "acme_model_missing",
 					Body: "listed: " + strings.Join(m.Listed, ", ")}
 			}
-			s.Add(c)
-			return []report.JUnitSuite{s}, 0, nil
+			return []report.JUnitSuite{{Name: sc.Name + "/acme/models", Cases: []report.JUnitCase{c}}}, nil
 		},
 	}
 }
