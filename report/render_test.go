@@ -21,8 +21,8 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
-	"github.com/vllm-cibench/cibench/report/functionalreport"
 	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
 )
 
 // sampleResult 构造一次含回归的 PR 运行结果（两个场景，其中一个部署失败），
