@@ -1,7 +1,10 @@
 package report
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"html"
 	"html/template"
 	"io"
 	"strconv"
@@ -51,7 +54,8 @@ func WriteHTML(w io.Writer, res Result, rs ...Renderer) error { return writeHTML
 
 // writeHTML 是 WriteHTML 的实现；files 为各场景目录下的产物相对路径
 // （Finish 时提供），报告据此列出可点击的相对链接，下载产物后离线可用。
-// 某个渲染器出错时不写出残缺的页面，返回写明阶段与场景的错误。
+// 某个渲染器出错时页面照常写出，该阶段的位置换成一行错误说明，错误（写明阶段与场景）在
+// 写完之后返回：一个团队渲染器的缺陷不会让整份报告消失。页面只在模板完整执行后才写进 w。
 func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer) error {
 	v := htmlView{Res: res, Generated: res.Finished.Format(time.RFC3339), Trend: res.Trend}
 	for _, rd := range rs {
@@ -80,11 +84,10 @@ func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer
 			v.Skip++
 		}
 	}
+	var rerrs []error
 	for i, sc := range res.Scenarios {
 		sv, err := buildScenarioView(i, sc, res.Gates, rs)
-		if err != nil {
-			return err
-		}
+		rerrs = append(rerrs, err)
 		sv.Files = files[sc.Name]
 		v.Scenarios = append(v.Scenarios, sv)
 	}
@@ -100,10 +103,14 @@ func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer
 	if err != nil {
 		return fmt.Errorf("report: html template: %w", err)
 	}
-	if err := t.Execute(w, v); err != nil {
+	var page bytes.Buffer
+	if err := t.Execute(&page, v); err != nil {
 		return fmt.Errorf("report: html: %w", err)
 	}
-	return nil
+	if _, err := page.WriteTo(w); err != nil {
+		return fmt.Errorf("report: html: %w", err)
+	}
+	return errors.Join(rerrs...)
 }
 
 // toGateRow 把门禁格式化为表格行。
@@ -137,16 +144,19 @@ func toGateRow(g gate.Gate) gateRow {
 	return r
 }
 
-// buildScenarioView 为一个场景收集各阶段的单元格与片段、门禁行。
+// buildScenarioView 为一个场景收集各阶段的单元格与片段、门禁行。渲染器出错时该阶段的
+// 单元格写 "error"、片段换成错误说明，错误一并返回。
 func buildScenarioView(i int, sc Scenario, gates []gate.Gate, rs []Renderer) (scenarioView, error) {
 	v := scenarioView{Scenario: sc, Anchor: "s" + strconv.Itoa(i)}
+	var errs []error
 	for _, rd := range rs {
 		if len(rd.Columns) > 0 {
 			var cells []Cell
 			if rd.Cells != nil {
 				var err error
 				if cells, err = rd.Cells(sc); err != nil {
-					return v, fmt.Errorf("report: html: scenario %s: %s: %w", sc.Name, rd.Name, err)
+					errs = append(errs, fmt.Errorf("report: html: scenario %s: %s: %w", sc.Name, rd.Name, err))
+					cells = []Cell{{Text: "error"}}
 				}
 			}
 			// 单元格个数以列为准：少的补 "—"，多的截掉，表格不会错位。
@@ -161,7 +171,10 @@ func buildScenarioView(i int, sc Scenario, gates []gate.Gate, rs []Renderer) (sc
 		if rd.HTML != nil {
 			part, err := rd.HTML(sc, gates)
 			if err != nil {
-				return v, fmt.Errorf("report: html: scenario %s: %s: %w", sc.Name, rd.Name, err)
+				err = fmt.Errorf("report: html: scenario %s: %s: %w", sc.Name, rd.Name, err)
+				errs = append(errs, err)
+				// 文本经 html.EscapeString 转义，标记只有这里写的两个元素。
+				part = template.HTML(`<h3>` + html.EscapeString(rd.Name) + `</h3>` + "\n" + `<p class="note v-fail">cannot render this stage: ` + html.EscapeString(err.Error()) + `</p>` + "\n")
 			}
 			v.Parts = append(v.Parts, part)
 		}
@@ -174,5 +187,5 @@ func buildScenarioView(i int, sc Scenario, gates []gate.Gate, rs []Renderer) (sc
 			}
 		}
 	}
-	return v, nil
+	return v, errors.Join(errs...)
 }

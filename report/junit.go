@@ -13,6 +13,7 @@ import (
 // WriteJUnit 把各阶段的测试套件（rs 中 JUnit 钩子给出的，例如功能用例每个场景×套件一个
 // testsuite）与全部门禁（一个 "gates" testsuite，无基线与跳过记为 skipped）写成 JUnit XML。
 // 部署等阶段失败没有用例可列，它们以 stage 门禁的形式出现在 gates 中。
+// 某个渲染器出错时其余阶段与门禁照常写出，错误（写明阶段）在写完之后返回。
 func WriteJUnit(w io.Writer, res Result, rs ...Renderer) error {
 	root := junit.Suites{Name: fmt.Sprintf("cibench %s %s", res.RunType, res.RunID)}
 	total := 0.0
@@ -32,9 +33,6 @@ func WriteJUnit(w io.Writer, res Result, rs ...Renderer) error {
 				total += s.Seconds
 			}
 		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
 	}
 	if len(res.Gates) > 0 {
 		gs := junit.Suite{Name: "gates", Time: junit.Seconds(0)}
@@ -56,7 +54,7 @@ func WriteJUnit(w io.Writer, res Result, rs ...Renderer) error {
 	if err := junit.Write(w, root); err != nil {
 		return fmt.Errorf("report: junit: %w", err)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // gateLine 把门禁的数值写成一行：当前值、基线、变化与阈值。

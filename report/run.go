@@ -743,16 +743,23 @@ func (r *Run) finish(ctx context.Context, gates []gate.Gate, now time.Time, comp
 		errs = append(errs, err)
 	}
 	var buf bytes.Buffer
+	// 渲染器出错时 JUnit 与 HTML 仍写出其余部分（buf 非空即完整的文档），错误一并返回。
 	if err := WriteJUnit(&buf, r.res, r.renderers...); err != nil {
 		errs = append(errs, err)
-	} else if err := r.writeFileLocked(fileJUnit, buf.Bytes()); err != nil {
-		errs = append(errs, err)
+	}
+	if buf.Len() > 0 {
+		if err := r.writeFileLocked(fileJUnit, buf.Bytes()); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	buf.Reset()
 	if err := writeHTML(&buf, r.res, r.scenarioFilesLocked(), r.renderers); err != nil {
 		errs = append(errs, err)
-	} else if err := r.writeFileLocked(fileHTML, buf.Bytes()); err != nil {
-		errs = append(errs, err)
+	}
+	if buf.Len() > 0 {
+		if err := r.writeFileLocked(fileHTML, buf.Bytes()); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := r.redactTreeLocked(ctx); err != nil {
 		errs = append(errs, err)

@@ -1,4 +1,4 @@
-package report_test
+package perfreport_test
 
 import (
 	"bytes"
