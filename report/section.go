@@ -162,8 +162,12 @@ func (r *Run) UpdateSection(scenario string, sec Section, update func(old json.R
 	if r.finished {
 		return ErrFinished
 	}
-	sc := r.scenarioLocked(scenario)
-	old, _ := sc.Section(sec.Key)
+	var old json.RawMessage
+	for _, s := range r.res.Scenarios {
+		if s.Name == scenario {
+			old, _ = s.Section(sec.Key)
+		}
+	}
 	v, err := update(old)
 	if err != nil {
 		return fmt.Errorf("report: scenario %s: section %s: %w", scenario, sec.Key, err)
@@ -172,6 +176,8 @@ func (r *Run) UpdateSection(scenario string, sec Section, update func(old json.R
 	if err != nil {
 		return err
 	}
+	// 场景在分节可以写出之后才登记：失败的记录不留下空场景。
+	sc := r.scenarioLocked(scenario)
 	sc.putSection(sec, raw)
 	idx := path.Join(scenario, sectionIndex(sec.Key))
 	if r.indexed[idx] != sec {
