@@ -162,7 +162,7 @@ func TestNamesRejected(t *testing.T) {
 		t.Errorf("AddScenario: %v", err)
 	}
 	if err := perfreport.RecordRows(run, "x/y", nil); !errors.Is(err, report.ErrInvalidName) {
-		t.Errorf("RecordPerf: %v", err)
+		t.Errorf("perfreport.RecordRows: %v", err)
 	}
 	if err := run.RecordError("s", "..", errors.New("x")); !errors.Is(err, report.ErrInvalidName) {
 		t.Errorf("RecordError: %v", err)
@@ -236,7 +236,7 @@ func TestFinishSealsRun(t *testing.T) {
 		t.Fatalf("Finish = %d, %v", code, err)
 	}
 	if err := perfreport.RecordRows(run, "s", nil); !errors.Is(err, report.ErrFinished) {
-		t.Fatalf("RecordPerf after Finish = %v", err)
+		t.Fatalf("perfreport.RecordRows after Finish = %v", err)
 	}
 	if err := run.AddScenario(report.ScenarioInfo{Name: "s"}); !errors.Is(err, report.ErrFinished) {
 		t.Fatalf("AddScenario after Finish = %v", err)
@@ -507,7 +507,7 @@ func TestFinishIncomplete(t *testing.T) {
 				t.Fatalf("FinishIncomplete = %d, %v; want %d", code, err, tc.code)
 			}
 			if err := perfreport.RecordRows(run, "s", nil); !errors.Is(err, report.ErrFinished) {
-				t.Fatalf("RecordPerf after FinishIncomplete = %v", err)
+				t.Fatalf("perfreport.RecordRows after FinishIncomplete = %v", err)
 			}
 			var sum report.Result
 			readJSONFile(t, filepath.Join(run.Dir(), "summary.json"), &sum)
