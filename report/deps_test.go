@@ -45,7 +45,7 @@ func listDeps(t *testing.T, pkg string) []string {
 func TestReportLinksNoStage(t *testing.T) {
 	const mod = "github.com/vllm-cibench/cibench/report"
 	for pkg, allowed := range map[string]map[string]bool{
-		mod:                      {},
+		mod:                       {},
 		mod + "/functionalreport": {"functional": true, "openai-go": true}, // functional 自己用 openai-go
 		mod + "/perfreport":       {"loadgen": true},
 		mod + "/accuracyreport":   {"accuracy": true},

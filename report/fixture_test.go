@@ -2,9 +2,6 @@ package report_test
 
 import (
 	"errors"
-	"math"
-	"math/rand/v2"
-	"sort"
 	"testing"
 	"time"
 
@@ -84,43 +81,6 @@ func gateByName(t *testing.T, gates []gate.Gate, scenario, name string) gate.Gat
 	}
 	t.Fatalf("gate %s/%s not found in %d gates", scenario, name, len(gates))
 	return gate.Gate{}
-}
-
-// simRun 是一次模拟的压测运行：一个组合的逐请求 TTFT 样本（秒），由对数正态分布抽取——
-// 时延的右偏长尾正是 P99 在小样本下抖动的原因。shift 是乘性的真实变化（1.2 即 +20%）。
-func simRun(rng *rand.Rand, n int, shift float64) []float64 {
-	xs := make([]float64, n)
-	for i := range xs {
-		xs[i] = 0.2 * math.Exp(0.35*rng.NormFloat64()) * shift
-	}
-	return xs
-}
-
-// q7 是第 7 型分位数（与 report 的自助法一致），用来从样本构造汇总行的分位。
-func q7(xs []float64, q float64) time.Duration {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	h := float64(len(s)-1) * q
-	lo := int(h)
-	v := s[lo]
-	if lo+1 < len(s) {
-		v += (h - float64(lo)) * (s[lo+1] - s[lo])
-	}
-	return time.Duration(v * float64(time.Second))
-}
-
-// simScenario 把样本装成一个场景：汇总行（与 loadgen 同口径的分位）加逐请求样本。
-// E2E 与 QPS 门禁在这些测试里关闭，只看 TTFT。
-func simScenario(t *testing.T, ttft []float64) report.Scenario {
-	l := loadgen.Latency{Count: int64(len(ttft)), P50: q7(ttft, 0.5), P75: q7(ttft, 0.75), P90: q7(ttft, 0.9), P95: q7(ttft, 0.95), P99: q7(ttft, 0.99)}
-	row := loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: 4, Round: 1, Backend: "openai-chat", ControlMethod: "normal",
-		TTFT: l, E2E: l, QPS: 10, Succeeded: len(ttft), NumPrompts: len(ttft)}
-	us := make([]int64, len(ttft))
-	for i, v := range ttft {
-		us[i] = int64(math.Round(v * 1e6))
-	}
-	return scenarioOf(t, stageScenario{Scenario: report.Scenario{Name: "s"}, Perf: []loadgen.Summary{row}, PerfSamples: []perfreport.Samples{{Backend: "openai-chat", ControlMethod: "normal",
-		InputLength: 128, OutputLength: 128, Concurrency: 4, Seen: int64(len(ttft)), TTFTMicros: us, E2EMicros: us}}})
 }
 
 // oneRow 构造一个组合的一行汇总。

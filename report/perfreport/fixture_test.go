@@ -132,15 +132,3 @@ func simScenario(t *testing.T, ttft []float64) report.Scenario {
 	}
 	return sc
 }
-
-// gateByName 在门禁列表中按场景与名字找一项，找不到时让测试失败。
-func gateByName(t *testing.T, gates []gate.Gate, scenario, name string) gate.Gate {
-	t.Helper()
-	for _, g := range gates {
-		if g.Scenario == scenario && g.Name == name {
-			return g
-		}
-	}
-	t.Fatalf("gate %s/%s not found in %d gates", scenario, name, len(gates))
-	return gate.Gate{}
-}
