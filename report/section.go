@@ -135,6 +135,10 @@ func encodeSection(sec Section, v any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode section %s: %w", ErrSection, sec.Key, err)
 	}
+	// null 不是结果：它在 summary.json 里与"没有这个分节"无法区分，读回时也会被丢掉。
+	if string(b) == "null" {
+		return nil, fmt.Errorf("%w: section %s: nothing to record (nil value)", ErrSection, sec.Key)
+	}
 	return b, nil
 }
 
@@ -336,7 +340,8 @@ func junitSuite(s JUnitSuite) junit.Suite {
 // perfreport.Renderer、accuracyreport.Renderer 返回；交给 WithRenderers、WriteHTML、
 // WriteJUnit、Result.GateInputs 的顺序就是 HTML 中各阶段出现的顺序。
 //
-// 钩子对场景只读，可能被多次调用（HTML、JUnit、门禁各一次），不应有副作用。
+// 钩子对场景只读，可能被多次调用（HTML、JUnit、门禁各一次），不应有副作用；Finish 持有
+// Run 的锁调用它们，所以钩子不能调用 Run 的方法。
 type Renderer struct {
 	// Name 是阶段名，用在错误信息里。
 	Name string

@@ -294,6 +294,9 @@ func TestSectionValidation(t *testing.T) {
 	if err := run.RecordSection("s", probeSection, make(chan int)); !errors.Is(err, report.ErrSection) || !strings.Contains(err.Error(), "probe") {
 		t.Errorf("unencodable value: %v", err)
 	}
+	if err := run.RecordSection("s", probeSection, (*probe)(nil)); !errors.Is(err, report.ErrSection) || !strings.Contains(err.Error(), "nil value") {
+		t.Errorf("nil value: %v", err)
+	}
 	if err := run.RecordSection("../s", probeSection, 1); !errors.Is(err, report.ErrInvalidName) {
 		t.Errorf("bad scenario name: %v", err)
 	}
