@@ -9,7 +9,8 @@ import (
 )
 
 // Names 返回内置评测名（新切片），顺序即 Registry 的登记顺序，也是 simple_evals.py 的顺序。
-func Names() []string { return []string{"gpqa", "mmlu", "mgsm", "drop", "humaneval"} }
+// 它就是 Registry().Names()：名单只写在 Registry 里一处。
+func Names() []string { return Registry().Names() }
 
 // Registry 返回登记了五个内置评测（gpqa、mmlu、mgsm、drop、humaneval，按 simple_evals.py 的
 // get_evals 规则构造）的新登记表，默认数据来源是 simple-evals 自己读取的上游地址
