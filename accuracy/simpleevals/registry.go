@@ -16,6 +16,11 @@ func Names() []string { return Registry().Names() }
 // get_evals 规则构造）的新登记表，默认数据来源是 simple-evals 自己读取的上游地址
 // （DefaultBaseURL 与 DefaultURLs），dataset: builtin-sample 读 SampleData。每次调用都是
 // 独立的值，调用方在上面登记自己的评测（accuracy.Registry.Register）不影响别人。
+//
+// accuracy.EvalOptions 对内置评测的含义同参考命令行：Debug（--debug）时 GPQA 5 题 × 1 次、
+// MMLU 1 题、MGSM 每语言 10 题、DROP/HumanEval 10 题；Examples（--examples）只影响 GPQA，
+// 以及非 debug 时的 MMLU/DROP/HumanEval，MGSM 不受影响；NRepeats 覆盖 GPQA 的重复次数
+// （0 = debug 1、全量 10）；Interpreter 与 ExecTimeout 交给 HumanEval（见 HumanEvalOptions）。
 func Registry() *accuracy.Registry {
 	r := accuracy.NewRegistry()
 	r.SetData(accuracy.Data{BaseURL: DefaultBaseURL, URLs: DefaultURLs(), Sample: SampleData()})
