@@ -23,6 +23,7 @@ import (
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
 	"github.com/vllm-cibench/cibench/internal/sse"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
+	"github.com/vllm-cibench/cibench/loadgen/internal/chunk"
 )
 
 // streamUsage 是请求中 stream_options 的级别；服务端拒绝时逐级降级。
@@ -133,7 +134,7 @@ const (
 type exchange struct {
 	body   []byte
 	reader *sse.Reader
-	scan   chunkScanner
+	scan   chunk.Scanner
 	rec    Record
 	think  thinkState
 	pend   string // 可能是思考标签一部分、尚未判定的 content 尾部
@@ -711,55 +712,55 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 // 否则返回失败类别与说明（说明可能引用读缓冲区，调用方保留前须复制）：无法解析为 bad_response，
 // 服务端的 {"error":…} 为 stream_error（说明是服务端原话），违反协议为 protocol（见 checkChoices）。
 func (x *exchange) chunk(s string, now time.Duration) (class, msg string) {
-	f, err := x.scan.scan(s)
+	f, err := x.scan.Scan(s)
 	if err != nil {
 		return ErrClassBadResponse, "unparseable stream event: " + validUTF8Prefix(s, 80)
 	}
-	if f.hasError {
-		if f.errMsg == "" {
-			f.errMsg = "in-band error event"
+	if f.HasError {
+		if f.ErrMsg == "" {
+			f.ErrMsg = "in-band error event"
 		}
-		return ErrClassStreamError, f.errMsg
+		return ErrClassStreamError, f.ErrMsg
 	}
-	if msg := x.checkChoices(f.choices); msg != "" {
+	if msg := x.checkChoices(f.Choices); msg != "" {
 		return ErrClassProtocol, msg
 	}
-	if f.finish != "" {
-		x.rec.FinishReason = internFinish(f.finish)
+	if f.Finish != "" {
+		x.rec.FinishReason = internFinish(f.Finish)
 	}
 	// usage：连续 usage 给出逐 chunk 的精确 token 增量。
 	delta := int32(-1)
-	if f.hasUsage {
+	if f.HasUsage {
 		x.sawUsage = true
-		x.promptUsage = int(f.promptTok)
-		if f.cachedTok >= 0 {
-			x.cachedUsage = int(f.cachedTok)
+		x.promptUsage = int(f.PromptTokens)
+		if f.CachedTokens >= 0 {
+			x.cachedUsage = int(f.CachedTokens)
 		}
-		if f.reasonTok >= 0 {
-			x.usageReason = int(f.reasonTok)
+		if f.ReasoningTokens >= 0 {
+			x.usageReason = int(f.ReasoningTokens)
 		}
 	}
-	if f.hasCompl {
+	if f.HasCompletion {
 		x.sawCompl = true
-		ct := int(f.complTok)
+		ct := int(f.CompletionTokens)
 		delta = int32(max(ct-x.lastUsage, -1)) // 回退的 usage（服务端缺陷）当作没有
 		x.lastUsage, x.complUsage = ct, ct
 	}
-	if f.content == "" && f.reasoning == "" && !f.tools {
+	if f.Content == "" && f.Reasoning == "" && !f.Tools {
 		return ErrClassNone, "" // 角色 chunk、纯 usage chunk、空 delta：不是输出 token
 	}
 	if x.keepText {
-		x.text = append(x.text, f.content...) // f.content 引用读缓冲区，这里复制
+		x.text = append(x.text, f.Content...) // f.Content 引用读缓冲区，这里复制
 	}
 	// 客户端估算：思考段内的 content 计为推理。
-	reasonTok, contentTok := tokenize.Count(f.reasoning), 0
-	if f.content != "" {
-		r, c := x.splitThink(f.content)
+	reasonTok, contentTok := tokenize.Count(f.Reasoning), 0
+	if f.Content != "" {
+		r, c := x.splitThink(f.Content)
 		reasonTok += tokenize.Count(r)
 		contentTok = tokenize.Count(c)
 	}
 	est := reasonTok + contentTok
-	if f.tools && est == 0 {
+	if f.Tools && est == 0 {
 		est = 1
 	}
 	x.estTokens += est
@@ -774,25 +775,25 @@ func (x *exchange) chunk(s string, now time.Duration) (class, msg string) {
 // 返回违例说明（没有时为 ""）。vLLM 每个 choice 恰好发一次 finish_reason，之后不再发这个
 // choice 的 chunk（serving_chat/serving_completion 的 finish_reason_sent），一个事件（或非流式
 // 响应）里的 index 互不相同。finish 之后的空 delta 不算违例：它不改变任何测量。
-func (x *exchange) checkChoices(cs []choiceMark) string {
+func (x *exchange) checkChoices(cs []chunk.Choice) string {
 	for i, c := range cs {
 		for _, d := range cs[:i] {
-			if d.index == c.index {
-				return fmt.Sprintf("two choices with index %d in one response", c.index)
+			if d.Index == c.Index {
+				return fmt.Sprintf("two choices with index %d in one response", c.Index)
 			}
 		}
-		if slices.Contains(x.finished, c.index) {
+		if slices.Contains(x.finished, c.Index) {
 			switch {
-			case c.finish:
-				return fmt.Sprintf("choice %d received finish_reason twice", c.index)
-			case c.output:
-				return fmt.Sprintf("choice %d received output after its finish_reason", c.index)
+			case c.Finish:
+				return fmt.Sprintf("choice %d received finish_reason twice", c.Index)
+			case c.Output:
+				return fmt.Sprintf("choice %d received output after its finish_reason", c.Index)
 			}
 		}
 	}
 	for _, c := range cs {
-		if c.finish {
-			x.finished = append(x.finished, c.index)
+		if c.Finish {
+			x.finished = append(x.finished, c.Index)
 		}
 	}
 	return ""
