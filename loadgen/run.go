@@ -20,6 +20,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
 // ErrInvalidTarget 表示 Target 缺少必要字段。
@@ -41,14 +42,14 @@ type runner struct {
 	counter  TokenCounter
 	pools    map[int]*promptPool
 	images   []string
-	scraper  *scraper
+	scraper  *servermetrics.Scraper
 	stream   bool
 	maxConc  int
-	obs      Observer         // 调用方 Observer 的副本；OnTimeline 只在 Profile.BucketInterval > 0 时保留
-	obsMu    sync.Mutex       // 串行化 worker 与采样 goroutine 上的钩子调用（见 Observer 的并发约定）
-	red      *redact.Redactor // 服务端文本（错误信息）在写入记录前经它脱敏
-	base     *metricsSnap     // 运行开始前的 /metrics（任何请求之前）
-	served   atomic.Int64     // 本次运行中服务端已成功完成的请求数（含探测与预热）
+	obs      Observer                // 调用方 Observer 的副本；OnTimeline 只在 Profile.BucketInterval > 0 时保留
+	obsMu    sync.Mutex              // 串行化 worker 与采样 goroutine 上的钩子调用（见 Observer 的并发约定）
+	red      *redact.Redactor        // 服务端文本（错误信息）在写入记录前经它脱敏
+	base     *servermetrics.Snapshot // 运行开始前的 /metrics（任何请求之前）
+	served   atomic.Int64            // 本次运行中服务端已成功完成的请求数（含探测与预热）
 	lastProg time.Time
 	sh       *shardRun // 非 nil 时只执行 Profile 的一片（见 RunShard）
 }
@@ -100,9 +101,8 @@ func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh 
 		}
 	}
 	r.red = secretRedactor(target.APIKey)
-	r.scraper = newScraper(r.client, target.BaseURLs)
-	r.scraper.timeout, r.scraper.maxBody = r.auxTimeout(), int64(p.MaxEventBytes)
-	r.base = r.scraper.scrape(ctx)
+	r.scraper = servermetrics.NewScraper(r.client, target.BaseURLs, r.auxTimeout(), int64(p.MaxEventBytes))
+	r.base = r.scraper.Scrape(ctx)
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -390,7 +390,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 			return Summary{}, err
 		}
 	}
-	before := r.scraper.settled(ctx, r.base, r.served.Load())
+	before := r.scraper.Settled(ctx, r.base, r.served.Load())
 	if err := r.alignStart(ctx, g.Index); err != nil {
 		return Summary{}, err
 	}
@@ -408,8 +408,8 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	if r.obs.OnTimeline != nil {
 		tl = r.startTimeline(dctx, dcancel, gr, before, g.Concurrency, initC, r.p.RequestRate)
 	}
-	peak := r.startPeak(dctx, before)
-	defer peak.finish(nil) // 提前返回的路径也回收采样 goroutine（finish 可重复调用）
+	peak := r.scraper.StartPeak(dctx, before)
+	defer peak.Finish(nil) // 提前返回的路径也回收采样 goroutine（Finish 可重复调用）
 	var derr error
 	if turns != nil {
 		derr = r.driveSessions(dctx, gr, g.Concurrency, turns)
@@ -428,14 +428,14 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	}
 	// 被中断的组保留已测部分：汇总中断前完成的请求并标为不完整，仍交给接收方写出。
 	tot := gr.shards.total()
-	var after *metricsSnap
+	var after *servermetrics.Snapshot
 	if !interrupted {
-		after = r.scraper.settled(ctx, r.base, r.served.Load())
+		after = r.scraper.Settled(ctx, r.base, r.served.Load())
 	}
 	s := r.summary(g)
 	tot.fill(&s, r.slo)
 	applyServer(&s, before, after)
-	r.applyWorkload(&s, gr, before, after, peak.finish(after))
+	r.applyWorkload(&s, gr, before, after, peak.Finish(after))
 	s.Incomplete = interrupted
 	if len(gr.classes) > 0 {
 		s.FailureClasses = gr.classes
