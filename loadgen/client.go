@@ -24,6 +24,7 @@ import (
 	"github.com/vllm-cibench/cibench/internal/sse"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 	"github.com/vllm-cibench/cibench/loadgen/internal/chunk"
+	"github.com/vllm-cibench/cibench/loadgen/internal/h1"
 )
 
 // streamUsage 是请求中 stream_options 的级别；服务端拒绝时逐级降级。
@@ -167,20 +168,11 @@ type exchange struct {
 	// lastStamp / lastAt 是本请求上一次用到的内核时间戳及其换算出的到达时刻，见 arrived
 	lastStamp time.Time
 	lastAt    time.Duration
-	// h1 非 nil 时，地址在 h1.targets 中的生成请求走专用的 HTTP/1.1 传输（见 h1.go）；
-	// wbuf 是它复用的请求缓冲（请求头 + 请求体）
-	h1   *h1Pool
-	wbuf []byte
-	// h1 路径的中止状态：h1mu 保护 h1cause（当前请求被中止的原因）与 h1cur（当前请求使用的
-	// 连接）；监视器与运行取消在别的 goroutine 中经 h1abort 中止请求。h1on 表示当前请求走 h1。
-	h1mu    sync.Mutex
-	h1cause error
-	h1cur   *h1Conn
-	h1on    bool
+	// h1.Pool 非 nil 时，地址在池中的生成请求走专用的 HTTP/1.1 传输（loadgen/internal/h1）；
+	// h1 同时保存该路径的中止状态与复用的请求缓冲。监视器与运行取消在别的 goroutine 中经
+	// abortFn（h1.Abort 的方法值，只建一次）中止请求。
+	h1      h1.Session
 	abortFn func(error)
-	// runCtx 是已登记 context.AfterFunc 的运行 ctx，stopRun 注销它（见 h1begin、release）
-	runCtx  context.Context
-	stopRun func() bool
 	// session 非空时作为 X-Session-ID 请求头发出，turn 是多轮会话的轮次（写进记录）
 	session string
 	turn    int
@@ -201,7 +193,7 @@ type exchange struct {
 func newExchange() *exchange {
 	x := &exchange{reader: sse.NewReader(bytes.NewReader(nil)), maxEvent: DefaultMaxEventBytes}
 	x.trace = &httptrace.ClientTrace{GotConn: x.gotConn}
-	x.abortFn = x.h1abort
+	x.abortFn = x.h1.Abort
 	return x
 }
 
@@ -268,9 +260,9 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	x.sawCompl, x.finished = false, x.finished[:0]
 	x.text, x.cachedUsage, rec.CachedTokens = x.text[:0], -1, -1
 
-	var ht *h1Target
-	if x.h1 != nil {
-		ht = x.h1.targets[url]
+	var ht *h1.Target
+	if x.h1.Pool != nil {
+		ht = x.h1.Pool.Target(url)
 	}
 	var (
 		status int
@@ -279,23 +271,25 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	)
 	if ht != nil {
 		// h1 传输：不建逐请求的 ctx，总超时与静默超时由复用的 x.watch 负责，运行取消由
-		// 每个 exchange 一次登记的 context.AfterFunc 负责（见 h1begin）。
+		// 每个 exchange 一次登记的 context.AfterFunc 负责（见 h1.Session.Begin）。
 		rec.Sent = time.Now()
 		rec.SlotWait = rec.Sent.Sub(intended)
 		deadline := rec.Sent.Add(timeout)
-		x.h1begin(ctx, deadline)
+		x.h1.Begin(ctx)
+		x.watch.begin(deadline, x.abortFn)
+		x.watching = true
 		defer x.h1end()
-		hc, err := x.h1RoundTrip(ctx, ht, deadline)
+		hc, err := x.h1.RoundTrip(ctx, ht, deadline, x.body, x.session)
 		if err != nil {
 			class := ErrClassTransport
-			if errors.Is(err, errHeadersTooLarge) {
+			if errors.Is(err, h1.ErrHeadersTooLarge) {
 				class = ErrClassTooLarge
 			}
 			x.fail(ctx, class, err, intended)
 			return
 		}
-		x.conn = hc.st
-		status, ctype, body = hc.status, hc.ctype, hc
+		x.conn = hc.Stamper()
+		status, ctype, body = hc.Status(), hc.ContentType(), hc
 	} else {
 		// 两层 ctx：外层可带原因取消（静默超时），内层是总超时。
 		ictx, icancel := context.WithCancelCause(x.withTrace(ctx))
@@ -346,6 +340,13 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	}
 }
 
+// h1end 结束一个走 h1 传输的请求：先停止监视（之后不会再有 Abort），再让 h1.Session 把连接
+// 放回池中或关闭。
+func (x *exchange) h1end() {
+	x.watchEnd()
+	x.h1.End()
+}
+
 // watchEnd 结束 x.watch 对当前请求的监视。
 func (x *exchange) watchEnd() {
 	x.watch.end()
@@ -355,10 +356,8 @@ func (x *exchange) watchEnd() {
 // reqCause 返回当前请求被中止的原因（静默超时 errIdle、总超时 context.DeadlineExceeded、
 // 运行取消），没有中止时为 nil。
 func (x *exchange) reqCause() error {
-	if x.h1on {
-		x.h1mu.Lock()
-		defer x.h1mu.Unlock()
-		return x.h1cause
+	if cause, on := x.h1.Cause(); on {
+		return cause
 	}
 	if x.rctx != nil {
 		return context.Cause(x.rctx)
@@ -558,7 +557,7 @@ func (x *exchange) fail(ctx context.Context, class string, err error, intended t
 		msg = fmt.Sprintf("no stream event for %s (idle_timeout)", x.idle)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
 		class = ErrClassTimeout
-	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge) || errors.Is(err, errHeadersTooLarge):
+	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge) || errors.Is(err, h1.ErrHeadersTooLarge):
 		class = ErrClassTooLarge
 	}
 	rec.OK = false
@@ -581,7 +580,7 @@ func errorMessage(b []byte) string {
 // 第一个事件到达后启动静默监视（见 reqWatch）。
 func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
-	if hc, ok := body.(*h1Conn); ok && hc.mode == bodyChunked {
+	if hc, ok := body.(*h1.Conn); ok && hc.Chunked() {
 		// h1 的 chunked 响应体：SSE 读取器直接在连接的读缓冲区里找行，不再经 bufio 拷贝一次
 		// （读连接的时机不变：都只在缓冲区里没有载荷时才读）。
 		x.reader.ResetSource(hc)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
+	"github.com/vllm-cibench/cibench/loadgen/internal/h1"
 	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
@@ -35,7 +36,7 @@ type runner struct {
 	t        Target
 	p        Profile
 	client   *http.Client
-	h1       *h1Pool  // 生成请求的专用 HTTP/1.1 传输；nil 表示走 client（见 h1.go）
+	h1       *h1.Pool // 生成请求的专用 HTTP/1.1 传输；nil 表示走 client（见 loadgen/internal/h1）
 	urls     []string // 每个实例的请求地址
 	slo      SLO
 	tmpl     *bodyTemplate
@@ -95,9 +96,9 @@ func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh 
 		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
 	}
 	if target.HTTPClient == nil {
-		r.h1 = newH1Pool(r.urls, target.APIKey, r.stream, p.Timestamps == TimestampsKernel, max(r.maxConc, 64)*2)
+		r.h1 = h1.NewPool(r.urls, target.APIKey, r.stream, p.Timestamps == TimestampsKernel, max(r.maxConc, 64)*2)
 		if r.h1 != nil {
-			defer r.h1.closeAll()
+			defer r.h1.Close()
 		}
 	}
 	r.red = secretRedactor(target.APIKey)
@@ -162,8 +163,8 @@ func newHTTPClient(conns int, kernel bool) *http.Client {
 		ForceAttemptHTTP2:   false,
 		WriteBufferSize:     8 << 10,
 		ReadBufferSize:      16 << 10, // 每个连接一份；2000 个并发流时内存随它线性增长
-		// 响应头上限与 h1 传输相同（maxHeaderBytes），超过时记为 too_large。
-		MaxResponseHeaderBytes: maxHeaderBytes,
+		// 响应头上限与 h1 传输相同（h1.MaxHeaderBytes），超过时记为 too_large。
+		MaxResponseHeaderBytes: h1.MaxHeaderBytes,
 	}
 	return &http.Client{Transport: tr}
 }
@@ -180,7 +181,7 @@ func (r *runner) newExchange() *exchange {
 	if r.p.IdleTimeout < r.p.Timeout {
 		x.idle = r.p.IdleTimeout
 	}
-	x.maxEvent, x.red, x.h1 = r.p.MaxEventBytes, r.red, r.h1
+	x.maxEvent, x.red, x.h1.Pool = r.p.MaxEventBytes, r.red, r.h1
 	return x
 }
 
@@ -515,7 +516,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				inner.Go(func() {
 					x := r.newExchange()
 					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
-					x.release()
+					x.h1.Release()
 				})
 				return true
 			})
@@ -546,7 +547,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				inner.Go(func() {
 					x := r.newExchange()
 					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
-					x.release()
+					x.h1.Release()
 				})
 			}
 			inner.Wait()
@@ -562,7 +563,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 					return
 				}
 				x := r.newExchange()
-				defer x.release()
+				defer x.h1.Release()
 				shard := i % len(gr.shards)
 				for {
 					var j job
