@@ -377,32 +377,6 @@ var errIdle = errors.New("stream idle")
 // errBodyTooLarge 表示非流式响应体超过 Profile.MaxEventBytes。
 var errBodyTooLarge = errors.New("response body too large")
 
-// capReader 读到 left 字节后再有数据就返回 errBodyTooLarge：与 io.LimitReader 不同，
-// 超限不会被当成正常结束，截断的数据不会被当成完整的解析。
-type capReader struct {
-	r    io.Reader
-	left int64
-}
-
-// Read 实现 io.Reader。
-func (c *capReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		var one [1]byte
-		if n, err := c.r.Read(one[:]); n > 0 {
-			return 0, errBodyTooLarge
-		} else if err != nil {
-			return 0, err
-		}
-		return 0, nil
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	return n, err
-}
-
 // reqWatch 是一个 exchange 复用的请求监视器：一个定时器同时负责 h1 传输的总超时与流内的
 // 静默超时（idle_timeout）。每个事件只原子地记下到达时刻（热路径上不重置定时器）；定时器到期
 // 时检查是否已过总超时时刻、距上次事件是否已超过 idle，未超过则按剩余时间重新挂起，超过则以
