@@ -28,10 +28,10 @@ import (
 // 找行，不再经 bufio 拷贝一次），不再有后台
 // goroutine 与头部 map。
 //
-// 只在与 net/http 完全等价的情况下使用（见 newH1Pool）：全部实例地址都是明文 http://、
-// 环境变量不要求代理（http.ProxyFromEnvironment）、调用方没有提供 Target.HTTPClient、地址里没有
-// 用户信息（见 NewPool、TargetFor）。其余情况（https、代理、自定义客户端）仍走 net/http。/tokenize、/metrics 与探测
-// 请求不在热路径上，始终走 net/http。
+// 只在与 net/http 完全等价的情况下使用（见 NewPool、TargetFor）：全部实例地址都是明文 http://、
+// 环境变量不要求代理（http.ProxyFromEnvironment）、调用方没有提供 loadgen.Target.HTTPClient、
+// 地址里没有用户信息。其余情况（https、代理、自定义客户端）仍走 net/http。/tokenize、/metrics
+// 与探测请求不在热路径上，始终走 net/http。
 //
 // 与 net/http 相同的行为：请求头的内容与顺序（Host、User-Agent、Content-Length、Accept、
 // Authorization、Content-Type）；响应按 RFC 9112 分帧（chunked、Content-Length、读到关闭），
