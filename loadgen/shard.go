@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
 // MaxShards 是一个 Profile 最多拆成的分片数（Indexed Job 的 completions 远小于它）。
@@ -158,7 +160,7 @@ func (r *runner) alignStart(ctx context.Context, group int) error {
 }
 
 // capture 把一组的原始统计（而不是汇总行）存进分片结果，供 Merge 重建单进程的汇总。
-func (r *runner) capture(g Group, tot *stats, before, after *metricsSnap, classes map[string]int, incomplete bool) {
+func (r *runner) capture(g Group, tot *stats, before, after *servermetrics.Snapshot, classes map[string]int, incomplete bool) {
 	if r.sh == nil {
 		return
 	}
