@@ -1,5 +1,5 @@
 // Package driver 是参考 CI 驱动 examples/ci 的全部逻辑：加载配置矩阵，
-// 对每个计划中的场景依次 部署 → 功能 → 性能 → 精度 → 归档日志与清理，
+// 对每个计划中的场景依次 部署 → 功能 → 性能 → 精度 →（团队阶段）→ 归档日志与清理，
 // 然后计算门禁、写出报告，并在每日运行时推送指标。
 //
 // 它放在一个可导入的包里而不是 main 中，是为了让端到端测试能以函数调用的方式
@@ -130,6 +130,8 @@ type Options struct {
 	// Collectors 为每个场景返回要与内置指标一起推送到 Pushgateway 的 Prometheus collector
 	// （仅每日运行推送，与内置指标同一个分组、同一次 PUT）。它们与内置 collector 注册进同一个
 	// pedantic 注册表：与内置指标重名或自相矛盾是该场景的 push 阶段错误，不会推送半组指标。
+	// 场景的阶段结果是分节：用 functionalreport.Report、perfreport.Rows、accuracyreport.Results
+	// 或 Scenario.Decode（团队自己的分节）读出。
 	Collectors func(sc report.Scenario) ([]prometheus.Collector, error)
 
 	// TeamStages 是团队加进每个场景的阶段，在内置的精度阶段之后按顺序运行（与内置阶段一样受
