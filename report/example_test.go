@@ -6,6 +6,7 @@ import (
 	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vllm-cibench/cibench/loadgen"
@@ -89,5 +90,43 @@ func ExampleSecrets() {
 	// server said: Authorization: Basic [REDACTED]
 	// retrying with [REDACTED] at http://[REDACTED]@10.0.0.1:8000/v1
 	// error body: {"echo":"[REDACTED]"}
+	// true
+}
+
+// ExampleRun_RecordSection 展示一个 report 不认识的阶段（团队自己的检查）如何进入报告：
+// 记下分节，再交一个 Renderer；report 本身一行都不用改。
+func ExampleRun_RecordSection() {
+	root, _ := os.MkdirTemp("", "artifacts")
+	defer os.RemoveAll(root)
+	type models struct {
+		Listed []string `json:"listed"`
+	}
+	sec := report.Section{Key: "acme_models", File: "acme/models.json"}
+	rd := report.Renderer{
+		Name:    "acme",
+		Columns: []string{"acme models"},
+		Cells: func(sc report.Scenario) ([]report.Cell, error) {
+			var m models
+			_, err := sc.Decode(sec.Key, &m)
+			return []report.Cell{{Text: fmt.Sprint(len(m.Listed)), Num: true}}, err
+		},
+		JUnit: func(sc report.Scenario) ([]report.JUnitSuite, error) {
+			return []report.JUnitSuite{{Name: sc.Name + "/acme", Cases: []report.JUnitCase{{Name: "models_listed", Classname: sc.Name + ".acme"}}}}, nil
+		},
+	}
+	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	run, _ := report.NewRun(root, report.RunTypePR, "1", now, report.WithRenderers(rd))
+	_ = run.RecordSection("emu", sec, models{Listed: []string{"m"}})
+	_, _ = run.Finish(context.Background(), nil, now.Add(time.Minute))
+
+	summary, _ := os.ReadFile(filepath.Join(run.Dir(), "summary.json"))
+	junit, _ := os.ReadFile(filepath.Join(run.Dir(), "junit.xml"))
+	page, _ := os.ReadFile(filepath.Join(run.Dir(), "report.html"))
+	fmt.Println(strings.Contains(string(summary), `"acme_models": {`))
+	fmt.Println(strings.Contains(string(junit), `name="emu/acme"`))
+	fmt.Println(strings.Contains(string(page), "<th>acme models</th>"))
+	// Output:
+	// true
+	// true
 	// true
 }
