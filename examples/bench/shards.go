@@ -20,7 +20,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/kube"
 
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
 
 // shardOptions 是分片相关的选项（docs/loadgen.md "Sharding"）。
@@ -28,7 +28,7 @@ type shardOptions struct {
 	local, index, count, kube int
 	start                     time.Time
 	fromEnv, spread           bool
-	records                   string // --shard-records：本分片的逐请求 CSV 写到这里
+	records                   string // --shard-records：本分片的逐请求记录（JSON Lines）写到这里
 	image, namespace, cpu     string
 	memory                    string
 }
@@ -103,18 +103,20 @@ func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io
 	}
 	var obs *loadgen.Observer
 	if o.shard.records != "" {
-		// 逐请求记录写进 --shard-records（父进程或 bench merge 按发送时刻合并成单进程的 requests_*.csv）；
+		// 逐请求记录（完整的 loadgen.Record，JSON Lines）写进 --shard-records：父进程或 bench merge
+		// 用 shard.Replay 把它们按发送时刻交给与单进程相同的观察者（requests_*.csv、sessions_*.csv……）。
 		// 0600：记录里没有密钥，但与 provider 文件同在一个私有临时目录里，一并收紧。
 		f, err := os.OpenFile(o.shard.records, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {
 			return fmt.Errorf("--shard-records: %w", err)
 		}
-		defer f.Close()
-		var ropts []metrics.RecordOption
-		if o.chunkTimes {
-			ropts = append(ropts, metrics.WithChunkTimes())
-		}
-		obs = metrics.NewRecordWriter(f, ropts...).Observer()
+		rw := shard.NewRecordWriter(f)
+		defer func() {
+			if ferr := errors.Join(rw.Flush(), f.Close()); ferr != nil {
+				fmt.Fprintln(os.Stderr, "bench: --shard-records:", ferr)
+			}
+		}()
+		obs = rw.Observer()
 	}
 	res, err := loadgen.RunShard(ctx, tgt, o.p, sh, obs)
 	if res != nil {
@@ -297,7 +299,7 @@ func splitShardOutput(r io.Reader, onReady func(group int)) (*bytes.Buffer, erro
 //
 // 子进程拿到的目标与单进程完全相同：父进程把解析好的 provider（全部 base_url、API key、id 与 name）
 // 写进私有临时目录里 0600 的 provider 文件，子进程以 -p 读它——密钥不上命令行。各子进程的逐请求
-// 记录写进同一目录（--shard-records），合并后按发送时刻写成单进程的 requests_*.csv。
+// 记录写进同一目录（--shard-records），合并时由 shard.Replay 按发送时刻交给与单进程相同的观察者。
 //
 // tmp 是调用方建好的私有（0700）临时目录：provider 文件与各分片的记录文件都在里面，
 // 调用方写完合并产物后删除它。
@@ -326,7 +328,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 	cmds := make([]*exec.Cmd, n)
 	stdins := make([]io.Writer, n)
 	for i := range n {
-		records[i] = filepath.Join(tmp, fmt.Sprintf("records-%d.csv", i))
+		records[i] = filepath.Join(tmp, fmt.Sprintf("records-%d.jsonl", i))
 		cmds[i] = exec.CommandContext(ctx, exe, append(append([]string{"prof"}, base...),
 			"--shard-index", strconv.Itoa(i), "--shard-records", records[i])...)
 		cmds[i].Env = append(os.Environ(), shardChildEnv+"=1")
@@ -452,10 +454,11 @@ func (t *tailBuffer) String() string {
 
 // merged 是一次分片合并的结果：合并后的分组、分片总数、各缺失分片的原因，以及各分片的逐请求记录文件。
 type merged struct {
-	groups  []loadgen.MergedGroup
-	count   int
-	lost    []loadgen.ShardLoss
-	records []string
+	groups   []loadgen.MergedGroup
+	count    int
+	lost     []loadgen.ShardLoss
+	records  []string
+	timeline []loadgen.Timeline // 各分片时间线的合并（loadgen.MergeTimeline），写进时间线 CSV
 }
 
 // summaries 返回合并后的汇总行。
@@ -474,7 +477,7 @@ func mergeAndReport(results []*loadgen.ShardResult, known []loadgen.ShardLoss, s
 	if groups == nil && err != nil {
 		return nil, err
 	}
-	m := &merged{groups: groups, count: results[0].Count}
+	m := &merged{groups: groups, count: results[0].Count, timeline: loadgen.MergeTimeline(results...)}
 	var me *loadgen.MissingShardsError
 	if errors.As(err, &me) {
 		m.lost = me.Lost
@@ -624,7 +627,7 @@ func runSharded(ctx context.Context, o *options, args []string, stderr io.Writer
 	if len(m.groups) > 0 && m.groups[0].Summary.Provider != "" {
 		provider = m.groups[0].Summary.Provider
 	}
-	if err := writeMerged(o.savePath, o.p.Defaults(), provider, m, stderr); err != nil {
+	if err := writeMerged(o.savePath, o.p.Defaults(), provider, m, o.chunkTimes, stderr); err != nil {
 		return true, errors.Join(runErr, err)
 	}
 	if runErr != nil {
