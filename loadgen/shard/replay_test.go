@@ -28,7 +28,11 @@ type events struct {
 // observer 返回记录全部钩子的观察者（OnProgress 出现即是错误）。
 func (e *events) observer(t *testing.T) *loadgen.Observer {
 	return &loadgen.Observer{
-		OnGroupStart: func(g loadgen.Group) error { e.seq = append(e.seq, "start"); e.groups = append(e.groups, g); return nil },
+		OnGroupStart: func(g loadgen.Group) error {
+			e.seq = append(e.seq, "start")
+			e.groups = append(e.groups, g)
+			return nil
+		},
 		OnRecord: func(r *loadgen.Record) error {
 			e.seq = append(e.seq, "rec")
 			e.records = append(e.records, *r)
