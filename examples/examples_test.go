@@ -50,7 +50,9 @@ func TestTeamModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	goCmd(t, dir, "vet", "./...")
-	out := goCmd(t, dir, "test", "-count=1", "-v", "./...")
+	// 与 scripts/test.sh 对本模块的要求一致，团队模块的测试也在竞态检测下运行：团队的导出器
+	// 与评测在驱动的并发路径上被调用，数据竞争要在这里暴露，而不是在团队的流水线里。
+	out := goCmd(t, dir, "test", "-race", "-count=1", "-v", "./...")
 	// 每个故事的测试都必须真的运行并通过（不是被跳过，也不是没被发现）。
 	for _, name := range []string{"TestTeamPipeline", "TestTeamFailuresTurnGatesRed/case", "TestTeamFailuresTurnGatesRed/eval",
 		"TestTeamFailuresTurnGatesRed/exporter", "TestVendorFeatureOff", "TestUnregisteredNamesRejected", "TestTeamGateInSummarizeJob"} {
