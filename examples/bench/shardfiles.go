@@ -228,7 +228,7 @@ func runMerge(args []string, stderr io.Writer) error {
 	if len(files) == 0 {
 		return errors.New("merge: no result files (usage: bench merge [-s DIR] [--records FILE,...] RESULT...)")
 	}
-	results := make([]*loadgen.ShardResult, len(files))
+	results := make([]*shard.Result, len(files))
 	for i, f := range files {
 		res, err := readResultFile(f)
 		if err != nil {
@@ -263,13 +263,13 @@ func runMerge(args []string, stderr io.Writer) error {
 }
 
 // readResultFile 读一个分片结果文件（分片进程的 stdout：日志行之后的最后一个结果行），错误点名文件。
-func readResultFile(path string) (*loadgen.ShardResult, error) {
+func readResultFile(path string) (*shard.Result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	defer f.Close()
-	res, err := loadgen.ReadShardResult(f)
+	res, err := shard.ReadResult(f)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %s: %w", path, err)
 	}
@@ -277,8 +277,8 @@ func readResultFile(path string) (*loadgen.ShardResult, error) {
 }
 
 // sameRun 检查各结果属于同一次分片压测：同一 Profile 指纹、分片数与约定开始时刻，序号不重复。
-// 不符时点名两个文件与不同之处（loadgen.MergeGroups 也会拒绝，但它只知道分片序号，不知道文件名）。
-func sameRun(files []string, rs []*loadgen.ShardResult) error {
+// 不符时点名两个文件与不同之处（shard.MergeGroups 也会拒绝，但它只知道分片序号，不知道文件名）。
+func sameRun(files []string, rs []*shard.Result) error {
 	first := rs[0]
 	seen := map[int]string{}
 	for i, r := range rs {
@@ -292,10 +292,10 @@ func sameRun(files []string, rs []*loadgen.ShardResult) error {
 			what = fmt.Sprintf("--shard-start %s vs %s", r.StartAt.Format(time.RFC3339Nano), first.StartAt.Format(time.RFC3339Nano))
 		}
 		if what != "" {
-			return fmt.Errorf("merge: %w: %s and %s are different runs: %s", loadgen.ErrShardMismatch, files[i], files[0], what)
+			return fmt.Errorf("merge: %w: %s and %s are different runs: %s", shard.ErrMismatch, files[i], files[0], what)
 		}
 		if prev, dup := seen[r.Index]; dup {
-			return fmt.Errorf("merge: %w: %s and %s are both shard %d", loadgen.ErrShardMismatch, files[i], prev, r.Index)
+			return fmt.Errorf("merge: %w: %s and %s are both shard %d", shard.ErrMismatch, files[i], prev, r.Index)
 		}
 		seen[r.Index] = files[i]
 	}

@@ -118,9 +118,9 @@ func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io
 		}()
 		obs = rw.Observer()
 	}
-	res, err := loadgen.RunShard(ctx, tgt, o.p, sh, obs)
+	res, err := shard.Run(ctx, tgt, o.p, sh, obs)
 	if res != nil {
-		if werr := loadgen.WriteShardResult(stdout, res); werr != nil {
+		if werr := shard.WriteResult(stdout, res); werr != nil {
 			return werr
 		}
 	}
@@ -268,19 +268,19 @@ func (b *localBarrier) releaseLocked() {
 }
 
 // splitShardOutput 逐行读子进程的 stdout：就绪行交给 onReady，其余行（结果行与别的输出）
-// 保留下来交给 loadgen.ReadShardResultFor，保留量与它的上限相同。读到末尾（或出错后排空）才返回，
+// 保留下来交给 shard.ReadResultFor，保留量与它的上限相同。读到末尾（或出错后排空）才返回，
 // 子进程因此不会因为 stdout 写满而卡住。
 func splitShardOutput(r io.Reader, onReady func(group int)) (*bytes.Buffer, error) {
 	var kept bytes.Buffer
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), loadgen.MaxShardResultBytes)
+	sc.Buffer(make([]byte, 64<<10), shard.MaxResultBytes)
 	for sc.Scan() {
 		line := sc.Bytes()
 		if k, ok := parseReady(string(line)); ok {
 			onReady(k)
 			continue
 		}
-		if kept.Len()+len(line) < loadgen.MaxShardResultBytes {
+		if kept.Len()+len(line) < shard.MaxResultBytes {
 			kept.Write(line)
 			kept.WriteByte('\n')
 		}
@@ -322,7 +322,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 	// 提前量在忙碌的机器上不够子进程建好 prompt 池（-race 下第一组曾相差 2 秒）。
 	// -p/-pid 追加在最后：标量选项以最后一次出现为准，覆盖原命令行里的 -p（或模拟器）。
 	base := append(childArgs(args), "--shard-count", strconv.Itoa(n), "-p", provFile, "-pid", prov.ID, "--quiet")
-	results := make([]*loadgen.ShardResult, n)
+	results := make([]*shard.Result, n)
 	lost := make([]*loadgen.ShardLoss, n)
 	records := make([]string, n)
 	cmds := make([]*exec.Cmd, n)
@@ -367,7 +367,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 			}
 			out, serr := splitShardOutput(stdout, func(k int) { bar.ready(i, k) })
 			runErr := errors.Join(cmd.Wait(), serr)
-			res, rerr := loadgen.ReadShardResultFor(out, i)
+			res, rerr := shard.ReadResultFor(out, i)
 			if rerr != nil {
 				l := childLoss(ctx, i, runErr, strings.TrimSpace(errb.String()))
 				lost[i] = &l
@@ -377,7 +377,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 		})
 	}
 	wg.Wait()
-	var got []*loadgen.ShardResult
+	var got []*shard.Result
 	var known []loadgen.ShardLoss
 	for i, r := range results {
 		if r != nil {
@@ -391,7 +391,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 		// 没有任何分片交回结果（全部连不上、被杀或在取消宽限内没有收尾）：仍然写出 .merge.json
 		// 与 .INCOMPLETE，点名每个分片与原因，而不是只在 stderr 上说一句、不留产物。
 		return &merged{count: n, lost: known, records: records},
-			fmt.Errorf("--shards %d: no shard returned a result: %w", n, &loadgen.MissingShardsError{Count: n, Lost: known})
+			fmt.Errorf("--shards %d: no shard returned a result: %w", n, &shard.MissingError{Count: n, Lost: known})
 	}
 	m, err := mergeAndReport(got, known, stderr)
 	if m != nil {
@@ -454,11 +454,11 @@ func (t *tailBuffer) String() string {
 
 // merged 是一次分片合并的结果：合并后的分组、分片总数、各缺失分片的原因，以及各分片的逐请求记录文件。
 type merged struct {
-	groups   []loadgen.MergedGroup
+	groups   []shard.MergedGroup
 	count    int
 	lost     []loadgen.ShardLoss
 	records  []string
-	timeline []loadgen.Timeline // 各分片时间线的合并（loadgen.MergeTimeline），写进时间线 CSV
+	timeline []loadgen.Timeline // 各分片时间线的合并（shard.MergeTimeline），写进时间线 CSV
 }
 
 // summaries 返回合并后的汇总行。
@@ -472,13 +472,13 @@ func (m *merged) summaries() []loadgen.Summary {
 
 // mergeAndReport 合并分片结果并在 stderr 上报告每组的偏差、分位数来源与缺失的分片。
 // known 是调用方知道原因的缺失分片（子进程被杀、Pod 被 OOMKilled……）。
-func mergeAndReport(results []*loadgen.ShardResult, known []loadgen.ShardLoss, stderr io.Writer) (*merged, error) {
-	groups, err := loadgen.MergeGroups(loadgen.MergeOptions{Lost: known}, results...)
+func mergeAndReport(results []*shard.Result, known []loadgen.ShardLoss, stderr io.Writer) (*merged, error) {
+	groups, err := shard.MergeGroups(shard.MergeOptions{Lost: known}, results...)
 	if groups == nil && err != nil {
 		return nil, err
 	}
-	m := &merged{groups: groups, count: results[0].Count, timeline: loadgen.MergeTimeline(results...)}
-	var me *loadgen.MissingShardsError
+	m := &merged{groups: groups, count: results[0].Count, timeline: shard.MergeTimeline(results...)}
+	var me *shard.MissingError
 	if errors.As(err, &me) {
 		m.lost = me.Lost
 	}

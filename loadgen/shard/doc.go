@@ -1,18 +1,24 @@
-// Package shard 是 loadgen 分片运行的父进程一侧：把一个压测档位拆给多个进程（本机子进程、
-// Kubernetes Indexed Job 的 Pod）执行之后，把各分片交回的东西还原成单进程运行会交给调用方的
-// 同一组事件。
+// Package shard 是 loadgen 分片运行的打包、交回与合并：一台压测机不够时，一个档位拆给多个进程
+// （本机 goroutine、本机子进程、Kubernetes Indexed Job 的 Pod）执行，再还原成单进程运行会得到的
+// 汇总行与事件。
 //
-// 分片的划分与执行本身在 loadgen 里（loadgen.RunShard、loadgen.Shard：执行路径上的按序号取模），
-// 合并汇总行在 loadgen.MergeGroups；本包补上逐请求的那一半：
-//   - RecordWriter / RecordReader：分片进程把逐请求记录（完整的 loadgen.Record，比逐请求 CSV 的列
-//     多而不少）写成 JSON Lines，父进程读回；
-//   - Replay：把合并后的分组、各分片的记录与合并的时间线按单进程的事件顺序交给调用方的
-//     *loadgen.Observer（OnGroupStart → 按发送时刻排好的 OnRecord → OnGroupEnd，最后 OnTimeline）。
+// 分工：按全局序号取模划分请求、worker 与到达，以及逐组的原始测量（分布、计数、/metrics 快照）
+// 属于执行路径，在 loadgen 里（loadgen.Shard、loadgen.RunShard、loadgen.ShardGroup、
+// loadgen.MergeShardGroups；分布的内部表示不出 loadgen）。本包在它之上：
+//   - Run、Result、WriteResult / ReadResult*：一个分片的自包含结果，编码成一行 JSON，可以作为
+//     Pod 日志的最后一行或一个文件交回；
+//   - MergeGroups、Merge、MergeTimeline：检查各结果属于同一次压测、各分片开始时刻相差不超过
+//     MaxSkew，逐组合并，缺失或失败的分片按序号与原因点名（MissingError），相应分组标为不完整；
+//   - RunLocal、LocalBarrier：本进程内 n 个分片，每组在全部分片就绪后同时开始；
+//   - RecordWriter / RecordReader、Replay：分片进程把逐请求记录（完整的 loadgen.Record，JSON
+//     Lines）交回，父进程在合并时把合并后的分组、记录与时间线按单进程的事件顺序交给调用方的
+//     *loadgen.Observer。
 //
-// 为什么要这样做：团队的导出器（driver.Options.PerfExporters、examples/bench 的会话 CSV）只挂在
-// 父进程的观察者上。进程内的 loadgen.RunLocalShards 能把各分片的记录实时转给它；子进程与 Pod 里
-// 的记录却只留在子进程里，父进程只拿到合并后的汇总行，OnRecord 一次也不会被调用。Replay 让这些
-// 记录在合并时到达——不是实时的，而是在全部分片结束之后；缺失分片的记录就是没有（见 Replay）。
-// Kubernetes 分片目前只交回结果行（Pod 日志的最后一行），没有记录流：Replay 对它们只交出分组与
-// 汇总、时间线事件。
+// 观察者在分片运行里收到什么：RunLocal 实时、串行地转发各分片的 OnRecord，每组一次 OnGroupStart，
+// 全部分片结束后是合并后的 OnGroupEnd 与 OnTimeline。子进程与 Pod 的记录留在它们自己的进程里，
+// 父进程用 Replay 在合并时交出——记录在合并时到达，不是实时的；缺失分片的记录就是没有。
+// Kubernetes 分片目前只交回结果行（没有记录流），Replay 对它们只交出分组、汇总与时间线事件。
+// 任何分片运行都没有 OnProgress。
+//
+// loadgen 从不导入本包（执行路径不依赖合并）。
 package shard

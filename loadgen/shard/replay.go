@@ -34,7 +34,7 @@ type Records struct {
 // 前面同样有一次 OnGroupStart，但没有 OnGroupEnd（没有汇总行）。钩子的错误终止重放并以
 // "shard: observer:" 开头返回；坏行的错误不终止重放，与钩子错误一起用 errors.Join 返回。
 // obs 为 nil 时只检查记录流。
-func Replay(obs *loadgen.Observer, groups []loadgen.MergedGroup, timeline []loadgen.Timeline, records ...Records) error {
+func Replay(obs *loadgen.Observer, groups []MergedGroup, timeline []loadgen.Timeline, records ...Records) error {
 	o := loadgen.Observer{}
 	if obs != nil {
 		o = *obs

@@ -53,10 +53,10 @@ func TestReplayShardRecords(t *testing.T) {
 	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
 	prof := loadgen.Profile{Concurrency: []int{2, 4}, InputLength: []int{16}, OutputLength: []int{4}, NumRequests: []int{6, 8},
 		Epochs: 2, BucketInterval: 20 * time.Millisecond}
-	bar := loadgen.NewLocalBarrier(2)
+	bar := shard.NewLocalBarrier(2)
 	var bufs [2]bytes.Buffer
 	var direct [2][]loadgen.Record
-	results := make([]*loadgen.ShardResult, 2)
+	results := make([]*shard.Result, 2)
 	errs := make(chan error, 2)
 	for i := range 2 {
 		go func() {
@@ -68,7 +68,7 @@ func TestReplayShardRecords(t *testing.T) {
 				direct[i] = append(direct[i], c)
 				return nil
 			}}
-			res, err := loadgen.RunShard(context.Background(), tgt, prof, loadgen.Shard{Index: i, Count: 2, Barrier: bar.For(i)}, loadgen.Tee(rw.Observer(), keep))
+			res, err := shard.Run(context.Background(), tgt, prof, loadgen.Shard{Index: i, Count: 2, Barrier: bar.For(i)}, loadgen.Tee(rw.Observer(), keep))
 			results[i] = res
 			errs <- errors.Join(err, rw.Flush())
 		}()
@@ -78,12 +78,12 @@ func TestReplayShardRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	groups, err := loadgen.MergeGroups(loadgen.MergeOptions{MaxSkew: time.Minute}, results...)
+	groups, err := shard.MergeGroups(shard.MergeOptions{MaxSkew: time.Minute}, results...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ev events
-	err = shard.Replay(ev.observer(t), groups, loadgen.MergeTimeline(results...),
+	err = shard.Replay(ev.observer(t), groups, shard.MergeTimeline(results...),
 		shard.Records{Name: "r0", R: &bufs[0]}, shard.Records{Name: "r1", R: &bufs[1]})
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestReplayMissingAndTornShards(t *testing.T) {
 	a := stream(t, rec(0, 0, t0.Add(10*time.Millisecond)), rec(0, 2, t0.Add(30*time.Millisecond)), rec(1, 0, t0.Add(time.Second)))
 	b := stream(t, rec(0, 1, t0.Add(20*time.Millisecond)), failed)
 	b.WriteString(`{"Group":{"Index":0},"Index":5,"Sent":"2027-`) // 被杀时写了一半
-	groups := []loadgen.MergedGroup{{Summary: loadgen.Summary{Concurrency: 2, InputLength: 8, OutputLength: 2, Round: 1, NumPrompts: 5, Incomplete: true}}}
+	groups := []shard.MergedGroup{{Summary: loadgen.Summary{Concurrency: 2, InputLength: 8, OutputLength: 2, Round: 1, NumPrompts: 5, Incomplete: true}}}
 	var ev events
 	err := shard.Replay(ev.observer(t), groups, nil, shard.Records{Name: "a.jsonl", R: a}, shard.Records{Name: "b.jsonl", R: b})
 	if !errors.Is(err, shard.ErrBadRecords) || !strings.Contains(err.Error(), "b.jsonl:3") {
@@ -199,7 +199,7 @@ func TestReplayMissingAndTornShards(t *testing.T) {
 // TestReplayObserverErrors 检查钩子的错误终止重放并以 "shard: observer:" 开头，nil 观察者只检查流。
 func TestReplayObserverErrors(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
-	groups := []loadgen.MergedGroup{{Summary: loadgen.Summary{Concurrency: 2}}}
+	groups := []shard.MergedGroup{{Summary: loadgen.Summary{Concurrency: 2}}}
 	boom := errors.New("boom")
 	cases := map[string]*loadgen.Observer{
 		"group start": {OnGroupStart: func(loadgen.Group) error { return boom }},
