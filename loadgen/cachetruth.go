@@ -141,7 +141,7 @@ func (ps *peakSampler) finish(after *metricsSnap) float64 {
 // 与按轮次的汇总。
 func (r *runner) applyWorkload(s *Summary, gr *groupRun, before, after *metricsSnap, peak float64) {
 	w := WorkloadStats{Cache: applyCache(before, after, peak), AvgCachedTokens: -1}
-	if gr.pool != nil && gr.pool.trace != nil {
+	if gr.pool != nil && gr.pool.Trace != nil {
 		w.DispatchLag = s.SlotWait
 	}
 	if n := gr.cachedN.Load(); n > 0 {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // ErrUnsupportedTokenizer 表示 tokenizer.json 使用了本实现不支持的模型或预分词器。
@@ -36,7 +38,7 @@ type HFTokenizer struct {
 	cache       map[string]int
 }
 
-var _ TokenCounter = (*HFTokenizer)(nil)
+var _ dataset.TokenCounter = (*HFTokenizer)(nil)
 
 // hfJSON 是 tokenizer.json 中用到的部分。
 type hfJSON struct {

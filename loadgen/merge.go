@@ -144,4 +144,3 @@ func serverWindow(parts []*ShardGroup) (before, after *metricsSnap) {
 	}
 	return before, after
 }
-
