@@ -23,6 +23,8 @@ import (
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
 	"github.com/vllm-cibench/cibench/internal/sse"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
+	"github.com/vllm-cibench/cibench/loadgen/internal/chunk"
+	"github.com/vllm-cibench/cibench/loadgen/internal/h1"
 )
 
 // streamUsage 是请求中 stream_options 的级别；服务端拒绝时逐级降级。
@@ -133,7 +135,7 @@ const (
 type exchange struct {
 	body   []byte
 	reader *sse.Reader
-	scan   chunkScanner
+	scan   chunk.Scanner
 	rec    Record
 	think  thinkState
 	pend   string // 可能是思考标签一部分、尚未判定的 content 尾部
@@ -166,20 +168,11 @@ type exchange struct {
 	// lastStamp / lastAt 是本请求上一次用到的内核时间戳及其换算出的到达时刻，见 arrived
 	lastStamp time.Time
 	lastAt    time.Duration
-	// h1 非 nil 时，地址在 h1.targets 中的生成请求走专用的 HTTP/1.1 传输（见 h1.go）；
-	// wbuf 是它复用的请求缓冲（请求头 + 请求体）
-	h1   *h1Pool
-	wbuf []byte
-	// h1 路径的中止状态：h1mu 保护 h1cause（当前请求被中止的原因）与 h1cur（当前请求使用的
-	// 连接）；监视器与运行取消在别的 goroutine 中经 h1abort 中止请求。h1on 表示当前请求走 h1。
-	h1mu    sync.Mutex
-	h1cause error
-	h1cur   *h1Conn
-	h1on    bool
+	// h1.Pool 非 nil 时，地址在池中的生成请求走专用的 HTTP/1.1 传输（loadgen/internal/h1）；
+	// h1 同时保存该路径的中止状态与复用的请求缓冲。监视器与运行取消在别的 goroutine 中经
+	// abortFn（h1.Abort 的方法值，只建一次）中止请求。
+	h1      h1.Session
 	abortFn func(error)
-	// runCtx 是已登记 context.AfterFunc 的运行 ctx，stopRun 注销它（见 h1begin、release）
-	runCtx  context.Context
-	stopRun func() bool
 	// session 非空时作为 X-Session-ID 请求头发出，turn 是多轮会话的轮次（写进记录）
 	session string
 	turn    int
@@ -200,7 +193,7 @@ type exchange struct {
 func newExchange() *exchange {
 	x := &exchange{reader: sse.NewReader(bytes.NewReader(nil)), maxEvent: DefaultMaxEventBytes}
 	x.trace = &httptrace.ClientTrace{GotConn: x.gotConn}
-	x.abortFn = x.h1abort
+	x.abortFn = x.h1.Abort
 	return x
 }
 
@@ -267,9 +260,9 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	x.sawCompl, x.finished = false, x.finished[:0]
 	x.text, x.cachedUsage, rec.CachedTokens = x.text[:0], -1, -1
 
-	var ht *h1Target
-	if x.h1 != nil {
-		ht = x.h1.targets[url]
+	var ht *h1.Target
+	if x.h1.Pool != nil {
+		ht = x.h1.Pool.Target(url)
 	}
 	var (
 		status int
@@ -278,23 +271,25 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	)
 	if ht != nil {
 		// h1 传输：不建逐请求的 ctx，总超时与静默超时由复用的 x.watch 负责，运行取消由
-		// 每个 exchange 一次登记的 context.AfterFunc 负责（见 h1begin）。
+		// 每个 exchange 一次登记的 context.AfterFunc 负责（见 h1.Session.Begin）。
 		rec.Sent = time.Now()
 		rec.SlotWait = rec.Sent.Sub(intended)
 		deadline := rec.Sent.Add(timeout)
-		x.h1begin(ctx, deadline)
+		x.h1.Begin(ctx)
+		x.watch.begin(deadline, x.abortFn)
+		x.watching = true
 		defer x.h1end()
-		hc, err := x.h1RoundTrip(ctx, ht, deadline)
+		hc, err := x.h1.RoundTrip(ctx, ht, deadline, x.body, x.session)
 		if err != nil {
 			class := ErrClassTransport
-			if errors.Is(err, errHeadersTooLarge) {
+			if errors.Is(err, h1.ErrHeadersTooLarge) {
 				class = ErrClassTooLarge
 			}
 			x.fail(ctx, class, err, intended)
 			return
 		}
-		x.conn = hc.st
-		status, ctype, body = hc.status, hc.ctype, hc
+		x.conn = hc.Stamper()
+		status, ctype, body = hc.Status(), hc.ContentType(), hc
 	} else {
 		// 两层 ctx：外层可带原因取消（静默超时），内层是总超时。
 		ictx, icancel := context.WithCancelCause(x.withTrace(ctx))
@@ -345,6 +340,13 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	}
 }
 
+// h1end 结束一个走 h1 传输的请求：先停止监视（之后不会再有 Abort），再让 h1.Session 把连接
+// 放回池中或关闭。
+func (x *exchange) h1end() {
+	x.watchEnd()
+	x.h1.End()
+}
+
 // watchEnd 结束 x.watch 对当前请求的监视。
 func (x *exchange) watchEnd() {
 	x.watch.end()
@@ -354,10 +356,8 @@ func (x *exchange) watchEnd() {
 // reqCause 返回当前请求被中止的原因（静默超时 errIdle、总超时 context.DeadlineExceeded、
 // 运行取消），没有中止时为 nil。
 func (x *exchange) reqCause() error {
-	if x.h1on {
-		x.h1mu.Lock()
-		defer x.h1mu.Unlock()
-		return x.h1cause
+	if cause, on := x.h1.Cause(); on {
+		return cause
 	}
 	if x.rctx != nil {
 		return context.Cause(x.rctx)
@@ -376,32 +376,6 @@ var errIdle = errors.New("stream idle")
 
 // errBodyTooLarge 表示非流式响应体超过 Profile.MaxEventBytes。
 var errBodyTooLarge = errors.New("response body too large")
-
-// capReader 读到 left 字节后再有数据就返回 errBodyTooLarge：与 io.LimitReader 不同，
-// 超限不会被当成正常结束，截断的数据不会被当成完整的解析。
-type capReader struct {
-	r    io.Reader
-	left int64
-}
-
-// Read 实现 io.Reader。
-func (c *capReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		var one [1]byte
-		if n, err := c.r.Read(one[:]); n > 0 {
-			return 0, errBodyTooLarge
-		} else if err != nil {
-			return 0, err
-		}
-		return 0, nil
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	return n, err
-}
 
 // reqWatch 是一个 exchange 复用的请求监视器：一个定时器同时负责 h1 传输的总超时与流内的
 // 静默超时（idle_timeout）。每个事件只原子地记下到达时刻（热路径上不重置定时器）；定时器到期
@@ -557,7 +531,7 @@ func (x *exchange) fail(ctx context.Context, class string, err error, intended t
 		msg = fmt.Sprintf("no stream event for %s (idle_timeout)", x.idle)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
 		class = ErrClassTimeout
-	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge) || errors.Is(err, errHeadersTooLarge):
+	case errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, errBodyTooLarge) || errors.Is(err, h1.ErrHeadersTooLarge):
 		class = ErrClassTooLarge
 	}
 	rec.OK = false
@@ -580,7 +554,7 @@ func errorMessage(b []byte) string {
 // 第一个事件到达后启动静默监视（见 reqWatch）。
 func (x *exchange) readStream(ctx context.Context, body io.Reader, intended time.Time) {
 	rec := &x.rec
-	if hc, ok := body.(*h1Conn); ok && hc.mode == bodyChunked {
+	if hc, ok := body.(*h1.Conn); ok && hc.Chunked() {
 		// h1 的 chunked 响应体：SSE 读取器直接在连接的读缓冲区里找行，不再经 bufio 拷贝一次
 		// （读连接的时机不变：都只在缓冲区里没有载荷时才读）。
 		x.reader.ResetSource(hc)
@@ -711,55 +685,55 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 // 否则返回失败类别与说明（说明可能引用读缓冲区，调用方保留前须复制）：无法解析为 bad_response，
 // 服务端的 {"error":…} 为 stream_error（说明是服务端原话），违反协议为 protocol（见 checkChoices）。
 func (x *exchange) chunk(s string, now time.Duration) (class, msg string) {
-	f, err := x.scan.scan(s)
+	f, err := x.scan.Scan(s)
 	if err != nil {
 		return ErrClassBadResponse, "unparseable stream event: " + validUTF8Prefix(s, 80)
 	}
-	if f.hasError {
-		if f.errMsg == "" {
-			f.errMsg = "in-band error event"
+	if f.HasError {
+		if f.ErrMsg == "" {
+			f.ErrMsg = "in-band error event"
 		}
-		return ErrClassStreamError, f.errMsg
+		return ErrClassStreamError, f.ErrMsg
 	}
-	if msg := x.checkChoices(f.choices); msg != "" {
+	if msg := x.checkChoices(f.Choices); msg != "" {
 		return ErrClassProtocol, msg
 	}
-	if f.finish != "" {
-		x.rec.FinishReason = internFinish(f.finish)
+	if f.Finish != "" {
+		x.rec.FinishReason = internFinish(f.Finish)
 	}
 	// usage：连续 usage 给出逐 chunk 的精确 token 增量。
 	delta := int32(-1)
-	if f.hasUsage {
+	if f.HasUsage {
 		x.sawUsage = true
-		x.promptUsage = int(f.promptTok)
-		if f.cachedTok >= 0 {
-			x.cachedUsage = int(f.cachedTok)
+		x.promptUsage = int(f.PromptTokens)
+		if f.CachedTokens >= 0 {
+			x.cachedUsage = int(f.CachedTokens)
 		}
-		if f.reasonTok >= 0 {
-			x.usageReason = int(f.reasonTok)
+		if f.ReasoningTokens >= 0 {
+			x.usageReason = int(f.ReasoningTokens)
 		}
 	}
-	if f.hasCompl {
+	if f.HasCompletion {
 		x.sawCompl = true
-		ct := int(f.complTok)
+		ct := int(f.CompletionTokens)
 		delta = int32(max(ct-x.lastUsage, -1)) // 回退的 usage（服务端缺陷）当作没有
 		x.lastUsage, x.complUsage = ct, ct
 	}
-	if f.content == "" && f.reasoning == "" && !f.tools {
+	if f.Content == "" && f.Reasoning == "" && !f.Tools {
 		return ErrClassNone, "" // 角色 chunk、纯 usage chunk、空 delta：不是输出 token
 	}
 	if x.keepText {
-		x.text = append(x.text, f.content...) // f.content 引用读缓冲区，这里复制
+		x.text = append(x.text, f.Content...) // f.Content 引用读缓冲区，这里复制
 	}
 	// 客户端估算：思考段内的 content 计为推理。
-	reasonTok, contentTok := tokenize.Count(f.reasoning), 0
-	if f.content != "" {
-		r, c := x.splitThink(f.content)
+	reasonTok, contentTok := tokenize.Count(f.Reasoning), 0
+	if f.Content != "" {
+		r, c := x.splitThink(f.Content)
 		reasonTok += tokenize.Count(r)
 		contentTok = tokenize.Count(c)
 	}
 	est := reasonTok + contentTok
-	if f.tools && est == 0 {
+	if f.Tools && est == 0 {
 		est = 1
 	}
 	x.estTokens += est
@@ -774,25 +748,25 @@ func (x *exchange) chunk(s string, now time.Duration) (class, msg string) {
 // 返回违例说明（没有时为 ""）。vLLM 每个 choice 恰好发一次 finish_reason，之后不再发这个
 // choice 的 chunk（serving_chat/serving_completion 的 finish_reason_sent），一个事件（或非流式
 // 响应）里的 index 互不相同。finish 之后的空 delta 不算违例：它不改变任何测量。
-func (x *exchange) checkChoices(cs []choiceMark) string {
+func (x *exchange) checkChoices(cs []chunk.Choice) string {
 	for i, c := range cs {
 		for _, d := range cs[:i] {
-			if d.index == c.index {
-				return fmt.Sprintf("two choices with index %d in one response", c.index)
+			if d.Index == c.Index {
+				return fmt.Sprintf("two choices with index %d in one response", c.Index)
 			}
 		}
-		if slices.Contains(x.finished, c.index) {
+		if slices.Contains(x.finished, c.Index) {
 			switch {
-			case c.finish:
-				return fmt.Sprintf("choice %d received finish_reason twice", c.index)
-			case c.output:
-				return fmt.Sprintf("choice %d received output after its finish_reason", c.index)
+			case c.Finish:
+				return fmt.Sprintf("choice %d received finish_reason twice", c.Index)
+			case c.Output:
+				return fmt.Sprintf("choice %d received output after its finish_reason", c.Index)
 			}
 		}
 	}
 	for _, c := range cs {
-		if c.finish {
-			x.finished = append(x.finished, c.index)
+		if c.Finish {
+			x.finished = append(x.finished, c.Index)
 		}
 	}
 	return ""

@@ -14,10 +14,13 @@
 //   - 用 HDR 直方图（按 CPU 分片，结束时合并）统计分位数，逐请求记录通过
 //     Observer.OnRecord 流式交出、从不保留，所以内存与请求数无关；
 //   - 明文 http:// 目标（无代理、无自定义 Client）的生成请求走专用的 HTTP/1.1 传输
-//     （h1.go：worker 自己一次 write 发请求、就地解析 chunked 分帧，没有 net/http 的
-//     读写 goroutine 与头部 map），其余情况走 net/http，两者的记录完全相同；
-//   - 在每组前后抓取服务端 /metrics，用直方图差值给出服务端 TTFT/TPOT/E2E
-//     分位数与推测解码接受率（没有时为 -1）；
+//     （loadgen/internal/h1：worker 自己一次 write 发请求、就地解析 chunked 分帧，没有
+//     net/http 的读写 goroutine 与头部 map），其余情况走 net/http，两者的记录完全相同；
+//     chunk 由 loadgen/internal/chunk 的单遍扫描器解析；
+//   - 在每组前后抓取服务端 /metrics（loadgen/servermetrics），用直方图差值给出服务端
+//     TTFT/TPOT/E2E 分位数与推测解码接受率（没有时为 -1）；
+//   - 服务端没有 /tokenize 时，可用 loadgen/tokenizer 读入的 tokenizer.json 校准数据集长度
+//     （Target.Tokenizer）；
 //   - 真实负载（workload.go）：Mooncake / Azure 轨迹按时刻表回放（ReadMooncakeTrace、
 //     ReadAzureTrace，发出滞后报告为 Workload.DispatchLag）、shared_prefix 与
 //     prefix_repetition 集合、ShareGPT（ReadShareGPT）、多轮会话（Profile.MultiTurn：服务端的

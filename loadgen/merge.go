@@ -3,6 +3,8 @@ package loadgen
 import (
 	"fmt"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
 // distNames 是 statsWire.Dists 各分布的名字（MergeShardGroups 返回的 HDR 列表用它们）。
@@ -110,12 +112,12 @@ func mergeStats(parts []*ShardGroup) (*stats, []string, error) {
 // 探测、预热与上一组的尾巴——取最早的（以前的做法）会把慢一步的分片的探测与预热请求算进本组
 // （issue 22：服务端列偏差达 1.4%）。迟到的分片（在别的分片开始之后才抓快照）不参与挑选；
 // 没有一个快照符合时（或快照没有时刻）退回最早的。任何一边缺失时返回 nil。
-func serverWindow(parts []*ShardGroup) (before, after *metricsSnap) {
-	count := func(s *metricsSnap) float64 {
-		if s.hist[2] == nil {
+func serverWindow(parts []*ShardGroup) (before, after *servermetrics.Snapshot) {
+	count := func(s *servermetrics.Snapshot) float64 {
+		if s.Hist[servermetrics.HistE2E] == nil {
 			return 0
 		}
-		return s.hist[2].count
+		return s.Hist[servermetrics.HistE2E].Count
 	}
 	var start time.Time
 	for _, sg := range parts {
@@ -123,7 +125,7 @@ func serverWindow(parts []*ShardGroup) (before, after *metricsSnap) {
 			start = t
 		}
 	}
-	var earliest *metricsSnap
+	var earliest *servermetrics.Snapshot
 	for _, sg := range parts {
 		b, a := sg.Stats.w.Before.decode(), sg.Stats.w.After.decode()
 		if b == nil || a == nil {
@@ -132,7 +134,7 @@ func serverWindow(parts []*ShardGroup) (before, after *metricsSnap) {
 		if earliest == nil || count(b) < count(earliest) {
 			earliest = b
 		}
-		if !b.at.IsZero() && !b.at.After(start) && (before == nil || count(b) > count(before)) {
+		if !b.At.IsZero() && !b.At.After(start) && (before == nil || count(b) > count(before)) {
 			before = b
 		}
 		if after == nil || count(a) > count(after) {

@@ -239,7 +239,7 @@ func (r *runner) driveSessions(ctx context.Context, gr *groupRun, conc int, turn
 		shard := w % len(gr.shards)
 		wg.Go(func() {
 			x := r.newExchange()
-			defer x.release()
+			defer x.h1.Release()
 			x.keepText = true
 			defer func() { x.keepText, x.session, x.turn = false, "", 0 }()
 			timer := time.NewTimer(time.Hour)

@@ -20,7 +20,7 @@ type Target struct {
 	endpoint.Endpoint
 	// Provider 是 providers.yaml 中的 id，写入汇总的 Provider 列与产物文件名。
 	Provider string
-	// Tokenizer 在服务端没有 POST /tokenize 时用于校准数据集长度（例如 LoadHFTokenizer
+	// Tokenizer 在服务端没有 POST /tokenize 时用于校准数据集长度（例如 loadgen/tokenizer 的 Load
 	// 读入的 tokenizer.json）；为 nil 时退回 internal/tokenize 的估算。
 	Tokenizer dataset.TokenCounter
 }

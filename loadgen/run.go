@@ -21,6 +21,8 @@ import (
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
 	"github.com/vllm-cibench/cibench/loadgen/dataset"
+	"github.com/vllm-cibench/cibench/loadgen/internal/h1"
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
 // ErrInvalidTarget 表示 Target 缺少必要字段。
@@ -35,21 +37,21 @@ type runner struct {
 	t        Target
 	p        Profile
 	client   *http.Client
-	h1       *h1Pool  // 生成请求的专用 HTTP/1.1 传输；nil 表示走 client（见 h1.go）
+	h1       *h1.Pool // 生成请求的专用 HTTP/1.1 传输；nil 表示走 client（见 loadgen/internal/h1）
 	urls     []string // 每个实例的请求地址
 	slo      SLO
 	tmpl     *bodyTemplate
 	counter  dataset.TokenCounter
 	pools    map[int]*dataset.Pool
 	images   []string
-	scraper  *scraper
+	scraper  *servermetrics.Scraper
 	stream   bool
 	maxConc  int
-	obs      Observer         // 调用方 Observer 的副本；OnTimeline 只在 Profile.BucketInterval > 0 时保留
-	obsMu    sync.Mutex       // 串行化 worker 与采样 goroutine 上的钩子调用（见 Observer 的并发约定）
-	red      *redact.Redactor // 服务端文本（错误信息）在写入记录前经它脱敏
-	base     *metricsSnap     // 运行开始前的 /metrics（任何请求之前）
-	served   atomic.Int64     // 本次运行中服务端已成功完成的请求数（含探测与预热）
+	obs      Observer                // 调用方 Observer 的副本；OnTimeline 只在 Profile.BucketInterval > 0 时保留
+	obsMu    sync.Mutex              // 串行化 worker 与采样 goroutine 上的钩子调用（见 Observer 的并发约定）
+	red      *redact.Redactor        // 服务端文本（错误信息）在写入记录前经它脱敏
+	base     *servermetrics.Snapshot // 运行开始前的 /metrics（任何请求之前）
+	served   atomic.Int64            // 本次运行中服务端已成功完成的请求数（含探测与预热）
 	lastProg time.Time
 	sh       *shardRun // 非 nil 时只执行 Profile 的一片（见 RunShard）
 }
@@ -95,15 +97,14 @@ func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh 
 		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
 	}
 	if target.HTTPClient == nil {
-		r.h1 = newH1Pool(r.urls, target.APIKey, r.stream, p.Timestamps == TimestampsKernel, max(r.maxConc, 64)*2)
+		r.h1 = h1.NewPool(r.urls, target.APIKey, r.stream, p.Timestamps == TimestampsKernel, max(r.maxConc, 64)*2)
 		if r.h1 != nil {
-			defer r.h1.closeAll()
+			defer r.h1.Close()
 		}
 	}
 	r.red = secretRedactor(target.APIKey)
-	r.scraper = newScraper(r.client, target.BaseURLs)
-	r.scraper.timeout, r.scraper.maxBody = r.auxTimeout(), int64(p.MaxEventBytes)
-	r.base = r.scraper.scrape(ctx)
+	r.scraper = servermetrics.NewScraper(r.client, target.BaseURLs, r.auxTimeout(), int64(p.MaxEventBytes))
+	r.base = r.scraper.Scrape(ctx)
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -163,8 +164,8 @@ func newHTTPClient(conns int, kernel bool) *http.Client {
 		ForceAttemptHTTP2:   false,
 		WriteBufferSize:     8 << 10,
 		ReadBufferSize:      16 << 10, // 每个连接一份；2000 个并发流时内存随它线性增长
-		// 响应头上限与 h1 传输相同（maxHeaderBytes），超过时记为 too_large。
-		MaxResponseHeaderBytes: maxHeaderBytes,
+		// 响应头上限与 h1 传输相同（h1.MaxHeaderBytes），超过时记为 too_large。
+		MaxResponseHeaderBytes: h1.MaxHeaderBytes,
 	}
 	return &http.Client{Transport: tr}
 }
@@ -181,7 +182,7 @@ func (r *runner) newExchange() *exchange {
 	if r.p.IdleTimeout < r.p.Timeout {
 		x.idle = r.p.IdleTimeout
 	}
-	x.maxEvent, x.red, x.h1 = r.p.MaxEventBytes, r.red, r.h1
+	x.maxEvent, x.red, x.h1.Pool = r.p.MaxEventBytes, r.red, r.h1
 	return x
 }
 
@@ -391,7 +392,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 			return Summary{}, err
 		}
 	}
-	before := r.scraper.settled(ctx, r.base, r.served.Load())
+	before := r.scraper.Settled(ctx, r.base, r.served.Load())
 	if err := r.alignStart(ctx, g.Index); err != nil {
 		return Summary{}, err
 	}
@@ -409,8 +410,8 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	if r.obs.OnTimeline != nil {
 		tl = r.startTimeline(dctx, dcancel, gr, before, g.Concurrency, initC, r.p.RequestRate)
 	}
-	peak := r.startPeak(dctx, before)
-	defer peak.finish(nil) // 提前返回的路径也回收采样 goroutine（finish 可重复调用）
+	peak := r.scraper.StartPeak(dctx, before)
+	defer peak.Finish(nil) // 提前返回的路径也回收采样 goroutine（Finish 可重复调用）
 	var derr error
 	if turns != nil {
 		derr = r.driveSessions(dctx, gr, g.Concurrency, turns)
@@ -429,14 +430,14 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	}
 	// 被中断的组保留已测部分：汇总中断前完成的请求并标为不完整，仍交给接收方写出。
 	tot := gr.shards.total()
-	var after *metricsSnap
+	var after *servermetrics.Snapshot
 	if !interrupted {
-		after = r.scraper.settled(ctx, r.base, r.served.Load())
+		after = r.scraper.Settled(ctx, r.base, r.served.Load())
 	}
 	s := r.summary(g)
 	tot.fill(&s, r.slo)
 	applyServer(&s, before, after)
-	r.applyWorkload(&s, gr, before, after, peak.finish(after))
+	r.applyWorkload(&s, gr, before, after, peak.Finish(after))
 	s.Incomplete = interrupted
 	if len(gr.classes) > 0 {
 		s.FailureClasses = gr.classes
@@ -516,7 +517,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				inner.Go(func() {
 					x := r.newExchange()
 					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
-					x.release()
+					x.h1.Release()
 				})
 				return true
 			})
@@ -547,7 +548,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				inner.Go(func() {
 					x := r.newExchange()
 					r.one(ctx, gr, x, j.idx%len(gr.shards), j)
-					x.release()
+					x.h1.Release()
 				})
 			}
 			inner.Wait()
@@ -563,7 +564,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 					return
 				}
 				x := r.newExchange()
-				defer x.release()
+				defer x.h1.Release()
 				shard := i % len(gr.shards)
 				for {
 					var j job

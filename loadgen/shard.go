@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
 // MaxShards 是一个 Profile 最多拆成的分片数（Indexed Job 的 completions 远小于它）。
@@ -155,7 +157,7 @@ func (r *runner) alignStart(ctx context.Context, group int) error {
 }
 
 // capture 把一组的原始统计（而不是汇总行）存进本分片的结果，供 loadgen/shard 的合并重建单进程的汇总。
-func (r *runner) capture(g Group, tot *stats, before, after *metricsSnap, classes map[string]int, incomplete bool) {
+func (r *runner) capture(g Group, tot *stats, before, after *servermetrics.Snapshot, classes map[string]int, incomplete bool) {
 	if r.sh == nil {
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
 // ErrBadShardResult 表示分片结果无法解码或内容自相矛盾（格式、计数与样本不符等）。
@@ -206,22 +208,22 @@ type snapWire struct {
 }
 
 // encodeSnap 编码一次抓取；nil（没有 /metrics）编码为 nil。
-func encodeSnap(s *metricsSnap) *snapWire {
+func encodeSnap(s *servermetrics.Snapshot) *snapWire {
 	if s == nil {
 		return nil
 	}
 	w := &snapWire{}
-	for i, h := range s.hist {
+	for i, h := range s.Hist {
 		if h == nil {
 			continue
 		}
-		up := slices.Clone(h.upper)
+		up := slices.Clone(h.Upper)
 		for j, u := range up {
 			if math.IsInf(u, 1) {
 				up[j] = -1
 			}
 		}
-		w.Hist[i] = &histWire{Upper: up, Cum: slices.Clone(h.cum), Sum: h.sum, Count: h.count}
+		w.Hist[i] = &histWire{Upper: up, Cum: slices.Clone(h.Cum), Sum: h.Sum, Count: h.Count}
 	}
 	num := func(v float64) *float64 {
 		if math.IsNaN(v) {
@@ -229,19 +231,19 @@ func encodeSnap(s *metricsSnap) *snapWire {
 		}
 		return &v
 	}
-	w.Accept, w.Draft = num(s.accept), num(s.draft)
-	if !s.at.IsZero() {
-		w.At = s.at.UnixNano()
+	w.Accept, w.Draft = num(s.Accept), num(s.Draft)
+	if !s.At.IsZero() {
+		w.At = s.At.UnixNano()
 	}
 	return w
 }
 
 // decode 还原抓取快照。
-func (w *snapWire) decode() *metricsSnap {
+func (w *snapWire) decode() *servermetrics.Snapshot {
 	if w == nil {
 		return nil
 	}
-	s := &metricsSnap{accept: math.NaN(), draft: math.NaN(), running: math.NaN(), waiting: math.NaN(), preempt: math.NaN()}
+	s := &servermetrics.Snapshot{Accept: math.NaN(), Draft: math.NaN(), Running: math.NaN(), Waiting: math.NaN(), Preemptions: math.NaN()}
 	for i, h := range w.Hist {
 		if h == nil || len(h.Upper) != len(h.Cum) {
 			continue
@@ -252,15 +254,15 @@ func (w *snapWire) decode() *metricsSnap {
 				up[j] = math.Inf(1)
 			}
 		}
-		s.hist[i] = &histSnap{upper: up, cum: slices.Clone(h.Cum), sum: h.Sum, count: h.Count}
+		s.Hist[i] = &servermetrics.Histogram{Upper: up, Cum: slices.Clone(h.Cum), Sum: h.Sum, Count: h.Count}
 	}
 	if w.Accept != nil {
-		s.accept = *w.Accept
+		s.Accept = *w.Accept
 	}
 	if w.Draft != nil {
-		s.draft = *w.Draft
+		s.Draft = *w.Draft
 	}
-	s.at = unixTime(w.At)
+	s.At = unixTime(w.At)
 	return s
 }
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
 // Timeline 是实时时间线的一行（acs-bench --bucket-interval）：一个分组内每个采样间隔一行，
@@ -52,14 +54,14 @@ type timeline struct {
 	itl      *dist
 	lastT    time.Time
 	lastSent int64
-	prev     *metricsSnap
+	prev     *servermetrics.Snapshot
 	stop     chan struct{}
 	done     chan struct{}
 }
 
 // startTimeline 为分组装上间隔累计并启动采样 goroutine；before 是分组开始前的 /metrics，
 // 作为第一个间隔抢占次数的基准。OnTimeline 出错时以 cancel 终止分组。
-func (r *runner) startTimeline(ctx context.Context, cancel context.CancelCauseFunc, gr *groupRun, before *metricsSnap, conc, initC int, rate float64) *timeline {
+func (r *runner) startTimeline(ctx context.Context, cancel context.CancelCauseFunc, gr *groupRun, before *servermetrics.Snapshot, conc, initC int, rate float64) *timeline {
 	if initC <= 0 || initC > conc {
 		initC = conc
 	}
@@ -141,7 +143,7 @@ func (t *timeline) emit(ctx context.Context, now time.Time) {
 func (t *timeline) server(ctx context.Context, row *Timeline) {
 	row.ServerRunning, row.ServerWaiting, row.ServerKVCacheUsage, row.ServerPreemptions = -1, -1, -1, -1
 	sctx, cancel := context.WithTimeout(ctx, max(t.r.p.BucketInterval, time.Second))
-	snap := t.r.scraper.scrape(sctx)
+	snap := t.r.scraper.Scrape(sctx)
 	cancel()
 	prev := t.prev
 	t.prev = snap
@@ -154,12 +156,12 @@ func (t *timeline) server(ctx context.Context, row *Timeline) {
 		}
 		return v
 	}
-	row.ServerRunning, row.ServerWaiting = orNeg(snap.running), orNeg(snap.waiting)
-	if snap.kvN > 0 {
-		row.ServerKVCacheUsage = orNeg(snap.kvSum / float64(snap.kvN))
+	row.ServerRunning, row.ServerWaiting = orNeg(snap.Running), orNeg(snap.Waiting)
+	if snap.KVN > 0 {
+		row.ServerKVCacheUsage = orNeg(snap.KVUsage())
 	}
 	if prev != nil {
-		if d := snap.preempt - prev.preempt; d >= 0 { // NaN 与计数回退（重启）都不满足
+		if d := snap.Preemptions - prev.Preemptions; d >= 0 { // NaN 与计数回退（重启）都不满足
 			row.ServerPreemptions = d
 		}
 	}

@@ -160,7 +160,7 @@ func readRows(t *testing.T, path string) []dataset.Prompt {
 // 输入长度在发出任何请求之前报错。
 func TestGenerateDatasetRoundTrip(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ds")
-	tokPath := "../../loadgen/testdata/gpt2_tiny_tokenizer.json"
+	tokPath := "../../loadgen/tokenizer/testdata/gpt2_tiny_tokenizer.json"
 	var out bytes.Buffer
 	for _, il := range []string{"32", "64"} {
 		if err := run([]string{"generate", "dataset", "-o", dir, "-il", il, "-n", "12", "-pl", "4", "-ra", "0.25", "-rb", "0.25",

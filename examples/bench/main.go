@@ -27,6 +27,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/tokenizer"
 	"github.com/vllm-cibench/cibench/metrics"
 )
 
@@ -256,7 +257,7 @@ func incomplete(s loadgen.Summary) string {
 }
 
 // loadTokenizer 读取 --tokenizer：tokenizer.json 文件，或包含它的模型目录。
-func loadTokenizer(path string) (*loadgen.HFTokenizer, error) {
+func loadTokenizer(path string) (*tokenizer.BPE, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "tokenizer.json")
 	}
@@ -265,7 +266,7 @@ func loadTokenizer(path string) (*loadgen.HFTokenizer, error) {
 		return nil, fmt.Errorf("--tokenizer: %w", err)
 	}
 	defer f.Close()
-	tok, err := loadgen.LoadHFTokenizer(f)
+	tok, err := tokenizer.Load(f)
 	if err != nil {
 		return nil, fmt.Errorf("--tokenizer %s: %w", path, err)
 	}

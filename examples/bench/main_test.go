@@ -113,13 +113,13 @@ func TestProviderFile(t *testing.T) {
 
 // TestTokenizerFlag 验证 --tokenizer 接受文件或目录，坏路径报错。
 func TestTokenizerFlag(t *testing.T) {
-	if _, err := loadTokenizer("../../loadgen/testdata/gpt2_tiny_tokenizer.json"); err != nil {
+	if _, err := loadTokenizer("../../loadgen/tokenizer/testdata/gpt2_tiny_tokenizer.json"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := loadTokenizer(t.TempDir()); err == nil {
 		t.Fatal("directory without tokenizer.json accepted")
 	}
-	err := run([]string{"--tokenizer", "../../loadgen/testdata/gpt2_tiny_tokenizer.json", "--input-length", "32", "--output-length", "2",
+	err := run([]string{"--tokenizer", "../../loadgen/tokenizer/testdata/gpt2_tiny_tokenizer.json", "--input-length", "32", "--output-length", "2",
 		"--num-requests", "2", "--benchmark-save-path", t.TempDir(), "--quiet"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package loadgen
+package h1
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
 )
 
-// 本文件是生成请求热路径上专用的 HTTP/1.1 客户端（下称 h1 传输）。
+// 本文件是 loadgen 生成请求热路径上专用的 HTTP/1.1 客户端（下称 h1 传输）。
 //
 // 为什么不用 net/http：每个请求 net/http 要经过 readLoop / writeLoop 两个 goroutine 的交接、
 // 逐请求的头部 map、chunked 读取器与 bufio 的多层拷贝；在 c=256、每个流 32 个 chunk 的零时延
@@ -28,29 +28,29 @@ import (
 // 找行，不再经 bufio 拷贝一次），不再有后台
 // goroutine 与头部 map。
 //
-// 只在与 net/http 完全等价的情况下使用（见 newH1Pool）：全部实例地址都是明文 http://、
-// 环境变量不要求代理（http.ProxyFromEnvironment）、调用方没有提供 Target.HTTPClient、地址里没有
-// 用户信息。其余情况（https、代理、自定义客户端）仍走 net/http。/tokenize、/metrics 与探测
-// 请求不在热路径上，始终走 net/http。
+// 只在与 net/http 完全等价的情况下使用（见 NewPool、TargetFor）：全部实例地址都是明文 http://、
+// 环境变量不要求代理（http.ProxyFromEnvironment）、调用方没有提供 loadgen.Target.HTTPClient、
+// 地址里没有用户信息。其余情况（https、代理、自定义客户端）仍走 net/http。/tokenize、/metrics
+// 与探测请求不在热路径上，始终走 net/http。
 //
 // 与 net/http 相同的行为：请求头的内容与顺序（Host、User-Agent、Content-Length、Accept、
 // Authorization、Content-Type）；响应按 RFC 9112 分帧（chunked、Content-Length、读到关闭），
 // HTTP/1.0 响应（没有 keep-alive 时用完即关），跳过 1xx 中间响应（与 net/http 一样按头部字节数
 // 而不是个数设限）；只有响应体被完整、干净地读完、服务端没有说 Connection: close、请求没有被
 // 中止时连接才放回池中复用，复用前用非阻塞的 MSG_PEEK 确认服务端没有关闭它或发来多余的字节；
-// 复用的连接在收到任何响应字节之前就失败时，在新拨的连接上重发一次（见 h1RoundTrip）。错误的
+// 复用的连接在收到任何响应字节之前就失败时，在新拨的连接上重发一次（见 Session.RoundTrip）。错误的
 // 说明沿用 net/http 的形式（Post "url": …），所以记录里的 Error 与类别和走 net/http 时一致。
 //
-// 截止时刻与取消：不建逐请求的 ctx。总超时与静默超时由每个 exchange 复用的定时器（reqWatch）
-// 负责，运行取消由每个 exchange 登记一次的 context.AfterFunc 负责；两者都经 h1abort 记下原因
-// （context.DeadlineExceeded、errIdle、context.Canceled）并把连接的读写截止时刻设到过去，阻塞中
-// 的读写立即返回、错误换成这个原因（与 net/http 在 ctx 结束时给出的相同），由 exchange.fail
-// 分类；被中止的连接不再复用。
+// 截止时刻与取消：不建逐请求的 ctx。总超时与静默超时由调用方（loadgen 的 exchange）复用的
+// 定时器负责，运行取消由每个 Session 登记一次的 context.AfterFunc 负责；两者都经 Session.Abort
+// 记下原因（context.DeadlineExceeded、调用方的静默超时错误、context.Canceled）并把连接的读写
+// 截止时刻设到过去，阻塞中的读写立即返回、错误换成这个原因（与 net/http 在 ctx 结束时给出的
+// 相同），由调用方分类；被中止的连接不再复用。
 
-// maxHeaderBytes 是响应头（状态行 + 头部，以及 chunked 的 trailer）的字节上限。真实的 vLLM
-// 响应头不到 1 KiB；超过上限的响应记为 too_large，不会无限制地缓冲。net/http 那一路用同一个
-// 上限（Transport.MaxResponseHeaderBytes）。
-const maxHeaderBytes = 1 << 20
+// MaxHeaderBytes 是响应头（状态行 + 头部，以及 chunked 的 trailer）的字节上限。真实的 vLLM
+// 响应头不到 1 KiB；超过上限的响应得到 ErrHeadersTooLarge（loadgen 记为 too_large），不会无限制
+// 地缓冲。loadgen 的 net/http 那一路用同一个上限（Transport.MaxResponseHeaderBytes）。
+const MaxHeaderBytes = 1 << 20
 
 // maxChunkLine 是 chunked 分帧中一行（块大小与扩展）的字节上限，与 net/http 相同。
 const maxChunkLine = 4096
@@ -58,14 +58,15 @@ const maxChunkLine = 4096
 // h1BufSize 是每条连接的读缓冲区大小（与 net/http 的 ReadBufferSize 相同）。
 const h1BufSize = 16 << 10
 
-// errHeadersTooLarge 表示响应头超过 maxHeaderBytes。
-var errHeadersTooLarge = fmt.Errorf("loadgen: response headers exceed %d bytes", maxHeaderBytes)
+// ErrHeadersTooLarge 表示响应头超过 MaxHeaderBytes。调用方用 errors.Is 把它归为超限。
+var ErrHeadersTooLarge = fmt.Errorf("h1: response headers exceed %d bytes", MaxHeaderBytes)
 
 // errMalformedChunk 表示 chunked 分帧不合法（说明与 net/http 相同）。
 var errMalformedChunk = errors.New("malformed chunked encoding")
 
-// h1Target 是一个实例地址的预计算结果：拨号地址与请求头前缀。
-type h1Target struct {
+// Target 是一个实例地址的预计算结果：拨号地址与请求头前缀。由 TargetFor 或 Pool.Target 得到，
+// 创建后只读。
+type Target struct {
 	url  string // 完整 URL，用于错误说明
 	addr string // 拨号地址 host:port
 	// head 是从请求行到 "Content-Length: " 为止的请求头；tail 是 Content-Length 之后的其余头部
@@ -73,24 +74,26 @@ type h1Target struct {
 	head, tail []byte
 }
 
-// h1Pool 是一次运行中 h1 传输的空闲连接池（按拨号地址分组，后进先出）。worker 之间共享，
-// 因此开环不限并发（每个到达一个 exchange）时连接同样被复用，与 net/http 的连接池一致。
-type h1Pool struct {
-	targets map[string]*h1Target
+// Pool 是一次运行中 h1 传输的空闲连接池（按拨号地址分组，后进先出）与各实例的预计算请求头。
+// worker 之间共享（并发安全），因此开环不限并发（每个到达一个 Session）时连接同样被复用，与
+// net/http 的连接池一致。用完由创建者调用 Close。
+type Pool struct {
+	targets map[string]*Target
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	maxIdle int // 每个地址最多保留的空闲连接数
 	mu      sync.Mutex
-	idle    map[string][]*h1Conn
+	idle    map[string][]*Conn
 	closed  bool
 }
 
-// newH1Pool 在 h1 传输与 net/http 等价时返回连接池，否则返回 nil（调用方走 net/http）。
-// urls 是每个实例的完整请求地址；apiKey 与 stream 决定固定的请求头。kernel 为 true 时连接带
-// 内核接收时间戳（与 newHTTPClient 相同的拨号方式）。
-func newH1Pool(urls []string, apiKey string, stream, kernel bool, maxIdle int) *h1Pool {
-	p := &h1Pool{targets: map[string]*h1Target{}, maxIdle: maxIdle, idle: map[string][]*h1Conn{}}
+// NewPool 在 h1 传输对全部 urls 都与 net/http 等价时返回连接池，否则返回 nil（调用方走
+// net/http）。urls 是每个实例的完整请求地址；apiKey 与 stream 决定固定的请求头。kernel 为 true
+// 时连接带内核接收时间戳（与 loadgen 的 net/http 客户端相同的拨号方式）；maxIdle 是每个地址最多
+// 保留的空闲连接数。代理按运行时的环境变量判断（http.ProxyFromEnvironment）。
+func NewPool(urls []string, apiKey string, stream, kernel bool, maxIdle int) *Pool {
+	p := &Pool{targets: map[string]*Target{}, maxIdle: maxIdle, idle: map[string][]*Conn{}}
 	for _, raw := range urls {
-		t := h1TargetFor(raw, apiKey, stream, http.ProxyFromEnvironment)
+		t := TargetFor(raw, apiKey, stream, http.ProxyFromEnvironment)
 		if t == nil {
 			return nil
 		}
@@ -104,10 +107,10 @@ func newH1Pool(urls []string, apiKey string, stream, kernel bool, maxIdle int) *
 	return p
 }
 
-// h1TargetFor 返回 raw 的预计算请求头；h1 传输不能与 net/http 等价地处理它时返回 nil：
+// TargetFor 返回 raw 的预计算请求头；h1 传输不能与 net/http 等价地处理它时返回 nil：
 // 不是 http://、带用户信息（net/http 会据此加 Basic 认证）、主机名含非 ASCII 或 IPv6 zone
 // （net/http 会改写 Host 头）、proxy（运行时为 http.ProxyFromEnvironment）要求经代理访问它。
-func h1TargetFor(raw, apiKey string, stream bool, proxy func(*http.Request) (*url.URL, error)) *h1Target {
+func TargetFor(raw, apiKey string, stream bool, proxy func(*http.Request) (*url.URL, error)) *Target {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "http" || u.User != nil || u.Opaque != "" || u.Host == "" || u.Fragment != "" {
 		return nil
@@ -135,11 +138,14 @@ func h1TargetFor(raw, apiKey string, stream bool, proxy func(*http.Request) (*ur
 		tl.WriteString("Authorization: Bearer " + apiKey + "\r\n")
 	}
 	tl.WriteString("Content-Type: application/json\r\n\r\n")
-	return &h1Target{url: raw, addr: net.JoinHostPort(host, port), head: h.Bytes(), tail: tl.Bytes()}
+	return &Target{url: raw, addr: net.JoinHostPort(host, port), head: h.Bytes(), tail: tl.Bytes()}
 }
 
+// Target 返回 url（NewPool 的 urls 之一）的预计算请求头；不在其中时返回 nil（调用方走 net/http）。
+func (p *Pool) Target(url string) *Target { return p.targets[url] }
+
 // get 取一条空闲连接；没有时返回 nil。
-func (p *h1Pool) get(addr string) *h1Conn {
+func (p *Pool) get(addr string) *Conn {
 	p.mu.Lock()
 	l := p.idle[addr]
 	if len(l) == 0 {
@@ -154,7 +160,7 @@ func (p *h1Pool) get(addr string) *h1Conn {
 }
 
 // put 把干净的连接放回池中；池已关闭或已满时关闭它。
-func (p *h1Pool) put(c *h1Conn) {
+func (p *Pool) put(c *Conn) {
 	p.mu.Lock()
 	if p.closed || len(p.idle[c.addr]) >= p.maxIdle {
 		p.mu.Unlock()
@@ -165,12 +171,12 @@ func (p *h1Pool) put(c *h1Conn) {
 	p.mu.Unlock()
 }
 
-// closeAll 关闭全部空闲连接；之后放回的连接直接关闭。Run 返回前调用。
-func (p *h1Pool) closeAll() {
+// Close 关闭全部空闲连接；之后放回的连接直接关闭。loadgen 的 Run 返回前调用。
+func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
 	idle := p.idle
-	p.idle = map[string][]*h1Conn{}
+	p.idle = map[string][]*Conn{}
 	p.mu.Unlock()
 	for _, l := range idle {
 		for _, c := range l {
@@ -196,16 +202,17 @@ const (
 	csEOF            // 响应体已干净结束
 )
 
-// h1Conn 是 h1 传输的一条连接及其当前响应的读取状态。一个请求期间只由一个 goroutine 使用
-// （abort 除外，它只设置截止时刻）。它实现 io.Reader：读的是当前响应的响应体。
-type h1Conn struct {
+// Conn 是 h1 传输的一条连接及其当前响应的读取状态。一个请求期间只由一个 goroutine 使用
+// （abort 除外，它只设置截止时刻）。它实现 io.Reader：读的是当前响应的响应体；chunked 响应体
+// 还可经 Peek/Discard（sse.Source）就地读取。
+type Conn struct {
 	nc    net.Conn
 	st    rxstamp.Stamper
 	addr  string
 	buf   []byte // 读缓冲区，buf[r:w] 是已读未用的数据
 	r, w  int
-	owner *exchange // 当前请求所属的 exchange（取中止原因用）
-	// 复用前存活检查（h1_unix.go）的状态：底层套接字、预先绑定的回调与结果
+	owner *Session // 当前请求所属的 Session（取中止原因用）
+	// 复用前存活检查（alive_unix.go）的状态：底层套接字、预先绑定的回调与结果
 	raw     syscall.RawConn
 	peekFn  func(fd uintptr) bool
 	peekOK  bool
@@ -223,23 +230,35 @@ type h1Conn struct {
 	berr       error
 }
 
-// newH1Conn 包装一条新拨通的连接。
-func newH1Conn(nc net.Conn, addr string) *h1Conn {
-	return &h1Conn{nc: nc, st: rxstamp.Of(nc), addr: addr, buf: make([]byte, h1BufSize)}
+// newConn 包装一条新拨通的连接。
+func newConn(nc net.Conn, addr string) *Conn {
+	return &Conn{nc: nc, st: rxstamp.Of(nc), addr: addr, buf: make([]byte, h1BufSize)}
 }
 
+// Status 返回当前响应的状态码（RoundTrip 返回之后有效）。
+func (c *Conn) Status() int { return c.status }
+
+// ContentType 返回当前响应的 Content-Type（原文，常见取值不分配）。
+func (c *Conn) ContentType() string { return c.ctype }
+
+// Chunked 报告当前响应体是否为 chunked 分帧；只有这时 Peek/Discard 可用。
+func (c *Conn) Chunked() bool { return c.mode == bodyChunked }
+
+// Stamper 返回连接的接收时间戳来源（没有内核时间戳时为 nil，见 rxstamp.Of）。
+func (c *Conn) Stamper() rxstamp.Stamper { return c.st }
+
 // abort 在请求被中止时（另一个 goroutine 中）让阻塞的读写立即返回。
-func (c *h1Conn) abort() { _ = c.nc.SetDeadline(time.Unix(1, 0)) }
+func (c *Conn) abort() { _ = c.nc.SetDeadline(time.Unix(1, 0)) }
 
 // close 关闭连接。
-func (c *h1Conn) close() { _ = c.nc.Close() }
+func (c *Conn) close() { _ = c.nc.Close() }
 
 // ioErr 把读写错误换成请求被中止的原因（已中止时），与 net/http 在 ctx 结束时给出的错误一致。
-func (c *h1Conn) ioErr(err error) error {
+func (c *Conn) ioErr(err error) error {
 	if c.owner != nil {
-		c.owner.h1mu.Lock()
-		cause := c.owner.h1cause
-		c.owner.h1mu.Unlock()
+		c.owner.mu.Lock()
+		cause := c.owner.cause
+		c.owner.mu.Unlock()
 		if cause != nil {
 			return cause
 		}
@@ -249,7 +268,7 @@ func (c *h1Conn) ioErr(err error) error {
 
 // fill 从连接读入更多数据到 buf[w:]（缓冲区满时先把未用的数据移到开头；仍满且 grow 为 true
 // 时扩大缓冲区，最多到 limit）。
-func (c *h1Conn) fill(grow bool, limit int) error {
+func (c *Conn) fill(grow bool, limit int) error {
 	if c.r > 0 && c.r == c.w {
 		c.r, c.w = 0, 0
 	}
@@ -263,7 +282,7 @@ func (c *h1Conn) fill(grow bool, limit int) error {
 			copy(nb, c.buf[:c.w])
 			c.buf = nb
 		default:
-			return errHeadersTooLarge
+			return ErrHeadersTooLarge
 		}
 	}
 	n, err := c.nc.Read(c.buf[c.w:])
@@ -279,7 +298,7 @@ func (c *h1Conn) fill(grow bool, limit int) error {
 }
 
 // line 返回 buf[r:] 中的下一整行（不含行尾的 \n 与 \r）并前移 r；还没有完整的行时 ok 为 false。
-func (c *h1Conn) line() (line []byte, ok bool) {
+func (c *Conn) line() (line []byte, ok bool) {
 	i := bytes.IndexByte(c.buf[c.r:c.w], '\n')
 	if i < 0 {
 		return nil, false
@@ -293,9 +312,9 @@ func (c *h1Conn) line() (line []byte, ok bool) {
 }
 
 // readHead 读取并解析响应头（跳过 1xx 中间响应），确定响应体的分帧方式。与 net/http 相同，
-// 1xx 的个数不限，但它们与最终响应的头部合计不超过 maxHeaderBytes。
-func (c *h1Conn) readHead() error {
-	budget := maxHeaderBytes
+// 1xx 的个数不限，但它们与最终响应的头部合计不超过 MaxHeaderBytes。
+func (c *Conn) readHead() error {
+	budget := MaxHeaderBytes
 	for {
 		n, err := c.readOneHead(budget)
 		if err != nil {
@@ -310,7 +329,7 @@ func (c *h1Conn) readHead() error {
 
 // readOneHead 读取一个响应的状态行与头部（不超过 budget 字节），返回头部的字节数。解析规则与
 // net/http 的 ReadResponse / readTransfer 相同（见文件头）；只保留用到的头部，不建 map。
-func (c *h1Conn) readOneHead(budget int) (int, error) {
+func (c *Conn) readOneHead(budget int) (int, error) {
 	// 未用的数据移到缓冲区开头，此后 fill 只在末尾追加（必要时扩大缓冲区），下标保持有效。
 	if c.r > 0 {
 		c.w = copy(c.buf, c.buf[c.r:c.w])
@@ -333,9 +352,9 @@ func (c *h1Conn) readOneHead(budget int) (int, error) {
 			break
 		}
 		if c.w > budget {
-			return 0, errHeadersTooLarge
+			return 0, ErrHeadersTooLarge
 		}
-		if err := c.fill(true, maxHeaderBytes+maxChunkLine); err != nil {
+		if err := c.fill(true, MaxHeaderBytes+maxChunkLine); err != nil {
 			if err == io.EOF && c.w > 0 {
 				return 0, io.ErrUnexpectedEOF
 			}
@@ -343,7 +362,7 @@ func (c *h1Conn) readOneHead(budget int) (int, error) {
 		}
 	}
 	if scan > budget {
-		return 0, errHeadersTooLarge
+		return 0, ErrHeadersTooLarge
 	}
 	headLen := scan
 	status, _ := c.line()
@@ -555,7 +574,7 @@ func internCT(v []byte) string {
 
 // Read 读当前响应的响应体（io.Reader）。chunked 分帧在连接的读缓冲区里就地解析，一次调用
 // 交出缓冲区里所有块的载荷，只在一个字节都交不出时才读连接。
-func (c *h1Conn) Read(p []byte) (int, error) {
+func (c *Conn) Read(p []byte) (int, error) {
 	if c.berr != nil {
 		return 0, c.berr
 	}
@@ -582,7 +601,7 @@ func (c *h1Conn) Read(p []byte) (int, error) {
 }
 
 // readLength 读 Content-Length 分帧的响应体；提前结束为 io.ErrUnexpectedEOF（与 net/http 相同）。
-func (c *h1Conn) readLength(p []byte) (int, error) {
+func (c *Conn) readLength(p []byte) (int, error) {
 	if c.remain == 0 {
 		c.cstate = csEOF
 		return 0, io.EOF
@@ -617,7 +636,7 @@ func (c *h1Conn) readLength(p []byte) (int, error) {
 }
 
 // readClose 读"读到关闭为止"的响应体。
-func (c *h1Conn) readClose(p []byte) (int, error) {
+func (c *Conn) readClose(p []byte) (int, error) {
 	if c.r < c.w {
 		n := copy(p, c.buf[c.r:c.w])
 		c.r += n
@@ -637,7 +656,7 @@ func (c *h1Conn) readClose(p []byte) (int, error) {
 
 // readChunked 解析 chunked 分帧（规则见 frame），交出缓冲区里所有块的载荷；只在一个字节
 // 都还没交出时才读连接。
-func (c *h1Conn) readChunked(p []byte) (int, error) {
+func (c *Conn) readChunked(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
 		if err := c.frame(n == 0); err != nil {
@@ -654,13 +673,13 @@ func (c *h1Conn) readChunked(p []byte) (int, error) {
 }
 
 // errWouldRead 是 frame 在不允许读连接（canRead 为 false）而又需要更多数据时的内部信号。
-var errWouldRead = errors.New("loadgen: h1: would read")
+var errWouldRead = errors.New("h1: would read")
 
 // frame 推进 chunked 分帧，直到缓冲区里有当前块的载荷可交出（返回 nil，见 payload），或
 // 响应体已干净结束（io.EOF）。规则与 net/http 的 chunkedReader 相同：块大小行不超过 4096
 // 字节、允许扩展、块数据后必须是 CRLF、最后一块之后读完 trailer。需要更多数据时：canRead
 // 为 true 则读连接，否则返回 errWouldRead。
-func (c *h1Conn) frame(canRead bool) error {
+func (c *Conn) frame(canRead bool) error {
 	for {
 		switch c.cstate {
 		case csSize:
@@ -709,8 +728,8 @@ func (c *h1Conn) frame(canRead bool) error {
 			before := c.r
 			ln, ok := c.line()
 			if !ok {
-				if c.trailer+c.w-c.r > maxHeaderBytes {
-					return errHeadersTooLarge
+				if c.trailer+c.w-c.r > MaxHeaderBytes {
+					return ErrHeadersTooLarge
 				}
 				if err := c.more(canRead); err != nil {
 					return err
@@ -718,8 +737,8 @@ func (c *h1Conn) frame(canRead bool) error {
 				continue
 			}
 			c.trailer += c.r - before
-			if c.trailer > maxHeaderBytes {
-				return errHeadersTooLarge
+			if c.trailer > MaxHeaderBytes {
+				return ErrHeadersTooLarge
 			}
 			if len(ln) == 0 {
 				c.cstate = csEOF
@@ -731,7 +750,7 @@ func (c *h1Conn) frame(canRead bool) error {
 }
 
 // more 为 frame 读入更多数据（canRead 为 false 时返回 errWouldRead）。
-func (c *h1Conn) more(canRead bool) error {
+func (c *Conn) more(canRead bool) error {
 	if !canRead {
 		return errWouldRead
 	}
@@ -739,13 +758,13 @@ func (c *h1Conn) more(canRead bool) error {
 }
 
 // payload 返回缓冲区里当前块的载荷（frame 返回 nil 之后调用）。
-func (c *h1Conn) payload() []byte {
+func (c *Conn) payload() []byte {
 	return c.buf[c.r : c.r+int(min(int64(c.w-c.r), c.remain))]
 }
 
-// Peek 实现 sse.Source（只用于 chunked 响应体，见 readStream）：返回读缓冲区里当前块的载荷，
+// Peek 实现 sse.Source（只用于 chunked 响应体，见 Chunked）：返回读缓冲区里当前块的载荷，
 // 不拷贝；没有时按 frame 的规则读连接。错误与 Read 相同，并同样被记下。
-func (c *h1Conn) Peek() ([]byte, error) {
+func (c *Conn) Peek() ([]byte, error) {
 	if c.berr != nil {
 		return nil, c.berr
 	}
@@ -757,7 +776,7 @@ func (c *h1Conn) Peek() ([]byte, error) {
 }
 
 // Discard 实现 sse.Source：消费当前块载荷的前 n 个字节。
-func (c *h1Conn) Discard(n int) {
+func (c *Conn) Discard(n int) {
 	c.r += n
 	c.remain -= int64(n)
 	if c.remain == 0 {
@@ -766,7 +785,7 @@ func (c *h1Conn) Discard(n int) {
 }
 
 // fillBody 为响应体读入更多数据；连接在响应体中途结束时返回 io.ErrUnexpectedEOF（与 net/http 相同）。
-func (c *h1Conn) fillBody() error {
+func (c *Conn) fillBody() error {
 	err := c.fill(false, 0)
 	if err == io.EOF {
 		return io.ErrUnexpectedEOF
@@ -809,94 +828,120 @@ func parseChunkSize(ln []byte) (int64, error) {
 // reusable 报告响应体是否已被完整、干净地读完，连接可以放回池中：分帧正常结束、服务端没有
 // 要求关闭、缓冲区里没有多出的字节（多出的字节在 net/http 里是"空闲连接上的不请自来的响应"，
 // 它会关闭连接）。
-func (c *h1Conn) reusable() bool {
+func (c *Conn) reusable() bool {
 	return c.cstate == csEOF && !c.closeAfter && c.r == c.w && (c.berr == nil || c.berr == io.EOF)
 }
 
-// h1begin 开始一个走 h1 传输的请求：清除上一个请求的中止原因，让 x.watch 在 deadline 中止它；
-// 运行 ctx 的取消每个 exchange 只登记一次（context.AfterFunc），而不是每个请求建两层 ctx。
-func (x *exchange) h1begin(ctx context.Context, deadline time.Time) {
-	if x.runCtx != ctx {
-		if x.stopRun != nil {
-			x.stopRun()
+// Session 是一个 worker 的 h1 请求状态：所用的连接池、当前请求的中止状态与复用的请求缓冲。
+// 一个 worker 一个，同一时刻只有一个请求；Abort 可在别的 goroutine（超时定时器、运行取消）中
+// 调用，其余方法只在 worker 自己的 goroutine 中调用。零值加上 Pool 即可使用；worker 退出时调用
+// Release。
+type Session struct {
+	// Pool 是生成请求所用的连接池；nil 表示本 worker 不走 h1 传输。
+	Pool *Pool
+	// mu 保护 cause（当前请求被中止的原因）与 cur（当前请求使用的连接）；on 表示有请求在进行。
+	mu    sync.Mutex
+	cause error
+	cur   *Conn
+	on    bool
+	// runCtx 是已登记 context.AfterFunc 的运行 ctx，stopRun 注销它（见 Begin、Release）
+	runCtx  context.Context
+	stopRun func() bool
+	// wbuf 是复用的请求缓冲（请求头 + 请求体）
+	wbuf []byte
+}
+
+// Begin 开始一个请求：清除上一个请求的中止原因。运行 ctx 的取消每个 Session 只登记一次
+// （context.AfterFunc，ctx 变化时换登记），而不是每个请求建两层 ctx；总超时与静默超时由调用方
+// 的定时器在到点时调用 Abort。
+func (s *Session) Begin(ctx context.Context) {
+	if s.runCtx != ctx {
+		if s.stopRun != nil {
+			s.stopRun()
 		}
-		x.runCtx = ctx
-		x.stopRun = context.AfterFunc(ctx, x.runCanceled)
+		s.runCtx = ctx
+		s.stopRun = context.AfterFunc(ctx, s.runCanceled)
 	}
-	x.h1mu.Lock()
-	x.h1cause, x.h1on = nil, true
-	x.h1mu.Unlock()
-	x.watch.begin(deadline, x.abortFn)
-	x.watching = true
+	s.mu.Lock()
+	s.cause, s.on = nil, true
+	s.mu.Unlock()
 }
 
 // runCanceled 是运行 ctx 取消时的回调：中止在途的请求。
-func (x *exchange) runCanceled() { x.h1abort(context.Canceled) }
+func (s *Session) runCanceled() { s.Abort(context.Canceled) }
 
-// h1abort 以 cause 中止当前请求（在监视器或运行取消的 goroutine 中调用）：记下原因，让当前
-// 连接上阻塞的读写立即返回。连接此后不再复用（见 h1end）。
-func (x *exchange) h1abort(cause error) {
-	x.h1mu.Lock()
-	if x.h1cause == nil && x.h1on {
-		x.h1cause = cause
+// Abort 以 cause 中止当前请求（可在任何 goroutine 中调用）：记下第一个原因，让当前连接上阻塞的
+// 读写立即返回，错误换成 cause。没有请求在进行时不做任何事。连接此后不再复用（见 End）。
+func (s *Session) Abort(cause error) {
+	s.mu.Lock()
+	if s.cause == nil && s.on {
+		s.cause = cause
 	}
-	if x.h1cur != nil {
-		x.h1cur.abort()
+	if s.cur != nil {
+		s.cur.abort()
 	}
-	x.h1mu.Unlock()
+	s.mu.Unlock()
 }
 
-// h1attach 把 c 登记为当前请求的连接（c 为 nil 时解除登记），返回此时的中止原因。
-// 在锁内交接，h1abort 不会在连接放回池中之后才去中止它。
-func (x *exchange) h1attach(c *h1Conn) error {
-	x.h1mu.Lock()
-	x.h1cur = c
-	cause := x.h1cause
-	x.h1mu.Unlock()
+// Cause 返回当前请求被中止的原因（没有时为 nil）；active 报告是否有请求在进行（Begin 之后、
+// End 之前）。
+func (s *Session) Cause() (cause error, active bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cause, s.on
+}
+
+// attach 把 c 登记为当前请求的连接（c 为 nil 时解除登记），返回此时的中止原因。
+// 在锁内交接，Abort 不会在连接放回池中之后才去中止它。
+func (s *Session) attach(c *Conn) error {
+	s.mu.Lock()
+	s.cur = c
+	cause := s.cause
+	s.mu.Unlock()
 	return cause
 }
 
-// h1end 结束一个走 h1 传输的请求：停止监视，解除连接登记；响应被干净读完且请求没有被中止
-// 时把连接放回池中，否则关闭它。
-func (x *exchange) h1end() {
-	x.watchEnd()
-	x.h1mu.Lock()
-	c, aborted := x.h1cur, x.h1cause != nil
-	x.h1cur, x.h1on = nil, false
-	x.h1mu.Unlock()
+// End 结束当前请求：解除连接登记；响应被干净读完且请求没有被中止时把连接放回池中，否则关闭它。
+// 调用方应先停止自己的超时定时器，再调用 End。
+func (s *Session) End() {
+	s.mu.Lock()
+	c, aborted := s.cur, s.cause != nil
+	s.cur, s.on = nil, false
+	s.mu.Unlock()
 	if c == nil {
 		return
 	}
 	if !aborted && c.reusable() {
-		x.h1.put(c)
+		s.Pool.put(c)
 		return
 	}
 	c.close()
 }
 
-// release 注销本 exchange 在运行 ctx 上的登记；worker 退出时调用。
-func (x *exchange) release() {
-	if x.stopRun != nil {
-		x.stopRun()
-		x.stopRun, x.runCtx = nil, nil
+// Release 注销本 Session 在运行 ctx 上的登记；worker 退出时调用。
+func (s *Session) Release() {
+	if s.stopRun != nil {
+		s.stopRun()
+		s.stopRun, s.runCtx = nil, nil
 	}
 }
 
-// h1RoundTrip 在池中的连接（没有时新拨）上发出请求并读完响应头，返回位于响应体开头、已登记为
-// 当前连接的连接。请求头与请求体由一次 write 发出。错误的形式与 net/http 的 Client.Do 相同
-// （*url.Error）；中止时错误是中止原因（见 h1abort）。
+// RoundTrip 在池中的连接（没有时新拨，拨号受 deadline 约束）上发出 body（sessionID 非空时带
+// X-Session-ID 请求头）并读完响应头，返回位于响应体开头、已登记为当前连接的连接。请求头与请求体
+// 由一次 write 发出。必须在 Begin 与 End 之间调用。错误的形式与 net/http 的 Client.Do 相同
+// （*url.Error）；中止时错误是中止原因（见 Abort）。
 //
 // 复用的连接在收到任何响应字节之前就失败（写失败、读到 EOF 或 RST）时，在新连接上重发一次：
 // 这几乎总是服务端在连接空闲时按 keep-alive 超时关闭了它（uvicorn 默认 5 秒），请求根本没有被
 // 处理；客户端这边一个响应字节也没收到，测量里没有任何东西需要撤销。net/http 靠后台读循环在
 // 空闲时发现关闭并丢弃连接，达到同样效果。新拨的连接失败不重发。
-func (x *exchange) h1RoundTrip(ctx context.Context, t *h1Target, deadline time.Time) (*h1Conn, error) {
-	p := x.h1
+func (s *Session) RoundTrip(ctx context.Context, t *Target, deadline time.Time, body []byte, sessionID string) (*Conn, error) {
+	p := s.Pool
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, &url.Error{Op: "Post", URL: t.url, Err: err}
 		}
-		var c *h1Conn
+		var c *Conn
 		if attempt == 0 {
 			c = p.get(t.addr) // 重发总是用新拨的连接
 		}
@@ -912,51 +957,51 @@ func (x *exchange) h1RoundTrip(ctx context.Context, t *h1Target, deadline time.T
 			cancel()
 			if err != nil {
 				if derr == context.DeadlineExceeded && ctx.Err() == nil {
-					x.h1abort(context.DeadlineExceeded)
+					s.Abort(context.DeadlineExceeded)
 				}
-				if cause := x.h1attach(nil); cause != nil {
+				if cause := s.attach(nil); cause != nil {
 					err = cause
 				}
 				return nil, &url.Error{Op: "Post", URL: t.url, Err: err}
 			}
-			c = newH1Conn(nc, t.addr)
+			c = newConn(nc, t.addr)
 		}
-		c.owner, c.got, c.berr = x, 0, nil
-		if cause := x.h1attach(c); cause != nil {
-			x.h1attach(nil)
+		c.owner, c.got, c.berr = s, 0, nil
+		if cause := s.attach(c); cause != nil {
+			s.attach(nil)
 			c.close()
 			return nil, &url.Error{Op: "Post", URL: t.url, Err: cause}
 		}
-		err := c.writeRequest(x, t)
+		err := c.writeRequest(s, t, body, sessionID)
 		if err == nil {
 			err = c.readHead()
 		}
 		if err == nil {
 			return c, nil
 		}
-		cause := x.h1attach(nil)
+		cause := s.attach(nil)
 		c.close()
-		if cause != nil || !reused || attempt > 0 || c.got > 0 || errors.Is(err, errHeadersTooLarge) {
+		if cause != nil || !reused || attempt > 0 || c.got > 0 || errors.Is(err, ErrHeadersTooLarge) {
 			return nil, &url.Error{Op: "Post", URL: t.url, Err: err}
 		}
 	}
 }
 
-// writeRequest 一次 write 发出请求头与请求体（x.body）。
-func (c *h1Conn) writeRequest(x *exchange, t *h1Target) error {
-	b := append(x.wbuf[:0], t.head...)
-	b = strconv.AppendInt(b, int64(len(x.body)), 10)
-	if x.session != "" {
+// writeRequest 一次 write 发出请求头与请求体（缓冲复用 s.wbuf）。
+func (c *Conn) writeRequest(s *Session, t *Target, body []byte, sessionID string) error {
+	b := append(s.wbuf[:0], t.head...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	if sessionID != "" {
 		// 会话 id 来自轨迹文件或本进程生成；不含 CR/LF 才写进请求头（否则拆开了请求）。
-		if strings.ContainsAny(x.session, "\r\n") {
-			return &url.Error{Op: "Post", URL: t.url, Err: fmt.Errorf("session id %q contains a line break", x.session)}
+		if strings.ContainsAny(sessionID, "\r\n") {
+			return &url.Error{Op: "Post", URL: t.url, Err: fmt.Errorf("session id %q contains a line break", sessionID)}
 		}
 		b = append(b, "\r\nX-Session-ID: "...)
-		b = append(b, x.session...)
+		b = append(b, sessionID...)
 	}
 	b = append(b, t.tail...)
-	b = append(b, x.body...)
-	x.wbuf = b
+	b = append(b, body...)
+	s.wbuf = b
 	if _, err := c.nc.Write(b); err != nil {
 		return c.ioErr(err)
 	}

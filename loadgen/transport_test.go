@@ -3,12 +3,10 @@ package loadgen
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/hostile"
+	"github.com/vllm-cibench/cibench/loadgen/internal/h1"
 )
 
 // rawServer 是手写字节的 HTTP/1.1 服务：逐连接读请求（请求头 + Content-Length 请求体），
@@ -154,16 +153,16 @@ func sendSeq(t *testing.T, url string, useH1 bool, n int, timeout, idle time.Dur
 	x.idle = idle
 	var c *http.Client
 	if useH1 {
-		x.h1 = newH1Pool([]string{url}, "sk-test", true, true, 4)
-		if x.h1 == nil {
+		x.h1.Pool = h1.NewPool([]string{url}, "sk-test", true, true, 4)
+		if x.h1.Pool == nil {
 			t.Fatalf("h1 transport not eligible for %s", url)
 		}
-		defer x.h1.closeAll()
+		defer x.h1.Pool.Close()
 	} else {
 		c = newHTTPClient(4, true)
 		defer c.CloseIdleConnections()
 	}
-	defer x.release()
+	defer x.h1.Release()
 	var res h1Result
 	for range n {
 		x.body = []byte(`{"model":"m","stream":true}`)
@@ -397,7 +396,7 @@ func TestH1RequestBytesMatchNetHTTP(t *testing.T) {
 // TestH1OversizeHeaders 检查超过 1 MiB 的响应头在两条路径上都记为 too_large（不是无限缓冲），
 // 1 MiB 以内的大头部照常成功。
 func TestH1OversizeHeaders(t *testing.T) {
-	for _, size := range []int{maxHeaderBytes - 4096, maxHeaderBytes + 1} {
+	for _, size := range []int{h1.MaxHeaderBytes - 4096, h1.MaxHeaderBytes + 1} {
 		for _, useH1 := range []bool{false, true} {
 			srv := startRaw(t, func(_ int, c net.Conn) bool {
 				writeParts(c, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", size)+"\r\n"+sseHead[len("HTTP/1.1 200 OK\r\n"):]+chunked(goodSSE, 1<<20)+"0\r\n\r\n")
@@ -405,7 +404,7 @@ func TestH1OversizeHeaders(t *testing.T) {
 			})
 			res := sendSeq(t, srv.url, useH1, 2, 10*time.Second, 0)
 			path := fmt.Sprintf("h1=%v size=%d", useH1, size)
-			if size > maxHeaderBytes {
+			if size > h1.MaxHeaderBytes {
 				wantRec{class: ErrClassTooLarge}.check(t, path, res.recs)
 			} else {
 				okRec.check(t, path, res.recs)
@@ -465,13 +464,13 @@ func TestH1IdleConnectionChecks(t *testing.T) {
 				x := newExchange()
 				var hc *http.Client
 				if useH1 {
-					x.h1 = newH1Pool([]string{srv.url}, "", true, true, 4)
-					defer x.h1.closeAll()
+					x.h1.Pool = h1.NewPool([]string{srv.url}, "", true, true, 4)
+					defer x.h1.Pool.Close()
 				} else {
 					hc = newHTTPClient(4, true)
 					defer hc.CloseIdleConnections()
 				}
-				defer x.release()
+				defer x.h1.Release()
 				for i := range 2 {
 					if i == 1 {
 						<-idle // 回环上写与 close 返回时，字节与 FIN 已在客户端的接收队列里
@@ -533,9 +532,9 @@ func TestH1DeadlinesAndCancel(t *testing.T) {
 	t.Run("run cancelled", func(t *testing.T) {
 		srv := startRaw(t, stall(sseHead))
 		x := newExchange()
-		x.h1 = newH1Pool([]string{srv.url}, "", true, true, 4)
-		defer x.h1.closeAll()
-		defer x.release()
+		x.h1.Pool = h1.NewPool([]string{srv.url}, "", true, true, 4)
+		defer x.h1.Pool.Close()
+		defer x.h1.Release()
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		x.body = []byte(`{}`)
@@ -548,66 +547,6 @@ func TestH1DeadlinesAndCancel(t *testing.T) {
 			t.Fatalf("after cancel: class %q, %d connections; want canceled without dialling", x.rec.ErrorClass, srv.accepts.Load())
 		}
 	})
-}
-
-// TestH1Eligibility 检查 h1 传输只用于与 net/http 等价的地址。
-func TestH1Eligibility(t *testing.T) {
-	for u, want := range map[string]bool{
-		"http://127.0.0.1:8000/v1/chat/completions":      true,
-		"http://localhost/v1/completions":                true,
-		"http://[::1]:8000/v1/completions":               true,
-		"https://127.0.0.1:8000/v1/chat/completions":     false,
-		"http://user:pw@127.0.0.1:8000/v1/completions":   false,
-		"http://[fe80::1%25eth0]:8000/v1/completions":    false,
-		"http://xn--bcher-kva.example/v1/completions":    true,
-		"http://b\u00fccher.example/v1/chat/completions": false,
-	} {
-		if got := h1TargetFor(u, "", true, http.ProxyFromEnvironment) != nil; got != want {
-			t.Errorf("%s: eligible=%v, want %v", u, got, want)
-		}
-	}
-	tgt := h1TargetFor("http://localhost/v1/completions?x=1", "k", false, http.ProxyFromEnvironment)
-	if tgt.addr != "localhost:80" || string(tgt.head) != "POST /v1/completions?x=1 HTTP/1.1\r\nHost: localhost\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: " ||
-		string(tgt.tail) != "\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\n\r\n" {
-		t.Fatalf("target %+v", tgt)
-	}
-	viaProxy := func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy.invalid:3128") }
-	if h1TargetFor("http://10.1.2.3/v1/completions", "", true, viaProxy) != nil {
-		t.Fatal("h1 used for a target the environment routes through a proxy")
-	}
-	proxyErr := func(*http.Request) (*url.URL, error) { return nil, errors.New("bad proxy env") }
-	if h1TargetFor("http://10.1.2.3/v1/completions", "", true, proxyErr) != nil {
-		t.Fatal("h1 used although the proxy environment is invalid")
-	}
-}
-
-// TestH1ParseHelpers 钉住分帧辅助函数的边界：块大小、Content-Length、Connection 令牌。
-func TestH1ParseHelpers(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "1a": 26, "FF ; x=y": 255, "10\t": 16} {
-		if got, err := parseChunkSize([]byte(in)); err != nil || got != want {
-			t.Errorf("parseChunkSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", ";x", "g", "11111111111111111"} {
-		if _, err := parseChunkSize([]byte(in)); err == nil {
-			t.Errorf("parseChunkSize(%q) accepted", in)
-		}
-	}
-	if v, ok := parseContentLength([]byte("9223372036854775807")); !ok || v != 1<<63-1 {
-		t.Errorf("max int64 Content-Length: %d %v", v, ok)
-	}
-	for _, in := range []string{"9223372036854775808", "-1", "+1", "1 2"} {
-		if _, ok := parseContentLength([]byte(in)); ok {
-			t.Errorf("parseContentLength(%q) accepted", in)
-		}
-	}
-	if !shouldClose(1, 1, []byte("keep-alive, Close")) || shouldClose(1, 1, nil) || !shouldClose(1, 0, nil) ||
-		shouldClose(1, 0, []byte("Keep-Alive")) || !shouldClose(0, 9, nil) {
-		t.Error("shouldClose does not match net/http")
-	}
-	if errors.Is(errHeadersTooLarge, io.EOF) {
-		t.Error("unexpected error identity")
-	}
 }
 
 // TestH1RunRoundRobin 经公开的 Run 检查：默认客户端下生成请求走 h1 传输，两个实例轮流接到请求，
@@ -683,13 +622,13 @@ func TestH1MatchesNetHTTPOnHostile(t *testing.T) {
 				x.idle, x.maxEvent = 300*time.Millisecond, 1<<20
 				var c *http.Client
 				if useH1 {
-					x.h1 = newH1Pool([]string{url}, "", true, true, 4)
-					defer x.h1.closeAll()
+					x.h1.Pool = h1.NewPool([]string{url}, "", true, true, 4)
+					defer x.h1.Pool.Close()
 				} else {
 					c = newHTTPClient(4, true)
 					defer c.CloseIdleConnections()
 				}
-				defer x.release()
+				defer x.h1.Release()
 				for range 3 {
 					x.body = append(x.body[:0], body...)
 					x.send(context.Background(), c, url, "", true, time.Now(), 600*time.Millisecond)

@@ -1,4 +1,4 @@
-package loadgen
+package h1
 
 import (
 	"fmt"
@@ -51,7 +51,7 @@ func BenchmarkH1StreamRead(b *testing.B) {
 	segs := vllmStream()
 	for _, mode := range []string{"bufio", "source"} {
 		b.Run(mode, func(b *testing.B) {
-			c := newH1Conn(&segConn{}, "x")
+			c := newConn(&segConn{}, "x")
 			rd := sse.NewReader(strings.NewReader(""))
 			for b.Loop() {
 				c.nc = &segConn{segs: segs}

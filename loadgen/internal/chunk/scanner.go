@@ -1,4 +1,4 @@
-package loadgen
+package chunk
 
 import (
 	"errors"
@@ -8,69 +8,80 @@ import (
 	"unicode/utf8"
 )
 
-// errSyntax 表示 chunk 不是合法 JSON（在当前扫描器能识别的范围内）。
-var errSyntax = errors.New("loadgen: malformed JSON chunk")
+// ErrSyntax 表示 chunk 不是合法 JSON（在当前扫描器能识别的范围内）。
+var ErrSyntax = errors.New("chunk: malformed JSON chunk")
 
-// chunkFields 是一次扫描从 chunk 中取出的全部字段。字符串字段可能直接引用
-// 输入缓冲区（无转义时零拷贝），只在下一次扫描前有效。
-type chunkFields struct {
-	hasError  bool
-	errMsg    string
-	hasChoice bool
-	content   string
-	reasoning string
-	tools     bool
-	finish    string
-	hasUsage  bool
-	promptTok int64
-	complTok  int64
-	reasonTok int64 // -1 表示 usage 中没有 reasoning_tokens
-	cachedTok int64 // usage.prompt_tokens_details.cached_tokens；-1 表示没有
-	hasCompl  bool  // usage 中有非 null 的 completion_tokens
-	// choices 是本事件中每个 choice 的 index、是否带 finish_reason、是否带输出，按出现顺序；
-	// 上面的 content 等字段只取自第一个 choice。协议检查（重复的 finish、finish 之后的输出、
-	// 同一事件里重复的 index）要看全部 choice。
-	choices []choiceMark
-	// flatError 为 true 表示旧版 vLLM 的平铺错误形态（顶层 "object":"error"），flatMsg 是其顶层 message。
+// Fields 是一次扫描从 chunk 中取出的全部字段。字符串字段可能直接引用输入（无转义时零拷贝），
+// 只在下一次 Scan 之前、且输入缓冲区未被覆盖时有效；要保留须复制。
+type Fields struct {
+	// HasError 表示事件是服务端的错误（{"error":…}，或旧版 vLLM 的平铺形态 "object":"error"），
+	// ErrMsg 是其中的 message（可能为空）。
+	HasError bool
+	ErrMsg   string
+	// HasChoice 表示事件带 choices；Content、Reasoning、Tools、Finish 取自第一个 choice：
+	// delta/message 的 content（补全接口为 text）、reasoning（或旧名 reasoning_content）、
+	// 是否有非空的 tool_calls、非 null 的 finish_reason。
+	HasChoice bool
+	Content   string
+	Reasoning string
+	Tools     bool
+	Finish    string
+	// HasUsage 表示事件带 usage 对象；PromptTokens、CompletionTokens 是其中的计数，
+	// HasCompletion 表示 completion_tokens 存在且不为 null。
+	HasUsage         bool
+	PromptTokens     int64
+	CompletionTokens int64
+	// ReasoningTokens 是 usage.completion_tokens_details.reasoning_tokens；-1 表示没有。
+	ReasoningTokens int64
+	// CachedTokens 是 usage.prompt_tokens_details.cached_tokens；-1 表示没有。
+	CachedTokens  int64
+	HasCompletion bool
+	// Choices 是本事件中每个 choice 的 index、是否带 finish_reason、是否带输出，按出现顺序；
+	// 上面的 Content 等字段只取自第一个 choice。协议检查（重复的 finish、finish 之后的输出、
+	// 同一事件里重复的 index）要看全部 choice。切片由 Scanner 复用。
+	Choices []Choice
+	// flatError 为 true 表示旧版 vLLM 的平铺错误形态（顶层 "object":"error"），flatMsg 是其顶层
+	// message；Scan 结束时并入 HasError/ErrMsg。
 	flatError bool
 	flatMsg   string
 }
 
-// choiceMark 是一个 choice 在协议检查中需要的全部信息。
-type choiceMark struct {
-	index  int64
-	finish bool // 带非 null 的 finish_reason
-	output bool // 带非空的 content / text / reasoning / tool_calls
+// Choice 是一个 choice 在协议检查中需要的全部信息。
+type Choice struct {
+	Index  int64
+	Finish bool // 带非 null 的 finish_reason
+	Output bool // 带非空的 content / text / reasoning / tool_calls
 }
 
-// chunkScanner 是为 OpenAI 流式 chunk 专门写的单遍 JSON 扫描器：只识别需要的
-// 键，其余值按括号深度跳过。gjson 对每个路径都从头扫描一次，在每秒数十万 chunk
-// 的热路径上占到客户端 CPU 的四分之一，所以换成这个。
-type chunkScanner struct {
+// Scanner 是为 OpenAI 流式 chunk 专门写的单遍 JSON 扫描器：只识别需要的键，其余值按括号
+// 深度跳过。gjson 对每个路径都从头扫描一次，在每秒数十万 chunk 的热路径上占到客户端 CPU 的
+// 四分之一，所以换成这个。零值可用；内部缓冲跨调用复用，所以不是并发安全的（一个 worker 一个）。
+type Scanner struct {
 	s   string
 	i   int
 	buf []byte // 转义字符串的解码缓冲（复用）
-	out chunkFields
+	out Fields
 	// index 是正在解析的 choice 的 index（缺省 0）
 	index int64
 }
 
-// scan 解析 s；返回的字段在下一次调用前有效。
-func (c *chunkScanner) scan(s string) (*chunkFields, error) {
+// Scan 解析 s；返回的字段（指向 Scanner 内部）在下一次调用前有效。s 不是一个 JSON 对象时
+// 返回 ErrSyntax（顶层不是对象、括号或引号不配对、转义或数字不合法）。
+func (c *Scanner) Scan(s string) (*Fields, error) {
 	c.s, c.i, c.buf = s, 0, c.buf[:0]
-	c.out = chunkFields{reasonTok: -1, cachedTok: -1, choices: c.out.choices[:0]}
+	c.out = Fields{ReasoningTokens: -1, CachedTokens: -1, Choices: c.out.Choices[:0]}
 	c.ws()
 	if err := c.object(c.top); err != nil {
 		return nil, err
 	}
-	if c.out.flatError && !c.out.hasError {
-		c.out.hasError, c.out.errMsg = true, c.out.flatMsg
+	if c.out.flatError && !c.out.HasError {
+		c.out.HasError, c.out.ErrMsg = true, c.out.flatMsg
 	}
 	return &c.out, nil
 }
 
 // ws 跳过空白。
-func (c *chunkScanner) ws() {
+func (c *Scanner) ws() {
 	for c.i < len(c.s) {
 		switch c.s[c.i] {
 		case ' ', '\t', '\n', '\r':
@@ -82,9 +93,9 @@ func (c *chunkScanner) ws() {
 }
 
 // object 解析一个对象，对每个键调用 field（field 必须消费该键的值）。
-func (c *chunkScanner) object(field func(key string) error) error {
+func (c *Scanner) object(field func(key string) error) error {
 	if c.i >= len(c.s) || c.s[c.i] != '{' {
-		return errSyntax
+		return ErrSyntax
 	}
 	c.i++
 	c.ws()
@@ -100,7 +111,7 @@ func (c *chunkScanner) object(field func(key string) error) error {
 		}
 		c.ws()
 		if c.i >= len(c.s) || c.s[c.i] != ':' {
-			return errSyntax
+			return ErrSyntax
 		}
 		c.i++
 		c.ws()
@@ -109,7 +120,7 @@ func (c *chunkScanner) object(field func(key string) error) error {
 		}
 		c.ws()
 		if c.i >= len(c.s) {
-			return errSyntax
+			return ErrSyntax
 		}
 		switch c.s[c.i] {
 		case ',':
@@ -118,22 +129,22 @@ func (c *chunkScanner) object(field func(key string) error) error {
 			c.i++
 			return nil
 		default:
-			return errSyntax
+			return ErrSyntax
 		}
 	}
 }
 
 // top 处理顶层键。
-func (c *chunkScanner) top(key string) error {
+func (c *Scanner) top(key string) error {
 	switch key {
 	case "error":
 		if c.peek() == 'n' {
 			return c.skip()
 		}
-		c.out.hasError = true
+		c.out.HasError = true
 		if c.peek() == '"' {
 			s, err := c.str()
-			c.out.errMsg = s
+			c.out.ErrMsg = s
 			return err
 		}
 		if c.peek() != '{' {
@@ -142,7 +153,7 @@ func (c *chunkScanner) top(key string) error {
 		return c.object(func(k string) error {
 			if k == "message" && c.peek() == '"' {
 				s, err := c.str()
-				c.out.errMsg = s
+				c.out.ErrMsg = s
 				return err
 			}
 			return c.skip()
@@ -179,7 +190,7 @@ func (c *chunkScanner) top(key string) error {
 			}
 		}
 		if c.i >= len(c.s) {
-			return errSyntax
+			return ErrSyntax
 		}
 		c.i++
 		return nil
@@ -187,32 +198,32 @@ func (c *chunkScanner) top(key string) error {
 		if c.peek() != '{' {
 			return c.skip()
 		}
-		c.out.hasUsage = true
+		c.out.HasUsage = true
 		return c.object(c.usage)
 	}
 	return c.skip()
 }
 
-// oneChoice 解析 choices 中的一个对象并记下它的 choiceMark。第一个 choice 的内容字段留在
+// oneChoice 解析 choices 中的一个对象并记下它的 Choice。第一个 choice 的内容字段留在
 // c.out 中；之后的 choice 借用同一组字段解析，再恢复第一个的值（转义解码只追加到 c.buf，
 // 先前取出的字符串仍然有效）。
-func (c *chunkScanner) oneChoice() error {
+func (c *Scanner) oneChoice() error {
 	o := &c.out
-	first := !o.hasChoice
-	content, reasoning, tools, finish := o.content, o.reasoning, o.tools, o.finish
-	o.content, o.reasoning, o.tools, o.finish, c.index = "", "", false, "", 0
+	first := !o.HasChoice
+	content, reasoning, tools, finish := o.Content, o.Reasoning, o.Tools, o.Finish
+	o.Content, o.Reasoning, o.Tools, o.Finish, c.index = "", "", false, "", 0
 	err := c.object(c.choice)
-	o.choices = append(o.choices, choiceMark{index: c.index, finish: o.finish != "",
-		output: o.content != "" || o.reasoning != "" || o.tools})
+	o.Choices = append(o.Choices, Choice{Index: c.index, Finish: o.Finish != "",
+		Output: o.Content != "" || o.Reasoning != "" || o.Tools})
 	if !first {
-		o.content, o.reasoning, o.tools, o.finish = content, reasoning, tools, finish
+		o.Content, o.Reasoning, o.Tools, o.Finish = content, reasoning, tools, finish
 	}
-	o.hasChoice = true
+	o.HasChoice = true
 	return err
 }
 
 // choice 处理一个 choice 的键。
-func (c *chunkScanner) choice(key string) error {
+func (c *Scanner) choice(key string) error {
 	switch key {
 	case "index":
 		// 热路径上是一位数：直接读，免去 skip + ParseInt。
@@ -234,13 +245,13 @@ func (c *chunkScanner) choice(key string) error {
 	case "text":
 		if c.peek() == '"' {
 			s, err := c.str()
-			c.out.content = s
+			c.out.Content = s
 			return err
 		}
 	case "finish_reason":
 		if c.peek() == '"' {
 			s, err := c.str()
-			c.out.finish = s
+			c.out.Finish = s
 			return err
 		}
 	}
@@ -248,19 +259,19 @@ func (c *chunkScanner) choice(key string) error {
 }
 
 // message 处理 delta / message 的键（推理字段新旧两种名字都接受）。
-func (c *chunkScanner) message(key string) error {
+func (c *Scanner) message(key string) error {
 	switch key {
 	case "content":
 		if c.peek() == '"' {
 			s, err := c.str()
-			c.out.content = s
+			c.out.Content = s
 			return err
 		}
 	case "reasoning", "reasoning_content":
 		if c.peek() == '"' {
 			s, err := c.str()
 			if s != "" {
-				c.out.reasoning = s
+				c.out.Reasoning = s
 			}
 			return err
 		}
@@ -272,7 +283,7 @@ func (c *chunkScanner) message(key string) error {
 			}
 			for _, ch := range c.s[start+1 : c.i-1] {
 				if ch != ' ' && ch != '\n' && ch != '\t' && ch != '\r' {
-					c.out.tools = true
+					c.out.Tools = true
 					break
 				}
 			}
@@ -283,18 +294,18 @@ func (c *chunkScanner) message(key string) error {
 }
 
 // usage 处理 usage 对象。
-func (c *chunkScanner) usage(key string) error {
+func (c *Scanner) usage(key string) error {
 	switch key {
 	case "prompt_tokens":
 		v, err := c.int()
-		c.out.promptTok = v
+		c.out.PromptTokens = v
 		return err
 	case "completion_tokens":
 		if c.peek() == 'n' {
 			return c.skip()
 		}
 		v, err := c.int()
-		c.out.complTok, c.out.hasCompl = v, true
+		c.out.CompletionTokens, c.out.HasCompletion = v, true
 		return err
 	case "prompt_tokens_details":
 		// vLLM 打开 --enable-prompt-tokens-details 时给出命中前缀缓存的 prompt token 数。
@@ -304,7 +315,7 @@ func (c *chunkScanner) usage(key string) error {
 		return c.object(func(k string) error {
 			if k == "cached_tokens" && c.peek() != 'n' {
 				v, err := c.int()
-				c.out.cachedTok = v
+				c.out.CachedTokens = v
 				return err
 			}
 			return c.skip()
@@ -316,7 +327,7 @@ func (c *chunkScanner) usage(key string) error {
 		return c.object(func(k string) error {
 			if k == "reasoning_tokens" && c.peek() != 'n' {
 				v, err := c.int()
-				c.out.reasonTok = v
+				c.out.ReasoningTokens = v
 				return err
 			}
 			return c.skip()
@@ -326,7 +337,7 @@ func (c *chunkScanner) usage(key string) error {
 }
 
 // peek 返回当前字节（越界为 0）。
-func (c *chunkScanner) peek() byte {
+func (c *Scanner) peek() byte {
 	if c.i < len(c.s) {
 		return c.s[c.i]
 	}
@@ -334,7 +345,7 @@ func (c *chunkScanner) peek() byte {
 }
 
 // int 读取一个整数（null 视为 0）。
-func (c *chunkScanner) int() (int64, error) {
+func (c *Scanner) int() (int64, error) {
 	start := c.i
 	if err := c.skip(); err != nil {
 		return 0, err
@@ -347,7 +358,7 @@ func (c *chunkScanner) int() (int64, error) {
 	if err != nil {
 		f, ferr := strconv.ParseFloat(lit, 64)
 		if ferr != nil {
-			return 0, errSyntax
+			return 0, ErrSyntax
 		}
 		return int64(f), nil
 	}
@@ -356,9 +367,9 @@ func (c *chunkScanner) int() (int64, error) {
 
 // rawString 读取一个对象键。键很短，逐字节扫描比 IndexByte 的调用开销更小；
 // 含转义时退回完整解码。
-func (c *chunkScanner) rawString() (string, error) {
+func (c *Scanner) rawString() (string, error) {
 	if c.i >= len(c.s) || c.s[c.i] != '"' {
-		return "", errSyntax
+		return "", ErrSyntax
 	}
 	for j := c.i + 1; j < len(c.s); j++ {
 		switch c.s[j] {
@@ -370,11 +381,11 @@ func (c *chunkScanner) rawString() (string, error) {
 			return key, nil
 		}
 	}
-	return "", errSyntax
+	return "", ErrSyntax
 }
 
 // closeQuote 返回从 j 起第一个未被转义的引号位置，找不到为 -1。
-func (c *chunkScanner) closeQuote(j int) int {
+func (c *Scanner) closeQuote(j int) int {
 	// 多数字符串（id、model、单个 token 的 content）很短：先逐字节看 24 个字节。
 	for end := min(j+24, len(c.s)); j < end; j++ {
 		switch c.s[j] {
@@ -404,16 +415,16 @@ slow:
 
 // str 读取并解码一个字符串。没有转义时直接返回输入的子串；有转义时解码到共享缓冲区，
 // 因此同一次扫描中最多保留一个解码结果之外的引用是安全的（每次解码追加而不覆盖）。
-func (c *chunkScanner) str() (string, error) {
+func (c *Scanner) str() (string, error) {
 	if c.i >= len(c.s) || c.s[c.i] != '"' {
-		return "", errSyntax
+		return "", ErrSyntax
 	}
 	j := c.i + 1
 	for j < len(c.s) && c.s[j] != '"' && c.s[j] != '\\' {
 		j++
 	}
 	if j >= len(c.s) {
-		return "", errSyntax
+		return "", ErrSyntax
 	}
 	if c.s[j] == '"' {
 		out := c.s[c.i+1 : j]
@@ -434,7 +445,7 @@ func (c *chunkScanner) str() (string, error) {
 			continue
 		}
 		if j+1 >= len(c.s) {
-			return "", errSyntax
+			return "", ErrSyntax
 		}
 		esc := c.s[j+1]
 		j += 2
@@ -454,7 +465,7 @@ func (c *chunkScanner) str() (string, error) {
 		case 'u':
 			r, n := c.hex4(j)
 			if n == 0 {
-				return "", errSyntax
+				return "", ErrSyntax
 			}
 			j += n
 			if utf16.IsSurrogate(r) {
@@ -469,14 +480,14 @@ func (c *chunkScanner) str() (string, error) {
 			}
 			c.buf = utf8.AppendRune(c.buf, r)
 		default:
-			return "", errSyntax
+			return "", ErrSyntax
 		}
 	}
-	return "", errSyntax
+	return "", ErrSyntax
 }
 
 // hex4 解析位置 j 起的 4 位十六进制数，返回值与消耗的字节数（失败为 0）。
-func (c *chunkScanner) hex4(j int) (rune, int) {
+func (c *Scanner) hex4(j int) (rune, int) {
 	if j+4 > len(c.s) {
 		return 0, 0
 	}
@@ -498,15 +509,15 @@ func (c *chunkScanner) hex4(j int) (rune, int) {
 }
 
 // skip 跳过一个任意 JSON 值（字符串感知的括号深度计数）。
-func (c *chunkScanner) skip() error {
+func (c *Scanner) skip() error {
 	if c.i >= len(c.s) {
-		return errSyntax
+		return ErrSyntax
 	}
 	switch c.s[c.i] {
 	case '"':
 		j := c.closeQuote(c.i + 1)
 		if j < 0 {
-			return errSyntax
+			return ErrSyntax
 		}
 		c.i = j + 1
 		return nil
@@ -516,7 +527,7 @@ func (c *chunkScanner) skip() error {
 			switch c.s[j] {
 			case '"':
 				if j = c.closeQuote(j + 1); j < 0 {
-					return errSyntax
+					return ErrSyntax
 				}
 			case '{', '[':
 				depth++
@@ -528,7 +539,7 @@ func (c *chunkScanner) skip() error {
 				}
 			}
 		}
-		return errSyntax
+		return ErrSyntax
 	default:
 		j := c.i
 		for j < len(c.s) {
@@ -539,7 +550,7 @@ func (c *chunkScanner) skip() error {
 			j++
 		}
 		if j == c.i {
-			return errSyntax
+			return ErrSyntax
 		}
 		c.i = j
 		return nil

@@ -1,7 +1,8 @@
-package loadgen
+package servermetrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -31,51 +32,65 @@ var (
 	metricPreemptions = []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}
 )
 
-// histSnap 是一个直方图在某一时刻的累计值（各实例、各标签序列求和）。
-type histSnap struct {
-	upper []float64 // 升序的桶上界，最后一个为 +Inf
-	cum   []float64 // 对应的累计计数
-	sum   float64
-	count float64
+// 直方图在 Snapshot.Hist 中的下标。
+const (
+	HistTTFT = iota // vllm:time_to_first_token_seconds
+	HistTPOT        // vllm:time_per_output_token_seconds（新版本 vllm:inter_token_latency_seconds）
+	HistE2E         // vllm:e2e_request_latency_seconds
+)
+
+// Histogram 是一个直方图在某一时刻的累计值（各实例、各标签序列求和），单位与指标相同（秒）。
+// 字段导出是为了让分片把快照原样编码、在合并时还原（loadgen 的分片编解码）。
+type Histogram struct {
+	Upper []float64 // 升序的桶上界，最后一个为 +Inf
+	Cum   []float64 // 对应的累计计数
+	Sum   float64
+	Count float64
 }
 
-// metricsSnap 是一次 /metrics 抓取中 loadgen 关心的部分；缺失的项为 nil / NaN。
-type metricsSnap struct {
-	hist          [3]*histSnap // ttft, tpot, e2e
-	accept, draft float64
-	// 时间线用的调度状态：各实例之和（KV-cache 用量为 kvSum/kvN 的平均）；缺失为 NaN。
-	running, waiting, preempt float64
-	kvSum                     float64
-	kvN                       int
-	// at 是抓取完成的时刻（墙钟）：分片合并据此只在各分片开始施压之前的"前"快照里挑选（serverWindow）。
-	at time.Time
-	// 前缀缓存计数器（token，各实例之和）；缺失为 NaN，见 cachetruth.go
-	prefixHits, prefixQueries float64
+// Snapshot 是一次 /metrics 抓取中 loadgen 关心的部分（全部实例之和）；缺失的直方图为 nil，
+// 缺失的计数器与 gauge 为 NaN。
+type Snapshot struct {
+	// Hist 是 TTFT、TPOT、E2E 直方图（下标见 HistTTFT 等）。
+	Hist [3]*Histogram
+	// Accept、Draft 是推测解码接受与草稿的 token 计数器。
+	Accept, Draft float64
+	// 时间线用的调度状态：各实例之和；Preemptions 是抢占计数器。
+	Running, Waiting, Preemptions float64
+	// KVSum / KVN 是各实例 KV-cache 占用比例（0..1）之和与实例数：比例不能相加，平均见 KVUsage。
+	KVSum float64
+	KVN   int
+	// At 是抓取完成的时刻（墙钟）：分片合并据此只在各分片开始施压之前的"前"快照里挑选。
+	At time.Time
+	// PrefixHits、PrefixQueries 是前缀缓存计数器（token，各实例之和），见 cache.go。
+	PrefixHits, PrefixQueries float64
 }
 
-// parseMetrics 用 expfmt 解析 Prometheus 文本格式，抽取 TTFT/TPOT/E2E 直方图与推测解码计数器。
-func parseMetrics(r io.Reader) (*metricsSnap, error) {
+// Parse 用 expfmt 解析一个实例的 Prometheus 文本格式，抽取 TTFT/TPOT/E2E 直方图、推测解码、
+// 调度状态与前缀缓存计数器。文本不合法时返回带 "servermetrics: parse /metrics:" 前缀的错误；
+// r 的长度由调用方限制（Scraper 用 maxBody）。
+func Parse(r io.Reader) (*Snapshot, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(r)
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: parse /metrics: %w", err)
+		return nil, fmt.Errorf("servermetrics: parse /metrics: %w", err)
 	}
-	s := &metricsSnap{accept: counterSum(fams, metricSpecAccept), draft: counterSum(fams, metricSpecDraft),
-		running: gaugeSum(fams, metricRunning), waiting: gaugeSum(fams, metricWaiting), preempt: math.NaN(), kvSum: math.NaN()}
+	s := &Snapshot{Accept: counterSum(fams, metricSpecAccept), Draft: counterSum(fams, metricSpecDraft),
+		Running: gaugeSum(fams, metricRunning), Waiting: gaugeSum(fams, metricWaiting), Preemptions: math.NaN(), KVSum: math.NaN()}
 	for _, n := range metricPreemptions {
 		if v := counterSum(fams, n); !math.IsNaN(v) {
-			s.preempt = v
+			s.Preemptions = v
 			break
 		}
 	}
-	s.prefixHits, s.prefixQueries = firstCounter(fams, metricPrefixHits), firstCounter(fams, metricPrefixQueries)
+	s.PrefixHits, s.PrefixQueries = firstCounter(fams, metricPrefixHits), firstCounter(fams, metricPrefixQueries)
 	if v, n := gaugeMean(fams, metricKVUsage); n > 0 {
-		s.kvSum, s.kvN = v, 1
+		s.KVSum, s.KVN = v, 1
 	}
 	for i, names := range serverMetricNames {
 		for _, n := range names {
 			if h := histogramSum(fams[n]); h != nil {
-				s.hist[i] = h
+				s.Hist[i] = h
 				break
 			}
 		}
@@ -163,19 +178,19 @@ func gaugeAgg(fams map[string]*dto.MetricFamily, names []string) (float64, int) 
 }
 
 // histogramSum 把一个直方图族的全部序列按桶上界求和；不是直方图或没有序列时返回 nil。
-func histogramSum(f *dto.MetricFamily) *histSnap {
+func histogramSum(f *dto.MetricFamily) *Histogram {
 	if f == nil || f.GetType() != dto.MetricType_HISTOGRAM || len(f.GetMetric()) == 0 {
 		return nil
 	}
 	byUpper := map[float64]float64{}
-	h := &histSnap{}
+	h := &Histogram{}
 	for _, m := range f.GetMetric() {
 		hm := m.GetHistogram()
 		if hm == nil {
 			continue
 		}
-		h.sum += hm.GetSampleSum()
-		h.count += float64(hm.GetSampleCount())
+		h.Sum += hm.GetSampleSum()
+		h.Count += float64(hm.GetSampleCount())
 		hasInf := false
 		for _, b := range hm.GetBucket() {
 			byUpper[b.GetUpperBound()] += float64(b.GetCumulativeCount())
@@ -186,37 +201,37 @@ func histogramSum(f *dto.MetricFamily) *histSnap {
 		}
 	}
 	for u := range byUpper {
-		h.upper = append(h.upper, u)
+		h.Upper = append(h.Upper, u)
 	}
-	sort.Float64s(h.upper)
-	for _, u := range h.upper {
-		h.cum = append(h.cum, byUpper[u])
+	sort.Float64s(h.Upper)
+	for _, u := range h.Upper {
+		h.Cum = append(h.Cum, byUpper[u])
 	}
 	return h
 }
 
-// delta 返回 after − before 的直方图；桶布局不一致或计数回退（服务重启）时返回 nil。
-func (after *histSnap) delta(before *histSnap) *histSnap {
+// Delta 返回 after − before 的直方图（after 为 nil 时为 nil，before 为 nil 时为 after）；桶布局不一致或计数回退（服务重启）时返回 nil。
+func (after *Histogram) Delta(before *Histogram) *Histogram {
 	if after == nil {
 		return nil
 	}
 	if before == nil {
 		return after
 	}
-	if len(before.upper) != len(after.upper) {
+	if len(before.Upper) != len(after.Upper) {
 		return nil
 	}
-	d := &histSnap{upper: after.upper, cum: make([]float64, len(after.cum)), sum: after.sum - before.sum, count: after.count - before.count}
-	for i := range after.cum {
-		if before.upper[i] != after.upper[i] {
+	d := &Histogram{Upper: after.Upper, Cum: make([]float64, len(after.Cum)), Sum: after.Sum - before.Sum, Count: after.Count - before.Count}
+	for i := range after.Cum {
+		if before.Upper[i] != after.Upper[i] {
 			return nil
 		}
-		d.cum[i] = after.cum[i] - before.cum[i]
-		if d.cum[i] < 0 {
+		d.Cum[i] = after.Cum[i] - before.Cum[i]
+		if d.Cum[i] < 0 {
 			return nil
 		}
 	}
-	if d.count < 0 {
+	if d.Count < 0 {
 		return nil
 	}
 	return d
@@ -229,22 +244,22 @@ const smallDeltaTolerance = 1e-12
 // buckets 返回按 Prometheus BucketQuantile 预处理后的桶：按上界排序、合并同上界的桶、
 // 强制累计计数单调（并抹平浮点误差级的差）。不满足 histogram_quantile 前提
 // （最高桶不是 +Inf、少于 2 个桶）时返回 nil。
-func (h *histSnap) buckets() (upper, cum []float64) {
-	n := len(h.upper)
-	if n == 0 || !math.IsInf(h.upper[n-1], 1) {
+func (h *Histogram) buckets() (upper, cum []float64) {
+	n := len(h.Upper)
+	if n == 0 || !math.IsInf(h.Upper[n-1], 1) {
 		return nil, nil
 	}
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return h.upper[idx[a]] < h.upper[idx[b]] })
+	sort.SliceStable(idx, func(a, b int) bool { return h.Upper[idx[a]] < h.Upper[idx[b]] })
 	for _, i := range idx {
-		if k := len(upper); k > 0 && upper[k-1] == h.upper[i] {
-			cum[k-1] += h.cum[i]
+		if k := len(upper); k > 0 && upper[k-1] == h.Upper[i] {
+			cum[k-1] += h.Cum[i]
 			continue
 		}
-		upper, cum = append(upper, h.upper[i]), append(cum, h.cum[i])
+		upper, cum = append(upper, h.Upper[i]), append(cum, h.Cum[i])
 	}
 	if len(upper) < 2 {
 		return nil, nil
@@ -262,14 +277,14 @@ func (h *histSnap) buckets() (upper, cum []float64) {
 	return upper, cum
 }
 
-// quantile 逐条按 Prometheus histogram_quantile（promql/quantile.go 的 BucketQuantile）计算
+// Quantile 逐条按 Prometheus histogram_quantile（promql/quantile.go 的 BucketQuantile）计算
 // q ∈ [0,1] 分位数，因此与 Grafana 上 histogram_quantile(q, sum by (le)(increase(…)))
 // 对同一区间给出的值相同：秩 rank=q·总数，在第一个累计计数 ≥ rank 的有限桶内线性插值；
 // 落在 +Inf 桶时返回最高的有限上界；最低桶的下界取 0（其上界 ≤ 0 时直接返回上界）。
 // 分辨率就是桶宽：样本全部落在 vLLM E2E 的第一个桶 (0, 0.3s] 时，TP75 必然是 225ms，
 // 与真实分布无关（见 docs/loadgen.md）。结果另外夹在非空桶的范围内（Prometheus 的插值
 // 本就不会越界，这只防住强制单调后的退化情形）。没有样本或桶不合法时返回 NaN。
-func (h *histSnap) quantile(q float64) float64 {
+func (h *Histogram) Quantile(q float64) float64 {
 	upper, cum := h.buckets()
 	if upper == nil || math.IsNaN(q) {
 		return math.NaN()
@@ -327,9 +342,9 @@ func nonEmptyRange(upper, cum []float64) (lo, hi float64) {
 	return lo, hi
 }
 
-// maxBound 返回直方图能给出的 MAX：最高非空桶的上界；非空的是 +Inf 桶时为最高有限上界
+// MaxBound 返回直方图能给出的 MAX：最高非空桶的上界；非空的是 +Inf 桶时为最高有限上界
 // （真实最大值只知道在它之上，取它保证 MAX 不小于任何分位数）。
-func (h *histSnap) maxBound() float64 {
+func (h *Histogram) MaxBound() float64 {
 	upper, cum := h.buckets()
 	if upper == nil || cum[len(cum)-1] == 0 {
 		return math.NaN()
@@ -338,88 +353,77 @@ func (h *histSnap) maxBound() float64 {
 	return hi
 }
 
-// latency 把一个秒为单位的增量直方图转成 Latency；无样本返回零值（导出为 -1）。
-func (h *histSnap) latency() Latency {
-	if h == nil || h.count <= 0 {
-		return Latency{}
-	}
-	sec := func(v float64) time.Duration {
-		if math.IsNaN(v) {
-			return -1
-		}
-		return time.Duration(math.Round(v * float64(time.Second))) // 四舍五入到纳秒，0.3×0.75 不会截成 224.999999ms
-	}
-	return Latency{
-		Count: int64(h.count),
-		P50:   sec(h.quantile(0.50)),
-		P75:   sec(h.quantile(0.75)), P90: sec(h.quantile(0.90)), P95: sec(h.quantile(0.95)), P99: sec(h.quantile(0.99)),
-		Min: -1, Max: sec(h.maxBound()), Avg: sec(h.sum / h.count),
-	}
-}
+// DefaultTimeout 与 DefaultMaxBody 是 NewScraper 在 timeout、maxBody 不为正时使用的值。
+const (
+	DefaultTimeout = 10 * time.Second
+	DefaultMaxBody = 64 << 20
+)
 
-// scraper 抓取全部实例的 /metrics 并求和。baseURL 以 /v1 结尾时，/metrics 位于其根路径。
-// 每次抓取受 timeout 约束（0 为 10s），响应体不超过 maxBody（0 为 64 MiB）。
-type scraper struct {
+// Scraper 抓取全部实例的 /metrics 并求和。baseURL 以 /v1 结尾时，/metrics 位于其根路径。
+// 每次抓取受 timeout 约束，响应体不超过 maxBody 字节（超过即失败，不用截断的数据）。
+// 创建后只读，可在多个 goroutine 中并发使用（时间线采样与峰值采样同时抓取）。
+type Scraper struct {
 	client  *http.Client
 	urls    []string
 	timeout time.Duration
 	maxBody int64
 }
 
-// newScraper 由各实例的 base URL 推出 /metrics 地址。
-func newScraper(c *http.Client, bases []string) *scraper {
-	s := &scraper{client: c}
+// NewScraper 由各实例的 base URL 推出 /metrics 地址。c 是调用方的客户端（loadgen 用运行的
+// 客户端，代理与 TLS 设置因此与生成请求一致）；timeout、maxBody 不为正时取 DefaultTimeout、
+// DefaultMaxBody。
+func NewScraper(c *http.Client, bases []string, timeout time.Duration, maxBody int64) *Scraper {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
+	s := &Scraper{client: c, timeout: timeout, maxBody: maxBody}
 	for _, b := range bases {
 		s.urls = append(s.urls, strings.TrimSuffix(strings.TrimSuffix(b, "/"), "/v1")+"/metrics")
 	}
 	return s
 }
 
-// scrape 返回各实例之和；任一实例抓取失败则返回 nil（服务端指标记为不可得，而不是偏小）。
-func (s *scraper) scrape(ctx context.Context) *metricsSnap {
-	var total *metricsSnap
+// Scrape 返回各实例之和（At 为抓取完成的时刻）；任一实例抓取失败则返回 nil（服务端指标记为不可得，而不是偏小）。
+func (s *Scraper) Scrape(ctx context.Context) *Snapshot {
+	var total *Snapshot
 	for _, u := range s.urls {
 		snap, err := s.one(ctx, u)
 		if err != nil {
 			return nil
 		}
-		total = addSnaps(total, snap)
+		total = Add(total, snap)
 	}
 	if total != nil {
-		total.at = time.Now()
+		total.At = time.Now()
 	}
 	return total
 }
 
-// settled 抓取 /metrics，并等待服务端把已完成的请求计入直方图。服务端往往在发出
+// Settled 抓取 /metrics，并等待服务端把已完成的请求计入直方图。服务端往往在发出
 // 最后一个字节之后才更新直方图（vLLM 还有统计周期），所以当 E2E 直方图的总数少于
 // base 加上本次运行已成功完成的请求数 served 时，每 20ms 重抓一次，最多等 2 秒；
 // 仍不足时使用最后一次结果（并如实反映在 Count 中）。分组前后都这样做，
 // 上一组或预热请求的迟到样本就不会混进本组的差值。
-func (s *scraper) settled(ctx context.Context, base *metricsSnap, served int64) *metricsSnap {
+func (s *Scraper) Settled(ctx context.Context, base *Snapshot, served int64) *Snapshot {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		snap := s.scrape(ctx)
-		if snap == nil || base == nil || snap.hist[2] == nil {
+		snap := s.Scrape(ctx)
+		if snap == nil || base == nil || snap.Hist[2] == nil {
 			return snap
 		}
-		d := snap.hist[2].delta(base.hist[2])
-		if d == nil || d.count >= float64(served) || time.Now().After(deadline) || !sleepUntil(ctx, 20*time.Millisecond, nil) {
+		d := snap.Hist[2].Delta(base.Hist[2])
+		if d == nil || d.Count >= float64(served) || time.Now().After(deadline) || !sleep(ctx, 20*time.Millisecond) {
 			return snap
 		}
 	}
 }
 
 // one 抓取一个实例。
-func (s *scraper) one(ctx context.Context, url string) (*metricsSnap, error) {
-	timeout, maxBody := s.timeout, s.maxBody
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	if maxBody <= 0 {
-		maxBody = DefaultMaxEventBytes
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (s *Scraper) one(ctx context.Context, url string) (*Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -432,50 +436,75 @@ func (s *scraper) one(ctx context.Context, url string) (*metricsSnap, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("loadgen: scrape %s: HTTP %d", url, resp.StatusCode)
+		return nil, fmt.Errorf("servermetrics: scrape %s: HTTP %d", url, resp.StatusCode)
 	}
 	// 超过上限的 /metrics 读到上限即报错，服务端指标记为不可得（而不是用截断的数据）。
-	return parseMetrics(&capReader{r: resp.Body, left: maxBody})
+	return Parse(&capReader{r: resp.Body, left: s.maxBody})
 }
 
-// addSnaps 把两个实例的抓取结果相加（直方图需桶布局一致，否则该项置空）。
-func addSnaps(a, b *metricsSnap) *metricsSnap {
+// errTooLarge 表示 /metrics 响应体超过 maxBody。
+var errTooLarge = errors.New("servermetrics: /metrics body too large")
+
+// capReader 读到 left 字节后再有数据就返回 errTooLarge：与 io.LimitReader 不同，超限不会被
+// 当成正常结束，截断的文本不会被当成完整的抓取。
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+// Read 实现 io.Reader。
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, errTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// sleep 等待 d 或 ctx 结束；返回 false 表示 ctx 已结束。
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Add 把两个实例的抓取结果相加（直方图需桶布局一致，否则该项置空）；a 为 nil 时返回 b。
+// 结果是新值，不修改 a、b。
+func Add(a, b *Snapshot) *Snapshot {
 	if a == nil {
 		return b
 	}
-	out := &metricsSnap{accept: a.accept + b.accept, draft: a.draft + b.draft, running: a.running + b.running,
-		waiting: a.waiting + b.waiting, preempt: a.preempt + b.preempt, kvSum: a.kvSum + b.kvSum, kvN: a.kvN + b.kvN,
-		prefixHits: a.prefixHits + b.prefixHits, prefixQueries: a.prefixQueries + b.prefixQueries}
-	for i := range a.hist {
-		x, y := a.hist[i], b.hist[i]
+	out := &Snapshot{Accept: a.Accept + b.Accept, Draft: a.Draft + b.Draft, Running: a.Running + b.Running,
+		Waiting: a.Waiting + b.Waiting, Preemptions: a.Preemptions + b.Preemptions, KVSum: a.KVSum + b.KVSum, KVN: a.KVN + b.KVN,
+		PrefixHits: a.PrefixHits + b.PrefixHits, PrefixQueries: a.PrefixQueries + b.PrefixQueries}
+	for i := range a.Hist {
+		x, y := a.Hist[i], b.Hist[i]
 		switch {
 		case x == nil || y == nil:
-			out.hist[i] = nil
-		case len(x.upper) != len(y.upper):
-			out.hist[i] = nil
+			out.Hist[i] = nil
+		case len(x.Upper) != len(y.Upper):
+			out.Hist[i] = nil
 		default:
-			h := &histSnap{upper: x.upper, cum: make([]float64, len(x.cum)), sum: x.sum + y.sum, count: x.count + y.count}
-			for j := range x.cum {
-				h.cum[j] = x.cum[j] + y.cum[j]
+			h := &Histogram{Upper: x.Upper, Cum: make([]float64, len(x.Cum)), Sum: x.Sum + y.Sum, Count: x.Count + y.Count}
+			for j := range x.Cum {
+				h.Cum[j] = x.Cum[j] + y.Cum[j]
 			}
-			out.hist[i] = h
+			out.Hist[i] = h
 		}
 	}
 	return out
-}
-
-// applyServer 把前后两次抓取的差值写入汇总；任一次缺失则全部为 -1 / 不可得。
-func applyServer(sum *Summary, before, after *metricsSnap) {
-	sum.SpecAcceptRate = Unmeasured()
-	if before == nil || after == nil {
-		return
-	}
-	sum.ServerTTFT = after.hist[0].delta(before.hist[0]).latency()
-	sum.ServerTPOT = after.hist[1].delta(before.hist[1]).latency()
-	sum.ServerE2E = after.hist[2].delta(before.hist[2]).latency()
-	da, dd := after.accept-before.accept, after.draft-before.draft
-	if !math.IsNaN(da) && !math.IsNaN(dd) && dd > 0 && da >= 0 {
-		sum.SpecAcceptRate.Avg = da / dd
-		sum.SpecAcceptRate.Count = 1
-	}
 }

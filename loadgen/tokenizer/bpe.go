@@ -1,4 +1,4 @@
-package loadgen
+package tokenizer
 
 import (
 	"context"
@@ -11,23 +11,22 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
-// ErrUnsupportedTokenizer 表示 tokenizer.json 使用了本实现不支持的模型或预分词器。
-var ErrUnsupportedTokenizer = errors.New("loadgen: unsupported tokenizer.json")
+// ErrUnsupported 表示 tokenizer.json 使用了本实现不支持的模型或预分词器；调用方用 errors.Is
+// 区分它与文件本身损坏（JSON 语法错误、merges 形态不对）。
+var ErrUnsupported = errors.New("tokenizer: unsupported tokenizer.json")
 
 // gpt2Pattern 是 ByteLevel 预分词器 use_regex=true 时使用的 GPT-2 正则。
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
-// HFTokenizer 是 HuggingFace tokenizer.json 中字节级 BPE 模型（GPT-2、Qwen2/3、
+// BPE 是 HuggingFace tokenizer.json 中字节级 BPE 模型（GPT-2、Qwen2/3、
 // Llama-3、DeepSeek 等）的纯 Go 实现，只用于计数（不产生 id）。服务端没有
 // /tokenize 时，用它把数据集长度校准到真实模型的 token 数。
 //
 // 不支持：SentencePiece 风格（Metaspace）BPE、Unigram/WordPiece 模型、归一化器
 // （按恒等处理）、added_tokens 的特殊切分。并发安全。
-type HFTokenizer struct {
+type BPE struct {
 	re          *regexp.Regexp // 锚定在开头的预分词正则；nil 表示不切分
 	lookahead   bool           // 正则原本含 \s+(?!\S)，需要手工实现
 	ranks       map[string]int // "a b" → 合并优先级
@@ -37,8 +36,6 @@ type HFTokenizer struct {
 	mu          sync.Mutex
 	cache       map[string]int
 }
-
-var _ dataset.TokenCounter = (*HFTokenizer)(nil)
 
 // hfJSON 是 tokenizer.json 中用到的部分。
 type hfJSON struct {
@@ -59,16 +56,18 @@ type hfPre struct {
 	Pretokenizers []hfPre                         `json:"pretokenizers"`
 }
 
-// LoadHFTokenizer 从 tokenizer.json 的内容构造计数器。
-func LoadHFTokenizer(r io.Reader) (*HFTokenizer, error) {
+// Load 从 tokenizer.json 的内容构造计数器。只读一次 r，不关闭它（文件由调用方打开与关闭，
+// 见 examples/bench 的 --tokenizer）。不支持的模型或预分词器返回包装了 ErrUnsupported 的错误，
+// 文件本身不合法时返回带 "tokenizer: tokenizer.json:" 前缀的错误。
+func Load(r io.Reader) (*BPE, error) {
 	var j hfJSON
 	if err := json.NewDecoder(r).Decode(&j); err != nil {
-		return nil, fmt.Errorf("loadgen: tokenizer.json: %w", err)
+		return nil, fmt.Errorf("tokenizer: tokenizer.json: %w", err)
 	}
 	if j.Model.Type != "BPE" {
-		return nil, fmt.Errorf("%w: model.type %q (only byte-level BPE)", ErrUnsupportedTokenizer, j.Model.Type)
+		return nil, fmt.Errorf("%w: model.type %q (only byte-level BPE)", ErrUnsupported, j.Model.Type)
 	}
-	t := &HFTokenizer{ranks: make(map[string]int, len(j.Model.Merges)), vocab: make(map[string]struct{}, len(j.Model.Vocab)),
+	t := &BPE{ranks: make(map[string]int, len(j.Model.Merges)), vocab: make(map[string]struct{}, len(j.Model.Vocab)),
 		ignoreMerge: j.Model.IgnoreMerges, cache: map[string]int{}}
 	for k := range j.Model.Vocab {
 		t.vocab[k] = struct{}{}
@@ -81,7 +80,7 @@ func LoadHFTokenizer(r io.Reader) (*HFTokenizer, error) {
 		case json.Unmarshal(m, &pair) == nil && len(pair) == 2:
 			s = pair[0] + " " + pair[1]
 		default:
-			return nil, fmt.Errorf("loadgen: tokenizer.json: model.merges[%d] is neither \"a b\" nor [a, b]", i)
+			return nil, fmt.Errorf("tokenizer: tokenizer.json: model.merges[%d] is neither \"a b\" nor [a, b]", i)
 		}
 		if _, dup := t.ranks[s]; !dup {
 			t.ranks[s] = i
@@ -101,17 +100,17 @@ func LoadHFTokenizer(r io.Reader) (*HFTokenizer, error) {
 			byteLevel = true
 			if p.UseRegex == nil || *p.UseRegex {
 				if pattern != "" {
-					return fmt.Errorf("%w: two splitting pre-tokenizers", ErrUnsupportedTokenizer)
+					return fmt.Errorf("%w: two splitting pre-tokenizers", ErrUnsupported)
 				}
 				pattern = gpt2Pattern
 			}
 		case "Split":
 			if p.Pattern == nil || p.Pattern.Regex == "" || pattern != "" {
-				return fmt.Errorf("%w: Split pre-tokenizer without a single regex", ErrUnsupportedTokenizer)
+				return fmt.Errorf("%w: Split pre-tokenizer without a single regex", ErrUnsupported)
 			}
 			pattern = p.Pattern.Regex
 		case "Digits", "Punctuation", "Whitespace", "WhitespaceSplit", "Metaspace":
-			return fmt.Errorf("%w: pre_tokenizer %s", ErrUnsupportedTokenizer, p.Type)
+			return fmt.Errorf("%w: pre_tokenizer %s", ErrUnsupported, p.Type)
 		}
 		return nil
 	}
@@ -121,7 +120,7 @@ func LoadHFTokenizer(r io.Reader) (*HFTokenizer, error) {
 		}
 	}
 	if !byteLevel {
-		return nil, fmt.Errorf("%w: no ByteLevel pre-tokenizer", ErrUnsupportedTokenizer)
+		return nil, fmt.Errorf("%w: no ByteLevel pre-tokenizer", ErrUnsupported)
 	}
 	if pattern != "" {
 		const la = `\s+(?!\S)`
@@ -131,7 +130,7 @@ func LoadHFTokenizer(r io.Reader) (*HFTokenizer, error) {
 		}
 		re, err := regexp.Compile(`^(?:` + pattern + `)`)
 		if err != nil {
-			return nil, fmt.Errorf("%w: pre-tokenizer regex: %v", ErrUnsupportedTokenizer, err)
+			return nil, fmt.Errorf("%w: pre-tokenizer regex: %v", ErrUnsupported, err)
 		}
 		t.re = re
 	}
@@ -155,7 +154,7 @@ func bytesToUnicode() [256]string {
 }
 
 // CountTokens 返回 text 的 token 数（不含特殊 token）。
-func (t *HFTokenizer) CountTokens(_ context.Context, text string) (int, error) {
+func (t *BPE) CountTokens(_ context.Context, text string) (int, error) {
 	n := 0
 	for _, piece := range t.split(text) {
 		n += t.countPiece(piece)
@@ -165,7 +164,7 @@ func (t *HFTokenizer) CountTokens(_ context.Context, text string) (int, error) {
 
 // split 按预分词正则切分。Go 的 regexp 没有前瞻，`\s+(?!\S)` 按其语义手工实现：
 // 后面紧跟非空白的空白串让出最后一个字符，使它附着到下一个词上。
-func (t *HFTokenizer) split(s string) []string {
+func (t *BPE) split(s string) []string {
 	if t.re == nil {
 		return []string{s}
 	}
@@ -205,7 +204,7 @@ func isAllSpace(s string) bool {
 }
 
 // countPiece 对一个预分词片段做字节映射与 BPE 合并，返回 token 数（带缓存）。
-func (t *HFTokenizer) countPiece(piece string) int {
+func (t *BPE) countPiece(piece string) int {
 	t.mu.Lock()
 	if n, ok := t.cache[piece]; ok {
 		t.mu.Unlock()
@@ -232,7 +231,7 @@ func (t *HFTokenizer) countPiece(piece string) int {
 }
 
 // merge 反复合并优先级最高（rank 最小）的相邻符号对，直到没有可合并的对。
-func (t *HFTokenizer) merge(syms []string) []string {
+func (t *BPE) merge(syms []string) []string {
 	for len(syms) > 1 {
 		best, at := -1, -1
 		for i := 0; i+1 < len(syms); i++ {

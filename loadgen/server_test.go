@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
 // expo 生成一段 vLLM 风格的 /metrics 文本：TTFT 直方图（两个标签序列）与推测解码计数器。
@@ -50,12 +52,12 @@ func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // TestServerHistogramDelta 用手算值验证直方图差值的分位数插值、MAX、AVG 与推测解码接受率。
 func TestServerHistogramDelta(t *testing.T) {
-	before, err := parseMetrics(strings.NewReader(expo([3]int{1, 0, 0}, [3]int{}, [3]int{0}, 0.005, 10, 20)))
+	before, err := servermetrics.Parse(strings.NewReader(expo([3]int{1, 0, 0}, [3]int{}, [3]int{0}, 0.005, 10, 20)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 本组新增：2 个落在 (0, 0.01]，6 个在 (0.01, 0.05]，2 个在 (0.05, 0.1]，无 +Inf。
-	after, err := parseMetrics(strings.NewReader(expo([3]int{3, 6, 2}, [3]int{}, [3]int{0}, 0.305, 45, 70)))
+	after, err := servermetrics.Parse(strings.NewReader(expo([3]int{3, 6, 2}, [3]int{}, [3]int{0}, 0.305, 45, 70)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +98,11 @@ func TestServerHistogramDelta(t *testing.T) {
 	}
 }
 
-// TestServerHistogramInfBucketAndSum 验证 +Inf 桶的分位数、多实例求和与坏输入。
+// TestServerHistogramInfBucketAndSum 验证 +Inf 桶的分位数、没有推测解码计数器与坏输入。
 func TestServerHistogramInfBucketAndSum(t *testing.T) {
 	// 样本落在 +Inf 桶：分位数取最高有限上界（与 histogram_quantile 一致）。
-	before, _ := parseMetrics(strings.NewReader(expo([3]int{}, [3]int{}, [3]int{0}, 0, 0, -1)))
-	after, _ := parseMetrics(strings.NewReader(expo([3]int{}, [3]int{}, [3]int{4}, 2, 0, -1)))
+	before, _ := servermetrics.Parse(strings.NewReader(expo([3]int{}, [3]int{}, [3]int{0}, 0, 0, -1)))
+	after, _ := servermetrics.Parse(strings.NewReader(expo([3]int{}, [3]int{}, [3]int{4}, 2, 0, -1)))
 	var s Summary
 	applyServer(&s, before, after)
 	if s.ServerTTFT.P99 != 100*time.Millisecond || s.ServerTTFT.Count != 4 {
@@ -109,11 +111,7 @@ func TestServerHistogramInfBucketAndSum(t *testing.T) {
 	if s.SpecAcceptRate.Avg != -1 {
 		t.Fatal("spec accept rate without counters")
 	}
-	two := addSnaps(after, after)
-	if two.hist[0].count != 8 || two.hist[0].cum[len(two.hist[0].cum)-1] != 8 {
-		t.Fatalf("instance sum %+v", two.hist[0])
-	}
-	if _, err := parseMetrics(strings.NewReader("garbage{")); err == nil {
+	if _, err := servermetrics.Parse(strings.NewReader("garbage{")); err == nil {
 		t.Fatal("bad exposition accepted")
 	}
 }
@@ -146,11 +144,11 @@ func histText(name string, bounds []float64, per []int, inf int, sum float64) st
 // serverDelta 解析前后两次文本并返回 applyServer 的结果。
 func serverDelta(t *testing.T, before, after string) Summary {
 	t.Helper()
-	b, err := parseMetrics(strings.NewReader(before))
+	b, err := servermetrics.Parse(strings.NewReader(before))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := parseMetrics(strings.NewReader(after))
+	a, err := servermetrics.Parse(strings.NewReader(after))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,36 +202,5 @@ func TestServerMaxWithInfBucket(t *testing.T) {
 	// P50: rank 50 in the first bucket → 0.01×50/90。
 	if want := 0.01 * 50 / 90 * 1e9; math.Abs(float64(l.P50)-want) > 1 {
 		t.Errorf("P50 %v, want %vns", l.P50, want)
-	}
-}
-
-// TestBucketQuantileRules 覆盖 BucketQuantile 的其余规则：同上界的桶合并、强制单调、
-// 上界 ≤ 0 的最低桶、缺 +Inf 桶或只有一个桶时为 NaN、空直方图为 NaN。
-func TestBucketQuantileRules(t *testing.T) {
-	inf := math.Inf(1)
-	cases := []struct {
-		name  string
-		h     histSnap
-		q     float64
-		want  float64
-		isNaN bool
-	}{
-		// 两个序列各自给出 le=0.1 的桶（乱序、重复）：合并后 [0.1:4, 0.2:8, +Inf:8]。
-		{"coalesce", histSnap{upper: []float64{0.2, 0.1, 0.1, inf}, cum: []float64{8, 2, 2, 8}}, 0.75, 0.1 + 0.1*(2.0/4), false},
-		// 非单调（累计 5 之后是 3）：按 Prometheus 抬到 5。rank 0.5×6=3 落在第一个桶。
-		{"monotonic", histSnap{upper: []float64{1, 2, 3, inf}, cum: []float64{5, 3, 6, 6}}, 0.5, 3.0 / 5, false},
-		{"lowest<=0", histSnap{upper: []float64{-1, 1, inf}, cum: []float64{4, 4, 4}}, 0.5, -1, false},
-		{"noInf", histSnap{upper: []float64{1, 2}, cum: []float64{1, 2}}, 0.5, 0, true},
-		{"single", histSnap{upper: []float64{inf}, cum: []float64{3}}, 0.5, 0, true},
-		{"empty", histSnap{upper: []float64{1, inf}, cum: []float64{0, 0}}, 0.5, 0, true},
-	}
-	for _, c := range cases {
-		got := c.h.quantile(c.q)
-		if c.isNaN != math.IsNaN(got) || (!c.isNaN && math.Abs(got-c.want) > 1e-12) {
-			t.Errorf("%s: quantile(%v) = %v, want %v (NaN %v)", c.name, c.q, got, c.want, c.isNaN)
-		}
-	}
-	if !math.IsNaN((&histSnap{upper: []float64{1, inf}, cum: []float64{0, 0}}).maxBound()) {
-		t.Error("maxBound of an empty histogram must be NaN")
 	}
 }

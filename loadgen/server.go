@@ -1,18 +1,52 @@
 package loadgen
 
 import (
-	"context"
 	"math"
-	"sync"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
 
-// 服务端缓存真相用到的 vLLM 计数器（v1 的名字在前，v0 的 gpu_ 前缀名在后）。单位是 token：
-// queries 是查询前缀缓存的 prompt token 数，hits 是其中命中的。
-var (
-	metricPrefixHits    = []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}
-	metricPrefixQueries = []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}
-)
+// 本文件把 servermetrics 的抓取结果换算成汇总（Summary）里的服务端字段：服务端时延直方图的
+// 差值、推测解码接受率、服务端缓存真相。抓取与解析在 loadgen/servermetrics；汇总的类型
+// （Latency、ServerCache、WorkloadStats）属于 loadgen，换算就在这里做，servermetrics 不依赖
+// loadgen。
+
+// applyServer 把前后两次抓取的差值写入汇总；任一次缺失则全部为 -1 / 不可得。
+func applyServer(sum *Summary, before, after *servermetrics.Snapshot) {
+	sum.SpecAcceptRate = Unmeasured()
+	if before == nil || after == nil {
+		return
+	}
+	sum.ServerTTFT = serverLatency(after.Hist[servermetrics.HistTTFT].Delta(before.Hist[servermetrics.HistTTFT]))
+	sum.ServerTPOT = serverLatency(after.Hist[servermetrics.HistTPOT].Delta(before.Hist[servermetrics.HistTPOT]))
+	sum.ServerE2E = serverLatency(after.Hist[servermetrics.HistE2E].Delta(before.Hist[servermetrics.HistE2E]))
+	da, dd := after.Accept-before.Accept, after.Draft-before.Draft
+	if !math.IsNaN(da) && !math.IsNaN(dd) && dd > 0 && da >= 0 {
+		sum.SpecAcceptRate.Avg = da / dd
+		sum.SpecAcceptRate.Count = 1
+	}
+}
+
+// serverLatency 把一个秒为单位的增量直方图转成 Latency；nil 或无样本返回零值（导出为 -1）。
+// 分位数按 Prometheus histogram_quantile 计算（见 servermetrics.Histogram.Quantile），MIN 不可得。
+func serverLatency(h *servermetrics.Histogram) Latency {
+	if h == nil || h.Count <= 0 {
+		return Latency{}
+	}
+	sec := func(v float64) time.Duration {
+		if math.IsNaN(v) {
+			return -1
+		}
+		return time.Duration(math.Round(v * float64(time.Second))) // 四舍五入到纳秒，0.3×0.75 不会截成 224.999999ms
+	}
+	return Latency{
+		Count: int64(h.Count),
+		P50:   sec(h.Quantile(0.50)),
+		P75:   sec(h.Quantile(0.75)), P90: sec(h.Quantile(0.90)), P95: sec(h.Quantile(0.95)), P99: sec(h.Quantile(0.99)),
+		Min: -1, Max: sec(h.MaxBound()), Avg: sec(h.Sum / h.Count),
+	}
+}
 
 // ServerCache 是一个分组期间服务端自己报告的缓存状态（/metrics 在组前、组后的差值与组内峰值）。
 // 这是"服务端的真相"：客户端的 cached_tokens 只在服务端打开 prompt token 详情时才有，
@@ -49,7 +83,7 @@ type WorkloadStats struct {
 	Turns []TurnSummary
 }
 
-// delta 返回 after − before；任一为 NaN 或差为负（服务重启）时返回 -1。
+// counterDelta 返回计数器的 after − before；任一为 NaN 或差为负（服务重启）时返回 -1。
 func counterDelta(before, after float64) float64 {
 	d := after - before
 	if math.IsNaN(d) || d < 0 {
@@ -58,8 +92,8 @@ func counterDelta(before, after float64) float64 {
 	return d
 }
 
-// applyCache 由组前、组后的抓取与组内峰值算出 ServerCache。
-func applyCache(before, after *metricsSnap, peak float64) ServerCache {
+// applyCache 由组前、组后的抓取与组内峰值（servermetrics.Peak 给出，NaN 为没有）算出 ServerCache。
+func applyCache(before, after *servermetrics.Snapshot, peak float64) ServerCache {
 	c := unmeasuredCache()
 	if !math.IsNaN(peak) {
 		c.PeakKVUsage = peak
@@ -67,79 +101,18 @@ func applyCache(before, after *metricsSnap, peak float64) ServerCache {
 	if before == nil || after == nil {
 		return c
 	}
-	c.PrefixHits = counterDelta(before.prefixHits, after.prefixHits)
-	c.PrefixQueries = counterDelta(before.prefixQueries, after.prefixQueries)
+	c.PrefixHits = counterDelta(before.PrefixHits, after.PrefixHits)
+	c.PrefixQueries = counterDelta(before.PrefixQueries, after.PrefixQueries)
 	if c.PrefixHits >= 0 && c.PrefixQueries > 0 {
 		c.HitRate = c.PrefixHits / c.PrefixQueries
 	}
-	c.Preemptions = counterDelta(before.preempt, after.preempt)
+	c.Preemptions = counterDelta(before.Preemptions, after.Preemptions)
 	return c
-}
-
-// kvUsage 返回一次抓取的 KV-cache 占用（各实例平均），没有时为 NaN。
-func (s *metricsSnap) kvUsage() float64 {
-	if s == nil || s.kvN == 0 {
-		return math.NaN()
-	}
-	return s.kvSum / float64(s.kvN)
-}
-
-// kvSampleInterval 是组内 KV 占用峰值的采样间隔。
-const kvSampleInterval = 200 * time.Millisecond
-
-// peakSampler 在一个分组期间定时抓取 /metrics，记下 KV-cache 占用的最大值。
-type peakSampler struct {
-	mu   sync.Mutex
-	peak float64
-	stop context.CancelFunc
-	done chan struct{}
-}
-
-// startPeak 启动采样（before 没有 KV 指标时不启动：服务端不暴露它，采样只是白白抓取）。
-// 调用方必须调用 finish 回收 goroutine。
-func (r *runner) startPeak(ctx context.Context, before *metricsSnap) *peakSampler {
-	ps := &peakSampler{peak: before.kvUsage(), done: make(chan struct{})}
-	if math.IsNaN(ps.peak) {
-		close(ps.done)
-		ps.stop = func() {}
-		return ps
-	}
-	ctx, ps.stop = context.WithCancel(ctx)
-	go func() {
-		defer close(ps.done)
-		for sleepUntil(ctx, kvSampleInterval, nil) {
-			ps.observe(r.scraper.scrape(ctx))
-		}
-	}()
-	return ps
-}
-
-// observe 把一次抓取计入峰值。
-func (ps *peakSampler) observe(s *metricsSnap) {
-	v := s.kvUsage()
-	if math.IsNaN(v) {
-		return
-	}
-	ps.mu.Lock()
-	if math.IsNaN(ps.peak) || v > ps.peak {
-		ps.peak = v
-	}
-	ps.mu.Unlock()
-}
-
-// finish 停止采样、计入组后的抓取 after，返回峰值（没有时为 NaN）。
-func (ps *peakSampler) finish(after *metricsSnap) float64 {
-	ps.stop()
-	<-ps.done
-	ps.observe(after)
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.peak
 }
 
 // applyWorkload 把真实负载的汇总写进 s.Workload：轨迹的发出滞后、服务端缓存、cached_tokens
 // 与按轮次的汇总。
-func (r *runner) applyWorkload(s *Summary, gr *groupRun, before, after *metricsSnap, peak float64) {
+func (r *runner) applyWorkload(s *Summary, gr *groupRun, before, after *servermetrics.Snapshot, peak float64) {
 	w := WorkloadStats{Cache: applyCache(before, after, peak), AvgCachedTokens: -1}
 	if gr.pool != nil && gr.pool.Trace != nil {
 		w.DispatchLag = s.SlotWait
