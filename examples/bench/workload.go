@@ -9,6 +9,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/loadgen/dataset"
+	"github.com/vllm-cibench/cibench/metrics"
 )
 
 // workloadDefs 返回真实负载的选项（只有长名，acs-bench 没有这些参数）：轨迹回放、
@@ -123,8 +124,8 @@ type workloadSink struct {
 	create   func(name string) (io.WriteCloser, error)
 	files    []string
 	closers  []io.Closer
-	ww       *loadgen.WorkloadWriter
-	sw       *loadgen.SessionWriter
+	ww       *metrics.WorkloadWriter
+	sw       *metrics.SessionWriter
 }
 
 // newWorkloadSink 创建写往 create 的真实负载产物接收器。
@@ -159,7 +160,7 @@ func (s *workloadSink) WriteRecord(r *loadgen.Record) error {
 		if err != nil {
 			return err
 		}
-		s.sw = loadgen.NewSessionWriter(f)
+		s.sw = metrics.NewSessionWriter(f)
 	}
 	return s.sw.WriteRecord(r)
 }
@@ -177,7 +178,7 @@ func (s *workloadSink) EndGroup(sum loadgen.Summary) error {
 				return err
 			}
 		}
-		s.ww = loadgen.NewWorkloadWriter(w, t)
+		s.ww = metrics.NewWorkloadWriter(w, t)
 	}
 	if s.sw != nil {
 		if err := s.sw.Flush(); err != nil {
