@@ -3,16 +3,19 @@ package accuracy
 import (
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/field"
 	"math"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/accuracy/external"
+	"github.com/vllm-cibench/cibench/field"
 )
 
-// BuiltinSample 是 Config.Dataset 的取值之一：使用内置的 12 题合成样例数据（SampleData）。
-// 它只能用于进程内模拟器（见 Config.CheckTarget），分数不代表任何模型能力。
+// BuiltinSample 是 Config.Dataset 的取值之一：使用登记表带的内置合成样例数据（Data.Sample，
+// simpleevals.Registry() 带的是 simpleevals.SampleData()）。它只能用于进程内模拟器
+// （见 Config.CheckTarget），分数不代表任何模型能力。
 const BuiltinSample = "builtin-sample"
 
 // DefaultRetries 是 Config.Retries 与 ChatConfig.Retries 为 0 时的重试次数。
@@ -59,9 +62,9 @@ type Config struct {
 	Retries        int           `yaml:"retries"`
 	// Timeout 是整个精度阶段的时限（规格：accuracy 90 分钟，每日可放宽）。
 	Timeout time.Duration `yaml:"timeout"`
-	// Dataset 选择数据来源的种类：空（默认）表示 simple-evals 自己读取的上游公共地址
-	// （DefaultBaseURL 与 DefaultURLs），下载一次后缓存在 CacheDir；BuiltinSample 表示
-	// 内置合成样例，只能对进程内模拟器使用。
+	// Dataset 选择数据来源的种类：空（默认）表示登记表的默认下载地址（Data.BaseURL 与
+	// Data.URLs；内置评测是 simple-evals 自己读取的上游公共地址），下载一次后缓存在
+	// CacheDir；BuiltinSample 表示内置合成样例，只能对进程内模拟器使用。
 	Dataset string `yaml:"dataset"`
 	// DatasetPath 是本地数据目录（参考文件名）；DatasetURL 是替代上游的下载根地址
 	// （镜像）；两者互斥，都为空时用上游地址。CacheDir 是下载缓存目录。
@@ -79,17 +82,17 @@ type Config struct {
 	MaxErrorRate *float64 `yaml:"max_error_rate"`
 	// Datasets 是要评测的数据集及其阈值。
 	Datasets []DatasetConfig `yaml:"datasets"`
-	// External 是 OpenCompass/MME 等外部评测（子进程适配器）。
-	External []ExternalConfig `yaml:"external"`
+	// External 是 OpenCompass/MME 等外部评测（子进程，见 external 包）。
+	External []external.Config `yaml:"external"`
 }
 
 // DatasetConfig 是一个数据集的评测设置与门禁阈值。
 type DatasetConfig struct {
-	// Name 是 gpqa、mmlu、mgsm、drop、humaneval 之一。
+	// Name 是登记表（Registry）中的评测名，如内置的 gpqa、mmlu、mgsm、drop、humaneval。
 	Name string `yaml:"name"`
-	// Threshold 是门禁阈值：Metric 的值 >= Threshold 为通过。必须能失败：score 类指标
-	// 在 (0, 1]（DROP 的 f1_score 是百分制，在 (0, 100]）；缺省只允许用于内置样例或
-	// report_only。
+	// Threshold 是门禁阈值：Metric 的值 >= Threshold 为通过。必须能失败：指标在 (0, 1]，
+	// 登记时用 WithMetricMax 声明了上限的指标在 (0, 上限]（drop 的 f1_score 是百分制，
+	// 在 (0, 100]）；缺省只允许用于内置样例或 report_only。
 	Threshold *float64 `yaml:"threshold"`
 	// Metric 是参与门禁的指标，默认 "score"（也可用 "f1_score"、"pass@1" 等）。
 	// 它只决定门禁比较哪个值，记录的 score 永远是 simple-evals 的总分。
@@ -195,19 +198,11 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// metricScale 返回 dataset 的 metric 的取值上限：DROP 的 f1_score 是百分制，其余是比例。
-func metricScale(dataset, metric string) float64 {
-	if dataset == "drop" && metric == "f1_score" {
-		return 100
-	}
-	return 1
-}
-
 // Validate 检查取值范围、数据来源与门禁阈值，在任何请求发出之前发现写错的配置。
 // 返回的错误是 *field.Error（包装 ErrConfig），Field 指明字段路径。datasets[].name 必须在
-// evals 中登记（nil 取 DefaultRegistry）：YAML 仍拒绝没人登记的评测名。
+// evals 中登记（nil 登记表什么也不认识：内置评测要传 simpleevals.Registry()）：YAML 仍拒绝
+// 没人登记的评测名；评测登记的 DatasetCheck 与指标上限（WithCheck、WithMetricMax）也在这里生效。
 func (c Config) Validate(evals *Registry) error {
-	evals = evals.orDefault()
 	if c.Evaluator != "" && c.Evaluator != "simple-evals" {
 		return cfgErr("evaluator", c.Evaluator, "not supported (want simple-evals; use external for others)")
 	}
@@ -243,6 +238,9 @@ func (c Config) Validate(evals *Registry) error {
 		if c.DatasetPath != "" || c.DatasetURL != "" {
 			return cfgErr("dataset", BuiltinSample, "conflicts with dataset_path/dataset_url: the built-in sample is not read from files")
 		}
+		if evals.Data().Sample == nil {
+			return cfgErr("dataset", BuiltinSample, "the eval registry has no built-in sample data (simpleevals.Registry() has one)")
+		}
 	default:
 		return cfgErr("dataset", c.Dataset, "want empty (simple-evals data from its public URLs) or %q", BuiltinSample)
 	}
@@ -259,7 +257,7 @@ func (c Config) Validate(evals *Registry) error {
 	for i, d := range c.Datasets {
 		p := fmt.Sprintf("datasets[%d]", i)
 		if !evals.Known(d.Name) {
-			return cfgErr(p+".name", d.Name, "%v (want one of %s)", ErrUnknownDataset, strings.Join(evals.Names(), ", "))
+			return cfgErr(p+".name", d.Name, "%v (%s)", ErrUnknownDataset, evals.want())
 		}
 		if seen[d.Name] {
 			return cfgErr(p+".name", d.Name, "listed twice")
@@ -269,7 +267,7 @@ func (c Config) Validate(evals *Registry) error {
 		if metric == "" {
 			metric = "score"
 		}
-		if err := checkThreshold(p, d.Threshold, d.ReportOnly, builtin, metricScale(d.Name, metric)); err != nil {
+		if err := checkThreshold(p, d.Threshold, d.ReportOnly, builtin, evals.metricMax(d.Name, metric)); err != nil {
 			return err
 		}
 		if err := checkRate(p+".max_error_rate", d.MaxErrorRate); err != nil {
@@ -281,8 +279,8 @@ func (c Config) Validate(evals *Registry) error {
 		if d.NRepeats < 0 || d.NRepeats > MaxNRepeats {
 			return cfgErr(p+".n_repeats", d.NRepeats, "must be in [0, %d]", MaxNRepeats)
 		}
-		if d.Examples > 0 && !c.Debug && d.Name == "gpqa" && d.NRepeats != 1 {
-			return cfgErr(p+".n_repeats", d.NRepeats, "gpqa with examples=%d in full mode needs n_repeats: 1 (simple-evals asserts this)", d.Examples)
+		if err := evals.checkDataset(p, d, c.Debug); err != nil {
+			return err
 		}
 	}
 	for i, e := range c.External {

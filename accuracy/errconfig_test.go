@@ -6,22 +6,23 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // TestConstructorErrorsWrapErrConfig 检查构造参数写错（不只是 Config.Validate）时，
 // 调用方能用 errors.Is(err, accuracy.ErrConfig) 把它与运行期失败（网络、数据集不可得）区分开。
 func TestConstructorErrorsWrapErrConfig(t *testing.T) {
-	src := accuracy.SampleData()
+	src := simpleevals.SampleData()
 	cases := map[string]error{}
 	_, cases["chat base url"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"localhost:8000/v1"}, Model: "m"}})
 	_, cases["chat model"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}}})
 	_, cases["chat negative"] = accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://x/v1"}, Model: "m"}, MaxTokens: -1})
-	_, cases["gpqa"] = accuracy.NewGPQA(src, accuracy.GPQAOptions{NRepeats: -1})
-	_, cases["mmlu"] = accuracy.NewMMLU(src, accuracy.MMLUOptions{NumExamples: -1})
-	_, cases["mgsm"] = accuracy.NewMGSM(src, accuracy.MGSMOptions{NumExamplesPerLang: -1})
-	_, cases["drop"] = accuracy.NewDROP(src, accuracy.DROPOptions{NumExamples: -1})
-	_, cases["registry"] = accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{Examples: -1})
+	_, cases["gpqa"] = simpleevals.NewGPQA(src, simpleevals.GPQAOptions{NRepeats: -1})
+	_, cases["mmlu"] = simpleevals.NewMMLU(src, simpleevals.MMLUOptions{NumExamples: -1})
+	_, cases["mgsm"] = simpleevals.NewMGSM(src, simpleevals.MGSMOptions{NumExamplesPerLang: -1})
+	_, cases["drop"] = simpleevals.NewDROP(src, simpleevals.DROPOptions{NumExamples: -1})
+	_, cases["registry"] = simpleevals.Registry().New("gpqa", src, accuracy.EvalOptions{Examples: -1})
 	_, cases["http source"] = accuracy.NewHTTPSource("ftp://x/", "", nil, http.DefaultClient)
 	for name, err := range cases {
 		if err == nil || !errors.Is(err, accuracy.ErrConfig) {

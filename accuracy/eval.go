@@ -49,5 +49,5 @@ func (f SamplerFunc) Sample(ctx context.Context, messages []Message) (string, er
 // ErrNotLoaded 表示在 Examples 成功返回之前调用了 Score。
 var ErrNotLoaded = errors.New("accuracy: Score called before Examples loaded the dataset")
 
-// ErrUnknownDataset 表示数据集名不是内置评测之一。
+// ErrUnknownDataset 表示数据集名没有在登记表（Registry）中登记。
 var ErrUnknownDataset = errors.New("accuracy: unknown dataset")

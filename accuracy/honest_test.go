@@ -20,6 +20,9 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/external"
+	"github.com/vllm-cibench/cibench/accuracy/internal/scripted"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/field"
 )
@@ -31,7 +34,7 @@ func sampleFileServer(t *testing.T) (*httptest.Server, *sync.Map) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := hits.LoadOrStore(r.URL.Path, new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
-		http.ServeFile(w, r, filepath.Join("sampledata", filepath.Base(r.URL.Path)))
+		http.ServeFile(w, r, filepath.Join("simpleevals", "sampledata", filepath.Base(r.URL.Path)))
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &hits
@@ -40,7 +43,7 @@ func sampleFileServer(t *testing.T) (*httptest.Server, *sync.Map) {
 // fileSHA 返回 sampledata 中一个文件的 sha256。
 func fileSHA(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("sampledata", name))
+	b, err := os.ReadFile(filepath.Join("simpleevals", "sampledata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +55,7 @@ func fileSHA(t *testing.T, name string) string {
 // 来源时，旧代码悄悄用内置 12 题合成样例给真实服务打分。现在默认读 simple-evals 的上游
 // 地址；拿不到就让数据集失败，错误写明文件与地址，且没有任何结果（绝不退回）。
 func TestNoDatasetConfiguredNeverScoresSyntheticData(t *testing.T) {
-	base := newScriptedServer(t, &scriptedModel{})
+	base := scripted.Serve(t, &scripted.Model{})
 	var asked []string
 	var mu sync.Mutex
 	offline := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -66,7 +69,7 @@ func TestNoDatasetConfiguredNeverScoresSyntheticData(t *testing.T) {
 	})}
 	cfg := accuracy.Config{Debug: true, Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2)}}}
 	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}},
-		accuracy.StageOptions{DownloadClient: offline, CacheDir: t.TempDir()})
+		accuracy.StageOptions{Evals: simpleevals.Registry(), DownloadClient: offline, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,45 +96,16 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 // RoundTrip 调用 f。
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestUpstreamURLsPerEval 校验每个评测默认读取的正是 simple-evals（与 human-eval）
-// 自己读取的公共地址。
-func TestUpstreamURLsPerEval(t *testing.T) {
-	src, err := accuracy.Config{}.OpenSource(nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := src.(*accuracy.HTTPSource)
-	const blob = "https://openaipublic.blob.core.windows.net/simple-evals/"
-	for name, want := range map[string]string{
-		accuracy.FileGPQADiamond: blob + "gpqa_diamond.csv",
-		accuracy.FileMMLU:        blob + "mmlu.csv",
-		accuracy.FileMGSM("bn"):  blob + "mgsm_bn.tsv",
-		accuracy.FileDROPTrain:   blob + "drop_v0_train.jsonl.gz",
-		accuracy.FileDROPDev:     blob + "drop_v0_dev.jsonl.gz",
-		accuracy.FileHumanEval:   "https://github.com/openai/human-eval/raw/master/data/HumanEval.jsonl.gz",
-		accuracy.FileMGSM("zh"):  blob + "mgsm_zh.tsv",
-	} {
-		if got := h.Locate(name); got != want {
-			t.Errorf("%s: %s, want %s", name, got, want)
-		}
-	}
-	// 镜像地址替换全部文件（包括 HumanEval），不与上游混用。
-	m, _ := accuracy.Config{DatasetURL: "http://mirror.example/se"}.OpenSource(nil, "")
-	if got := m.(*accuracy.HTTPSource).Locate(accuracy.FileHumanEval); got != "http://mirror.example/se/HumanEval.jsonl.gz" {
-		t.Errorf("mirror humaneval: %s", got)
-	}
-}
-
 // TestDownloadOnceIntoCacheAndRecordSource 经回环服务器下载数据：第一次运行下载并写入
 // 缓存，第二次运行不再请求；结果记录来源种类、每个文件的地址与 sha256。
 func TestDownloadOnceIntoCacheAndRecordSource(t *testing.T) {
 	files, hits := sampleFileServer(t)
-	base := newScriptedServer(t, &scriptedModel{})
+	base := scripted.Serve(t, &scripted.Model{})
 	cache := t.TempDir()
 	cfg := accuracy.Config{Debug: true, DatasetURL: files.URL + "/se/", CacheDir: cache,
 		Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2), MaxErrorRate: ptr(0)}, {Name: "drop", Threshold: ptr(0.1)}}}
 	for run := 0; run < 2; run++ {
-		res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{})
+		res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{Evals: simpleevals.Registry()})
 		if err != nil || len(res.Errors) != 0 || len(res.Results) != 2 {
 			t.Fatalf("run %d: %v %v", run, err, res.Errors)
 		}
@@ -199,14 +173,14 @@ func TestDownloadFailuresNameFileAndPlace(t *testing.T) {
 
 // TestBuiltinSampleOnlyByNameAndOnlyOnEmulator 校验内置样例只能按名字请求、只能对模拟器使用。
 func TestBuiltinSampleOnlyByNameAndOnlyOnEmulator(t *testing.T) {
-	base := newScriptedServer(t, &scriptedModel{})
+	base := scripted.Serve(t, &scripted.Model{})
 	cfg := accuracy.Config{Debug: true, Dataset: accuracy.BuiltinSample, Datasets: []accuracy.DatasetConfig{{Name: "gpqa"}}}
-	_, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{})
+	_, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{Evals: simpleevals.Registry()})
 	var ce *field.Error
 	if !errors.As(err, &ce) || ce.Field != "dataset" || !errors.Is(err, accuracy.ErrConfig) {
 		t.Fatalf("builtin against a real server: %v", err)
 	}
-	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{Emulated: true})
+	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{Evals: simpleevals.Registry(), Emulated: true})
 	if err != nil || len(res.Results) != 1 {
 		t.Fatalf("emulated: %v %+v", err, res)
 	}
@@ -217,10 +191,10 @@ func TestBuiltinSampleOnlyByNameAndOnlyOnEmulator(t *testing.T) {
 	if v := res.Verdicts[0]; !v.Pass || v.ScoreGated {
 		t.Errorf("builtin verdict: %+v", v)
 	}
-	if err := (accuracy.Config{Dataset: accuracy.BuiltinSample, DatasetPath: "/x"}).Validate(nil); err == nil {
+	if err := (accuracy.Config{Dataset: accuracy.BuiltinSample, DatasetPath: "/x"}).Validate(simpleevals.Registry()); err == nil {
 		t.Error("builtin + dataset_path accepted")
 	}
-	if err := (accuracy.Config{Dataset: "synthetic"}).Validate(nil); err == nil {
+	if err := (accuracy.Config{Dataset: "synthetic"}).Validate(simpleevals.Registry()); err == nil {
 		t.Error("unknown dataset kind accepted")
 	}
 }
@@ -242,9 +216,9 @@ func TestConfigRejectsGatesThatCannotFail(t *testing.T) {
 		{accuracy.Config{Retries: 1000}, "retries", "1000"},
 		{accuracy.Config{MaxErrorRate: ptr(1.5)}, "max_error_rate", "1.5"},
 		{accuracy.Config{DatasetPath: "/a", DatasetURL: "http://b/"}, "dataset_url", "http://b/"},
-		{accuracy.Config{External: []accuracy.ExternalConfig{{Name: "mme", Command: []string{"x"}, ResultFile: "r", Score: accuracy.ScoreSpec{Format: "regex", Pattern: "(1)"}}}}, "external[0].threshold", ""},
+		{accuracy.Config{External: []external.Config{{Name: "mme", Command: []string{"x"}, ResultFile: "r", Score: external.ScoreSpec{Format: "regex", Pattern: "(1)"}}}}, "external[0].threshold", ""},
 	} {
-		err := c.cfg.Validate(nil)
+		err := c.cfg.Validate(simpleevals.Registry())
 		var ce *field.Error
 		if !errors.As(err, &ce) || ce.Field != c.field || ce.Value != c.value {
 			t.Errorf("%+v: %v", c.cfg, err)
@@ -255,7 +229,7 @@ func TestConfigRejectsGatesThatCannotFail(t *testing.T) {
 		{Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2)}, {Name: "mmlu", ReportOnly: true}, {Name: "drop", Metric: "f1_score", Threshold: ptr(60)}}},
 		{Dataset: accuracy.BuiltinSample, Datasets: []accuracy.DatasetConfig{{Name: "gpqa"}, {Name: "mmlu", Threshold: ptr(0)}}},
 	} {
-		if err := ok.Validate(nil); err != nil {
+		if err := ok.Validate(simpleevals.Registry()); err != nil {
 			t.Errorf("%+v: %v", ok, err)
 		}
 	}
@@ -264,7 +238,7 @@ func TestConfigRejectsGatesThatCannotFail(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
 	defer srv.Close()
 	_, err := accuracy.RunStage(context.Background(), accuracy.Config{Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(7.5)}}},
-		accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}}, accuracy.StageOptions{Source: accuracy.SampleData()})
+		accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}}, accuracy.StageOptions{Evals: simpleevals.Registry(), Source: simpleevals.SampleData()})
 	if !errors.Is(err, accuracy.ErrConfig) || calls.Load() != 0 {
 		t.Errorf("threshold 7.5: err=%v requests=%d", err, calls.Load())
 	}
@@ -301,14 +275,14 @@ func TestGateFailsOnErrorsWhateverTheScore(t *testing.T) {
 // TestRunCountsFailedRequests 校验每个失败请求都计入 Errors 与分类，HumanEval 这种
 // 每题多次采样的也按请求计数。
 func TestRunCountsFailedRequests(t *testing.T) {
-	m := &scriptedModel{fail: func(n int, prompt string) int {
+	m := &scripted.Model{Fail: func(n int, prompt string) int {
 		if strings.Contains(prompt, "lamp 6 ") {
 			return http.StatusBadRequest
 		}
 		return 0
 	}}
-	base := newScriptedServer(t, m)
-	e, _ := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	base := scripted.Serve(t, m)
+	e, _ := simpleevals.Registry().New("gpqa", simpleevals.SampleData(), accuracy.EvalOptions{Debug: true})
 	res, err := accuracy.Run(context.Background(), newSampler(t, base, -1), e, accuracy.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +307,7 @@ func TestBadRequestScoresUpstreamReply(t *testing.T) {
 	if text != "No response (bad request)." || accuracy.ErrorClass(err) != "bad_request" || calls.Load() != 1 {
 		t.Fatalf("text=%q err=%v calls=%d", text, err, calls.Load())
 	}
-	e, _ := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, _ := simpleevals.Registry().New("gpqa", simpleevals.SampleData(), accuracy.EvalOptions{Debug: true})
 	res, err := accuracy.Run(context.Background(), s, e, accuracy.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -438,7 +412,7 @@ func TestAPIKeyNeverReachesArtifacts(t *testing.T) {
 	var files memFiles
 	cfg := accuracy.Config{Debug: true, Retries: -1, MaxErrorRate: ptr(1), Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0.2)}}}
 	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: key}},
-		accuracy.StageOptions{Source: accuracy.SampleData(), Create: files.create})
+		accuracy.StageOptions{Evals: simpleevals.Registry(), Source: simpleevals.SampleData(), Create: files.create})
 	if err != nil || len(res.Results) != 1 || res.Results[0].Errors == 0 {
 		t.Fatalf("%v %+v", err, res)
 	}

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/endpoint"
 )
@@ -59,7 +59,7 @@ func TestRunStageSpreadsOverAllInstances(t *testing.T) {
 	cfg := accuracy.Config{Dataset: accuracy.BuiltinSample, Debug: true, NumThreads: 1, MaxTokens: 16,
 		Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0)}}}
 	var jsonl bytes.Buffer
-	res, err := accuracy.RunStage(context.Background(), cfg, tgt, accuracy.StageOptions{Emulated: true, Create: captureJSONL(&jsonl)})
+	res, err := accuracy.RunStage(context.Background(), cfg, tgt, accuracy.StageOptions{Evals: simpleevals.Registry(), Emulated: true, Create: captureJSONL(&jsonl)})
 	if err != nil || len(res.Errors) != 0 || len(res.Results) != 1 {
 		t.Fatalf("err=%v errors=%v results=%d", err, res.Errors, len(res.Results))
 	}
@@ -111,7 +111,7 @@ func TestDeadInstanceFailuresCounted(t *testing.T) {
 	tgt := accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{ep.BaseURL(), dead}, Model: "m"}}
 	cfg := accuracy.Config{Dataset: accuracy.BuiltinSample, Debug: true, NumThreads: 1, MaxTokens: 16, Retries: -1,
 		Datasets: []accuracy.DatasetConfig{{Name: "gpqa", Threshold: ptr(0), MaxErrorRate: ptr(1)}}}
-	res, err := accuracy.RunStage(context.Background(), cfg, tgt, accuracy.StageOptions{Emulated: true})
+	res, err := accuracy.RunStage(context.Background(), cfg, tgt, accuracy.StageOptions{Evals: simpleevals.Registry(), Emulated: true})
 	if err != nil || len(res.Results) != 1 {
 		t.Fatalf("err=%v errors=%v", err, res.Errors)
 	}
@@ -146,7 +146,7 @@ func TestRetryGoesToNextInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, err := simpleevals.Registry().New("gpqa", simpleevals.SampleData(), accuracy.EvalOptions{Debug: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,26 +175,5 @@ func TestRetryGoesToNextInstance(t *testing.T) {
 	s2, _ := accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{dead, deadURL(t)}, Model: "m"}, Retries: 1, Backoff: time.Millisecond})
 	if _, err := s2.Sample(context.Background(), nil); err == nil || accuracy.ErrorClass(err) != "transport" || !strings.Contains(err.Error(), "giving up after 2 attempts (last on http://127.0.0.1:") {
 		t.Fatalf("all dead: %v", err)
-	}
-}
-
-// TestSubprocessGetsAllBaseURLs：外部评测除主地址 {base_url} / CIBENCH_BASE_URL 外，还得到
-// 全部实例 {base_urls} / CIBENCH_BASE_URLS（逗号分隔），能分流的工具因此能打全部实例。
-func TestSubprocessGetsAllBaseURLs(t *testing.T) {
-	script, _ := filepath.Abs("testdata/external/fake_eval.sh")
-	tgt := accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{"http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"}, Model: "m1", APIKey: "sk-x"}}
-	var logs bytes.Buffer
-	ev, err := accuracy.NewSubprocess(accuracy.ExternalConfig{Name: "multi", Command: []string{script, "urls", "{base_urls}", "{base_url}"},
-		ResultFile: "urls.txt", ReportOnly: true, Score: accuracy.ScoreSpec{Format: "regex", Pattern: `score: ([0-9]+)`}}, t.TempDir(), &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := ev.Evaluate(context.Background(), tgt)
-	if err != nil || res.Score != 1 {
-		t.Fatalf("score %v err %v logs %s", res.Score, err, logs.String())
-	}
-	want := "argv=http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1 first=http://10.0.0.1:8000/v1 env=http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1 envfirst=http://10.0.0.1:8000/v1\n"
-	if !strings.HasPrefix(logs.String(), want) {
-		t.Fatalf("logs %q, want prefix %q", logs.String(), want)
 	}
 }

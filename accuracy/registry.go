@@ -3,29 +3,37 @@ package accuracy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/field"
 )
 
-// EvalOptions 对应参考命令行中影响样本选择的参数。
+// EvalOptions 是精度配置中影响样本选择的参数，由 RunStage 按 datasets[] 的条目填好交给
+// EvalFactory。各字段对一个评测意味着什么由评测自己决定（内置评测的规则见 simpleevals 包），
+// 不用的字段忽略即可。
 type EvalOptions struct {
-	// Debug 对应 --debug：GPQA 5 题 × 1 次、MMLU 1 题、MGSM 每语言 10 题、DROP/HumanEval 10 题。
+	// Debug 对应参考命令行 --debug：评测只取自己规定的小子集（PR 用）。
 	Debug bool
-	// Examples 对应 --examples（0 表示未指定）；与参考实现一样只影响 GPQA、
-	// 以及非 debug 时的 MMLU/DROP/HumanEval，MGSM 不受影响。
+	// Examples 对应 --examples（0 表示未指定），NRepeats 对应 --n-repeats（0 表示评测自己的默认值）。
 	Examples int
-	// NRepeats 覆盖 GPQA 的重复次数（0 表示按参考：debug 1、全量 10）。
 	NRepeats int
-	// Interpreter 与 ExecTimeout 传给 HumanEval（见 HumanEvalOptions）。
+	// Interpreter 是执行模型生成代码的命令（如 ["python3"]，来自 StageOptions.Interpreter）；
+	// ExecTimeout 是单次执行的时限。只有执行代码的评测（如 humaneval）用它们。
 	Interpreter []string
 	ExecTimeout time.Duration
 }
 
 // EvalFactory 按数据来源与选项构造一个评测。内置评测从 src 读取 simple-evals 的数据文件；
 // 团队的评测可以读 src 中自己的文件，也可以完全不用它（数据随代码提供）。
-// 返回包装 ErrNoPython 的错误时 RunStage 跳过该数据集并写明原因，其余错误记为该数据集出错。
+// 返回包装 ErrSkip 的错误时 RunStage 跳过该数据集并以错误文本为原因，其余错误记为该数据集出错。
 type EvalFactory func(src Source, o EvalOptions) (Eval, error)
+
+// ErrSkip 由 EvalFactory 包装返回，表示评测在这个环境里做不了（例如缺少执行代码用的
+// python3）：RunStage 把数据集记进 StageResult.Skipped 而不是 Errors。
+var ErrSkip = errors.New("accuracy: eval skipped")
 
 // ErrDuplicateEval 表示同一个评测名被登记了两次。
 var ErrDuplicateEval = errors.New("accuracy: duplicate eval")
@@ -36,38 +44,68 @@ var ErrEvalName = errors.New("accuracy: invalid eval name")
 // maxEvalName 是评测名的长度上限：它出现在 YAML、结果文件名与指标标签中。
 const maxEvalName = 64
 
+// DatasetCheck 在任何请求发出之前校验一个 datasets[] 条目中只有该评测才懂的组合
+// （例如 gpqa 全量模式下抽子集必须 n_repeats: 1）；debug 是 Config.Debug。返回
+// *field.Error 时其 Field 是条目内的相对路径（如 "n_repeats"），Config.Validate 补上
+// "datasets[i]." 前缀；其他错误整体记在该条目上。
+type DatasetCheck func(d DatasetConfig, debug bool) error
+
+// RegisterOption 是 Register 的可选设置（登记时一并给出，之后只读）。
+type RegisterOption func(*entry)
+
+// WithCheck 为评测登记一个配置校验（见 DatasetCheck），Config.Validate 对该评测的
+// 每个条目调用它。
+func WithCheck(c DatasetCheck) RegisterOption { return func(e *entry) { e.check = c } }
+
+// WithMetricMax 声明评测的某个指标取值上限不是 1（例如 drop 的 f1_score 是百分制，上限 100），
+// 使 threshold 的取值范围检查按它进行；未声明的指标都按比例 (0, 1] 检查。
+func WithMetricMax(metric string, max float64) RegisterOption {
+	return func(e *entry) {
+		if e.metricMax == nil {
+			e.metricMax = map[string]float64{}
+		}
+		e.metricMax[metric] = max
+	}
+}
+
+// entry 是一个登记项：构造函数与可选的校验、指标上限。
+type entry struct {
+	f         EvalFactory
+	check     DatasetCheck
+	metricMax map[string]float64
+}
+
+// Data 是一组评测数据的默认来源，登记表带着它（见 Registry.SetData）：精度配置的
+// dataset 字段在它们之间选择，dataset_path/dataset_url 覆盖下载地址。
+type Data struct {
+	// BaseURL 与 URLs 是 dataset_path、dataset_url 都没给时的下载地址（URLs 中逐文件的地址
+	// 优先）；都为空时这样的配置打开数据文件会失败（包装 ErrDatasetUnavailable）。
+	BaseURL string
+	URLs    map[string]string
+	// Sample 是 dataset: builtin-sample 读取的内置合成样例（见 BuiltinSource）；nil 表示没有，
+	// 此时写 builtin-sample 的配置校验失败。
+	Sample Source
+}
+
 // Registry 是评测名到构造函数的登记表：精度配置 datasets[].name 只接受登记过的名字，
 // RunStage 用它构造评测。它是普通的值，由调用方构造并传给 Config.Validate、
 // StageOptions.Evals 与 matrix.WithEvals，本包没有全局登记表（也没有 init() 登记）。
-// 非并发安全：登记完成后再交给使用者，之后只读。
+// 内置的五个 simple-evals 评测由 simpleevals.Registry() 登记（本包不导入数据集）；
+// 只跑自己评测的程序从 NewRegistry() 出发。非并发安全：登记完成后再交给使用者，之后只读。
 type Registry struct {
 	names []string
-	m     map[string]EvalFactory
+	m     map[string]*entry
+	data  Data
 }
 
-// NewRegistry 返回一张空登记表。
-func NewRegistry() *Registry { return &Registry{m: map[string]EvalFactory{}} }
-
-// DefaultRegistry 返回登记了五个内置评测（gpqa、mmlu、mgsm、drop、humaneval，按
-// simple_evals.py 的 get_evals 规则构造）的新登记表；每次调用都是独立的值，调用方在上面
-// 登记自己的评测不影响别人。
-func DefaultRegistry() *Registry {
-	r := NewRegistry()
-	for _, b := range []struct {
-		name string
-		f    EvalFactory
-	}{{"gpqa", newGPQAEval}, {"mmlu", newMMLUEval}, {"mgsm", newMGSMEval}, {"drop", newDROPEval}, {"humaneval", newHumanEvalEval}} {
-		r.names = append(r.names, b.name)
-		r.m[b.name] = b.f
-	}
-	return r
-}
+// NewRegistry 返回一张空登记表（没有评测，也没有默认数据来源）。
+func NewRegistry() *Registry { return &Registry{m: map[string]*entry{}} }
 
 // Register 登记一个评测。名字必须以小写字母开头，只含小写字母、数字、'_' 与 '-'，不超过
 // 64 个字符（它会成为结果文件名 {dataset}_{model}_{ts}.json 的一部分与指标标签，不能含
 // 路径分隔符或空白）；f 不能为 nil。写法不合法返回包装 ErrEvalName 的错误，已登记返回
 // 包装 ErrDuplicateEval 的错误（覆盖内置评测必须换一个名字，报告里的 gpqa 永远是 gpqa）。
-func (r *Registry) Register(name string, f EvalFactory) error {
+func (r *Registry) Register(name string, f EvalFactory, opts ...RegisterOption) error {
 	if err := checkEvalName(name); err != nil {
 		return err
 	}
@@ -75,14 +113,34 @@ func (r *Registry) Register(name string, f EvalFactory) error {
 		return fmt.Errorf("%w: %q: nil factory", ErrEvalName, name)
 	}
 	if r.m == nil {
-		r.m = map[string]EvalFactory{}
+		r.m = map[string]*entry{}
 	}
 	if _, ok := r.m[name]; ok {
 		return fmt.Errorf("%w: %q is already registered", ErrDuplicateEval, name)
 	}
-	r.m[name] = f
+	e := &entry{f: f}
+	for _, o := range opts {
+		o(e)
+	}
+	r.m[name] = e
 	r.names = append(r.names, name)
 	return nil
+}
+
+// SetData 设置登记表的默认数据来源（见 Data）；URLs 被复制，之后改动调用方的 map 不影响登记表。
+func (r *Registry) SetData(d Data) {
+	d.URLs = maps.Clone(d.URLs)
+	r.data = d
+}
+
+// Data 返回登记表的默认数据来源（URLs 是新 map）。nil 登记表没有数据来源。
+func (r *Registry) Data() Data {
+	if r == nil {
+		return Data{}
+	}
+	d := r.data
+	d.URLs = maps.Clone(d.URLs)
+	return d
 }
 
 // checkEvalName 校验评测名的写法，错误写明取值与规则。
@@ -102,7 +160,7 @@ func checkEvalName(s string) error {
 	return nil
 }
 
-// Names 返回已登记的评测名（新切片），顺序即登记顺序（内置的五个在前）。
+// Names 返回已登记的评测名（新切片），顺序即登记顺序。
 func (r *Registry) Names() []string {
 	if r == nil {
 		return nil
@@ -124,10 +182,18 @@ func (r *Registry) check(name string) error {
 	if r.Known(name) {
 		return nil
 	}
-	return fmt.Errorf("%w %q (want one of %s)", ErrUnknownDataset, name, strings.Join(r.Names(), ", "))
+	return fmt.Errorf("%w %q (%s)", ErrUnknownDataset, name, r.want())
 }
 
-// New 按登记的构造函数创建评测。o 的 Examples 与 NRepeats 不能为负（包装 ErrOptions）；
+// want 说明可用的名字，供错误信息使用；空登记表明说没有登记任何评测。
+func (r *Registry) want() string {
+	if len(r.Names()) == 0 {
+		return "no evals are registered: pass simpleevals.Registry() or your own registry"
+	}
+	return "want one of " + strings.Join(r.Names(), ", ")
+}
+
+// New 按登记的构造函数创建评测。o 的 Examples 与 NRepeats 不能为负（包装 ErrConfig）；
 // 名字未登记时返回包装 ErrUnknownDataset 的错误。
 func (r *Registry) New(name string, src Source, o EvalOptions) (Eval, error) {
 	if o.Examples < 0 || o.NRepeats < 0 {
@@ -136,58 +202,48 @@ func (r *Registry) New(name string, src Source, o EvalOptions) (Eval, error) {
 	if err := r.check(name); err != nil {
 		return nil, err
 	}
-	return r.m[name](src, o)
+	return r.m[name].f(src, o)
 }
 
-// orDefault 返回 r，nil 时返回内置登记表：StageOptions 与 Config.Validate 的 nil 即“只有内置评测”。
-func (r *Registry) orDefault() *Registry {
+// metricMax 返回评测 name 的指标 metric 的取值上限：登记时用 WithMetricMax 声明的值，否则 1。
+func (r *Registry) metricMax(name, metric string) float64 {
+	if r != nil {
+		if e, ok := r.m[name]; ok {
+			if v, ok := e.metricMax[metric]; ok {
+				return v
+			}
+		}
+	}
+	return 1
+}
+
+// checkDataset 运行评测登记的 DatasetCheck（没有时什么也不做），把错误定位到 p（"datasets[i]"）下。
+func (r *Registry) checkDataset(p string, d DatasetConfig, debug bool) error {
 	if r == nil {
-		return DefaultRegistry()
+		return nil
 	}
-	return r
-}
-
-// numExamples 按 simple_evals.py 计算 num_examples：args.examples if given else (5 if debug else None)。
-func numExamples(o EvalOptions) int {
-	if o.Examples == 0 && o.Debug {
-		return 5
+	e, ok := r.m[d.Name]
+	if !ok || e.check == nil {
+		return nil
 	}
-	return o.Examples
-}
-
-// debugOr 在 debug 时返回 debugN，否则返回 full（simple_evals.py 中各评测的 debug 规则）。
-func debugOr(o EvalOptions, debugN, full int) int {
-	if o.Debug {
-		return debugN
+	err := e.check(d, debug)
+	if err == nil {
+		return nil
 	}
-	return full
-}
-
-// newGPQAEval 是 gpqa 的构造函数：重复次数 debug 1、全量 10，可由 NRepeats 覆盖。
-func newGPQAEval(src Source, o EvalOptions) (Eval, error) {
-	rep := o.NRepeats
-	if rep == 0 {
-		rep = debugOr(o, 1, 10)
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		out := *fe
+		out.Field = p + "." + fe.Field
+		if fe.Field == "" {
+			out.Field = p
+		}
+		switch {
+		case fe.Err == nil:
+			out.Err = ErrConfig
+		case !errors.Is(fe.Err, ErrConfig):
+			out.Err = fmt.Errorf("%w: %w", ErrConfig, fe.Err)
+		}
+		return &out
 	}
-	return NewGPQA(src, GPQAOptions{NRepeats: rep, NumExamples: numExamples(o)})
-}
-
-// newMMLUEval 是 mmlu 的构造函数：debug 1 题。
-func newMMLUEval(src Source, o EvalOptions) (Eval, error) {
-	return NewMMLU(src, MMLUOptions{NumExamples: debugOr(o, 1, numExamples(o))})
-}
-
-// newMGSMEval 是 mgsm 的构造函数：每语言 debug 10、全量 250 题，不受 Examples 影响。
-func newMGSMEval(src Source, o EvalOptions) (Eval, error) {
-	return NewMGSM(src, MGSMOptions{NumExamplesPerLang: debugOr(o, 10, 250)})
-}
-
-// newDROPEval 是 drop 的构造函数：debug 10 题，每个提示 3 个训练样例。
-func newDROPEval(src Source, o EvalOptions) (Eval, error) {
-	return NewDROP(src, DROPOptions{NumExamples: debugOr(o, 10, numExamples(o)), TrainSamplesPerPrompt: 3})
-}
-
-// newHumanEvalEval 是 humaneval 的构造函数：debug 10 题，执行器与时限来自 o。
-func newHumanEvalEval(src Source, o EvalOptions) (Eval, error) {
-	return NewHumanEval(src, HumanEvalOptions{NumExamples: debugOr(o, 10, numExamples(o)), Interpreter: o.Interpreter, ExecTimeout: o.ExecTimeout})
+	return cfgErr(p, d.Name, "%s", err.Error())
 }

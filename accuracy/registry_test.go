@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/internal/scripted"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/field"
 )
@@ -38,7 +40,7 @@ func (e fixedEval) Score(_ context.Context, ex accuracy.Example, responses []str
 // TestRegistryRegister 检查登记时的校验：空名、写法不合法、nil 构造函数、重复（包括覆盖内置）
 // 都被拒绝并可用 errors.Is 区分；DefaultRegistry 每次是新值。
 func TestRegistryRegister(t *testing.T) {
-	r := accuracy.DefaultRegistry()
+	r := simpleevals.Registry()
 	mk := func(accuracy.Source, accuracy.EvalOptions) (accuracy.Eval, error) { return fixedEval{}, nil }
 	if err := r.Register("team-echo", mk); err != nil {
 		t.Fatal(err)
@@ -64,14 +66,14 @@ func TestRegistryRegister(t *testing.T) {
 	if got := strings.Join(r.Names(), ","); got != "gpqa,mmlu,mgsm,drop,humaneval,team-echo" {
 		t.Fatalf("Names = %s", got)
 	}
-	if accuracy.DefaultRegistry().Known("team-echo") || accuracy.NewRegistry().Known("gpqa") {
+	if simpleevals.Registry().Known("team-echo") || accuracy.NewRegistry().Known("gpqa") {
 		t.Fatal("registries share state")
 	}
 	var nilReg *accuracy.Registry
 	if nilReg.Known("gpqa") || nilReg.Names() != nil {
 		t.Fatal("a nil registry must know nothing")
 	}
-	if _, err := accuracy.DefaultRegistry().New("team-echo", nil, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrUnknownDataset) || !strings.Contains(err.Error(), `"team-echo"`) {
+	if _, err := simpleevals.Registry().New("team-echo", nil, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrUnknownDataset) || !strings.Contains(err.Error(), `"team-echo"`) {
 		t.Fatalf("New of an unregistered name = %v", err)
 	}
 	if e, err := r.New("team-echo", nil, accuracy.EvalOptions{}); err != nil || e.Name() != "team-echo" {
@@ -84,13 +86,13 @@ func TestRegistryRegister(t *testing.T) {
 // 结果与门禁判定与内置评测一样出现在 StageResult 中；阈值高于得分时门禁不通过。
 // 没有登记的表仍拒绝这个名字（YAML 拒绝没人登记的评测）。
 func TestRunStageTeamEval(t *testing.T) {
-	base := newScriptedServer(t, &scriptedModel{})
+	base := scripted.Serve(t, &scripted.Model{})
 	cfg := accuracy.Config{Debug: true, MaxTokens: 16, NumThreads: 2, Datasets: []accuracy.DatasetConfig{{Name: "team-echo", Threshold: ptr(0.99)}}}
 	var ce *field.Error
-	if err := cfg.Validate(nil); !errors.As(err, &ce) || ce.Field != "datasets[0].name" || !errors.Is(err, accuracy.ErrConfig) {
+	if err := cfg.Validate(simpleevals.Registry()); !errors.As(err, &ce) || ce.Field != "datasets[0].name" || !errors.Is(err, accuracy.ErrConfig) {
 		t.Fatalf("the built-in registry accepted an unregistered eval: %v", err)
 	}
-	evals := accuracy.DefaultRegistry()
+	evals := simpleevals.Registry()
 	// 脚本化模型的回复里没有 "zzz"：得分 0，低于阈值，门禁必须是红的。
 	if err := evals.Register("team-echo", func(accuracy.Source, accuracy.EvalOptions) (accuracy.Eval, error) { return fixedEval{want: "zzz"}, nil }); err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestRunStageTeamEval(t *testing.T) {
 	}
 	var files memFiles
 	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}},
-		accuracy.StageOptions{Source: accuracy.SampleData(), Evals: evals, Create: files.create})
+		accuracy.StageOptions{Source: simpleevals.SampleData(), Evals: evals, Create: files.create})
 	if err != nil {
 		t.Fatal(err)
 	}

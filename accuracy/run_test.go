@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/internal/scripted"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/endpoint"
 )
 
@@ -28,7 +30,7 @@ func newSampler(t *testing.T, base string, retries int) *accuracy.ChatSampler {
 // TestBadRequestScoredAsUpstream 校验 400 按参考实现的固定回复计分并计为失败（不重试），
 // 500 先重试后成功且不计失败。
 func TestBadRequestScoredAsUpstream(t *testing.T) {
-	m := &scriptedModel{fail: func(n int, prompt string) int {
+	m := &scripted.Model{Fail: func(n int, prompt string) int {
 		if strings.Contains(prompt, "lamp 6 ") {
 			return http.StatusBadRequest
 		}
@@ -37,8 +39,8 @@ func TestBadRequestScoredAsUpstream(t *testing.T) {
 		}
 		return 0
 	}}
-	base := newScriptedServer(t, m)
-	e, _ := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	base := scripted.Serve(t, m)
+	e, _ := simpleevals.Registry().New("gpqa", simpleevals.SampleData(), accuracy.EvalOptions{Debug: true})
 	res, err := accuracy.Run(context.Background(), newSampler(t, base, 5), e, accuracy.Options{Threads: 1, Model: "scripted"})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +79,7 @@ func TestRetriesExhausted(t *testing.T) {
 	if calls.Load() != 3 {
 		t.Fatalf("calls=%d want 3", calls.Load())
 	}
-	e, _ := accuracy.DefaultRegistry().New("mmlu", accuracy.SampleData(), accuracy.EvalOptions{Debug: true})
+	e, _ := simpleevals.Registry().New("mmlu", simpleevals.SampleData(), accuracy.EvalOptions{Debug: true})
 	res, err := accuracy.Run(context.Background(), s, e, accuracy.Options{})
 	if err != nil || res.Errors != 1 || res.Singles[0].Error == "" || res.Score != 0 {
 		t.Fatalf("res=%+v err=%v", res, err)
@@ -149,7 +151,7 @@ func TestRetriesZeroMeansDefault(t *testing.T) {
 			t.Errorf("Retries %d: %d calls (err %v), want %d", c.retries, calls.Load(), err, c.calls)
 		}
 	}
-	if err := (accuracy.Config{Retries: -1}).Validate(nil); err != nil {
+	if err := (accuracy.Config{Retries: -1}).Validate(simpleevals.Registry()); err != nil {
 		t.Errorf("Retries -1 (no retries) rejected: %v", err)
 	}
 	if got := (accuracy.Config{}).WithDefaults().Retries; got != accuracy.DefaultRetries {
@@ -175,7 +177,7 @@ func TestCancelKeepsPartial(t *testing.T) {
 		}
 		return "Answer: A", nil
 	})
-	e, _ := accuracy.DefaultRegistry().New("gpqa", accuracy.SampleData(), accuracy.EvalOptions{})
+	e, _ := simpleevals.Registry().New("gpqa", simpleevals.SampleData(), accuracy.EvalOptions{})
 	var progress []int
 	res, err := accuracy.Run(ctx, sampler, e, accuracy.Options{Threads: 1, Progress: func(done, total int) {
 		progress = append(progress, done)

@@ -19,27 +19,6 @@ import (
 	"time"
 )
 
-// 参考实现使用的数据文件名；本地目录与 URL 缓存都用这些名字。
-const (
-	FileGPQADiamond = "gpqa_diamond.csv"
-	FileMMLU        = "mmlu.csv"
-	FileDROPTrain   = "drop_v0_train.jsonl.gz"
-	FileDROPDev     = "drop_v0_dev.jsonl.gz"
-	FileHumanEval   = "HumanEval.jsonl.gz"
-)
-
-// FileMGSM 返回某语言 MGSM 数据的文件名（mgsm_<lang>.tsv）。
-func FileMGSM(lang string) string { return "mgsm_" + lang + ".tsv" }
-
-// DefaultBaseURL 是 simple-evals 下载数据的公共地址。HumanEval 不在这里，
-// 参考实现从 human-eval 包内读取，其上游地址见 DefaultURLs。
-const DefaultBaseURL = "https://openaipublic.blob.core.windows.net/simple-evals/"
-
-// DefaultURLs 返回不在 DefaultBaseURL 下的文件的上游地址（每次返回新 map）。
-func DefaultURLs() map[string]string {
-	return map[string]string{FileHumanEval: "https://github.com/openai/human-eval/raw/master/data/HumanEval.jsonl.gz"}
-}
-
 // ErrDatasetUnavailable 表示已配置的来源拿不到某个数据文件；错误信息写明文件名与查找位置。
 var ErrDatasetUnavailable = errors.New("accuracy: dataset unavailable")
 
@@ -122,17 +101,44 @@ func (s FSSource) label() string {
 	return "dataset directory"
 }
 
-// sampleSource 是内置合成样例（SampleData）；单独的类型使它在 DataSource 中
-// 明确标为 builtin-sample，不会被误认为某个目录里的真实数据。
-type sampleSource struct{ FSSource }
+// BuiltinSource 把随代码提供的合成样例（通常是 embed.FS 的子目录）包装成数据来源：
+// 它在 DataSource 中明确标为 builtin-sample，不会被误认为某个目录里的真实数据。
+// location 是样例在源码树中的位置（如 "accuracy/simpleevals/sampledata"），写进
+// DataSource 与每个 DataFile。登记表用它填 Data.Sample。
+func BuiltinSource(fsys fs.FS, location string) Source {
+	return sampleSource{FSSource: FSSource{FS: fsys, Label: "built-in synthetic sample data"}, location: location}
+}
+
+// sampleSource 是 BuiltinSource 返回的来源；单独的类型让 Describe 给出 builtin-sample。
+type sampleSource struct {
+	FSSource
+	location string
+}
 
 // Describe 说明来源是内置样例。
 func (s sampleSource) Describe() DataSource {
-	return DataSource{Kind: SourceBuiltin, Location: "built-in synthetic sample (accuracy/sampledata, not a real benchmark)"}
+	return DataSource{Kind: SourceBuiltin, Location: "built-in synthetic sample (" + s.location + ", not a real benchmark)"}
 }
 
 // Locate 返回样例文件在源码树中的位置。
-func (s sampleSource) Locate(name string) string { return "accuracy/sampledata/" + name }
+func (s sampleSource) Locate(name string) string { return s.location + "/" + name }
+
+// noSource 是登记表没有默认下载地址、配置也没给 dataset_path/dataset_url 时的来源：
+// 不读数据的评测（数据随代码提供）照常运行，要读文件的评测得到写明原因的错误。
+type noSource struct{}
+
+// Open 总是返回包装 ErrDatasetUnavailable 的错误。
+func (noSource) Open(_ context.Context, name string) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("%w: %s: no dataset_path or dataset_url configured and the eval registry has no default download URL", ErrDatasetUnavailable, name)
+}
+
+// Describe 说明没有配置任何来源。
+func (noSource) Describe() DataSource {
+	return DataSource{Kind: "none", Location: "no dataset source configured"}
+}
+
+// Locate 返回文件名本身（没有位置可言）。
+func (noSource) Locate(name string) string { return name }
 
 // HTTPSource 从 BaseURL（或 URLs 中的逐文件地址）下载数据，并缓存在 CacheDir。
 // CacheDir 为空时不缓存；缓存写入先落临时文件再改名，并发下载同一文件是安全的。

@@ -12,20 +12,35 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vllm-cibench/cibench/accuracy/external"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/redact"
 )
 
+// Target 是被测服务：嵌入的 endpoint.Endpoint（地址、模型、密钥、HTTP 客户端，约定见
+// endpoint 包文档）。部署得到的端点原样放进来：Target{Endpoint: ep}；本包因此不依赖 deploy。
+//
+// 本包对嵌入字段的用法：RunStage 与 ChatSampler 把请求按轮询分发到全部 BaseURLs，重试换到
+// 下一个实例；外部评测得到主地址 {base_url} 与全部地址 {base_urls}（见 external.Config）。
+// APIKey 以 Bearer 方式发给服务，对外部评测只经环境变量 OPENAI_API_KEY 传给子进程，不出现在
+// 命令行中。HTTPClient 只用于请求模型（下载数据集用 StageOptions.DownloadClient），nil 时使用
+// 基于 http.DefaultTransport 的新客户端。
+type Target struct {
+	endpoint.Endpoint
+}
+
 // StageOptions 是 RunStage 的运行环境（配置之外、由调用方决定的部分）。
 type StageOptions struct {
-	// Source 是数据来源；nil 时按 Config 构造（见 Config.OpenSource）。给出 Source 时
-	// 调用方自己负责它与目标相容。
+	// Source 是数据来源；nil 时按 Config 与 Evals 的默认数据构造（见 Config.OpenSource）。
+	// 给出 Source 时调用方自己负责它与目标相容。
 	Source Source
 	// Emulated 为 true 表示目标是进程内模拟器：只有这时才允许 dataset: builtin-sample。
 	Emulated bool
 	// CacheDir 是 Config.CacheDir 为空时使用的下载缓存目录（通常是用户缓存目录下的
 	// cibench/simple-evals）；两者都为空时不缓存。
 	CacheDir string
-	// Interpreter 是 HumanEval 的执行命令（如 ["python3"]）；为空时跳过 HumanEval 并说明原因。
+	// Interpreter 是执行模型生成代码的命令（如 ["python3"]，交给 EvalOptions.Interpreter）；
+	// 为空时需要它的评测（humaneval）被跳过并说明原因。
 	Interpreter []string
 	// Create 为结果文件（"{stem}.json"、".html"、".jsonl"）打开写入目标；nil 表示不写文件。
 	Create func(name string) (io.WriteCloser, error)
@@ -42,8 +57,9 @@ type StageOptions struct {
 	Now func() time.Time
 	// Label 是写进结果与文件名的模型名（如 simple-evals 的 --model）；空时用 Target.Model。
 	Label string
-	// Evals 是 datasets[].name 的登记表（校验与构造评测都用它）；nil 取 DefaultRegistry。
-	// 团队登记了自己的评测时，传入同一张表（也交给 matrix.WithEvals，让 YAML 认识它）。
+	// Evals 是 datasets[].name 的登记表（校验、构造评测与默认数据来源都用它），必填：
+	// 内置评测是 simpleevals.Registry()，团队在上面（或在 NewRegistry() 上）登记自己的评测，
+	// 并把同一张表交给 matrix.WithEvals，让 YAML 认识它。
 	Evals *Registry
 }
 
@@ -76,11 +92,14 @@ func (s StageResult) Passed() bool {
 // RunStage 按 Config 对目标服务依次评测全部数据集（CI 的精度阶段，examples/ci 与
 // examples/accuracy 共用这一条路径）：校验配置与目标、构造采样器与数据来源，逐个
 // 运行、记录数据来源、写出结果文件、用 Gate 判定；单个数据集失败只记录在 Errors 中，
-// 继续下一个。配置无效（包装 ErrConfig）或 ctx 被取消时返回错误（已完成的部分仍在
-// 返回值中）。
+// 继续下一个；构造函数返回包装 ErrSkip 的错误时该数据集记入 Skipped。配置无效（包装
+// ErrConfig，包括 o.Evals 为 nil）或 ctx 被取消时返回错误（已完成的部分仍在返回值中）。
 func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageResult, error) {
 	out := StageResult{Skipped: map[string]string{}, Errors: map[string]error{}}
-	evals := o.Evals.orDefault()
+	evals := o.Evals
+	if evals == nil {
+		return out, optErrf("accuracy: StageOptions.Evals is nil (pass simpleevals.Registry() for the built-in evals, or your own registry)")
+	}
 	if err := cfg.Validate(evals); err != nil {
 		return out, err
 	}
@@ -98,7 +117,7 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 	src := o.Source
 	if src == nil {
 		var err error
-		if src, err = cfg.OpenSource(o.DownloadClient, o.CacheDir); err != nil {
+		if src, err = cfg.OpenSource(evals.Data(), o.DownloadClient, o.CacheDir); err != nil {
 			return out, err
 		}
 	}
@@ -114,8 +133,8 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 	for _, d := range cfg.Datasets {
 		rec := newRecorder(src)
 		e, err := evals.New(d.Name, rec, EvalOptions{Debug: cfg.Debug, Examples: d.Examples, NRepeats: d.NRepeats, Interpreter: o.Interpreter})
-		if errors.Is(err, ErrNoPython) {
-			out.Skipped[d.Name] = "python3 interpreter not available (humaneval executes generated code)"
+		if errors.Is(err, ErrSkip) {
+			out.Skipped[d.Name] = strings.TrimPrefix(err.Error(), ErrSkip.Error()+": ")
 			continue
 		}
 		if err != nil {
@@ -154,16 +173,18 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 	}
 	if o.ExternalDir != "" {
 		for _, x := range cfg.External {
-			ev, err := NewSubprocess(x, filepath.Join(o.ExternalDir, x.Name), o.Logs)
+			ev, err := external.New(x, filepath.Join(o.ExternalDir, x.Name), o.Logs)
 			if err != nil {
 				out.Errors[x.Name] = err
 				continue
 			}
-			res, err := ev.Evaluate(ctx, t)
+			xr, err := ev.Run(ctx, t.Endpoint)
 			if err != nil {
 				out.Errors[x.Name] = err
 				continue
 			}
+			res := EvalResult{Dataset: xr.Dataset, Model: xr.Model, Score: xr.Score, Metrics: map[string]float64{},
+				Examples: 1, Planned: 1, MetricOrder: []string{"score"}, Started: xr.Started, Finished: xr.Finished}
 			g := DatasetConfig{Name: res.Dataset, Metric: "score", Threshold: x.Threshold, ReportOnly: x.ReportOnly, MaxErrorRate: new(float64)}
 			out.Results = append(out.Results, res)
 			out.Gates = append(out.Gates, g)
@@ -173,13 +194,14 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 	return out, nil
 }
 
-// OpenSource 按配置构造数据来源，从不在来源之间退回：
-//   - dataset: builtin-sample → 内置合成样例（调用方须先用 CheckTarget 确认目标是模拟器）；
+// OpenSource 按配置与登记表的默认数据 d（Registry.Data）构造数据来源，从不在来源之间退回：
+//   - dataset: builtin-sample → d.Sample（调用方须先用 CheckTarget 确认目标是模拟器）；
 //   - dataset_path → 本地目录；
 //   - dataset_url → 该镜像地址下的全部文件；
-//   - 都没有 → simple-evals 自己读取的上游公共地址（DefaultBaseURL 与 DefaultURLs），
-//     下载一次后缓存在 cache_dir（为空时用 defaultCache）。
-func (c Config) OpenSource(client *http.Client, defaultCache string) (Source, error) {
+//   - 都没有 → d 的下载地址（内置评测是 simple-evals 自己读取的上游公共地址），
+//     下载一次后缓存在 cache_dir（为空时用 defaultCache）。d 没有下载地址时返回的来源
+//     在打开文件时失败（包装 ErrDatasetUnavailable）：不读数据的评测照常运行。
+func (c Config) OpenSource(d Data, client *http.Client, defaultCache string) (Source, error) {
 	cache := c.CacheDir
 	if cache == "" {
 		cache = defaultCache
@@ -188,7 +210,10 @@ func (c Config) OpenSource(client *http.Client, defaultCache string) (Source, er
 	var err error
 	switch {
 	case c.Dataset == BuiltinSample:
-		return SampleData(), nil
+		if d.Sample == nil {
+			return nil, cfgErr("dataset", BuiltinSample, "the eval registry has no built-in sample data")
+		}
+		return d.Sample, nil
 	case c.DatasetPath != "":
 		st, err := os.Stat(c.DatasetPath)
 		if err != nil || !st.IsDir() {
@@ -198,8 +223,10 @@ func (c Config) OpenSource(client *http.Client, defaultCache string) (Source, er
 		return FSSource{FS: os.DirFS(c.DatasetPath), Label: abs}, nil
 	case c.DatasetURL != "":
 		h, err = NewHTTPSource(c.DatasetURL, cache, nil, client)
+	case d.BaseURL == "" && len(d.URLs) == 0:
+		return noSource{}, nil
 	default:
-		h, err = NewHTTPSource(DefaultBaseURL, cache, DefaultURLs(), client)
+		h, err = NewHTTPSource(d.BaseURL, cache, d.URLs, client)
 	}
 	if err != nil {
 		return nil, err

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/external"
+	"github.com/vllm-cibench/cibench/accuracy/internal/scripted"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/endpoint"
 )
 
@@ -39,8 +42,8 @@ func (m *memFiles) create(name string) (io.WriteCloser, error) {
 
 // TestRunStage 按配置跑完整的精度阶段：阈值判定、跳过 HumanEval、外部评测、结果文件。
 func TestRunStage(t *testing.T) {
-	base := newScriptedServer(t, &scriptedModel{})
-	script, _ := filepath.Abs("testdata/external/fake_eval.sh")
+	base := scripted.Serve(t, &scripted.Model{})
+	script, _ := filepath.Abs("external/testdata/fake_eval.sh")
 	cfg := accuracy.Config{
 		Debug: true, MaxTokens: 64, Temperature: 0.6, NumThreads: 4,
 		Datasets: []accuracy.DatasetConfig{
@@ -49,13 +52,13 @@ func TestRunStage(t *testing.T) {
 			{Name: "drop", Metric: "f1_score", Threshold: ptr(10)},
 			{Name: "humaneval", Threshold: ptr(0.5)},
 		},
-		External: []accuracy.ExternalConfig{{Name: "mme", Command: []string{script, "mme"}, ResultFile: "mme.txt", Env: map[string]string{"FAKE_WANT_MODEL": "{model}"},
-			Score: accuracy.ScoreSpec{Format: "regex", Pattern: `total score: ([0-9.]+)`}, Threshold: ptr(1000)}},
+		External: []external.Config{{Name: "mme", Command: []string{script, "mme"}, ResultFile: "mme.txt", Env: map[string]string{"FAKE_WANT_MODEL": "{model}"},
+			Score: external.ScoreSpec{Format: "regex", Pattern: `total score: ([0-9.]+)`}, Threshold: ptr(1000)}},
 	}
 	var files memFiles
 	var progressed sync.Map
-	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted", APIKey: "sk-x"}}, accuracy.StageOptions{
-		Source: accuracy.SampleData(), Create: files.create, ExternalDir: t.TempDir(),
+	res, err := accuracy.RunStage(context.Background(), cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted", APIKey: "sk-x"}}, accuracy.StageOptions{Evals: simpleevals.Registry(),
+		Source: simpleevals.SampleData(), Create: files.create, ExternalDir: t.TempDir(),
 		Progress: func(ds string, done, total int) { progressed.Store(ds, done) },
 	})
 	if err != nil {
@@ -85,12 +88,12 @@ func TestRunStage(t *testing.T) {
 		t.Errorf("progress %v", v)
 	}
 	// 配置无效时直接返回错误。
-	if _, err := accuracy.RunStage(context.Background(), accuracy.Config{Datasets: []accuracy.DatasetConfig{{Name: "x"}}}, accuracy.Target{}, accuracy.StageOptions{}); err == nil {
+	if _, err := accuracy.RunStage(context.Background(), accuracy.Config{Datasets: []accuracy.DatasetConfig{{Name: "x"}}}, accuracy.Target{}, accuracy.StageOptions{Evals: simpleevals.Registry()}); err == nil {
 		t.Error("invalid config accepted")
 	}
 	// 数据目录缺文件：该数据集记为错误，阶段继续。
 	bad := accuracy.Config{DatasetPath: t.TempDir(), Datasets: []accuracy.DatasetConfig{{Name: "mmlu", Threshold: ptr(0.5)}}}
-	r2, err := accuracy.RunStage(context.Background(), bad, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{})
+	r2, err := accuracy.RunStage(context.Background(), bad, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}}, accuracy.StageOptions{Evals: simpleevals.Registry()})
 	if err != nil || r2.Errors["mmlu"] == nil || r2.Passed() {
 		t.Errorf("missing data: %v %+v", err, r2)
 	}

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
@@ -260,8 +261,8 @@ func WithFeatures(f *functional.Features) Option {
 }
 
 // WithEvals 设置精度配置 datasets[].name 可以使用的评测登记表（默认
-// accuracy.DefaultRegistry()）；团队登记了自己的评测时把同一张表交给这里与
-// accuracy.StageOptions.Evals。
+// simpleevals.Registry()：配置树里的 gpqa、mmlu……是内置评测）；团队登记了自己的评测时
+// 把同一张表交给这里与 accuracy.StageOptions.Evals。
 func WithEvals(r *accuracy.Registry) Option {
 	return func(o *loadOptions) { o.evals = r }
 }
@@ -303,7 +304,7 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 		o.feats = functional.DefaultFeatures()
 	}
 	if o.evals == nil {
-		o.evals = accuracy.DefaultRegistry()
+		o.evals = simpleevals.Registry()
 	}
 	l := &loader{fsys: fsys, root: o.root, feats: o.feats, evals: o.evals, cases: o.cases}
 	m := l.load()

@@ -7,6 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
 )
@@ -38,7 +39,7 @@ func TestLoadWithRegistries(t *testing.T) {
 	if err := feats.Register("acme_lora"); err != nil {
 		t.Fatal(err)
 	}
-	evals := accuracy.DefaultRegistry()
+	evals := simpleevals.Registry()
 	if err := evals.Register("acme-words", func(accuracy.Source, accuracy.EvalOptions) (accuracy.Eval, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
@@ -98,7 +99,7 @@ func parse(args []string, stderr io.Writer) (cliConfig, error) {
 	var c cliConfig
 	fs := flag.NewFlagSet("accuracy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ds := fs.String("dataset", "gpqa", "dataset(s): "+strings.Join(accuracy.DefaultRegistry().Names(), "|")+"; several may follow --dataset or be comma-separated")
+	ds := fs.String("dataset", "gpqa", "dataset(s): "+strings.Join(simpleevals.Names(), "|")+"; several may follow --dataset or be comma-separated")
 	fs.StringVar(&c.model, "model", "", "model label (informational, like simple-evals --model)")
 	fs.StringVar(&c.served, "served-model-name", "", "served model name sent in requests (default: the emulator's model)")
 	fs.StringVar(&c.url, "url", "", "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (empty: in-process emulator + built-in synthetic data)")
@@ -110,7 +111,7 @@ func parse(args []string, stderr io.Writer) (cliConfig, error) {
 	fs.IntVar(&c.examples, "examples", 0, "number of examples (overrides default, as simple-evals --examples)")
 	fs.IntVar(&c.nRepeats, "n-repeats", 0, "gpqa repeats (default: 1 in debug, 10 full)")
 	fs.StringVar(&c.datasetPath, "dataset-path", "", "local directory with the reference file names (gpqa_diamond.csv, mmlu.csv, mgsm_*.tsv, drop_v0_*.jsonl.gz, HumanEval.jsonl.gz)")
-	fs.StringVar(&c.datasetURL, "dataset-url", "", "mirror of the simple-evals files (default with --url: the upstream URLs, e.g. "+accuracy.DefaultBaseURL+")")
+	fs.StringVar(&c.datasetURL, "dataset-url", "", "mirror of the simple-evals files (default with --url: the upstream URLs, e.g. "+simpleevals.DefaultBaseURL+")")
 	fs.StringVar(&c.cacheDir, "cache-dir", defaultCacheDir(), "download cache for the simple-evals data files (upstream URLs or --dataset-url)")
 	fs.Float64Var(&c.maxErrorRate, "max-error-rate", 0, "largest fraction of failed requests (after retries, HTTP 400, null/empty content) that still passes, in [0, 1]")
 	fs.DurationVar(&c.totalTimeout, "total-timeout", 24*time.Hour, "deadline for the whole evaluation")
@@ -132,7 +133,7 @@ func parse(args []string, stderr io.Writer) (cliConfig, error) {
 		}
 	}
 	if len(c.datasets) == 0 {
-		return c, fmt.Errorf("--dataset: at least one of %v", accuracy.DefaultRegistry().Names())
+		return c, fmt.Errorf("--dataset: at least one of %v", simpleevals.Names())
 	}
 	return c, checkFlags(c)
 }
@@ -166,7 +167,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	emulated := c.url == ""
 	cfg := stageConfig(c, file, emulated)
-	if err := cfg.Validate(nil); err != nil {
+	evals := simpleevals.Registry()
+	if err := cfg.Validate(evals); err != nil {
 		fmt.Fprintln(stderr, "accuracy:", err)
 		return 2
 	}
@@ -203,14 +205,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		label = model
 	}
 	var interp []string
-	var pyRuntime *accuracy.PythonRuntime
+	var pyRuntime *simpleevals.PythonRuntime
 	var pyErr error
 	if slices.Contains(c.datasets, "humaneval") {
 		var cands []string
 		if c.python != "" {
 			cands = []string{c.python}
 		}
-		rt, err := accuracy.FindPython(ctx, cands...)
+		rt, err := simpleevals.FindPython(ctx, cands...)
 		if pyErr = err; err == nil {
 			pyRuntime = &rt
 			interp = interpreter(ctx, rt.Interpreter[0], c.sandbox, stderr)
@@ -222,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	res, runErr := accuracy.RunStage(ctx, cfg, accuracy.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: model, APIKey: c.apiKey}}, accuracy.StageOptions{
-		Emulated: emulated, Interpreter: interp, Label: label,
+		Evals: evals, Emulated: emulated, Interpreter: interp, Label: label,
 		Create: func(name string) (io.WriteCloser, error) { return os.Create(filepath.Join(c.out, name)) },
 		Progress: func(ds string, done, total int) {
 			fmt.Fprintf(stderr, "\r%s: %d/%d examples (%s)", ds, done, total, time.Since(start).Round(time.Second))
@@ -297,7 +299,7 @@ func loadConfig(path string) (accuracy.Config, error) {
 	if err := yamlstrict.Unmarshal(path, data, &c); err != nil {
 		return c, err
 	}
-	if err := c.Validate(nil); err != nil {
+	if err := c.Validate(simpleevals.Registry()); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil

@@ -139,7 +139,7 @@ func TestArgumentErrors(t *testing.T) {
 func copySampleData(t *testing.T) string {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
-	if err := os.CopyFS(data, os.DirFS("../../accuracy/sampledata")); err != nil {
+	if err := os.CopyFS(data, os.DirFS("../../accuracy/simpleevals/sampledata")); err != nil {
 		t.Fatal(err)
 	}
 	return data

@@ -80,7 +80,7 @@ func echoServer(t *testing.T) *httptest.Server {
 func writeTree(t *testing.T, dir string) {
 	t.Helper()
 	// 内置样例只能打进程内模拟器；这里的目标是 -base-url，因此用仓库里的样例文件当数据目录。
-	data, err := filepath.Abs("../../accuracy/sampledata")
+	data, err := filepath.Abs("../../accuracy/simpleevals/sampledata")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -115,7 +116,8 @@ type Options struct {
 	// 选中它们（选择为空或 all 时总会运行），结果写进 functional/junit.xml 与功能门禁。
 	Cases []functional.Case
 	// Evals 是精度评测登记表：精度配置 datasets[].name 只接受其中的名字。团队在
-	// accuracy.DefaultRegistry() 上登记自己的评测后传进来；nil 取内置的五个。
+	// simpleevals.Registry()（内置的五个）或 accuracy.NewRegistry() 上登记自己的评测后传进来；
+	// nil 取 simpleevals.Registry()。
 	Evals *accuracy.Registry
 	// PerfExporters 为每个性能档位创建额外的观察者，与内置的 CSV 并列收到全部事件。
 	PerfExporters []PerfExporter
@@ -223,7 +225,7 @@ func newDriver(o Options) (*driver, error) {
 		o.Features = functional.DefaultFeatures()
 	}
 	if o.Evals == nil {
-		o.Evals = accuracy.DefaultRegistry()
+		o.Evals = simpleevals.Registry()
 	}
 	// 矩阵用同一张登记表与同一组团队用例校验：YAML 接受团队登记的名字、能选中团队的套件，
 	// 仍拒绝没人登记的名字。

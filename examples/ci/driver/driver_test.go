@@ -36,7 +36,7 @@ func tree(names ...string) fstest.MapFS {
 // 供不是进程内模拟器的场景使用：内置样例只能打模拟器。分数只记录不设门禁。
 func realDataAcc(t *testing.T) string {
 	t.Helper()
-	data, err := filepath.Abs("../../../accuracy/sampledata")
+	data, err := filepath.Abs("../../../accuracy/simpleevals/sampledata")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -765,7 +765,7 @@ func TestBaseURLOnShippedConfigsUsesRealAccuracyData(t *testing.T) {
 // 真实数据（来源记为 url，文件进缓存），第二次运行从缓存读取、不再下载。
 func TestBaseURLDownloadsRealDataOnce(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "qwen3-32b", APIKey: secret})
-	csv, err := os.ReadFile("../../../accuracy/sampledata/gpqa_diamond.csv")
+	csv, err := os.ReadFile("../../../accuracy/simpleevals/sampledata/gpqa_diamond.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

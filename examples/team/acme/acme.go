@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
@@ -61,7 +62,7 @@ func Apply(o *driver.Options, s Settings) error {
 		return err
 	}
 	if o.Evals == nil {
-		o.Evals = accuracy.DefaultRegistry()
+		o.Evals = simpleevals.Registry()
 	}
 	if err := o.Evals.Register(EvalName, func(accuracy.Source, accuracy.EvalOptions) (accuracy.Eval, error) {
 		return wordsEval{min: s.EvalMinWords}, nil

@@ -1,10 +1,11 @@
-package accuracy
+package simpleevals
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/vllm-cibench/cibench/accuracy"
 	"io"
 	"regexp"
 	"slices"
@@ -62,7 +63,7 @@ type mgsmItem struct {
 
 // MGSM 复刻 simple-evals 的 MGSMEval。
 type MGSM struct {
-	src     Source
+	src     accuracy.Source
 	opts    MGSMOptions
 	numbers *regexp.Regexp
 
@@ -71,22 +72,22 @@ type MGSM struct {
 }
 
 // NewMGSM 校验语言列表并构造 MGSM 评测。
-func NewMGSM(src Source, opts MGSMOptions) (*MGSM, error) {
+func NewMGSM(src accuracy.Source, opts MGSMOptions) (*MGSM, error) {
 	if src == nil {
-		return nil, fmt.Errorf("accuracy: mgsm: nil Source")
+		return nil, fmt.Errorf("simpleevals: mgsm: nil Source")
 	}
 	if opts.NumExamplesPerLang == 0 {
 		opts.NumExamplesPerLang = 250
 	}
 	if opts.NumExamplesPerLang < 0 {
-		return nil, optErrf("accuracy: mgsm: num_examples_per_lang=%d must be > 0", opts.NumExamplesPerLang)
+		return nil, optErrf("simpleevals: mgsm: num_examples_per_lang=%d must be > 0", opts.NumExamplesPerLang)
 	}
 	if len(opts.Languages) == 0 {
 		opts.Languages = MGSMLanguages()
 	}
 	for _, l := range opts.Languages {
 		if !slices.Contains(MGSMLanguages(), l) {
-			return nil, fmt.Errorf("accuracy: mgsm: language %s is not a valid language. It should be one in %v", l, MGSMLanguages())
+			return nil, fmt.Errorf("simpleevals: mgsm: language %s is not a valid language. It should be one in %v", l, MGSMLanguages())
 		}
 	}
 	re, err := compilePy(`\d+\.?\d*`)
@@ -110,7 +111,7 @@ func (g *MGSM) readLang(ctx context.Context, lang string) ([]mgsmItem, error) {
 	defer rc.Close()
 	data, err := io.ReadAll(rc)
 	if err != nil {
-		return nil, fmt.Errorf("accuracy: %s: %w", name, err)
+		return nil, fmt.Errorf("simpleevals: %s: %w", name, err)
 	}
 	var items []mgsmItem
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -120,10 +121,10 @@ func (g *MGSM) readLang(ctx context.Context, lang string) ([]mgsmItem, error) {
 		line := pycompat.Strip(sc.Text())
 		parts := strings.Split(line, "\t")
 		if len(parts) != 2 {
-			return nil, fmt.Errorf("accuracy: %s line %d: want 2 tab-separated fields, got %d", name, lineNo, len(parts))
+			return nil, fmt.Errorf("simpleevals: %s line %d: want 2 tab-separated fields, got %d", name, lineNo, len(parts))
 		}
 		if strings.Contains(parts[1], ".") {
-			return nil, fmt.Errorf("accuracy: %s line %d: targets %s contains a decimal point", name, lineNo, parts[1])
+			return nil, fmt.Errorf("simpleevals: %s line %d: targets %s contains a decimal point", name, lineNo, parts[1])
 		}
 		items = append(items, mgsmItem{inputs: parts[0], targets: parts[1], lang: lang})
 	}
@@ -142,7 +143,7 @@ func splitLF(data []byte, atEOF bool) (int, []byte, error) {
 }
 
 // Examples 按语言顺序拼接每种语言的前 N 题。
-func (g *MGSM) Examples(ctx context.Context) ([]Example, error) {
+func (g *MGSM) Examples(ctx context.Context) ([]accuracy.Example, error) {
 	var items []mgsmItem
 	for _, lang := range g.opts.Languages {
 		li, err := g.readLang(ctx, lang)
@@ -151,10 +152,10 @@ func (g *MGSM) Examples(ctx context.Context) ([]Example, error) {
 		}
 		items = append(items, li[:min(len(li), g.opts.NumExamplesPerLang)]...)
 	}
-	exs := make([]Example, len(items))
+	exs := make([]accuracy.Example, len(items))
 	for i, it := range items {
 		prompt := strings.ReplaceAll(mgsmInstructions[it.lang], "{input}", it.inputs)
-		exs[i] = Example{Index: i, ID: fmt.Sprintf("mgsm/%s/%d", it.lang, i), Samples: 1, Messages: []Message{{Role: "user", Content: prompt}}}
+		exs[i] = accuracy.Example{Index: i, ID: fmt.Sprintf("mgsm/%s/%d", it.lang, i), Samples: 1, Messages: []accuracy.Message{{Role: "user", Content: prompt}}}
 	}
 	g.mu.Lock()
 	g.items = items
@@ -186,12 +187,12 @@ func scoreMGSM(target, prediction string) bool {
 }
 
 // Score 按语言前缀抽取数字；指标为 {语言: 分数, group_latin|group_non_latin: 分数}。
-func (g *MGSM) Score(_ context.Context, ex Example, responses []string) (SingleResult, error) {
+func (g *MGSM) Score(_ context.Context, ex accuracy.Example, responses []string) (accuracy.SingleResult, error) {
 	g.mu.Lock()
 	items := g.items
 	g.mu.Unlock()
 	if ex.Index < 0 || ex.Index >= len(items) {
-		return SingleResult{}, ErrNotLoaded
+		return accuracy.SingleResult{}, accuracy.ErrNotLoaded
 	}
 	it := items[ex.Index]
 	resp := first(responses)
@@ -204,9 +205,9 @@ func (g *MGSM) Score(_ context.Context, ex Example, responses []string) (SingleR
 	if mgsmLatin[it.lang] {
 		group = "group_latin"
 	}
-	return SingleResult{
+	return accuracy.SingleResult{
 		Index: ex.Index, ID: ex.ID, Score: score,
-		Metrics: Metrics{{Name: it.lang, Value: score}, {Name: group, Value: score}},
+		Metrics: accuracy.Metrics{{Name: it.lang, Value: score}, {Name: group, Value: score}},
 		Prompt:  promptText(ex), Response: resp, Responses: responses,
 		ExtractedAnswer: extracted, CorrectAnswer: it.targets,
 	}, nil

@@ -1,4 +1,4 @@
-package accuracy
+package simpleevals
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/accuracy"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -24,7 +25,7 @@ import (
 )
 
 // ErrNoPython 表示 HumanEval 没有可用的 python3 解释器；调用方应据此跳过该数据集。
-var ErrNoPython = errors.New("accuracy: humaneval needs a python3 interpreter")
+var ErrNoPython = errors.New("simpleevals: humaneval needs a python3 interpreter")
 
 // HumanEvalOptions 对应 HumanEval.__init__ 的参数与执行沙箱设置。
 type HumanEvalOptions struct {
@@ -66,7 +67,7 @@ type humanEvalProblem struct {
 // 超时由子进程内的 SIGALRM、执行器的 join(timeout+1) 与父进程兜底共同保证。这不是安全沙箱：
 // 需要真正隔离网络时，把 Interpreter 设为 ["unshare", "-rn", "python3"] 或放进容器。
 type HumanEval struct {
-	src  Source
+	src  accuracy.Source
 	opts HumanEvalOptions
 	code *regexp.Regexp
 
@@ -81,9 +82,9 @@ type HumanEval struct {
 }
 
 // NewHumanEval 校验参数并构造 HumanEval；Interpreter 为空时返回 ErrNoPython。
-func NewHumanEval(src Source, opts HumanEvalOptions) (*HumanEval, error) {
+func NewHumanEval(src accuracy.Source, opts HumanEvalOptions) (*HumanEval, error) {
 	if src == nil {
-		return nil, fmt.Errorf("accuracy: humaneval: nil Source")
+		return nil, fmt.Errorf("simpleevals: humaneval: nil Source")
 	}
 	if len(opts.Interpreter) == 0 {
 		return nil, ErrNoPython
@@ -104,7 +105,7 @@ func NewHumanEval(src Source, opts HumanEvalOptions) (*HumanEval, error) {
 		opts.Preload = DefaultHumanEvalPreload()
 	}
 	if opts.NumExamples < 0 || opts.SamplesPerTask < 0 || opts.ExecTimeout < 0 {
-		return nil, optErrf("accuracy: humaneval: negative option in %+v", opts)
+		return nil, optErrf("simpleevals: humaneval: negative option in %+v", opts)
 	}
 	return &HumanEval{src: src, opts: opts, code: regexp.MustCompile("(?s)```python\n(.*?)```"), execSlots: make(chan struct{}, 12)}, nil
 }
@@ -116,7 +117,7 @@ func (h *HumanEval) Name() string { return "humaneval" }
 const humanEvalInstruction = "Read the following function signature and docstring, and fully implement the function described. Your response should only contain the code for this function.\n"
 
 // Examples 读取 HumanEval.jsonl.gz（文件顺序）并按参考实现抽样。
-func (h *HumanEval) Examples(ctx context.Context) ([]Example, error) {
+func (h *HumanEval) Examples(ctx context.Context) ([]accuracy.Example, error) {
 	rc, err := h.src.Open(ctx, FileHumanEval)
 	if err != nil {
 		return nil, err
@@ -124,7 +125,7 @@ func (h *HumanEval) Examples(ctx context.Context) ([]Example, error) {
 	defer rc.Close()
 	zr, err := gzip.NewReader(rc)
 	if err != nil {
-		return nil, fmt.Errorf("accuracy: %s: %w", FileHumanEval, err)
+		return nil, fmt.Errorf("simpleevals: %s: %w", FileHumanEval, err)
 	}
 	defer zr.Close()
 	var probs []humanEvalProblem
@@ -137,7 +138,7 @@ func (h *HumanEval) Examples(ctx context.Context) ([]Example, error) {
 		}
 		var p humanEvalProblem
 		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
-			return nil, fmt.Errorf("accuracy: %s line %d: %w", FileHumanEval, line, err)
+			return nil, fmt.Errorf("simpleevals: %s line %d: %w", FileHumanEval, line, err)
 		}
 		// read_problems 构造 {task_id: problem}：重复的 task_id 保留首次位置、取最后的值。
 		if i, dup := seen[p.TaskID]; dup {
@@ -148,18 +149,18 @@ func (h *HumanEval) Examples(ctx context.Context) ([]Example, error) {
 		probs = append(probs, p)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("accuracy: %s: %w", FileHumanEval, err)
+		return nil, fmt.Errorf("simpleevals: %s: %w", FileHumanEval, err)
 	}
 	if h.opts.NumExamples > 0 {
 		probs, err = pyrandom.Sample(pyrandom.New(0), probs, h.opts.NumExamples)
 		if err != nil {
-			return nil, fmt.Errorf("accuracy: humaneval: sample %d: %w", h.opts.NumExamples, err)
+			return nil, fmt.Errorf("simpleevals: humaneval: sample %d: %w", h.opts.NumExamples, err)
 		}
 	}
-	exs := make([]Example, len(probs))
+	exs := make([]accuracy.Example, len(probs))
 	for i, p := range probs {
-		exs[i] = Example{Index: i, ID: "humaneval/" + p.TaskID, Samples: h.opts.SamplesPerTask,
-			Messages: []Message{{Role: "user", Content: humanEvalInstruction + p.Prompt}}}
+		exs[i] = accuracy.Example{Index: i, ID: "humaneval/" + p.TaskID, Samples: h.opts.SamplesPerTask,
+			Messages: []accuracy.Message{{Role: "user", Content: humanEvalInstruction + p.Prompt}}}
 	}
 	h.mu.Lock()
 	h.problems = probs
@@ -186,12 +187,12 @@ func (h *HumanEval) FindCode(completion string) string {
 }
 
 // Score 执行每个补全并计算 score（通过率）与 pass@k（样本数 >= k 时）。
-func (h *HumanEval) Score(ctx context.Context, ex Example, responses []string) (SingleResult, error) {
+func (h *HumanEval) Score(ctx context.Context, ex accuracy.Example, responses []string) (accuracy.SingleResult, error) {
 	h.mu.Lock()
 	probs := h.problems
 	h.mu.Unlock()
 	if ex.Index < 0 || ex.Index >= len(probs) {
-		return SingleResult{}, ErrNotLoaded
+		return accuracy.SingleResult{}, accuracy.ErrNotLoaded
 	}
 	p := probs[ex.Index]
 	completions := make([]string, len(responses))
@@ -216,7 +217,7 @@ func (h *HumanEval) Score(ctx context.Context, ex Example, responses []string) (
 	correct := 0
 	for i, o := range outcomes {
 		if errs[i] != nil {
-			return SingleResult{}, errs[i]
+			return accuracy.SingleResult{}, errs[i]
 		}
 		if o == "passed" {
 			passed[i] = 1
@@ -228,17 +229,17 @@ func (h *HumanEval) Score(ctx context.Context, ex Example, responses []string) (
 	if total > 0 {
 		score = float64(correct) / float64(total)
 	}
-	var ms Metrics
+	var ms accuracy.Metrics
 	for _, k := range h.opts.Ks {
 		if total >= k {
-			ms = append(ms, Metric{Name: "pass@" + strconv.Itoa(k), Value: PassAtK(total, correct, k)})
+			ms = append(ms, accuracy.Metric{Name: "pass@" + strconv.Itoa(k), Value: PassAtK(total, correct, k)})
 		}
 	}
 	ones := make([]int, total)
 	for i := range ones {
 		ones[i] = 1
 	}
-	return SingleResult{
+	return accuracy.SingleResult{
 		Index: ex.Index, ID: ex.ID, Score: score, Metrics: ms,
 		Prompt: promptText(ex), Response: first(completions), Responses: responses,
 		ExtractedAnswer: pyIntList(passed), CorrectAnswer: pyIntList(ones),

@@ -1,4 +1,4 @@
-package accuracy
+package external
 
 import (
 	"context"
@@ -18,25 +18,7 @@ import (
 	"github.com/vllm-cibench/cibench/endpoint"
 )
 
-// Target 是被测服务：嵌入的 endpoint.Endpoint（地址、模型、密钥、HTTP 客户端，约定见
-// endpoint 包文档）。部署得到的端点原样放进来：Target{Endpoint: ep}；本包因此不依赖 deploy。
-//
-// 本包对嵌入字段的用法：内置评测（RunStage、ChatSampler）把请求按轮询分发到全部
-// BaseURLs，重试换到下一个实例；外部评测得到主地址 {base_url} 与全部地址 {base_urls}
-// （见 ExternalConfig）。APIKey 以 Bearer 方式发给服务，对外部评测只经环境变量
-// OPENAI_API_KEY 传给子进程，不出现在命令行中。HTTPClient 只用于请求模型（下载数据集用
-// StageOptions.DownloadClient），nil 时使用基于 http.DefaultTransport 的新客户端。
-type Target struct {
-	endpoint.Endpoint
-}
-
-// Evaluator 是外部评测工具（OpenCompass、MME……）的扩展点：对目标服务运行一次
-// 评测并返回总分。内置的 simple-evals 评测通过 Run 直接使用，不经过此接口。
-type Evaluator interface {
-	Evaluate(ctx context.Context, t Target) (EvalResult, error)
-}
-
-// ExternalConfig 在 YAML 中描述一个子进程评测：运行什么命令、带哪些环境变量、
+// Config 在 YAML（精度配置的 external[]）中描述一个子进程评测：运行什么命令、带哪些环境变量、
 // 结果写在哪里、如何从结果文件读出分数。
 //
 // command、env 的值与 result_file 支持占位符 {base_url}（主地址，即第一个实例）、
@@ -44,7 +26,7 @@ type Evaluator interface {
 // 子进程还会得到 CIBENCH_BASE_URL、CIBENCH_BASE_URLS、CIBENCH_MODEL、CIBENCH_OUT_DIR 与
 // OPENAI_API_KEY（若有）环境变量。能把请求分到多个地址的评测工具用 {base_urls}，
 // 只认一个地址的用 {base_url}（那时只有主实例被评测）。
-type ExternalConfig struct {
+type Config struct {
 	// Name 是评测工具名（如 opencompass、mme）。
 	Name string `yaml:"name"`
 	// Dataset 是写入结果与指标标签的数据集名，默认同 Name。
@@ -77,8 +59,9 @@ type ScoreSpec struct {
 	Pattern string `yaml:"pattern"`
 }
 
-// Validate 检查必填字段与分数读取方式。
-func (c ExternalConfig) Validate() error {
+// Validate 检查必填字段与分数读取方式，错误文本是 "名字: 字段: 原因"（不带哨兵，
+// 调用方把它放到自己的字段路径下）。
+func (c Config) Validate() error {
 	if c.Name == "" {
 		return fmt.Errorf("name: required")
 	}
@@ -111,25 +94,42 @@ func (c ExternalConfig) Validate() error {
 }
 
 // ErrNoScore 表示结果文件中找不到分数。
-var ErrNoScore = errors.New("accuracy: external: score not found in result file")
+var ErrNoScore = errors.New("external: score not found in result file")
 
-// Subprocess 是基于子进程的 Evaluator 适配器。
+// ErrInvalid 被 New 的参数错误包装。Config.Validate 只返回 "字段: 原因"，由调用方定位
+// （accuracy.Config.Validate 把它记到 external[i] 上，包装 accuracy.ErrConfig）。
+var ErrInvalid = errors.New("external: invalid configuration")
+
+// Result 是一次外部评测的结论：读出并乘以 Scale 之后的总分，以及运行的起止时间。
+// accuracy.RunStage 把它变成只有总分的 accuracy.EvalResult 并按 threshold 设门禁。
+type Result struct {
+	// Name 是 Config.Name；Dataset 是 Config.Dataset（缺省同 Name），写进结果与指标标签。
+	Name    string
+	Dataset string
+	// Model 是被测服务的模型名（endpoint.Endpoint.Model）。
+	Model string
+	// Score 是读出的分数乘以 Scale；ResultFile 是读分数的文件（通配符展开后）。
+	Score      float64
+	ResultFile string
+	Started    time.Time
+	Finished   time.Time
+}
+
+// Subprocess 运行一个外部评测工具（子进程）并从它的结果文件读出分数。
 type Subprocess struct {
-	cfg    ExternalConfig
+	cfg    Config
 	outDir string
 	logs   io.Writer
 }
 
-var _ Evaluator = (*Subprocess)(nil)
-
-// NewSubprocess 校验配置并构造适配器。outDir 是子进程的输出目录（会被创建），
+// New 校验配置并构造子进程评测（错误包装 ErrInvalid）。outDir 是子进程的输出目录（会被创建），
 // logs 接收子进程的 stdout/stderr（nil 丢弃）。
-func NewSubprocess(cfg ExternalConfig, outDir string, logs io.Writer) (*Subprocess, error) {
+func New(cfg Config, outDir string, logs io.Writer) (*Subprocess, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("accuracy: external: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if outDir == "" {
-		return nil, optErrf("accuracy: external: %s: out dir required", cfg.Name)
+		return nil, fmt.Errorf("%w: %s: out dir required", ErrInvalid, cfg.Name)
 	}
 	if cfg.Scale == 0 {
 		cfg.Scale = 1
@@ -144,15 +144,17 @@ func NewSubprocess(cfg ExternalConfig, outDir string, logs io.Writer) (*Subproce
 }
 
 // expand 替换占位符。
-func (s *Subprocess) expand(v string, t Target) string {
+func (s *Subprocess) expand(v string, t endpoint.Endpoint) string {
 	return strings.NewReplacer("{base_urls}", strings.Join(t.BaseURLs, ","), "{base_url}", t.BaseURL(), "{model}", t.Model, "{out_dir}", s.outDir).Replace(v)
 }
 
-// Evaluate 运行命令，等待退出，再从结果文件读出分数。命令非零退出即失败。
-func (s *Subprocess) Evaluate(ctx context.Context, t Target) (EvalResult, error) {
-	res := EvalResult{Dataset: s.cfg.Dataset, Model: t.Model, Started: time.Now(), Metrics: map[string]float64{}}
+// Run 对服务 t 运行命令，等待退出，再从结果文件读出分数。命令非零退出即失败；
+// 子进程在 ctx 取消或 Config.Timeout 到期时被终止（之后至多再等 5 秒输出管道）。
+// 失败时返回的 Result 仍带着名字、模型与开始时间。
+func (s *Subprocess) Run(ctx context.Context, t endpoint.Endpoint) (Result, error) {
+	res := Result{Name: s.cfg.Name, Dataset: s.cfg.Dataset, Model: t.Model, Started: time.Now()}
 	if err := os.MkdirAll(s.outDir, 0o755); err != nil {
-		return res, fmt.Errorf("accuracy: external %s: out dir: %w", s.cfg.Name, err)
+		return res, fmt.Errorf("external: %s: out dir: %w", s.cfg.Name, err)
 	}
 	if s.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -185,7 +187,7 @@ func (s *Subprocess) Evaluate(ctx context.Context, t Target) (EvalResult, error)
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
-		return res, fmt.Errorf("accuracy: external %s: run %s: %w", s.cfg.Name, args[0], err)
+		return res, fmt.Errorf("external: %s: run %s: %w", s.cfg.Name, args[0], err)
 	}
 	path, err := s.resultPath(t)
 	if err != nil {
@@ -193,32 +195,30 @@ func (s *Subprocess) Evaluate(ctx context.Context, t Target) (EvalResult, error)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return res, fmt.Errorf("accuracy: external %s: result file: %w", s.cfg.Name, err)
+		return res, fmt.Errorf("external: %s: result file: %w", s.cfg.Name, err)
 	}
 	score, err := extractScore(s.cfg.Score, data)
 	if err != nil {
-		return res, fmt.Errorf("accuracy: external %s: %s: %w", s.cfg.Name, path, err)
+		return res, fmt.Errorf("external: %s: %s: %w", s.cfg.Name, path, err)
 	}
 	res.Score = score * s.cfg.Scale
-	res.Examples = 1
-	res.Planned = 1
-	res.MetricOrder = []string{"score"}
+	res.ResultFile = path
 	res.Finished = time.Now()
 	return res, nil
 }
 
 // resultPath 展开占位符与通配符，多个匹配时取最后修改的文件。
-func (s *Subprocess) resultPath(t Target) (string, error) {
+func (s *Subprocess) resultPath(t endpoint.Endpoint) (string, error) {
 	p := s.expand(s.cfg.ResultFile, t)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(s.outDir, p)
 	}
 	matches, err := filepath.Glob(p)
 	if err != nil {
-		return "", fmt.Errorf("accuracy: external %s: result_file %q: %w", s.cfg.Name, p, err)
+		return "", fmt.Errorf("external: %s: result_file %q: %w", s.cfg.Name, p, err)
 	}
 	if len(matches) == 0 {
-		return "", fmt.Errorf("accuracy: external %s: result_file %q: no such file", s.cfg.Name, p)
+		return "", fmt.Errorf("external: %s: result_file %q: no such file", s.cfg.Name, p)
 	}
 	best, bestT := "", time.Time{}
 	for _, m := range matches {
@@ -227,7 +227,7 @@ func (s *Subprocess) resultPath(t Target) (string, error) {
 		}
 	}
 	if best == "" {
-		return "", fmt.Errorf("accuracy: external %s: result_file %q: no regular file", s.cfg.Name, p)
+		return "", fmt.Errorf("external: %s: result_file %q: no regular file", s.cfg.Name, p)
 	}
 	return best, nil
 }

@@ -1,4 +1,4 @@
-package accuracy
+package simpleevals
 
 import (
 	"fmt"
@@ -78,7 +78,7 @@ func compilePy(pattern string) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(tr)
 	if err != nil {
-		return nil, fmt.Errorf("accuracy: compile %q: %w", pattern, err)
+		return nil, fmt.Errorf("simpleevals: compile %q: %w", pattern, err)
 	}
 	return re, nil
 }
@@ -159,12 +159,12 @@ func formatFields(tmpl string, fields map[string]string) (string, error) {
 		case c == '{':
 			end := strings.IndexByte(tmpl[i:], '}')
 			if end < 0 {
-				return "", fmt.Errorf("accuracy: format: unclosed '{' at %d", i)
+				return "", fmt.Errorf("simpleevals: format: unclosed '{' at %d", i)
 			}
 			name := tmpl[i+1 : i+end]
 			v, ok := fields[name]
 			if !ok {
-				return "", fmt.Errorf("accuracy: format: missing field %q", name)
+				return "", fmt.Errorf("simpleevals: format: missing field %q", name)
 			}
 			b.WriteString(v)
 			i += end

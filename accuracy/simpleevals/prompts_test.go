@@ -1,4 +1,4 @@
-package accuracy_test
+package simpleevals_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/internal/pycompat"
 )
 
@@ -39,34 +40,34 @@ func TestPromptsAgainstCPython(t *testing.T) {
 		}
 		return ps
 	}
-	src := accuracy.SampleData()
+	src := simpleevals.SampleData()
 	build := map[string]func() (accuracy.Eval, error){
 		"gpqa_debug": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{Debug: true})
+			return simpleevals.Registry().New("gpqa", src, accuracy.EvalOptions{Debug: true})
 		},
 		"gpqa_full": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{})
+			return simpleevals.Registry().New("gpqa", src, accuracy.EvalOptions{})
 		},
 		"gpqa_examples7": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("gpqa", src, accuracy.EvalOptions{Examples: 7, NRepeats: 1})
+			return simpleevals.Registry().New("gpqa", src, accuracy.EvalOptions{Examples: 7, NRepeats: 1})
 		},
 		"mmlu_debug": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("mmlu", src, accuracy.EvalOptions{Debug: true})
+			return simpleevals.Registry().New("mmlu", src, accuracy.EvalOptions{Debug: true})
 		},
 		"mmlu_full": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("mmlu", src, accuracy.EvalOptions{})
+			return simpleevals.Registry().New("mmlu", src, accuracy.EvalOptions{})
 		},
 		"drop_debug": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("drop", src, accuracy.EvalOptions{Debug: true})
+			return simpleevals.Registry().New("drop", src, accuracy.EvalOptions{Debug: true})
 		},
 		"drop_full": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("drop", src, accuracy.EvalOptions{})
+			return simpleevals.Registry().New("drop", src, accuracy.EvalOptions{})
 		},
 		"humaneval_debug": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("humaneval", src, accuracy.EvalOptions{Debug: true, Interpreter: []string{py}})
+			return simpleevals.Registry().New("humaneval", src, accuracy.EvalOptions{Debug: true, Interpreter: []string{py}})
 		},
 		"humaneval_full": func() (accuracy.Eval, error) {
-			return accuracy.DefaultRegistry().New("humaneval", src, accuracy.EvalOptions{Interpreter: []string{py}})
+			return simpleevals.Registry().New("humaneval", src, accuracy.EvalOptions{Interpreter: []string{py}})
 		},
 	}
 	for name, mk := range build {
@@ -95,7 +96,7 @@ func TestPromptsAgainstCPython(t *testing.T) {
 		if err := json.Unmarshal(want["mgsm_inputs"], &w); err != nil {
 			t.Fatal(err)
 		}
-		e, err := accuracy.DefaultRegistry().New("mgsm", src, accuracy.EvalOptions{Debug: true})
+		e, err := simpleevals.Registry().New("mgsm", src, accuracy.EvalOptions{Debug: true})
 		if err != nil {
 			t.Fatal(err)
 		}

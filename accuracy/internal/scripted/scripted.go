@@ -1,4 +1,8 @@
-package accuracy_test
+// Package scripted 是精度测试共用的确定性“模型”：读懂 simpleevals 合成样例数据的题目，
+// 按提示文本的哈希选择回答风格，经真实的 HTTP 往返覆盖每条答案抽取路径。
+// 它只供 accuracy 与 accuracy/simpleevals 的测试使用（internal 包，外部不可导入）；
+// 核心的桩件测试与数据集的金标准测试共用这一个，而不是各自维护一份副本。
+package scripted
 
 import (
 	"encoding/json"
@@ -13,15 +17,15 @@ import (
 	"testing"
 )
 
-// scriptedModel 是一个确定性的“模型”：读懂合成样例数据的题目，算出正确答案，
+// Model 是一个确定性的“模型”：读懂合成样例数据的题目，算出正确答案，
 // 再按提示文本的哈希选择一种回答风格，使每条抽取路径（加粗、$\boxed{}$、小写、
 // 制表符、全角字母、中文“答案：”、无答案、错误答案……）都被真实的 HTTP 往返覆盖。
-type scriptedModel struct {
+type Model struct {
 	mu       sync.Mutex
 	requests int
 	seen     map[string]int
-	// fail 返回非 0 时以该状态码回复（用于 400/500 测试）。
-	fail func(n int, prompt string) int
+	// Fail 非 nil 且返回非 0 时以该状态码回复（用于 400/500 测试）；n 是从 1 起的请求序号。
+	Fail func(n int, prompt string) int
 }
 
 // hashStyle 返回 prompt 的哈希对 n 取模，用于挑选回答风格。
@@ -41,7 +45,7 @@ var (
 )
 
 // answer 根据提示构造回复文本。
-func (m *scriptedModel) answer(prompt string) string {
+func (m *Model) answer(prompt string) string {
 	switch {
 	case strings.HasPrefix(prompt, "Answer the following multiple choice question"):
 		correct := "A"
@@ -131,7 +135,7 @@ func (m *scriptedModel) answer(prompt string) string {
 
 // attempt 返回同一提示此前被请求的次数，使 HumanEval 的 5 次采样得到不同
 // 但可复现的回复（同一样本的采样是串行的）。
-func (m *scriptedModel) attempt(prompt string) int {
+func (m *Model) attempt(prompt string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen == nil {
@@ -143,7 +147,7 @@ func (m *scriptedModel) attempt(prompt string) int {
 }
 
 // ServeHTTP 实现 /v1/chat/completions 的最小子集，校验请求字段。
-func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
 		http.NotFound(w, r)
 		return
@@ -161,12 +165,12 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := req.Messages[len(req.Messages)-1].Content
-	if m.fail != nil {
+	if m.Fail != nil {
 		m.mu.Lock()
 		m.requests++
 		n := m.requests
 		m.mu.Unlock()
-		if code := m.fail(n, prompt); code != 0 {
+		if code := m.Fail(n, prompt); code != 0 {
 			http.Error(w, `{"error":"injected"}`, code)
 			return
 		}
@@ -176,8 +180,9 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}]}`, text)
 }
 
-// newScriptedServer 在 127.0.0.1 随机端口上启动脚本化模型。
-func newScriptedServer(t *testing.T, m *scriptedModel) string {
+// Serve 在 127.0.0.1 随机端口上启动脚本化模型，返回 OpenAI 兼容的根地址（…/v1）；
+// 服务在测试结束时关闭。
+func Serve(t testing.TB, m *Model) string {
 	t.Helper()
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)

@@ -1,8 +1,9 @@
-package accuracy
+package simpleevals
 
 import (
 	"context"
 	"fmt"
+	"github.com/vllm-cibench/cibench/accuracy"
 	"sync"
 
 	"github.com/vllm-cibench/cibench/internal/pyrandom"
@@ -18,7 +19,7 @@ type MMLUOptions struct {
 
 // MMLU 复刻 simple-evals 的 MMLUEval（多语言正则版本），按学科类别给出分项指标。
 type MMLU struct {
-	src  Source
+	src  accuracy.Source
 	opts MMLUOptions
 	x    *multichoiceExtractor
 
@@ -27,12 +28,12 @@ type MMLU struct {
 }
 
 // NewMMLU 构造 MMLU 评测并编译多语言正则表。
-func NewMMLU(src Source, opts MMLUOptions) (*MMLU, error) {
+func NewMMLU(src accuracy.Source, opts MMLUOptions) (*MMLU, error) {
 	if src == nil {
-		return nil, fmt.Errorf("accuracy: mmlu: nil Source")
+		return nil, fmt.Errorf("simpleevals: mmlu: nil Source")
 	}
 	if opts.NumExamples < 0 {
-		return nil, optErrf("accuracy: mmlu: num_examples=%d must be >= 0", opts.NumExamples)
+		return nil, optErrf("simpleevals: mmlu: num_examples=%d must be >= 0", opts.NumExamples)
 	}
 	x, err := newMultichoiceExtractor()
 	if err != nil {
@@ -53,7 +54,7 @@ func (m *MMLU) file() string {
 }
 
 // Examples 读取 CSV 并按参考实现抽样。
-func (m *MMLU) Examples(ctx context.Context) ([]Example, error) {
+func (m *MMLU) Examples(ctx context.Context) ([]accuracy.Example, error) {
 	rows, err := readCSV(ctx, m.src, m.file(), []string{"Question", "A", "B", "C", "D", "Answer", "Subject"})
 	if err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func (m *MMLU) Examples(ctx context.Context) ([]Example, error) {
 	if m.opts.NumExamples > 0 {
 		ids, err = pyrandom.New(0).SampleIndices(len(rows), m.opts.NumExamples)
 		if err != nil {
-			return nil, fmt.Errorf("accuracy: mmlu: sample %d: %w", m.opts.NumExamples, err)
+			return nil, fmt.Errorf("simpleevals: mmlu: sample %d: %w", m.opts.NumExamples, err)
 		}
 	}
 	picked := make([]csvRow, len(ids))
@@ -73,9 +74,9 @@ func (m *MMLU) Examples(ctx context.Context) ([]Example, error) {
 		picked[i] = rows[id]
 	}
 	rows = picked
-	exs := make([]Example, len(rows))
+	exs := make([]accuracy.Example, len(rows))
 	for i, r := range rows {
-		exs[i] = Example{Index: i, ID: fmt.Sprintf("mmlu/row%d", ids[i]), Samples: 1, Messages: []Message{{Role: "user",
+		exs[i] = accuracy.Example{Index: i, ID: fmt.Sprintf("mmlu/row%d", ids[i]), Samples: 1, Messages: []accuracy.Message{{Role: "user",
 			Content: FormatMultichoiceQuestion(r["Question"], r["A"], r["B"], r["C"], r["D"])}}}
 	}
 	m.mu.Lock()
@@ -85,12 +86,12 @@ func (m *MMLU) Examples(ctx context.Context) ([]Example, error) {
 }
 
 // Score 先 normalize_response，再依次尝试多语言正则；指标为 {类别: 分数}。
-func (m *MMLU) Score(_ context.Context, ex Example, responses []string) (SingleResult, error) {
+func (m *MMLU) Score(_ context.Context, ex accuracy.Example, responses []string) (accuracy.SingleResult, error) {
 	m.mu.Lock()
 	rows := m.rows
 	m.mu.Unlock()
 	if ex.Index < 0 || ex.Index >= len(rows) {
-		return SingleResult{}, ErrNotLoaded
+		return accuracy.SingleResult{}, accuracy.ErrNotLoaded
 	}
 	row := rows[ex.Index]
 	resp := NormalizeResponse(first(responses))
@@ -103,8 +104,8 @@ func (m *MMLU) Score(_ context.Context, ex Example, responses []string) (SingleR
 	if !found {
 		cat = "other"
 	}
-	return SingleResult{
-		Index: ex.Index, ID: ex.ID, Score: score, Metrics: Metrics{{Name: cat, Value: score}},
+	return accuracy.SingleResult{
+		Index: ex.Index, ID: ex.ID, Score: score, Metrics: accuracy.Metrics{{Name: cat, Value: score}},
 		Prompt: promptText(ex), Response: resp, Responses: responses,
 		ExtractedAnswer: extracted, CorrectAnswer: row["Answer"],
 	}, nil

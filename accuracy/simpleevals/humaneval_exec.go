@@ -1,4 +1,4 @@
-package accuracy
+package simpleevals
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 const executorIdle = 5 * time.Second
 
 // errExecutorGone 表示 harness 进程在给出判定前退出或失去响应（基础设施故障，不是判定）。
-var errExecutorGone = errors.New("accuracy: humaneval: executor exited without a verdict")
+var errExecutorGone = errors.New("simpleevals: humaneval: executor exited without a verdict")
 
 // tailBuffer 只保留最后 max 字节：补全可以向 stdout/stderr 写任意多内容，
 // 这里只为诊断 harness 自身的失败保留尾部。
@@ -92,16 +92,16 @@ type executor struct {
 func (e *executor) start(ctx context.Context, interp []string, preload []string, grace time.Duration) (*execProc, error) {
 	cfg, err := json.Marshal(map[string]any{"preload": preload, "result_fd": humanEvalResultFD, "workers": 12})
 	if err != nil {
-		return nil, fmt.Errorf("accuracy: humaneval: %w", err)
+		return nil, fmt.Errorf("simpleevals: humaneval: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "cibench-humaneval-")
 	if err != nil {
-		return nil, fmt.Errorf("accuracy: humaneval: temp dir: %w", err)
+		return nil, fmt.Errorf("simpleevals: humaneval: temp dir: %w", err)
 	}
 	rr, rw, err := os.Pipe()
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("accuracy: humaneval: result pipe: %w", err)
+		return nil, fmt.Errorf("simpleevals: humaneval: result pipe: %w", err)
 	}
 	args := append(append([]string{}, interp[1:]...), "-I", "-c", humanEvalHarness, string(cfg))
 	cmd := exec.Command(interp[0], args...)
@@ -113,7 +113,7 @@ func (e *executor) start(ctx context.Context, interp []string, preload []string,
 		rr.Close()
 		rw.Close()
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("accuracy: humaneval: %w", err)
+		return nil, fmt.Errorf("simpleevals: humaneval: %w", err)
 	}
 	p := &execProc{cmd: cmd, stdin: stdin, out: &tailBuffer{max: 4096}, hello: make(chan struct{}), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
@@ -275,7 +275,7 @@ func (h *HumanEval) run(ctx context.Context, program string) (string, error) {
 		case rep.Result != nil:
 			return *rep.Result, nil
 		default:
-			return "", fmt.Errorf("accuracy: humaneval: executor: %s", rep.Error)
+			return "", fmt.Errorf("simpleevals: humaneval: executor: %s", rep.Error)
 		}
 	case <-ctx.Done():
 		return "", ctx.Err()

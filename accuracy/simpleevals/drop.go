@@ -1,4 +1,4 @@
-package accuracy
+package simpleevals
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vllm-cibench/cibench/accuracy"
 	"regexp"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ type dropSample struct {
 // 因此多线程时示例选择取决于调度顺序；这里在 Examples 中按样本顺序预先
 // 抽取，等价于 Python 单线程（环境变量 debug 置位）时的确定性结果。
 type DROP struct {
-	src    Source
+	src    accuracy.Source
 	opts   DROPOptions
 	answer *regexp.Regexp
 
@@ -44,15 +45,15 @@ type DROP struct {
 }
 
 // NewDROP 构造 DROP 评测。
-func NewDROP(src Source, opts DROPOptions) (*DROP, error) {
+func NewDROP(src accuracy.Source, opts DROPOptions) (*DROP, error) {
 	if src == nil {
-		return nil, fmt.Errorf("accuracy: drop: nil Source")
+		return nil, fmt.Errorf("simpleevals: drop: nil Source")
 	}
 	if opts.TrainSamplesPerPrompt == 0 {
 		opts.TrainSamplesPerPrompt = 3
 	}
 	if opts.NumExamples < 0 || opts.TrainSamplesPerPrompt < 0 {
-		return nil, optErrf("accuracy: drop: num_examples=%d train_samples_per_prompt=%d must be >= 0", opts.NumExamples, opts.TrainSamplesPerPrompt)
+		return nil, optErrf("simpleevals: drop: num_examples=%d train_samples_per_prompt=%d must be >= 0", opts.NumExamples, opts.TrainSamplesPerPrompt)
 	}
 	re, err := compilePy(AnswerPattern)
 	if err != nil {
@@ -65,7 +66,7 @@ func NewDROP(src Source, opts DROPOptions) (*DROP, error) {
 func (d *DROP) Name() string { return "drop" }
 
 // readJSONLGz 读取 gzip 压缩的 jsonl，每个非空行一个对象。
-func readJSONLGz(ctx context.Context, src Source, name string) ([]dropSample, error) {
+func readJSONLGz(ctx context.Context, src accuracy.Source, name string) ([]dropSample, error) {
 	rc, err := src.Open(ctx, name)
 	if err != nil {
 		return nil, err
@@ -73,7 +74,7 @@ func readJSONLGz(ctx context.Context, src Source, name string) ([]dropSample, er
 	defer rc.Close()
 	zr, err := gzip.NewReader(rc)
 	if err != nil {
-		return nil, fmt.Errorf("accuracy: %s: %w", name, err)
+		return nil, fmt.Errorf("simpleevals: %s: %w", name, err)
 	}
 	defer zr.Close()
 	sc := bufio.NewScanner(zr)
@@ -85,18 +86,18 @@ func readJSONLGz(ctx context.Context, src Source, name string) ([]dropSample, er
 		}
 		var s dropSample
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			return nil, fmt.Errorf("accuracy: %s line %d: %w", name, line, err)
+			return nil, fmt.Errorf("simpleevals: %s line %d: %w", name, line, err)
 		}
 		out = append(out, s)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("accuracy: %s: %w", name, err)
+		return nil, fmt.Errorf("simpleevals: %s: %w", name, err)
 	}
 	return out, nil
 }
 
 // Examples 读取训练集与开发集，按参考实现抽样并构造提示。
-func (d *DROP) Examples(ctx context.Context) ([]Example, error) {
+func (d *DROP) Examples(ctx context.Context) ([]accuracy.Example, error) {
 	train, err := readJSONLGz(ctx, d.src, FileDROPTrain)
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (d *DROP) Examples(ctx context.Context) ([]Example, error) {
 	if d.opts.NumExamples > 0 {
 		ids, err = pyrandom.New(42).SampleIndices(len(tests), d.opts.NumExamples)
 		if err != nil {
-			return nil, fmt.Errorf("accuracy: drop: sample %d test examples: %w", d.opts.NumExamples, err)
+			return nil, fmt.Errorf("simpleevals: drop: sample %d test examples: %w", d.opts.NumExamples, err)
 		}
 	}
 	picked := make([]dropSample, len(ids))
@@ -121,13 +122,13 @@ func (d *DROP) Examples(ctx context.Context) ([]Example, error) {
 	}
 	tests = picked
 	rng := pyrandom.New(42)
-	exs := make([]Example, len(tests))
+	exs := make([]accuracy.Example, len(tests))
 	for i, ex := range tests {
 		stuffing, err := pyrandom.Sample(rng, train, d.opts.TrainSamplesPerPrompt)
 		if err != nil {
-			return nil, fmt.Errorf("accuracy: drop: sample %d train examples: %w", d.opts.TrainSamplesPerPrompt, err)
+			return nil, fmt.Errorf("simpleevals: drop: sample %d train examples: %w", d.opts.TrainSamplesPerPrompt, err)
 		}
-		exs[i] = Example{Index: i, ID: fmt.Sprintf("drop/dev%d", ids[i]), Samples: 1, Messages: []Message{{Role: "user", Content: dropPrompt(stuffing, ex)}}}
+		exs[i] = accuracy.Example{Index: i, ID: fmt.Sprintf("drop/dev%d", ids[i]), Samples: 1, Messages: []accuracy.Message{{Role: "user", Content: dropPrompt(stuffing, ex)}}}
 	}
 	d.mu.Lock()
 	d.tests = tests
@@ -152,12 +153,12 @@ func dropPrompt(stuffing []dropSample, test dropSample) string {
 
 // Score 复刻 DROP 的评分：抽取 "Answer:" 之后的文本（未命中则用整段回复），
 // 计算对各参考答案的 EM/F1 最大值，score 为任一参考答案模糊匹配。
-func (d *DROP) Score(_ context.Context, ex Example, responses []string) (SingleResult, error) {
+func (d *DROP) Score(_ context.Context, ex accuracy.Example, responses []string) (accuracy.SingleResult, error) {
 	d.mu.Lock()
 	tests := d.tests
 	d.mu.Unlock()
 	if ex.Index < 0 || ex.Index >= len(tests) {
-		return SingleResult{}, ErrNotLoaded
+		return accuracy.SingleResult{}, accuracy.ErrNotLoaded
 	}
 	t := tests[ex.Index]
 	resp := first(responses)
@@ -175,9 +176,9 @@ func (d *DROP) Score(_ context.Context, ex Example, responses []string) (SingleR
 		}
 	}
 	cj, _ := json.Marshal(correct)
-	return SingleResult{
+	return accuracy.SingleResult{
 		Index: ex.Index, ID: ex.ID, Score: score,
-		Metrics: Metrics{{Name: "em_score", Value: em}, {Name: "f1_score", Value: f1}},
+		Metrics: accuracy.Metrics{{Name: "em_score", Value: em}, {Name: "f1_score", Value: f1}},
 		Prompt:  promptText(ex), Response: extracted, Responses: responses,
 		ExtractedAnswer: extracted, CorrectAnswer: string(cj),
 	}, nil

@@ -1,4 +1,4 @@
-# 生成 accuracy/sampledata 下的合成数据集（不是任何真实基准的数据）。
+# 生成 accuracy/simpleevals/sampledata 下的合成数据集（不是任何真实基准的数据）。
 # 文件名与格式沿用 simple-evals 的参考文件，以便 Go 实现按同样的方式读取。
 # 运行：python3 gen_sampledata.py（输出确定，gzip 的 mtime 固定为 0）。
 import csv, gzip, io, json

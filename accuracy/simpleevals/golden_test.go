@@ -1,4 +1,4 @@
-package accuracy_test
+package simpleevals_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/accuracy/internal/scripted"
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/endpoint"
 )
 
@@ -55,7 +57,7 @@ func python3OrSkip(t *testing.T) string {
 // TestScriptedServerGolden 对每个数据集跑完整流程（真实回环 HTTP → 抽取 → 聚合 → 写出），
 // 结果 JSON 与 JSONL 和 golden 文件逐字节比较。
 func TestScriptedServerGolden(t *testing.T) {
-	base := newScriptedServer(t, &scriptedModel{})
+	base := scripted.Serve(t, &scripted.Model{})
 	sampler, err := accuracy.NewChatSampler(accuracy.ChatConfig{Endpoint: endpoint.Endpoint{BaseURLs: []string{base}, Model: "scripted"}, MaxTokens: 128, Temperature: 0.6, Timeout: 10 * time.Second, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -71,11 +73,11 @@ func TestScriptedServerGolden(t *testing.T) {
 			var err error
 			if tc.name == "humaneval" {
 				// 每次执行都要启动 python3，这里只抽 3 题（仍是 random.Random(0).sample）以控制耗时。
-				e, err = accuracy.NewHumanEval(accuracy.SampleData(), accuracy.HumanEvalOptions{
+				e, err = simpleevals.NewHumanEval(simpleevals.SampleData(), simpleevals.HumanEvalOptions{
 					NumExamples: 3, Interpreter: []string{python3OrSkip(t)}, ExecTimeout: 2 * time.Second})
 				mode = "sub3"
 			} else {
-				e, err = accuracy.DefaultRegistry().New(tc.name, accuracy.SampleData(), accuracy.EvalOptions{Debug: tc.debug})
+				e, err = simpleevals.Registry().New(tc.name, simpleevals.SampleData(), accuracy.EvalOptions{Debug: tc.debug})
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -1,10 +1,11 @@
-package accuracy
+package simpleevals
 
 import (
 	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/accuracy"
 	"io"
 )
 
@@ -21,7 +22,7 @@ type csvRow map[string]string
 
 // readCSV 读取带表头的 CSV，返回包含 cols 各列的行；缺列报错并指出文件与列名。
 // 空行被跳过（pandas 的 skip_blank_lines），短行缺失的字段与 NA 字符串都记为 "nan"。
-func readCSV(ctx context.Context, src Source, name string, cols []string) ([]csvRow, error) {
+func readCSV(ctx context.Context, src accuracy.Source, name string, cols []string) ([]csvRow, error) {
 	rc, err := src.Open(ctx, name)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func readCSV(ctx context.Context, src Source, name string, cols []string) ([]csv
 	r.FieldsPerRecord = -1
 	header, err := r.Read()
 	if err != nil {
-		return nil, fmt.Errorf("accuracy: %s: read header: %w", name, err)
+		return nil, fmt.Errorf("simpleevals: %s: read header: %w", name, err)
 	}
 	idx := map[string]int{}
 	for i, h := range header {
@@ -41,7 +42,7 @@ func readCSV(ctx context.Context, src Source, name string, cols []string) ([]csv
 	}
 	for _, c := range cols {
 		if _, ok := idx[c]; !ok {
-			return nil, fmt.Errorf("accuracy: %s: missing column %q (have %q)", name, c, header)
+			return nil, fmt.Errorf("simpleevals: %s: missing column %q (have %q)", name, c, header)
 		}
 	}
 	var rows []csvRow
@@ -51,7 +52,7 @@ func readCSV(ctx context.Context, src Source, name string, cols []string) ([]csv
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("accuracy: %s: %w", name, err)
+			return nil, fmt.Errorf("simpleevals: %s: %w", name, err)
 		}
 		if len(rec) == 1 && rec[0] == "" {
 			continue

@@ -1,8 +1,9 @@
-package accuracy
+package simpleevals
 
 import (
 	"context"
 	"fmt"
+	"github.com/vllm-cibench/cibench/accuracy"
 	"regexp"
 	"sync"
 	"unicode/utf8"
@@ -30,7 +31,7 @@ type gpqaItem struct {
 
 // GPQA 复刻 simple-evals 的 GPQAEval。
 type GPQA struct {
-	src  Source
+	src  accuracy.Source
 	opts GPQAOptions
 	re   *regexp.Regexp
 
@@ -39,18 +40,18 @@ type GPQA struct {
 }
 
 // NewGPQA 校验参数并构造 GPQA 评测；与 Python 相同，抽子集时只允许 1 次重复。
-func NewGPQA(src Source, opts GPQAOptions) (*GPQA, error) {
+func NewGPQA(src accuracy.Source, opts GPQAOptions) (*GPQA, error) {
 	if src == nil {
-		return nil, fmt.Errorf("accuracy: gpqa: nil Source")
+		return nil, fmt.Errorf("simpleevals: gpqa: nil Source")
 	}
 	if opts.NRepeats == 0 {
 		opts.NRepeats = 1
 	}
 	if opts.NRepeats < 0 || opts.NumExamples < 0 {
-		return nil, optErrf("accuracy: gpqa: n_repeats=%d num_examples=%d must be >= 0", opts.NRepeats, opts.NumExamples)
+		return nil, optErrf("simpleevals: gpqa: n_repeats=%d num_examples=%d must be >= 0", opts.NRepeats, opts.NumExamples)
 	}
 	if opts.NumExamples > 0 && opts.NRepeats != 1 {
-		return nil, optErrf("accuracy: gpqa: n_repeats=%d: n_repeats only supported for num_examples (use n_repeats 1 with --examples)", opts.NRepeats)
+		return nil, optErrf("simpleevals: gpqa: n_repeats=%d: n_repeats only supported for num_examples (use n_repeats 1 with --examples)", opts.NRepeats)
 	}
 	if opts.Variant == "" {
 		opts.Variant = "diamond"
@@ -70,7 +71,7 @@ var gpqaCols = []string{"Question", "Correct Answer", "Incorrect Answer 1", "Inc
 
 // Examples 复刻构造函数中的抽样顺序：同一个 random.Random(0) 先 sample 子集，
 // 再为展开后的每个样本依次 sample(range(4), 4) 得到选项排列。
-func (g *GPQA) Examples(ctx context.Context) ([]Example, error) {
+func (g *GPQA) Examples(ctx context.Context) ([]accuracy.Example, error) {
 	rows, err := readCSV(ctx, g.src, "gpqa_"+g.opts.Variant+".csv", gpqaCols)
 	if err != nil {
 		return nil, err
@@ -83,7 +84,7 @@ func (g *GPQA) Examples(ctx context.Context) ([]Example, error) {
 	if g.opts.NumExamples > 0 {
 		rowIDs, err = rng.SampleIndices(len(rows), g.opts.NumExamples)
 		if err != nil {
-			return nil, fmt.Errorf("accuracy: gpqa: sample %d of %d rows: %w", g.opts.NumExamples, len(rows), err)
+			return nil, fmt.Errorf("simpleevals: gpqa: sample %d of %d rows: %w", g.opts.NumExamples, len(rows), err)
 		}
 	}
 	var items []gpqaItem
@@ -92,13 +93,13 @@ func (g *GPQA) Examples(ctx context.Context) ([]Example, error) {
 			items = append(items, gpqaItem{row: rows[id], rowID: id, repeat: r})
 		}
 	}
-	exs := make([]Example, len(items))
+	exs := make([]accuracy.Example, len(items))
 	for i := range items {
 		perm, _ := rng.SampleIndices(4, 4)
 		items[i].perm = perm
 		choices := g.choices(items[i])
 		prompt := FormatMultichoiceQuestion(items[i].row["Question"], choices[0], choices[1], choices[2], choices[3])
-		exs[i] = Example{Index: i, ID: fmt.Sprintf("gpqa/row%d#r%d", items[i].rowID, items[i].repeat), Messages: []Message{{Role: "user", Content: prompt}}, Samples: 1}
+		exs[i] = accuracy.Example{Index: i, ID: fmt.Sprintf("gpqa/row%d#r%d", items[i].rowID, items[i].repeat), Messages: []accuracy.Message{{Role: "user", Content: prompt}}, Samples: 1}
 	}
 	g.mu.Lock()
 	g.items = items
@@ -117,12 +118,12 @@ func (g *GPQA) choices(it gpqaItem) [4]string {
 }
 
 // Score 用 ANSWER_PATTERN_MULTICHOICE 抽取字母并与正确选项比较；指标 chars 为回复的字符数。
-func (g *GPQA) Score(_ context.Context, ex Example, responses []string) (SingleResult, error) {
+func (g *GPQA) Score(_ context.Context, ex accuracy.Example, responses []string) (accuracy.SingleResult, error) {
 	g.mu.Lock()
 	items := g.items
 	g.mu.Unlock()
 	if ex.Index < 0 || ex.Index >= len(items) {
-		return SingleResult{}, ErrNotLoaded
+		return accuracy.SingleResult{}, accuracy.ErrNotLoaded
 	}
 	it := items[ex.Index]
 	choices := g.choices(it)
@@ -140,9 +141,9 @@ func (g *GPQA) Score(_ context.Context, ex Example, responses []string) (SingleR
 	if extracted != "" && extracted == correct {
 		score = 1
 	}
-	return SingleResult{
+	return accuracy.SingleResult{
 		Index: ex.Index, ID: ex.ID, Score: score,
-		Metrics: Metrics{{Name: "chars", Value: float64(utf8.RuneCountInString(resp))}},
+		Metrics: accuracy.Metrics{{Name: "chars", Value: float64(utf8.RuneCountInString(resp))}},
 		Prompt:  promptText(ex), Response: resp, Responses: responses,
 		ExtractedAnswer: extracted, CorrectAnswer: correct,
 	}, nil
@@ -157,7 +158,7 @@ func first(rs []string) string {
 }
 
 // promptText 返回样本最后一条消息的正文，用于审计输出。
-func promptText(ex Example) string {
+func promptText(ex accuracy.Example) string {
 	if len(ex.Messages) == 0 {
 		return ""
 	}
