@@ -120,6 +120,14 @@ func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, chu
 		closers = append(closers, fh)
 		srcs = append(srcs, shard.Records{Name: f, R: fh})
 	}
+	if len(srcs) == 0 {
+		// 没有任何记录流（--kube-shards：Pod 只交回结果行；bench merge 没给 --records）：不写空的
+		// requests_*.csv（那会被读成"零个请求"），汇总、时间线与 workload 行照常写。
+		obs = loadgen.Tee(&loadgen.Observer{OnGroupEnd: art.EndGroup, OnTimeline: art.WriteTimeline}, wsink.Observer())
+		if !(ownLengths(pd.DatasetType) || pd.MultiTurn.On()) {
+			obs = &loadgen.Observer{OnGroupEnd: art.EndGroup, OnTimeline: art.WriteTimeline}
+		}
+	}
 	rerr := shard.Replay(obs, m.groups, m.timeline, srcs...)
 	for _, c := range closers {
 		_ = c.Close()

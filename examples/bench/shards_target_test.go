@@ -284,7 +284,7 @@ func TestBenchMergeManualShards(t *testing.T) {
 	errs := make([]error, 2)
 	for i := range 2 {
 		res := filepath.Join(work, fmt.Sprintf("shard%d.json", i))
-		rec := filepath.Join(work, fmt.Sprintf("records%d.csv", i))
+		rec := filepath.Join(work, fmt.Sprintf("records%d.jsonl", i))
 		results, records = append(results, res), append(records, rec)
 		cmd := exec.Command(exe, append(slices.Clone(common), "--shard-index", strconv.Itoa(i), "--shard-count", "2", "--shard-start", start, "--shard-records", rec)...)
 		cmd.Env = append(os.Environ(), asMainEnv+"=1")
@@ -346,6 +346,10 @@ func TestBenchMergeManualShards(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(part, "summary_manual_*.INCOMPLETE")); len(m) != 1 {
 		t.Fatalf("no .INCOMPLETE marker for a one-of-two merge: %v", m)
+	}
+	// 没有 --records（--kube-shards 也是这样）：不写空的逐请求 CSV，免得被读成"零个请求"。
+	if m, _ := filepath.Glob(filepath.Join(part, "requests_*")); len(m) != 0 {
+		t.Fatalf("merge without --records wrote per-request files %v", m)
 	}
 
 	// 另一次压测（不同的 -n）的分片 1：拒绝，点名两个文件。
