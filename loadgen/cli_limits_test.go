@@ -1,10 +1,9 @@
 package loadgen_test
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 	"math"
 	"strings"
 	"testing"
@@ -42,7 +41,7 @@ func TestValidateUpperLimits(t *testing.T) {
 		{"init_concurrency", 0, func(p *loadgen.Profile) { p.InitConcurrency = []int{loadgen.MaxConcurrency + 1} }},
 		{"output_range_ratio_below", -1, func(p *loadgen.Profile) { p.OutputRangeRatioBelow = nan }},
 		{"input_length", 0, func(p *loadgen.Profile) {
-			p.DatasetType, p.Prompts = loadgen.DatasetCustom, []loadgen.Prompt{{Text: "x", InputLength: 32}}
+			p.DatasetType, p.Prompts = loadgen.DatasetCustom, []dataset.Prompt{{Text: "x", InputLength: 32}}
 		}},
 	}
 	for _, c := range cases {
@@ -62,45 +61,6 @@ func TestValidateUpperLimits(t *testing.T) {
 	ok.Concurrency, ok.NumRequests = []int{loadgen.MaxConcurrency}, []int{loadgen.MaxRequests}
 	if err := ok.Defaults().Validate(); err != nil {
 		t.Fatalf("limits themselves rejected: %v", err)
-	}
-}
-
-// TestGenerateDatasetAndReadBack 验证 GenerateDataset 的每行形状、长度与可复现性，
-// 以及 ReadPrompts 读回 input_length / prompt_tokens、拒绝越界的长度。
-func TestGenerateDatasetAndReadBack(t *testing.T) {
-	spec := loadgen.DatasetSpec{InputLength: 20, NumRequests: 5, PrefixLength: 3, Seed: 1}
-	if spec.FileName() != "random_input20_num5_prefix3.jsonl" {
-		t.Fatal(spec.FileName())
-	}
-	var a, b bytes.Buffer
-	n, err := loadgen.GenerateDataset(context.Background(), &a, spec, nil)
-	if err != nil || n != 5 {
-		t.Fatal(n, err)
-	}
-	if _, err := loadgen.GenerateDataset(context.Background(), &b, spec, nil); err != nil || a.String() != b.String() {
-		t.Fatal("not reproducible", err)
-	}
-	ps, err := loadgen.ReadPrompts(&a)
-	if err != nil || len(ps) != 5 {
-		t.Fatal(len(ps), err)
-	}
-	for _, p := range ps {
-		if p.InputLength != 20 || p.Tokens != 20 || p.Text == "" {
-			t.Fatalf("%+v", p)
-		}
-		if p.Text == loadgen.RandomText(1, 20) {
-			t.Fatal("dataset ignores the prefix/index seed")
-		}
-	}
-	for _, bad := range []loadgen.DatasetSpec{{InputLength: 0, NumRequests: 1}, {InputLength: 8, NumRequests: 0},
-		{InputLength: 8, NumRequests: 1, PrefixLength: 8}, {InputLength: 8, NumRequests: 1, RangeRatioBelow: 1},
-		{InputLength: 8, NumRequests: 1, RangeRatioAbove: math.NaN()}, {InputLength: 8, NumRequests: loadgen.MaxDatasetRequests + 1}} {
-		if _, err := loadgen.GenerateDataset(context.Background(), &bytes.Buffer{}, bad, nil); !errors.Is(err, loadgen.ErrInvalidProfile) {
-			t.Errorf("%+v: %v", bad, err)
-		}
-	}
-	if _, err := loadgen.ReadPrompts(strings.NewReader(`{"prompt":"x","input_length":-1}`)); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Fatalf("negative input_length: %v", err)
 	}
 }
 

@@ -25,7 +25,7 @@ func BenchmarkBuildPoolTokenize(b *testing.B) {
 		pool, err := buildPool(context.Background(), &p, 64, 1024, c)
 		wall += time.Since(t0)
 		cpu += procstat.CPUTime() - c0
-		if err != nil || len(pool.quoted) != 1024 {
+		if err != nil || len(pool.Quoted) != 1024 {
 			b.Fatalf("pool: %v", err)
 		}
 	}

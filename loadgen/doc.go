@@ -21,12 +21,16 @@
 //     TTFT/TPOT/E2E 分位数与推测解码接受率（没有时为 -1）；
 //   - 服务端没有 /tokenize 时，可用 loadgen/tokenizer 读入的 tokenizer.json 校准数据集长度
 //     （Target.Tokenizer）；
-//   - 真实负载（workload.go）：Mooncake / Azure 轨迹按时刻表回放（ReadMooncakeTrace、
-//     ReadAzureTrace，发出滞后报告为 Workload.DispatchLag）、shared_prefix 与
-//     prefix_repetition 集合、ShareGPT（ReadShareGPT）、多轮会话（Profile.MultiTurn：服务端的
-//     实时回答进入下一轮的历史，X-Session-ID），以及每组的服务端缓存真相（前缀缓存命中率、
-//     抢占、KV 占用峰值，Summary.Workload.Cache）；新列写进 WorkloadWriter / SessionWriter
-//     的新文件，acs-bench 的 CSV 不变。
+//   - 数据集与 prompt 池在 loadgen/dataset（不导入本包；Profile 直接用它的 Prompt、TraceRequest
+//     与各配置块）：random / custom、Mooncake / Azure 轨迹按时刻表回放（发出滞后报告为
+//     Workload.DispatchLag）、shared_prefix 与 prefix_repetition 集合、ShareGPT；本包的 pool.go
+//     在每组开始前按数据集类型建池。多轮会话（Profile.MultiTurn：服务端的实时回答进入下一轮的
+//     历史，X-Session-ID）与每组的服务端缓存真相（前缀缓存命中率、抢占、KV 占用峰值，
+//     Summary.Workload.Cache）是运行逻辑，在本包；新列由 metrics.WorkloadWriter /
+//     metrics.SessionWriter 写进新文件，acs-bench 的 CSV 不变；
+//   - 分片：本包按全局序号取模执行一片（Shard、RunShard，逐组的原始测量 ShardGroup /
+//     GroupStats，MergeShardGroups 合并一组）；打包、交回、合并与本机分片、逐请求记录的重放在
+//     loadgen/shard（本包从不导入它）。
 //
 // 运行中的事件（逐请求记录、分组开始/结束、时间线、进度、扫描结论）交给一个 *Observer：
 // 一个由可选钩子组成的结构体（形状同 httptrace.ClientTrace），多个出口用 Tee 组合，

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // TurnSummary 是多轮会话中同一轮次（第 Turn 轮）全部请求的汇总。第 k 轮的 prompt 带着前
@@ -284,7 +286,7 @@ func (r *runner) driveSessions(ctx context.Context, gr *groupRun, conc int, turn
 // 轮次决定），请求体是 head + 历史 + 新问题；成功时把问题与实时回答追加进历史。
 func (r *runner) sessionTurn(ctx context.Context, gr *groupRun, x *exchange, c *session, head []byte, shard, idx int) {
 	turn := c.done + 1
-	q := RandomText(r.p.Seed*1_000_003+int64(gr.g.Index)*7919+int64(c.idx)*104_729+int64(turn), gr.g.InputLength)
+	q := dataset.RandomText(r.p.Seed*1_000_003+int64(gr.g.Index)*7919+int64(c.idx)*104_729+int64(turn), gr.g.InputLength)
 	qq, _ := jsonString(q)
 	b := append(x.body[:0], head...)
 	b = append(b, c.history...)

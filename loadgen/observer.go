@@ -4,7 +4,7 @@ import "errors"
 
 // Observer 是一次压测运行的全部事件出口：一个由可选钩子组成的结构体（形状取自
 // net/http/httptrace.ClientTrace）。每个字段都可以为 nil，表示不关心该事件；
-// 交给 Run、RunSweep、RunShard、RunLocalShards 的 *Observer 本身也可以为 nil。
+// 交给 Run、RunSweep、RunShard、shard.RunLocal（loadgen/shard）的 *Observer 本身也可以为 nil。
 //
 // 为什么是一个结构体而不是几个可选接口：以前 Run 在 sink 上用类型断言找 GroupSink、
 // TimelineSink、ProgressSink、SweepSink，包一层的包装器只要漏实现一个方法，那类事件就被
@@ -12,12 +12,12 @@ import "errors"
 // 现在事件种类全在这一个类型上、编译期可见；组合用 Tee，它按字段转发每一种事件，
 // 包装器只需写自己关心的那一个钩子，其余原样保留（见 Tee 与 docs/loadgen.md "观察者"）。
 //
-// 并发约定（对 Run、RunSweep、RunShard 与 RunLocalShards 都成立）：
+// 并发约定（对 Run、RunSweep、RunShard 与 shard.RunLocal 都成立）：
 //   - 一次运行中所有钩子都被串行调用——任意两个钩子调用之间有 happens-before 关系，
 //     钩子内不需要加锁；但不同的运行（例如同一个 Observer 交给两个并发的 Run）之间不串行。
 //   - OnGroupStart、OnGroupEnd、OnSweepEnd 在调用 Run 的 goroutine 上调用；OnRecord 与
 //     OnProgress 在 Run 的 worker goroutine 上调用，OnTimeline 在 Run 的采样 goroutine 上
-//     调用（RunLocalShards 的 OnGroupEnd 与 OnTimeline 在全部分片结束后、调用方 goroutine 上）。
+//     调用（shard.RunLocal 的 OnGroupEnd 与 OnTimeline 在全部分片结束后、调用方 goroutine 上）。
 //   - 钩子在测量路径上执行：OnRecord 持有 Run 的记录锁期间其他 worker 无法交出记录，
 //     闭环压测下会推迟它们的下一个请求。钩子应当很快返回（写缓冲文件、更新计数器），
 //     不要做网络请求或等待别的 goroutine；慢的导出应先复制数据再异步处理。
@@ -33,14 +33,14 @@ type Observer struct {
 	// OnGroupStart 在每组正式请求开始前调用（预热之后），用于按组切分逐请求文件。
 	OnGroupStart func(g Group) error
 	// OnGroupEnd 在每组结束时收到该组的汇总行（被中断的组 Incomplete 为真），用于立即追加
-	// 一行汇总（崩溃不丢已测数据）。RunShard 交出的是本分片的局部汇总，RunLocalShards
+	// 一行汇总（崩溃不丢已测数据）。RunShard 交出的是本分片的局部汇总，shard.RunLocal
 	// 交出的是合并后的汇总。
 	OnGroupEnd func(s Summary) error
 	// OnTimeline 在 Profile.BucketInterval > 0 时每个间隔收到一行实时时间线；
 	// 为 nil 时 Run 不启动时间线采样。
 	OnTimeline func(t Timeline) error
 	// OnProgress 约每 250ms（以及每组最后一个请求完成时）收到一次进度快照，供示例程序
-	// 打印进度行。RunLocalShards 不交出进度（各分片的局部进度没有意义）。
+	// 打印进度行。分片运行（shard.RunLocal、shard.Replay）不交出进度（各分片的局部进度没有意义）。
 	OnProgress func(p Progress)
 	// OnSweepEnd 在容量扫描（control_method: sweep）的每个组合结束时收到结论。
 	OnSweepEnd func(res SweepResult) error

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // TestTraceReplayPrefixHitRateOnEmulator 是轨迹回放的完成条件：一个块共享已知的 Mooncake 轨迹
@@ -28,13 +29,13 @@ func TestTraceReplayPrefixHitRateOnEmulator(t *testing.T) {
 	for i := range 6 {
 		fmt.Fprintf(&sb, `{"timestamp": %d, "input_length": 53, "output_length": 2, "hash_ids": [1, 2, 3, %d]}`+"\n", i*300, 100+i)
 	}
-	trace, err := loadgen.ReadMooncakeTrace(strings.NewReader(sb.String()), "shared.jsonl", 16)
+	trace, err := dataset.ReadMooncakeTrace(strings.NewReader(sb.String()), "shared.jsonl", 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &collect{}
 	sums, err := loadgen.Run(context.Background(), tgt, loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace,
-		Backend: loadgen.BackendCompletion, Trace: loadgen.TraceConfig{BlockSize: 16}}, c.observer())
+		Backend: loadgen.BackendCompletion, Trace: dataset.TraceConfig{BlockSize: 16}}, c.observer())
 	if err != nil {
 		t.Fatal(err)
 	}

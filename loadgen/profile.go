@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 	"math"
 	"strconv"
 	"strings"
@@ -117,31 +118,17 @@ type Profile struct {
 	Sweep SweepConfig `yaml:"sweep"`
 
 	// Trace、SharedPrefix、PrefixRepetition、ShareGPT、MultiTurn 是真实负载的参数，见 workload.go。
-	Trace            TraceConfig            `yaml:"trace"`
-	SharedPrefix     SharedPrefixConfig     `yaml:"shared_prefix"`
-	PrefixRepetition PrefixRepetitionConfig `yaml:"prefix_repetition"`
-	ShareGPT         ShareGPTConfig         `yaml:"sharegpt"`
-	MultiTurn        MultiTurnConfig        `yaml:"multi_turn"`
+	Trace            dataset.TraceConfig            `yaml:"trace"`
+	SharedPrefix     dataset.SharedPrefixConfig     `yaml:"shared_prefix"`
+	PrefixRepetition dataset.PrefixRepetitionConfig `yaml:"prefix_repetition"`
+	ShareGPT         dataset.ShareGPTConfig         `yaml:"sharegpt"`
+	MultiTurn        MultiTurnConfig                `yaml:"multi_turn"`
 
 	// Prompts 是 custom 与 sharegpt 数据集的内容（由 ReadPrompts / ReadShareGPT 读入），不来自 YAML。
-	Prompts []Prompt `yaml:"-"`
+	Prompts []dataset.Prompt `yaml:"-"`
 	// TraceRequests 是 mooncake_trace / azure_trace 的轨迹（由 ReadMooncakeTrace / ReadAzureTrace
 	// 读入），不来自 YAML。
-	TraceRequests []TraceRequest `yaml:"-"`
-}
-
-// Prompt 是 custom 数据集中的一条输入，也是 GenerateDataset 写出的 JSONL 的一行。
-type Prompt struct {
-	// Text 是提示文本。
-	Text string `json:"prompt"`
-	// MaxTokens 非 0 时覆盖分组的输出长度。
-	MaxTokens int `json:"max_tokens,omitempty"`
-	// InputLength 非 0 时是这条 prompt 所属的输入长度组（生成时的 --input-length，
-	// 抖动前的名义长度）：只有该长度的分组使用它。0 表示用于所有分组。
-	InputLength int `json:"input_length,omitempty"`
-	// Tokens 是生成时分词器下的实际 token 数（0 表示未知）；服务端不回 usage 时
-	// 作为 prompt_tokens。
-	Tokens int `json:"prompt_tokens,omitempty"`
+	TraceRequests []dataset.TraceRequest `yaml:"-"`
 }
 
 // 以下为 acs-bench 的默认值。
@@ -245,18 +232,18 @@ func (p Profile) Defaults() Profile {
 // （多打几个 0、单位写错）在发出第一个请求之前就报错，而不是跑到阶段超时；
 // 也是内存的上界（每组请求数决定记录与直方图的规模）。docs/loadgen.md 列出了它们。
 const (
-	MaxConcurrency     = 65536          // 每组并发（客户端一个进程的连接数上限量级）
-	MaxRequests        = 10_000_000     // 每组请求数（num_requests、concurrency×requests_per_concurrency、warmup）
-	MaxTokens          = 1 << 20        // 输入 / 输出 token 长度、前缀长度
-	MaxEpochs          = 10_000         // 每组轮数
-	MaxRequestRate     = 1_000_000      // 开环到达速率（请求/秒）
-	MaxBurstiness      = 1000           // gamma 形状参数
-	MaxTemperature     = 100            // 采样温度
-	MaxTopK            = 1 << 20        // top_k
-	MaxTimeout         = 24 * time.Hour // 单请求超时
-	MaxGrowthInterval  = 24 * time.Hour // 爬坡间隔
-	MaxImageSide       = 8192           // image-text 图片边长（像素）
-	maxRequestsPerConc = MaxRequests    // requests_per_concurrency 单独的上限
+	MaxConcurrency     = 65536               // 每组并发（客户端一个进程的连接数上限量级）
+	MaxRequests        = dataset.MaxRequests // 每组请求数（num_requests、concurrency×requests_per_concurrency、warmup）
+	MaxTokens          = dataset.MaxTokens   // 输入 / 输出 token 长度、前缀长度
+	MaxEpochs          = 10_000              // 每组轮数
+	MaxRequestRate     = 1_000_000           // 开环到达速率（请求/秒）
+	MaxBurstiness      = 1000                // gamma 形状参数
+	MaxTemperature     = 100                 // 采样温度
+	MaxTopK            = 1 << 20             // top_k
+	MaxTimeout         = 24 * time.Hour      // 单请求超时
+	MaxGrowthInterval  = 24 * time.Hour      // 爬坡间隔
+	MaxImageSide       = 8192                // image-text 图片边长（像素）
+	maxRequestsPerConc = MaxRequests         // requests_per_concurrency 单独的上限
 )
 
 // invalid 构造一个带字段名与取值的校验错误（标量字段）：*field.Error，Field 是 YAML 键，
@@ -420,8 +407,8 @@ func (p Profile) validateDataset() error {
 	}
 	if p.DatasetType == DatasetCustom {
 		for i, L := range p.InputLength {
-			if len(promptsFor(p.Prompts, L)) == 0 {
-				return invalidAt("input_length", i, L, "the custom dataset has no prompt of this input length (input_length "+lengthsOf(p.Prompts)+")")
+			if len(dataset.PromptsFor(p.Prompts, L)) == 0 {
+				return invalidAt("input_length", i, L, "the custom dataset has no prompt of this input length (input_length "+dataset.LengthsOf(p.Prompts)+")")
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/endpoint"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // Target 描述被压测的服务：嵌入的 endpoint.Endpoint（地址、模型、密钥、HTTP 客户端，
@@ -21,7 +22,7 @@ type Target struct {
 	Provider string
 	// Tokenizer 在服务端没有 POST /tokenize 时用于校准数据集长度（例如 loadgen/tokenizer 的 Load
 	// 读入的 tokenizer.json）；为 nil 时退回 internal/tokenize 的估算。
-	Tokenizer TokenCounter
+	Tokenizer dataset.TokenCounter
 }
 
 // 错误分类（Record.ErrorClass），取值固定、基数低，可直接作为标签使用。

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/internal/rxstamp"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 	"github.com/vllm-cibench/cibench/loadgen/internal/h1"
 	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
@@ -40,8 +41,8 @@ type runner struct {
 	urls     []string // 每个实例的请求地址
 	slo      SLO
 	tmpl     *bodyTemplate
-	counter  TokenCounter
-	pools    map[int]*promptPool
+	counter  dataset.TokenCounter
+	pools    map[int]*dataset.Pool
 	images   []string
 	scraper  *servermetrics.Scraper
 	stream   bool
@@ -76,7 +77,7 @@ func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh 
 		return nil, fmt.Errorf("%w: %w", ErrInvalidTarget, err)
 	}
 	slo, _ := ParseGoodput(p.Goodput) // 已在 Validate 中校验
-	r := &runner{t: target, p: p, slo: slo, obs: obs.orZero(), pools: map[int]*promptPool{}, stream: *p.Stream, sh: sh}
+	r := &runner{t: target, p: p, slo: slo, obs: obs.orZero(), pools: map[int]*dataset.Pool{}, stream: *p.Stream, sh: sh}
 	if p.BucketInterval <= 0 {
 		r.obs.OnTimeline = nil // 没有采样间隔就没有时间线
 	}
@@ -233,7 +234,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	}
 	if r.p.ModalType == ModalImageText {
 		for i := range 4 {
-			r.images = append(r.images, imageDataURL(uint64(r.p.Seed)+uint64(i), r.p.ImageWidth, r.p.ImageHeight))
+			r.images = append(r.images, dataset.ImageDataURL(uint64(r.p.Seed)+uint64(i), r.p.ImageWidth, r.p.ImageHeight))
 		}
 	}
 	return nil
@@ -268,7 +269,7 @@ func (r *runner) probe(ctx context.Context) (int, error) {
 func (r *runner) imageOrEmpty(i int) string {
 	if len(r.images) == 0 {
 		if r.p.ModalType == ModalImageText {
-			return imageDataURL(0, 1, 1)
+			return dataset.ImageDataURL(0, 1, 1)
 		}
 		return ""
 	}
@@ -326,7 +327,7 @@ func (c *serverCounter) CountTokens(ctx context.Context, text string) (int, erro
 }
 
 // probeTokenize 检查服务端 /tokenize 是否可用；不可用时返回 nil（退回共享规则估算）。
-func (r *runner) probeTokenize(ctx context.Context) TokenCounter {
+func (r *runner) probeTokenize(ctx context.Context) dataset.TokenCounter {
 	base := strings.TrimSuffix(strings.TrimSuffix(r.t.BaseURLs[0], "/"), "/v1")
 	c := &serverCounter{client: r.client, url: base + "/tokenize", model: r.t.Model, apiKey: r.t.APIKey,
 		timeout: r.auxTimeout(), maxBody: int64(r.p.MaxEventBytes)}
@@ -337,8 +338,8 @@ func (r *runner) probeTokenize(ctx context.Context) TokenCounter {
 }
 
 // pool 返回输入长度 inputLen 的 prompt 池（跨分组复用，保证同种子同长度同内容）。
-func (r *runner) pool(ctx context.Context, inputLen, n int) (*promptPool, error) {
-	if pl, ok := r.pools[inputLen]; ok && (pl.complete || len(pl.quoted) >= min(n, poolSize)) && r.p.DatasetType != DatasetPrefixRepetition {
+func (r *runner) pool(ctx context.Context, inputLen, n int) (*dataset.Pool, error) {
+	if pl, ok := r.pools[inputLen]; ok && (pl.Complete || len(pl.Quoted) >= min(n, dataset.PoolSize)) && r.p.DatasetType != DatasetPrefixRepetition {
 		return pl, nil
 	}
 	pl, err := buildPool(ctx, &r.p, inputLen, n, r.counter)
@@ -358,7 +359,7 @@ type job struct {
 // groupRun 是一个分组执行期间的共享状态。
 type groupRun struct {
 	g       Group
-	pool    *promptPool
+	pool    *dataset.Pool
 	shards  shardSet
 	warmup  bool
 	total   int // 本进程要完成的请求数
@@ -502,7 +503,7 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 	exhausted := make(chan struct{})
 	var once sync.Once
 	markExhausted := func() { once.Do(func() { close(exhausted) }) }
-	ts := gr.pool.trace
+	ts := gr.pool.Trace
 	if gr.warmup {
 		ts = nil // 预热不按时刻表：闭环发出轨迹开头的几条
 	}
@@ -680,18 +681,18 @@ func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, 
 	var prompt []byte
 	var tokens, maxTok int
 	x.session = ""
-	if pl.trace != nil {
+	if pl.Trace != nil {
 		// 轨迹回放：prompt 按序号现生成（块文本有缓存），生成耗时计入发出滞后（SlotWait）。
-		x.prompt, tokens, maxTok = pl.trace.prompt(x.prompt, j.idx)
-		prompt, x.session = x.prompt, pl.trace.rows[j.idx%len(pl.trace.rows)].SessionID
+		x.prompt, tokens, maxTok = pl.Trace.Prompt(x.prompt, j.idx)
+		prompt, x.session = x.prompt, pl.Trace.Session(j.idx)
 	} else {
-		pi := j.idx % len(pl.quoted)
-		prompt, tokens, maxTok = pl.quoted[pi], pl.tokens[pi], gr.g.OutputLength
-		if pl.maxTok != nil && pl.maxTok[pi] > 0 {
-			maxTok = pl.maxTok[pi]
+		pi := j.idx % len(pl.Quoted)
+		prompt, tokens, maxTok = pl.Quoted[pi], pl.Tokens[pi], gr.g.OutputLength
+		if pl.MaxTokens != nil && pl.MaxTokens[pi] > 0 {
+			maxTok = pl.MaxTokens[pi]
 		} else if r.p.OutputRangeRatioAbove > 0 || r.p.OutputRangeRatioBelow > 0 {
 			rng := rand.New(rand.NewPCG(gr.outRng, uint64(j.idx)))
-			maxTok = jitter(rng, maxTok, r.p.OutputRangeRatioBelow, r.p.OutputRangeRatioAbove)
+			maxTok = dataset.Jitter(rng, maxTok, r.p.OutputRangeRatioBelow, r.p.OutputRangeRatioAbove)
 		}
 	}
 	x.body = r.tmpl.build(x.body, prompt, r.imageOrEmpty(j.idx), maxTok)

@@ -114,7 +114,7 @@ func applyCache(before, after *servermetrics.Snapshot, peak float64) ServerCache
 // 与按轮次的汇总。
 func (r *runner) applyWorkload(s *Summary, gr *groupRun, before, after *servermetrics.Snapshot, peak float64) {
 	w := WorkloadStats{Cache: applyCache(before, after, peak), AvgCachedTokens: -1}
-	if gr.pool != nil && gr.pool.trace != nil {
+	if gr.pool != nil && gr.pool.Trace != nil {
 		w.DispatchLag = s.SlotWait
 	}
 	if n := gr.cachedN.Load(); n > 0 {

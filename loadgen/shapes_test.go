@@ -11,6 +11,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // TestClimbRaisesConcurrencyOnSchedule 从记录重建在途请求数，验证爬坡按计划提升并发且不超过上限。
@@ -129,7 +130,7 @@ func TestBackendsModesAndRoundRobin(t *testing.T) {
 		"completions":   {Backend: loadgen.BackendCompletion},
 		"non-stream":    {Stream: &f},
 		"image-text":    {ModalType: loadgen.ModalImageText, ImageWidth: 32, ImageHeight: 16},
-		"custom":        {Prompts: []loadgen.Prompt{{Text: "你好 world"}, {Text: "second prompt", MaxTokens: 3}}},
+		"custom":        {Prompts: []dataset.Prompt{{Text: "你好 world"}, {Text: "second prompt", MaxTokens: 3}}},
 		"output jitter": {OutputRangeRatioAbove: 0.5, OutputRangeRatioBelow: 0.5, Seed: 5},
 	}
 	for name, p := range cases {

@@ -2,9 +2,6 @@ package loadgen
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,7 +32,7 @@ type Shard struct {
 	// Barrier 可选：协调者的组间信号。第一个分组之后的每个分组开始之前（预热与 /metrics 抓取之后）
 	// 以该组的 Group.Index 调用它，它返回时该组开始计时；各分片的 Barrier 应在同一时刻返回
 	// （例如协调者等所有分片都报告就绪后一起放行），否则后面的分组按各分片跑完上一组的时刻
-	// 先后开始，合并因开始时刻相差过大而拒绝（ErrShardSkew）。返回错误时 RunShard 以该错误
+	// 先后开始，合并因开始时刻相差过大而拒绝（loadgen/shard 的 ErrSkew）。返回错误时 RunShard 以该错误
 	// 结束（已完成分组的结果照常返回）。nil 表示不等待。StartAt 非零时第一组仍对齐到 StartAt；
 	// StartAt 为零时第一组也由 Barrier 放行（本机分片用它：子进程建好 prompt 池的时刻难以预估）。
 	Barrier func(ctx context.Context, group int) error
@@ -94,7 +91,7 @@ type shardRun struct {
 	Shard
 	started bool      // 第一个分组是否已对齐到 StartAt
 	release time.Time // 当前分组的约定开始时刻（StartAt 或屏障放行时刻），零值表示没有约定
-	res     *ShardResult
+	groups  []ShardGroup
 }
 
 // part 返回 total 个按序号轮流划分的对象中属于本分片的个数。
@@ -159,47 +156,21 @@ func (r *runner) alignStart(ctx context.Context, group int) error {
 	return nil
 }
 
-// capture 把一组的原始统计（而不是汇总行）存进分片结果，供 Merge 重建单进程的汇总。
+// capture 把一组的原始统计（而不是汇总行）存进本分片的结果，供 loadgen/shard 的合并重建单进程的汇总。
 func (r *runner) capture(g Group, tot *stats, before, after *servermetrics.Snapshot, classes map[string]int, incomplete bool) {
 	if r.sh == nil {
 		return
 	}
-	sg := ShardGroup{Group: g.Index, Config: r.summary(g), Stats: encodeStats(tot), Before: encodeSnap(before), After: encodeSnap(after),
-		FailureClasses: classes, Incomplete: incomplete}
+	sg := ShardGroup{Group: g.Index, Config: r.summary(g), Stats: GroupStats{w: groupWire{statsWire: encodeStats(tot),
+		Before: encodeSnap(before), After: encodeSnap(after)}}, FailureClasses: classes, Incomplete: incomplete}
 	if !r.sh.release.IsZero() {
 		sg.Skew = g.Start.Sub(r.sh.release)
 	}
-	r.sh.res.Groups = append(r.sh.res.Groups, sg)
+	r.sh.groups = append(r.sh.groups, sg)
 }
 
-// ShardResultFormat 是分片结果的格式标识，写在每个结果的 format 字段里。
-const ShardResultFormat = "cibench.shard/v1"
-
-// ShardResult 是一个分片运行的自包含结果：每组的原始分布（精确样本或 HDR 快照）、计数、
-// token 之和、首发/末完成时刻、/metrics 快照与失败分类，足以让 Merge 重建单进程的汇总行。
-// 它用 JSON 编码成一行（WriteShardResult），可以作为 Pod 日志的最后一行或一个文件交回。
-type ShardResult struct {
-	Format  string    `json:"format"`
-	Index   int       `json:"index"`
-	Count   int       `json:"count"`
-	StartAt time.Time `json:"start_at"`
-	// Profile 是已填默认值的 Profile（含 custom prompt）的 JSON 的 SHA-256 的前 12 字节（24 个十六进制字符）：
-	// 只用于认出同一次压测（Merge 据此拒绝混合不同压测的分片），不是安全用途，96 位足够。
-	Profile string `json:"profile"`
-	// Goodput 是 Profile 的 SLO 写法，Merge 用它决定 goodput 列（未配置时为 -1）。
-	Goodput []string     `json:"goodput,omitempty"`
-	Groups  []ShardGroup `json:"groups"`
-	// Timeline 是本分片的时间线行（Profile.BucketInterval > 0 时）。
-	Timeline []Timeline `json:"timeline,omitempty"`
-	// Only 是本分片限定执行的分组（Shard.Groups），空表示全部。
-	Only []int `json:"only,omitempty"`
-	// Error 非空表示本分片没有跑完（只含已完成的分组），合并后的相应分组标为不完整。
-	Error string `json:"error,omitempty"`
-	// Reason 是 Error 的类别（LossCancelled、LossUnreachable 或 LossFailed），合并时写进缺失分片的说明。
-	Reason string `json:"reason,omitempty"`
-}
-
-// ShardGroup 是一个分片在一个分组上的原始统计。
+// ShardGroup 是一个分片在一个分组上的原始测量：分组键与配置列、开始时刻的偏差、不透明的原始统计
+// （GroupStats）、失败分类与是否被中断。它是分片结果（loadgen/shard.Result）的一部分，按 JSON 交回。
 type ShardGroup struct {
 	// Group 是分组序号（Group.Index，0 起，按执行顺序），各分片相同。
 	Group int `json:"group"`
@@ -208,27 +179,19 @@ type ShardGroup struct {
 	// Skew 是本分片实际开始时刻减去约定时刻：第一组相对 StartAt，之后的组相对 Shard.Barrier
 	// 放行的时刻（未约定 StartAt、或没有 Barrier 时为 0）。
 	Skew           time.Duration  `json:"skew_ns"`
-	Stats          statsWire      `json:"stats"`
-	Before         *snapWire      `json:"before,omitempty"`
-	After          *snapWire      `json:"after,omitempty"`
+	Stats          GroupStats     `json:"stats"`
 	FailureClasses map[string]int `json:"failure_classes,omitempty"`
 	Incomplete     bool           `json:"incomplete,omitempty"`
 }
 
-// profileHash 返回已填默认值的 Profile 的指纹；分片数与 StartAt 不在 Profile 里，所以各分片相同。
-func profileHash(p Profile) string {
-	b, _ := json.Marshal(p) // Profile 只含可编码的字段
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:12])
-}
-
-// RunShard 执行 Profile 的第 shard.Index 片（共 shard.Count 片）并返回自包含的分片结果；
-// 逐请求记录照常交给 obs（可为 nil；Record.Index 是组内全局序号），OnGroupEnd 收到的是本分片的局部汇总。
+// RunShard 执行 Profile 的第 shard.Index 片（共 shard.Count 片），返回本分片已完成分组的原始测量
+// （按执行顺序）；逐请求记录照常交给 obs（可为 nil；Record.Index 是组内全局序号），OnGroupEnd 收到的是
+// 本分片的局部汇总。出错时仍返回已完成分组（被中断的那组 Incomplete 为真）与错误。Profile 或分片参数
+// 无效时在发出任何请求之前返回 nil 与错误。
 //
-// 出错时仍返回已完成分组的结果，并把错误写进 ShardResult.Error——调用方应当照样交回它，
-// 合并方据此把相应分组标为不完整，而不是当作一个更小的分组。Profile 或分片参数无效时
-// 返回 nil 结果与错误。
-func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, obs *Observer) (*ShardResult, error) {
+// 这是分片的执行一侧（按全局序号取模划分请求、worker 与到达，见 Shard）；把结果打包、交回、合并成
+// 单进程汇总的是 loadgen/shard 包（shard.Run、shard.MergeGroups、shard.RunLocal）。
+func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, obs *Observer) ([]ShardGroup, error) {
 	p := profile.Defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -236,31 +199,7 @@ func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, 
 	if err := shard.Check(p); err != nil {
 		return nil, err
 	}
-	res := &ShardResult{Format: ShardResultFormat, Index: shard.Index, Count: shard.Count, StartAt: shard.StartAt,
-		Profile: profileHash(p), Goodput: p.Goodput, Groups: []ShardGroup{}, Only: slices.Clone(shard.Groups)}
-	sh := &shardRun{Shard: shard, res: res}
-	// 本分片的时间线行总要收进结果（合并方据此画整体时间线），调用方的钩子照常转发。
-	keep := &Observer{OnTimeline: func(t Timeline) error {
-		res.Timeline = append(res.Timeline, t)
-		return nil
-	}}
-	_, err := run(ctx, target, profile, Tee(obs, keep), sh)
-	if err != nil {
-		res.Error, res.Reason = err.Error(), LossReason(ctx, err)
-	}
-	return res, err
-}
-
-// LossReason 把一个分片运行的错误归类为 ShardLoss.Reason：ctx 已结束或错误是取消时为
-// LossCancelled，连不上服务（ErrUnreachable）时为 LossUnreachable，其余为 LossFailed。
-func LossReason(ctx context.Context, err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		return LossCancelled
-	case errors.Is(err, ErrUnreachable):
-		return LossUnreachable
-	}
-	return LossFailed
+	sh := &shardRun{Shard: shard, groups: []ShardGroup{}}
+	_, err := run(ctx, target, profile, obs, sh)
+	return sh.groups, err
 }

@@ -80,16 +80,67 @@ func TestShardChildProcess(t *testing.T) {
 	defer f.Close()
 	w := bufio.NewWriter(f)
 	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{os.Getenv(shardURLEnv)}, Model: "m"}, Provider: "emu"}
-	res, err := RunShard(context.Background(), tgt, shardProfile(os.Getenv(shardProfileEnv)), sh, &Observer{OnRecord: (&jsonRecords{enc: json.NewEncoder(w)}).WriteRecord})
+	groups, err := RunShard(context.Background(), tgt, shardProfile(os.Getenv(shardProfileEnv)), sh, &Observer{OnRecord: (&jsonRecords{enc: json.NewEncoder(w)}).WriteRecord})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteShardResult(os.Stdout, res); err != nil {
+	b, err := json.Marshal(groups)
+	if err != nil {
 		t.Fatal(err)
 	}
+	fmt.Printf("%s%s\n", shardGroupsLine, b)
+}
+
+// shardGroupsLine 是子进程 stdout 里原始测量行的前缀（后面是 []ShardGroup 的 JSON）。
+const shardGroupsLine = "SHARD-GROUPS "
+
+// mergeByGroup 按单进程的做法逐组合并各分片的原始测量（MergeShardGroups），返回每组的汇总行、
+// 用了 HDR 的分布名与各分片开始时刻之差。打包、缺分片与偏差检查是 loadgen/shard 的事，在那里测。
+func mergeByGroup(t *testing.T, shards [][]ShardGroup, p Profile) ([]Summary, [][]string, []time.Duration) {
+	t.Helper()
+	slo, err := ParseGoodput(p.Defaults().Goodput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byGroup := map[int][]*ShardGroup{}
+	n := 0
+	for _, gs := range shards {
+		for i := range gs {
+			byGroup[gs[i].Group] = append(byGroup[gs[i].Group], &gs[i])
+			n = max(n, gs[i].Group+1)
+		}
+	}
+	sums, hdrs, skews := make([]Summary, n), make([][]string, n), make([]time.Duration, n)
+	for gi := range n {
+		parts := byGroup[gi]
+		if len(parts) != len(shards) {
+			t.Fatalf("group %d: %d of %d shards", gi, len(parts), len(shards))
+		}
+		s, hdr, err := MergeShardGroups(parts, slo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lo, hi time.Time
+		for _, sg := range parts {
+			if e := sg.Config.ExecutionTime; lo.IsZero() || e.Before(lo) {
+				lo = e
+			}
+			hi = maxTime(hi, sg.Config.ExecutionTime)
+		}
+		sums[gi], hdrs[gi], skews[gi] = s, hdr, hi.Sub(lo)
+	}
+	return sums, hdrs, skews
+}
+
+// maxTime 返回较晚的时刻。
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // startShardEmulator 在本进程启动模拟器（子进程经回环地址访问它）。
@@ -100,12 +151,12 @@ func startShardEmulator(t *testing.T) Target {
 }
 
 // runShardProcesses 以 n 个真实子进程跑 Profile kind 的各分片，返回分片结果与全部记录。
-func runShardProcesses(t *testing.T, url, kind string, n int) ([]*ShardResult, []Record) {
+func runShardProcesses(t *testing.T, url, kind string, n int) ([][]ShardGroup, []Record) {
 	t.Helper()
 	dir := t.TempDir()
 	start := time.Now().Add(3 * time.Second)
 	type out struct {
-		res *ShardResult
+		res []ShardGroup
 		err error
 	}
 	outs := make([]out, n)
@@ -124,11 +175,17 @@ func runShardProcesses(t *testing.T, url, kind string, n int) ([]*ShardResult, [
 				outs[i].err = fmt.Errorf("shard %d: %w\n%s%s", i, err, stdout.String(), stderr.String())
 				return
 			}
-			outs[i].res, outs[i].err = ReadShardResult(&stdout)
+			for line := range strings.SplitSeq(stdout.String(), "\n") {
+				if rest, ok := strings.CutPrefix(line, shardGroupsLine); ok {
+					outs[i].err = json.Unmarshal([]byte(rest), &outs[i].res)
+					return
+				}
+			}
+			outs[i].err = fmt.Errorf("shard %d: no %q line in\n%s", i, shardGroupsLine, stdout.String())
 		})
 	}
 	wg.Wait()
-	var results []*ShardResult
+	var results [][]ShardGroup
 	var recs []Record
 	for i, o := range outs {
 		if o.err != nil {
@@ -151,7 +208,7 @@ func runShardProcesses(t *testing.T, url, kind string, n int) ([]*ShardResult, [
 }
 
 // rebuild 按单进程的做法（共享精确样本预算的分片统计 → 合并 → fill）从一批记录算出每组的汇总，
-// 这是 Merge 必须逐位重现的结果。服务端列与 ExecutionTime 不来自记录，留空。
+// 这是 MergeShardGroups 必须逐位重现的结果。服务端列与 ExecutionTime 不来自记录，留空。
 func rebuild(recs []Record, p Profile) map[int]Summary {
 	p = p.Defaults()
 	slo, _ := ParseGoodput(p.Goodput)
@@ -199,7 +256,7 @@ func comparable(s Summary) Summary {
 // TestShardedRunMatchesSingleProcess 是 issue 16 的验收测试：同一 Profile 先在本进程跑一次，
 // 再以 4 个真实子进程（重新执行的测试二进制）分片跑一次，对着同一个模拟器。
 //
-//   - Merge 的结果与"单进程对这 4 个进程的全部记录做汇总"逐字段相等（计数、token 之和、
+//   - 逐组 MergeShardGroups 的结果与"单进程对这 4 个进程的全部记录做汇总"逐字段相等（计数、token 之和、
 //     分位数、均值、吞吐、goodput、失败分类）：全部分布都在精确样本预算内，分位数是合并后的
 //     精确样本的 numpy linear 值，MergedGroup.HDR 为空；
 //   - 与真正的单进程运行相比，确定的列（请求数、成功/失败数、输出 token 分布、平均 prompt token）
@@ -216,18 +273,14 @@ func TestShardedRunMatchesSingleProcess(t *testing.T) {
 				t.Fatal(err)
 			}
 			results, recs := runShardProcesses(t, tgt.BaseURLs[0], kind, 4)
-			merged, err := MergeGroups(MergeOptions{MaxSkew: 2 * time.Second}, results...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			merged, hdrs, skews := mergeByGroup(t, results, p)
 			want := rebuild(recs, p)
 			if len(merged) != len(single) || len(merged) != len(want) {
 				t.Fatalf("merged %d groups, single process %d, rebuilt %d", len(merged), len(single), len(want))
 			}
-			for gi, mg := range merged {
-				got := mg.Summary
-				if len(mg.HDR) != 0 || !slices.Equal(mg.Shards, []int{0, 1, 2, 3}) || len(mg.Missing) != 0 {
-					t.Errorf("group %d: hdr=%v shards=%v missing=%v", gi, mg.HDR, mg.Shards, mg.Missing)
+			for gi, got := range merged {
+				if len(hdrs[gi]) != 0 || skews[gi] > 2*time.Second {
+					t.Errorf("group %d: hdr=%v skew=%s", gi, hdrs[gi], skews[gi])
 				}
 				if !reflect.DeepEqual(comparable(got), comparable(want[gi])) {
 					t.Errorf("group %d: merged row differs from the single-process summary of the same records\n got %+v\nwant %+v", gi, comparable(got), comparable(want[gi]))
@@ -242,8 +295,8 @@ func TestShardedRunMatchesSingleProcess(t *testing.T) {
 				if !got.ServerE2E.Valid() || (gi == len(merged)-1 && got.ServerE2E.Count < int64(got.Succeeded)) {
 					t.Errorf("group %d: server E2E count %d, want >= %d", gi, got.ServerE2E.Count, got.Succeeded)
 				}
-				t.Logf("group %d: skew %s late %s; TTFT p50/p99 single %s/%s sharded %s/%s; E2E p99 single %s sharded %s; tokens/s single %.0f sharded %.0f",
-					gi, mg.Skew, mg.Late, one.TTFT.P50, one.TTFT.P99, got.TTFT.P50, got.TTFT.P99, one.E2E.P99, got.E2E.P99,
+				t.Logf("group %d: skew %s; TTFT p50/p99 single %s/%s sharded %s/%s; E2E p99 single %s sharded %s; tokens/s single %.0f sharded %.0f",
+					gi, skews[gi], one.TTFT.P50, one.TTFT.P99, got.TTFT.P50, got.TTFT.P99, one.E2E.P99, got.E2E.P99,
 					one.OutputTokenThroughput, got.OutputTokenThroughput)
 			}
 			seen := map[[2]int]bool{}
@@ -359,7 +412,7 @@ func TestShardValidate(t *testing.T) {
 // TestShardBarrierBetweenGroups 验证 Shard.Barrier：第一组只对齐 StartAt（不调用 Barrier），
 // 之后每组开始前按顺序各调用一次、参数是该组的 Group.Index；组在 Barrier 返回之后才开始，
 // Skew 相对放行时刻（第一组相对 StartAt）；Barrier 出错时运行在该组之前结束，错误可被 errors.Is
-// 识别并写进 ShardResult.Error，已完成的分组照常交回。
+// 识别，已完成的分组照常交回。
 func TestShardBarrierBetweenGroups(t *testing.T) {
 	tgt := startShardEmulator(t)
 	p := Profile{InputLength: []int{32}, OutputLength: []int{4}, Concurrency: []int{2, 4}, NumRequests: []int{4, 8}, Epochs: 2, Seed: 3}
@@ -371,17 +424,17 @@ func TestShardBarrierBetweenGroups(t *testing.T) {
 		released[group] = time.Now()
 		return ctx.Err()
 	}}
-	res, err := RunShard(context.Background(), tgt, p, sh, nil)
+	groups, err := RunShard(context.Background(), tgt, p, sh, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []int{1, 2, 3}; !slices.Equal(calls, want) {
 		t.Fatalf("barrier calls %v, want %v (once per group after the first, in order)", calls, want)
 	}
-	if len(res.Groups) != 4 {
-		t.Fatalf("%d groups, want 4", len(res.Groups))
+	if len(groups) != 4 {
+		t.Fatalf("%d groups, want 4", len(groups))
 	}
-	for _, g := range res.Groups {
+	for _, g := range groups {
 		began := g.Config.ExecutionTime
 		ref, ok := released[g.Group]
 		if g.Group == 0 {
@@ -402,12 +455,12 @@ func TestShardBarrierBetweenGroups(t *testing.T) {
 		}
 		return nil
 	}
-	res, err = RunShard(context.Background(), tgt, p, sh, nil)
+	groups, err = RunShard(context.Background(), tgt, p, sh, nil)
 	if !errors.Is(err, stop) || !strings.Contains(err.Error(), "barrier before group 2") {
 		t.Fatalf("err = %v, want the barrier's error before group 2", err)
 	}
-	if !slices.Equal(calls, []int{1, 2}) || len(res.Groups) != 2 || res.Groups[1].Group != 1 || res.Error != err.Error() {
-		t.Fatalf("after a barrier error: calls %v, %d groups, Error %q", calls, len(res.Groups), res.Error)
+	if !slices.Equal(calls, []int{1, 2}) || len(groups) != 2 || groups[1].Group != 1 {
+		t.Fatalf("after a barrier error: calls %v, %d groups", calls, len(groups))
 	}
 
 	// 没有 StartAt 时第一组也由 Barrier 放行。

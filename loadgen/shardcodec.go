@@ -1,18 +1,15 @@
 package loadgen
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/tidwall/gjson"
 
 	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
@@ -20,9 +17,30 @@ import (
 // ErrBadShardResult 表示分片结果无法解码或内容自相矛盾（格式、计数与样本不符等）。
 var ErrBadShardResult = errors.New("loadgen: bad shard result")
 
-// MaxShardResultBytes 是一个分片结果（一行 JSON）的字节上限：8 个指标各 exactCap 个精确样本
-// 按差分变长编码远小于它；上限让一个坏掉的 Pod 日志不能耗尽合并方的内存。
-const MaxShardResultBytes = 256 << 20
+// GroupStats 是一个分片在一个分组上的原始统计：8 个时长 / token 分布（精确样本或 HDR 快照）、
+// 始终精确的计数与 token 之和、首发 / 末完成时刻，以及分组前后的 /metrics 快照。它对外不透明：
+// 编码（MarshalJSON）就是分片结果里的传输形式，合并（MergeShardGroups）在本包里完成——分布与
+// 直方图的内部表示不出 loadgen，分片的打包、交回与合并编排在 loadgen/shard。
+type GroupStats struct{ w groupWire }
+
+// groupWire 是 GroupStats 的 JSON 形式：统计各字段平铺，快照在 before / after 下。
+type groupWire struct {
+	statsWire
+	Before *snapWire `json:"before,omitempty"`
+	After  *snapWire `json:"after,omitempty"`
+}
+
+// MarshalJSON 把原始统计编码成分片结果里的 JSON 对象。
+func (g GroupStats) MarshalJSON() ([]byte, error) { return json.Marshal(g.w) }
+
+// UnmarshalJSON 读回 MarshalJSON 的输出；内容是否自洽（样本数、单位）在合并时检查。
+func (g *GroupStats) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &g.w) }
+
+// Window 返回本分片在该组的首个请求发出时刻与最后一个请求完成时刻（没有请求时都为零值）：
+// 合并后的 TotalTime 是各分片窗口之并，读者据此核对它不短于任何一个分片自己的窗口。
+func (g GroupStats) Window() (firstSent, lastEnd time.Time) {
+	return unixTime(g.w.FirstSent), unixTime(g.w.LastEnd)
+}
 
 // distWire 是 dist 的编码：精确样本（升序差分 varint，base64）或 HDR 快照
 // （hdrhistogram-go 的 V2 压缩编码），外加始终精确的计数、和、极值。
@@ -246,82 +264,6 @@ func (w *snapWire) decode() *servermetrics.Snapshot {
 	}
 	s.At = unixTime(w.At)
 	return s
-}
-
-// WriteShardResult 把分片结果写成一行 JSON（以换行结尾），适合作为 Pod 日志的最后一行。
-func WriteShardResult(w io.Writer, res *ShardResult) error {
-	b, err := json.Marshal(res)
-	if err != nil {
-		return fmt.Errorf("loadgen: encode shard result: %w", err)
-	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("loadgen: write shard result: %w", err)
-	}
-	return nil
-}
-
-// ReadShardResult 从 r 中读出最后一个分片结果行（以 {"format":"cibench.shard/v1" 开头的行），
-// 前面的日志行被忽略；r 超过 MaxShardResultBytes 或没有结果行时报错。
-func ReadShardResult(r io.Reader) (*ShardResult, error) { return ReadShardResultFor(r, -1) }
-
-// ReadShardResultFor 与 ReadShardResult 相同，但只取 index 字段等于 index 的结果行（index<0 时不限）：
-// 收集方知道每个 Pod 是第几片，别的分片的结果行（例如共享的日志文件）不会被误认。
-func ReadShardResultFor(r io.Reader, index int) (*ShardResult, error) {
-	return readShardResult(r, index, nil, false)
-}
-
-// ReadShardResultOf 与 ReadShardResultFor 相同，另外只取限定分组（ShardResult.Only，即 Shard.Groups）
-// 恰为 groups 的结果行：每组一个 Job 时，第 k 个 Job 的 Pod 交回的必须是第 k 组的结果。
-func ReadShardResultOf(r io.Reader, index int, groups []int) (*ShardResult, error) {
-	return readShardResult(r, index, groups, true)
-}
-
-// readShardResult 取最后一个符合条件的结果行：index ≥ 0 时 index 字段相等，byGroups 时 only 字段等于 groups。
-func readShardResult(r io.Reader, index int, groups []int, byGroups bool) (*ShardResult, error) {
-	sc := bufio.NewScanner(io.LimitReader(r, MaxShardResultBytes+1))
-	sc.Buffer(make([]byte, 64<<10), MaxShardResultBytes)
-	var last []byte
-	prefix := []byte(`{"format":"` + ShardResultFormat + `"`)
-	match := func(line []byte) bool {
-		if len(line) < len(prefix) || string(line[:len(prefix)]) != string(prefix) {
-			return false
-		}
-		if index >= 0 && gjson.GetBytes(line, "index").Int() != int64(index) {
-			return false
-		}
-		if !byGroups {
-			return true
-		}
-		only := gjson.GetBytes(line, "only").Array()
-		if len(only) != len(groups) {
-			return false
-		}
-		for i, g := range only {
-			if g.Int() != int64(groups[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	for sc.Scan() {
-		if line := sc.Bytes(); match(line) {
-			last = append(last[:0], line...)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: read: %v", ErrBadShardResult, err)
-	}
-	if last == nil {
-		if byGroups {
-			return nil, fmt.Errorf("%w: no %s line (shard %d, groups %v) in the output", ErrBadShardResult, ShardResultFormat, index, groups)
-		}
-		return nil, fmt.Errorf("%w: no %s line (shard %d) in the output", ErrBadShardResult, ShardResultFormat, index)
-	}
-	var res ShardResult
-	if err := json.Unmarshal(last, &res); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadShardResult, err)
-	}
-	return &res, nil
 }
 
 // unixTime 把墙钟纳秒还原为 time.Time；0 表示没有。

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 	"github.com/vllm-cibench/cibench/loadgen/tokenizer"
 )
 
@@ -32,7 +33,7 @@ func TestTargetTokenizerUsedWithoutServerTokenize(t *testing.T) {
 		prompts = append(prompts, body)
 		sseWrite(w, contentChunk("a"), "[DONE]")
 	})
-	var _ loadgen.TokenCounter = tok // *tokenizer.BPE 满足 loadgen 的计数接口
+	var _ dataset.TokenCounter = tok // *tokenizer.BPE 满足 loadgen 的计数接口
 	tgt.Tokenizer = tok
 	_, s := runOne(t, tgt, loadgen.Profile{InputLength: []int{200}}, 4)
 	if s.Failed != 0 {

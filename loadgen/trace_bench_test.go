@@ -8,6 +8,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // BenchmarkTraceDispatchLag 回放一个 500 req/s、每个请求 64 token 输入 / 2 token 输出的 Mooncake
@@ -24,12 +25,12 @@ func BenchmarkTraceDispatchLag(b *testing.B) {
 	for i := range n {
 		fmt.Fprintf(&sb, `{"timestamp": %d, "input_length": 64, "output_length": 2, "hash_ids": [1, 2, 3, %d]}`+"\n", i*gapMS, 10+i)
 	}
-	trace, err := loadgen.ReadMooncakeTrace(strings.NewReader(sb.String()), "bench.jsonl", 16)
+	trace, err := dataset.ReadMooncakeTrace(strings.NewReader(sb.String()), "bench.jsonl", 16)
 	if err != nil {
 		b.Fatal(err)
 	}
 	p := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Backend: loadgen.BackendCompletion,
-		Trace: loadgen.TraceConfig{BlockSize: 16}}
+		Trace: dataset.TraceConfig{BlockSize: 16}}
 	for b.Loop() {
 		sums, err := loadgen.Run(context.Background(), tgt, p, nil)
 		if err != nil {

@@ -3,6 +3,8 @@ package loadgen
 import (
 	"fmt"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // 真实负载的数据集类型（Profile.DatasetType 的新取值）。名字沿用各自的出处，
@@ -24,40 +26,12 @@ const (
 	DatasetShareGPT         DatasetType = "sharegpt"
 )
 
-// 真实负载参数的默认值与上限。
+// 多轮会话的上限。
 const (
-	// DefaultTraceBlockSize 是 Mooncake 轨迹的 hash_id 块大小（token），与 Mooncake / AIPerf 相同。
-	DefaultTraceBlockSize = 512
-	// MaxTraceRequests 是一个轨迹文件的行数上限（内存按行线性增长，每行几十字节加 hash_ids）。
-	MaxTraceRequests = MaxRequests
-	// MaxSetPrompts 是集合类数据集（shared_prefix、prefix_repetition、sharegpt）的 prompt 条数上限。
-	MaxSetPrompts = 1_000_000
-	// MaxSetTokens 是集合类数据集全部 prompt 的 token 总数上限：集合整个放在内存里
-	// （每个 token 约 3 字节），上限让拼错的参数在建集合之前就报错而不是耗尽内存。
-	MaxSetTokens = 64 << 20
-	// MaxTimeScale 是 trace.time_scale 的上限。
-	MaxTimeScale = 1000
 	// MaxTurns 是多轮会话单个会话的轮数上限。
 	MaxTurns = 1000
 	// MaxConversations 是多轮会话每组的会话数上限。
 	MaxConversations = 1_000_000
-)
-
-// vLLM bench prefix_repetition 的默认值（vllm/benchmarks/datasets 的 PrefixRepetitionRandomDataset）。
-const (
-	DefaultPrefixRepetitionPrefixLen   = 256
-	DefaultPrefixRepetitionSuffixLen   = 256
-	DefaultPrefixRepetitionNumPrefixes = 10
-	DefaultPrefixRepetitionOutputLen   = 128
-)
-
-// shared_prefix 的默认值（cibench 自定：inference-perf 要求显式给出全部参数）。
-const (
-	DefaultSharedPrefixNumGroups       = 10
-	DefaultSharedPrefixPromptsPerGroup = 10
-	DefaultSharedPrefixSystemPromptLen = 100
-	DefaultSharedPrefixQuestionLen     = 50
-	DefaultSharedPrefixOutputLen       = 50
 )
 
 // SessionSampling 是多轮会话中客户端挑下一个会话的方式。
@@ -83,53 +57,6 @@ func (s SessionSampling) MarshalText() ([]byte, error) { return []byte(s), nil }
 // UnmarshalText 实现 encoding.TextUnmarshaler：解码时就拒绝未知取值，空串表示未设置。
 func (s *SessionSampling) UnmarshalText(text []byte) error {
 	return parseMode("multi_turn.sampling", text, s, sessionSamplingValues)
-}
-
-// TraceConfig 是轨迹回放（mooncake_trace、azure_trace）的参数，YAML 键 trace。
-type TraceConfig struct {
-	// BlockSize 是 Mooncake hash_ids 每块的 token 数（默认 512）：第 k 个 hash_id 对应第 k 块，
-	// 最后一块是 input_length − (n−1)·BlockSize，必须在 (0, BlockSize] 内。
-	BlockSize int `yaml:"block_size"`
-	// Salt 参与每块文本的种子（种子 = Salt 与 hash_id）：换一个 salt 得到与上次不共享任何前缀的
-	// 文本（服务端缓存里上一次运行的块不会被命中），同一 salt 的两次运行文本相同。默认 0。
-	Salt int64 `yaml:"salt"`
-	// TimeScale 把轨迹里的时间间隔乘以它（默认 1；0.5 = 两倍速回放，2 = 放慢一半）。
-	TimeScale float64 `yaml:"time_scale"`
-	// StartOffset / EndOffset 只回放轨迹时刻落在 [StartOffset, EndOffset) 的请求（EndOffset 为 0
-	// 表示到结尾），时刻按轨迹原始时间计，回放从 StartOffset 对应的时刻开始算 0。
-	StartOffset time.Duration `yaml:"start_offset"`
-	EndOffset   time.Duration `yaml:"end_offset"`
-	// MaxIdle 是相邻两次到达的最大间隔（缩放之后）；轨迹里更长的空闲被压到它（0 = 不压缩）。
-	MaxIdle time.Duration `yaml:"max_idle"`
-}
-
-// SharedPrefixConfig 是 inference-perf shared_prefix 数据的参数（YAML 键 shared_prefix，
-// 字段名与 inference-perf 的 data.shared_prefix 相同）：NumGroups 组，每组一个 SystemPromptLen
-// token 的系统提示，组内 NumPromptsPerGroup 个 QuestionLen token 的问题；prompt = 系统提示 + 问题，
-// 全部打乱后按序发送。
-type SharedPrefixConfig struct {
-	NumGroups          int    `yaml:"num_groups"`
-	NumPromptsPerGroup int    `yaml:"num_prompts_per_group"`
-	SystemPromptLen    int    `yaml:"system_prompt_len"`
-	QuestionLen        int    `yaml:"question_len"`
-	OutputLen          int    `yaml:"output_len"`
-	Seed               *int64 `yaml:"seed"` // 为空时用 Profile.Seed
-}
-
-// PrefixRepetitionConfig 是 vLLM bench prefix_repetition 的参数（YAML 键 prefix_repetition）：
-// NumPrefixes 个 PrefixLen token 的前缀，每个 prompt = 某个前缀 + SuffixLen token 的独有后缀。
-type PrefixRepetitionConfig struct {
-	PrefixLen   int `yaml:"prefix_len"`
-	SuffixLen   int `yaml:"suffix_len"`
-	NumPrefixes int `yaml:"num_prefixes"`
-	OutputLen   int `yaml:"output_len"`
-}
-
-// ShareGPTConfig 是 sharegpt 数据集的参数（YAML 键 sharegpt）。
-type ShareGPTConfig struct {
-	// OutputLen 非 0 时覆盖每条的输出长度（vLLM 的 --sharegpt-output-len）；为 0 时取
-	// 数据里第一条回答的 token 数（按 internal/tokenize 规则计）。
-	OutputLen int `yaml:"output_len"`
 }
 
 // MultiTurnConfig 是多轮会话的参数（YAML 键 multi_turn）。Conversations > 0 时打开：每组
@@ -180,13 +107,13 @@ func (p *Profile) workloadDefaults() {
 			p.Concurrency = []int{0}
 		}
 		if p.Trace.BlockSize == 0 {
-			p.Trace.BlockSize = DefaultTraceBlockSize
+			p.Trace.BlockSize = dataset.DefaultTraceBlockSize
 		}
 		if p.Trace.TimeScale == 0 {
 			p.Trace.TimeScale = 1
 		}
 		if len(p.NumRequests) == 0 {
-			if n := len(traceWindow(p.TraceRequests, p.Trace)); n > 0 {
+			if n := len(dataset.Window(p.TraceRequests, p.Trace)); n > 0 {
 				p.NumRequests = []int{n}
 			}
 		}
@@ -194,34 +121,34 @@ func (p *Profile) workloadDefaults() {
 	sp := &p.SharedPrefix
 	if p.DatasetType == DatasetSharedPrefix {
 		if sp.NumGroups == 0 {
-			sp.NumGroups = DefaultSharedPrefixNumGroups
+			sp.NumGroups = dataset.DefaultSharedPrefixNumGroups
 		}
 		if sp.NumPromptsPerGroup == 0 {
-			sp.NumPromptsPerGroup = DefaultSharedPrefixPromptsPerGroup
+			sp.NumPromptsPerGroup = dataset.DefaultSharedPrefixPromptsPerGroup
 		}
 		if sp.SystemPromptLen == 0 {
-			sp.SystemPromptLen = DefaultSharedPrefixSystemPromptLen
+			sp.SystemPromptLen = dataset.DefaultSharedPrefixSystemPromptLen
 		}
 		if sp.QuestionLen == 0 {
-			sp.QuestionLen = DefaultSharedPrefixQuestionLen
+			sp.QuestionLen = dataset.DefaultSharedPrefixQuestionLen
 		}
 		if sp.OutputLen == 0 {
-			sp.OutputLen = DefaultSharedPrefixOutputLen
+			sp.OutputLen = dataset.DefaultSharedPrefixOutputLen
 		}
 	}
 	pr := &p.PrefixRepetition
 	if p.DatasetType == DatasetPrefixRepetition {
 		if pr.PrefixLen == 0 {
-			pr.PrefixLen = DefaultPrefixRepetitionPrefixLen
+			pr.PrefixLen = dataset.DefaultPrefixRepetitionPrefixLen
 		}
 		if pr.SuffixLen == 0 {
-			pr.SuffixLen = DefaultPrefixRepetitionSuffixLen
+			pr.SuffixLen = dataset.DefaultPrefixRepetitionSuffixLen
 		}
 		if pr.NumPrefixes == 0 {
-			pr.NumPrefixes = DefaultPrefixRepetitionNumPrefixes
+			pr.NumPrefixes = dataset.DefaultPrefixRepetitionNumPrefixes
 		}
 		if pr.OutputLen == 0 {
-			pr.OutputLen = DefaultPrefixRepetitionOutputLen
+			pr.OutputLen = dataset.DefaultPrefixRepetitionOutputLen
 		}
 	}
 	mt := &p.MultiTurn
@@ -273,11 +200,11 @@ func (p Profile) validateWorkload() error {
 			return invalid("shared_prefix.system_prompt_len", sp.SystemPromptLen, fmt.Sprintf("must be in [0, %d]", MaxTokens))
 		}
 		n := int64(sp.NumGroups) * int64(sp.NumPromptsPerGroup)
-		if n > MaxSetPrompts {
-			return invalid("shared_prefix.num_groups/num_prompts_per_group", n, fmt.Sprintf("%d prompts, must be <= %d", n, MaxSetPrompts))
+		if n > dataset.MaxSetPrompts {
+			return invalid("shared_prefix.num_groups/num_prompts_per_group", n, fmt.Sprintf("%d prompts, must be <= %d", n, dataset.MaxSetPrompts))
 		}
-		if tok := n * int64(sp.SystemPromptLen+sp.QuestionLen); tok > MaxSetTokens {
-			return invalid("shared_prefix.system_prompt_len/question_len", tok, fmt.Sprintf("%d prompt tokens in the set, must be <= %d", tok, MaxSetTokens))
+		if tok := n * int64(sp.SystemPromptLen+sp.QuestionLen); tok > dataset.MaxSetTokens {
+			return invalid("shared_prefix.system_prompt_len/question_len", tok, fmt.Sprintf("%d prompt tokens in the set, must be <= %d", tok, dataset.MaxSetTokens))
 		}
 	case DatasetPrefixRepetition:
 		pr := p.PrefixRepetition
@@ -286,16 +213,16 @@ func (p Profile) validateWorkload() error {
 			return invalid("prefix_repetition.prefix_len", pr.PrefixLen, fmt.Sprintf("must be in [0, %d]", MaxTokens))
 		case pr.SuffixLen < 0 || pr.SuffixLen > MaxTokens || pr.PrefixLen+pr.SuffixLen == 0:
 			return invalid("prefix_repetition.suffix_len", pr.SuffixLen, fmt.Sprintf("must be in [0, %d] and prefix_len + suffix_len >= 1", MaxTokens))
-		case pr.NumPrefixes < 1 || pr.NumPrefixes > MaxSetPrompts:
-			return invalid("prefix_repetition.num_prefixes", pr.NumPrefixes, fmt.Sprintf("must be in [1, %d]", MaxSetPrompts))
+		case pr.NumPrefixes < 1 || pr.NumPrefixes > dataset.MaxSetPrompts:
+			return invalid("prefix_repetition.num_prefixes", pr.NumPrefixes, fmt.Sprintf("must be in [1, %d]", dataset.MaxSetPrompts))
 		case pr.OutputLen < 1 || pr.OutputLen > MaxTokens:
 			return invalid("prefix_repetition.output_len", pr.OutputLen, fmt.Sprintf("must be in [1, %d]", MaxTokens))
 		}
 		for i, c := range p.Concurrency {
 			n := int64(pick(p.NumRequests, i, max(c, 1)*p.RequestsPerConcurrency))
-			if tok := n * int64(pr.PrefixLen+pr.SuffixLen); n > MaxSetPrompts || tok > MaxSetTokens {
+			if tok := n * int64(pr.PrefixLen+pr.SuffixLen); n > dataset.MaxSetPrompts || tok > dataset.MaxSetTokens {
 				return invalid("prefix_repetition.prefix_len/suffix_len", tok, fmt.Sprintf("%d prompts of %d tokens, must be <= %d prompts and %d tokens",
-					n, pr.PrefixLen+pr.SuffixLen, MaxSetPrompts, MaxSetTokens))
+					n, pr.PrefixLen+pr.SuffixLen, dataset.MaxSetPrompts, dataset.MaxSetTokens))
 			}
 		}
 	case DatasetShareGPT:
@@ -317,8 +244,8 @@ func (p Profile) validateTrace() error {
 		return invalid("dataset_type", p.DatasetType, "a trace dataset needs a trace file (input_path)")
 	case t.BlockSize < 1 || t.BlockSize > MaxTokens:
 		return invalid("trace.block_size", t.BlockSize, fmt.Sprintf("must be in [1, %d]", MaxTokens))
-	case !finite(t.TimeScale) || t.TimeScale <= 0 || t.TimeScale > MaxTimeScale:
-		return invalid("trace.time_scale", t.TimeScale, fmt.Sprintf("must be in (0, %d]", MaxTimeScale))
+	case !finite(t.TimeScale) || t.TimeScale <= 0 || t.TimeScale > dataset.MaxTimeScale:
+		return invalid("trace.time_scale", t.TimeScale, fmt.Sprintf("must be in (0, %d]", dataset.MaxTimeScale))
 	case t.StartOffset < 0:
 		return invalid("trace.start_offset", t.StartOffset, "must be >= 0")
 	case t.EndOffset < 0 || (t.EndOffset > 0 && t.EndOffset <= t.StartOffset):
@@ -330,7 +257,7 @@ func (p Profile) validateTrace() error {
 	case p.ControlMethod != ControlNormal:
 		return invalid("control_method", p.ControlMethod, "a trace is replayed with control_method normal")
 	}
-	win := traceWindow(p.TraceRequests, t)
+	win := dataset.Window(p.TraceRequests, t)
 	if len(win) == 0 {
 		return invalid("trace.start_offset/end_offset", fmt.Sprintf("%s/%s", t.StartOffset, t.EndOffset), "no trace request falls in the window")
 	}
@@ -341,7 +268,7 @@ func (p Profile) validateTrace() error {
 	}
 	if p.DatasetType == DatasetMooncakeTrace {
 		for _, tr := range win {
-			if err := tr.checkBlocks(t.BlockSize); err != nil {
+			if err := tr.CheckBlocks(t.BlockSize); err != nil {
 				return invalid("trace.block_size", t.BlockSize, err.Error())
 			}
 		}

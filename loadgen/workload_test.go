@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // exchangeLog 是服务端看到的一次生成请求：请求头里的会话 id、请求体里的 messages / prompt，
@@ -219,12 +220,12 @@ func mooncakeLines(n, gapMS int) string {
 // 轨迹的 session_id，服务端收到的 prompt 长度精确、共享块的行前缀相同，发出滞后报告了全部请求。
 func TestTraceReplayScheduleAndBlocks(t *testing.T) {
 	rc, tgt := startRecorded(t, emulator.Config{Model: "m"}, nil)
-	trace, err := loadgen.ReadMooncakeTrace(strings.NewReader(mooncakeLines(20, 5)), "t.jsonl", 16)
+	trace, err := dataset.ReadMooncakeTrace(strings.NewReader(mooncakeLines(20, 5)), "t.jsonl", 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Backend: loadgen.BackendCompletion,
-		Trace: loadgen.TraceConfig{BlockSize: 16, TimeScale: 2}}
+		Trace: dataset.TraceConfig{BlockSize: 16, TimeScale: 2}}
 	c := &collect{}
 	sums, err := loadgen.Run(context.Background(), tgt, p, c.observer())
 	if err != nil {
@@ -330,7 +331,7 @@ func TestServerCacheTruth(t *testing.T) {
 func TestSharedPrefixAndShareGPTRun(t *testing.T) {
 	_, tgt := startEmulator(t, emulator.Config{Model: "m"})
 	p := loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, NumRequests: []int{8},
-		SharedPrefix: loadgen.SharedPrefixConfig{NumGroups: 2, NumPromptsPerGroup: 2, SystemPromptLen: 12, QuestionLen: 4, OutputLen: 3}}
+		SharedPrefix: dataset.SharedPrefixConfig{NumGroups: 2, NumPromptsPerGroup: 2, SystemPromptLen: 12, QuestionLen: 4, OutputLen: 3}}
 	c := &collect{}
 	sums, err := loadgen.Run(context.Background(), tgt, p, c.observer())
 	if err != nil {
@@ -347,7 +348,7 @@ func TestSharedPrefixAndShareGPTRun(t *testing.T) {
 	sg := `[{"id":"a","conversations":[{"from":"human","value":"what is the capital of france please"},{"from":"gpt","value":"the capital of france is paris"}]},
 	{"id":"b","conversations":[{"from":"human","value":"hi"}]},
 	{"id":"c","conversations":[{"from":"human","value":"x"},{"from":"gpt","value":"too short prompt"}]}]`
-	ps, err := loadgen.ReadShareGPT(strings.NewReader(sg), "sg.json")
+	ps, err := dataset.ReadShareGPT(strings.NewReader(sg), "sg.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,85 +364,31 @@ func TestSharedPrefixAndShareGPTRun(t *testing.T) {
 			t.Fatalf("sharegpt record %+v", r)
 		}
 	}
-	if _, err := loadgen.ReadShareGPT(strings.NewReader(`{"a":1}`), "x.json"); err == nil || !strings.Contains(err.Error(), "x.json") {
+	if _, err := dataset.ReadShareGPT(strings.NewReader(`{"a":1}`), "x.json"); err == nil || !strings.Contains(err.Error(), "x.json") {
 		t.Fatalf("object instead of array: %v", err)
-	}
-}
-
-// TestTraceReaders 验证两种轨迹的解析与坏输入的报错（点名文件与行号）。
-func TestTraceReaders(t *testing.T) {
-	tr, err := loadgen.ReadMooncakeTrace(strings.NewReader(`{"timestamp": 30, "input_length": 5, "output_length": 2, "hash_ids": [4]}
-{"session_id": "a", "input_length": 4, "output_length": 1, "delay": 7}
-{"session_id": "a", "input_length": 4, "output_length": 1, "delay": 5}
-{"timestamp": 10, "text_input": "hello world", "output_length": 2}
-`), "m.jsonl", 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tr) != 4 || tr[0].At != 7*time.Millisecond || tr[1].At != 10*time.Millisecond || tr[2].At != 12*time.Millisecond || tr[3].At != 30*time.Millisecond {
-		t.Fatalf("sorted trace %+v", tr)
-	}
-	if tr[1].Text != "hello world" || tr[1].InputLength != tokenize.Count("hello world") {
-		t.Fatalf("text_input row %+v", tr[1])
-	}
-	for _, c := range []struct{ in, want string }{
-		{`{"timestamp": 0, "input_length": 21, "output_length": 2, "hash_ids": [1, 2]}`, "m.jsonl:1: input_length 21 with 2 hash_ids leaves a last block of 11 tokens"},
-		{"\n" + `{"timestamp": 0, "input_length": 8, "output_length": 2, "hash_ids": [1, 2]}`, "m.jsonl:2: input_length 8 with 2 hash_ids leaves a last block of -2 tokens"},
-		{`{"timestamp": -1, "input_length": 8, "output_length": 2}`, "m.jsonl:1: timestamp -1"},
-		{`{"timestamp": 0, "input_length": 8, "output_length": 0}`, "m.jsonl:1: output_length 0"},
-		{`{"timestamp": 0, "input_length": 8,`, "m.jsonl:1:"},
-		{``, "no requests"},
-		{`{"timestamp": 0, "input_length": 8, "output_length": 2, "session_id": "a\r\nX-Evil: 1"}`, "m.jsonl:1: session_id"},
-	} {
-		_, err := loadgen.ReadMooncakeTrace(strings.NewReader(c.in), "m.jsonl", 10)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v, want %q", c.in, err, c.want)
-		}
-	}
-	num, err := loadgen.ReadMooncakeTrace(strings.NewReader(`{"timestamp": 0, "input_length": 8, "output_length": 2, "session_id": 17}`), "n.jsonl", 8)
-	if err != nil || num[0].SessionID != "17" {
-		t.Fatalf("numeric session_id: %v %+v", err, num)
-	}
-	az, err := loadgen.ReadAzureTrace(strings.NewReader("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:46.1805900,396,0\n"), "a.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(az) != 2 || az[0].At != 0 || az[0].InputLength != 396 || az[0].OutputLength != 1 || az[1].At != 500*time.Millisecond || az[1].Line != 2 {
-		t.Fatalf("azure %+v", az)
-	}
-	for _, c := range []struct{ in, want string }{
-		{"TIME,ContextTokens,GeneratedTokens\n", "a.csv:1: header"},
-		{"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,x,1\n", "a.csv:2: ContextTokens"},
-		{"TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,1,1\n", "a.csv:2: TIMESTAMP"},
-		{"TIMESTAMP,ContextTokens,GeneratedTokens\n", "no requests"},
-	} {
-		_, err := loadgen.ReadAzureTrace(strings.NewReader(c.in), "a.csv")
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v, want %q", c.in, err, c.want)
-		}
 	}
 }
 
 // TestWorkloadValidation 验证真实负载参数的校验：错误点名字段与取值。
 func TestWorkloadValidation(t *testing.T) {
-	trace := []loadgen.TraceRequest{{At: 0, InputLength: 20, OutputLength: 2, HashIDs: []int64{1, 2}, Source: "t", Line: 3}}
+	trace := []dataset.TraceRequest{{At: 0, InputLength: 20, OutputLength: 2, HashIDs: []int64{1, 2}, Source: "t", Line: 3}}
 	cases := []struct {
 		p     loadgen.Profile
 		field string
 	}{
 		{loadgen.Profile{DatasetType: "mooncake", InputLength: []int{8}, OutputLength: []int{8}}, "dataset_type"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace}, "dataset_type"},
-		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{BlockSize: 8}}, "trace.block_size"},
-		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{TimeScale: -1}}, "trace.time_scale"},
-		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{StartOffset: time.Second, EndOffset: time.Millisecond}}, "trace.end_offset"},
-		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{StartOffset: time.Second}}, "trace.start_offset/end_offset"},
+		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{BlockSize: 8}}, "trace.block_size"},
+		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{TimeScale: -1}}, "trace.time_scale"},
+		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{StartOffset: time.Second, EndOffset: time.Millisecond}}, "trace.end_offset"},
+		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{StartOffset: time.Second}}, "trace.start_offset/end_offset"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, NumRequests: []int{2}}, "num_requests[0]"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, RequestRate: 5}, "request_rate"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, InputLength: []int{8}}, "input_length"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, OutputLength: []int{8}}, "output_length"},
-		{loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, SharedPrefix: loadgen.SharedPrefixConfig{QuestionLen: -1}}, "shared_prefix.question_len"},
-		{loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, SharedPrefix: loadgen.SharedPrefixConfig{NumGroups: 2000, NumPromptsPerGroup: 1000}}, "shared_prefix.num_groups/num_prompts_per_group"},
-		{loadgen.Profile{DatasetType: loadgen.DatasetPrefixRepetition, PrefixRepetition: loadgen.PrefixRepetitionConfig{NumPrefixes: -2}}, "prefix_repetition.num_prefixes"},
+		{loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, SharedPrefix: dataset.SharedPrefixConfig{QuestionLen: -1}}, "shared_prefix.question_len"},
+		{loadgen.Profile{DatasetType: loadgen.DatasetSharedPrefix, SharedPrefix: dataset.SharedPrefixConfig{NumGroups: 2000, NumPromptsPerGroup: 1000}}, "shared_prefix.num_groups/num_prompts_per_group"},
+		{loadgen.Profile{DatasetType: loadgen.DatasetPrefixRepetition, PrefixRepetition: dataset.PrefixRepetitionConfig{NumPrefixes: -2}}, "prefix_repetition.num_prefixes"},
 		{loadgen.Profile{DatasetType: loadgen.DatasetShareGPT}, "dataset_type"},
 		{loadgen.Profile{InputLength: []int{8}, OutputLength: []int{8}, MultiTurn: loadgen.MultiTurnConfig{Conversations: 2, TurnsMean: 0.5}}, "multi_turn.turns_mean"},
 		{loadgen.Profile{InputLength: []int{8}, OutputLength: []int{8}, MultiTurn: loadgen.MultiTurnConfig{Conversations: 2, Sampling: "lru"}}, "multi_turn.sampling"},
@@ -456,11 +403,11 @@ func TestWorkloadValidation(t *testing.T) {
 		}
 	}
 	// 块检查的错误点名轨迹文件与行号。
-	err := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{BlockSize: 8}}.Defaults().Validate()
+	err := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{BlockSize: 8}}.Defaults().Validate()
 	if err == nil || !strings.Contains(err.Error(), "t:3:") {
 		t.Fatalf("block error %v does not name the line", err)
 	}
-	ok := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: loadgen.TraceConfig{BlockSize: 16}}.Defaults()
+	ok := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{BlockSize: 16}}.Defaults()
 	if err := ok.Validate(); err != nil || ok.NumRequests[0] != 1 || ok.Concurrency[0] != 0 {
 		t.Fatalf("valid trace profile: %v %+v", err, ok)
 	}

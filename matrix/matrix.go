@@ -136,7 +136,7 @@ type PerfRun struct {
 	// Override 按字段覆盖所选档位（loadgen.Profile 的 YAML 键），例如在模拟器上
 	// 缩小输出长度，让默认运行在两分钟内完成，而档位文件本身保持规格默认值。
 	Override Block `yaml:"override"`
-	// Shards 大于 1 时每个档位拆成这么多片并发运行、再无损合并（loadgen.RunShard / Merge，
+	// Shards 大于 1 时每个档位拆成这么多片并发运行、再无损合并（loadgen/shard 的 shard.RunLocal / MergeGroups，
 	// 见 docs/loadgen.md "Sharding"）；每组并发必须至少为分片数。0 或 1 表示不分片。
 	Shards int `yaml:"shards"`
 	// Timeout 覆盖本阶段的超时。

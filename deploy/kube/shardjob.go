@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
 
 // 分片 Job 的环境变量：每个 Pod 由它们得知自己是哪一片（JOB_COMPLETION_INDEX 由
@@ -114,12 +115,12 @@ type ShardJobError struct {
 	Shards int
 	Failed map[int]string // 分片序号 → 原因（Pod 失败、没有 Pod、日志里没有结果行……）
 	// Reasons 是 Failed 的类别（loadgen.Loss* 常量：oom_killed、killed、cancelled、no_result……），
-	// 没有的序号按 loadgen.LossFailed。ShardLosses 据此交给 loadgen.MergeOptions.Lost。
+	// 没有的序号按 loadgen.LossFailed。ShardLosses 据此交给 shard.MergeOptions.Lost。
 	Reasons map[int]string
 }
 
 // ShardLosses 从 RunShards 的错误里取出每个没有交回结果的分片与原因（按分片序号升序；同一分片
-// 在多个 Job 里失败时取第一个），供 loadgen.MergeOptions.Lost 使用，合并结果因此写明"分片 2 被
+// 在多个 Job 里失败时取第一个），供 shard.MergeOptions.Lost 使用，合并结果因此写明"分片 2 被
 // OOMKilled"而不只是"缺了分片 2"。
 func ShardLosses(err error) []loadgen.ShardLoss {
 	byIdx := map[int]loadgen.ShardLoss{}
@@ -348,14 +349,14 @@ func (j ShardJob) clientset() (kubernetes.Interface, error) {
 // 上下文，受 DeleteTimeout 约束）。
 //
 // 返回读到的结果（按分片序号，缺的位置没有）；有分片没有交回结果时错误是 *ShardJobError，
-// 调用方照样把结果交给 loadgen.MergeGroups，后者把缺分片的分组标为不完整。
+// 调用方照样把结果交给 shard.MergeGroups，后者把缺分片的分组标为不完整。
 //
 // Groups > 1 时按组依次运行 Groups 个 Job：第 k 个 Job 在第 k−1 个 Job（连同它的 Pod）删除之后才创建，
 // 它的 Pod 只跑第 k 组，对齐到它自己的开始时刻。每个分片在各 Job 里的结果被接成一个结果
 // （各组的 Skew 相对各自 Job 的开始时刻），所以 MergeGroups 照常逐组合并、逐组点名缺失的分片。
 // 某个 Job 只是有分片失败时继续下一组；超时、取消、创建或删除失败时停下（后面的组不再运行，
 // 错误说明停在哪一组）。
-func RunShards(ctx context.Context, job ShardJob) ([]*loadgen.ShardResult, error) {
+func RunShards(ctx context.Context, job ShardJob) ([]*shard.Result, error) {
 	job, err := job.withDefaults()
 	if err != nil {
 		return nil, err
@@ -369,7 +370,7 @@ func RunShards(ctx context.Context, job ShardJob) ([]*loadgen.ShardResult, error
 		results, _, err := job.runOne(ctx, cs)
 		return results, err
 	}
-	perJob := make([][]*loadgen.ShardResult, 0, job.Groups)
+	perJob := make([][]*shard.Result, 0, job.Groups)
 	var first time.Time
 	var errs []error
 	for k := range job.Groups {
@@ -411,8 +412,8 @@ func onlyShardFailures(err error) bool {
 // joinShardResults 把每组一个 Job 得到的结果按分片序号接起来：同一分片在各 Job 里的分组、时间线与
 // 错误拼成一个结果，StartAt 统一取第一个 Job 的（MergeGroups 据它认出同一次压测）。某分片在所有 Job
 // 里都没有结果时不出现（合并时按缺失处理）；同一分片的各部分属于不同的 Profile 时报 ErrShardJob。
-func joinShardResults(shards int, startAt time.Time, perJob [][]*loadgen.ShardResult) ([]*loadgen.ShardResult, error) {
-	byIdx := make([]*loadgen.ShardResult, shards)
+func joinShardResults(shards int, startAt time.Time, perJob [][]*shard.Result) ([]*shard.Result, error) {
+	byIdx := make([]*shard.Result, shards)
 	var errs []error
 	for k, results := range perJob {
 		for _, r := range results {
@@ -441,7 +442,7 @@ func joinShardResults(shards int, startAt time.Time, perJob [][]*loadgen.ShardRe
 			}
 		}
 	}
-	var out []*loadgen.ShardResult
+	var out []*shard.Result
 	for _, r := range byIdx {
 		if r != nil {
 			out = append(out, r)
@@ -451,7 +452,7 @@ func joinShardResults(shards int, startAt time.Time, perJob [][]*loadgen.ShardRe
 }
 
 // runOne 运行一个 Job（Name、group 已定）并总是删除它，返回结果与约定的开始时刻。
-func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, time.Time, error) {
+func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, time.Time, error) {
 	startAt := time.Now().Add(job.StartDelay)
 	obj := job.manifest(startAt)
 	runID := newRunID()
@@ -608,7 +609,7 @@ func (j ShardJob) deleteOrphan(ctx context.Context, cs kubernetes.Interface, run
 }
 
 // await 等待 Job 结束（或超时、ctx 取消），然后逐片收集结果。
-func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, error) {
+func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, error) {
 	wctx, cancel := context.WithTimeout(ctx, j.Timeout)
 	defer cancel()
 	waitErr := poll(wctx, j.PollInterval, "shard job "+j.Name+" finished", func() (bool, string, error) {
@@ -695,10 +696,10 @@ func phaseRank(ph corev1.PodPhase) int {
 
 // collect 按完成序号找到每片的 Pod：成功结束的读日志里最后一个结果行并核对序号，
 // 其余（失败、仍在运行、没有 Pod、没有结果行）记入 failed，原因的类别（loadgen.Loss*）记入 reasons。
-func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*loadgen.ShardResult, map[int]string, map[int]string) {
+func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, map[int]string, map[int]string) {
 	failed, reasons := map[int]string{}, map[int]string{}
 	byIdx, err := j.shardPods(ctx, cs)
-	var out []*loadgen.ShardResult
+	var out []*shard.Result
 	for i := range j.Shards {
 		p, ok := byIdx[i]
 		switch {
@@ -746,9 +747,9 @@ func podReason(p *corev1.Pod) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// readResult 经 API Server 读取分片容器的日志（受 MaxShardResultBytes 约束），取最后一个结果行。
-func (j ShardJob) readResult(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) (*loadgen.ShardResult, error) {
-	limit := int64(loadgen.MaxShardResultBytes)
+// readResult 经 API Server 读取分片容器的日志（受 shard.MaxResultBytes 约束），取最后一个结果行。
+func (j ShardJob) readResult(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) (*shard.Result, error) {
+	limit := int64(shard.MaxResultBytes)
 	rc, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ShardContainer, LimitBytes: &limit}).Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("logs: %w", err)
@@ -756,9 +757,9 @@ func (j ShardJob) readResult(ctx context.Context, cs kubernetes.Interface, p *co
 	defer rc.Close()
 	idx, _ := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
 	if j.group >= 0 {
-		return loadgen.ReadShardResultOf(rc, idx, []int{j.group})
+		return shard.ReadResultOf(rc, idx, []int{j.group})
 	}
-	return loadgen.ReadShardResultFor(rc, idx)
+	return shard.ReadResultFor(rc, idx)
 }
 
 // delete 以前台传播删除 UID 为 uid 的 Job，等它消失，再等它的 Pod 消失；不随调用方的 ctx 取消。

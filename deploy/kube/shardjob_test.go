@@ -25,9 +25,10 @@ import (
 	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
 
-// shardResults 以真实的 loadgen.RunShard 对本进程的模拟器跑 count 片中的 idx 各片，
+// shardResults 以真实的 shard.Run 对本进程的模拟器跑 count 片中的 idx 各片，
 // 返回它们的结果行（WriteShardResult 的输出）。
 func shardResults(t *testing.T, count int, idx ...int) string {
 	t.Helper()
@@ -37,11 +38,11 @@ func shardResults(t *testing.T, count int, idx ...int) string {
 	var buf bytes.Buffer
 	buf.WriteString("INFO: shard starting (a log line before the result)\n")
 	for _, i := range idx {
-		res, err := loadgen.RunShard(context.Background(), tgt, p, loadgen.Shard{Index: i, Count: count}, nil)
+		res, err := shard.Run(context.Background(), tgt, p, loadgen.Shard{Index: i, Count: count}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := loadgen.WriteShardResult(&buf, res); err != nil {
+		if err := shard.WriteResult(&buf, res); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,7 +125,7 @@ func TestShardJobIntegration(t *testing.T) {
 		if !errors.As(err, &je) || !errors.Is(err, kube.ErrShardJob) {
 			t.Fatalf("err = %v, want a ShardJobError", err)
 		}
-		if len(je.Failed) != 1 || !strings.Contains(je.Failed[2], "no cibench.shard/v1 line (shard 2)") {
+		if len(je.Failed) != 1 || !strings.Contains(je.Failed[2], "no cibench.shard/v2 line (shard 2)") {
 			t.Fatalf("failed shards %v, want only shard 2 without a result line", je.Failed)
 		}
 		if len(results) != 2 || results[0].Index != 0 || results[1].Index != 1 {
@@ -132,8 +133,8 @@ func TestShardJobIntegration(t *testing.T) {
 		}
 		// 结果行是测试里依次生成的（不是在约定时刻同时开始的）：负载高时两片的开始时刻曾相差 3.7 秒，
 		// 超过默认的 1 秒偏差上限，合并因此报偏差而不是缺片。放宽 MaxSkew，与 perGroupJobs 相同。
-		groups, merr := loadgen.MergeGroups(loadgen.MergeOptions{MaxSkew: time.Minute}, results...)
-		var me *loadgen.MissingShardsError
+		groups, merr := shard.MergeGroups(shard.MergeOptions{MaxSkew: time.Minute}, results...)
+		var me *shard.MissingError
 		if !errors.As(merr, &me) || !slices.Equal(me.Groups[0], []int{2}) {
 			t.Fatalf("merge error %v, want shard 2 missing from group 0", merr)
 		}
@@ -222,11 +223,11 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 	var buf bytes.Buffer
 	have := map[[2]int]bool{}
 	for _, l := range lines {
-		res, err := loadgen.RunShard(context.Background(), tgt, groupProfile, loadgen.Shard{Index: l[0], Count: 2, Groups: []int{l[1]}}, nil)
+		res, err := shard.Run(context.Background(), tgt, groupProfile, loadgen.Shard{Index: l[0], Count: 2, Groups: []int{l[1]}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := loadgen.WriteShardResult(&buf, res); err != nil {
+		if err := shard.WriteResult(&buf, res); err != nil {
 			t.Fatal(err)
 		}
 		have[l] = true
@@ -274,7 +275,7 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 		t.Fatalf("%d joined results, want 2", len(results))
 	}
 	// 结果行是测试里依次生成的（不是在约定时刻同时开始的），分组开始时刻相差的是生成它们的时间，放宽 MaxSkew。
-	groups, merr := loadgen.MergeGroups(loadgen.MergeOptions{MaxSkew: time.Minute}, results...)
+	groups, merr := shard.MergeGroups(shard.MergeOptions{MaxSkew: time.Minute}, results...)
 	if len(groups) != 2 {
 		t.Fatalf("merged %d groups (%v), want 2", len(groups), merr)
 	}
@@ -289,7 +290,7 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 				wantN, incomplete, groupProfile.Concurrency[k])
 		}
 	}
-	var me *loadgen.MissingShardsError
+	var me *shard.MissingError
 	if missing != errors.As(merr, &me) || (missing && !slices.Equal(me.Groups[1], []int{1})) {
 		t.Fatalf("merge error %v (missing shard 1 of group 1: %v)", merr, missing)
 	}

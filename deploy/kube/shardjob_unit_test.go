@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
 
 // TestShardJobManifest 检查 Indexed Job 的形状：completions = parallelism = 分片数、按序号完成、
@@ -112,11 +113,11 @@ func envOf(m *batchv1.Job, name string) string {
 // 全部缺席的分片不出现；同一分片的 Profile 前后不一时报 ErrShardJob。
 func TestJoinShardResults(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := func(idx, group int, errMsg string) *loadgen.ShardResult {
-		return &loadgen.ShardResult{Format: loadgen.ShardResultFormat, Index: idx, Count: 3, Profile: "p", StartAt: start.Add(time.Duration(group) * time.Minute),
+	r := func(idx, group int, errMsg string) *shard.Result {
+		return &shard.Result{Format: shard.Format, Index: idx, Count: 3, Profile: "p", StartAt: start.Add(time.Duration(group) * time.Minute),
 			Only: []int{group}, Groups: []loadgen.ShardGroup{{Group: group}}, Error: errMsg}
 	}
-	got, err := joinShardResults(3, start, [][]*loadgen.ShardResult{{r(0, 0, ""), r(1, 0, "")}, {r(0, 1, "boom")}})
+	got, err := joinShardResults(3, start, [][]*shard.Result{{r(0, 0, ""), r(1, 0, "")}, {r(0, 1, "boom")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestJoinShardResults(t *testing.T) {
 	}
 	bad := r(0, 1, "")
 	bad.Profile = "q"
-	if _, err := joinShardResults(3, start, [][]*loadgen.ShardResult{{r(0, 0, "")}, {bad}}); !errors.Is(err, ErrShardJob) || !strings.Contains(err.Error(), "shard 0 ran profile q") {
+	if _, err := joinShardResults(3, start, [][]*shard.Result{{r(0, 0, "")}, {bad}}); !errors.Is(err, ErrShardJob) || !strings.Contains(err.Error(), "shard 0 ran profile q") {
 		t.Fatalf("mixed profiles: %v", err)
 	}
 }

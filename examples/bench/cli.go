@@ -17,6 +17,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // kind 是选项值的类型。
@@ -479,7 +480,7 @@ func locate(err error, set map[string]string, py *profileYAML) error {
 
 // readDataset 读取 -i：一个 JSONL 文件，或一个目录（其中所有 .jsonl 文件，按文件名排序，
 // 即 generate dataset 的输出目录）。
-func readDataset(flag, path string) ([]loadgen.Prompt, error) {
+func readDataset(flag, path string) ([]dataset.Prompt, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
@@ -495,7 +496,7 @@ func readDataset(flag, path string) ([]loadgen.Prompt, error) {
 		}
 		sort.Strings(files)
 	}
-	var all []loadgen.Prompt
+	var all []dataset.Prompt
 	for _, f := range files {
 		ps, err := readPromptFile(f)
 		if err != nil {
@@ -507,13 +508,13 @@ func readDataset(flag, path string) ([]loadgen.Prompt, error) {
 }
 
 // readPromptFile 读取一个 JSONL 数据集文件，错误带文件名与行号。
-func readPromptFile(path string) ([]loadgen.Prompt, error) {
+func readPromptFile(path string) ([]dataset.Prompt, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	ps, err := loadgen.ReadPrompts(f)
+	ps, err := dataset.ReadPrompts(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // captured 是被测服务端收到的一个生成请求的要点。
@@ -134,18 +135,18 @@ func TestRangeRatioJittersOutputNotInput(t *testing.T) {
 }
 
 // readRows 读取生成的 JSONL 数据集的每一行。
-func readRows(t *testing.T, path string) []loadgen.Prompt {
+func readRows(t *testing.T, path string) []dataset.Prompt {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []loadgen.Prompt
+	var out []dataset.Prompt
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var p loadgen.Prompt
+		var p dataset.Prompt
 		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // genOptions 是 generate dataset 的参数（规格附录 A.1）。
@@ -15,14 +16,14 @@ type genOptions struct {
 	outDir    string
 	tokenizer string
 	quiet     bool
-	spec      loadgen.DatasetSpec
+	spec      dataset.Spec
 	given     map[string]bool
 }
 
 // genDefs 返回 generate dataset 的选项表。这里 -ra/-rb 是输入长度的抖动比例、
 // -pl 是公共前缀长度（acs-bench 的含义，与 prof 不同）。
 func genDefs() []*optDef {
-	s := func(o *options) *loadgen.DatasetSpec { return &o.gen.spec }
+	s := func(o *options) *dataset.Spec { return &o.gen.spec }
 	return []*optDef{
 		{short: "dt", long: "dataset-type", kind: kString, def: string(loadgen.DatasetRandom), reject: "only the random dataset is generated (LongBench and other sources are not implemented)"},
 		{short: "i", long: "input-path", kind: kString, reject: "filtering an existing dataset (LongBench …) is not implemented"},
@@ -34,7 +35,7 @@ func genDefs() []*optDef {
 			setInt: func(o *options, v int) { s(o).InputLength = v }},
 		{short: "pl", long: "prefix-length", kind: kInt, def: "0", min: 0, max: loadgen.MaxTokens, help: "shared prefix tokens",
 			setInt: func(o *options, v int) { s(o).PrefixLength = v }},
-		{short: "n", long: "num-requests", kind: kInt, min: 1, max: loadgen.MaxDatasetRequests, help: "number of prompts (required, one value)",
+		{short: "n", long: "num-requests", kind: kInt, min: 1, max: dataset.MaxRequests, help: "number of prompts (required, one value)",
 			setInt: func(o *options, v int) { s(o).NumRequests = v }},
 		{short: "t", long: "tokenizer", kind: kString,
 			help:   "local HuggingFace tokenizer.json (or its directory) the lengths are measured in; without it, cibench's built-in counting rule",
@@ -96,7 +97,7 @@ func runGen(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var counter loadgen.TokenCounter
+	var counter dataset.TokenCounter
 	if g.tokenizer != "" {
 		tok, err := loadTokenizer(g.tokenizer)
 		if err != nil {
@@ -113,7 +114,7 @@ func runGen(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-o/--output-path: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	n, err := loadgen.GenerateDataset(ctx, tmp, g.spec, counter)
+	n, err := dataset.Generate(ctx, tmp, g.spec, counter)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -229,7 +229,7 @@ func profDefs() []*optDef {
 		{long: "shard-from-env", kind: kBool, def: "false",
 			help:    "take shard index, count, start (and the one group to run) from JOB_COMPLETION_INDEX, CIBENCH_SHARD_COUNT, CIBENCH_SHARD_START, CIBENCH_SHARD_GROUP (Indexed Job pods)",
 			setBool: func(o *options, v bool) { o.shard.fromEnv = v }},
-		{long: "shard-records", kind: kString, help: "shard runs: write this shard's per-request CSV to this file ('bench merge --records' merges them; --shards sets it)",
+		{long: "shard-records", kind: kString, help: "shard runs: write this shard's per-request records (JSON Lines of loadgen.Record) to this file ('bench merge --records' replays them into the per-request and session CSVs; --shards sets it)",
 			setStr: func(o *options, v string) error { o.shard.records = v; return nil }},
 		{long: "kube-shards", kind: kInt, def: "0", min: 0, max: loadgen.MaxShards,
 			help: "run N shards as Kubernetes Indexed Jobs, one Job per group in turn (needs --kube-image), and merge their results", setInt: func(o *options, v int) { o.shard.kube = v }},

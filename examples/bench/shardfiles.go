@@ -1,22 +1,19 @@
 package main
 
 import (
-	"cmp"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 	"github.com/vllm-cibench/cibench/metrics"
 )
 
@@ -82,31 +79,62 @@ type mergeReportGroup struct {
 	Missing      []loadgen.ShardLoss `json:"missing_shards"`
 }
 
-// writeMerged 把合并结果写成单进程的同一套产物：汇总 CSV（同名同列）、逐请求 CSV（各分片的记录
-// 按发送时刻合并），外加旁文件 <汇总名>.merge.json（complete 与缺失的分片）；不完整时另写一个
-// <汇总名>.INCOMPLETE 标记文件，读者在目录列表里就能看见。每组一行写到 stderr。
-func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, stderr io.Writer) error {
+// writeMerged 把合并结果写成单进程的同一套产物：汇总 CSV（同名同列）、逐请求 CSV、时间线 CSV、
+// 真实负载的 workload_/turns_/sessions_ 文件，外加旁文件 <汇总名>.merge.json（complete 与缺失的分片）；
+// 不完整时另写一个 <汇总名>.INCOMPLETE 标记文件，读者在目录列表里就能看见。每组一行写到 stderr。
+//
+// 产物由与单进程相同的观察者写出：shard.Replay 把合并后的分组、各分片的逐请求记录（m.records，
+// --shard-records 写的 JSON Lines）与合并的时间线按单进程的事件顺序交给它们——逐请求 CSV 的每个
+// 文件内按发送时刻排列，会话 CSV 与单进程同样每个请求一行。chunkTimes 对应 --chunk-times。
+func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, chunkTimes bool, stderr io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	names := metrics.ArtifactNames{Provider: provider, DatasetType: pd.DatasetType, ControlMethod: pd.ControlMethod, Time: time.Now()}
 	create := func(name string) (io.WriteCloser, error) { return os.Create(filepath.Join(dir, name)) }
-	art, err := metrics.NewArtifactSink(names, create)
+	var ropts []metrics.RecordOption
+	if chunkTimes {
+		ropts = append(ropts, metrics.WithChunkTimes())
+	}
+	art, err := metrics.NewArtifactSink(names, create, ropts...)
 	if err != nil {
 		return err
 	}
-	sums := m.summaries()
-	for _, s := range sums {
-		if err := art.EndGroup(s); err != nil {
-			return errors.Join(err, art.Close())
+	obs := art.Observer()
+	wsink := newWorkloadSink(names.SummaryFile(), pd.MultiTurn.On() || pd.DatasetType == loadgen.DatasetMooncakeTrace || pd.DatasetType == loadgen.DatasetAzureTrace, create)
+	if ownLengths(pd.DatasetType) || pd.MultiTurn.On() {
+		obs = loadgen.Tee(obs, wsink.Observer()) // 真实负载：另写 workload_/turns_/sessions_ 文件，与单进程相同
+	}
+	var srcs []shard.Records
+	var closers []io.Closer
+	var errs []error
+	for _, f := range m.records {
+		fh, err := os.Open(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // 分片没能启动：它的记录就是没有，汇总里已点名
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		closers = append(closers, fh)
+		srcs = append(srcs, shard.Records{Name: f, R: fh})
+	}
+	if len(srcs) == 0 {
+		// 没有任何记录流（--kube-shards：Pod 只交回结果行；bench merge 没给 --records）：不写空的
+		// requests_*.csv（那会被读成"零个请求"），汇总、时间线与 workload 行照常写。
+		obs = loadgen.Tee(&loadgen.Observer{OnGroupEnd: art.EndGroup, OnTimeline: art.WriteTimeline}, wsink.Observer())
+		if !(ownLengths(pd.DatasetType) || pd.MultiTurn.On()) {
+			obs = &loadgen.Observer{OnGroupEnd: art.EndGroup, OnTimeline: art.WriteTimeline}
 		}
 	}
-	if err := art.Close(); err != nil {
-		return err
+	rerr := shard.Replay(obs, m.groups, m.timeline, srcs...)
+	for _, c := range closers {
+		_ = c.Close()
 	}
-	files := art.Files()
-	reqFiles, rerr := mergeRecords(dir, names, m.records)
-	files = append(files, reqFiles...)
+	errs = append(errs, rerr, art.Close(), wsink.Close())
+	files := append(art.Files(), wsink.files...)
+	sums := m.summaries()
 	sumName := names.SummaryFile()
 	base := strings.TrimSuffix(sumName, ".csv")
 	rep := mergeReport{Complete: true, Summary: sumName, Shards: m.count, Missing: m.lost, Groups: []mergeReportGroup{}}
@@ -147,6 +175,9 @@ func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, std
 		files = append(files, base+".INCOMPLETE")
 	}
 	for _, sm := range sums {
+		printWorkload(stderr, sm)
+	}
+	for _, sm := range sums {
 		fmt.Fprintf(stderr, "c=%d in=%d out=%d round=%d: %d req, fail %.4f%s, QPS %.2f, TTFT p99 %.4fs, E2E p99 %.4fs, out tok/s %.1f%s\n",
 			sm.Concurrency, sm.InputLength, sm.OutputLength, sm.Round, sm.NumPrompts, sm.FailRate, failureClasses(sm), sm.QPS,
 			sm.TTFT.P99.Seconds(), sm.E2E.P99.Seconds(), sm.OutputTokenThroughput, incomplete(sm))
@@ -154,106 +185,7 @@ func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, std
 	for _, f := range files {
 		fmt.Fprintln(stderr, "wrote", filepath.Join(dir, f))
 	}
-	return rerr
-}
-
-// recordRow 是逐请求 CSV 的一行与它的排序键。
-type recordRow struct {
-	key  [3]int // 并发、输入、输出：一个 requests_*.csv 文件
-	sent float64
-	seq  int
-	row  []string
-}
-
-// mergeRecords 读各分片的逐请求 CSV（--shard-records 写的，列与单进程的 requests_*.csv 相同），
-// 按（并发, 输入, 输出）分文件、文件内按发送时刻（没有发送时刻的失败请求按意图时刻）排序后写出，
-// 文件名与单进程相同。被杀的分片可能留下写了一半的最后一行：读到坏行即停在那里（前面的行照用），
-// 并在返回的错误里点名文件。不存在的文件（分片没能启动）跳过。
-func mergeRecords(dir string, names metrics.ArtifactNames, files []string) ([]string, error) {
-	if len(files) == 0 {
-		return nil, nil
-	}
-	want := metrics.RecordColumns()
-	col := map[string]int{}
-	for i, c := range want {
-		col[c] = i
-	}
-	num := func(row []string, name string) int {
-		v, _ := strconv.Atoi(row[col[name]])
-		return v
-	}
-	var rows []recordRow
-	var errs []error
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		r := csv.NewReader(fh)
-		r.FieldsPerRecord = -1
-		head, err := r.Read()
-		if err == nil && !slices.Equal(head, want) {
-			err = fmt.Errorf("header %q is not the per-request header", strings.Join(head, ","))
-		}
-		for err == nil {
-			var row []string
-			if row, err = r.Read(); err != nil {
-				break
-			}
-			if len(row) != len(want) {
-				err = fmt.Errorf("line with %d fields, want %d", len(row), len(want))
-				break
-			}
-			t, perr := strconv.ParseFloat(row[col["Send_Time"]], 64)
-			if perr != nil || t < 0 {
-				t, _ = strconv.ParseFloat(row[col["Intended_Time"]], 64)
-			}
-			rows = append(rows, recordRow{key: [3]int{num(row, "Concurrency"), num(row, "Input_Length"), num(row, "Output_Length")}, sent: t, seq: len(rows), row: row})
-		}
-		_ = fh.Close()
-		if err != nil && !errors.Is(err, io.EOF) {
-			errs = append(errs, fmt.Errorf("shard records %s: %w (rows before it are kept)", f, err))
-		}
-	}
-	slices.SortStableFunc(rows, func(a, b recordRow) int { return cmp.Compare(a.sent, b.sent) })
-	// 文件按它第一个请求的发送时刻排序，与单进程按分组顺序创建文件一致。
-	var order [][3]int
-	byKey := map[[3]int][]recordRow{}
-	for _, r := range rows {
-		if _, ok := byKey[r.key]; !ok {
-			order = append(order, r.key)
-		}
-		byKey[r.key] = append(byKey[r.key], r)
-	}
-	var out []string
-	for _, k := range order {
-		name := names.RequestsFile(k[0], k[1], k[2])
-		if err := writeRecordFile(filepath.Join(dir, name), want, byKey[k]); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, name)
-	}
-	return out, errors.Join(errs...)
-}
-
-// writeRecordFile 写出一个逐请求 CSV：表头与各行。
-func writeRecordFile(path string, head []string, rows []recordRow) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write(head)
-	for _, r := range rows {
-		_ = w.Write(r.row)
-	}
-	w.Flush()
-	return errors.Join(w.Error(), f.Close())
+	return errors.Join(errs...)
 }
 
 // mergeSynopsis 是 merge 子命令的用法。
@@ -304,7 +236,7 @@ func runMerge(args []string, stderr io.Writer) error {
 	if len(files) == 0 {
 		return errors.New("merge: no result files (usage: bench merge [-s DIR] [--records FILE,...] RESULT...)")
 	}
-	results := make([]*loadgen.ShardResult, len(files))
+	results := make([]*shard.Result, len(files))
 	for i, f := range files {
 		res, err := readResultFile(f)
 		if err != nil {
@@ -329,7 +261,7 @@ func runMerge(args []string, stderr io.Writer) error {
 			provider = c.Provider
 		}
 	}
-	if werr := writeMerged(dir, pd, provider, m, stderr); werr != nil {
+	if werr := writeMerged(dir, pd, provider, m, false, stderr); werr != nil {
 		return errors.Join(err, werr)
 	}
 	if err != nil {
@@ -339,13 +271,13 @@ func runMerge(args []string, stderr io.Writer) error {
 }
 
 // readResultFile 读一个分片结果文件（分片进程的 stdout：日志行之后的最后一个结果行），错误点名文件。
-func readResultFile(path string) (*loadgen.ShardResult, error) {
+func readResultFile(path string) (*shard.Result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	defer f.Close()
-	res, err := loadgen.ReadShardResult(f)
+	res, err := shard.ReadResult(f)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %s: %w", path, err)
 	}
@@ -353,8 +285,8 @@ func readResultFile(path string) (*loadgen.ShardResult, error) {
 }
 
 // sameRun 检查各结果属于同一次分片压测：同一 Profile 指纹、分片数与约定开始时刻，序号不重复。
-// 不符时点名两个文件与不同之处（loadgen.MergeGroups 也会拒绝，但它只知道分片序号，不知道文件名）。
-func sameRun(files []string, rs []*loadgen.ShardResult) error {
+// 不符时点名两个文件与不同之处（shard.MergeGroups 也会拒绝，但它只知道分片序号，不知道文件名）。
+func sameRun(files []string, rs []*shard.Result) error {
 	first := rs[0]
 	seen := map[int]string{}
 	for i, r := range rs {
@@ -368,10 +300,10 @@ func sameRun(files []string, rs []*loadgen.ShardResult) error {
 			what = fmt.Sprintf("--shard-start %s vs %s", r.StartAt.Format(time.RFC3339Nano), first.StartAt.Format(time.RFC3339Nano))
 		}
 		if what != "" {
-			return fmt.Errorf("merge: %w: %s and %s are different runs: %s", loadgen.ErrShardMismatch, files[i], files[0], what)
+			return fmt.Errorf("merge: %w: %s and %s are different runs: %s", shard.ErrMismatch, files[i], files[0], what)
 		}
 		if prev, dup := seen[r.Index]; dup {
-			return fmt.Errorf("merge: %w: %s and %s are both shard %d", loadgen.ErrShardMismatch, files[i], prev, r.Index)
+			return fmt.Errorf("merge: %w: %s and %s are both shard %d", shard.ErrMismatch, files[i], prev, r.Index)
 		}
 		seen[r.Index] = files[i]
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/kube"
 
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
 
 // shardOptions 是分片相关的选项（docs/loadgen.md "Sharding"）。
@@ -28,7 +28,7 @@ type shardOptions struct {
 	local, index, count, kube int
 	start                     time.Time
 	fromEnv, spread           bool
-	records                   string // --shard-records：本分片的逐请求 CSV 写到这里
+	records                   string // --shard-records：本分片的逐请求记录（JSON Lines）写到这里
 	image, namespace, cpu     string
 	memory                    string
 }
@@ -103,22 +103,24 @@ func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io
 	}
 	var obs *loadgen.Observer
 	if o.shard.records != "" {
-		// 逐请求记录写进 --shard-records（父进程或 bench merge 按发送时刻合并成单进程的 requests_*.csv）；
+		// 逐请求记录（完整的 loadgen.Record，JSON Lines）写进 --shard-records：父进程或 bench merge
+		// 用 shard.Replay 把它们按发送时刻交给与单进程相同的观察者（requests_*.csv、sessions_*.csv……）。
 		// 0600：记录里没有密钥，但与 provider 文件同在一个私有临时目录里，一并收紧。
 		f, err := os.OpenFile(o.shard.records, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {
 			return fmt.Errorf("--shard-records: %w", err)
 		}
-		defer f.Close()
-		var ropts []metrics.RecordOption
-		if o.chunkTimes {
-			ropts = append(ropts, metrics.WithChunkTimes())
-		}
-		obs = metrics.NewRecordWriter(f, ropts...).Observer()
+		rw := shard.NewRecordWriter(f)
+		defer func() {
+			if ferr := errors.Join(rw.Flush(), f.Close()); ferr != nil {
+				fmt.Fprintln(os.Stderr, "bench: --shard-records:", ferr)
+			}
+		}()
+		obs = rw.Observer()
 	}
-	res, err := loadgen.RunShard(ctx, tgt, o.p, sh, obs)
+	res, err := shard.Run(ctx, tgt, o.p, sh, obs)
 	if res != nil {
-		if werr := loadgen.WriteShardResult(stdout, res); werr != nil {
+		if werr := shard.WriteResult(stdout, res); werr != nil {
 			return werr
 		}
 	}
@@ -266,19 +268,19 @@ func (b *localBarrier) releaseLocked() {
 }
 
 // splitShardOutput 逐行读子进程的 stdout：就绪行交给 onReady，其余行（结果行与别的输出）
-// 保留下来交给 loadgen.ReadShardResultFor，保留量与它的上限相同。读到末尾（或出错后排空）才返回，
+// 保留下来交给 shard.ReadResultFor，保留量与它的上限相同。读到末尾（或出错后排空）才返回，
 // 子进程因此不会因为 stdout 写满而卡住。
 func splitShardOutput(r io.Reader, onReady func(group int)) (*bytes.Buffer, error) {
 	var kept bytes.Buffer
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), loadgen.MaxShardResultBytes)
+	sc.Buffer(make([]byte, 64<<10), shard.MaxResultBytes)
 	for sc.Scan() {
 		line := sc.Bytes()
 		if k, ok := parseReady(string(line)); ok {
 			onReady(k)
 			continue
 		}
-		if kept.Len()+len(line) < loadgen.MaxShardResultBytes {
+		if kept.Len()+len(line) < shard.MaxResultBytes {
 			kept.Write(line)
 			kept.WriteByte('\n')
 		}
@@ -297,7 +299,7 @@ func splitShardOutput(r io.Reader, onReady func(group int)) (*bytes.Buffer, erro
 //
 // 子进程拿到的目标与单进程完全相同：父进程把解析好的 provider（全部 base_url、API key、id 与 name）
 // 写进私有临时目录里 0600 的 provider 文件，子进程以 -p 读它——密钥不上命令行。各子进程的逐请求
-// 记录写进同一目录（--shard-records），合并后按发送时刻写成单进程的 requests_*.csv。
+// 记录写进同一目录（--shard-records），合并时由 shard.Replay 按发送时刻交给与单进程相同的观察者。
 //
 // tmp 是调用方建好的私有（0700）临时目录：provider 文件与各分片的记录文件都在里面，
 // 调用方写完合并产物后删除它。
@@ -320,13 +322,13 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 	// 提前量在忙碌的机器上不够子进程建好 prompt 池（-race 下第一组曾相差 2 秒）。
 	// -p/-pid 追加在最后：标量选项以最后一次出现为准，覆盖原命令行里的 -p（或模拟器）。
 	base := append(childArgs(args), "--shard-count", strconv.Itoa(n), "-p", provFile, "-pid", prov.ID, "--quiet")
-	results := make([]*loadgen.ShardResult, n)
+	results := make([]*shard.Result, n)
 	lost := make([]*loadgen.ShardLoss, n)
 	records := make([]string, n)
 	cmds := make([]*exec.Cmd, n)
 	stdins := make([]io.Writer, n)
 	for i := range n {
-		records[i] = filepath.Join(tmp, fmt.Sprintf("records-%d.csv", i))
+		records[i] = filepath.Join(tmp, fmt.Sprintf("records-%d.jsonl", i))
 		cmds[i] = exec.CommandContext(ctx, exe, append(append([]string{"prof"}, base...),
 			"--shard-index", strconv.Itoa(i), "--shard-records", records[i])...)
 		cmds[i].Env = append(os.Environ(), shardChildEnv+"=1")
@@ -365,7 +367,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 			}
 			out, serr := splitShardOutput(stdout, func(k int) { bar.ready(i, k) })
 			runErr := errors.Join(cmd.Wait(), serr)
-			res, rerr := loadgen.ReadShardResultFor(out, i)
+			res, rerr := shard.ReadResultFor(out, i)
 			if rerr != nil {
 				l := childLoss(ctx, i, runErr, strings.TrimSpace(errb.String()))
 				lost[i] = &l
@@ -375,7 +377,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 		})
 	}
 	wg.Wait()
-	var got []*loadgen.ShardResult
+	var got []*shard.Result
 	var known []loadgen.ShardLoss
 	for i, r := range results {
 		if r != nil {
@@ -389,7 +391,7 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 		// 没有任何分片交回结果（全部连不上、被杀或在取消宽限内没有收尾）：仍然写出 .merge.json
 		// 与 .INCOMPLETE，点名每个分片与原因，而不是只在 stderr 上说一句、不留产物。
 		return &merged{count: n, lost: known, records: records},
-			fmt.Errorf("--shards %d: no shard returned a result: %w", n, &loadgen.MissingShardsError{Count: n, Lost: known})
+			fmt.Errorf("--shards %d: no shard returned a result: %w", n, &shard.MissingError{Count: n, Lost: known})
 	}
 	m, err := mergeAndReport(got, known, stderr)
 	if m != nil {
@@ -452,10 +454,11 @@ func (t *tailBuffer) String() string {
 
 // merged 是一次分片合并的结果：合并后的分组、分片总数、各缺失分片的原因，以及各分片的逐请求记录文件。
 type merged struct {
-	groups  []loadgen.MergedGroup
-	count   int
-	lost    []loadgen.ShardLoss
-	records []string
+	groups   []shard.MergedGroup
+	count    int
+	lost     []loadgen.ShardLoss
+	records  []string
+	timeline []loadgen.Timeline // 各分片时间线的合并（shard.MergeTimeline），写进时间线 CSV
 }
 
 // summaries 返回合并后的汇总行。
@@ -469,13 +472,13 @@ func (m *merged) summaries() []loadgen.Summary {
 
 // mergeAndReport 合并分片结果并在 stderr 上报告每组的偏差、分位数来源与缺失的分片。
 // known 是调用方知道原因的缺失分片（子进程被杀、Pod 被 OOMKilled……）。
-func mergeAndReport(results []*loadgen.ShardResult, known []loadgen.ShardLoss, stderr io.Writer) (*merged, error) {
-	groups, err := loadgen.MergeGroups(loadgen.MergeOptions{Lost: known}, results...)
+func mergeAndReport(results []*shard.Result, known []loadgen.ShardLoss, stderr io.Writer) (*merged, error) {
+	groups, err := shard.MergeGroups(shard.MergeOptions{Lost: known}, results...)
 	if groups == nil && err != nil {
 		return nil, err
 	}
-	m := &merged{groups: groups, count: results[0].Count}
-	var me *loadgen.MissingShardsError
+	m := &merged{groups: groups, count: results[0].Count, timeline: shard.MergeTimeline(results...)}
+	var me *shard.MissingError
 	if errors.As(err, &me) {
 		m.lost = me.Lost
 	}
@@ -624,7 +627,7 @@ func runSharded(ctx context.Context, o *options, args []string, stderr io.Writer
 	if len(m.groups) > 0 && m.groups[0].Summary.Provider != "" {
 		provider = m.groups[0].Summary.Provider
 	}
-	if err := writeMerged(o.savePath, o.p.Defaults(), provider, m, stderr); err != nil {
+	if err := writeMerged(o.savePath, o.p.Defaults(), provider, m, o.chunkTimes, stderr); err != nil {
 		return true, errors.Join(runErr, err)
 	}
 	if runErr != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 	"github.com/vllm-cibench/cibench/metrics"
 )
 
@@ -152,7 +153,7 @@ func TestShardsCancelledBeforeStartNamed(t *testing.T) {
 	cancel()
 	var stderr bytes.Buffer
 	handled, err := runSharded(ctx, o, args, &stderr)
-	if !handled || !errors.Is(err, loadgen.ErrShardMissing) {
+	if !handled || !errors.Is(err, shard.ErrMissing) {
 		t.Fatalf("runSharded with a cancelled ctx: handled %v, err = %v, want ErrShardMissing\n%s", handled, err, stderr.String())
 	}
 	for _, want := range []string{"shard 0: cancelled", "shard 1: cancelled"} {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 	"github.com/vllm-cibench/cibench/metrics"
 )
 
@@ -227,7 +228,7 @@ func TestShardsKilledChildMarkedIncomplete(t *testing.T) {
 	if _, ok := <-killed; !ok {
 		t.Fatalf("shard 1 was never found and killed (run: %v)\n%s", err, stderr.String())
 	}
-	if !errors.Is(err, loadgen.ErrShardMissing) {
+	if !errors.Is(err, shard.ErrMissing) {
 		t.Fatalf("run with a SIGKILLed shard: err = %v, want ErrShardMissing (non-zero exit)\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "shard 1: killed (signal: killed)") || strings.Contains(stderr.String(), "interrupted") {
@@ -283,7 +284,7 @@ func TestBenchMergeManualShards(t *testing.T) {
 	errs := make([]error, 2)
 	for i := range 2 {
 		res := filepath.Join(work, fmt.Sprintf("shard%d.json", i))
-		rec := filepath.Join(work, fmt.Sprintf("records%d.csv", i))
+		rec := filepath.Join(work, fmt.Sprintf("records%d.jsonl", i))
 		results, records = append(results, res), append(records, rec)
 		cmd := exec.Command(exe, append(slices.Clone(common), "--shard-index", strconv.Itoa(i), "--shard-count", "2", "--shard-start", start, "--shard-records", rec)...)
 		cmd.Env = append(os.Environ(), asMainEnv+"=1")
@@ -340,11 +341,15 @@ func TestBenchMergeManualShards(t *testing.T) {
 	part := t.TempDir()
 	stderr.Reset()
 	err = run([]string{"merge", "-s", part, results[0]}, &stderr)
-	if !errors.Is(err, loadgen.ErrShardMissing) || !strings.Contains(stderr.String(), "shard 1: no_result") {
+	if !errors.Is(err, shard.ErrMissing) || !strings.Contains(stderr.String(), "shard 1: no_result") {
 		t.Fatalf("merge of one of two shards: %v\n%s", err, stderr.String())
 	}
 	if m, _ := filepath.Glob(filepath.Join(part, "summary_manual_*.INCOMPLETE")); len(m) != 1 {
 		t.Fatalf("no .INCOMPLETE marker for a one-of-two merge: %v", m)
+	}
+	// 没有 --records（--kube-shards 也是这样）：不写空的逐请求 CSV，免得被读成"零个请求"。
+	if m, _ := filepath.Glob(filepath.Join(part, "requests_*")); len(m) != 0 {
+		t.Fatalf("merge without --records wrote per-request files %v", m)
 	}
 
 	// 另一次压测（不同的 -n）的分片 1：拒绝，点名两个文件。
@@ -359,7 +364,7 @@ func TestBenchMergeManualShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = run([]string{"merge", "-s", t.TempDir(), results[0], other}, &bytes.Buffer{})
-	if !errors.Is(err, loadgen.ErrShardMismatch) || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), results[0]) {
+	if !errors.Is(err, shard.ErrMismatch) || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), results[0]) {
 		t.Fatalf("mismatched merge: %v, want ErrShardMismatch naming both files", err)
 	}
 }
@@ -375,7 +380,7 @@ func TestShardsUnreachableNamed(t *testing.T) {
 	dir := t.TempDir()
 	var stderr bytes.Buffer
 	err := run([]string{"prof", "-p", prov, "-c", "2", "-il", "16", "-ol", "4", "-n", "4", "--shards", "2", "--timeout", "5", "-s", dir, "--quiet"}, &stderr)
-	if !errors.Is(err, loadgen.ErrShardMissing) {
+	if !errors.Is(err, shard.ErrMissing) {
 		t.Fatalf("err = %v, want ErrShardMissing\n%s", err, stderr.String())
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "summary_dead_*.merge.json"))

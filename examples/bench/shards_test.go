@@ -18,6 +18,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
 
 // slowProvider 启动每个请求首 token 前固定等待 ttft 的模拟器，返回指向它的 providers.yaml。
@@ -121,10 +122,10 @@ func TestKubeShardsManyGroupsAccepted(t *testing.T) {
 // TestSplitShardOutput 验证父进程把就绪行与结果行分开：就绪行按顺序交给回调、不进入保留的输出；
 // 结果行（以及形似就绪行但不合规的行）原样保留，ReadShardResultFor 照样读得出结果。
 func TestSplitShardOutput(t *testing.T) {
-	res := &loadgen.ShardResult{Format: loadgen.ShardResultFormat, Index: 1, Count: 2, Groups: []loadgen.ShardGroup{}}
+	res := &shard.Result{Format: shard.Format, Index: 1, Count: 2, Groups: []loadgen.ShardGroup{}}
 	var in bytes.Buffer
 	in.WriteString("cibench-shard-ready 1\nlog line\ncibench-shard-ready 2\ncibench-shard-ready x\ncibench-shard-ready 03\n")
-	if err := loadgen.WriteShardResult(&in, res); err != nil {
+	if err := shard.WriteResult(&in, res); err != nil {
 		t.Fatal(err)
 	}
 	var got []int
@@ -139,7 +140,7 @@ func TestSplitShardOutput(t *testing.T) {
 	if strings.Contains(text, "cibench-shard-ready 1") || !strings.Contains(text, "log line\ncibench-shard-ready x\ncibench-shard-ready 03\n{") {
 		t.Fatalf("kept output:\n%s", text)
 	}
-	back, err := loadgen.ReadShardResultFor(out, 1)
+	back, err := shard.ReadResultFor(out, 1)
 	if err != nil || back.Index != 1 || back.Count != 2 {
 		t.Fatalf("result from kept output: %+v, %v", back, err)
 	}

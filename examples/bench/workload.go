@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
+	"github.com/vllm-cibench/cibench/metrics"
 )
 
 // workloadDefs 返回真实负载的选项（只有长名，acs-bench 没有这些参数）：轨迹回放、
@@ -23,7 +25,7 @@ func workloadDefs() []*optDef {
 			help: "mooncake_trace: tokens per hash_id block (default 512)", setInt: func(o *options, v int) { p(o).Trace.BlockSize = v }},
 		{long: "trace-salt", kind: kInt, field: "trace.salt", help: "trace replay: salt of the block texts (another salt shares no block with the last run)",
 			setInt: func(o *options, v int) { p(o).Trace.Salt = int64(v) }},
-		{long: "trace-time-scale", kind: kFloat, field: "trace.time_scale", min: 1e-6, max: loadgen.MaxTimeScale,
+		{long: "trace-time-scale", kind: kFloat, field: "trace.time_scale", min: 1e-6, max: dataset.MaxTimeScale,
 			help: "trace replay: multiply the trace's gaps by this (0.5 = twice as fast; default 1)", setFloat: func(o *options, v float64) error { p(o).Trace.TimeScale = v; return nil }},
 		{long: "trace-start-offset", kind: kFloat, field: "trace.start_offset", min: 0, max: float64(loadgen.MaxTimeout / time.Millisecond),
 			help: "trace replay: skip requests before this trace time (ms)", setFloat: ms(func(o *options, d time.Duration) { p(o).Trace.StartOffset = d })},
@@ -49,7 +51,7 @@ func workloadDefs() []*optDef {
 			help: "prefix_repetition: prefix tokens (default 256)", setInt: func(o *options, v int) { p(o).PrefixRepetition.PrefixLen = v }},
 		{long: "prefix-repetition-suffix-len", kind: kInt, field: "prefix_repetition.suffix_len", min: 0, max: loadgen.MaxTokens,
 			help: "prefix_repetition: suffix tokens (default 256)", setInt: func(o *options, v int) { p(o).PrefixRepetition.SuffixLen = v }},
-		{long: "prefix-repetition-num-prefixes", kind: kInt, field: "prefix_repetition.num_prefixes", min: 1, max: loadgen.MaxSetPrompts,
+		{long: "prefix-repetition-num-prefixes", kind: kInt, field: "prefix_repetition.num_prefixes", min: 1, max: dataset.MaxSetPrompts,
 			help: "prefix_repetition: distinct prefixes (default 10)", setInt: func(o *options, v int) { p(o).PrefixRepetition.NumPrefixes = v }},
 		{long: "prefix-repetition-output-len", kind: kInt, field: "prefix_repetition.output_len", min: 1, max: loadgen.MaxTokens,
 			help: "prefix_repetition: output tokens (default 128)", setInt: func(o *options, v int) { p(o).PrefixRepetition.OutputLen = v }},
@@ -92,13 +94,13 @@ func readWorkloadInput(flag, inputPath string, p *loadgen.Profile) (bool, error)
 	case loadgen.DatasetMooncakeTrace:
 		bs := p.Trace.BlockSize
 		if bs == 0 {
-			bs = loadgen.DefaultTraceBlockSize
+			bs = dataset.DefaultTraceBlockSize
 		}
-		p.TraceRequests, err = loadgen.ReadMooncakeTrace(f, inputPath, bs)
+		p.TraceRequests, err = dataset.ReadMooncakeTrace(f, inputPath, bs)
 	case loadgen.DatasetAzureTrace:
-		p.TraceRequests, err = loadgen.ReadAzureTrace(f, inputPath)
+		p.TraceRequests, err = dataset.ReadAzureTrace(f, inputPath)
 	default:
-		p.Prompts, err = loadgen.ReadShareGPT(f, inputPath)
+		p.Prompts, err = dataset.ReadShareGPT(f, inputPath)
 	}
 	return true, err
 }
@@ -122,8 +124,8 @@ type workloadSink struct {
 	create   func(name string) (io.WriteCloser, error)
 	files    []string
 	closers  []io.Closer
-	ww       *loadgen.WorkloadWriter
-	sw       *loadgen.SessionWriter
+	ww       *metrics.WorkloadWriter
+	sw       *metrics.SessionWriter
 }
 
 // newWorkloadSink 创建写往 create 的真实负载产物接收器。
@@ -158,7 +160,7 @@ func (s *workloadSink) WriteRecord(r *loadgen.Record) error {
 		if err != nil {
 			return err
 		}
-		s.sw = loadgen.NewSessionWriter(f)
+		s.sw = metrics.NewSessionWriter(f)
 	}
 	return s.sw.WriteRecord(r)
 }
@@ -176,7 +178,7 @@ func (s *workloadSink) EndGroup(sum loadgen.Summary) error {
 				return err
 			}
 		}
-		s.ww = loadgen.NewWorkloadWriter(w, t)
+		s.ww = metrics.NewWorkloadWriter(w, t)
 	}
 	if s.sw != nil {
 		if err := s.sw.Flush(); err != nil {

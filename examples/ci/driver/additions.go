@@ -27,7 +27,8 @@ type PerfRun struct {
 
 // PerfExporter 为一次性能档位运行创建一个额外的观察者（导出器）：驱动用 loadgen.Tee 把它
 // 与内置的 CSV、样本采集并列挂上，它收到 loadgen.Observer 的每一种事件（逐请求记录、组开始/
-// 结束、进度、时间线、扫描结论；分片运行没有逐请求记录与进度，见 loadgen.RunLocalShards）。
+// 结束、进度、时间线、扫描结论；perf.shards 的分片运行经 shard.RunLocal 实时收到各分片的逐请求
+// 记录、每组一次组开始、合并后的汇总行与时间线，没有进度）。
 // 钩子的并发约定见 loadgen.Observer。返回的 close 在档位结束后调用（可以为 nil），用于刷出
 // 文件；返回错误（构造或关闭）记为该场景的 perf 阶段错误。
 type PerfExporter func(run PerfRun) (obs *loadgen.Observer, close func() error, err error)

@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"os"
@@ -97,6 +98,46 @@ func TestPerfExportersAndGates(t *testing.T) {
 	}
 	if g == nil || g.Verdict != gate.VerdictFail || out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("team gate %+v, exit %d", g, out.ExitCode)
+	}
+}
+
+// TestPerfExportersShardedPerf 检查 issue 24 的遗留点"分片运行里团队导出器收不到逐请求事件"在驱动
+// 路径上：场景的 perf 设 shards: 2（loadgen/shard.RunLocal），团队导出器照样收到每个正式请求的
+// OnRecord、每组一次 OnGroupStart 与合并后的 OnGroupEnd、合并的时间线；记录数等于汇总行的请求数之和，
+// 每条记录字段完整（分组、发送时刻、token 数）。分片运行没有进度（OnProgress 不被调用）。
+func TestPerfExportersShardedPerf(t *testing.T) {
+	fsys := tree("emu")
+	fsys["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr: {perf: {shards: 2}}\n")
+	fsys["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [2, 4]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 3\nwarmup: 0\nbucket_interval: 20ms\n")
+	o := options(t, fsys, matrix.RunPR, t.TempDir())
+	o.Stages = []report.Stage{report.StagePerf}
+	gc := &groupCounter{}
+	var bad []string
+	o.PerfExporters = []driver.PerfExporter{func(driver.PerfRun) (*loadgen.Observer, func() error, error) {
+		obs := gc.observer()
+		count := obs.OnRecord
+		obs.OnRecord = func(r *loadgen.Record) error {
+			if r.Sent.IsZero() || r.PromptTokens <= 0 || r.Group.Concurrency == 0 || !r.OK {
+				bad = append(bad, fmt.Sprintf("%+v", *r))
+			}
+			return count(r)
+		}
+		return obs, nil, nil
+	}}
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := scenario(t, summary(t, out.Dir), "emu")
+	if len(sc.Perf) != 2 {
+		t.Fatalf("perf rows %d, errors %+v", len(sc.Perf), sc.Errors)
+	}
+	want := sc.Perf[0].NumPrompts + sc.Perf[1].NumPrompts
+	if want == 0 || gc.records != want || gc.rowsTotal != want || gc.begins != 2 || gc.ends != 2 || gc.timeline == 0 {
+		t.Fatalf("sharded run: exporter saw %+v, want %d records in 2 groups with timeline rows", gc, want)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("incomplete records: %v", bad)
 	}
 }
 

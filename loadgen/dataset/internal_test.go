@@ -1,4 +1,4 @@
-package loadgen
+package dataset
 
 import (
 	"strings"
@@ -18,11 +18,10 @@ func TestTracePromptBlocks(t *testing.T) {
 		{InputLength: B + 1, OutputLength: 4, HashIDs: []int64{7, 2}, Line: 3},
 		{InputLength: 11, OutputLength: 4, Line: 4}, // 没有 hash_ids：独有文本
 	}
-	p := &Profile{TraceRequests: rows, Trace: TraceConfig{BlockSize: B, TimeScale: 1}}
-	ts := newTraceSet(p)
+	ts := NewTrace(rows, TraceConfig{BlockSize: B, TimeScale: 1})
 	texts := make([]string, len(rows))
 	for i := range rows {
-		q, tok, out := ts.prompt(nil, i)
+		q, tok, out := ts.Prompt(nil, i)
 		texts[i] = unquote(t, q)
 		if tok != rows[i].InputLength || out != 4 {
 			t.Fatalf("row %d: tokens %d out %d, want %d 4", i, tok, out, rows[i].InputLength)
@@ -44,7 +43,7 @@ func TestTracePromptBlocks(t *testing.T) {
 		t.Fatal("row 3 should start with block 7 and contain block 2's first piece")
 	}
 	// 换 salt：块 1 的文本完全不同。
-	ts2 := newTraceSet(&Profile{TraceRequests: rows, Trace: TraceConfig{BlockSize: B, TimeScale: 1, Salt: 42}})
+	ts2 := NewTrace(rows, TraceConfig{BlockSize: B, TimeScale: 1, Salt: 42})
 	if ts2.block(1).text == b1.text {
 		t.Fatal("salt does not change the block text")
 	}
@@ -60,7 +59,7 @@ func TestTraceSchedule(t *testing.T) {
 	ms := time.Millisecond
 	rows := []TraceRequest{{At: 0}, {At: 100 * ms}, {At: 150 * ms}, {At: 5000 * ms}, {At: 6000 * ms}}
 	c := TraceConfig{TimeScale: 0.5, StartOffset: 100 * ms, EndOffset: 6000 * ms, MaxIdle: time.Second}
-	win := traceWindow(rows, c)
+	win := Window(rows, c)
 	if len(win) != 3 || win[0].At != 100*ms || win[2].At != 5000*ms {
 		t.Fatalf("window %+v", win)
 	}
@@ -71,7 +70,7 @@ func TestTraceSchedule(t *testing.T) {
 			t.Fatalf("schedule %v, want %v", got, want)
 		}
 	}
-	if w := traceWindow(rows, TraceConfig{StartOffset: 7 * time.Second}); w != nil {
+	if w := Window(rows, TraceConfig{StartOffset: 7 * time.Second}); w != nil {
 		t.Fatalf("empty window: %v", w)
 	}
 }
@@ -79,23 +78,23 @@ func TestTraceSchedule(t *testing.T) {
 // TestSetPools 验证 shared_prefix 与 prefix_repetition 的集合：条数、token 数精确、组内共享
 // 系统提示 / 前缀、打乱可复现。
 func TestSetPools(t *testing.T) {
-	p := Profile{DatasetType: DatasetSharedPrefix, SharedPrefix: SharedPrefixConfig{NumGroups: 3, NumPromptsPerGroup: 4, SystemPromptLen: 20, QuestionLen: 7, OutputLen: 9}}
-	pl, err := setPool(&p, 1)
+	sp := SharedPrefixConfig{NumGroups: 3, NumPromptsPerGroup: 4, SystemPromptLen: 20, QuestionLen: 7, OutputLen: 9}
+	pl, err := SharedPrefixPool(sp, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pl.quoted) != 12 || !pl.complete {
-		t.Fatalf("%d prompts", len(pl.quoted))
+	if len(pl.Quoted) != 12 || !pl.Complete {
+		t.Fatalf("%d prompts", len(pl.Quoted))
 	}
-	for i, q := range pl.quoted {
+	for i, q := range pl.Quoted {
 		s := unquote(t, q)
-		if n := tokenize.Count(s); n != 27 || pl.tokens[i] != 27 || pl.maxTok[i] != 9 {
-			t.Fatalf("prompt %d: %d tokens (%d recorded), max %d", i, n, pl.tokens[i], pl.maxTok[i])
+		if n := tokenize.Count(s); n != 27 || pl.Tokens[i] != 27 || pl.MaxTokens[i] != 9 {
+			t.Fatalf("prompt %d: %d tokens (%d recorded), max %d", i, n, pl.Tokens[i], pl.MaxTokens[i])
 		}
 	}
-	pl2, _ := setPool(&p, 1)
-	for i := range pl.quoted {
-		if string(pl.quoted[i]) != string(pl2.quoted[i]) {
+	pl2, _ := SharedPrefixPool(sp, 0)
+	for i := range pl.Quoted {
+		if string(pl.Quoted[i]) != string(pl2.Quoted[i]) {
 			t.Fatal("shared_prefix set is not reproducible")
 		}
 	}
@@ -103,7 +102,7 @@ func TestSetPools(t *testing.T) {
 	groups := map[string]int{}
 	for g := range 3 {
 		sys := strings.Join(newTextGen(0*1_000_003+uint64(g)*7919+0x5157).pieces(nil, 20), "")
-		for _, q := range pl.quoted {
+		for _, q := range pl.Quoted {
 			if strings.HasPrefix(unquote(t, q), sys) {
 				groups[sys]++
 			}
@@ -118,15 +117,14 @@ func TestSetPools(t *testing.T) {
 		}
 	}
 
-	pr := Profile{DatasetType: DatasetPrefixRepetition, PrefixRepetition: PrefixRepetitionConfig{PrefixLen: 10, SuffixLen: 5, NumPrefixes: 3, OutputLen: 2}}
-	pl, err = setPool(&pr, 10)
+	pl, err = PrefixRepetitionPool(PrefixRepetitionConfig{PrefixLen: 10, SuffixLen: 5, NumPrefixes: 3, OutputLen: 2}, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	count := map[string]int{}
-	for i, q := range pl.quoted {
+	for i, q := range pl.Quoted {
 		s := unquote(t, q)
-		if tokenize.Count(s) != 15 || pl.maxTok[i] != 2 {
+		if tokenize.Count(s) != 15 || pl.MaxTokens[i] != 2 {
 			t.Fatalf("prompt %d: %d tokens", i, tokenize.Count(s))
 		}
 		for k := range 3 {
@@ -136,8 +134,8 @@ func TestSetPools(t *testing.T) {
 			}
 		}
 	}
-	if len(pl.quoted) != 10 || len(count) != 3 {
-		t.Fatalf("%d prompts, prefixes %v", len(pl.quoted), count)
+	if len(pl.Quoted) != 10 || len(count) != 3 {
+		t.Fatalf("%d prompts, prefixes %v", len(pl.Quoted), count)
 	}
 	total := 0
 	for _, n := range count {

@@ -1,14 +1,13 @@
-package loadgen
+package dataset
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
-	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/vllm-cibench/cibench/internal/tokenize"
@@ -55,21 +54,21 @@ func unquote(t *testing.T, q []byte) string {
 
 // TestPoolPrefixAndRanges 验证共享前缀、长度抖动范围、可复现性与 prompt 池上限。
 func TestPoolPrefixAndRanges(t *testing.T) {
-	p := Profile{InputLength: []int{100}, OutputLength: []int{1}, PrefixLength: 30, RangeRatioAbove: 0.5, RangeRatioBelow: 0.2, Seed: 9}.Defaults()
-	pool, err := buildPool(context.Background(), &p, 100, 50, nil)
+	p := Random{PrefixLength: 30, RangeRatioAbove: 0.5, RangeRatioBelow: 0.2, Seed: 9}
+	pool, err := RandomPool(context.Background(), p, 100, 50, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pool.quoted) != 50 {
-		t.Fatalf("pool size %d", len(pool.quoted))
+	if len(pool.Quoted) != 50 {
+		t.Fatalf("pool size %d", len(pool.Quoted))
 	}
 	var prefix string
 	lens := map[int]bool{}
-	for i, q := range pool.quoted {
+	for i, q := range pool.Quoted {
 		s := unquote(t, q)
 		n := tokenize.Count(s)
-		if n != pool.tokens[i] || n < 80 || n > 150 {
-			t.Fatalf("prompt %d: %d tokens (recorded %d), want within [80,150]", i, n, pool.tokens[i])
+		if n != pool.Tokens[i] || n < 80 || n > 150 {
+			t.Fatalf("prompt %d: %d tokens (recorded %d), want within [80,150]", i, n, pool.Tokens[i])
 		}
 		lens[n] = true
 		pieces := tokenize.Split(s)
@@ -83,13 +82,13 @@ func TestPoolPrefixAndRanges(t *testing.T) {
 	if len(lens) < 10 {
 		t.Fatalf("range ratios produced only %d distinct lengths", len(lens))
 	}
-	again, _ := buildPool(context.Background(), &p, 100, 50, nil)
-	if string(again.quoted[7]) != string(pool.quoted[7]) {
+	again, _ := RandomPool(context.Background(), p, 100, 50, nil)
+	if string(again.Quoted[7]) != string(pool.Quoted[7]) {
 		t.Fatal("pool not reproducible")
 	}
-	big, _ := buildPool(context.Background(), &p, 100, poolSize*3, nil)
-	if len(big.quoted) != poolSize {
-		t.Fatalf("pool not capped: %d", len(big.quoted))
+	big, _ := RandomPool(context.Background(), p, 100, PoolSize*3, nil)
+	if len(big.Quoted) != PoolSize {
+		t.Fatalf("pool not capped: %d", len(big.Quoted))
 	}
 }
 
@@ -112,17 +111,16 @@ func (b *bpeCounter) CountTokens(_ context.Context, s string) (int, error) {
 
 // TestCalibrateAgainstServerTokenizer 验证按服务端分词器校准后 prompt 长度精确。
 func TestCalibrateAgainstServerTokenizer(t *testing.T) {
-	p := Profile{InputLength: []int{256}, OutputLength: []int{1}}.Defaults()
 	c := &bpeCounter{}
-	pool, err := buildPool(context.Background(), &p, 256, 20, c)
+	pool, err := RandomPool(context.Background(), Random{}, 256, 20, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exact := 0
-	for i, q := range pool.quoted {
+	for i, q := range pool.Quoted {
 		got, _ := c.CountTokens(context.Background(), unquote(t, q))
-		if got != pool.tokens[i] {
-			t.Fatalf("prompt %d: recorded %d, server says %d", i, pool.tokens[i], got)
+		if got != pool.Tokens[i] {
+			t.Fatalf("prompt %d: recorded %d, server says %d", i, pool.Tokens[i], got)
 		}
 		if got == 256 {
 			exact++
@@ -131,7 +129,7 @@ func TestCalibrateAgainstServerTokenizer(t *testing.T) {
 	if exact < 18 {
 		t.Fatalf("only %d/20 prompts calibrated to exactly 256 server tokens", exact)
 	}
-	if !pool.exact {
+	if !pool.Exact {
 		t.Fatal("pool not marked exact")
 	}
 }
@@ -144,8 +142,7 @@ func (failCounter) CountTokens(context.Context, string) (int, error) { return 0,
 
 // TestCalibrateError 验证 /tokenize 失败时报错而不是生成长度错误的数据集。
 func TestCalibrateError(t *testing.T) {
-	p := Profile{InputLength: []int{16}, OutputLength: []int{1}}.Defaults()
-	if _, err := buildPool(context.Background(), &p, 16, 2, failCounter{}); err == nil {
+	if _, err := RandomPool(context.Background(), Random{}, 16, 2, failCounter{}); err == nil {
 		t.Fatal("tokenize failure swallowed")
 	}
 }
@@ -182,79 +179,34 @@ func TestReadPrompts(t *testing.T) {
 	}
 }
 
-// TestGammaMeanAndVariance 用均值与方差检验 gamma 抽样（决定开环到达间隔）。
-func TestGammaMeanAndVariance(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, shape := range []float64{0.5, 1, 4} {
-		const n, scale = 200000, 0.01
-		sum, sq := 0.0, 0.0
-		for range n {
-			v := gammaSample(r, shape, scale)
-			if v < 0 {
-				t.Fatal("negative gap")
-			}
-			sum += v
-			sq += v * v
-		}
-		mean := sum / n
-		variance := sq/n - mean*mean
-		if math.Abs(mean-shape*scale)/(shape*scale) > 0.02 {
-			t.Errorf("shape %v: mean %v, want %v", shape, mean, shape*scale)
-		}
-		if want := shape * scale * scale; math.Abs(variance-want)/want > 0.05 {
-			t.Errorf("shape %v: variance %v, want %v", shape, variance, want)
-		}
-	}
-}
-
 // TestImageDataURLIsPNG 验证 image-text 的图片是确定性的 PNG data URL。
 func TestImageDataURLIsPNG(t *testing.T) {
-	u := imageDataURL(3, 64, 32)
+	u := ImageDataURL(3, 64, 32)
 	if !strings.HasPrefix(u, "data:image/png;base64,iVBORw0KGgo") {
 		t.Fatalf("not a PNG data URL: %.40s", u)
 	}
-	if u != imageDataURL(3, 64, 32) || u == imageDataURL(4, 64, 32) {
+	if u != ImageDataURL(3, 64, 32) || u == ImageDataURL(4, 64, 32) {
 		t.Fatal("image not seeded")
 	}
 }
 
-// TestStartOffsetClimb 验证 static / linear 爬坡中每个 worker 的启动时刻。
-func TestStartOffsetClimb(t *testing.T) {
-	r := &runner{p: Profile{ControlMethod: ControlClimb, GrowthRate: 2, GrowthInterval: 1000, ClimbMode: ClimbStatic}}
-	got := []int64{}
-	for i := range 7 {
-		got = append(got, int64(r.startOffset(i, 1)))
-	}
-	if want := []int64{0, 1000, 1000, 2000, 2000, 3000, 3000}; !equalInts(got, want) {
-		t.Fatalf("static offsets %v, want %v", got, want)
-	}
-	r.p.ClimbMode = ClimbLinear
-	got = got[:0]
-	for i := range 5 {
-		got = append(got, int64(r.startOffset(i, 1)))
-	}
-	if want := []int64{0, 500, 1000, 1500, 2000}; !equalInts(got, want) {
-		t.Fatalf("linear offsets %v, want %v", got, want)
-	}
-	r.p.GrowthRate = 0
-	if r.startOffset(3, 2) != -1 || r.startOffset(1, 2) != 0 {
-		t.Fatal("growth 0 must keep init concurrency")
-	}
-	r.p.ControlMethod = ControlNormal
-	if r.startOffset(5, 1) != 0 {
-		t.Fatal("normal mode must start all workers at once")
-	}
+// hangCounter 的每次计数都阻塞到 ctx 结束（挂起的 /tokenize 服务）。
+type hangCounter struct{}
+
+// CountTokens 等 ctx 结束后返回它的错误。
+func (hangCounter) CountTokens(ctx context.Context, _ string) (int, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
 }
 
-// equalInts 比较两个整数切片。
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
+// TestBuildPoolTokenizeDeadline 验证每次校准计数都有期限：计数器挂起时建池以
+// context.DeadlineExceeded 失败，而不是让启动阶段无限等待。
+func TestBuildPoolTokenizeDeadline(t *testing.T) {
+	old := tokenizeTimeout
+	tokenizeTimeout = 50 * time.Millisecond
+	defer func() { tokenizeTimeout = old }()
+	_, err := RandomPool(context.Background(), Random{}, 16, 40, hangCounter{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -1,4 +1,4 @@
-package loadgen
+package shard
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/endpoint"
+
+	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // TestShardProbesOutsideWindow 复现 issue 22 的"探测流量落进测量窗口"：两个分片、并发 2、预热 3 个、
@@ -20,11 +22,11 @@ import (
 // 一个（5 而不是 4）；现在取各分片开始之前抓到的快照里最晚的一个，服务端计数与发出的请求数完全相同。
 func TestShardProbesOutsideWindow(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: 150 * time.Millisecond})
-	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: ep.Model}, Provider: "emu"}
-	p := Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{2}, NumRequests: []int{4}, Warmup: 3, Seed: 3}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: ep.Model}, Provider: "emu"}
+	p := loadgen.Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{2}, NumRequests: []int{4}, Warmup: 3, Seed: 3}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := RunLocalShards(ctx, tgt, p, 2, nil)
+	res, err := RunLocal(ctx, tgt, p, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +57,8 @@ func TestRunLocalShardsSpreadLikeOneProcess(t *testing.T) {
 		t.Cleanup(srv.Close)
 		urls = append(urls, srv.URL+"/v1")
 	}
-	tgt := Target{Endpoint: endpoint.Endpoint{BaseURLs: urls, Model: "m"}, Provider: "emu"}
-	p := Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{4}, NumRequests: []int{41}, Seed: 3}
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: urls, Model: "m"}, Provider: "emu"}
+	p := loadgen.Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{4}, NumRequests: []int{41}, Seed: 3}
 	ctx := context.Background()
 	var got [2][3]int64
 	for k, n := range []int{1, 4} {
@@ -65,9 +67,9 @@ func TestRunLocalShardsSpreadLikeOneProcess(t *testing.T) {
 		}
 		var err error
 		if n == 1 {
-			_, err = Run(ctx, tgt, p, nil)
+			_, err = loadgen.Run(ctx, tgt, p, nil)
 		} else {
-			_, err = RunLocalShards(ctx, tgt, p, n, nil)
+			_, err = RunLocal(ctx, tgt, p, n, nil)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -85,9 +87,9 @@ func TestRunLocalShardsSpreadLikeOneProcess(t *testing.T) {
 // 调用方也不知道原因的是 no_result。原因进入错误、MergedGroup.Lost 与汇总行的 MissingShards。
 func TestShardLossReasonsNamed(t *testing.T) {
 	tgt := startShardEmulator(t)
-	p := Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{3}, NumRequests: []int{9}, Seed: 3}
+	p := loadgen.Profile{InputLength: []int{16}, OutputLength: []int{2}, Concurrency: []int{3}, NumRequests: []int{9}, Seed: 3}
 	ctx := context.Background()
-	good, err := RunShard(ctx, tgt, p, Shard{Index: 0, Count: 3}, nil)
+	good, err := Run(ctx, tgt, p, loadgen.Shard{Index: 0, Count: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,20 +98,20 @@ func TestShardLossReasonsNamed(t *testing.T) {
 	dead.Close() // 端口已关闭：拒绝连接
 	bad := tgt
 	bad.Endpoint.BaseURLs = []string{deadURL}
-	unreach, err := RunShard(ctx, bad, p, Shard{Index: 1, Count: 3}, nil)
-	if !errors.Is(err, ErrUnreachable) || unreach == nil || unreach.Reason != LossUnreachable {
+	unreach, err := Run(ctx, bad, p, loadgen.Shard{Index: 1, Count: 3}, nil)
+	if !errors.Is(err, loadgen.ErrUnreachable) || unreach == nil || unreach.Reason != loadgen.LossUnreachable {
 		t.Fatalf("unreachable shard: %v, reason %q", err, unreach.Reason)
 	}
 	for _, tc := range []struct {
-		lost []ShardLoss
+		lost []loadgen.ShardLoss
 		want string
 	}{
-		{[]ShardLoss{{Shard: 2, Reason: LossKilled, Detail: "signal: killed"}}, LossKilled},
-		{nil, LossNoResult},
+		{[]loadgen.ShardLoss{{Shard: 2, Reason: loadgen.LossKilled, Detail: "signal: killed"}}, loadgen.LossKilled},
+		{nil, loadgen.LossNoResult},
 	} {
 		groups, err := MergeGroups(MergeOptions{Lost: tc.lost}, good, unreach)
-		var me *MissingShardsError
-		if !errors.As(err, &me) || len(me.Lost) != 2 || me.Lost[0].Shard != 1 || me.Lost[0].Reason != LossUnreachable || me.Lost[1].Shard != 2 || me.Lost[1].Reason != tc.want {
+		var me *MissingError
+		if !errors.As(err, &me) || len(me.Lost) != 2 || me.Lost[0].Shard != 1 || me.Lost[0].Reason != loadgen.LossUnreachable || me.Lost[1].Shard != 2 || me.Lost[1].Reason != tc.want {
 			t.Fatalf("lost %v (%v), want shard 1 unreachable and shard 2 %s", me, err, tc.want)
 		}
 		if !strings.Contains(err.Error(), "shard 2: "+tc.want) {

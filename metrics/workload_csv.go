@@ -1,4 +1,4 @@
-package loadgen
+package metrics
 
 import (
 	"encoding/csv"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // 真实负载的 CSV 文件。acs-bench 的汇总与逐请求 CSV 的表头保持原样（下游脚本按列号读），
@@ -43,19 +45,19 @@ func NewWorkloadWriter(w, turns io.Writer) *WorkloadWriter {
 	return ww
 }
 
-// secs 把时长写成秒（不可得为 -1）。
-func secs(d time.Duration, valid bool) string {
+// workSecs 把时长写成秒（不可得为 -1）：真实负载文件的时长列以秒为单位、6 位小数。
+func workSecs(d time.Duration, valid bool) string {
 	if !valid {
 		return "-1"
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
 }
 
-// num 写一个浮点数（-1 原样）。
-func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// workNum 写一个浮点数（-1 原样）。
+func workNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // Write 追加一组的 workload 行与其各轮的 turns 行，并刷新。
-func (ww *WorkloadWriter) Write(s Summary) error {
+func (ww *WorkloadWriter) Write(s loadgen.Summary) error {
 	if !ww.wHead {
 		if err := ww.w.Write(WorkloadCSVHeader); err != nil {
 			return err
@@ -66,15 +68,15 @@ func (ww *WorkloadWriter) Write(s Summary) error {
 	c := w.Cache
 	row := []string{strconv.Itoa(s.InputLength), strconv.Itoa(s.OutputLength), strconv.Itoa(s.Concurrency), strconv.Itoa(s.Round),
 		s.DatasetType, strconv.Itoa(s.NumPrompts),
-		secs(lag.P50, lag.Valid()), secs(lag.P90, lag.Valid()), secs(lag.P99, lag.Valid()), secs(lag.Max, lag.Valid()),
-		num(c.HitRate), num(c.PrefixHits), num(c.PrefixQueries), num(c.Preemptions), num(c.PeakKVUsage),
-		num(w.AvgCachedTokens), strconv.Itoa(w.CachedTokensCount)}
+		workSecs(lag.P50, lag.Valid()), workSecs(lag.P90, lag.Valid()), workSecs(lag.P99, lag.Valid()), workSecs(lag.Max, lag.Valid()),
+		workNum(c.HitRate), workNum(c.PrefixHits), workNum(c.PrefixQueries), workNum(c.Preemptions), workNum(c.PeakKVUsage),
+		workNum(w.AvgCachedTokens), strconv.Itoa(w.CachedTokensCount)}
 	if err := ww.w.Write(row); err != nil {
 		return err
 	}
 	ww.w.Flush()
 	if err := ww.w.Error(); err != nil {
-		return fmt.Errorf("loadgen: write workload csv: %w", err)
+		return fmt.Errorf("metrics: write workload csv: %w", err)
 	}
 	if ww.t == nil || len(w.Turns) == 0 {
 		return nil
@@ -88,23 +90,23 @@ func (ww *WorkloadWriter) Write(s Summary) error {
 	for _, t := range w.Turns {
 		r := []string{strconv.Itoa(s.InputLength), strconv.Itoa(s.OutputLength), strconv.Itoa(s.Concurrency), strconv.Itoa(s.Round),
 			strconv.Itoa(t.Turn), strconv.Itoa(t.Requests), strconv.Itoa(t.Succeeded),
-			secs(t.TTFT.P50, t.TTFT.Valid()), secs(t.TTFT.P90, t.TTFT.Valid()), secs(t.TTFT.P99, t.TTFT.Valid()), secs(t.TTFT.Avg, t.TTFT.Valid()),
-			secs(t.ITL.P50, t.ITL.Valid()), secs(t.ITL.P99, t.ITL.Valid()), secs(t.ITL.Avg, t.ITL.Valid()),
-			secs(t.E2E.P50, t.E2E.Valid()), secs(t.E2E.P99, t.E2E.Valid()), secs(t.E2E.Avg, t.E2E.Valid()),
-			num(t.AvgPromptTokens), num(t.AvgCachedTokens)}
+			workSecs(t.TTFT.P50, t.TTFT.Valid()), workSecs(t.TTFT.P90, t.TTFT.Valid()), workSecs(t.TTFT.P99, t.TTFT.Valid()), workSecs(t.TTFT.Avg, t.TTFT.Valid()),
+			workSecs(t.ITL.P50, t.ITL.Valid()), workSecs(t.ITL.P99, t.ITL.Valid()), workSecs(t.ITL.Avg, t.ITL.Valid()),
+			workSecs(t.E2E.P50, t.E2E.Valid()), workSecs(t.E2E.P99, t.E2E.Valid()), workSecs(t.E2E.Avg, t.E2E.Valid()),
+			workNum(t.AvgPromptTokens), workNum(t.AvgCachedTokens)}
 		if err := ww.t.Write(r); err != nil {
 			return err
 		}
 	}
 	ww.t.Flush()
 	if err := ww.t.Error(); err != nil {
-		return fmt.Errorf("loadgen: write turns csv: %w", err)
+		return fmt.Errorf("metrics: write turns csv: %w", err)
 	}
 	return nil
 }
 
 // SessionWriter 把会话与轨迹请求逐条写成 sessions_*.csv（首行写入时写表头）。不是并发安全的，
-// 与 RecordSink 的约定一致（Run 串行调用）。
+// 与 Observer 的约定一致（钩子被串行调用）。
 type SessionWriter struct {
 	w    *csv.Writer
 	head bool
@@ -115,7 +117,7 @@ type SessionWriter struct {
 func NewSessionWriter(w io.Writer) *SessionWriter { return &SessionWriter{w: csv.NewWriter(w)} }
 
 // WriteRecord 写一条记录（预热请求不写）。
-func (sw *SessionWriter) WriteRecord(r *Record) error {
+func (sw *SessionWriter) WriteRecord(r *loadgen.Record) error {
 	if r.Warmup {
 		return nil
 	}
@@ -129,7 +131,7 @@ func (sw *SessionWriter) WriteRecord(r *Record) error {
 	sw.row = append(sw.row[:0], strconv.Itoa(g.InputLength), strconv.Itoa(g.OutputLength), strconv.Itoa(g.Concurrency), strconv.Itoa(g.Round),
 		strconv.Itoa(r.Index), r.SessionID, strconv.Itoa(r.Turn), strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CachedTokens),
 		strconv.Itoa(r.CompletionTokens), strconv.FormatBool(r.OK), r.ErrorClass,
-		secs(r.SlotWait, true), secs(r.TTFT, r.OK && r.TTFT >= 0), secs(r.TPOT, r.OK && r.TPOT >= 0), secs(r.E2E, true))
+		workSecs(r.SlotWait, true), workSecs(r.TTFT, r.OK && r.TTFT >= 0), workSecs(r.TPOT, r.OK && r.TPOT >= 0), workSecs(r.E2E, true))
 	return sw.w.Write(sw.row)
 }
 
@@ -137,7 +139,7 @@ func (sw *SessionWriter) WriteRecord(r *Record) error {
 func (sw *SessionWriter) Flush() error {
 	sw.w.Flush()
 	if err := sw.w.Error(); err != nil {
-		return fmt.Errorf("loadgen: write sessions csv: %w", err)
+		return fmt.Errorf("metrics: write sessions csv: %w", err)
 	}
 	return nil
 }

@@ -1,14 +1,16 @@
-package loadgen
+package shard
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // ErrBarrier 是本机屏障不能放行时（分片已离开屏障、ctx 取消）的哨兵。
-var ErrBarrier = errors.New("loadgen: shard barrier")
+var ErrBarrier = errors.New("shard: barrier")
 
 // LocalBarrier 是同一进程内 n 个分片的组间屏障：每个分组开始之前，所有还在运行的分片都到达后
 // 在同一时刻（关闭同一个通道）一起放行。离开的分片（跑完、出错、ctx 取消）不再被等待，
@@ -93,25 +95,25 @@ func (b *LocalBarrier) releaseLocked() {
 	}
 }
 
-// LocalShardsResult 是 RunLocalShards 的结果：合并后的分组与各分片的原始结果（按序号，失败的分片为 nil）。
-type LocalShardsResult struct {
+// LocalResult 是 RunLocal 的结果：合并后的分组与各分片的原始结果（按序号，失败的分片为 nil）。
+type LocalResult struct {
 	Groups []MergedGroup
-	Shards []*ShardResult
+	Shards []*Result
 }
 
 // Summaries 返回合并后的汇总行（每组一行，按分组顺序）。
-func (r *LocalShardsResult) Summaries() []Summary {
+func (r *LocalResult) Summaries() []loadgen.Summary {
 	if r == nil {
 		return nil
 	}
-	out := make([]Summary, len(r.Groups))
+	out := make([]loadgen.Summary, len(r.Groups))
 	for i, g := range r.Groups {
 		out[i] = g.Summary
 	}
 	return out
 }
 
-// RunLocalShards 在本进程里把 Profile 拆成 n 片并发运行（每片一个 RunShard：独立的 worker 与连接池），
+// RunLocal 在本进程里把 Profile 拆成 n 片并发运行（每片一个 Run：独立的 worker 与连接池），
 // 用 LocalBarrier 让每一组（含第一组）在所有分片都就绪后同时开始，最后用 MergeGroups 合并。
 //
 // obs 可以为 nil。各分片的逐请求记录串行地交给 OnRecord（钩子不必是并发安全的；Record.Index 是组内
@@ -120,25 +122,29 @@ func (r *LocalShardsResult) Summaries() []Summary {
 // 时 OnTimeline 最后收到 MergeTimeline 合并的时间线。各分片的局部汇总行与进度不转发（OnProgress 不被调用）。
 //
 // 某个分片失败（或它的运行被取消）时它离开屏障，其余分片照常跑完；它缺的分组 Incomplete 为真，
-// 错误是 *MissingShardsError，按序号点名该分片与它的错误。ctx 取消时全部分片停下、不会卡在屏障上。
+// 错误是 *MissingError，按序号点名该分片与它的错误。ctx 取消时全部分片停下、不会卡在屏障上。
 // Profile 或 n 无效时在发出任何请求之前返回错误。
-func RunLocalShards(ctx context.Context, target Target, profile Profile, n int, obs *Observer) (*LocalShardsResult, error) {
-	return runLocalShards(ctx, target, profile, n, obs, nil)
+func RunLocal(ctx context.Context, target loadgen.Target, profile loadgen.Profile, n int, obs *loadgen.Observer) (*LocalResult, error) {
+	return runLocal(ctx, target, profile, n, obs, nil)
 }
 
-// runLocalShards 是 RunLocalShards 的实现；shardCtx 非 nil 时为分片 i 换一个上下文（测试用它
+// runLocal 是 RunLocal 的实现；shardCtx 非 nil 时为分片 i 换一个上下文（测试用它
 // 单独取消某一片）。
-func runLocalShards(ctx context.Context, target Target, profile Profile, n int, obs *Observer, shardCtx func(i int, ctx context.Context) context.Context) (*LocalShardsResult, error) {
+func runLocal(ctx context.Context, target loadgen.Target, profile loadgen.Profile, n int, obs *loadgen.Observer, shardCtx func(i int, ctx context.Context) context.Context) (*LocalResult, error) {
 	p := profile.Defaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := (Shard{Index: 0, Count: n}).Check(p); err != nil {
+	if err := (loadgen.Shard{Index: 0, Count: n}).Check(p); err != nil {
 		return nil, err
 	}
 	bar := NewLocalBarrier(n)
-	fw := newLocalForward(obs.orZero())
-	results := make([]*ShardResult, n)
+	inner := loadgen.Observer{}
+	if obs != nil {
+		inner = *obs // 持有副本：运行期间调用方修改原值不会造成数据竞争
+	}
+	fw := newLocalForward(inner)
+	results := make([]*Result, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -148,7 +154,7 @@ func runLocalShards(ctx context.Context, target Target, profile Profile, n int, 
 			if shardCtx != nil {
 				sctx = shardCtx(i, ctx)
 			}
-			res, err := RunShard(sctx, target, profile, Shard{Index: i, Count: n, Barrier: bar.For(i)}, fw.shard)
+			res, err := Run(sctx, target, profile, loadgen.Shard{Index: i, Count: n, Barrier: bar.For(i)}, fw.shard)
 			if err != nil {
 				err = fmt.Errorf("shard %d: %w", i, err)
 			}
@@ -165,8 +171,8 @@ func runLocalShards(ctx context.Context, target Target, profile Profile, n int, 
 }
 
 // mergeLocal 合并各分片的结果，并把合并后的汇总行与时间线交给 obs。
-func mergeLocal(results []*ShardResult, errs []error, obs Observer, p Profile) (*LocalShardsResult, error) {
-	var got []*ShardResult
+func mergeLocal(results []*Result, errs []error, obs loadgen.Observer, p loadgen.Profile) (*LocalResult, error) {
+	var got []*Result
 	for _, r := range results {
 		if r != nil {
 			got = append(got, r)
@@ -176,21 +182,21 @@ func mergeLocal(results []*ShardResult, errs []error, obs Observer, p Profile) (
 		return nil, errors.Join(errs...)
 	}
 	groups, err := MergeGroups(MergeOptions{}, got...)
-	out := &LocalShardsResult{Groups: groups, Shards: results}
-	if err != nil && !errors.Is(err, ErrShardMissing) {
+	out := &LocalResult{Groups: groups, Shards: results}
+	if err != nil && !errors.Is(err, ErrMissing) {
 		return out, err
 	}
 	if obs.OnGroupEnd != nil {
 		for _, g := range groups {
 			if werr := obs.OnGroupEnd(g.Summary); werr != nil {
-				return out, errors.Join(err, fmt.Errorf("loadgen: observer: group end: %w", werr))
+				return out, errors.Join(err, fmt.Errorf("shard: observer: group end: %w", werr))
 			}
 		}
 	}
 	if obs.OnTimeline != nil && p.BucketInterval > 0 {
 		for _, t := range MergeTimeline(got...) {
 			if werr := obs.OnTimeline(t); werr != nil {
-				return out, errors.Join(err, fmt.Errorf("loadgen: observer: timeline: %w", werr))
+				return out, errors.Join(err, fmt.Errorf("shard: observer: timeline: %w", werr))
 			}
 		}
 	}
@@ -203,14 +209,14 @@ func mergeLocal(results []*ShardResult, errs []error, obs Observer, p Profile) (
 // 合并后的行在全部分片结束后交给调用方）。
 type localForward struct {
 	mu    sync.Mutex
-	inner Observer
+	inner loadgen.Observer
 	begun map[int]bool
-	shard *Observer
+	shard *loadgen.Observer
 }
 
 // newLocalForward 为调用方的 Observer 建立转发器。
-func newLocalForward(inner Observer) *localForward {
-	l := &localForward{inner: inner, begun: map[int]bool{}, shard: &Observer{}}
+func newLocalForward(inner loadgen.Observer) *localForward {
+	l := &localForward{inner: inner, begun: map[int]bool{}, shard: &loadgen.Observer{}}
 	if inner.OnRecord != nil {
 		l.shard.OnRecord = l.record
 	}
@@ -221,14 +227,14 @@ func newLocalForward(inner Observer) *localForward {
 }
 
 // record 在锁内转发记录（各分片的 worker 并发地调用它）。
-func (l *localForward) record(r *Record) error {
+func (l *localForward) record(r *loadgen.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.inner.OnRecord(r)
 }
 
 // groupStart 对每组只转发第一次：屏障保证此刻所有分片都已写完上一组的记录。
-func (l *localForward) groupStart(g Group) error {
+func (l *localForward) groupStart(g loadgen.Group) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.begun[g.Index] {

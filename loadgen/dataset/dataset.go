@@ -1,4 +1,4 @@
-package loadgen
+package dataset
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -18,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/internal/tokenize"
 	"golang.org/x/sync/errgroup"
 )
@@ -102,33 +104,37 @@ type TokenCounter interface {
 	CountTokens(ctx context.Context, text string) (int, error)
 }
 
-// poolSize 是每个输入长度预生成的不同 prompt 个数上限；请求按序号循环使用。
-// 有上限是为了让 1,000,000 个请求的运行内存保持有界。
-const poolSize = 1024
+// PoolSize 是每个输入长度预生成的不同 prompt 个数上限；请求按序号循环使用。
+// 有上限是为了让 1,000,000 个请求的运行内存保持有界（prefix_repetition 的集合就是全部请求，不受它限制）。
+const PoolSize = 1024
 
-// promptPool 是一组预生成的 prompt（已转成 JSON 字符串字面量，发送时直接拼接）。
-type promptPool struct {
-	quoted [][]byte // json 编码后的字符串（含引号）
-	tokens []int    // 目标 token 数（服务端校准后的实际值）
-	maxTok []int    // custom 数据集中逐条的 max_tokens（0 = 用分组的输出长度）；random 为 nil
-	exact  bool     // 长度是否经服务端分词器确认
-	// complete 表示池就是整个数据集（集合类数据集），任何请求数都不需要重建。
-	complete bool
-	// trace 非 nil 时是轨迹回放：每个请求的 prompt 由 trace.prompt 按序号现生成，上面的切片为空。
-	trace *traceSet
+// Pool 是一个输入长度分组的 prompt 池：预生成的 prompt（已转成 JSON 字符串字面量，发送时直接拼接）、
+// 各自的 token 数与（集合类、custom 数据集的）逐条输出长度；轨迹回放时 Trace 非 nil、切片为空，
+// 每个请求的 prompt 按序号现生成。压测的热路径按序号直接读这些字段（不经方法、不分配）。
+type Pool struct {
+	Quoted [][]byte // json 编码后的字符串（含引号）
+	Tokens []int    // 目标 token 数（服务端校准后的实际值）
+	// MaxTokens 是逐条的 max_tokens（0 = 用分组的输出长度）；random 数据集为 nil。
+	MaxTokens []int
+	// Exact 报告长度是否经服务端分词器（或 Target.Tokenizer）确认。
+	Exact bool
+	// Complete 表示池就是整个数据集（集合类数据集、轨迹），任何请求数都不需要重建。
+	Complete bool
+	// Trace 非 nil 时是轨迹回放：每个请求的 prompt 由 Trace.Prompt 按序号现生成。
+	Trace *Trace
 }
 
-// tokenizeWorkers 是校准 prompt 长度时并发的 /tokenize 请求数上限：足以把 1024 条 prompt
+// TokenizeWorkers 是校准 prompt 长度时并发的 /tokenize 请求数上限：足以把 1024 条 prompt
 // 的往返时延重叠起来（串行时对慢一些的服务要 2.6 秒），又不至于在压测开始前压垮服务端。
-const tokenizeWorkers = 16
+const TokenizeWorkers = 16
 
 // tokenizeTimeout 是单次 /tokenize 调用的期限；服务端卡住时启动阶段因此有界地失败，而不是挂起
 // （变量只为让测试缩短它）。
 var tokenizeTimeout = 10 * time.Second
 
-// promptsFor 返回 custom 数据集中属于输入长度 inputLen 的 prompt：
+// PromptsFor 返回 custom 数据集中属于输入长度 inputLen 的 prompt：
 // InputLength 为 0 的条目属于所有长度；inputLen 为 0（未给 --input-length）时返回全部。
-func promptsFor(ps []Prompt, inputLen int) []Prompt {
+func PromptsFor(ps []Prompt, inputLen int) []Prompt {
 	if inputLen == 0 {
 		return ps
 	}
@@ -141,8 +147,8 @@ func promptsFor(ps []Prompt, inputLen int) []Prompt {
 	return out
 }
 
-// lengthsOf 列出 custom 数据集中出现的名义输入长度，用于错误信息。
-func lengthsOf(ps []Prompt) string {
+// LengthsOf 列出 custom 数据集中出现的名义输入长度（"in the dataset: 64, 128, any"），用于错误信息。
+func LengthsOf(ps []Prompt) string {
 	seen := map[int]bool{}
 	var ls []string
 	for _, p := range ps {
@@ -158,38 +164,25 @@ func lengthsOf(ps []Prompt) string {
 	return "in the dataset: " + strings.Join(ls, ", ")
 }
 
-// buildPool 为输入长度 inputLen 生成 n 个 prompt。有 counter 时逐条用服务端计数校准
-// （多退少补，最多 12 轮），最多 tokenizeWorkers 条并发；否则按共享规则精确生成。
+// Random 是 random 数据集的生成参数：种子、公共前缀长度与输入长度的上浮 / 下潜比例
+// （Profile 的 seed、prefix_length、range_ratio_above、range_ratio_below）。
+type Random struct {
+	Seed            int64
+	PrefixLength    int
+	RangeRatioAbove float64
+	RangeRatioBelow float64
+}
+
+// RandomPool 为输入长度 inputLen 生成 n 个随机 prompt（n 超过 PoolSize 时取 PoolSize）。有 counter 时
+// 逐条用它校准（多退少补，最多 12 轮），最多 16 条并发；否则按 internal/tokenize 的规则精确生成。
 // 每条 prompt 的文本只由种子与序号决定，所以并发不影响可复现性。
-func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCounter) (*promptPool, error) {
-	if n > poolSize && p.DatasetType != DatasetPrefixRepetition {
-		n = poolSize
-	}
-	if isTrace(p.DatasetType) {
-		return &promptPool{complete: true, trace: newTraceSet(p)}, nil
-	}
-	if isSet(p.DatasetType) {
-		return setPool(p, n)
-	}
-	pool := &promptPool{exact: counter != nil}
-	if p.DatasetType == DatasetCustom {
-		ps := promptsFor(p.Prompts, inputLen)
-		for i := range min(n, len(ps)) {
-			q, _ := json.Marshal(ps[i].Text)
-			pool.quoted = append(pool.quoted, q)
-			tok := ps[i].Tokens
-			if tok == 0 {
-				tok = tokenize.Count(ps[i].Text)
-			}
-			pool.tokens = append(pool.tokens, tok)
-			pool.maxTok = append(pool.maxTok, ps[i].MaxTokens)
-		}
-		return pool, nil
-	}
-	err := randomPrompts(ctx, p, inputLen, n, counter, func(text string, tokens int) error {
+func RandomPool(ctx context.Context, r Random, inputLen, n int, counter TokenCounter) (*Pool, error) {
+	n = min(n, PoolSize)
+	pool := &Pool{Exact: counter != nil}
+	err := randomPrompts(ctx, r, inputLen, n, counter, func(text string, tokens int) error {
 		q, _ := json.Marshal(text)
-		pool.quoted = append(pool.quoted, q)
-		pool.tokens = append(pool.tokens, tokens)
+		pool.Quoted = append(pool.Quoted, q)
+		pool.Tokens = append(pool.Tokens, tokens)
 		return nil
 	})
 	if err != nil {
@@ -198,17 +191,35 @@ func buildPool(ctx context.Context, p *Profile, inputLen, n int, counter TokenCo
 	return pool, nil
 }
 
+// CustomPool 用 custom 数据集中属于输入长度 inputLen 的前 n 条 prompt（至多 PoolSize 条）建池：
+// 没有 prompt_tokens 的条目按 internal/tokenize 规则计数，逐条的 max_tokens 原样保留。
+func CustomPool(prompts []Prompt, inputLen, n int) *Pool {
+	ps := PromptsFor(prompts, inputLen)
+	pool := &Pool{}
+	for i := range min(n, PoolSize, len(ps)) {
+		q, _ := json.Marshal(ps[i].Text)
+		pool.Quoted = append(pool.Quoted, q)
+		tok := ps[i].Tokens
+		if tok == 0 {
+			tok = tokenize.Count(ps[i].Text)
+		}
+		pool.Tokens = append(pool.Tokens, tok)
+		pool.MaxTokens = append(pool.MaxTokens, ps[i].MaxTokens)
+	}
+	return pool
+}
+
 // randomPrompts 按 p 的种子、前缀长度与输入长度抖动（RangeRatioAbove/Below）生成
-// n 条随机 prompt，按序号顺序交给 emit。压测的 random 数据集与 GenerateDataset 共用它，
-// 所以同样的参数得到同样的文本。有 counter 时最多 tokenizeWorkers 条并发校准：每条
+// n 条随机 prompt，按序号顺序交给 emit。压测的 random 数据集与 Generate 共用它，
+// 所以同样的参数得到同样的文本。有 counter 时最多 TokenizeWorkers 条并发校准：每条
 // prompt 的文本只由种子与序号决定，长度抖动也按序号预先抽好，所以结果与串行时相同。
-func randomPrompts(ctx context.Context, p *Profile, inputLen, n int, counter TokenCounter, emit func(text string, tokens int) error) error {
+func randomPrompts(ctx context.Context, p Random, inputLen, n int, counter TokenCounter, emit func(text string, tokens int) error) error {
 	prefixGen := newTextGen(uint64(p.Seed) ^ 0x5eed)
 	prefix := prefixGen.pieces(nil, p.PrefixLength)
 	lenRng := rand.New(rand.NewPCG(uint64(p.Seed), uint64(inputLen)))
 	targets := make([]int, n)
 	for i := range targets { // 长度抖动按序号顺序抽取，与并发无关
-		targets[i] = max(jitter(lenRng, inputLen, p.RangeRatioBelow, p.RangeRatioAbove), p.PrefixLength+1)
+		targets[i] = max(Jitter(lenRng, inputLen, p.RangeRatioBelow, p.RangeRatioAbove), p.PrefixLength+1)
 	}
 	texts, counts := make([]string, n), make([]int, n)
 	build := func(ctx context.Context, i int) error {
@@ -230,7 +241,7 @@ func randomPrompts(ctx context.Context, p *Profile, inputLen, n int, counter Tok
 		// 有界并发、第一个错误取消其余：errgroup 的语义。循环在 ctx 结束后不再派发，
 		// 已派发的 build 经 gctx 尽快返回。
 		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(tokenizeWorkers)
+		g.SetLimit(TokenizeWorkers)
 		for i := range n {
 			if gctx.Err() != nil {
 				break
@@ -252,9 +263,9 @@ func randomPrompts(ctx context.Context, p *Profile, inputLen, n int, counter Tok
 	return nil
 }
 
-// DatasetSpec 是 acs-bench "generate dataset" 的参数（规格附录 A.1）：一个输入长度、
+// Spec 是 acs-bench "generate dataset" 的参数（规格附录 A.1）：一个输入长度、
 // 条数、公共前缀长度与输入长度的上浮 / 下潜比例。
-type DatasetSpec struct {
+type Spec struct {
 	InputLength     int
 	NumRequests     int
 	PrefixLength    int
@@ -263,16 +274,24 @@ type DatasetSpec struct {
 	Seed            int64
 }
 
-// MaxDatasetRequests 是 GenerateDataset 一次生成的条数上限。
-const MaxDatasetRequests = MaxRequests
+// ErrInvalidSpec 是 Spec 校验错误（*field.Error）包住的哨兵，可用 errors.Is 判断。
+var ErrInvalidSpec = errors.New("dataset: invalid spec")
 
-// Validate 检查 DatasetSpec；错误是 *field.Error（字段名同 Profile 的 YAML 键）。
-func (s DatasetSpec) Validate() error {
+// invalid 构造一个带字段名与取值的校验错误（*field.Error，Field 是与 Profile 相同的 YAML 键）。
+func invalid(name string, value any, why string) error {
+	return field.New(ErrInvalidSpec, name, value, why)
+}
+
+// finite 报告 v 是有限数（NaN 与 ±Inf 在任何字段里都没有意义）。
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Validate 检查 Spec；错误是 *field.Error（字段名同 Profile 的 YAML 键），errors.Is(err, ErrInvalidSpec) 成立。
+func (s Spec) Validate() error {
 	switch {
 	case s.InputLength < 1 || s.InputLength > MaxTokens:
 		return invalid("input_length", s.InputLength, fmt.Sprintf("must be in [1, %d]", MaxTokens))
-	case s.NumRequests < 1 || s.NumRequests > MaxDatasetRequests:
-		return invalid("num_requests", s.NumRequests, fmt.Sprintf("must be in [1, %d]", MaxDatasetRequests))
+	case s.NumRequests < 1 || s.NumRequests > MaxRequests:
+		return invalid("num_requests", s.NumRequests, fmt.Sprintf("must be in [1, %d]", MaxRequests))
 	case s.PrefixLength < 0 || s.PrefixLength >= s.InputLength:
 		return invalid("prefix_length", s.PrefixLength, fmt.Sprintf("must be in [0, input_length %d)", s.InputLength))
 	case !finite(s.RangeRatioAbove) || s.RangeRatioAbove < 0 || s.RangeRatioAbove > 1:
@@ -285,28 +304,28 @@ func (s DatasetSpec) Validate() error {
 
 // FileName 是生成的数据集文件名：random_input{L}_num{N}[_prefix{P}].jsonl。
 // prof -dt custom -i 目录 读取目录下所有 .jsonl，按每行的 input_length 分组，文件名只供人看。
-func (s DatasetSpec) FileName() string {
-	name := fmt.Sprintf("%s_input%d_num%d", DatasetRandom, s.InputLength, s.NumRequests)
+func (s Spec) FileName() string {
+	name := fmt.Sprintf("random_input%d_num%d", s.InputLength, s.NumRequests)
 	if s.PrefixLength > 0 {
 		name += fmt.Sprintf("_prefix%d", s.PrefixLength)
 	}
 	return name + ".jsonl"
 }
 
-// GenerateDataset 把 s 描述的随机数据集逐行写成 JSONL（每行一个 Prompt：prompt、
+// Generate 把 s 描述的随机数据集逐行写成 JSONL（每行一个 Prompt：prompt、
 // input_length 为名义长度、prompt_tokens 为实际 token 数）。counter 非 nil 时（--tokenizer
 // 或服务端 /tokenize）每条 prompt 按它校准到目标长度，否则按内置计数规则精确生成。
 // 与压测时 random 数据集的文本相同（同种子、同长度、同前缀）。返回写出的条数。
-func GenerateDataset(ctx context.Context, w io.Writer, s DatasetSpec, counter TokenCounter) (int, error) {
+func Generate(ctx context.Context, w io.Writer, s Spec, counter TokenCounter) (int, error) {
 	if err := s.Validate(); err != nil {
 		return 0, err
 	}
-	p := Profile{Seed: s.Seed, PrefixLength: s.PrefixLength, RangeRatioAbove: s.RangeRatioAbove, RangeRatioBelow: s.RangeRatioBelow}
+	p := Random{Seed: s.Seed, PrefixLength: s.PrefixLength, RangeRatioAbove: s.RangeRatioAbove, RangeRatioBelow: s.RangeRatioBelow}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	n := 0
-	err := randomPrompts(ctx, &p, s.InputLength, s.NumRequests, counter, func(text string, tokens int) error {
+	err := randomPrompts(ctx, p, s.InputLength, s.NumRequests, counter, func(text string, tokens int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -314,10 +333,10 @@ func GenerateDataset(ctx context.Context, w io.Writer, s DatasetSpec, counter To
 		return enc.Encode(Prompt{Text: text, InputLength: s.InputLength, Tokens: tokens})
 	})
 	if err != nil {
-		return n, fmt.Errorf("loadgen: generate dataset: %w", err)
+		return n, fmt.Errorf("dataset: generate: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
-		return n, fmt.Errorf("loadgen: generate dataset: %w", err)
+		return n, fmt.Errorf("dataset: generate: %w", err)
 	}
 	return n, nil
 }
@@ -333,7 +352,7 @@ func calibrate(ctx context.Context, c TokenCounter, g *textGen, pieces []string,
 		got, err := c.CountTokens(cctx, text)
 		cancel()
 		if err != nil {
-			return "", 0, fmt.Errorf("loadgen: tokenize: %w", err)
+			return "", 0, fmt.Errorf("dataset: tokenize: %w", err)
 		}
 		if bestGot < 0 || abs(got-target) < abs(bestGot-target) {
 			bestText, bestGot = text, got
@@ -373,8 +392,9 @@ func sign(v int) int {
 	return 0
 }
 
-// jitter 在 [base×(1−below), base×(1+above)] 内均匀取整数长度（至少 1）。
-func jitter(r *rand.Rand, base int, below, above float64) int {
+// Jitter 在 [base×(1−below), base×(1+above)] 内均匀取整数长度（至少 1）：输入长度的抖动
+// （range_ratio_*）与压测时输出长度的抖动（output_range_ratio_*）共用它。
+func Jitter(r *rand.Rand, base int, below, above float64) int {
 	if below == 0 && above == 0 {
 		return base
 	}
@@ -413,27 +433,27 @@ func ReadPrompts(r io.Reader) ([]Prompt, error) {
 			Tokens       int    `json:"prompt_tokens"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, fmt.Errorf("loadgen: read prompts: line %d: %w", line, err)
+			return nil, fmt.Errorf("dataset: read prompts: line %d: %w", line, err)
 		}
 		text := firstNonEmpty(row.Prompt, row.Text, row.Input, row.Question)
 		if text == "" {
-			return nil, fmt.Errorf("loadgen: read prompts: line %d: no prompt/text/input/question field", line)
+			return nil, fmt.Errorf("dataset: read prompts: line %d: no prompt/text/input/question field", line)
 		}
 		mt := row.MaxTokens
 		if mt == 0 {
 			mt = row.OutputLength
 		}
 		if mt < 0 || mt > MaxTokens || row.InputLength < 0 || row.InputLength > MaxTokens || row.Tokens < 0 {
-			return nil, fmt.Errorf("loadgen: read prompts: line %d: max_tokens %d / input_length %d / prompt_tokens %d out of range [0, %d]",
+			return nil, fmt.Errorf("dataset: read prompts: line %d: max_tokens %d / input_length %d / prompt_tokens %d out of range [0, %d]",
 				line, mt, row.InputLength, row.Tokens, MaxTokens)
 		}
 		out = append(out, Prompt{Text: text, MaxTokens: mt, InputLength: row.InputLength, Tokens: row.Tokens})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("loadgen: read prompts: %w", err)
+		return nil, fmt.Errorf("dataset: read prompts: %w", err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("loadgen: read prompts: no prompts")
+		return nil, fmt.Errorf("dataset: read prompts: no prompts")
 	}
 	return out, nil
 }
@@ -448,9 +468,9 @@ func firstNonEmpty(vals ...string) string {
 	return ""
 }
 
-// imageDataURL 生成一张 w×h、由 seed 决定的色块 PNG，编码为 data URL，
+// ImageDataURL 生成一张 w×h、由 seed 决定的色块 PNG，编码为 data URL，
 // 供 image-text 模态使用（真实像素数据，服务端需要真正解码）。
-func imageDataURL(seed uint64, w, h int) string {
+func ImageDataURL(seed uint64, w, h int) string {
 	rng := rand.New(rand.NewPCG(seed, 0x1a9e))
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	const block = 16

@@ -1,9 +1,8 @@
-package loadgen
+package dataset
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -63,7 +62,7 @@ type mooncakeRow struct {
 // 结果按到达时刻稳定排序。
 func ReadMooncakeTrace(r io.Reader, name string, blockSize int) ([]TraceRequest, error) {
 	if blockSize < 1 {
-		return nil, fmt.Errorf("loadgen: read trace %s: block size %d must be >= 1", name, blockSize)
+		return nil, fmt.Errorf("dataset: read trace %s: block size %d must be >= 1", name, blockSize)
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxTraceLine)
@@ -77,11 +76,11 @@ func ReadMooncakeTrace(r io.Reader, name string, blockSize int) ([]TraceRequest,
 			continue
 		}
 		if len(out) >= MaxTraceRequests {
-			return nil, fmt.Errorf("loadgen: read trace %s: more than %d requests", name, MaxTraceRequests)
+			return nil, fmt.Errorf("dataset: read trace %s: more than %d requests", name, MaxTraceRequests)
 		}
 		var row mooncakeRow
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, fmt.Errorf("loadgen: read trace %s:%d: %w", name, line, err)
+			return nil, fmt.Errorf("dataset: read trace %s:%d: %w", name, line, err)
 		}
 		tr := TraceRequest{InputLength: row.InputLength, OutputLength: row.OutputLength, HashIDs: row.HashIDs,
 			Text: row.TextInput, Source: name, Line: line}
@@ -91,7 +90,7 @@ func ReadMooncakeTrace(r io.Reader, name string, blockSize int) ([]TraceRequest,
 				s = string(row.SessionID) // 数字形式的 session_id
 			}
 			if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) || len(s) > 1024 {
-				return nil, fmt.Errorf("loadgen: read trace %s:%d: session_id %q is not a valid header value (control characters or longer than 1024 bytes)", name, line, validUTF8Prefix(s, 64))
+				return nil, fmt.Errorf("dataset: read trace %s:%d: session_id %q is not a valid header value (control characters or longer than 1024 bytes)", name, line, validUTF8Prefix(s, 64))
 			}
 			tr.SessionID = s
 		}
@@ -100,7 +99,7 @@ func ReadMooncakeTrace(r io.Reader, name string, blockSize int) ([]TraceRequest,
 		}
 		ms, err := mooncakeTime(row, lastAt[tr.SessionID], tr.SessionID != "" && hasKey(lastAt, tr.SessionID))
 		if err != nil {
-			return nil, fmt.Errorf("loadgen: read trace %s:%d: %w", name, line, err)
+			return nil, fmt.Errorf("dataset: read trace %s:%d: %w", name, line, err)
 		}
 		tr.At = ms
 		if tr.SessionID != "" {
@@ -108,26 +107,29 @@ func ReadMooncakeTrace(r io.Reader, name string, blockSize int) ([]TraceRequest,
 		}
 		switch {
 		case tr.InputLength < 1 || tr.InputLength > MaxTokens:
-			return nil, fmt.Errorf("loadgen: read trace %s:%d: input_length %d must be in [1, %d]", name, line, tr.InputLength, MaxTokens)
+			return nil, fmt.Errorf("dataset: read trace %s:%d: input_length %d must be in [1, %d]", name, line, tr.InputLength, MaxTokens)
 		case tr.OutputLength < 1 || tr.OutputLength > MaxTokens:
-			return nil, fmt.Errorf("loadgen: read trace %s:%d: output_length %d must be in [1, %d]", name, line, tr.OutputLength, MaxTokens)
+			return nil, fmt.Errorf("dataset: read trace %s:%d: output_length %d must be in [1, %d]", name, line, tr.OutputLength, MaxTokens)
 		}
 		if tr.Text == "" {
-			if err := tr.checkBlocks(blockSize); err != nil {
-				return nil, fmt.Errorf("loadgen: read trace %w", err)
+			if err := tr.CheckBlocks(blockSize); err != nil {
+				return nil, fmt.Errorf("dataset: read trace %w", err)
 			}
 		}
 		out = append(out, tr)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("loadgen: read trace %s: line %d: %w", name, line+1, err)
+		return nil, fmt.Errorf("dataset: read trace %s: line %d: %w", name, line+1, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("loadgen: read trace %s: no requests", name)
+		return nil, fmt.Errorf("dataset: read trace %s: no requests", name)
 	}
 	slices.SortStableFunc(out, func(a, b TraceRequest) int { return int(a.At - b.At) })
 	return out, nil
 }
+
+// maxTraceMillis 是轨迹时刻与 delay 的上限（毫秒）：1000 天，远超任何真实轨迹，只挡住打错的数。
+const maxTraceMillis = float64(1000 * 24 * time.Hour / time.Millisecond)
 
 // hasKey 报告 m 中是否有 k。
 func hasKey(m map[string]time.Duration, k string) bool { _, ok := m[k]; return ok }
@@ -136,7 +138,7 @@ func hasKey(m map[string]time.Duration, k string) bool { _, ok := m[k]; return o
 // hasPrev 为 true 时）或 0，再加 delay。时刻与 delay 都是非负的有限毫秒数。
 func mooncakeTime(row mooncakeRow, prev time.Duration, hasPrev bool) (time.Duration, error) {
 	msDur := func(field string, v float64) (time.Duration, error) {
-		if !finite(v) || v < 0 || v > float64(MaxTimeout/time.Millisecond)*1000 {
+		if !finite(v) || v < 0 || v > maxTraceMillis {
 			return 0, fmt.Errorf("%s %v must be a non-negative number of milliseconds", field, v)
 		}
 		return time.Duration(math.Round(v * float64(time.Millisecond))), nil
@@ -158,9 +160,9 @@ func mooncakeTime(row mooncakeRow, prev time.Duration, hasPrev bool) (time.Durat
 	return at, nil
 }
 
-// checkBlocks 检查 hash_ids 与 input_length 相容：n 个块时最后一块
+// CheckBlocks 检查 hash_ids 与 input_length 相容：n 个块时最后一块
 // input_length − (n−1)·blockSize 在 (0, blockSize] 内。没有 hash_ids 的行不受约束。
-func (tr TraceRequest) checkBlocks(blockSize int) error {
+func (tr TraceRequest) CheckBlocks(blockSize int) error {
 	n := len(tr.HashIDs)
 	if n == 0 || tr.Text != "" {
 		return nil
@@ -186,7 +188,7 @@ func ReadAzureTrace(r io.Reader, name string) ([]TraceRequest, error) {
 	cr.FieldsPerRecord = -1
 	head, err := cr.Read()
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: read trace %s: header: %w", name, err)
+		return nil, fmt.Errorf("dataset: read trace %s: header: %w", name, err)
 	}
 	col := map[string]int{}
 	for i, h := range head {
@@ -196,7 +198,7 @@ func ReadAzureTrace(r io.Reader, name string) ([]TraceRequest, error) {
 	ci, ok2 := col["contexttokens"]
 	gi, ok3 := col["generatedtokens"]
 	if !ok1 || !ok2 || !ok3 {
-		return nil, fmt.Errorf("loadgen: read trace %s:1: header %q lacks TIMESTAMP, ContextTokens or GeneratedTokens", name, strings.Join(head, ","))
+		return nil, fmt.Errorf("dataset: read trace %s:1: header %q lacks TIMESTAMP, ContextTokens or GeneratedTokens", name, strings.Join(head, ","))
 	}
 	var out []TraceRequest
 	var times []time.Time
@@ -207,34 +209,34 @@ func ReadAzureTrace(r io.Reader, name string) ([]TraceRequest, error) {
 		}
 		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return nil, fmt.Errorf("loadgen: read trace %s: %w", name, err)
+			return nil, fmt.Errorf("dataset: read trace %s: %w", name, err)
 		}
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue
 		}
 		if len(out) >= MaxTraceRequests {
-			return nil, fmt.Errorf("loadgen: read trace %s: more than %d requests", name, MaxTraceRequests)
+			return nil, fmt.Errorf("dataset: read trace %s: more than %d requests", name, MaxTraceRequests)
 		}
 		if len(rec) <= max(ti, ci, gi) {
-			return nil, fmt.Errorf("loadgen: read trace %s:%d: %d columns, want %d", name, line, len(rec), len(head))
+			return nil, fmt.Errorf("dataset: read trace %s:%d: %d columns, want %d", name, line, len(rec), len(head))
 		}
 		ts, err := parseAzureTime(strings.TrimSpace(rec[ti]))
 		if err != nil {
-			return nil, fmt.Errorf("loadgen: read trace %s:%d: TIMESTAMP %q: %w", name, line, rec[ti], err)
+			return nil, fmt.Errorf("dataset: read trace %s:%d: TIMESTAMP %q: %w", name, line, rec[ti], err)
 		}
 		in, err1 := strconv.Atoi(strings.TrimSpace(rec[ci]))
 		gen, err2 := strconv.Atoi(strings.TrimSpace(rec[gi]))
 		switch {
 		case err1 != nil || in < 1 || in > MaxTokens:
-			return nil, fmt.Errorf("loadgen: read trace %s:%d: ContextTokens %q must be an integer in [1, %d]", name, line, rec[ci], MaxTokens)
+			return nil, fmt.Errorf("dataset: read trace %s:%d: ContextTokens %q must be an integer in [1, %d]", name, line, rec[ci], MaxTokens)
 		case err2 != nil || gen < 0 || gen > MaxTokens:
-			return nil, fmt.Errorf("loadgen: read trace %s:%d: GeneratedTokens %q must be an integer in [0, %d]", name, line, rec[gi], MaxTokens)
+			return nil, fmt.Errorf("dataset: read trace %s:%d: GeneratedTokens %q must be an integer in [0, %d]", name, line, rec[gi], MaxTokens)
 		}
 		times = append(times, ts)
 		out = append(out, TraceRequest{InputLength: in, OutputLength: max(gen, 1), Source: name, Line: line})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("loadgen: read trace %s: no requests", name)
+		return nil, fmt.Errorf("dataset: read trace %s: no requests", name)
 	}
 	t0 := slices.MinFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 	for i := range out {
@@ -256,9 +258,9 @@ func parseAzureTime(s string) (time.Time, error) {
 	return time.Time{}, err
 }
 
-// traceWindow 返回到达时刻落在 [StartOffset, EndOffset) 内的请求（EndOffset 为 0 表示到结尾）。
+// Window 返回到达时刻落在 [StartOffset, EndOffset) 内的请求（EndOffset 为 0 表示到结尾）。
 // reqs 已按时刻排序，结果是 reqs 的子切片。
-func traceWindow(reqs []TraceRequest, c TraceConfig) []TraceRequest {
+func Window(reqs []TraceRequest, c TraceConfig) []TraceRequest {
 	lo, _ := slices.BinarySearchFunc(reqs, c.StartOffset, func(tr TraceRequest, t time.Duration) int { return int(tr.At - t) })
 	hi := len(reqs)
 	if c.EndOffset > 0 {
@@ -290,9 +292,9 @@ func traceSchedule(win []TraceRequest, c TraceConfig) []time.Duration {
 // 清空只影响速度不影响内容）。Mooncake 的公共前缀集中在少数热块上，热块很快回到缓存里。
 const traceBlockCacheSize = 16384
 
-// traceSet 是一次运行的轨迹回放状态：窗口内的请求、回放时刻表与块文本缓存。
-// prompt 可被多个 worker 并发调用（缓存由 mu 保护）。
-type traceSet struct {
+// Trace 是一次运行的轨迹回放状态：窗口内的请求、回放时刻表与块文本缓存。
+// Prompt 可被多个 worker 并发调用（缓存由 mu 保护）。
+type Trace struct {
 	rows      []TraceRequest
 	sched     []time.Duration
 	blockSize int
@@ -308,12 +310,27 @@ type traceBlock struct {
 	ends []int32
 }
 
-// newTraceSet 由 Profile 的轨迹与参数建立回放状态。
-func newTraceSet(p *Profile) *traceSet {
-	win := traceWindow(p.TraceRequests, p.Trace)
-	return &traceSet{rows: win, sched: traceSchedule(win, p.Trace), blockSize: p.Trace.BlockSize, salt: p.Trace.Salt,
+// NewTrace 由轨迹与回放参数（已填默认值：BlockSize ≥ 1、TimeScale > 0）建立回放状态，
+// 只含窗口 [StartOffset, EndOffset) 内的请求。
+func NewTrace(reqs []TraceRequest, c TraceConfig) *Trace {
+	win := Window(reqs, c)
+	return &Trace{rows: win, sched: traceSchedule(win, c), blockSize: c.BlockSize, salt: c.Salt,
 		blocks: map[int64]*traceBlock{}}
 }
+
+// TracePool 返回轨迹回放的池：Complete 为真，prompt 由 Trace 按序号现生成。
+func TracePool(reqs []TraceRequest, c TraceConfig) *Pool {
+	return &Pool{Complete: true, Trace: NewTrace(reqs, c)}
+}
+
+// Len 返回窗口内的请求数。
+func (s *Trace) Len() int { return len(s.rows) }
+
+// At 返回第 i 个请求的回放时刻（相对回放开始；i 按窗口长度取模）。
+func (s *Trace) At(i int) time.Duration { return s.sched[i%len(s.sched)] }
+
+// Session 返回第 i 个请求的会话 id（X-Session-ID，没有为空；i 按窗口长度取模）。
+func (s *Trace) Session(i int) string { return s.rows[i%len(s.rows)].SessionID }
 
 // blockSeed 是 hash_id 的块种子：salt 与 id 经 splitmix64 混合，相邻 id 的文本互不相关。
 func blockSeed(salt, id int64) uint64 {
@@ -324,7 +341,7 @@ func blockSeed(salt, id int64) uint64 {
 }
 
 // block 返回 id 的块文本（缓存中没有时生成）。
-func (s *traceSet) block(id int64) *traceBlock {
+func (s *Trace) block(id int64) *traceBlock {
 	s.mu.Lock()
 	b, ok := s.blocks[id]
 	s.mu.Unlock()
@@ -348,14 +365,14 @@ func (s *traceSet) block(id int64) *traceBlock {
 	return b
 }
 
-// prompt 返回第 i 个轨迹请求的 prompt（JSON 字符串字面量，追加到 dst[:0]）、其 token 数
+// Prompt 返回第 i 个轨迹请求的 prompt（JSON 字符串字面量，追加到 dst[:0]）、其 token 数
 // （按 internal/tokenize 规则精确）与输出长度。每个片段恰好 1 个 token 且相邻片段不会合并，
 // 所以块拼接后的 token 数就是各块长度之和。
-func (s *traceSet) prompt(dst []byte, i int) ([]byte, int, int) {
+func (s *Trace) Prompt(dst []byte, i int) ([]byte, int, int) {
 	tr := &s.rows[i%len(s.rows)]
 	dst = dst[:0]
 	if tr.Text != "" {
-		q, _ := jsonString(tr.Text)
+		q, _ := json.Marshal(tr.Text)
 		return append(dst, q...), tr.InputLength, tr.OutputLength
 	}
 	dst = append(dst, '"')
@@ -393,31 +410,4 @@ func appendJSONText(dst []byte, s string) []byte {
 		}
 	}
 	return dst
-}
-
-// dispatchSchedule 按轨迹时刻表产生到达：第 i 个请求的意图时刻是回放开始时刻加 sched[i]，
-// 到点交给 emit（emit 返回 false 时停止）。与 dispatch 一样，意图时刻按时刻表计算、不受 worker
-// 是否空闲影响；发出时刻与意图时刻之差（Record.SlotWait，汇总里的 Workload.DispatchLag）如实
-// 反映客户端是否跟上了时刻表。
-func (r *runner) dispatchSchedule(ctx context.Context, gr *groupRun, ts *traceSet, emit func(job) bool) {
-	start := time.Now()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for i := range gr.global {
-		if !r.sh.mine(i) {
-			continue
-		}
-		intended := start.Add(ts.sched[i%len(ts.sched)])
-		if d := time.Until(intended); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if ctx.Err() != nil || !emit(job{idx: i, intended: intended}) {
-			return
-		}
-	}
 }

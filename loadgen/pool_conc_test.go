@@ -3,7 +3,6 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/vllm-cibench/cibench/internal/tokenize"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // tokenizeServer 是一个按共享规则计数的 /tokenize 服务，记录最大并发数。
@@ -51,7 +51,7 @@ func (s *tokenizeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{"count":` + itoa(cnt) + `}`))
 }
 
-// TestBuildPoolConcurrentBounded 验证校准并发进行且不超过 tokenizeWorkers，结果与不校准时
+// TestBuildPoolConcurrentBounded 验证校准并发进行且不超过 dataset.TokenizeWorkers，结果与不校准时
 // （共享规则下长度本就精确）逐字节相同——并发不影响可复现性。
 func TestBuildPoolConcurrentBounded(t *testing.T) {
 	srv := &tokenizeServer{two: make(chan struct{})}
@@ -64,31 +64,15 @@ func TestBuildPoolConcurrentBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := buildPool(context.Background(), &p, 64, 300, nil)
-	if peak := srv.peak.Load(); peak < 2 || peak > tokenizeWorkers {
-		t.Fatalf("peak concurrent /tokenize = %d, want 2..%d", peak, tokenizeWorkers)
+	if peak := srv.peak.Load(); peak < 2 || peak > dataset.TokenizeWorkers {
+		t.Fatalf("peak concurrent /tokenize = %d, want 2..%d", peak, dataset.TokenizeWorkers)
 	}
 	if srv.calls.Load() != 300 {
 		t.Fatalf("%d /tokenize calls, want one per prompt (300)", srv.calls.Load())
 	}
-	for i := range want.quoted {
-		if !bytes.Equal(got.quoted[i], want.quoted[i]) || got.tokens[i] != want.tokens[i] {
-			t.Fatalf("prompt %d differs from the uncalibrated pool: %d vs %d tokens", i, got.tokens[i], want.tokens[i])
+	for i := range want.Quoted {
+		if !bytes.Equal(got.Quoted[i], want.Quoted[i]) || got.Tokens[i] != want.Tokens[i] {
+			t.Fatalf("prompt %d differs from the uncalibrated pool: %d vs %d tokens", i, got.Tokens[i], want.Tokens[i])
 		}
-	}
-}
-
-// TestBuildPoolTokenizeDeadline 验证每次 /tokenize 都有期限：服务端挂起时建池以
-// context.DeadlineExceeded 失败，而不是让启动阶段无限等待。
-func TestBuildPoolTokenizeDeadline(t *testing.T) {
-	old := tokenizeTimeout
-	tokenizeTimeout = 50 * time.Millisecond
-	defer func() { tokenizeTimeout = old }()
-	ts := httptest.NewServer(&tokenizeServer{hang: true})
-	defer ts.Close()
-	c := &serverCounter{client: ts.Client(), url: ts.URL + "/tokenize", model: "m", maxBody: 1 << 20}
-	p := Profile{InputLength: []int{16}}.Defaults()
-	_, err := buildPool(context.Background(), &p, 16, 40, c)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want a deadline error", err)
 	}
 }
