@@ -227,7 +227,8 @@ func (t *T) Post(ctx context.Context, p string, body any) (*Response, error) {
 	return t.do(ctx, http.MethodPost, p, body, true)
 }
 
-// Get 以 GET 请求 p。
+// Get 以 GET 请求 p（路径相对服务根地址而不是 BaseURL，OpenAI 接口写作 "/v1/models"，见 URL），
+// 返回完整响应；错误的约定与 Post 相同。
 func (t *T) Get(ctx context.Context, p string) (*Response, error) {
 	return t.do(ctx, http.MethodGet, p, nil, true)
 }
@@ -290,7 +291,7 @@ type Stream struct {
 	Body []byte
 }
 
-// Stream 以 JSON POST body 并按 SSE 读完整个响应。非 200 时 Body 为响应体、Events 为空。
+// Stream 以 JSON POST body 到 p（见 URL）并按 SSE 读完整个响应。非 200 时 Body 为响应体、Events 为空。
 func (t *T) Stream(ctx context.Context, p string, body any) (*Stream, error) {
 	req, err := t.newRequest(ctx, http.MethodPost, p, body, true)
 	if err != nil {
