@@ -5,8 +5,12 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // t0 是测试使用的固定时钟起点。
@@ -32,9 +36,72 @@ func funcReport(passes, fails int) functional.Report {
 }
 
 // acc 构造一项精度结果。
-func acc(dataset string, score float64, threshold *float64) report.Accuracy {
-	return report.Accuracy{Result: accuracy.EvalResult{Dataset: dataset, Model: "m", Score: score, Examples: 8, Metrics: map[string]float64{"score": score}}, Threshold: threshold}
+func acc(dataset string, score float64, threshold *float64) accuracyreport.Result {
+	return accuracyreport.Result{Result: accuracy.EvalResult{Dataset: dataset, Model: "m", Score: score, Examples: 8, Metrics: map[string]float64{"score": score}}, Threshold: threshold}
 }
 
 // ptr 返回 v 的指针。
 func ptr[T any](v T) *T { return &v }
+
+// tScenario 是测试用的场景：内置阶段的 Go 值。门禁的输入经 report 的分节与各阶段的渲染器
+// 生成（GateInputs），与参考驱动同一条路径，gate 的测试因此覆盖"报告 → 门禁"的适配。
+type tScenario struct {
+	Name        string
+	Backend     string
+	Functional  *functional.Report
+	Perf        []loadgen.Summary
+	PerfSamples []perfreport.Samples
+	Accuracy    []accuracyreport.Result
+	Errors      []report.StageError
+}
+
+// tResult 是测试用的一次运行。
+type tResult struct {
+	RunID     string
+	Scenarios []tScenario
+}
+
+// renderers 返回内置三个阶段的渲染器。
+func renderers() []report.Renderer {
+	return []report.Renderer{functionalreport.Renderer(), perfreport.Renderer(), accuracyreport.Renderer()}
+}
+
+// result 把测试用的运行装成 report.Result（各阶段结果记为分节）；编码失败即测试夹具有误，直接 panic。
+func (r tResult) result() report.Result {
+	out := report.Result{RunID: r.RunID}
+	for _, s := range r.Scenarios {
+		sc := report.Scenario{Name: s.Name, Backend: s.Backend, Errors: s.Errors}
+		must := func(err error) {
+			if err != nil {
+				panic(err)
+			}
+		}
+		if s.Functional != nil {
+			must(functionalreport.Set(&sc, *s.Functional))
+		}
+		must(perfreport.Set(&sc, s.Perf, s.PerfSamples))
+		if s.Accuracy != nil {
+			must(accuracyreport.Set(&sc, s.Accuracy))
+		}
+		out.Scenarios = append(out.Scenarios, sc)
+	}
+	return out
+}
+
+// GateInputs 返回交给 gate.Evaluate 的输入（经内置渲染器）；读不出分节即夹具有误，直接 panic。
+func (r tResult) GateInputs() []gate.Scenario {
+	in, err := r.result().GateInputs(renderers()...)
+	if err != nil {
+		panic(err)
+	}
+	return in
+}
+
+// GateRun 返回这次运行作为基线候选的输入。
+func (r tResult) GateRun() gate.Run {
+	run, err := r.result().GateRun(renderers()...)
+	if err != nil {
+		panic(err)
+	}
+	return run
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
 )
 
 // statuses 构造一个报告：ids 与 sts 一一对应，套件取 ID 的第一段。
@@ -26,7 +27,7 @@ func statuses(pairs ...string) functional.Report {
 // TestFunctionalGateCancelledIsNotSkipped 复现问题：作业超时取消了用例时门禁仍然通过
 // （"1 passed, 95 skipped"）。cancelled 必须让门禁失败；unsupported 不失败但被单独列出。
 func TestFunctionalGateCancelledIsNotSkipped(t *testing.T) {
-	res := report.Result{Scenarios: []report.Scenario{
+	res := tResult{Scenarios: []tScenario{
 		{Name: "cut", Functional: ptr(statuses("chat/a", "pass", "chat/b", "cancelled", "chat/c", "cancelled"))},
 		{Name: "probe", Functional: ptr(statuses("chat/a", "pass", "params/top_p=0", "unsupported", "guided/x", "skip"))},
 	}}
@@ -47,11 +48,11 @@ func TestFunctionalGateCancelledIsNotSkipped(t *testing.T) {
 func TestFunctionalGatePassToSkipDrift(t *testing.T) {
 	root := t.TempDir()
 	daily := func(id string, started time.Time, rep functional.Report, finish bool) {
-		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), started)
+		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), started, report.WithRenderers(renderers()...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := run.RecordFunctional("s", rep); err != nil {
+		if err := functionalreport.Record(run, "s", rep); err != nil {
 			t.Fatal(err)
 		}
 		if finish {
@@ -63,7 +64,7 @@ func TestFunctionalGatePassToSkipDrift(t *testing.T) {
 	daily("d1", t0, statuses("chat/a", "pass", "chat/b", "skip", "chat/c", "skip", "other/x", "skip"), true)
 	daily("d2", t0.Add(24*time.Hour), statuses("chat/a", "pass", "chat/b", "pass", "chat/c", "pass", "chat/d", "skip", "other/x", "pass"), true)
 	daily("d3-interrupted", t0.Add(48*time.Hour), statuses("chat/a", "skip"), false)
-	arts, err := report.ArtifactBaselines(os.DirFS(root))
+	arts, err := report.ArtifactBaselines(os.DirFS(root), renderers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestFunctionalGatePassToSkipDrift(t *testing.T) {
 	src := gate.WithFunctional(gate.Static{}, fb)
 
 	cur := statuses("chat/a", "pass", "chat/b", "skip", "chat/d", "skip", "other/x", "unsupported")
-	res := report.Result{Scenarios: []report.Scenario{{Name: "s", Functional: &cur}}}
+	res := tResult{Scenarios: []tScenario{{Name: "s", Functional: &cur}}}
 	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, src)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestFunctionalGatePassToSkipDrift(t *testing.T) {
 	// 只选了 chat 套件：other/x 不在范围内，不算消失；chat/b、chat/c 仍然漂移。
 	cur = statuses("chat/a", "pass", "chat/b", "pass", "chat/c", "pass")
 	cur.Selection = []string{"chat"}
-	res = report.Result{Scenarios: []report.Scenario{{Name: "s", Functional: &cur}}}
+	res = tResult{Scenarios: []tScenario{{Name: "s", Functional: &cur}}}
 	if gates, err = gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, src); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
 	"gopkg.in/yaml.v3"
 )
 
@@ -54,8 +55,8 @@ func TestPerfGateBoundaries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := report.Result{Scenarios: []report.Scenario{{Name: "s", Perf: []loadgen.Summary{c.cur}}}}
-			src := gate.FromRun(report.Result{RunID: "daily-7", Scenarios: []report.Scenario{{Name: "s", Perf: []loadgen.Summary{base}}}}.GateRun())
+			res := tResult{Scenarios: []tScenario{{Name: "s", Perf: []loadgen.Summary{c.cur}}}}
+			src := gate.FromRun(tResult{RunID: "daily-7", Scenarios: []tScenario{{Name: "s", Perf: []loadgen.Summary{base}}}}.GateRun())
 			gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, src)
 			if err != nil {
 				t.Fatal(err)
@@ -79,7 +80,7 @@ func TestPerfGateBoundaries(t *testing.T) {
 
 // TestFailRateAndNoBaseline 检查失败率门禁不依赖基线，且无基线时不凭空判定。
 func TestFailRateAndNoBaseline(t *testing.T) {
-	res := report.Result{Scenarios: []report.Scenario{{Name: "s", Perf: []loadgen.Summary{
+	res := tResult{Scenarios: []tScenario{{Name: "s", Perf: []loadgen.Summary{
 		oneRow(1, 100*time.Millisecond, time.Second, 10, 0.05),
 		oneRow(2, 100*time.Millisecond, time.Second, 10, 0.0625),
 	}}}}
@@ -130,7 +131,7 @@ func TestBaselineLookupError(t *testing.T) {
 	src := gate.SourceFunc(func(ctx context.Context, k gate.Key) (gate.Baseline, bool, error) {
 		return gate.Baseline{}, false, errors.New("prometheus: connection refused")
 	})
-	res := report.Result{Scenarios: []report.Scenario{{Name: "s", Perf: []loadgen.Summary{oneRow(1, time.Millisecond, time.Second, 1, 0)}}}}
+	res := tResult{Scenarios: []tScenario{{Name: "s", Perf: []loadgen.Summary{oneRow(1, time.Millisecond, time.Second, 1, 0)}}}}
 	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.DefaultThresholds(), src)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +152,7 @@ func TestUnmeasurableCurrent(t *testing.T) {
 	cur := oneRow(1, 0, 0, 0, 1)
 	cur.TTFT, cur.E2E = loadgen.Latency{}, loadgen.Latency{}
 	base := gate.Static{{Scenario: "s", InputLength: 128, OutputLength: 128, Concurrency: 1}: {RunID: "d", TTFTP99: time.Millisecond, E2EP99: time.Second, QPS: 5}}
-	gates, _ := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{{Name: "s", Perf: []loadgen.Summary{cur}}}}.GateInputs(), gate.Thresholds{}, base)
+	gates, _ := gate.Evaluate(context.Background(), tResult{Scenarios: []tScenario{{Name: "s", Perf: []loadgen.Summary{cur}}}}.GateInputs(), gate.Thresholds{}, base)
 	for _, m := range []string{"ttft_p99_seconds", "e2e_p99_seconds", "qps", "fail_rate"} {
 		if g := gateByName(t, gates, "s", "perf/in128-out128-c1-openai-chat/"+m); g.Verdict != gate.VerdictFail {
 			t.Errorf("%s: %s (%s)", m, g.Verdict, g.Reason)
@@ -159,7 +160,7 @@ func TestUnmeasurableCurrent(t *testing.T) {
 	}
 	// 基线缺某项时该项为 no_baseline。
 	base = gate.Static{{Scenario: "s", InputLength: 128, OutputLength: 128, Concurrency: 1}: {RunID: "d", QPS: 5}}
-	gates, _ = gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{{Name: "s", Perf: []loadgen.Summary{oneRow(1, time.Millisecond, time.Second, 5, 0)}}}}.GateInputs(), gate.Thresholds{}, base)
+	gates, _ = gate.Evaluate(context.Background(), tResult{Scenarios: []tScenario{{Name: "s", Perf: []loadgen.Summary{oneRow(1, time.Millisecond, time.Second, 5, 0)}}}}.GateInputs(), gate.Thresholds{}, base)
 	if g := gateByName(t, gates, "s", "perf/in128-out128-c1-openai-chat/ttft_p99_seconds"); g.Verdict != gate.VerdictNoBaseline || !strings.Contains(g.Reason, "baseline d has no") {
 		t.Fatalf("%+v", g)
 	}
@@ -167,9 +168,9 @@ func TestUnmeasurableCurrent(t *testing.T) {
 
 // TestFunctionalAccuracyStageGates 检查功能、精度与阶段错误门禁。
 func TestFunctionalAccuracyStageGates(t *testing.T) {
-	res := report.Result{Scenarios: []report.Scenario{
-		{Name: "ok", Functional: ptr(funcReport(4, 0)), Accuracy: []report.Accuracy{acc("gpqa", 0.3, ptr(0.3)), acc("mmlu", 0.7, nil)}},
-		{Name: "bad", Functional: ptr(funcReport(2, 12)), Accuracy: []report.Accuracy{acc("gpqa", 0.29, ptr(0.3))}},
+	res := tResult{Scenarios: []tScenario{
+		{Name: "ok", Functional: ptr(funcReport(4, 0)), Accuracy: []accuracyreport.Result{acc("gpqa", 0.3, ptr(0.3)), acc("mmlu", 0.7, nil)}},
+		{Name: "bad", Functional: ptr(funcReport(2, 12)), Accuracy: []accuracyreport.Result{acc("gpqa", 0.29, ptr(0.3))}},
 		{Name: "down", Errors: []report.StageError{{Stage: report.StageDeploy, Message: "not ready after 20m"}}},
 		{Name: "notrun"},
 	}}
@@ -234,7 +235,7 @@ func TestThresholdsYAML(t *testing.T) {
 	}
 	base := gate.Static{{Scenario: "s", InputLength: 128, OutputLength: 128, Concurrency: 1}: {RunID: "d", TTFTP99: 100 * time.Millisecond, E2EP99: time.Second, QPS: 10}}
 	cur := oneRow(1, 115*time.Millisecond, 1150*time.Millisecond, 1, 0)
-	gates, _ := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{{Name: "s", Perf: []loadgen.Summary{cur}}}}.GateInputs(), th, base)
+	gates, _ := gate.Evaluate(context.Background(), tResult{Scenarios: []tScenario{{Name: "s", Perf: []loadgen.Summary{cur}}}}.GateInputs(), th, base)
 	want := map[string]gate.Verdict{"ttft_p99_seconds": gate.VerdictPass, "e2e_p99_seconds": gate.VerdictFail, "qps": gate.VerdictSkipped, "fail_rate": gate.VerdictPass}
 	for m, v := range want {
 		if g := gateByName(t, gates, "s", "perf/in128-out128-c1-openai-chat/"+m); g.Verdict != v {
@@ -256,7 +257,7 @@ func TestAccuracyGateIsAccuracyGate(t *testing.T) {
 	allowed.Result.Requests, allowed.Result.Errors, allowed.MaxErrorRate = 8, 1, 0.2
 	f1 := acc("drop", 0.4, ptr(60.0))
 	f1.Metric, f1.Result.Metrics = "f1_score", map[string]float64{"f1_score": 70}
-	res := report.Result{Scenarios: []report.Scenario{{Name: "s", Accuracy: []report.Accuracy{partial, failed, allowed, f1}}}}
+	res := tResult{Scenarios: []tScenario{{Name: "s", Accuracy: []accuracyreport.Result{partial, failed, allowed, f1}}}}
 	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)

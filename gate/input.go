@@ -11,7 +11,7 @@ const (
 )
 
 // Scenario 是一个场景交给门禁的全部输入。字段都是值，不引用任何阶段包的类型：
-// 阶段结果由调用方适配（report.Scenario.GateInput 是参考实现）。
+// 阶段结果由调用方适配（report 各阶段子包的 Renderer.Gate，经 report.Scenario.GateInput，是参考实现）。
 type Scenario struct {
 	Name    string
 	Model   string
@@ -141,7 +141,7 @@ type PerfRow struct {
 }
 
 // Samples 是一个压测组合（多轮合并）的有界逐请求样本，性能门禁用它计算置信区间。
-// report.PerfSamples（samples.json 的格式）是它的别名。
+// perfreport.Samples（samples.json 的格式）是它的别名。
 type Samples struct {
 	Backend       string `json:"backend,omitempty"`
 	ControlMethod string `json:"control_method,omitempty"`

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // simRun 是一次模拟的压测运行：一个组合的逐请求 TTFT 样本（秒），由对数正态分布抽取——
@@ -40,7 +40,7 @@ func q7(xs []float64, q float64) time.Duration {
 
 // simScenario 把样本装成一个场景：汇总行（与 loadgen 同口径的分位）加逐请求样本。
 // E2E 与 QPS 门禁在这些测试里关闭，只看 TTFT。
-func simScenario(ttft []float64) report.Scenario {
+func simScenario(ttft []float64) tScenario {
 	l := loadgen.Latency{Count: int64(len(ttft)), P50: q7(ttft, 0.5), P75: q7(ttft, 0.75), P90: q7(ttft, 0.9), P95: q7(ttft, 0.95), P99: q7(ttft, 0.99)}
 	row := loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: 4, Round: 1, Backend: "openai-chat", ControlMethod: "normal",
 		TTFT: l, E2E: l, QPS: 10, Succeeded: len(ttft), NumPrompts: len(ttft)}
@@ -48,7 +48,7 @@ func simScenario(ttft []float64) report.Scenario {
 	for i, v := range ttft {
 		us[i] = int64(math.Round(v * 1e6))
 	}
-	return report.Scenario{Name: "s", Perf: []loadgen.Summary{row}, PerfSamples: []report.PerfSamples{{Backend: "openai-chat", ControlMethod: "normal",
+	return tScenario{Name: "s", Perf: []loadgen.Summary{row}, PerfSamples: []perfreport.Samples{{Backend: "openai-chat", ControlMethod: "normal",
 		InputLength: 128, OutputLength: 128, Concurrency: 4, Seen: int64(len(ttft)), TTFTMicros: us, E2EMicros: us}}}
 }
 
@@ -56,8 +56,8 @@ func simScenario(ttft []float64) report.Scenario {
 func ttftGate(tb testing.TB, cur, base []float64, th gate.Thresholds) gate.Gate {
 	tb.Helper()
 	th.E2EP99Regression, th.QPSDrop, th.MaxFailRate = -1, -1, -1
-	src := gate.FromRun(report.Result{RunID: "daily", Scenarios: []report.Scenario{simScenario(base)}}.GateRun())
-	gates, err := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{simScenario(cur)}}.GateInputs(), th, src)
+	src := gate.FromRun(tResult{RunID: "daily", Scenarios: []tScenario{simScenario(base)}}.GateRun())
+	gates, err := gate.Evaluate(context.Background(), tResult{Scenarios: []tScenario{simScenario(cur)}}.GateInputs(), th, src)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -97,9 +97,9 @@ func TestGateNoRegressionVsRealShift(t *testing.T) {
 	sigFA := alarmRates(t, 1, reps, n, 1, sig)
 	specDet := alarmRates(t, 2, reps, n, 1.2, spec)
 	sigDet := alarmRates(t, 2, reps, n, 1.2, sig)
-	bigDet := alarmRates(t, 3, 10, report.DefaultMaxSamples, 1.2, sig)
+	bigDet := alarmRates(t, 3, 10, perfreport.DefaultMaxSamples, 1.2, sig)
 	t.Logf("n=%d: false alarms spec %.0f%% significant %.0f%%; detection spec %.0f%% significant %.0f%% (n=%d: %.0f%%)",
-		n, specFA*100, sigFA*100, specDet*100, sigDet*100, report.DefaultMaxSamples, bigDet*100)
+		n, specFA*100, sigFA*100, specDet*100, sigDet*100, perfreport.DefaultMaxSamples, bigDet*100)
 	if sigFA > 0.05 {
 		t.Errorf("significant mode false-alarm rate %.0f%% > 5%%", sigFA*100)
 	}
@@ -113,7 +113,7 @@ func TestGateNoRegressionVsRealShift(t *testing.T) {
 		t.Errorf("significant mode detection %.0f%% should be below spec mode's %.0f%% at n=%d", sigDet*100, specDet*100, n)
 	}
 	if bigDet < 0.4 {
-		t.Errorf("significant mode detection of +20%% with %d samples = %.0f%%, want >= 40%%", report.DefaultMaxSamples, bigDet*100)
+		t.Errorf("significant mode detection of +20%% with %d samples = %.0f%%, want >= 40%%", perfreport.DefaultMaxSamples, bigDet*100)
 	}
 
 	// 一对具体的运行：区间、样本量与结论都写在门禁里，并且可复现。
@@ -184,12 +184,12 @@ func TestGateInsufficientSamples(t *testing.T) {
 	}
 	// 基线没有逐请求样本（例如来自 Prometheus）时没有区间，显著性模式退回规格规则并说明。
 	src := gate.Static{}
-	for k, b := range gate.FromRun(report.Result{Scenarios: []report.Scenario{simScenario(simRun(rng, 400, 1))}}.GateRun()) {
+	for k, b := range gate.FromRun(tResult{Scenarios: []tScenario{simScenario(simRun(rng, 400, 1))}}.GateRun()) {
 		b.Samples = nil
 		src[k] = b
 	}
 	th := gate.Thresholds{Mode: gate.ModeSignificant, E2EP99Regression: -1, QPSDrop: -1}
-	gates, err := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{simScenario(simRun(rng, 400, 1.5))}}.GateInputs(), th, src)
+	gates, err := gate.Evaluate(context.Background(), tResult{Scenarios: []tScenario{simScenario(simRun(rng, 400, 1.5))}}.GateInputs(), th, src)
 	if err != nil {
 		t.Fatal(err)
 	}

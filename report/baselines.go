@@ -13,8 +13,10 @@ import (
 // （以及各场景的 perf/samples.json），交给 gate.Select 选出基线：同一场景、同一组合
 // 最近一次已完成的每日运行。读取在这里（产物格式是 report 的），选取规则在 gate 里。
 // 没有任何每日运行时返回空表。返回值同时提供性能与功能（pass → skip 漂移）基线。
-func ArtifactBaselines(fsys fs.FS) (gate.Baselines, error) {
-	runs, err := dailyRuns(fsys)
+//
+// rs 是把各阶段分节变成门禁输入的渲染器（通常与 WithRenderers 相同）。
+func ArtifactBaselines(fsys fs.FS, rs ...Renderer) (gate.Baselines, error) {
+	runs, err := dailyRuns(fsys, rs)
 	if err != nil {
 		return gate.Baselines{}, fmt.Errorf("report: artifact baselines: %w", err)
 	}
@@ -23,17 +25,22 @@ func ArtifactBaselines(fsys fs.FS) (gate.Baselines, error) {
 
 // DailyTrend 读取产物根目录中的每日运行，加上 current（本次运行，尚未写出 summary.json
 // 也可以），交给 gate.DailyTrend 做变点检测。
-func DailyTrend(fsys fs.FS, current Result, opt gate.TrendOptions) (*gate.Trend, error) {
-	runs, err := dailyRuns(fsys)
+// rs 同 ArtifactBaselines。
+func DailyTrend(fsys fs.FS, current Result, opt gate.TrendOptions, rs ...Renderer) (*gate.Trend, error) {
+	runs, err := dailyRuns(fsys, rs)
 	if err != nil {
 		return nil, fmt.Errorf("report: daily trend: %w", err)
 	}
-	return gate.DailyTrend(runs, current.GateRun(), opt)
+	cur, err := current.GateRun(rs...)
+	if err != nil {
+		return nil, fmt.Errorf("report: daily trend: %w", err)
+	}
+	return gate.DailyTrend(runs, cur, opt)
 }
 
 // dailyRuns 读取 daily/<run_id>/summary.json 中已完成的每日运行（未完成的不读样本、不返回：
 // 选取规则本身在 gate.Select 里，这里只省下读样本的开销）。没有 daily 目录时返回空。
-func dailyRuns(fsys fs.FS) ([]gate.Run, error) {
+func dailyRuns(fsys fs.FS, rs []Renderer) ([]gate.Run, error) {
 	entries, err := fs.ReadDir(fsys, string(RunTypeDaily))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -57,17 +64,21 @@ func dailyRuns(fsys fs.FS) ([]gate.Run, error) {
 		if !r.Complete || r.RunType != RunTypeDaily {
 			continue
 		}
-		// 逐请求样本不在 summary.json 里（体积），从各场景的 perf/samples.json 补上。
+		// Detail 分节（例如逐请求样本）不在 summary.json 里（体积），按各场景的分节索引补上。
 		for i := range r.Scenarios {
 			sc := &r.Scenarios[i]
 			if checkName("scenario", sc.Name) != nil {
 				continue
 			}
-			if err := readOptional(fsys, path.Join(string(RunTypeDaily), e.Name(), sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
+			if err := loadSections(fsys, path.Join(string(RunTypeDaily), e.Name()), sc, true); err != nil {
 				return nil, err
 			}
 		}
-		runs = append(runs, r.GateRun())
+		gr, err := r.GateRun(rs...)
+		if err != nil {
+			return nil, fmt.Errorf("daily run %s: %w", e.Name(), err)
+		}
+		runs = append(runs, gr)
 	}
 	return runs, nil
 }

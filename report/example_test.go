@@ -6,10 +6,14 @@ import (
 	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // Example 展示驱动使用本包的完整顺序：建运行目录 → 逐阶段记录 → 与每日
@@ -19,7 +23,9 @@ func Example() {
 	defer os.RemoveAll(root)
 	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 
-	run, err := report.NewRun(root, report.RunTypePR, "1234-1", now, report.WithCommit("abc123", "main"))
+	// 渲染器决定哪些阶段进入 JUnit、HTML 与门禁；report 本身不认识任何阶段。
+	run, err := report.NewRun(root, report.RunTypePR, "1234-1", now, report.WithCommit("abc123", "main"),
+		report.WithRenderers(functionalreport.Renderer(), perfreport.Renderer(), accuracyreport.Renderer()))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -32,13 +38,14 @@ func Example() {
 
 	row := loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: 4, Backend: "openai-chat", QPS: 9,
 		TTFT: loadgen.Latency{Count: 64, P99: 60 * time.Millisecond}, E2E: loadgen.Latency{Count: 64, P99: time.Second}}
-	_ = run.RecordPerf("emu", []loadgen.Summary{row})
+	_ = perfreport.RecordRows(run, "emu", []loadgen.Summary{row})
 
 	// 最近一次每日基线：通常来自 report.ArtifactBaselines 或 metrics 的 PromBaseline / CSVBaseline（都是 gate.Source）。
 	baselines := gate.Static{
 		{Scenario: "emu", InputLength: 128, OutputLength: 128, Concurrency: 4}: {RunID: "daily-1121", TTFTP99: 50 * time.Millisecond, E2EP99: time.Second, QPS: 9},
 	}
-	gates, _ := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.DefaultThresholds(), baselines)
+	in, _ := run.Result().GateInputs(run.Renderers()...)
+	gates, _ := gate.Evaluate(context.Background(), in, gate.DefaultThresholds(), baselines)
 	for _, g := range gates {
 		fmt.Printf("%-44s %-8s %s\n", g.Name, g.Verdict, g.Reason)
 	}
@@ -83,5 +90,43 @@ func ExampleSecrets() {
 	// server said: Authorization: Basic [REDACTED]
 	// retrying with [REDACTED] at http://[REDACTED]@10.0.0.1:8000/v1
 	// error body: {"echo":"[REDACTED]"}
+	// true
+}
+
+// ExampleRun_RecordSection 展示一个 report 不认识的阶段（团队自己的检查）如何进入报告：
+// 记下分节，再交一个 Renderer；report 本身一行都不用改。
+func ExampleRun_RecordSection() {
+	root, _ := os.MkdirTemp("", "artifacts")
+	defer os.RemoveAll(root)
+	type models struct {
+		Listed []string `json:"listed"`
+	}
+	sec := report.Section{Key: "acme_models", File: "acme/models.json"}
+	rd := report.Renderer{
+		Name:    "acme",
+		Columns: []string{"acme models"},
+		Cells: func(sc report.Scenario) ([]report.Cell, error) {
+			var m models
+			_, err := sc.Decode(sec.Key, &m)
+			return []report.Cell{{Text: fmt.Sprint(len(m.Listed)), Num: true}}, err
+		},
+		JUnit: func(sc report.Scenario) ([]report.JUnitSuite, error) {
+			return []report.JUnitSuite{{Name: sc.Name + "/acme", Cases: []report.JUnitCase{{Name: "models_listed", Classname: sc.Name + ".acme"}}}}, nil
+		},
+	}
+	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	run, _ := report.NewRun(root, report.RunTypePR, "1", now, report.WithRenderers(rd))
+	_ = run.RecordSection("emu", sec, models{Listed: []string{"m"}})
+	_, _ = run.Finish(context.Background(), nil, now.Add(time.Minute))
+
+	summary, _ := os.ReadFile(filepath.Join(run.Dir(), "summary.json"))
+	junit, _ := os.ReadFile(filepath.Join(run.Dir(), "junit.xml"))
+	page, _ := os.ReadFile(filepath.Join(run.Dir(), "report.html"))
+	fmt.Println(strings.Contains(string(summary), `"acme_models": {`))
+	fmt.Println(strings.Contains(string(junit), `name="emu/acme"`))
+	fmt.Println(strings.Contains(string(page), "<th>acme models</th>"))
+	// Output:
+	// true
+	// true
 	// true
 }

@@ -1,17 +1,19 @@
 package report_test
 
 import (
-	"github.com/vllm-cibench/cibench/gate"
-	"math"
-	"math/rand/v2"
-	"sort"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // t0 是测试使用的固定时钟起点。
@@ -62,8 +64,8 @@ func funcReport(passes, fails int) functional.Report {
 }
 
 // acc 构造一项精度结果。
-func acc(dataset string, score float64, threshold *float64) report.Accuracy {
-	return report.Accuracy{Result: accuracy.EvalResult{Dataset: dataset, Model: "m", Score: score, Examples: 8, Metrics: map[string]float64{"score": score}}, Threshold: threshold}
+func acc(dataset string, score float64, threshold *float64) accuracyreport.Result {
+	return accuracyreport.Result{Result: accuracy.EvalResult{Dataset: dataset, Model: "m", Score: score, Examples: 8, Metrics: map[string]float64{"score": score}}, Threshold: threshold}
 }
 
 // ptr 返回 v 的指针。
@@ -81,45 +83,86 @@ func gateByName(t *testing.T, gates []gate.Gate, scenario, name string) gate.Gat
 	return gate.Gate{}
 }
 
-// simRun 是一次模拟的压测运行：一个组合的逐请求 TTFT 样本（秒），由对数正态分布抽取——
-// 时延的右偏长尾正是 P99 在小样本下抖动的原因。shift 是乘性的真实变化（1.2 即 +20%）。
-func simRun(rng *rand.Rand, n int, shift float64) []float64 {
-	xs := make([]float64, n)
-	for i := range xs {
-		xs[i] = 0.2 * math.Exp(0.35*rng.NormFloat64()) * shift
-	}
-	return xs
-}
-
-// q7 是第 7 型分位数（与 report 的自助法一致），用来从样本构造汇总行的分位。
-func q7(xs []float64, q float64) time.Duration {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	h := float64(len(s)-1) * q
-	lo := int(h)
-	v := s[lo]
-	if lo+1 < len(s) {
-		v += (h - float64(lo)) * (s[lo+1] - s[lo])
-	}
-	return time.Duration(v * float64(time.Second))
-}
-
-// simScenario 把样本装成一个场景：汇总行（与 loadgen 同口径的分位）加逐请求样本。
-// E2E 与 QPS 门禁在这些测试里关闭，只看 TTFT。
-func simScenario(ttft []float64) report.Scenario {
-	l := loadgen.Latency{Count: int64(len(ttft)), P50: q7(ttft, 0.5), P75: q7(ttft, 0.75), P90: q7(ttft, 0.9), P95: q7(ttft, 0.95), P99: q7(ttft, 0.99)}
-	row := loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: 4, Round: 1, Backend: "openai-chat", ControlMethod: "normal",
-		TTFT: l, E2E: l, QPS: 10, Succeeded: len(ttft), NumPrompts: len(ttft)}
-	us := make([]int64, len(ttft))
-	for i, v := range ttft {
-		us[i] = int64(math.Round(v * 1e6))
-	}
-	return report.Scenario{Name: "s", Perf: []loadgen.Summary{row}, PerfSamples: []report.PerfSamples{{Backend: "openai-chat", ControlMethod: "normal",
-		InputLength: 128, OutputLength: 128, Concurrency: 4, Seen: int64(len(ttft)), TTFTMicros: us, E2EMicros: us}}}
-}
-
 // oneRow 构造一个组合的一行汇总。
 func oneRow(c int, ttft, e2e time.Duration, qps, failRate float64) loadgen.Summary {
 	return loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: c, Round: 1, Backend: "openai-chat", ControlMethod: "climb",
 		TTFT: lat(ttft), E2E: lat(e2e), QPS: qps, FailRate: failRate, NumPrompts: 16}
+}
+
+// renderers 返回内置三个阶段的渲染器（与参考驱动同一组、同一顺序）。
+func renderers() []report.Renderer {
+	return []report.Renderer{functionalreport.Renderer(), perfreport.Renderer(), accuracyreport.Renderer()}
+}
+
+// newRun 是带内置渲染器的 report.NewRun。
+func newRun(root string, rt runtype.Type, id report.RunID, now time.Time, opts ...report.Option) (*report.Run, error) {
+	return report.NewRun(root, rt, id, now, append(opts, report.WithRenderers(renderers()...))...)
+}
+
+// gateInputs 用内置渲染器生成门禁输入；分节读不出来时让测试失败。
+func gateInputs(t *testing.T, res report.Result) []gate.Scenario {
+	t.Helper()
+	in, err := res.GateInputs(renderers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// gateRun 用内置渲染器生成基线候选。
+func gateRun(t *testing.T, res report.Result) gate.Run {
+	t.Helper()
+	r, err := res.GateRun(renderers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stageScenario 是测试用的场景视图：report.Scenario 加上内置阶段分节解码出的 Go 值。
+type stageScenario struct {
+	report.Scenario
+	Functional  *functional.Report
+	Perf        []loadgen.Summary
+	PerfSamples []perfreport.Samples
+	Timeline    []loadgen.Timeline
+	Capacity    []loadgen.SweepResult
+	Accuracy    []accuracyreport.Result
+}
+
+// view 解码场景中内置阶段的分节；读不出来时让测试失败。
+func view(t *testing.T, sc report.Scenario) stageScenario {
+	t.Helper()
+	v := stageScenario{Scenario: sc}
+	var errs [6]error
+	v.Functional, errs[0] = functionalreport.Report(sc)
+	v.Perf, errs[1] = perfreport.Rows(sc)
+	v.PerfSamples, errs[2] = perfreport.SamplesOf(sc)
+	v.Timeline, errs[3] = perfreport.Timeline(sc)
+	v.Capacity, errs[4] = perfreport.Capacity(sc)
+	v.Accuracy, errs[5] = accuracyreport.Results(sc)
+	if err := errors.Join(errs[:]...); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// scenarioOf 在内存中组装一个场景：名字、模型与内置阶段的结果（nil 的不写分节）。
+func scenarioOf(t *testing.T, v stageScenario) report.Scenario {
+	t.Helper()
+	sc := v.Scenario
+	if v.Functional != nil {
+		if err := functionalreport.Set(&sc, *v.Functional); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := perfreport.Set(&sc, v.Perf, v.PerfSamples); err != nil {
+		t.Fatal(err)
+	}
+	if v.Accuracy != nil {
+		if err := accuracyreport.Set(&sc, v.Accuracy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sc
 }

@@ -1,95 +1,61 @@
 package report
 
 import (
-	"sort"
+	"errors"
+	"fmt"
 
-	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
-	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// 本文件把 report 记录的各阶段结果适配成 gate 包的输入值：gate 不认识任何阶段包，
-// 门禁的判定、基线的选取与趋势分析全在 gate 里，report 只负责"读出来、交过去"。
+// 本文件把 report 记录的场景适配成 gate 包的输入值：gate 不认识任何阶段包，report 也不认识：
+// 场景身份与阶段错误由这里填写，各阶段的结果由它的 Renderer.Gate 加进去。门禁的判定、
+// 基线的选取与趋势分析全在 gate 里，report 只负责"读出来、交过去"。
 
-// GateInputs 返回交给 gate.Evaluate 的各场景输入（顺序同 Scenarios）：
+// GateInputs 返回交给 gate.Evaluate 的各场景输入（顺序同 Scenarios），rs 通常是 Run.Renderers()：
 //
-//	gates, err := gate.Evaluate(ctx, run.Result().GateInputs(), th, baselines)
-func (r Result) GateInputs() []gate.Scenario {
+//	in, err := run.Result().GateInputs(run.Renderers()...)
+//	gates, err := gate.Evaluate(ctx, in, th, baselines)
+//
+// 某个渲染器无法读出自己的分节时返回错误（其余场景与阶段照常填写）。
+func (r Result) GateInputs(rs ...Renderer) ([]gate.Scenario, error) {
 	out := make([]gate.Scenario, len(r.Scenarios))
+	var errs []error
 	for i, sc := range r.Scenarios {
-		out[i] = sc.GateInput()
+		in, err := sc.GateInput(rs...)
+		out[i] = in
+		errs = append(errs, err)
 	}
-	return out
+	return out, errors.Join(errs...)
 }
 
 // GateRun 返回这次运行作为基线候选与趋势点的输入（gate.Select、gate.DailyTrend 用）。
-func (r Result) GateRun() gate.Run {
-	return gate.Run{RunID: r.RunID, Daily: r.RunType == RunTypeDaily, Complete: r.Complete, Started: r.Started, Scenarios: r.GateInputs()}
+func (r Result) GateRun(rs ...Renderer) (gate.Run, error) {
+	in, err := r.GateInputs(rs...)
+	return gate.Run{RunID: r.RunID, Daily: r.RunType == RunTypeDaily, Complete: r.Complete, Started: r.Started, Scenarios: in}, err
 }
 
-// GateInput 把一个场景的阶段结果适配成 gate.Scenario：功能报告变成逐用例结论（选择范围
-// 由 functional.Matches 判断），精度结果经 accuracy.Gate 得出阶段判定，压测汇总行与
-// 逐请求样本逐字段转换。
-func (sc Scenario) GateInput() gate.Scenario {
-	in := gate.Scenario{Name: sc.Name, Model: sc.Model, Quant: sc.Quant, Backend: sc.Backend, Perf: perfRows(sc.Perf)}
-	for _, e := range sc.Errors {
-		in.Errors = append(in.Errors, gate.StageError{Stage: string(e.Stage), Message: e.Message, Interrupted: e.Interrupted})
-	}
-	if sc.Functional != nil {
-		fn := &gate.Functional{Cases: make([]gate.Case, len(sc.Functional.Results))}
-		for i, r := range sc.Functional.Results {
-			fn.Cases[i] = gate.Case{ID: r.CaseID, Suite: r.Suite, Status: gate.CaseStatus(r.Status), PassedAfterRetry: r.PassedAfterRetry()}
+// GateInput 把一个场景适配成 gate.Scenario：身份与阶段错误在这里填写，各阶段的结果由
+// rs 中的 Gate 钩子依次加入。
+func (sc Scenario) GateInput(rs ...Renderer) (gate.Scenario, error) {
+	in := gate.Scenario{Name: sc.Name, Model: sc.Model, Quant: sc.Quant, Backend: sc.Backend, Errors: sc.GateErrors()}
+	var errs []error
+	for _, rd := range rs {
+		if rd.Gate == nil {
+			continue
 		}
-		sel := sc.Functional.Selection
-		fn.InScope = func(id, suite string) bool { return functional.Matches(sel, id, suite) }
-		in.Functional = fn
+		if err := rd.Gate(sc, &in); err != nil {
+			errs = append(errs, fmt.Errorf("report: %s gate input: %w", rd.Name, err))
+		}
 	}
-	for _, a := range sc.Accuracy {
-		in.Accuracy = append(in.Accuracy, accuracyInput(a))
-	}
-	in.Samples = append(in.Samples, sc.PerfSamples...) // PerfSamples 是 gate.Samples 的别名
-	return in
+	return in, errors.Join(errs...)
 }
 
-// accuracyInput 用精度门禁唯一的判定函数 accuracy.Gate 得出结论，再交给 gate。
-func accuracyInput(a Accuracy) gate.Accuracy {
-	v := accuracy.Gate(a.Spec(), a.Result)
-	return gate.Accuracy{Dataset: a.Result.Dataset, Metric: v.Metric, Value: v.Value, Threshold: a.Threshold,
-		Pass: v.Pass, ScoreGated: v.ScoreGated, Reason: v.Reason,
-		Partial: a.Result.Partial, Examples: a.Result.Examples, Planned: a.Result.Planned}
-}
-
-// perfRows 把压测汇总行转换为门禁用的行。
-func perfRows(rows []loadgen.Summary) []gate.PerfRow {
-	out := make([]gate.PerfRow, len(rows))
-	for i, s := range rows {
-		out[i] = gate.PerfRow{Backend: s.Backend, ControlMethod: s.ControlMethod, InputLength: s.InputLength,
-			OutputLength: s.OutputLength, Concurrency: s.Concurrency, TTFT: latency(s.TTFT), E2E: latency(s.E2E),
-			QPS: s.QPS, FailRate: s.FailRate, Succeeded: int64(s.Succeeded), Time: s.ExecutionTime}
+// GateErrors 返回场景的阶段错误（门禁输入的形式）。渲染器判定单项门禁时（例如精度表的
+// 逐项结论）用它构造只含阶段错误的 gate.Scenario。
+func (sc Scenario) GateErrors() []gate.StageError {
+	var out []gate.StageError
+	for _, e := range sc.Errors {
+		out = append(out, gate.StageError{Stage: string(e.Stage), Message: e.Message, Interrupted: e.Interrupted})
 	}
 	return out
-}
-
-// latency 逐字段转换时延摘要。
-func latency(l loadgen.Latency) gate.Latency {
-	return gate.Latency{Count: l.Count, P50: l.P50, P75: l.P75, P90: l.P90, P95: l.P95, P99: l.P99, Min: l.Min, Max: l.Max, Avg: l.Avg}
-}
-
-// rowBackend 返回压测行的后端：行没写时用场景的后端（与基线键同一口径）。
-func rowBackend(sc Scenario, r loadgen.Summary) string {
-	if r.Backend != "" {
-		return r.Backend
-	}
-	return sc.Backend
-}
-
-// median 返回 xs 的中位数（偶数个取中间两者均值）；会重排 xs。
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }

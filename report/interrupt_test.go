@@ -14,6 +14,8 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
 )
 
 // TestInterruptedIsItsOwnOutcome：被中断的阶段不是失败。RecordInterrupted 记下的
@@ -22,7 +24,7 @@ import (
 // verdict 为 interrupted，JUnit 里没有 <failure>；阶段状态写进 summary.json 并能被 Load 读回。
 func TestInterruptedIsItsOwnOutcome(t *testing.T) {
 	root := t.TempDir()
-	run, err := report.NewRun(root, "pr", "int1", t0)
+	run, err := newRun(root, "pr", "int1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +32,11 @@ func TestInterruptedIsItsOwnOutcome(t *testing.T) {
 	if err := run.RecordInterrupted("a", report.StageFunctional, errors.New("functional: context canceled (interrupted by signal terminated)")); err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordFunctional("b", functional.Report{Results: []functional.Result{{Suite: "chat_core", CaseID: "x", Status: functional.StatusPass}}}); err != nil {
+	if err := functionalreport.Record(run, "b", functional.Report{Results: []functional.Result{{Suite: "chat_core", CaseID: "x", Status: functional.StatusPass}}}); err != nil {
 		t.Fatal(err)
 	}
 	th := 0.9
-	if err := run.RecordAccuracy("b", report.Accuracy{Result: accuracy.EvalResult{Dataset: "gpqa", Score: 0.1, Examples: 3, Planned: 10, Partial: true}, Threshold: &th}); err != nil {
+	if err := accuracyreport.Record(run, "b", accuracyreport.Result{Result: accuracy.EvalResult{Dataset: "gpqa", Score: 0.1, Examples: 3, Planned: 10, Partial: true}, Threshold: &th}); err != nil {
 		t.Fatal(err)
 	}
 	if err := run.RecordInterrupted("b", report.StageAccuracy, errors.New("accuracy: cancelled after 3/10 examples")); err != nil {
@@ -49,7 +51,7 @@ func TestInterruptedIsItsOwnOutcome(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gates, err := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.Thresholds{}, nil)
+	gates, err := gate.Evaluate(context.Background(), gateInputs(t, run.Result()), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestInterruptedIsItsOwnOutcome(t *testing.T) {
 	// 真正的失败优先于中断：同样的中断加一个失败的阶段，退出码 1。
 	res := run.Result()
 	res.Scenarios = append(res.Scenarios, report.Scenario{Name: "c", Errors: []report.StageError{{Stage: report.StageDeploy, Message: "image pull failed"}}})
-	gates, _ = gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, nil)
+	gates, _ = gate.Evaluate(context.Background(), gateInputs(t, res), gate.Thresholds{}, nil)
 	if got := gate.ExitCode(gates); got != gate.ExitGateFailed {
 		t.Fatalf("ExitCode with a real failure = %d, want 1", got)
 	}
@@ -125,8 +127,8 @@ func TestCancelledCasesInterruptedVersusTimedOut(t *testing.T) {
 		interrupted bool
 		want        gate.Verdict
 	}{{true, gate.VerdictInterrupted}, {false, gate.VerdictFail}} {
-		sc := report.Scenario{Name: "s", Functional: rep, Errors: []report.StageError{{Stage: report.StageFunctional, Message: "cancelled", Interrupted: tc.interrupted}}}
-		gates, err := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{sc}}.GateInputs(), gate.Thresholds{}, nil)
+		sc := scenarioOf(t, stageScenario{Scenario: report.Scenario{Name: "s", Errors: []report.StageError{{Stage: report.StageFunctional, Message: "cancelled", Interrupted: tc.interrupted}}}, Functional: rep})
+		gates, err := gate.Evaluate(context.Background(), gateInputs(t, report.Result{Scenarios: []report.Scenario{sc}}), gate.Thresholds{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

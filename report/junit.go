@@ -1,72 +1,37 @@
 package report
 
 import (
+	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"sort"
 
-	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/junit"
 )
 
-// WriteJUnit 把功能用例（每个场景×套件一个 testsuite）与全部门禁（一个
-// "gates" testsuite，无基线与跳过记为 skipped）写成 JUnit XML。
+// WriteJUnit 把各阶段的测试套件（rs 中 JUnit 钩子给出的，例如功能用例每个场景×套件一个
+// testsuite）与全部门禁（一个 "gates" testsuite，无基线与跳过记为 skipped）写成 JUnit XML。
 // 部署等阶段失败没有用例可列，它们以 stage 门禁的形式出现在 gates 中。
-func WriteJUnit(w io.Writer, res Result) error {
+// 某个渲染器出错时其余阶段与门禁照常写出，错误（写明阶段）在写完之后返回。
+func WriteJUnit(w io.Writer, res Result, rs ...Renderer) error {
 	root := junit.Suites{Name: fmt.Sprintf("cibench %s %s", res.RunType, res.RunID)}
 	total := 0.0
+	var errs []error
 	for _, sc := range res.Scenarios {
-		if sc.Functional == nil {
-			continue
-		}
-		bySuite := map[string]*junit.Suite{}
-		var order []string
-		for _, r := range sc.Functional.Results {
-			s, ok := bySuite[r.Suite]
-			if !ok {
-				s = &junit.Suite{Name: sc.Name + "/functional/" + r.Suite, Timestamp: sc.Functional.Started.UTC().Format("2006-01-02T15:04:05")}
-				bySuite[r.Suite] = s
-				order = append(order, r.Suite)
+		for _, rd := range rs {
+			if rd.JUnit == nil {
+				continue
 			}
-			c := junit.Case{Name: r.CaseID, Classname: sc.Name + ".functional." + r.Suite, Time: junit.Seconds(r.Duration.Seconds())}
-			switch r.Status {
-			case functional.StatusFail:
-				body := r.Reason
-				if r.Request != "" {
-					body += "\n\nrequest:\n" + r.Request
-				}
-				if r.Response != "" {
-					body += "\n\nresponse:\n" + r.Response
-				}
-				// type 是故障类别（http_429、timeout、too_large……）；旧报告没有类别时为 fail。
-				typ := string(r.Class)
-				if typ == "" {
-					typ = "fail"
-				}
-				c.Failure = &junit.Message{Message: r.Reason, Type: typ, Body: body}
-			case functional.StatusCancelled:
-				c.Failure = &junit.Message{Message: r.Reason, Type: string(functional.StatusCancelled)}
-			case functional.StatusSkip:
-				c.Skipped = &junit.Message{Message: r.Reason}
-			case functional.StatusUnsupported:
-				c.Skipped = &junit.Message{Message: "unsupported: " + r.Reason, Type: string(functional.StatusUnsupported)}
+			suites, err := rd.JUnit(sc)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("report: junit: %s: %w", rd.Name, err))
+				continue
 			}
-			// 重试后才通过不是干净的通过：JUnit 没有这一状态，写进 system-out。
-			c.SystemOut = r.RetryNote()
-			s.Add(c)
-			total += r.Duration.Seconds()
-		}
-		for _, name := range order {
-			s := bySuite[name]
-			d := 0.0
-			for _, r := range sc.Functional.Results {
-				if r.Suite == name {
-					d += r.Duration.Seconds()
-				}
+			for _, s := range suites {
+				root.Add(junitSuite(s))
+				total += s.Seconds
 			}
-			s.Time = junit.Seconds(d)
-			root.Add(*s)
 		}
 	}
 	if len(res.Gates) > 0 {
@@ -89,14 +54,14 @@ func WriteJUnit(w io.Writer, res Result) error {
 	if err := junit.Write(w, root); err != nil {
 		return fmt.Errorf("report: junit: %w", err)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // gateLine 把门禁的数值写成一行：当前值、基线、变化与阈值。
 func gateLine(g gate.Gate) string {
-	s := fmt.Sprintf("%s %s: current=%s", g.Scenario, g.Name, formatMetric(g.Metric, g.Current))
+	s := fmt.Sprintf("%s %s: current=%s", g.Scenario, g.Name, FormatMetric(g.Metric, g.Current))
 	if g.Baseline != nil {
-		s += " baseline=" + formatMetric(g.Metric, *g.Baseline)
+		s += " baseline=" + FormatMetric(g.Metric, *g.Baseline)
 	}
 	if g.DeltaPct != nil {
 		s += fmt.Sprintf(" delta=%+.1f%%", *g.DeltaPct)
@@ -119,8 +84,9 @@ func gateLine(g gate.Gate) string {
 	return s + " verdict=" + string(g.Verdict)
 }
 
-// formatMetric 按指标类型格式化数值（秒数带单位，比例以百分比显示）。
-func formatMetric(metric string, v float64) string {
+// FormatMetric 按门禁指标类型格式化数值（秒数带单位，比例以百分比显示），报告各处
+// （门禁表、JUnit、各阶段的 HTML 片段）用同一种写法。
+func FormatMetric(metric string, v float64) string {
 	switch metric {
 	case gate.MetricTTFTP99, gate.MetricE2EP99:
 		if v < 0 {

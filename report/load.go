@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,22 +46,7 @@ func Load(fsys fs.FS) (Result, error) {
 			return Result{}, err
 		}
 		sc.Name = e.Name()
-		if err := readOptional(fsys, path.Join(sc.Name, string(StageFunctional), fileFunctional), &sc.Functional); err != nil {
-			return Result{}, err
-		}
-		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), filePerf), &sc.Perf); err != nil {
-			return Result{}, err
-		}
-		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileSamples), &sc.PerfSamples); err != nil {
-			return Result{}, err
-		}
-		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileCapacity), &sc.Capacity); err != nil {
-			return Result{}, err
-		}
-		if err := readOptional(fsys, path.Join(sc.Name, string(StagePerf), fileTimeline), &sc.Timeline); err != nil {
-			return Result{}, err
-		}
-		if err := readOptional(fsys, path.Join(sc.Name, string(StageAccuracy), fileAccuracy), &sc.Accuracy); err != nil {
+		if err := loadSections(fsys, ".", &sc, false); err != nil {
 			return Result{}, err
 		}
 		errFiles, err := fs.Glob(fsys, path.Join(sc.Name, "errors-*.json"))
@@ -99,6 +85,44 @@ func Load(fsys fs.FS) (Result, error) {
 		res.Scenarios = orderLike(res.Scenarios, sum.Scenarios)
 	}
 	return res, nil
+}
+
+// loadSections 按场景目录 dir/<sc.Name> 下的分节索引（section-*.json）读回分节原文；
+// onlyDetail 为 true 时只读 Detail 分节（summary.json 里已有其余分节时用）。索引本身不合法
+// （键或文件名）是错误；索引指向的文件不存在时跳过该分节（写到一半被中断的运行）。
+func loadSections(fsys fs.FS, dir string, sc *Scenario, onlyDetail bool) error {
+	idx, err := fs.Glob(fsys, path.Join(dir, sc.Name, "section-*.json"))
+	if err != nil {
+		return fmt.Errorf("report: load: %w", err)
+	}
+	for _, f := range idx {
+		var sec Section
+		if err := readJSON(fsys, f, &sec); err != nil {
+			return err
+		}
+		if err := sec.Validate(); err != nil {
+			return fmt.Errorf("report: load %s: %w", f, err)
+		}
+		if onlyDetail && !sec.Detail {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, path.Join(dir, sc.Name, sec.File))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("report: load %s: %w", sec.File, err)
+		}
+		if !json.Valid(b) {
+			return fmt.Errorf("report: load %s: %w: not valid JSON", path.Join(dir, sc.Name, sec.File), ErrSection)
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, b); err != nil {
+			return fmt.Errorf("report: load %s: %w", sec.File, err)
+		}
+		sc.putSection(sec, c.Bytes())
+	}
+	return nil
 }
 
 // stageRank 给错误文件排序：已知阶段按执行顺序，其余阶段排在后面按名字。

@@ -16,6 +16,9 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // TestNoSecretInAnyArtifact 写出一次完整运行的全部产物（本包写入的、其他
@@ -32,7 +35,7 @@ func TestNoSecretInAnyArtifact(t *testing.T) {
 	red := report.NewSecrets()
 	red.Add(apiKey)
 	root := t.TempDir()
-	run, err := report.NewRun(root, report.RunTypeDaily, "20261122-1", t0, report.WithCommit("c0ffee", "main"), report.WithSecrets(red))
+	run, err := newRun(root, report.RunTypeDaily, "20261122-1", t0, report.WithCommit("c0ffee", "main"), report.WithSecrets(red))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,24 +98,24 @@ func TestNoSecretInAnyArtifact(t *testing.T) {
 	rep := funcReport(2, 1)
 	rep.Results[2].Request = `{"headers":{"Authorization":"Bearer ` + bearer + `"},"api_key":"` + apiKey + `"}`
 	rep.Results[2].Reason = "POST " + baseURL + "/chat/completions: 401"
-	if err := run.RecordFunctional("emu", rep); err != nil {
+	if err := functionalreport.Record(run, "emu", rep); err != nil {
 		t.Fatal(err)
 	}
 	rows := perfRows(1, 1)
 	rows[0].Provider = apiKey
-	if err := run.RecordPerf("emu", rows); err != nil {
+	if err := perfreport.RecordRows(run, "emu", rows); err != nil {
 		t.Fatal(err)
 	}
 	a := acc("gpqa", 0.5, ptr(0.3))
 	a.Result.Model = "m@" + apiKey
-	if err := run.RecordAccuracy("emu", a); err != nil {
+	if err := accuracyreport.Record(run, "emu", a); err != nil {
 		t.Fatal(err)
 	}
 	if err := run.RecordError("emu", report.StagePerf, fmt.Errorf("dial %s: token=%s: %w", baseURL, kubeToken, errors.New("refused"))); err != nil {
 		t.Fatal(err)
 	}
 
-	gates, err := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.Thresholds{}, nil)
+	gates, err := gate.Evaluate(context.Background(), gateInputs(t, run.Result()), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

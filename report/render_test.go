@@ -21,22 +21,24 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
 )
 
 // sampleResult 构造一次含回归的 PR 运行结果（两个场景，其中一个部署失败），
 // 门禁已按 sampleBaseline 计算。
 func sampleResult(t *testing.T) report.Result {
 	t.Helper()
-	base := report.Result{RunID: "daily-20261119", Scenarios: []report.Scenario{{Name: "emu-qwen", Model: "qwen", Perf: perfRows(1, 3)}}}
+	base := report.Result{RunID: "daily-20261119", Scenarios: []report.Scenario{scenarioOf(t, stageScenario{Scenario: report.Scenario{Name: "emu-qwen", Model: "qwen"}, Perf: perfRows(1, 3)})}}
 	res := report.Result{Schema: report.SchemaVersion, RunType: "pr", RunID: "pr-42", Commit: "deadbeef", Branch: "feature/x",
 		Started: t0, Finished: t0.Add(3 * time.Minute), Complete: true,
 		Scenarios: []report.Scenario{
-			{Name: "emu-qwen", Model: "qwen", Quant: "w8a8", Deploy: "emulator", Backend: "openai-chat",
+			scenarioOf(t, stageScenario{Scenario: report.Scenario{Name: "emu-qwen", Model: "qwen", Quant: "w8a8", Deploy: "emulator", Backend: "openai-chat"},
 				Functional: ptr(funcReport(5, 2)), Perf: perfRows(1.25, 1),
-				Accuracy: []report.Accuracy{acc("gpqa", 0.41, ptr(0.3)), acc("mmlu <b>", 0.2, ptr(0.6))}},
+				Accuracy: []accuracyreport.Result{acc("gpqa", 0.41, ptr(0.3)), acc("mmlu <b>", 0.2, ptr(0.6))}}),
 			{Name: "k8s-pd", Model: "qwen", Deploy: "kube", Errors: []report.StageError{{Stage: report.StageDeploy, Message: "pod not ready <after> 20m"}}},
 		}}
-	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, gate.FromRun(base.GateRun()))
+	gates, err := gate.Evaluate(context.Background(), gateInputs(t, res), gate.Thresholds{}, gate.FromRun(gateRun(t, base)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,18 +53,22 @@ func TestJUnit(t *testing.T) {
 	res := sampleResult(t)
 	// 第一个失败用例带故障类别：它成为 failure 的 type；没有类别的失败仍是 "fail"。
 	classed := false
-	for _, sc := range res.Scenarios {
-		if sc.Functional == nil {
+	for i, sc := range res.Scenarios {
+		rep := view(t, sc).Functional
+		if rep == nil {
 			continue
 		}
-		for j := range sc.Functional.Results {
-			if r := &sc.Functional.Results[j]; r.Status == functional.StatusFail && !classed {
+		for j := range rep.Results {
+			if r := &rep.Results[j]; r.Status == functional.StatusFail && !classed {
 				r.Class, classed = functional.ClassTimeout, true
 			}
 		}
+		if err := functionalreport.Set(&res.Scenarios[i], *rep); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var buf bytes.Buffer
-	if err := report.WriteJUnit(&buf, res); err != nil {
+	if err := report.WriteJUnit(&buf, res, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -162,11 +168,11 @@ func (f *failWriter) Write(p []byte) (int, error) {
 func TestWriterErrorsPropagate(t *testing.T) {
 	res := sampleResult(t)
 	for _, n := range []int{0, 100, 5000} {
-		if err := report.WriteJUnit(&failWriter{n: n}, res); err == nil {
+		if err := report.WriteJUnit(&failWriter{n: n}, res, renderers()...); err == nil {
 			t.Errorf("WriteJUnit n=%d: no error", n)
 		}
 	}
-	if err := report.WriteHTML(&failWriter{n: 0}, res); err == nil {
+	if err := report.WriteHTML(&failWriter{n: 0}, res, renderers()...); err == nil {
 		t.Error("WriteHTML: no error")
 	}
 }
@@ -177,7 +183,7 @@ func TestWriterErrorsPropagate(t *testing.T) {
 func TestHTMLContent(t *testing.T) {
 	res := sampleResult(t)
 	var buf bytes.Buffer
-	if err := report.WriteHTML(&buf, res); err != nil {
+	if err := report.WriteHTML(&buf, res, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
@@ -246,15 +252,15 @@ func TestHTMLContent(t *testing.T) {
 		t.Errorf("accuracy chart: float noise or wrong marks/bars:\n%s", svgs[4])
 	}
 	// 两个 backend 的档位是不同的曲线（名字带 backend），而不是混成一条。
-	two := report.Result{RunType: "pr", RunID: "b", Scenarios: []report.Scenario{{Name: "s", Perf: append(perfRows(1, 1), func() []loadgen.Summary {
+	two := report.Result{RunType: "pr", RunID: "b", Scenarios: []report.Scenario{scenarioOf(t, stageScenario{Scenario: report.Scenario{Name: "s"}, Perf: append(perfRows(1, 1), func() []loadgen.Summary {
 		rows := perfRows(2, 1)
 		for i := range rows {
 			rows[i].Backend = "openai"
 		}
 		return rows
-	}()...)}}}
+	}()...)})}}
 	buf.Reset()
-	if err := report.WriteHTML(&buf, two); err != nil {
+	if err := report.WriteHTML(&buf, two, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "in128/out128 openai-chat") || !strings.Contains(buf.String(), "in128/out128 openai<") {
@@ -263,7 +269,7 @@ func TestHTMLContent(t *testing.T) {
 	// 进行中的运行显示 INCOMPLETE 而不是 PASS。
 	partial := report.Result{RunType: "pr", RunID: "x", Scenarios: []report.Scenario{{Name: "s"}}}
 	buf.Reset()
-	if err := report.WriteHTML(&buf, partial); err != nil {
+	if err := report.WriteHTML(&buf, partial, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), `id="verdict">INCOMPLETE`) || !strings.Contains(buf.String(), "No performance results.") {
@@ -313,7 +319,7 @@ func TestHTMLInChromium(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "report.html")
 	var buf bytes.Buffer
-	if err := report.WriteHTML(&buf, sampleResult(t)); err != nil {
+	if err := report.WriteHTML(&buf, sampleResult(t), renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
@@ -365,14 +371,14 @@ func TestHTMLDailyMatrixSplitsCharts(t *testing.T) {
 			}
 		}
 	}
-	res := report.Result{RunType: "daily", RunID: "d", Scenarios: []report.Scenario{{Name: "s", Perf: rows}}}
-	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, gate.FromRun(res.GateRun()))
+	res := report.Result{RunType: "daily", RunID: "d", Scenarios: []report.Scenario{scenarioOf(t, stageScenario{Scenario: report.Scenario{Name: "s"}, Perf: rows})}}
+	gates, err := gate.Evaluate(context.Background(), gateInputs(t, res), gate.Thresholds{}, gate.FromRun(gateRun(t, res)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Gates = gates
 	var buf bytes.Buffer
-	if err := report.WriteHTML(&buf, res); err != nil {
+	if err := report.WriteHTML(&buf, res, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(buf.String(), -1)
@@ -400,14 +406,14 @@ func TestAccuracyDataSourceAndErrorsShown(t *testing.T) {
 	a.Result.Source = &accuracy.DataSource{Kind: "url", Location: "https://openaipublic.blob.core.windows.net/simple-evals/",
 		Files: []accuracy.DataFile{{Name: "gpqa_diamond.csv", Location: "https://openaipublic.blob.core.windows.net/simple-evals/gpqa_diamond.csv", SHA256: "abc123def456"}}}
 	a.MaxErrorRate = 0.2
-	res := report.Result{RunID: "r", Scenarios: []report.Scenario{{Name: "s", Accuracy: []report.Accuracy{a}}}}
-	gates, err := gate.Evaluate(context.Background(), res.GateInputs(), gate.Thresholds{}, nil)
+	res := report.Result{RunID: "r", Scenarios: []report.Scenario{scenarioOf(t, stageScenario{Scenario: report.Scenario{Name: "s"}, Accuracy: []accuracyreport.Result{a}})}}
+	gates, err := gate.Evaluate(context.Background(), gateInputs(t, res), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Gates = gates
 	var page bytes.Buffer
-	if err := report.WriteHTML(&page, res); err != nil {
+	if err := report.WriteHTML(&page, res, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"url: https://openaipublic.blob.core.windows.net/simple-evals/", "<code>gpqa_diamond.csv</code> sha256 <code>abc123def456</code>", "1 of 5 (bad_request: 1)"} {

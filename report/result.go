@@ -1,12 +1,10 @@
 package report
 
 import (
-	"github.com/vllm-cibench/cibench/gate"
+	"encoding/json"
 	"time"
 
-	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/functional"
-	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
@@ -58,7 +56,13 @@ type Result struct {
 // SchemaVersion 是 summary.json 的格式版本，格式不兼容变化时递增。
 const SchemaVersion = "cibench.report/v1"
 
-// Scenario 是一个场景（部署 × 模型 × 量化）的全部阶段结果。
+// Scenario 是一个场景（部署 × 模型 × 量化）的描述、阶段状态、阶段错误与各阶段结果。
+//
+// 各阶段的结果是按名字存放的分节（见 Section）：report 只保存它们的 JSON 原文，
+// 不认识其中的类型——功能报告、压测行、精度结果由各自的子包（functionalreport、
+// perfreport、accuracyreport）或团队自己的代码编码与解码。summary.json 里分节是场景
+// 对象上与 name、errors 并列的键（"functional": {...}, "perf": [...]），形状与分节
+// 拆出之前相同；详细分节（Section.Detail，如时间线、逐请求样本）只写各自的文件。
 type Scenario struct {
 	Name    string `json:"name"`
 	Model   string `json:"model,omitempty"`
@@ -66,18 +70,12 @@ type Scenario struct {
 	Deploy  string `json:"deploy,omitempty"` // 部署方式，如 emulator、local、kube、external
 	Backend string `json:"backend,omitempty"`
 
-	Functional *functional.Report `json:"functional,omitempty"`
-	Perf       []loadgen.Summary  `json:"perf,omitempty"`
-	// PerfSamples 是各压测组合的有界逐请求样本（<scenario>/perf/samples.json），
-	// 性能门禁用它计算置信区间；体积较大，不写进 summary.json。
-	PerfSamples []PerfSamples `json:"-"`
-	// Timeline 是 --bucket-interval 的实时时间线（各分组的行按时间顺序），单独存放在
-	// perf/timeline.json，不进 summary.json（长时间运行的行数可达数千）。
-	Timeline []loadgen.Timeline `json:"-"`
-	Accuracy []Accuracy         `json:"accuracy,omitempty"`
-	// Capacity 是容量扫描（control_method: sweep）的结论，见 RecordCapacity。
-	Capacity []loadgen.SweepResult `json:"capacity,omitempty"`
-	Errors   []StageError          `json:"errors,omitempty"`
+	// Sections 是进 summary.json 的分节（键 → JSON 原文）；Details 是只写文件、不进
+	// summary.json 的详细分节。两者都用 SetSection 写、Decode 读。
+	Sections map[string]json.RawMessage `json:"-"`
+	Details  map[string]json.RawMessage `json:"-"`
+
+	Errors []StageError `json:"errors,omitempty"`
 	// Stages 是驱动登记的各阶段状态（按阶段顺序），让人和工具不必从错误列表里
 	// 推断"哪个阶段跑完了、哪个被中断了、哪个没跑"。
 	Stages []StageResult `json:"stages,omitempty"`
@@ -103,24 +101,6 @@ type StageResult struct {
 	Started  time.Time   `json:"started,omitzero"`
 	Duration float64     `json:"duration_seconds,omitempty"`
 	Reason   string      `json:"reason,omitempty"`
-}
-
-// Accuracy 是一项精度评测结果及其门禁设置；门禁由 accuracy.Gate 判定（见 Spec）。
-// Threshold 为 nil 表示分数不设门禁（内置样例或 report_only），失败请求比例照常判定。
-// Result.Source 记录评分所用数据的来源与 sha256，Result.Errors 是失败的请求数。
-type Accuracy struct {
-	Result    accuracy.EvalResult `json:"result"`
-	Threshold *float64            `json:"threshold,omitempty"`
-	// Metric 是门禁比较的指标（空即 score）；它从不改写 Result.Score。
-	Metric string `json:"metric,omitempty"`
-	// MaxErrorRate 是允许的失败请求比例（0 = 任何失败都让门禁失败）。
-	MaxErrorRate float64 `json:"max_error_rate"`
-}
-
-// Spec 返回交给 accuracy.Gate 的门禁设置。
-func (a Accuracy) Spec() accuracy.DatasetConfig {
-	rate := a.MaxErrorRate
-	return accuracy.DatasetConfig{Name: a.Result.Dataset, Threshold: a.Threshold, Metric: a.Metric, MaxErrorRate: &rate}
 }
 
 // StageError 记录某阶段无法完成的原因（部署失败、超时、服务器中途退出……）。

@@ -8,10 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -21,8 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vllm-cibench/cibench/functional"
-	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
@@ -35,19 +32,15 @@ var ErrFinished = errors.New("report: run already finished")
 
 // 运行目录与场景目录中的固定文件名。集中定义，Load 与写入两侧保持一致。
 const (
-	fileRun        = "run.json"
-	fileSummary    = "summary.json"
-	fileJUnit      = "junit.xml"
-	fileHTML       = "report.html"
-	fileManifest   = "manifest.json"
-	fileCommand    = "command.json"
-	dirConfig      = "config"
-	fileScenario   = "scenario.json"
-	fileFunctional = "result.json"
-	filePerf       = "summary.json"
-	fileTimeline   = "timeline.json"
-	fileAccuracy   = "results.json"
-	tmpPrefix      = ".tmp-"
+	fileRun      = "run.json"
+	fileSummary  = "summary.json"
+	fileJUnit    = "junit.xml"
+	fileHTML     = "report.html"
+	fileManifest = "manifest.json"
+	fileCommand  = "command.json"
+	dirConfig    = "config"
+	fileScenario = "scenario.json"
+	tmpPrefix    = ".tmp-"
 )
 
 // safeName 是允许作为单个路径段的名字：不以点开头，避免 "." ".." 与隐藏文件。
@@ -69,6 +62,13 @@ func WithCommit(commit, branch string) Option {
 	return func(r *Run) { r.res.Commit, r.res.Branch = commit, branch }
 }
 
+// WithRenderers 指定本次运行的阶段渲染器（见 Renderer）：Finish 用它们写 JUnit 与 HTML、
+// 判断结果是否残缺，GateInputs 用它们生成门禁输入。顺序即 HTML 中各阶段的顺序。
+// 没有渲染器的分节照样记进 summary.json 与各自的文件，只是不出现在 JUnit、HTML 与门禁中。
+func WithRenderers(rs ...Renderer) Option {
+	return func(r *Run) { r.renderers = append(r.renderers, rs...) }
+}
+
 // WithSecrets 指定本次运行的脱敏器（通常已 Add 过运行时读取的 API Key 与推送凭据）；
 // 驱动用同一个 Secrets 包装自己的日志，产物与日志遮住的是同一组密钥。
 // 未指定（或为 nil）时使用只含内置规则的新 Secrets，可经 Run.Secrets 补登记。
@@ -88,13 +88,15 @@ func WithSecrets(s *Secrets) Option {
 //
 // 并发：方法内部加锁，可被多个 goroutine 同时调用。
 type Run struct {
-	dir string
-	sec *Secrets
+	dir       string
+	sec       *Secrets
+	renderers []Renderer
 
 	mu       sync.Mutex
 	res      Result
 	clean    map[string]fileStamp // 已确认脱敏过的文件，RedactTree 跳过它们
 	infos    map[string]Scenario  // 已写出的 scenario.json 内容，未变化时不重写
+	indexed  map[string]Section   // 已写出的分节索引（相对路径 → 内容），未变化时不重写
 	finished bool
 }
 
@@ -121,10 +123,11 @@ func NewRun(root string, runType runtype.Type, runID RunID, now time.Time, opts 
 		return nil, err
 	}
 	r := &Run{
-		dir:   filepath.Join(root, string(runType), string(runID)),
-		sec:   &Secrets{},
-		clean: map[string]fileStamp{},
-		infos: map[string]Scenario{},
+		dir:     filepath.Join(root, string(runType), string(runID)),
+		sec:     &Secrets{},
+		clean:   map[string]fileStamp{},
+		infos:   map[string]Scenario{},
+		indexed: map[string]Section{},
 		res: Result{
 			Schema:  SchemaVersion,
 			RunType: runType,
@@ -164,6 +167,9 @@ func NewRun(root string, runType runtype.Type, runID RunID, now time.Time, opts 
 // Dir 返回运行目录的路径（root/<run_type>/<run_id>）。
 func (r *Run) Dir() string { return r.dir }
 
+// Renderers 返回 WithRenderers 指定的阶段渲染器（交给 Result.GateInputs 等）。
+func (r *Run) Renderers() []Renderer { return append([]Renderer(nil), r.renderers...) }
+
 // Secrets 返回本次运行使用的脱敏器：驱动用它包装日志输出
 // （r.Secrets().Writer(f)），并登记运行时读到的密钥。
 func (r *Run) Secrets() *Secrets { return r.sec }
@@ -173,7 +179,10 @@ func (r *Run) Result() Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.res
-	out.Scenarios = append([]Scenario(nil), r.res.Scenarios...)
+	out.Scenarios = make([]Scenario, len(r.res.Scenarios))
+	for i, sc := range r.res.Scenarios {
+		out.Scenarios[i] = sc.clone() // 分节映射随后续记录变化，副本不能与之共享
+	}
 	out.Gates = append([]gate.Gate(nil), r.res.Gates...)
 	return out
 }
@@ -208,54 +217,6 @@ func (r *Run) AddScenario(info ScenarioInfo) error {
 	sc := r.scenarioLocked(info.Name)
 	sc.Model, sc.Quant, sc.Deploy, sc.Backend = info.Model, info.Quant, info.Deploy, info.Backend
 	return r.persistScenarioLocked(sc, "")
-}
-
-// RecordFunctional 记录场景的功能测试报告（覆盖此前的记录）。
-func (r *Run) RecordFunctional(scenario string, rep functional.Report) error {
-	return r.record(scenario, func(sc *Scenario) string {
-		rep.Results = append([]functional.Result(nil), rep.Results...)
-		rep.Suites = append([]functional.SuiteSummary(nil), rep.Suites...)
-		for i := range rep.Suites {
-			if p := rep.Suites[i].PassRatio; p != nil {
-				v := *p // 不经指针改动调用方的通过率
-				rep.Suites[i].PassRatio = &v
-			}
-		}
-		sanitizeFloats(&rep)
-		sc.Functional = &rep
-		return path.Join(string(StageFunctional), fileFunctional)
-	})
-}
-
-// RecordPerf 追加场景的压测汇总行（一次 loadgen.Run 的返回值）。
-func (r *Run) RecordPerf(scenario string, rows []loadgen.Summary) error {
-	return r.record(scenario, func(sc *Scenario) string {
-		start := len(sc.Perf)
-		sc.Perf = append(sc.Perf, rows...)
-		sanitizeFloats(sc.Perf[start:])
-		return path.Join(string(StagePerf), filePerf)
-	})
-}
-
-// RecordTimeline 追加场景的时间线行（一次 loadgen.Run 经 Observer.OnTimeline 收到的全部行），
-// HTML 报告据此按分组画出时延与并发随时间的变化。
-func (r *Run) RecordTimeline(scenario string, rows []loadgen.Timeline) error {
-	return r.record(scenario, func(sc *Scenario) string {
-		start := len(sc.Timeline)
-		sc.Timeline = append(sc.Timeline, rows...)
-		sanitizeFloats(sc.Timeline[start:])
-		return path.Join(string(StagePerf), fileTimeline)
-	})
-}
-
-// RecordAccuracy 追加一项精度评测结果。
-func (r *Run) RecordAccuracy(scenario string, acc Accuracy) error {
-	acc.Result.Metrics = maps.Clone(acc.Result.Metrics)
-	sanitizeFloats(&acc)
-	return r.record(scenario, func(sc *Scenario) string {
-		sc.Accuracy = append(sc.Accuracy, acc)
-		return path.Join(string(StageAccuracy), fileAccuracy)
-	})
 }
 
 // RecordError 记录某阶段失败的原因（err 文本脱敏后保存）。失败继续：
@@ -357,18 +318,6 @@ func (r *Run) persistScenarioLocked(sc *Scenario, rel string) error {
 	if rel != "" {
 		var v any
 		switch {
-		case rel == path.Join(string(StageFunctional), fileFunctional):
-			v = sc.Functional
-		case rel == path.Join(string(StagePerf), filePerf):
-			v = sc.Perf
-		case rel == path.Join(string(StagePerf), fileSamples):
-			v = sc.PerfSamples
-		case rel == path.Join(string(StagePerf), fileCapacity):
-			v = sc.Capacity
-		case rel == path.Join(string(StagePerf), fileTimeline):
-			v = sc.Timeline
-		case rel == path.Join(string(StageAccuracy), fileAccuracy):
-			v = sc.Accuracy
 		case strings.HasPrefix(rel, "stage-"):
 			stage := Stage(strings.TrimSuffix(strings.TrimPrefix(rel, "stage-"), ".json"))
 			for _, st := range sc.Stages {
@@ -735,16 +684,25 @@ func (r *Run) FinishIncomplete(ctx context.Context, gates []gate.Gate, now time.
 	return r.finish(ctx, gates, now, false, interrupted)
 }
 
-// perfMissingShards 报告是否有性能行缺了分片（分片合并的结果不完整）。
-func perfMissingShards(scs []Scenario) bool {
-	for _, sc := range scs {
-		for _, row := range sc.Perf {
-			if len(row.MissingShards) > 0 {
-				return true
+// incompleteLocked 问每个渲染器场景结果是否残缺（例如分片合并缺了分片）。
+// 渲染器无法判断（分节解码失败）时按残缺处理并返回错误：宁可不把它当基线。
+func (r *Run) incompleteLocked() (bool, error) {
+	var errs []error
+	missing := false
+	for _, sc := range r.res.Scenarios {
+		for _, rd := range r.renderers {
+			if rd.Incomplete == nil {
+				continue
 			}
+			bad, err := rd.Incomplete(sc)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("report: %s: %w", rd.Name, err))
+				bad = true
+			}
+			missing = missing || bad
 		}
 	}
-	return false
+	return missing, errors.Join(errs...)
 }
 
 // finish 是 Finish 与 FinishIncomplete 的共同实现。
@@ -756,10 +714,14 @@ func (r *Run) finish(ctx context.Context, gates []gate.Gate, now time.Time, comp
 	r.res.Gates = append([]gate.Gate(nil), gates...)
 	sanitizeFloats(r.res.Gates)
 	r.res.Finished = now.UTC()
-	// 缺了分片的性能行（分片合并时有分片被杀、连不上、被取消，loadgen.Summary.MissingShards）让整个
+	// 残缺的阶段结果（例如分片合并时有分片被杀、连不上、被取消：perfreport 的 Incomplete）让整个
 	// 运行不完整：不论调用方用的是 Finish 还是 FinishIncomplete，complete 都为 false，它因此永远不会
 	// 成为基线；门禁都通过时退出码也是 ExitError 而不是 0（issue 22）。
-	missing := perfMissingShards(r.res.Scenarios)
+	var errs []error
+	missing, err := r.incompleteLocked()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	r.res.Complete = complete && !missing
 	r.res.Interrupted = interrupted && !complete
 	r.res.ExitCode = gate.ExitCode(gates)
@@ -777,21 +739,27 @@ func (r *Run) finish(ctx context.Context, gates []gate.Gate, now time.Time, comp
 	default:
 		r.res.Verdict = gate.VerdictFail
 	}
-	var errs []error
 	if err := r.writeJSONLocked(fileSummary, r.res); err != nil {
 		errs = append(errs, err)
 	}
 	var buf bytes.Buffer
-	if err := WriteJUnit(&buf, r.res); err != nil {
-		errs = append(errs, err)
-	} else if err := r.writeFileLocked(fileJUnit, buf.Bytes()); err != nil {
+	// 渲染器出错时 JUnit 与 HTML 仍写出其余部分（buf 非空即完整的文档），错误一并返回。
+	if err := WriteJUnit(&buf, r.res, r.renderers...); err != nil {
 		errs = append(errs, err)
 	}
+	if buf.Len() > 0 {
+		if err := r.writeFileLocked(fileJUnit, buf.Bytes()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	buf.Reset()
-	if err := writeHTML(&buf, r.res, r.scenarioFilesLocked()); err != nil {
+	if err := writeHTML(&buf, r.res, r.scenarioFilesLocked(), r.renderers); err != nil {
 		errs = append(errs, err)
-	} else if err := r.writeFileLocked(fileHTML, buf.Bytes()); err != nil {
-		errs = append(errs, err)
+	}
+	if buf.Len() > 0 {
+		if err := r.writeFileLocked(fileHTML, buf.Bytes()); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := r.redactTreeLocked(ctx); err != nil {
 		errs = append(errs, err)

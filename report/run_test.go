@@ -20,6 +20,9 @@ import (
 	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
@@ -39,7 +42,7 @@ func readJSONFile(t *testing.T, path string, v any) {
 // 同一 run_id 时恢复出相同的结果（分阶段 CI job 依赖这一点）。
 func TestRunTreeAndReopen(t *testing.T) {
 	root := t.TempDir()
-	run, err := report.NewRun(root, report.RunTypePR, "123-1", t0, report.WithCommit("abc123", "main"))
+	run, err := newRun(root, report.RunTypePR, "123-1", t0, report.WithCommit("abc123", "main"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,16 +66,16 @@ func TestRunTreeAndReopen(t *testing.T) {
 	}
 	rep := funcReport(3, 1)
 	rows := perfRows(1, 1)
-	if err := run.RecordFunctional("local-qwen", rep); err != nil {
+	if err := functionalreport.Record(run, "local-qwen", rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordPerf("local-qwen", rows[:5]); err != nil {
+	if err := perfreport.RecordRows(run, "local-qwen", rows[:5]); err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordPerf("local-qwen", rows[5:]); err != nil {
+	if err := perfreport.RecordRows(run, "local-qwen", rows[5:]); err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordAccuracy("local-qwen", acc("gpqa", 0.41, ptr(0.3))); err != nil {
+	if err := accuracyreport.Record(run, "local-qwen", acc("gpqa", 0.41, ptr(0.3))); err != nil {
 		t.Fatal(err)
 	}
 	if err := run.RecordError("local-qwen", report.StageAccuracy, errors.New("eval mmlu: timeout")); err != nil {
@@ -107,7 +110,7 @@ func TestRunTreeAndReopen(t *testing.T) {
 	}
 
 	// 重新打开：结果与首次打开时一致，开始时间沿用首次的。
-	again, err := report.NewRun(root, report.RunTypePR, "123-1", t0.Add(time.Hour))
+	again, err := newRun(root, report.RunTypePR, "123-1", t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,14 +133,14 @@ func normalize(s []report.Scenario) string {
 func TestNamesRejected(t *testing.T) {
 	root := t.TempDir()
 	for _, c := range [][2]string{{"../x", "1"}, {"pr", ".."}, {"pr", "a/b"}, {"", "1"}, {"pr", ""}, {"pr", ".hidden"}, {"p r", "1"}} {
-		if _, err := report.NewRun(root, runtype.Type(c[0]), report.RunID(c[1]), t0); !errors.Is(err, report.ErrInvalidName) {
+		if _, err := newRun(root, runtype.Type(c[0]), report.RunID(c[1]), t0); !errors.Is(err, report.ErrInvalidName) {
 			t.Errorf("NewRun(%q, %q) = %v, want ErrInvalidName", c[0], c[1], err)
 		}
 	}
-	if _, err := report.NewRun("", "pr", "1", t0); !errors.Is(err, report.ErrInvalidName) {
+	if _, err := newRun("", "pr", "1", t0); !errors.Is(err, report.ErrInvalidName) {
 		t.Errorf("empty root: %v", err)
 	}
-	run, err := report.NewRun(root, "pr", "1", t0)
+	run, err := newRun(root, "pr", "1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +161,8 @@ func TestNamesRejected(t *testing.T) {
 	if err := run.AddScenario(report.ScenarioInfo{Name: "a b"}); !errors.Is(err, report.ErrInvalidName) {
 		t.Errorf("AddScenario: %v", err)
 	}
-	if err := run.RecordPerf("x/y", nil); !errors.Is(err, report.ErrInvalidName) {
-		t.Errorf("RecordPerf: %v", err)
+	if err := perfreport.RecordRows(run, "x/y", nil); !errors.Is(err, report.ErrInvalidName) {
+		t.Errorf("perfreport.RecordRows: %v", err)
 	}
 	if err := run.RecordError("s", "..", errors.New("x")); !errors.Is(err, report.ErrInvalidName) {
 		t.Errorf("RecordError: %v", err)
@@ -174,7 +177,7 @@ func TestNamesRejected(t *testing.T) {
 // TestCreateStreamsAtomically 检查 Create 的文件在 Close 之前不可见，
 // Close 之后完整且已脱敏（密钥被切在两次 Write 之间也一样）。
 func TestCreateStreamsAtomically(t *testing.T) {
-	run, err := report.NewRun(t.TempDir(), "pr", "1", t0, report.WithSecrets(report.NewSecrets("SeCrEt-VaLuE-42")))
+	run, err := newRun(t.TempDir(), "pr", "1", t0, report.WithSecrets(report.NewSecrets("SeCrEt-VaLuE-42")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,11 +216,11 @@ func TestCreateStreamsAtomically(t *testing.T) {
 
 // TestFinishSealsRun 检查 Finish 之后不能再记录，manifest 带哈希且完整。
 func TestFinishSealsRun(t *testing.T) {
-	run, err := report.NewRun(t.TempDir(), "daily", "d1", t0)
+	run, err := newRun(t.TempDir(), "daily", "d1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordPerf("s", perfRows(1, 1)); err != nil {
+	if err := perfreport.RecordRows(run, "s", perfRows(1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := run.WriteManifest(t0.Add(time.Minute), false); err != nil {
@@ -232,8 +235,8 @@ func TestFinishSealsRun(t *testing.T) {
 	if err != nil || code != gate.ExitGateFailed {
 		t.Fatalf("Finish = %d, %v", code, err)
 	}
-	if err := run.RecordPerf("s", nil); !errors.Is(err, report.ErrFinished) {
-		t.Fatalf("RecordPerf after Finish = %v", err)
+	if err := perfreport.RecordRows(run, "s", nil); !errors.Is(err, report.ErrFinished) {
+		t.Fatalf("perfreport.RecordRows after Finish = %v", err)
 	}
 	if err := run.AddScenario(report.ScenarioInfo{Name: "s"}); !errors.Is(err, report.ErrFinished) {
 		t.Fatalf("AddScenario after Finish = %v", err)
@@ -272,13 +275,39 @@ func TestLoadErrors(t *testing.T) {
 	_, err = report.Load(fstest.MapFS{
 		"run.json":               {Data: []byte(`{"schema":"` + report.SchemaVersion + `"}`)},
 		"s/scenario.json":        {Data: []byte(`{"name":"s"}`)},
-		"s/perf/summary.json":    {Data: []byte(`[{"InputLength": "x"}]`)},
+		"s/section-perf.json":    {Data: []byte(`{"key":"perf","file":"perf/summary.json"}`)},
+		"s/perf/summary.json":    {Data: []byte(`[{"InputLength": `)},
 		"notascenario/readme.md": {Data: []byte("hi")},
 	})
 	if err == nil || !strings.Contains(err.Error(), "s/perf/summary.json") {
 		t.Fatalf("corrupt perf: %v", err)
 	}
-	if _, err := report.NewRun(filepath.Join(t.TempDir()), "pr", "x", t0); err != nil {
+	// Load 不认识分节的类型：JSON 合法而字段类型不对的分节由阶段的读取函数报告，错误写明场景与分节。
+	res, err := report.Load(fstest.MapFS{
+		"run.json":            {Data: []byte(`{"schema":"` + report.SchemaVersion + `"}`)},
+		"s/scenario.json":     {Data: []byte(`{"name":"s"}`)},
+		"s/section-perf.json": {Data: []byte(`{"key":"perf","file":"perf/summary.json"}`)},
+		"s/perf/summary.json": {Data: []byte(`[{"InputLength": "x"}]`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := perfreport.Rows(res.Scenarios[0]); err == nil || !strings.Contains(err.Error(), "scenario s: section perf") {
+		t.Fatalf("mistyped perf section: %v", err)
+	}
+	if _, err := res.GateInputs(renderers()...); err == nil || !strings.Contains(err.Error(), "perf gate input") {
+		t.Fatalf("GateInputs on a mistyped section: %v", err)
+	}
+	// 索引本身不合法（键与场景字段重名）是 Load 的错误。
+	_, err = report.Load(fstest.MapFS{
+		"run.json":            {Data: []byte(`{"schema":"` + report.SchemaVersion + `"}`)},
+		"s/scenario.json":     {Data: []byte(`{"name":"s"}`)},
+		"s/section-name.json": {Data: []byte(`{"key":"name","file":"x/y.json"}`)},
+	})
+	if !errors.Is(err, report.ErrSection) || !strings.Contains(err.Error(), "s/section-name.json") {
+		t.Fatalf("bad section index: %v", err)
+	}
+	if _, err := newRun(filepath.Join(t.TempDir()), "pr", "x", t0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -292,7 +321,7 @@ func TestPrune(t *testing.T) {
 	}
 	now := t0.Add(40 * 24 * time.Hour)
 	for id, age := range map[string]time.Duration{"old": 20 * 24 * time.Hour, "fresh": 2 * 24 * time.Hour, "edge": 14 * 24 * time.Hour} {
-		if _, err := report.NewRun(root, "pr", report.RunID(id), now.Add(-age)); err != nil {
+		if _, err := newRun(root, "pr", report.RunID(id), now.Add(-age)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -349,7 +378,7 @@ func TestPrune(t *testing.T) {
 // 自定义阶段的错误能被重新装配，且用已取消的 ctx 调用 Finish 时仍完成脱敏。
 func TestConcurrentRecordsAndCancelledFinish(t *testing.T) {
 	root := t.TempDir()
-	run, err := report.NewRun(root, "pr", "conc", t0, report.WithSecrets(report.NewSecrets("TOPSECRET-123")))
+	run, err := newRun(root, "pr", "conc", t0, report.WithSecrets(report.NewSecrets("TOPSECRET-123")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,8 +388,8 @@ func TestConcurrentRecordsAndCancelledFinish(t *testing.T) {
 			name := fmt.Sprintf("s%d", i)
 			err := errors.Join(
 				run.AddScenario(report.ScenarioInfo{Name: name, Model: "m"}),
-				run.RecordPerf(name, perfRows(1, 1)[:2]),
-				run.RecordFunctional(name, funcReport(1, 0)),
+				perfreport.RecordRows(run, name, perfRows(1, 1)[:2]),
+				functionalreport.Record(run, name, funcReport(1, 0)),
 				run.RecordError(name, "push", errors.New("pushgateway down TOPSECRET-123")),
 				run.RecordError(name, report.StageDeploy, errors.New("first")),
 			)
@@ -395,7 +424,8 @@ func TestConcurrentRecordsAndCancelledFinish(t *testing.T) {
 	if len(res.Scenarios) != 8 {
 		t.Fatalf("%d scenarios", len(res.Scenarios))
 	}
-	for _, sc := range res.Scenarios {
+	for _, s := range res.Scenarios {
+		sc := view(t, s)
 		if len(sc.Perf) != 2 || len(sc.Errors) != 2 || sc.Errors[0].Stage != report.StageDeploy || sc.Errors[1].Stage != "push" ||
 			sc.Errors[1].Message != "pushgateway down "+redact.Mask {
 			t.Fatalf("%s: perf %d errors %+v", sc.Name, len(sc.Perf), sc.Errors)
@@ -406,14 +436,14 @@ func TestConcurrentRecordsAndCancelledFinish(t *testing.T) {
 // TestNonFiniteValuesRecorded 检查 NaN/Inf（例如除零得到的 QPS）不会让
 // JSON 落盘失败：它们按"不可测"记为 −1，且调用方的数据不被修改。
 func TestNonFiniteValuesRecorded(t *testing.T) {
-	run, err := report.NewRun(t.TempDir(), "pr", "nan", t0)
+	run, err := newRun(t.TempDir(), "pr", "nan", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := perfRows(1, 1)[:1]
 	rows[0].QPS = math.Inf(1)
 	rows[0].SpecAcceptRate.Avg = math.NaN()
-	if err := run.RecordPerf("s", rows); err != nil {
+	if err := perfreport.RecordRows(run, "s", rows); err != nil {
 		t.Fatal(err)
 	}
 	if !math.IsInf(rows[0].QPS, 1) {
@@ -421,7 +451,7 @@ func TestNonFiniteValuesRecorded(t *testing.T) {
 	}
 	a := acc("gpqa", math.NaN(), ptr(0.3))
 	a.Result.Metrics["score:std"] = math.Inf(-1)
-	if err := run.RecordAccuracy("s", a); err != nil {
+	if err := accuracyreport.Record(run, "s", a); err != nil {
 		t.Fatal(err)
 	}
 	if !math.IsInf(a.Result.Metrics["score:std"], -1) {
@@ -430,14 +460,14 @@ func TestNonFiniteValuesRecorded(t *testing.T) {
 	rep := funcReport(1, 0)
 	nan := math.NaN()
 	rep.Suites = []functional.SuiteSummary{{Suite: "chat", PassRatio: &nan}}
-	if err := run.RecordFunctional("s", rep); err != nil {
+	if err := functionalreport.Record(run, "s", rep); err != nil {
 		t.Fatal(err)
 	}
 	res, err := report.Load(os.DirFS(run.Dir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := res.Scenarios[0]
+	sc := view(t, res.Scenarios[0])
 	if sc.Perf[0].QPS != -1 || sc.Perf[0].SpecAcceptRate.Avg != -1 || sc.Accuracy[0].Result.Score != -1 ||
 		sc.Accuracy[0].Result.Metrics["score:std"] != -1 || sc.Functional.Suites[0].PassRatio == nil || *sc.Functional.Suites[0].PassRatio != -1 {
 		t.Fatalf("not sanitized: %+v %+v %+v", sc.Perf[0].QPS, sc.Accuracy[0].Result, sc.Functional.Suites)
@@ -465,19 +495,19 @@ func TestFinishIncomplete(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			run, err := report.NewRun(root, "daily", "d1", t0)
+			run, err := newRun(root, "daily", "d1", t0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := run.RecordPerf("s", perfRows(1, 1)); err != nil {
+			if err := perfreport.RecordRows(run, "s", perfRows(1, 1)); err != nil {
 				t.Fatal(err)
 			}
 			code, err := run.FinishIncomplete(context.Background(), tc.gates, t0.Add(time.Hour), tc.interrupted)
 			if err != nil || code != tc.code {
 				t.Fatalf("FinishIncomplete = %d, %v; want %d", code, err, tc.code)
 			}
-			if err := run.RecordPerf("s", nil); !errors.Is(err, report.ErrFinished) {
-				t.Fatalf("RecordPerf after FinishIncomplete = %v", err)
+			if err := perfreport.RecordRows(run, "s", nil); !errors.Is(err, report.ErrFinished) {
+				t.Fatalf("perfreport.RecordRows after FinishIncomplete = %v", err)
 			}
 			var sum report.Result
 			readJSONFile(t, filepath.Join(run.Dir(), "summary.json"), &sum)
@@ -510,7 +540,7 @@ func TestFinishIncomplete(t *testing.T) {
 			if res.Complete || len(res.Gates) != 0 {
 				t.Fatalf("Load reused an incomplete run's verdict: complete=%v gates=%d", res.Complete, len(res.Gates))
 			}
-			src, err := report.ArtifactBaselines(os.DirFS(root))
+			src, err := report.ArtifactBaselines(os.DirFS(root), renderers()...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -526,14 +556,14 @@ func TestFinishIncomplete(t *testing.T) {
 // 退出码非零，HTML 标为 INCOMPLETE 并点名分片，而且它不会成为基线。
 func TestFinishWithMissingShards(t *testing.T) {
 	root := t.TempDir()
-	run, err := report.NewRun(root, "daily", "d1", t0)
+	run, err := newRun(root, "daily", "d1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := perfRows(1, 1)
 	rows[0].Incomplete = true
 	rows[0].MissingShards = []loadgen.ShardLoss{{Shard: 1, Reason: loadgen.LossKilled, Detail: "signal: killed"}}
-	if err := run.RecordPerf("s", rows); err != nil {
+	if err := perfreport.RecordRows(run, "s", rows); err != nil {
 		t.Fatal(err)
 	}
 	pass := []gate.Gate{{Kind: gate.KindFunctional, Scenario: "s", Name: "functional", Verdict: gate.VerdictPass}}
@@ -554,7 +584,7 @@ func TestFinishWithMissingShards(t *testing.T) {
 	if !strings.Contains(string(html), `id="verdict">INCOMPLETE`) || !strings.Contains(string(html), "missing shard 1: killed (signal: killed)") {
 		t.Fatalf("report.html does not mark the merge incomplete and name shard 1")
 	}
-	src, err := report.ArtifactBaselines(os.DirFS(root))
+	src, err := report.ArtifactBaselines(os.DirFS(root), renderers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,14 +597,14 @@ func TestFinishWithMissingShards(t *testing.T) {
 func TestArtifactBaselines(t *testing.T) {
 	root := t.TempDir()
 	write := func(id string, started time.Time, ttft time.Duration, finish bool) {
-		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), started)
+		run, err := newRun(root, report.RunTypeDaily, report.RunID(id), started)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := run.AddScenario(report.ScenarioInfo{Name: "s", Model: "m", Quant: "none"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := run.RecordPerf("s", []loadgen.Summary{oneRow(1, ttft, time.Second, 1, 0)}); err != nil {
+		if err := perfreport.RecordRows(run, "s", []loadgen.Summary{oneRow(1, ttft, time.Second, 1, 0)}); err != nil {
 			t.Fatal(err)
 		}
 		if finish {
@@ -586,10 +616,10 @@ func TestArtifactBaselines(t *testing.T) {
 	write("b-newer", t0.Add(24*time.Hour), 20*time.Millisecond, true)
 	write("a-older", t0, 10*time.Millisecond, true)
 	write("c-cancelled", t0.Add(48*time.Hour), 99*time.Millisecond, false)
-	if _, err := report.NewRun(root, report.RunTypePR, "pr1", t0); err != nil {
+	if _, err := newRun(root, report.RunTypePR, "pr1", t0); err != nil {
 		t.Fatal(err)
 	}
-	src, err := report.ArtifactBaselines(os.DirFS(root))
+	src, err := report.ArtifactBaselines(os.DirFS(root), renderers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +633,7 @@ func TestArtifactBaselines(t *testing.T) {
 	if _, ok, _ := src.Lookup(context.Background(), gate.Key{Scenario: "s", InputLength: 128, OutputLength: 128, Concurrency: 2}); ok {
 		t.Fatal("matched another concurrency")
 	}
-	empty, err := report.ArtifactBaselines(os.DirFS(t.TempDir()))
+	empty, err := report.ArtifactBaselines(os.DirFS(t.TempDir()), renderers()...)
 	if err != nil || len(empty.Perf) != 0 || len(empty.Functional) != 0 {
 		t.Fatalf("empty root: %v %v", empty, err)
 	}

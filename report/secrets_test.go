@@ -275,7 +275,7 @@ func TestEchoedSecretsNeverReachArtifacts(t *testing.T) {
 	var console bytes.Buffer
 	logw := secrets.Writer(&console)
 	root := t.TempDir()
-	run, err := report.NewRun(root, report.RunTypeDaily, "echo-1", t0, report.WithSecrets(secrets))
+	run, err := newRun(root, report.RunTypeDaily, "echo-1", t0, report.WithSecrets(secrets))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestEchoedSecretsNeverReachArtifacts(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	gates, err := gate.Evaluate(context.Background(), run.Result().GateInputs(), gate.Thresholds{}, nil)
+	gates, err := gate.Evaluate(context.Background(), gateInputs(t, run.Result()), gate.Thresholds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html"
+	"html/template"
 	"math"
 	"strconv"
 	"strings"
@@ -11,9 +12,13 @@ import (
 // palette 是图表系列的配色（色盲友好的 Okabe-Ito 色板）。
 var palette = [...]string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
 
-// series 是图表中的一条数据系列：Values 与图表的类别一一对应，NaN 表示缺失
+// Color 返回配色表中的第 i 种颜色（循环取用）。各阶段的图表片段用它配色，整份报告的
+// 颜色因此出自同一张色盲友好的色板。
+func Color(i int) string { return palette[i%len(palette)] }
+
+// Series 是图表中的一条数据系列：Values 与图表的类别一一对应，NaN 表示缺失
 // （折线在此断开、柱子不画）。
-type series struct {
+type Series struct {
 	Name   string
 	Values []float64
 	Dashed bool // 基线等参考系列用虚线
@@ -21,14 +26,14 @@ type series struct {
 	Step   bool // 阶梯线（值保持到下一个点再跳变），用于爬坡的目标并发
 }
 
-// chart 是一个类别型 X 轴（并发、数据集）、线性 Y 轴（从 0 开始）的图。
+// Chart 是一个类别型 X 轴（并发、数据集）、线性 Y 轴（从 0 开始）的图。
 // 用 Go 直接生成 SVG，报告因此不依赖任何脚本库或 CDN，离线可看。
-type chart struct {
+type Chart struct {
 	Title      string
 	XLabel     string
 	YLabel     string
 	Categories []string
-	Series     []series
+	Series     []Series
 	Bars       bool // true：分组柱状图；false：折线图
 	// X 非空时 X 轴是数值轴（例如时间线的秒数），Values 与 X 一一对应，Categories 不用。
 	X []float64
@@ -84,9 +89,13 @@ func formatTick(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// render 生成完整的 <svg> 元素。没有任何有效数据时画出坐标框与 "no data"，
+// SVG 生成完整的 <svg> 元素，可直接放进报告的 HTML 片段：标记全部由本函数生成，
+// 标题、图例等文本都经过转义。没有任何有效数据时画出坐标框与 "no data"，
 // 而不是空白，读者能分辨"没测"与"渲染失败"。
-func (c chart) render() string {
+func (c Chart) SVG() template.HTML { return template.HTML(c.render()) }
+
+// render 生成 SVG 文本（SVG 的实现）。
+func (c Chart) render() string {
 	var b strings.Builder
 	pw := float64(chartW - marginLeft - marginRight)
 	ph := float64(chartH - marginTop - marginBottom)

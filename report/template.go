@@ -97,9 +97,9 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 {{end}}</table></details>{{end}}
 
 <h2>Scenarios</h2>
-<table><tr><th>scenario</th><th>model</th><th>quant</th><th>deploy</th><th>functional</th><th>perf rows</th><th>accuracy</th><th>stage errors</th><th>failed gates</th></tr>
+<table><tr><th>scenario</th><th>model</th><th>quant</th><th>deploy</th>{{range .Columns}}<th>{{.}}</th>{{end}}<th>stage errors</th><th>failed gates</th></tr>
 {{range .Scenarios}}<tr class="{{if or .GateFailed .Errors}}row-fail{{else}}row-ok{{end}}"><td><a href="#{{.Anchor}}">{{.Name}}</a></td><td>{{.Model}}</td><td>{{.Quant}}</td><td>{{.Deploy}}</td>
-<td>{{if .Functional}}{{.Passed}} pass / {{len .Failed}} fail / {{.Skipped}} skip{{else}}—{{end}}</td><td class="num">{{len .PerfRows}}</td><td class="num">{{len .AccRows}}</td><td class="num">{{len .Errors}}</td><td class="num">{{.GateFailed}}</td></tr>
+{{range .Cells}}<td{{if .Num}} class="num"{{end}}>{{.Text}}</td>{{end}}<td class="num">{{len .Errors}}</td><td class="num">{{.GateFailed}}</td></tr>
 {{end}}</table>
 
 {{range .Scenarios}}
@@ -109,44 +109,8 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 {{if .Errors}}<h3>Stage errors</h3><table><tr><th>stage</th><th>message</th></tr>
 {{range .Errors}}<tr class="row-fail"><td>{{.Stage}}</td><td><pre>{{.Message}}</pre></td></tr>{{end}}</table>{{end}}
 
-<h3>Functional</h3>
-{{if .Functional}}
-<table><tr><th>suite</th><th>total</th><th>passed</th><th>failed</th><th>skipped</th><th>pass ratio</th></tr>
-{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}{{if .PassedAfterRetry}} ({{.PassedAfterRetry}} after retry){{end}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{ratio .PassRatio}}</td></tr>
-{{end}}</table>
-{{if .Failed}}<table class="failed-cases"><tr><th>case</th><th>suite</th><th>reason</th><th>request / response</th></tr>
-{{range .Failed}}<tr class="row-fail"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td>{{.Reason}}</td><td>{{if .Request}}<pre>{{.Request}}</pre>{{end}}{{if .Response}}<pre>{{.Response}}</pre>{{end}}</td></tr>
-{{end}}</table>{{end}}
-<details><summary>all {{len .All}} cases</summary><table><tr><th>case</th><th>suite</th><th>status</th><th>duration</th><th>reason</th></tr>
-{{range .All}}<tr class="{{if eq .Status "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td class="{{statusClass .Status}}">{{.Status}}{{if .PassedAfterRetry}} (after retry){{end}}</td><td class="num">{{dur .Duration}}</td><td>{{with .RetryNote}}<b>{{.}}</b> {{end}}{{.Reason}}</td></tr>
-{{end}}</table></details>
-{{else}}<p class="note">No functional report.</p>{{end}}
-
-<h3>Performance</h3>
-{{if .PerfRows}}
-<div class="charts">{{range .Charts}}{{.}}{{end}}</div>
-{{if .Timelines}}<details class="timeline"><summary>live timeline, {{.TLGroups}} groups (--bucket-interval)</summary>
-<div class="charts">{{range .Timelines}}{{.}}{{end}}</div></details>{{end}}
-<details><summary>{{len .PerfRows}} summary rows</summary>
-<table class="perf"><tr><th>input</th><th>output</th><th>concurrency</th><th>round</th><th>prompts</th><th>failed</th><th>TTFT P99</th><th>TPOT avg</th><th>E2E P99</th><th>QPS</th><th>output tok/s</th><th>fail rate</th><th title="load generator's own read lag, P50: first token in the socket to parsed; not part of TTFT">client lag P50</th><th title="server prefix cache hit rate in the group (vllm:prefix_cache_hits_total / queries)">prefix hit</th><th title="server preemptions in the group">preempt</th><th title="highest vllm:kv_cache_usage_perc in the group">peak KV</th><th title="trace replay: actual send minus schedule, P50">dispatch lag P50</th><th title="multi-turn sessions: TTFT P50 by turn">TTFT by turn</th></tr>
-{{range .PerfRows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td><td class="num">{{.Prompts}}</td><td class="num">{{.Failed}}</td><td class="num">{{.TTFT}}</td><td class="num">{{.TPOT}}</td><td class="num">{{.E2E}}</td><td class="num">{{.QPS}}</td><td class="num">{{.OutTput}}</td><td class="num">{{.FailRate}}</td><td class="num">{{.ClientLag}}</td><td class="num">{{.HitRate}}</td><td class="num">{{.Preempt}}</td><td class="num">{{.PeakKV}}</td><td class="num">{{.DispatchLag}}</td><td>{{.Turns}}</td></tr>
-{{if .Missing}}<tr class="row-fail incomplete"><td colspan="18">INCOMPLETE merge: missing {{.Missing}}</td></tr>{{end}}
-{{end}}</table></details>
-{{else}}<p class="note">No performance results.</p>{{end}}
-{{if .CapRows}}<h3>Capacity</h3>
-<div class="charts">{{range .CapCharts}}{{.}}{{end}}</div>
-<table class="capacity"><tr><th>combination</th><th>goodput SLO</th><th>max sustainable rate</th><th>knee</th><th>max goodput</th><th>steps</th><th>stop</th><th>elapsed</th></tr>
-{{range .CapRows}}<tr class="row-ok"><td>{{.Combo}}</td><td>{{.SLO}}</td><td class="num">{{.MaxRate}}</td><td class="num">{{.Knee}}</td><td class="num">{{.MaxGoodput}}</td><td class="num">{{.Steps}}</td><td>{{.Stop}}</td><td class="num">{{.Elapsed}}</td></tr>
-{{end}}</table>{{end}}
-
-<h3>Accuracy</h3>
-{{if .AccRows}}
-<div class="charts">{{.AccChart}}</div>
-<table class="accuracy"><tr><th>dataset</th><th>model</th><th>examples</th><th>score</th><th>threshold</th><th>failed requests</th><th>verdict</th><th>data source</th></tr>
-{{range .AccRows}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Dataset}}</td><td>{{.Model}}</td><td class="num">{{.Examples}}</td><td class="num">{{.Score}}</td><td class="num">{{.Threshold}}</td><td class="num">{{.Errors}}</td><td class="{{verdictClass .Verdict}}" title="{{.Reason}}">{{.Verdict}}</td><td>{{.Source}}{{range .Files}}<br><code>{{.Name}}</code> sha256 <code>{{.SHA256}}</code> <span class="note">{{.Location}}</span>{{end}}</td></tr>
-{{end}}</table>
-{{else}}<p class="note">No accuracy results.</p>{{end}}
-
+{{range .Parts}}{{.}}
+{{end}}
 <h3>Gates</h3>
 {{if .Gates}}
 <table class="gates"><tr><th>gate</th><th>kind</th><th>current</th><th>baseline</th><th>delta</th><th title="bootstrap confidence interval of the relative change, from per-request samples of both runs">interval</th><th title="samples per run (current / baseline) and how many the compared quantile needs">samples</th><th>limit</th><th>verdict</th><th>reason</th></tr>

@@ -15,18 +15,20 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // dailyRun 写出一次完成的每日运行，其 TTFT P99 为 ttft、QPS 为 qps。
 func dailyRun(t *testing.T, root, id string, at time.Time, ttft time.Duration, qps float64) {
 	t.Helper()
-	run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), at)
+	run, err := newRun(root, report.RunTypeDaily, report.RunID(id), at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	row := loadgen.Summary{InputLength: 128, OutputLength: 64, Concurrency: 4, Round: 1, Backend: "openai-chat", ControlMethod: "normal",
 		TTFT: loadgen.Latency{Count: 64, P99: ttft}, E2E: loadgen.Latency{Count: 64, P99: ttft + time.Second}, QPS: qps, Succeeded: 64}
-	if err := run.RecordPerf("emu", []loadgen.Summary{row}); err != nil {
+	if err := perfreport.RecordRows(run, "emu", []loadgen.Summary{row}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run.Finish(context.Background(), nil, at.Add(time.Minute)); err != nil {
@@ -58,7 +60,7 @@ func TestDailyTrendChangePoints(t *testing.T) {
 			}
 		}
 	}
-	tr, err := report.DailyTrend(os.DirFS(root), last, gate.TrendOptions{Permutations: 199})
+	tr, err := report.DailyTrend(os.DirFS(root), last, gate.TrendOptions{Permutations: 199}, renderers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func TestDailyTrendChangePoints(t *testing.T) {
 		t.Errorf("a change already visible yesterday is marked new")
 	}
 	// 窗口只含变化后的 4 天（MinSegment 4）时，第 4 天是它第一次能被检测到的那天：new。
-	tr, err = report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day18"), gate.TrendOptions{Permutations: 499, Window: 16})
+	tr, err = report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day18"), gate.TrendOptions{Permutations: 499, Window: 16}, renderers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func TestDailyTrendChangePoints(t *testing.T) {
 	res := last
 	res.Trend = tr
 	var b strings.Builder
-	if err := report.WriteHTML(&b, res); err != nil {
+	if err := report.WriteHTML(&b, res, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	if h := html.UnescapeString(b.String()); !strings.Contains(h, "Daily trend: 2 new change point(s)") || !strings.Contains(h, "emu/in128-out64-c4-openai-chat/ttft_p99_seconds") {
@@ -118,14 +120,14 @@ func TestDailyTrendNoChange(t *testing.T) {
 		n := 1 + 0.05*rng.NormFloat64()
 		dailyRun(t, root, fmt.Sprintf("day%02d", d), start.Add(time.Duration(d)*24*time.Hour), time.Duration(200*n*float64(time.Millisecond)), 10*n)
 	}
-	tr, err := report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day29"), gate.TrendOptions{Permutations: 199})
+	tr, err := report.DailyTrend(os.DirFS(root), mustLoad(t, root, "day29"), gate.TrendOptions{Permutations: 199}, renderers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tr.Runs != 30 || len(tr.ChangePoints) != 0 {
 		t.Errorf("stationary series: runs %d change points %+v", tr.Runs, tr.ChangePoints)
 	}
-	if _, err := report.DailyTrend(os.DirFS(root), report.Result{}, gate.TrendOptions{MinSegment: 1}); err == nil {
+	if _, err := report.DailyTrend(os.DirFS(root), report.Result{}, gate.TrendOptions{MinSegment: 1}, renderers()...); err == nil {
 		t.Error("MinSegment 1 accepted")
 	}
 }
@@ -140,14 +142,14 @@ func TestDailyTrendCountsPassedAfterRetry(t *testing.T) {
 	for d, retried := range []int{0, 2, 0} {
 		id := fmt.Sprintf("day%02d", d)
 		at := start.Add(time.Duration(d) * 24 * time.Hour)
-		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), at)
+		run, err := newRun(root, report.RunTypeDaily, report.RunID(id), at)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fr := functional.Report{Model: "m", Started: at, Results: []functional.Result{
 			{CaseID: "chat_core/usage", Suite: "chat_core", Status: functional.StatusPass, Retried: retried, RetryReasons: []string{"POST /v1/chat/completions: HTTP 503", "POST /v1/chat/completions: HTTP 503"}[:retried]},
 			{CaseID: "chat_core/ids_object", Suite: "chat_core", Status: functional.StatusPass}}}
-		if err := run.RecordFunctional("emu", fr); err != nil {
+		if err := functionalreport.Record(run, "emu", fr); err != nil {
 			t.Fatal(err)
 		}
 		if _, err = run.Finish(context.Background(), nil, at.Add(time.Minute)); err != nil {
@@ -155,7 +157,7 @@ func TestDailyTrendCountsPassedAfterRetry(t *testing.T) {
 		}
 		last = mustLoad(t, root, id)
 	}
-	tr, err := report.DailyTrend(os.DirFS(root), last, gate.TrendOptions{})
+	tr, err := report.DailyTrend(os.DirFS(root), last, gate.TrendOptions{}, renderers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +168,10 @@ func TestDailyTrendCountsPassedAfterRetry(t *testing.T) {
 	flaky := mustLoad(t, root, "day01")
 	flaky.Trend = tr
 	var h, j strings.Builder
-	if err := report.WriteHTML(&h, flaky); err != nil {
+	if err := report.WriteHTML(&h, flaky, renderers()...); err != nil {
 		t.Fatal(err)
 	}
-	if err := report.WriteJUnit(&j, flaky); err != nil {
+	if err := report.WriteJUnit(&j, flaky, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	hs := html.UnescapeString(h.String())

@@ -7,7 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
+	"time"
 
+	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
@@ -95,4 +98,66 @@ func (d *driver) extraGates(ctx context.Context, res report.Result) []gate.Gate 
 		}
 	}
 	return out
+}
+
+// TeamStage 是团队加进参考流水线的一个阶段（见 Options.TeamStages）：它对每个部署好的场景
+// 运行一次，用 StageRun.Report 记下结果分节，Renderer 把分节渲染进 JUnit、HTML 与门禁。
+type TeamStage struct {
+	// Name 是阶段名（deployment.json、stage-<name>.json、阶段错误、stage 门禁与 -stages 用它），
+	// 必须是安全的单段名字，不能与内置阶段重名。
+	Name report.Stage
+	// Timeout 是阶段时限；0 取 DefaultTeamStageTimeout。-stage-timeout（Options.StageTimeout）优先。
+	Timeout time.Duration
+	// Run 执行阶段。返回错误记为阶段失败（on_failure 据此决定是否继续）。
+	Run func(ctx context.Context, run StageRun) error
+	// Renderer 是阶段结果的报告渲染器；零值表示分节只进 summary.json 与各自的文件。
+	Renderer report.Renderer
+}
+
+// DefaultTeamStageTimeout 是团队阶段未设时限时的时限。
+const DefaultTeamStageTimeout = 10 * time.Minute
+
+// StageRun 是交给 TeamStage.Run 的输入。
+type StageRun struct {
+	// Scenario 是场景名，Endpoint 是部署好的服务地址（已带 API Key）。
+	Scenario string
+	Endpoint deploy.Endpoint
+	// Report 是本次运行的产物：RecordSection / UpdateSection 记结果分节，Create 写附加文件
+	// （都经脱敏、原子落盘、进入 manifest.json 与 HTML 的文件列表）。
+	Report *report.Run
+}
+
+// checkTeamStages 校验团队阶段：名字是安全的单段名字、不与内置阶段或彼此重名，Run 不为空。
+func checkTeamStages(ts []TeamStage) error {
+	seen := map[report.Stage]bool{report.StageDeploy: true, report.StageFunctional: true, report.StagePerf: true,
+		report.StageAccuracy: true, report.StageLogs: true, "push": true}
+	for i, s := range ts {
+		if !stageName.MatchString(string(s.Name)) {
+			return fmt.Errorf("team stage %d: name %q (want [A-Za-z0-9_][A-Za-z0-9._-]*)", i, s.Name)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("team stage %d: name %q is already taken", i, s.Name)
+		}
+		if s.Run == nil {
+			return fmt.Errorf("team stage %s: no Run function", s.Name)
+		}
+		if s.Timeout < 0 {
+			return fmt.Errorf("team stage %s: negative timeout %v", s.Name, s.Timeout)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+// stageName 是允许的团队阶段名（与 report 的目录名规则一致）。
+var stageName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._\-]{0,63}$`)
+
+// teamStage 返回名为 name 的团队阶段；没有时为 nil。
+func teamStage(ts []TeamStage, name report.Stage) *TeamStage {
+	for i := range ts {
+		if ts[i].Name == name {
+			return &ts[i]
+		}
+	}
+	return nil
 }

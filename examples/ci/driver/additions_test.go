@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -135,5 +138,80 @@ func TestPerfExportersShardedPerf(t *testing.T) {
 	}
 	if len(bad) > 0 {
 		t.Fatalf("incomplete records: %v", bad)
+	}
+}
+
+// TestTeamStagesValidated 检查团队阶段在任何部署之前被校验：名字不安全、与内置阶段或彼此重名、
+// 没有 Run、负的时限都是写明阶段的配置错误；-stages 接受团队阶段的名字、拒绝没人登记的名字。
+func TestTeamStagesValidated(t *testing.T) {
+	run := func(context.Context, driver.StageRun) error { return nil }
+	for _, tc := range []struct {
+		stages []driver.TeamStage
+		want   string
+	}{
+		{[]driver.TeamStage{{Name: "../x", Run: run}}, `name "../x"`},
+		{[]driver.TeamStage{{Name: report.StagePerf, Run: run}}, `name "perf" is already taken`},
+		{[]driver.TeamStage{{Name: "probe", Run: run}, {Name: "probe", Run: run}}, `name "probe" is already taken`},
+		{[]driver.TeamStage{{Name: "probe"}}, "team stage probe: no Run function"},
+		{[]driver.TeamStage{{Name: "probe", Run: run, Timeout: -1}}, "negative timeout"},
+	} {
+		o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+		o.TeamStages = tc.stages
+		_, err := driver.Run(context.Background(), o)
+		if !errors.Is(err, driver.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want ErrConfig with %q", tc.stages, err, tc.want)
+		}
+	}
+	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o.Stages = []report.Stage{"probe"}
+	if _, err := driver.Run(context.Background(), o); !errors.Is(err, driver.ErrConfig) || !strings.Contains(err.Error(), `unknown stage "probe"`) {
+		t.Fatalf("-stages probe without a team stage: %v", err)
+	}
+}
+
+// TestTeamStageRunsAfterBuiltins 运行一个只选团队阶段的流水线：阶段拿到部署好的端点与本次运行的
+// 产物，记下的分节出现在 summary.json 与它的渲染器写的 HTML 片段里；阶段返回的错误是该阶段的失败
+// （stage 门禁 fail，退出码 ExitGateFailed），不影响分节已记下的内容。
+func TestTeamStageRunsAfterBuiltins(t *testing.T) {
+	sec := report.Section{Key: "probe", File: "probe/result.json"}
+	var sawModel string
+	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o.Stages = []report.Stage{"probe"}
+	o.TeamStages = []driver.TeamStage{{
+		Name: "probe",
+		Run: func(ctx context.Context, r driver.StageRun) error {
+			sawModel = r.Endpoint.Model
+			if err := r.Report.RecordSection(r.Scenario, sec, map[string]string{"model": r.Endpoint.Model}); err != nil {
+				return err
+			}
+			return errors.New("probe found a problem")
+		},
+		Renderer: report.Renderer{Name: "probe", HTML: func(sc report.Scenario, _ []gate.Gate) (template.HTML, error) {
+			var v map[string]string
+			_, err := sc.Decode(sec.Key, &v)
+			return template.HTML("<h3>Probe</h3><p id=probe-model>" + template.HTMLEscapeString(v["model"]) + "</p>"), err
+		}},
+	}}
+	out, err := driver.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := scenario(t, summary(t, out.Dir), "emu")
+	var got map[string]string
+	if ok, err := sc.Decode(sec.Key, &got); !ok || err != nil || got["model"] != "emu-model" || sawModel != "emu-model" {
+		t.Fatalf("probe section %v (%v, %v), stage saw %q", got, ok, err, sawModel)
+	}
+	if !hasStageError(sc, "probe") || out.ExitCode != gate.ExitGateFailed {
+		t.Fatalf("exit %d errors %+v", out.ExitCode, sc.Errors)
+	}
+	var st report.StageStatus
+	for _, s := range sc.Stages {
+		if s.Stage == "probe" {
+			st = s.Status
+		}
+	}
+	page, _ := os.ReadFile(filepath.Join(out.Dir, "report.html"))
+	if st != report.StageFailed || !strings.Contains(string(page), "<p id=probe-model>emu-model</p>") {
+		t.Fatalf("stage status %q; report.html has the probe fragment: %v", st, strings.Contains(string(page), "probe-model"))
 	}
 }

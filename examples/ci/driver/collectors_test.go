@@ -20,6 +20,7 @@ import (
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
 )
 
 // TestTeamCollectorsPushedWithBuiltins 检查 Options.Collectors：每日运行把团队的 collector 与内置指标
@@ -52,8 +53,12 @@ func TestTeamCollectorsPushedWithBuiltins(t *testing.T) {
 	o.PushURL = srv.URL
 	o.Collectors = func(sc report.Scenario) ([]prometheus.Collector, error) {
 		passed := 0.0
-		if sc.Functional != nil {
-			passed = float64(sc.Functional.Count(functional.StatusPass))
+		rep, err := functionalreport.Report(sc)
+		if err != nil {
+			return nil, err
+		}
+		if rep != nil {
+			passed = float64(rep.Count(functional.StatusPass))
 		}
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "acme_functional_passed_cases", Help: "Cases ACME saw passing."})
 		g.Set(passed)

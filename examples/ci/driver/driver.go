@@ -1,5 +1,5 @@
 // Package driver 是参考 CI 驱动 examples/ci 的全部逻辑：加载配置矩阵，
-// 对每个计划中的场景依次 部署 → 功能 → 性能 → 精度 → 归档日志与清理，
+// 对每个计划中的场景依次 部署 → 功能 → 性能 → 精度 →（团队阶段）→ 归档日志与清理，
 // 然后计算门禁、写出报告，并在每日运行时推送指标。
 //
 // 它放在一个可导入的包里而不是 main 中，是为了让端到端测试能以函数调用的方式
@@ -31,9 +31,13 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // Options 是一次驱动运行的全部输入。零值字段取文档中的默认值。
@@ -126,7 +130,15 @@ type Options struct {
 	// Collectors 为每个场景返回要与内置指标一起推送到 Pushgateway 的 Prometheus collector
 	// （仅每日运行推送，与内置指标同一个分组、同一次 PUT）。它们与内置 collector 注册进同一个
 	// pedantic 注册表：与内置指标重名或自相矛盾是该场景的 push 阶段错误，不会推送半组指标。
+	// 场景的阶段结果是分节：用 functionalreport.Report、perfreport.Rows、accuracyreport.Results
+	// 或 Scenario.Decode（团队自己的分节）读出。
 	Collectors func(sc report.Scenario) ([]prometheus.Collector, error)
+
+	// TeamStages 是团队加进每个场景的阶段，在内置的精度阶段之后按顺序运行（与内置阶段一样受
+	// -stages 选择、on_failure 与超时约束，状态写进 deployment.json 与 summary.json 的 stages）。
+	// 阶段用 StageRun.Report 记下自己的分节（report.Run.RecordSection），它的 Renderer 把分节
+	// 渲染进 JUnit、HTML 与门禁输入——与内置阶段同一条路径，report 不需要任何修改。
+	TeamStages []TeamStage
 
 	// NewDeployer 为测试替换部署方式；nil 时按场景的 mode 构造。
 	NewDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
@@ -179,6 +191,8 @@ type driver struct {
 	parent context.Context
 	tmo    matrix.Timeouts
 	abort  bool
+	// renderers 是内置阶段（功能、性能、精度）与团队阶段的报告渲染器，按页面顺序。
+	renderers []report.Renderer
 }
 
 // newDriver 校验参数、加载矩阵并生成计划；此时还不写任何产物。
@@ -211,11 +225,15 @@ func newDriver(o Options) (*driver, error) {
 	if o.Model != "" && o.BaseURL == "" {
 		return nil, fmt.Errorf("%w: -model needs -base-url", ErrConfig)
 	}
+	if err := checkTeamStages(o.TeamStages); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	for _, st := range o.Stages {
-		switch st {
-		case report.StageFunctional, report.StagePerf, report.StageAccuracy:
+		switch {
+		case st == report.StageFunctional, st == report.StagePerf, st == report.StageAccuracy:
+		case teamStage(o.TeamStages, st) != nil:
 		default:
-			return nil, fmt.Errorf("%w: unknown stage %q (want functional, perf or accuracy)", ErrConfig, st)
+			return nil, fmt.Errorf("%w: unknown stage %q (want functional, perf, accuracy or a team stage)", ErrConfig, st)
 		}
 	}
 	if o.RequirePush && o.RunType != matrix.RunDaily {
@@ -248,7 +266,11 @@ func newDriver(o Options) (*driver, error) {
 	if red == nil {
 		red = report.NewSecrets()
 	}
-	d := &driver{o: o, m: m, plans: plans, log: log, now: o.Now, red: red, keys: map[string]string{}}
+	d := &driver{o: o, m: m, plans: plans, log: log, now: o.Now, red: red, keys: map[string]string{},
+		renderers: []report.Renderer{functionalreport.Renderer(), perfreport.Renderer(), accuracyreport.Renderer()}}
+	for _, ts := range o.TeamStages {
+		d.renderers = append(d.renderers, ts.Renderer)
+	}
 	// Pushgateway 凭据在任何请求之前登记：basic auth 实际发送的是 base64("user:pass")，
 	// 服务端回显的也是它，只登记口令原文挡不住（AddBasicAuth 两者都登记）。
 	d.red.AddBasicAuth(o.PushAuth.Username, o.PushAuth.Password)
@@ -309,7 +331,8 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	}
 	// 基线在本次运行开始前读取：本次运行自身（尚未完成）永远不会成为基线。
 	baselines := d.baselines()
-	run, err := report.NewRun(d.o.Artifacts, rt, report.RunID(d.runID), started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithSecrets(d.red))
+	run, err := report.NewRun(d.o.Artifacts, rt, report.RunID(d.runID), started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithSecrets(d.red),
+		report.WithRenderers(d.renderers...))
 	if err != nil {
 		return Outcome{ExitCode: gate.ExitError}, fmt.Errorf("ci: %w", err)
 	}
@@ -368,7 +391,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	if th == (gate.Thresholds{}) {
 		th = d.m.Defaults.Gates
 	}
-	gates, err := gate.Evaluate(fin, run.Result().GateInputs(), th, baselines)
+	gates, err := d.evaluate(fin, run, th, baselines)
 	if err != nil {
 		d.log.Warn("gate evaluation incomplete", "err", err)
 	}
@@ -377,7 +400,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
 		d.push(fin)
 		// 推送错误记成了阶段错误，重新计算门禁让它们出现在结论中。
-		if gates, err = gate.Evaluate(fin, run.Result().GateInputs(), th, baselines); err != nil {
+		if gates, err = d.evaluate(fin, run, th, baselines); err != nil {
 			d.log.Warn("gate evaluation incomplete", "err", err)
 		}
 		gates = append(gates, d.extraGates(fin, run.Result())...)
@@ -403,6 +426,14 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	return out, nil
 }
 
+// evaluate 用各阶段的渲染器把结果变成门禁输入，交给 gate.Evaluate。某个阶段的分节读不出来
+// 时其余阶段照常判定，错误一并返回（记日志）。
+func (d *driver) evaluate(ctx context.Context, run *report.Run, th gate.Thresholds, baselines gate.Source) ([]gate.Gate, error) {
+	in, inErr := run.Result().GateInputs(d.renderers...)
+	gates, err := gate.Evaluate(ctx, in, th, baselines)
+	return gates, errors.Join(inErr, err)
+}
+
 // baselines 返回门禁的每日基线来源：功能基线（pass → skip 漂移）总是读基线产物目录下
 // 已完成的每日运行；性能基线配置了 Prometheus 时从它读取，否则同样来自产物目录。
 // 读取失败不会中止运行，门禁会报告无基线。
@@ -411,7 +442,7 @@ func (d *driver) baselines() gate.Source {
 	if root == "" {
 		root = d.o.Artifacts
 	}
-	arts, err := report.ArtifactBaselines(os.DirFS(root))
+	arts, err := report.ArtifactBaselines(os.DirFS(root), d.renderers...)
 	if err != nil {
 		d.log.Warn("reading daily baselines failed; perf and functional gates will report no baseline", "dir", root, "err", err)
 		arts = gate.Baselines{}
@@ -440,7 +471,7 @@ func (d *driver) trend(run *report.Run) {
 	if root == "" {
 		root = d.o.Artifacts
 	}
-	tr, err := report.DailyTrend(os.DirFS(root), run.Result(), gate.TrendOptions{})
+	tr, err := report.DailyTrend(os.DirFS(root), run.Result(), gate.TrendOptions{}, d.renderers...)
 	if err != nil {
 		d.log.Warn("daily trend failed", "dir", root, "err", err)
 		return
@@ -511,14 +542,23 @@ func (d *driver) summarize(out Outcome, gates []gate.Gate) {
 	w := d.o.Out
 	res := out.Result
 	fmt.Fprintf(w, "cibench %s run %s: %d scenario(s)\n", res.RunType, res.RunID, len(res.Scenarios))
+	type scenarioCapacity struct {
+		name string
+		res  []loadgen.SweepResult
+	}
+	var caps []scenarioCapacity
 	for _, sc := range res.Scenarios {
+		perf, capacity, rep, acc, err := stageResults(sc)
+		if err != nil {
+			fmt.Fprintf(w, "  %-40s cannot read results: %v\n", sc.Name, err)
+		}
 		fn := "-"
-		if sc.Functional != nil {
-			fn = fmt.Sprintf("%d pass / %d fail / %d skip / %d unsupported / %d cancelled", sc.Functional.Count(functional.StatusPass), sc.Functional.Count(functional.StatusFail),
-				sc.Functional.Count(functional.StatusSkip), sc.Functional.Count(functional.StatusUnsupported), sc.Functional.Count(functional.StatusCancelled))
+		if rep != nil {
+			fn = fmt.Sprintf("%d pass / %d fail / %d skip / %d unsupported / %d cancelled", rep.Count(functional.StatusPass), rep.Count(functional.StatusFail),
+				rep.Count(functional.StatusSkip), rep.Count(functional.StatusUnsupported), rep.Count(functional.StatusCancelled))
 			// 重试后才通过的用例在终端摘要里也点名：不稳定的服务是一项发现。
 			var retried []string
-			for _, r := range sc.Functional.Results {
+			for _, r := range rep.Results {
 				if r.PassedAfterRetry() {
 					retried = append(retried, r.CaseID)
 				}
@@ -527,7 +567,8 @@ func (d *driver) summarize(out Outcome, gates []gate.Gate) {
 				fn += fmt.Sprintf(" (%d passed after retry: %s)", len(retried), strings.Join(retried, ", "))
 			}
 		}
-		fmt.Fprintf(w, "  %-40s functional: %s; perf rows: %d; accuracy: %d; stage errors: %d\n", sc.Name, fn, len(sc.Perf), len(sc.Accuracy), len(sc.Errors))
+		fmt.Fprintf(w, "  %-40s functional: %s; perf rows: %d; accuracy: %d; stage errors: %d\n", sc.Name, fn, len(perf), len(acc), len(sc.Errors))
+		caps = append(caps, scenarioCapacity{sc.Name, capacity})
 	}
 	counts := map[gate.Verdict]int{}
 	var failed []gate.Gate
@@ -546,10 +587,10 @@ func (d *driver) summarize(out Outcome, gates []gate.Gate) {
 	for _, g := range failed {
 		fmt.Fprintf(w, "  FAIL %s %s: %s\n", g.Scenario, g.Name, d.red.Redact(g.Reason))
 	}
-	for _, sc := range res.Scenarios {
-		for _, c := range sc.Capacity {
+	for _, sc := range caps {
+		for _, c := range sc.res {
 			fmt.Fprintf(w, "  capacity %s in%d/out%d: %.2f req/s within %s (knee %.2f req/s, %d steps, %s)\n",
-				sc.Name, c.InputLength, c.OutputLength, c.MaxSustainableRate, c.SLO, c.KneeRate, len(c.Steps), c.Stop)
+				sc.name, c.InputLength, c.OutputLength, c.MaxSustainableRate, c.SLO, c.KneeRate, len(c.Steps), c.Stop)
 		}
 	}
 	for _, c := range res.Trend.NewChangePoints() {

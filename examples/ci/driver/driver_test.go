@@ -21,9 +21,13 @@ import (
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/examples/ci/driver"
+	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // tree 返回一个小而完整的配置树：names 中每个场景都是模拟器，档位很小，
@@ -94,16 +98,35 @@ func summary(t *testing.T, dir string) report.Result {
 	return r
 }
 
-// scenario 按名字取出结果中的场景。
-func scenario(t *testing.T, r report.Result, name string) report.Scenario {
+// stageScenario 是测试用的场景视图：report.Scenario 加上内置阶段分节解码出的 Go 值
+// （经各报告子包的读取函数，与驱动自己读它们的方式相同）。
+type stageScenario struct {
+	report.Scenario
+	Functional *functional.Report
+	Perf       []loadgen.Summary
+	Capacity   []loadgen.SweepResult
+	Accuracy   []accuracyreport.Result
+}
+
+// scenario 按名字取出结果中的场景，并解码内置阶段的分节；分节读不出来时让测试失败。
+func scenario(t *testing.T, r report.Result, name string) stageScenario {
 	t.Helper()
 	for _, s := range r.Scenarios {
 		if s.Name == name {
-			return s
+			v := stageScenario{Scenario: s}
+			var errs [4]error
+			v.Functional, errs[0] = functionalreport.Report(s)
+			v.Perf, errs[1] = perfreport.Rows(s)
+			v.Capacity, errs[2] = perfreport.Capacity(s)
+			v.Accuracy, errs[3] = accuracyreport.Results(s)
+			if err := errors.Join(errs[:]...); err != nil {
+				t.Fatal(err)
+			}
+			return v
 		}
 	}
 	t.Fatalf("scenario %s not in result", name)
-	return report.Scenario{}
+	return stageScenario{}
 }
 
 // assertNoSecret 遍历运行目录的全部文件，确认密钥没有以任何形式落盘。
@@ -413,7 +436,7 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 	if err := deploy.WaitHealthy(context.Background(), deploy.HealthURL(ep.BaseURL(), ""), deploy.HealthOptions{Timeout: 300 * time.Millisecond}); err == nil {
 		t.Error("emulator still serving after the interrupted run")
 	}
-	b, err := report.ArtifactBaselines(os.DirFS(root))
+	b, err := report.ArtifactBaselines(os.DirFS(root), functionalreport.Renderer(), perfreport.Renderer())
 	if err != nil || len(b.Perf) != 0 || len(b.Functional) != 0 {
 		t.Fatalf("interrupted daily run must not be a baseline: %v %v", b, err)
 	}
@@ -621,7 +644,7 @@ func TestOnFailureBoundary(t *testing.T) {
 }
 
 // hasStageError 报告场景是否记录了该阶段的错误。
-func hasStageError(sc report.Scenario, st report.Stage) bool {
+func hasStageError(sc stageScenario, st report.Stage) bool {
 	for _, e := range sc.Errors {
 		if e.Stage == st {
 			return true

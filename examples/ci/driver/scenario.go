@@ -7,13 +7,14 @@ import (
 	"path"
 	"time"
 
-	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
 )
 
 // stageTiming 是一个阶段在 deployment.json 中的记录。
@@ -69,6 +70,9 @@ func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
 		for _, st := range []report.Stage{report.StageFunctional, report.StagePerf, report.StageAccuracy} {
 			d.mark(rec, stageTiming{Stage: st, Status: string(report.StageSkipped), Error: "no deployment"})
 		}
+		for _, ts := range d.o.TeamStages {
+			d.mark(rec, stageTiming{Stage: ts.Name, Status: string(report.StageSkipped), Error: "no deployment"})
+		}
 		d.finishRecord(rec)
 		if p.OnFailure == matrix.OnFailureAbort {
 			d.abort = true
@@ -102,6 +106,16 @@ func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
 		{report.StageFunctional, p.Functional.Enabled, p.Functional.Timeout, func(ctx context.Context) error { return d.functional(ctx, p, ep) }},
 		{report.StagePerf, p.Perf.Enabled && len(p.Perf.Profiles) > 0, p.Perf.Timeout, func(ctx context.Context) error { return d.perf(ctx, p, ep) }},
 		{report.StageAccuracy, p.Accuracy.Enabled && len(p.Accuracy.Configs) > 0, p.Accuracy.Timeout, func(ctx context.Context) error { return d.accuracy(ctx, p, ep) }},
+	}
+	// 团队阶段排在内置阶段之后，与它们走同一条路径（选择、on_failure、超时、状态记录）。
+	for _, ts := range d.o.TeamStages {
+		timeout := ts.Timeout
+		if timeout == 0 {
+			timeout = DefaultTeamStageTimeout
+		}
+		stages = append(stages, stageRun{ts.Name, true, timeout, func(ctx context.Context) error {
+			return ts.Run(ctx, StageRun{Scenario: sc.Name, Endpoint: ep, Report: d.run})
+		}})
 	}
 	stop := false
 	for _, s := range stages {
@@ -199,9 +213,11 @@ func (d *driver) stageRed(scenario string, st report.Stage) bool {
 		}
 		switch st {
 		case report.StageFunctional:
-			return sc.Functional != nil && sc.Functional.Count(functional.StatusFail)+sc.Functional.Count(functional.StatusCancelled) > 0
+			rep, err := functionalreport.Report(sc)
+			return err != nil || rep != nil && rep.Count(functional.StatusFail)+rep.Count(functional.StatusCancelled) > 0
 		case report.StageAccuracy:
-			return accuracyRed(sc.Accuracy)
+			rs, err := accuracyreport.Results(sc)
+			return err != nil || accuracyRed(rs)
 		}
 	}
 	return false
@@ -210,9 +226,9 @@ func (d *driver) stageRed(scenario string, st report.Stage) bool {
 // accuracyRed 报告精度结果中是否有门禁不通过的数据集。判断只走 accuracy.Gate（与报告里的
 // 精度门禁同一个函数）：门禁指标（如 drop 的 f1_score）、max_error_rate、部分运行都算在内，
 // 驱动不另写一套比较。
-func accuracyRed(results []report.Accuracy) bool {
+func accuracyRed(results []accuracyreport.Result) bool {
 	for _, a := range results {
-		if !accuracy.Gate(a.Spec(), a.Result).Pass {
+		if !a.Verdict().Pass {
 			return true
 		}
 	}

@@ -21,6 +21,9 @@ import (
 	"github.com/vllm-cibench/cibench/metrics/accuracymetrics"
 	"github.com/vllm-cibench/cibench/metrics/functionalmetrics"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // functional 运行场景选中的功能用例，写出 JSON 与 JUnit，并把报告交给 report。
@@ -56,7 +59,7 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 	// 记下选择模式：下一次运行的门禁据此判断基线中通过的用例“消失”是否在范围内。
 	rep.Selection = append([]string(nil), p.Functional.Select...)
 	if len(rep.Results) > 0 || runErr == nil {
-		if err := d.run.RecordFunctional(sc.Name, rep); err != nil {
+		if err := functionalreport.Record(d.run, sc.Name, rep); err != nil {
 			return errors.Join(runErr, err)
 		}
 		if err := d.writeWith(path.Join(sc.Name, string(report.StageFunctional), "junit.xml"), func(w io.Writer) error { return functional.WriteJUnit(w, rep) }); err != nil {
@@ -96,7 +99,7 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		}
 		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
 		// 时间线行在写 timeline_*.csv 的同时保留一份交给报告画图（行数 = 运行时长 / bucket_interval）。
-		coll := report.NewSampleCollector(string(prof.Backend), string(prof.ControlMethod), 0)
+		coll := perfreport.NewSampleCollector(string(prof.Backend), string(prof.ControlMethod), 0)
 		var timeline []loadgen.Timeline
 		keep := &loadgen.Observer{OnTimeline: func(t loadgen.Timeline) error { timeline = append(timeline, t); return nil }}
 		var rows []loadgen.Summary
@@ -112,15 +115,15 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		}
 		errs = append(errs, closeTeam(np.Name)...)
 		if len(rows) > 0 {
-			if err := d.run.RecordPerf(sc.Name, rows); err != nil {
+			if err := perfreport.RecordRows(d.run, sc.Name, rows); err != nil {
 				errs = append(errs, err)
 			}
-			if err := d.run.RecordSamples(sc.Name, coll.Samples()); err != nil {
+			if err := perfreport.RecordSamples(d.run, sc.Name, coll.Samples()); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		if len(timeline) > 0 {
-			if err := d.run.RecordTimeline(sc.Name, timeline); err != nil {
+			if err := perfreport.RecordTimeline(d.run, sc.Name, timeline); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -158,7 +161,7 @@ func (d *driver) sweep(ctx context.Context, scenario, profile, dir string, targe
 		if err := d.writeWith(path.Join(dir, "capacity_"+scenario+"_"+ts+".csv"), func(w io.Writer) error { return loadgen.WriteCapacityCSV(w, results) }); err != nil {
 			errs = append(errs, err)
 		}
-		if err := d.run.RecordCapacity(scenario, results); err != nil {
+		if err := perfreport.RecordCapacity(d.run, scenario, results); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -211,7 +214,7 @@ func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy
 			if g.MaxErrorRate != nil {
 				rate = *g.MaxErrorRate
 			}
-			if err := d.run.RecordAccuracy(sc.Name, report.Accuracy{Result: r, Threshold: g.Threshold, Metric: g.Metric, MaxErrorRate: rate}); err != nil {
+			if err := accuracyreport.Record(d.run, sc.Name, accuracyreport.Result{Result: r, Threshold: g.Threshold, Metric: g.Metric, MaxErrorRate: rate}); err != nil {
 				errs = append(errs, err)
 			}
 			if v.ErrorRateExceeded {
@@ -381,21 +384,21 @@ func (d *driver) push(ctx context.Context) {
 		if s := d.m.Scenarios[sc.Name]; s != nil {
 			info.ModelRaw = s.Model
 		}
-		var acc []accuracy.EvalResult
-		for _, a := range sc.Accuracy {
-			acc = append(acc, a.Result)
+		perf, capacity, fn, acc, err := stageResults(sc)
+		if err != nil {
+			d.recordError(sc.Name, report.Stage("push"), err)
+			continue
 		}
 		// 每个阶段的结果由它自己的 Collector 导出，注册进同一个 Gatherer 一次推送（整组替换）；
 		// 不带常量标签：分组键承载 model、quant、scenario、run_type。
 		var extra []prometheus.Collector
-		var err error
 		if d.o.Collectors != nil {
 			// 团队的 collector 与内置的注册进同一个 pedantic 注册表：名字冲突、不一致的指标在推送前被拒绝。
 			extra, err = d.o.Collectors(sc)
 		}
 		var reg prometheus.Gatherer
 		if err == nil {
-			reg, err = stageGatherer(info, d.o.PushOptions, sc.Perf, sc.Capacity, sc.Functional, acc, extra...)
+			reg, err = stageGatherer(info, d.o.PushOptions, perf, capacity, fn, acc, extra...)
 		}
 		if err == nil {
 			err = pusher.Push(ctx, info, reg)
@@ -406,6 +409,24 @@ func (d *driver) push(ctx context.Context) {
 		}
 		d.log.Info("pushed metrics", "scenario", sc.Name)
 	}
+}
+
+// stageResults 读出场景中内置阶段的结果（各阶段报告子包的分节），交给各自的 Collector。
+func stageResults(sc report.Scenario) (perf []loadgen.Summary, capacity []loadgen.SweepResult, fn *functional.Report, acc []accuracy.EvalResult, err error) {
+	if perf, err = perfreport.Rows(sc); err != nil {
+		return
+	}
+	if capacity, err = perfreport.Capacity(sc); err != nil {
+		return
+	}
+	if fn, err = functionalreport.Report(sc); err != nil {
+		return
+	}
+	rs, err := accuracyreport.Results(sc)
+	for _, a := range rs {
+		acc = append(acc, a.Result)
+	}
+	return
 }
 
 // stageGatherer 为一个场景的各阶段结果构造各自的 Collector（运行身份、压测与容量、功能、精度），

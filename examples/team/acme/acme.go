@@ -4,7 +4,10 @@
 //   - 一个依赖该能力的功能用例 acme/short_answer（driver.Options.Cases）；
 //   - 一个性能导出器：数每个档位的请求与失败，写出 acme_requests.json（driver.Options.PerfExporters）；
 //   - 一个精度评测 acme-words（accuracy.Registry.Register），精度配置的 datasets 可以列出它；
-//   - 一个门禁 acme/failed_requests：导出器看到的失败请求数必须为 0（driver.Options.Gates）。
+//   - 一个门禁 acme/failed_requests：导出器看到的失败请求数必须为 0（driver.Options.Gates）；
+//   - 一个团队阶段 acme-models（driver.Options.TeamStages）：向服务要模型列表，结果作为分节
+//     "acme_models" 记进报告，它自己的 report.Renderer 把它渲染进 JUnit 与 HTML，门禁
+//     acme/model_listed 读同一个分节——report 包一行都不用改。
 //
 // 它在一个独立的 Go 模块里（examples/team/go.mod），只导入 cibench 的公开包；main.go 用
 // Apply 把这些东西交给 driver.Run。没有全局状态：登记表是 Options 里的值。
@@ -25,6 +28,7 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // FeatureLoRA 是 ACME 的厂商能力：服务端加载了 ACME 的 LoRA 适配器。
@@ -39,6 +43,8 @@ type Settings struct {
 	CaseTokenLimit int
 	// EvalMinWords 是 acme-words 评测中一条回复得分所需的最少词数。
 	EvalMinWords int
+	// ProbeModel 是团队阶段 acme-models 期望服务列出的模型；空取场景的 served-model-name。
+	ProbeModel string
 }
 
 // DefaultSettings 返回 ACME 的默认参数：用例允许 8 个 token，评测要求回复至少 1 个词。
@@ -71,7 +77,8 @@ func Apply(o *driver.Options, s Settings) error {
 	}
 	o.Cases = append(o.Cases, shortAnswer(s.CaseTokenLimit))
 	o.PerfExporters = append(o.PerfExporters, exporter)
-	o.Gates = append(o.Gates, failedRequestsGate)
+	o.Gates = append(o.Gates, failedRequestsGate, modelListedGate)
+	o.TeamStages = append(o.TeamStages, stage(s.ProbeModel))
 	return nil
 }
 
@@ -161,7 +168,12 @@ func failedRequestsGate(_ context.Context, run driver.GateRun) ([]gate.Gate, err
 	var out []gate.Gate
 	var errs []error
 	for _, sc := range run.Result.Scenarios {
-		if len(sc.Perf) == 0 {
+		rows, err := perfreport.Rows(sc)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(rows) == 0 {
 			continue
 		}
 		files, _ := fs.Glob(run.Files, path.Join(sc.Name, "perf", "*", exportFile))

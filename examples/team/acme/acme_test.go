@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -16,6 +17,9 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // tree 把团队的配置树（../configs）读进内存，edit 按文件名替换内容，使每个故事可以
@@ -98,10 +102,14 @@ func (r run) gate(t *testing.T, name string) gate.Gate {
 func (r run) caseResult(t *testing.T, id string) functional.Result {
 	t.Helper()
 	for _, sc := range r.summary.Scenarios {
-		if sc.Functional == nil {
+		rep, err := functionalreport.Report(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep == nil {
 			continue
 		}
-		for _, c := range sc.Functional.Results {
+		for _, c := range rep.Results {
 			if c.CaseID == id {
 				return c
 			}
@@ -136,10 +144,14 @@ func TestTeamPipeline(t *testing.T) {
 		t.Fatalf("functional gate = %+v", g)
 	}
 	// 评测：结果、阈值与门禁都在。
-	var acc *report.Accuracy
-	for i, a := range r.summary.Scenarios[0].Accuracy {
+	var acc *accuracyreport.Result
+	accs, err := accuracyreport.Results(r.summary.Scenarios[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range accs {
 		if a.Result.Dataset == acme.EvalName {
-			acc = &r.summary.Scenarios[0].Accuracy[i]
+			acc = &accs[i]
 		}
 	}
 	if acc == nil || acc.Result.Score != 1 || acc.Result.Examples != 3 || acc.Threshold == nil || *acc.Threshold != 0.5 {
@@ -158,7 +170,10 @@ func TestTeamPipeline(t *testing.T) {
 	if err := json.Unmarshal(b, &exp); err != nil {
 		t.Fatal(err)
 	}
-	rows := r.summary.Scenarios[0].Perf
+	rows, err := perfreport.Rows(r.summary.Scenarios[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(rows) != 1 || exp.Requests != rows[0].NumPrompts || exp.Requests == 0 || exp.Failed != 0 {
 		t.Fatalf("exporter counted %+v, perf rows %+v", exp, rows)
 	}
@@ -259,5 +274,73 @@ func TestTeamGateInSummarizeJob(t *testing.T) {
 		if g == nil || g.Verdict != gate.VerdictPass || !strings.Contains(g.Reason, "saw 16 requests in 1 profile(s), 0 failed") {
 			t.Fatalf("summarize=%v: team gate %+v", summarize, g)
 		}
+	}
+}
+
+// TestTeamStageReachesReport 是"新阶段不改 report 就进入报告"的接缝：团队阶段 acme-models 经
+// driver.Options.TeamStages 运行，把结果记成分节 acme_models；它出现在 summary.json（场景对象上
+// 与内置分节并列的键、stages 里的阶段状态）、<scenario>/acme/models.json、JUnit（团队渲染器的
+// 用例）与 HTML（总览表的列与片段），门禁 acme/model_listed 读同一个分节。期望的模型不在列时
+// JUnit 用例失败、门禁变红、退出码为 ExitGateFailed。
+func TestTeamStageReachesReport(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		probe string
+		found bool
+	}{{"listed", "", true}, {"missing", "acme-other-model", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runTeam(t, tree(t, nil), acme.Settings{ProbeModel: tc.probe}, acme.StageName)
+			sc := r.summary.Scenarios[0]
+			m, err := acme.ModelsOf(sc)
+			if err != nil || m == nil {
+				t.Fatalf("acme_models section in summary.json: %+v, %v", m, err)
+			}
+			want := tc.probe
+			if want == "" {
+				want = "acme-model"
+			}
+			if m.Want != want || m.Found != tc.found || !slices.Equal(m.Listed, []string{"acme-model"}) {
+				t.Fatalf("acme_models = %+v", m)
+			}
+			var st *report.StageResult
+			for i := range sc.Stages {
+				if sc.Stages[i].Stage == acme.StageName {
+					st = &sc.Stages[i]
+				}
+			}
+			if st == nil || st.Status != report.StageOK {
+				t.Fatalf("stage status %+v in %+v", st, sc.Stages)
+			}
+			// 分节也单独落盘，Load 能在不知道其类型的情况下读回。
+			b, err := os.ReadFile(filepath.Join(r.out.Dir, "acme", "acme", "models.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var onDisk acme.Models
+			if err := json.Unmarshal(b, &onDisk); err != nil || onDisk.Want != want || onDisk.Found != tc.found {
+				t.Fatalf("models.json = %s (%v)", b, err)
+			}
+			loaded, err := report.Load(os.DirFS(r.out.Dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lm, err := acme.ModelsOf(loaded.Scenarios[0]); err != nil || lm == nil || lm.Want != want {
+				t.Fatalf("Load: acme_models = %+v, %v", lm, err)
+			}
+			g := r.gate(t, "acme/model_listed")
+			contains(t, "junit.xml", r.junit, `name="acme/acme/models"`, `name="acme/model_listed"`, `classname="acme.acme.models"`)
+			contains(t, "report.html", r.html, "<th>acme models</th>", "1 listed", "<h3>ACME models</h3>", `<td>`+want+`</td>`, "acme/acme/models.json")
+			if tc.found {
+				if g.Verdict != gate.VerdictPass || r.out.ExitCode != gate.ExitOK || strings.Contains(r.junit, "acme_model_missing") {
+					t.Fatalf("gate %+v exit %d", g, r.out.ExitCode)
+				}
+				return
+			}
+			if g.Verdict != gate.VerdictFail || g.Current != 1 || r.out.ExitCode != gate.ExitGateFailed {
+				t.Fatalf("gate %+v exit %d", g, r.out.ExitCode)
+			}
+			contains(t, "junit.xml", r.junit, `type="acme_model_missing"`, "listed: acme-model")
+			contains(t, "report.html", r.html, `<tr class="row-fail"><td>acme-other-model</td>`)
+		})
 	}
 }

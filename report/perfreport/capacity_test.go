@@ -1,4 +1,4 @@
-package report_test
+package perfreport_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // sweepFixture 是一次三级的扫描：15 与 18.75 请求/秒满足 SLO，22.5 不满足。
@@ -28,11 +29,11 @@ func sweepFixture() loadgen.SweepResult {
 // HTML 画出"时延 / goodput 对到达速率"的两张图（类别按速率升序）并列出最大可持续速率。
 func TestRecordCapacity(t *testing.T) {
 	root := t.TempDir()
-	run, err := report.NewRun(root, report.RunTypePR, "c1", time.Unix(100, 0))
+	run, err := newRun(root, report.RunTypePR, "c1", time.Unix(100, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordCapacity("emu", []loadgen.SweepResult{sweepFixture()}); err != nil {
+	if err := perfreport.RecordCapacity(run, "emu", []loadgen.SweepResult{sweepFixture()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run.Finish(context.Background(), nil, time.Unix(200, 0)); err != nil {
@@ -42,7 +43,7 @@ func TestRecordCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := res.Scenarios[0].Capacity; len(c) != 1 || c[0].MaxSustainableRate != 18.75 || len(c[0].Steps) != 3 {
+	if c := view(t, res.Scenarios[0]).Capacity; len(c) != 1 || c[0].MaxSustainableRate != 18.75 || len(c[0].Steps) != 3 {
 		t.Fatalf("loaded capacity %+v", c)
 	}
 	b, err := os.ReadFile(filepath.Join(root, "pr", "c1", "report.html"))

@@ -1,13 +1,31 @@
-package report
+package perfreport
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
 	"time"
 
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
 )
+
+// RecordTimeline 追加场景的时间线行（一次 loadgen.Run 经 Observer.OnTimeline 收到的全部行），
+// 写入 <scenario>/perf/timeline.json（不进 summary.json：长时间运行的行数可达数千）；
+// HTML 报告据此按分组画出时延与并发随时间的变化。
+func RecordTimeline(run *report.Run, scenario string, rows []loadgen.Timeline) error {
+	return run.UpdateSection(scenario, TimelineSection, func(old json.RawMessage) (any, error) {
+		var all []loadgen.Timeline
+		if old != nil {
+			if err := json.Unmarshal(old, &all); err != nil {
+				return nil, err
+			}
+		}
+		all = append(all, rows...)
+		return &all, nil
+	})
+}
 
 // maxTimelinePoints 是每张时间线图最多画的点数；更多的行按等间隔抽取（保留首末行），
 // 长时间运行的报告因此大小有界。
@@ -56,25 +74,24 @@ func timelineCharts(rows []loadgen.Timeline) ([]template.HTML, int) {
 			return v, has
 		}
 		title := fmt.Sprintf("in%d/out%d c=%d round %d", k.in, k.out, k.conc, k.round)
-		lat := chart{Title: "Latency over time, " + title, XLabel: "elapsed (s)", YLabel: "ms", X: xs, Series: []series{
-			{Name: "TTFT P50", Values: ms(func(r loadgen.Timeline) time.Duration { return r.TTFTP50 }), Color: palette[0]},
-			{Name: "TTFT P99", Values: ms(func(r loadgen.Timeline) time.Duration { return r.TTFTP99 }), Color: palette[1]},
-			{Name: "ITL P99", Values: ms(func(r loadgen.Timeline) time.Duration { return r.ITLP99 }), Color: palette[2]},
+		lat := report.Chart{Title: "Latency over time, " + title, XLabel: "elapsed (s)", YLabel: "ms", X: xs, Series: []report.Series{
+			{Name: "TTFT P50", Values: ms(func(r loadgen.Timeline) time.Duration { return r.TTFTP50 }), Color: report.Color(0)},
+			{Name: "TTFT P99", Values: ms(func(r loadgen.Timeline) time.Duration { return r.TTFTP99 }), Color: report.Color(1)},
+			{Name: "ITL P99", Values: ms(func(r loadgen.Timeline) time.Duration { return r.ITLP99 }), Color: report.Color(2)},
 		}}
 		target, _ := num(func(r loadgen.Timeline) float64 { return float64(r.TargetConcurrency) })
 		inflight, _ := num(func(r loadgen.Timeline) float64 { return float64(r.InFlight) })
-		conc := chart{Title: "Concurrency over time, " + title, XLabel: "elapsed (s)", YLabel: "requests", X: xs, Series: []series{
-			{Name: "target", Values: target, Color: palette[6], Step: true},
-			{Name: "in flight", Values: inflight, Color: palette[0]},
+		conc := report.Chart{Title: "Concurrency over time, " + title, XLabel: "elapsed (s)", YLabel: "requests", X: xs, Series: []report.Series{
+			{Name: "target", Values: target, Color: report.Color(6), Step: true},
+			{Name: "in flight", Values: inflight, Color: report.Color(0)},
 		}}
 		if v, ok := num(func(r loadgen.Timeline) float64 { return r.ServerRunning }); ok {
-			conc.Series = append(conc.Series, series{Name: "server running", Values: v, Color: palette[2]})
+			conc.Series = append(conc.Series, report.Series{Name: "server running", Values: v, Color: report.Color(2)})
 		}
 		if v, ok := num(func(r loadgen.Timeline) float64 { return r.ServerWaiting }); ok {
-			conc.Series = append(conc.Series, series{Name: "server waiting", Values: v, Color: palette[1]})
+			conc.Series = append(conc.Series, report.Series{Name: "server waiting", Values: v, Color: report.Color(1)})
 		}
-		// render 只输出本包生成的标记，且所有文本都经过 esc 转义。
-		out = append(out, template.HTML(lat.render()), template.HTML(conc.render()))
+		out = append(out, lat.SVG(), conc.SVG())
 	}
 	return out, len(keys)
 }

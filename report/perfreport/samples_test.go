@@ -1,4 +1,4 @@
-package report_test
+package perfreport_test
 
 import (
 	"bytes"
@@ -15,12 +15,13 @@ import (
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // TestSampleCollector 检查采样器：只收成功、非预热的请求；相邻完成间隔之和等于首末完成的
 // 跨度（QPS 的自助法因此与 完成数/跨度 一致）；蓄水池把样本数限制在上限内；它只接 OnRecord。
 func TestSampleCollector(t *testing.T) {
-	c := report.NewSampleCollector("openai-chat", "normal", 50)
+	c := perfreport.NewSampleCollector("openai-chat", "normal", 50)
 	if o := c.Observer(); o.OnRecord == nil || o.OnGroupStart != nil || o.OnGroupEnd != nil || o.OnTimeline != nil || o.OnProgress != nil || o.OnSweepEnd != nil {
 		t.Fatalf("observer hooks %+v, want OnRecord only", o)
 	}
@@ -45,7 +46,7 @@ func TestSampleCollector(t *testing.T) {
 		t.Errorf("gaps %v (sum %d)", s[0].GapMicros, sum)
 	}
 	// 蓄水池：1000 个请求只保留 50 个，且都来自输入。
-	c = report.NewSampleCollector("openai-chat", "normal", 50)
+	c = perfreport.NewSampleCollector("openai-chat", "normal", 50)
 	for i := range 1000 {
 		_ = c.WriteRecord(&loadgen.Record{Group: g, OK: true, Intended: t0, TTFT: time.Duration(i+1) * time.Microsecond, E2E: time.Second})
 	}
@@ -72,15 +73,15 @@ func TestSampleCollector(t *testing.T) {
 func TestSamplesArtifactsRoundTrip(t *testing.T) {
 	root := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
-	daily := simScenario(simRun(rng, 300, 1))
-	run, err := report.NewRun(root, report.RunTypeDaily, "d1", time.Unix(100, 0))
+	daily := view(t, simScenario(t, simRun(rng, 300, 1)))
+	run, err := newRun(root, report.RunTypeDaily, "d1", time.Unix(100, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordPerf("s", daily.Perf); err != nil {
+	if err := perfreport.RecordRows(run, "s", daily.Perf); err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordSamples("s", daily.PerfSamples); err != nil {
+	if err := perfreport.RecordSamples(run, "s", daily.PerfSamples); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run.Finish(context.Background(), nil, time.Unix(200, 0)); err != nil {
@@ -97,15 +98,15 @@ func TestSamplesArtifactsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := loaded.Scenarios[0].PerfSamples; len(got) != 1 || len(got[0].TTFTMicros) != 300 || got[0].TTFTMicros[7] != daily.PerfSamples[0].TTFTMicros[7] {
+	if got := view(t, loaded.Scenarios[0]).PerfSamples; len(got) != 1 || len(got[0].TTFTMicros) != 300 || got[0].TTFTMicros[7] != daily.PerfSamples[0].TTFTMicros[7] {
 		t.Fatalf("loaded samples %d", len(got))
 	}
-	base, err := report.ArtifactBaselines(os.DirFS(root))
+	base, err := report.ArtifactBaselines(os.DirFS(root), renderers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := simScenario(simRun(rng, 300, 1.3))
-	gates, err := gate.Evaluate(context.Background(), report.Result{Scenarios: []report.Scenario{pr}}.GateInputs(), gate.Thresholds{Resamples: 200}, base)
+	pr := simScenario(t, simRun(rng, 300, 1.3))
+	gates, err := gate.Evaluate(context.Background(), gateInputs(t, report.Result{Scenarios: []report.Scenario{pr}}), gate.Thresholds{Resamples: 200}, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +122,10 @@ func TestSamplesArtifactsRoundTrip(t *testing.T) {
 	// JUnit 与 HTML 都写出区间与样本量。
 	var j, h bytes.Buffer
 	res := report.Result{RunType: "pr", RunID: "p1", Scenarios: []report.Scenario{pr}, Gates: gates}
-	if err := report.WriteJUnit(&j, res); err != nil {
+	if err := report.WriteJUnit(&j, res, renderers()...); err != nil {
 		t.Fatal(err)
 	}
-	if err := report.WriteHTML(&h, res); err != nil {
+	if err := report.WriteHTML(&h, res, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	iv := ttft.Interval

@@ -1,4 +1,4 @@
-package report_test
+package perfreport_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // TestSampleCollectorKeepsSweepEnd 是 issue 24 的回归测试：以前采样器包住下一个接收方、
@@ -21,7 +21,7 @@ func TestSampleCollectorKeepsSweepEnd(t *testing.T) {
 		OnRecord:   func(*loadgen.Record) error { recs++; return nil },
 		OnSweepEnd: func(loadgen.SweepResult) error { sweeps++; return nil },
 	}
-	coll := report.NewSampleCollector("openai-chat", "sweep", 0)
+	coll := perfreport.NewSampleCollector("openai-chat", "sweep", 0)
 	p := loadgen.Profile{ControlMethod: loadgen.ControlSweep, InputLength: []int{8}, OutputLength: []int{2}, Goodput: []string{"e2e:60000"},
 		Sweep: loadgen.SweepConfig{StartRate: 20, MaxRate: 40, StepDuration: 200 * time.Millisecond, MinRequests: 4, Budget: 20 * time.Second}}
 	res, err := loadgen.RunSweep(context.Background(), loadgen.Target{Endpoint: ep}, p, loadgen.Tee(coll.Observer(), other))

@@ -1,13 +1,14 @@
-package report
+package perfreport
 
 import (
+	"encoding/json"
 	"hash/fnv"
 	"math/rand/v2"
-	"path"
 	"time"
 
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
 )
 
 // DefaultMaxSamples 是每个组合每项指标保留的逐请求样本上限。超过时按蓄水池
@@ -16,10 +17,10 @@ import (
 // 2048 个样本足以支撑 P99（需要 ≥100）且让自助区间的宽度主要由数据决定。
 const DefaultMaxSamples = 2048
 
-// PerfSamples 是 samples.json 里一个压测组合（后端 × 控制方式 × 输入 × 输出 × 并发，多轮合并）
+// Samples 是 samples.json 里一个压测组合（后端 × 控制方式 × 输入 × 输出 × 并发，多轮合并）
 // 的逐请求样本。它就是门禁的输入 gate.Samples（别名而不是第二份同字段的结构体：
 // 文件格式与门禁输入只有一个定义，不会一边加字段另一边忘了）。
-type PerfSamples = gate.Samples
+type Samples = gate.Samples
 
 // reservoir 是一个固定容量、确定性种子的蓄水池。
 type reservoir struct {
@@ -113,44 +114,44 @@ func (c *SampleCollector) WriteRecord(r *loadgen.Record) error {
 }
 
 // Samples 返回各组合的样本（按首次出现的顺序）。
-func (c *SampleCollector) Samples() []PerfSamples {
-	out := make([]PerfSamples, 0, len(c.order))
+func (c *SampleCollector) Samples() []Samples {
+	out := make([]Samples, 0, len(c.order))
 	for _, k := range c.order {
 		st := c.combos[k]
-		out = append(out, PerfSamples{Backend: c.backend, ControlMethod: c.ctrl, InputLength: k[0], OutputLength: k[1], Concurrency: k[2],
+		out = append(out, Samples{Backend: c.backend, ControlMethod: c.ctrl, InputLength: k[0], OutputLength: k[1], Concurrency: k[2],
 			Seen: st.seen, TTFTMicros: append([]int64(nil), st.ttft.vals...), E2EMicros: append([]int64(nil), st.e2e.vals...),
 			GapMicros: append([]int64(nil), st.gap.vals...)})
 	}
 	return out
 }
 
-// 性能阶段的附加文件：逐请求样本与容量扫描结果（相对场景目录下的 perf/）。
-const (
-	fileSamples  = "samples.json"
-	fileCapacity = "capacity.json"
-)
-
 // RecordSamples 追加场景的逐请求样本（通常是 SampleCollector.Samples 的返回值），
 // 写入 <scenario>/perf/samples.json。同一组合再次记录时合并（蓄水池容量内按
 // 记录顺序截断），分阶段 CI job 重复记录也不会无界增长。
-func (r *Run) RecordSamples(scenario string, sets []PerfSamples) error {
-	return r.record(scenario, func(sc *Scenario) string {
+func RecordSamples(run *report.Run, scenario string, sets []Samples) error {
+	return run.UpdateSection(scenario, SamplesSection, func(old json.RawMessage) (any, error) {
+		var all []Samples
+		if old != nil {
+			if err := json.Unmarshal(old, &all); err != nil {
+				return nil, err
+			}
+		}
 		for _, s := range sets {
-			if prev := findExact(sc.PerfSamples, s); prev != nil {
+			if prev := findExact(all, s); prev != nil {
 				prev.Seen += s.Seen
 				prev.TTFTMicros = capAppend(prev.TTFTMicros, s.TTFTMicros)
 				prev.E2EMicros = capAppend(prev.E2EMicros, s.E2EMicros)
 				prev.GapMicros = capAppend(prev.GapMicros, s.GapMicros)
 				continue
 			}
-			sc.PerfSamples = append(sc.PerfSamples, s)
+			all = append(all, s)
 		}
-		return path.Join(string(StagePerf), fileSamples)
+		return &all, nil
 	})
 }
 
 // findExact 返回与 s 组合完全相同的样本集。
-func findExact(sets []PerfSamples, s PerfSamples) *PerfSamples {
+func findExact(sets []Samples, s Samples) *Samples {
 	for i := range sets {
 		p := &sets[i]
 		if p.Backend == s.Backend && p.ControlMethod == s.ControlMethod && p.InputLength == s.InputLength &&

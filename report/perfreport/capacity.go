@@ -1,27 +1,29 @@
-package report
+package perfreport
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
-	"path"
 	"strconv"
 
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
 )
 
 // RecordCapacity 追加场景的容量扫描结论（loadgen.RunSweep 的返回值），写入
 // <scenario>/perf/capacity.json，并出现在 summary.json 与 HTML 报告中。扫描的各级
-// 汇总行不经 RecordPerf：它们的到达速率各不相同，按组合合并进性能门禁没有意义。
-func (r *Run) RecordCapacity(scenario string, results []loadgen.SweepResult) error {
-	return r.record(scenario, func(sc *Scenario) string {
-		for _, res := range results {
-			for i := range res.Steps {
-				sanitizeFloats(&res.Steps[i].Summary)
+// 汇总行不经 RecordRows：它们的到达速率各不相同，按组合合并进性能门禁没有意义。
+func RecordCapacity(run *report.Run, scenario string, results []loadgen.SweepResult) error {
+	return run.UpdateSection(scenario, CapacitySection, func(old json.RawMessage) (any, error) {
+		var all []loadgen.SweepResult
+		if old != nil {
+			if err := json.Unmarshal(old, &all); err != nil {
+				return nil, err
 			}
-			sc.Capacity = append(sc.Capacity, res)
 		}
-		return path.Join(string(StagePerf), fileCapacity)
+		all = append(all, results...)
+		return &all, nil
 	})
 }
 
@@ -32,10 +34,10 @@ type capRow struct {
 }
 
 // capacityView 为场景的每次扫描画出"时延 / goodput 对到达速率"两张图并生成汇总表。
-func capacityView(sc Scenario) ([]template.HTML, []capRow) {
+func capacityView(capacity []loadgen.SweepResult) ([]template.HTML, []capRow) {
 	var charts []template.HTML
 	var rows []capRow
-	for i, res := range sc.Capacity {
+	for i, res := range capacity {
 		combo := fmt.Sprintf("in%d/out%d", res.InputLength, res.OutputLength)
 		if res.Concurrency > 0 {
 			combo += fmt.Sprintf(" c≤%d", res.Concurrency)
@@ -48,11 +50,11 @@ func capacityView(sc Scenario) ([]template.HTML, []capRow) {
 			continue
 		}
 		cats := make([]string, len(curve))
-		ttft := series{Name: "TTFT P99", Color: palette[0]}
-		e2e := series{Name: "E2E P99", Color: palette[1]}
-		offered := series{Name: "offered", Color: palette[6], Dashed: true}
-		good := series{Name: "goodput", Color: palette[2]}
-		qps := series{Name: "completed", Color: palette[3]}
+		ttft := report.Series{Name: "TTFT P99", Color: report.Color(0)}
+		e2e := report.Series{Name: "E2E P99", Color: report.Color(1)}
+		offered := report.Series{Name: "offered", Color: report.Color(6), Dashed: true}
+		good := report.Series{Name: "goodput", Color: report.Color(2)}
+		qps := report.Series{Name: "completed", Color: report.Color(3)}
 		for j, st := range curve {
 			cats[j] = strconv.FormatFloat(math.Round(st.OfferedRate*100)/100, 'f', -1, 64)
 			ttft.Values = append(ttft.Values, latOrNaN(st.Summary.TTFT, st.Summary.TTFT.P99.Seconds()))
@@ -62,13 +64,12 @@ func capacityView(sc Scenario) ([]template.HTML, []capRow) {
 			qps.Values = append(qps.Values, st.Summary.QPS)
 		}
 		suffix := ""
-		if len(sc.Capacity) > 1 {
+		if len(capacity) > 1 {
 			suffix = fmt.Sprintf(" (%s, sweep %d)", combo, i+1)
 		}
-		lat := chart{Title: "Latency vs offered rate" + suffix, XLabel: "offered rate (req/s)", YLabel: "seconds", Categories: cats, Series: []series{ttft, e2e}}
-		gp := chart{Title: "Goodput vs offered rate" + suffix, XLabel: "offered rate (req/s)", YLabel: "requests/s", Categories: cats, Series: []series{offered, qps, good}}
-		// render 只输出本包生成的标记，且所有文本都经过 esc 转义。
-		charts = append(charts, template.HTML(lat.render()), template.HTML(gp.render()))
+		lat := report.Chart{Title: "Latency vs offered rate" + suffix, XLabel: "offered rate (req/s)", YLabel: "seconds", Categories: cats, Series: []report.Series{ttft, e2e}}
+		gp := report.Chart{Title: "Goodput vs offered rate" + suffix, XLabel: "offered rate (req/s)", YLabel: "requests/s", Categories: cats, Series: []report.Series{offered, qps, good}}
+		charts = append(charts, lat.SVG(), gp.SVG())
 	}
 	return charts, rows
 }

@@ -1,4 +1,4 @@
-package report_test
+package perfreport_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
 // climbTimeline 构造一个爬坡分组的时间线：目标并发 2→4→6→8，每 0.5 秒一行；
@@ -36,15 +37,15 @@ func climbTimeline() []loadgen.Timeline {
 // Load 读回相同的行，HTML 每个分组画两张图：目标并发是阶梯线（H/V 路径），-1 的时延断线。
 func TestTimelineRecordLoadAndChart(t *testing.T) {
 	root := t.TempDir()
-	run, err := report.NewRun(root, report.RunTypePR, "tl-1", t0)
+	run, err := newRun(root, report.RunTypePR, "tl-1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := climbTimeline()
-	if err := run.RecordPerf("emu", perfRows(1, 1)[:1]); err != nil {
+	if err := perfreport.RecordRows(run, "emu", perfRows(1, 1)[:1]); err != nil {
 		t.Fatal(err)
 	}
-	if err := run.RecordTimeline("emu", rows); err != nil {
+	if err := perfreport.RecordTimeline(run, "emu", rows); err != nil {
 		t.Fatal(err)
 	}
 	dir := run.Dir()
@@ -59,7 +60,7 @@ func TestTimelineRecordLoadAndChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := res.Scenarios[0].Timeline
+	got := view(t, res.Scenarios[0]).Timeline
 	for i := range got { // JSON 往返后时区表示不同，按时刻比较
 		if !got[i].Time.Equal(rows[i].Time) {
 			t.Fatalf("row %d time %v", i, got[i].Time)
@@ -70,7 +71,7 @@ func TestTimelineRecordLoadAndChart(t *testing.T) {
 		t.Fatalf("loaded timeline differs:\n%+v\n%+v", got, rows)
 	}
 	var buf bytes.Buffer
-	if err := report.WriteHTML(&buf, res); err != nil {
+	if err := report.WriteHTML(&buf, res, renderers()...); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()

@@ -1,0 +1,279 @@
+package perfreport
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/report"
+)
+
+// perfRow 是压测表的一行。
+type perfRow struct {
+	In, Out, Conc, Round, Prompts, Failed   int
+	TTFT, TPOT, E2E, QPS, OutTput, FailRate string
+	// Missing 非空时该行是缺了分片的合并结果："shard 1 killed (signal: killed); …"。
+	Missing string
+	// ClientLag 是压测端自身的读取滞后 P50（不计入 TTFT）；没有内核时间戳时为 n/a。
+	ClientLag string
+	// HitRate、Preempt、PeakKV 是服务端报告的前缀缓存命中率、抢占次数与 KV 占用峰值，
+	// DispatchLag 是轨迹回放的发出滞后 P50（loadgen.Summary.Workload）；不可得为 n/a。
+	HitRate, Preempt, PeakKV, DispatchLag string
+	// Turns 是多轮会话各轮的 "轮次: TTFT P50" 摘要（不是多轮会话时为空）。
+	Turns string
+}
+
+// perfView 是 HTML 片段的数据。
+type perfView struct {
+	Rows      []perfRow
+	Charts    []template.HTML
+	Timelines []template.HTML // 每个分组两张：时延随时间、并发随时间
+	TLGroups  int
+	CapCharts []template.HTML
+	CapRows   []capRow
+}
+
+// page 是性能片段的模板（样式类与 report 的页面共用）。
+var page = template.Must(template.New("perf").Parse(`<h3>Performance</h3>
+{{if .Rows}}
+<div class="charts">{{range .Charts}}{{.}}{{end}}</div>
+{{if .Timelines}}<details class="timeline"><summary>live timeline, {{.TLGroups}} groups (--bucket-interval)</summary>
+<div class="charts">{{range .Timelines}}{{.}}{{end}}</div></details>{{end}}
+<details><summary>{{len .Rows}} summary rows</summary>
+<table class="perf"><tr><th>input</th><th>output</th><th>concurrency</th><th>round</th><th>prompts</th><th>failed</th><th>TTFT P99</th><th>TPOT avg</th><th>E2E P99</th><th>QPS</th><th>output tok/s</th><th>fail rate</th><th title="load generator's own read lag, P50: first token in the socket to parsed; not part of TTFT">client lag P50</th><th title="server prefix cache hit rate in the group (vllm:prefix_cache_hits_total / queries)">prefix hit</th><th title="server preemptions in the group">preempt</th><th title="highest vllm:kv_cache_usage_perc in the group">peak KV</th><th title="trace replay: actual send minus schedule, P50">dispatch lag P50</th><th title="multi-turn sessions: TTFT P50 by turn">TTFT by turn</th></tr>
+{{range .Rows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td><td class="num">{{.Prompts}}</td><td class="num">{{.Failed}}</td><td class="num">{{.TTFT}}</td><td class="num">{{.TPOT}}</td><td class="num">{{.E2E}}</td><td class="num">{{.QPS}}</td><td class="num">{{.OutTput}}</td><td class="num">{{.FailRate}}</td><td class="num">{{.ClientLag}}</td><td class="num">{{.HitRate}}</td><td class="num">{{.Preempt}}</td><td class="num">{{.PeakKV}}</td><td class="num">{{.DispatchLag}}</td><td>{{.Turns}}</td></tr>
+{{if .Missing}}<tr class="row-fail incomplete"><td colspan="18">INCOMPLETE merge: missing {{.Missing}}</td></tr>{{end}}
+{{end}}</table></details>
+{{else}}<p class="note">No performance results.</p>{{end}}
+{{if .CapRows}}<h3>Capacity</h3>
+<div class="charts">{{range .CapCharts}}{{.}}{{end}}</div>
+<table class="capacity"><tr><th>combination</th><th>goodput SLO</th><th>max sustainable rate</th><th>knee</th><th>max goodput</th><th>steps</th><th>stop</th><th>elapsed</th></tr>
+{{range .CapRows}}<tr class="row-ok"><td>{{.Combo}}</td><td>{{.SLO}}</td><td class="num">{{.MaxRate}}</td><td class="num">{{.Knee}}</td><td class="num">{{.MaxGoodput}}</td><td class="num">{{.Steps}}</td><td>{{.Stop}}</td><td class="num">{{.Elapsed}}</td></tr>
+{{end}}</table>{{end}}
+`))
+
+// html 渲染性能片段：曲线与吞吐图、时间线、汇总行表（缺分片的行标为 INCOMPLETE）与容量扫描。
+func html(sc report.Scenario, gates []gate.Gate) (template.HTML, error) {
+	perf, err := Rows(sc)
+	if err != nil {
+		return "", err
+	}
+	tl, err := Timeline(sc)
+	if err != nil {
+		return "", err
+	}
+	capacity, err := Capacity(sc)
+	if err != nil {
+		return "", err
+	}
+	var v perfView
+	v.CapCharts, v.CapRows = capacityView(capacity)
+	for _, r := range perf {
+		var missing []string
+		for _, l := range r.MissingShards {
+			missing = append(missing, l.String())
+		}
+		cache := r.Workload.Cache
+		if cache == (loadgen.ServerCache{}) {
+			cache = loadgen.ServerCache{HitRate: -1, PrefixHits: -1, PrefixQueries: -1, Preemptions: -1, PeakKVUsage: -1} // 生产方没有填
+		}
+		v.Rows = append(v.Rows, perfRow{In: r.InputLength, Out: r.OutputLength, Conc: r.Concurrency, Round: r.Round,
+			Prompts: r.NumPrompts, Failed: r.Failed,
+			TTFT: secs(r.TTFT, r.TTFT.P99), TPOT: secs(r.TPOT, r.TPOT.Avg), E2E: secs(r.E2E, r.E2E.P99),
+			QPS: fmt.Sprintf("%.2f", r.QPS), OutTput: fmt.Sprintf("%.1f", r.OutputTokenThroughput), FailRate: fmt.Sprintf("%.2f%%", r.FailRate*100),
+			ClientLag: secs(r.ClientLag, r.ClientLag.P50), Missing: strings.Join(missing, "; "),
+			HitRate: ratioOrNA(cache.HitRate, "%.1f%%", 100), Preempt: ratioOrNA(cache.Preemptions, "%.0f", 1),
+			PeakKV: ratioOrNA(cache.PeakKVUsage, "%.1f%%", 100), DispatchLag: secs(r.Workload.DispatchLag, r.Workload.DispatchLag.P50),
+			Turns: turnsText(r.Workload.Turns)})
+	}
+	if len(perf) > 0 {
+		v.Charts = perfCharts(sc, perf, gates)
+	}
+	v.Timelines, v.TLGroups = timelineCharts(tl)
+	var b bytes.Buffer
+	if err := page.Execute(&b, v); err != nil {
+		return "", fmt.Errorf("perfreport: html: %w", err)
+	}
+	// 模板由 html/template 执行，所有数据都已转义；图表标记由 report.Chart 生成。
+	return template.HTML(b.String()), nil
+}
+
+// secs 把时延格式化为表格文本；不可测时为 "n/a"（对应 CSV 的 −1）。
+func secs(l loadgen.Latency, d time.Duration) string {
+	if !l.Valid() {
+		return "n/a"
+	}
+	return report.FormatMetric(gate.MetricTTFTP99, d.Seconds())
+}
+
+// maxSeries 是一张图中最多的组合（实线）数；再多就按输出长度拆图。
+const maxSeries = 4
+
+// perfCharts 画出时延-并发曲线（每个输入/输出组合一条线，有基线时叠加虚线）
+// 与吞吐柱状图。多轮结果按 gate.Aggregate 的中位数口径合并。
+func perfCharts(sc report.Scenario, perf []loadgen.Summary, gates []gate.Gate) []template.HTML {
+	// 同一场景可能跑多个 backend（openai-chat 与 openai）的档位：它们是不同的
+	// 曲线，不能取中位数混在一起，所以 backend 也是曲线身份的一部分。
+	type combo struct {
+		in, out int
+		backend string
+	}
+	var combos []combo
+	backends := map[string]bool{}
+	concSet := map[int]bool{}
+	rows := map[combo]map[int][]loadgen.Summary{}
+	for _, r := range perf {
+		c := combo{r.InputLength, r.OutputLength, rowBackend(sc, r)}
+		backends[c.backend] = true
+		if rows[c] == nil {
+			rows[c] = map[int][]loadgen.Summary{}
+			combos = append(combos, c)
+		}
+		rows[c][r.Concurrency] = append(rows[c][r.Concurrency], r)
+		concSet[r.Concurrency] = true
+	}
+	var concs []int
+	for c := range concSet {
+		concs = append(concs, c)
+	}
+	sort.Ints(concs)
+	cats := make([]string, len(concs))
+	for i, c := range concs {
+		cats[i] = strconv.Itoa(c)
+	}
+	// 基线值来自门禁（它们记录了判定时用的基线），键为组合+并发+指标。
+	type bkey struct {
+		c      combo
+		conc   int
+		metric string
+	}
+	base := map[bkey]float64{}
+	for _, g := range gates {
+		if g.Scenario == sc.Name && g.Key != nil && g.Baseline != nil {
+			base[bkey{combo{g.Key.InputLength, g.Key.OutputLength, g.Key.Backend}, g.Key.Concurrency, g.Metric}] = *g.Baseline
+		}
+	}
+	name := func(c combo) string {
+		if len(backends) > 1 {
+			return fmt.Sprintf("in%d/out%d %s", c.in, c.out, c.backend)
+		}
+		return fmt.Sprintf("in%d/out%d", c.in, c.out)
+	}
+	build := func(group []combo, metric string, pick func(gate.Baseline) float64, scale float64) []report.Series {
+		var out []report.Series
+		for ci, c := range group {
+			s := report.Series{Name: name(c), Color: report.Color(ci)}
+			bs := report.Series{Name: name(c) + " baseline", Dashed: true, Color: report.Color(ci)}
+			hasBase := false
+			for _, conc := range concs {
+				val := math.NaN()
+				if rs := rows[c][conc]; len(rs) > 0 {
+					if x := pick(gate.Aggregate(gateRows(rs))); x > 0 {
+						val = x * scale
+					}
+				}
+				s.Values = append(s.Values, val)
+				bv := math.NaN()
+				if b, ok := base[bkey{c, conc, metric}]; ok && metric != "" {
+					bv, hasBase = b*scale, true
+				}
+				bs.Values = append(bs.Values, bv)
+			}
+			out = append(out, s)
+			if hasBase {
+				out = append(out, bs)
+			}
+		}
+		return out
+	}
+	// 时延单位按图选择：该图全部 P99 都小于 1 秒时用毫秒，读起来更直观。
+	unitOf := func(pick func(loadgen.Summary) time.Duration) (float64, string) {
+		for _, r := range perf {
+			if pick(r) >= time.Second {
+				return 1, "s"
+			}
+		}
+		return 1000, "ms"
+	}
+	ts, tu := unitOf(func(r loadgen.Summary) time.Duration { return r.TTFT.P99 })
+	es, eu := unitOf(func(r loadgen.Summary) time.Duration { return r.E2E.P99 })
+	// 组合多于 maxSeries 时（每日档 4 输入 × 3 输出 = 12 个组合）按输出长度
+	// 分图，每张图的曲线与图例保持可读，颜色也不至于重复。
+	groups := [][]combo{combos}
+	split := len(combos) > maxSeries
+	if split {
+		idx := map[int]int{}
+		groups = nil
+		for _, c := range combos {
+			i, ok := idx[c.out]
+			if !ok {
+				i = len(groups)
+				idx[c.out] = i
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], c)
+		}
+	}
+	out := make([]template.HTML, 0, 4*len(groups))
+	for _, group := range groups {
+		suffix := ""
+		if split {
+			suffix = fmt.Sprintf(" (output %d)", group[0].out)
+		}
+		ttft := report.Chart{Title: "TTFT P99 vs concurrency" + suffix, XLabel: "concurrency", YLabel: "TTFT P99 (" + tu + ")", Categories: cats,
+			Series: build(group, gate.MetricTTFTP99, func(b gate.Baseline) float64 { return b.TTFTP99.Seconds() }, ts)}
+		e2e := report.Chart{Title: "E2E P99 vs concurrency" + suffix, XLabel: "concurrency", YLabel: "E2E P99 (" + eu + ")", Categories: cats,
+			Series: build(group, gate.MetricE2EP99, func(b gate.Baseline) float64 { return b.E2EP99.Seconds() }, es)}
+		qps := report.Chart{Title: "QPS vs concurrency" + suffix, XLabel: "concurrency", YLabel: "requests/s", Categories: cats,
+			Series: build(group, gate.MetricQPS, func(b gate.Baseline) float64 { return b.QPS }, 1)}
+		// 吞吐柱状图：输出 token 吞吐（各轮中位数）。
+		var tput []report.Series
+		for ci, c := range group {
+			s := report.Series{Name: name(c), Color: report.Color(ci)}
+			for _, conc := range concs {
+				val := math.NaN()
+				if rs := rows[c][conc]; len(rs) > 0 {
+					xs := make([]float64, 0, len(rs))
+					for _, r := range rs {
+						xs = append(xs, r.OutputTokenThroughput)
+					}
+					val = median(xs)
+				}
+				s.Values = append(s.Values, val)
+			}
+			tput = append(tput, s)
+		}
+		thr := report.Chart{Title: "Output token throughput vs concurrency" + suffix, XLabel: "concurrency", YLabel: "tokens/s", Categories: cats, Bars: true, Series: tput}
+		for _, c := range []report.Chart{ttft, e2e, thr, qps} {
+			out = append(out, c.SVG())
+		}
+	}
+	return out
+}
+
+// ratioOrNA 把服务端缓存的一个值按 format 写出（乘以 scale）；-1（不可得）与生产方没有填的
+// 零值 Workload 都写 n/a。
+func ratioOrNA(v float64, format string, scale float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v*scale)
+}
+
+// turnsText 把多轮会话各轮的 TTFT P50 写成 "1: 12.3ms, 2: 8.1ms"，轮次越大越低说明前缀缓存接住了历史。
+func turnsText(ts []loadgen.TurnSummary) string {
+	var parts []string
+	for _, t := range ts {
+		if t.TTFT.Valid() {
+			parts = append(parts, fmt.Sprintf("%d: %.1fms", t.Turn, float64(t.TTFT.P50)/float64(time.Millisecond)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
