@@ -256,6 +256,29 @@ func TestShardJobIntegration(t *testing.T) {
 		}
 		jobGone(t, c, ns, "bench-rotated")
 	})
+	t.Run("records-log-bytes", func(t *testing.T) {
+		// 日志超过读取上限：LimitBytes 保留开头，最后的结果行被截掉。两片都必须以 no_result 报告并点明
+		// LogBytes（不是悄悄少了记录、更不是成功），读到一半的记录被截回，记录文件为空。
+		log, _ := shardOutput(t, 2, -1, 0, 1)
+		c.SetPodLog(t, log)
+		job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: "bench-log-bytes", Image: "cibench/bench:test",
+			Args: []string{"prof", "--shard-from-env"}, Shards: 2, StartDelay: time.Second, RecordsDir: t.TempDir(), LogBytes: 4096,
+			Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
+		run, err := kube.RunShards(context.Background(), job)
+		var je *kube.ShardJobError
+		if !errors.As(err, &je) || len(je.Failed) != 2 || len(run.Results) != 0 {
+			t.Fatalf("err = %v, %d results; want both shards without a result", err, len(run.Results))
+		}
+		for i := range 2 {
+			if !strings.Contains(je.Failed[i], "4096-byte read bound ShardJob.LogBytes") || je.Reasons[i] != loadgen.LossNoResult {
+				t.Errorf("shard %d: %q (%s), want no_result naming LogBytes", i, je.Failed[i], je.Reasons[i])
+			}
+			if b, err := os.ReadFile(run.Records[i]); err != nil || len(b) != 0 {
+				t.Errorf("records of shard %d: %d bytes, %v; want an empty file", i, len(b), err)
+			}
+		}
+		jobGone(t, c, ns, "bench-log-bytes")
+	})
 	t.Run("cancel-deletes", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
