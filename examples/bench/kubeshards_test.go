@@ -98,7 +98,11 @@ func TestKubeShardsWriteRequestCSV(t *testing.T) {
 			rows := 0
 			for g, f := range reqs {
 				seen := map[string]int{}
-				for _, r := range readCSV(t, f)[1:] {
+				all := readCSV(t, f)
+				if len(all) == 0 {
+					t.Fatalf("%s is empty (no header, no rows)", f)
+				}
+				for _, r := range all[1:] {
 					seen[r[0]]++
 					rows++
 				}

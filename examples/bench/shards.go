@@ -411,8 +411,37 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 	m, err := mergeAndReport(got, known, stderr)
 	if m != nil {
 		m.records = records
+		m.recordGaps = checkRecordFiles(results, records)
 	}
 	return m, err
+}
+
+// checkRecordFiles 逐个核对交回了结果的子进程的记录文件与它的结果行（shard.CheckRecords）：子进程写
+// 记录失败（磁盘满）时只在自己的 stderr 上留一句、结果行照样交回，不核对的话逐请求 CSV 会悄悄少行。
+// 文件打不开或读不了时该分片每组都记为缺口（Detail 写明原因）。
+func checkRecordFiles(results []*shard.Result, files []string) []shard.RecordGap {
+	var gaps []shard.RecordGap
+	for i, res := range results {
+		if res == nil {
+			continue // 缺失的分片已被点名，它的记录就是没有
+		}
+		g, err := func() ([]shard.RecordGap, error) {
+			f, err := os.Open(files[i])
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return shard.CheckRecords(f, res)
+		}()
+		if err != nil {
+			for _, sg := range res.Groups {
+				gaps = append(gaps, shard.RecordGap{Shard: i, Group: sg.Group, Want: sg.Stats.Requests(), Detail: err.Error()})
+			}
+			continue
+		}
+		gaps = append(gaps, g...)
+	}
+	return gaps
 }
 
 // childCancelGrace 是运行被取消后子进程收尾（取消在途请求、写出结果行）的时限，过后 SIGKILL。
@@ -474,10 +503,9 @@ type merged struct {
 	lost     []loadgen.ShardLoss
 	records  []string
 	timeline []loadgen.Timeline // 各分片时间线的合并（shard.MergeTimeline），写进时间线 CSV
-	// recordGaps 是已知的逐请求记录缺口（--kube-shards：Pod 日志里的记录少于分片测量的请求数）；
-	// checked 表示记录条数核对过（目前只有 --kube-shards 核对）。
+	// recordGaps 是已知的逐请求记录缺口：交回的记录少于分片测量的请求数（--kube-shards：Pod 日志被
+	// 轮转或截断；--shards：子进程写记录文件失败）。
 	recordGaps []shard.RecordGap
-	checked    bool
 }
 
 // summaries 返回合并后的汇总行。
@@ -582,7 +610,7 @@ func runKubeShards(ctx context.Context, o *options, args []string, tmp string, s
 	}
 	m, merr := mergeAndReport(run.Results, lost, stderr)
 	if m != nil {
-		m.records, m.recordGaps, m.checked = run.Records, run.RecordGaps, true
+		m.records, m.recordGaps = run.Records, run.RecordGaps
 	}
 	return m, errors.Join(err, merr)
 }

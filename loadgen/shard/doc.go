@@ -14,7 +14,8 @@
 //     Lines）交回，父进程在合并时把合并后的分组、记录与时间线按单进程的事件顺序交给调用方的
 //     *loadgen.Observer；
 //   - ReadOutput：从一个分片进程的完整输出（Pod 日志：记录行在前、结果行最后）里分出本片的记录与
-//     结果行，并逐组核对记录条数与结果行测量的请求数，不符处写成 RecordGap。
+//     结果行，并逐组核对记录条数与结果行测量的请求数，不符处写成 RecordGap；CheckRecords 对单独
+//     交回的记录流（--shard-records 的文件）做同样的核对。
 //
 // 观察者在分片运行里收到什么：RunLocal 实时、串行地转发各分片的 OnRecord，每组一次 OnGroupStart，
 // 全部分片结束后是合并后的 OnGroupEnd 与 OnTimeline。子进程与 Pod 的记录留在它们自己的进程里，

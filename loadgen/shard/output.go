@@ -69,13 +69,47 @@ type Output struct {
 // LimitBytes）。没有结果行时返回 loadgen.ErrBadShardResult，此时 Output 仍报告写出的记录条数，
 // 调用方应当丢弃这些记录（该分片缺失）。写 records 出错时立即返回该错误。
 func ReadOutput(r io.Reader, src Source, records io.Writer) (*Output, error) {
+	sc, err := scanOutput(r, src, records)
+	out := &Output{Records: sc.records}
+	if err != nil {
+		return out, err
+	}
+	res, err := decodeResult(sc.last, src.Index, src.Groups, src.Groups != nil)
+	if err != nil {
+		return out, err
+	}
+	out.Result, out.Gaps = res, sc.gaps(res)
+	return out, nil
+}
+
+// CheckRecords 逐组核对一个分片单独交回的记录流（RecordWriter 写的 JSON Lines，例如 --shard-records
+// 的文件）与它的结果行：返回记录条数与结果行测量的请求数不符的分组（与 ReadOutput 的 Gaps 相同）。
+// 分片进程写记录失败（磁盘满）只在它自己的 stderr 上留一句，结果行照样交回——没有这个核对，
+// 逐请求 CSV 会悄悄少行。读错误（不是坏行）原样返回。
+func CheckRecords(r io.Reader, res *Result) ([]RecordGap, error) {
+	sc, err := scanOutput(r, Source{Index: res.Index, Count: res.Count}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sc.gaps(res), nil
+}
+
+// scanned 是 scanOutput 读出的东西：本片每组的（非取消）记录条数、写出的记录条数、坏行与超长行的
+// 条数、最后一个符合条件的结果行。
+type scanned struct {
+	have      map[int]int
+	records   int
+	bad, long int
+	last      []byte
+}
+
+// scanOutput 逐行读 r：本片的记录行写进 records（可为 nil）并计数，符合 src 的结果行留下最后一个，
+// 其余行跳过（见 ReadOutput）。
+func scanOutput(r io.Reader, src Source, records io.Writer) (*scanned, error) {
 	byGroups := src.Groups != nil
 	match := resultMatcher(src.Index, src.Groups, byGroups)
 	br := bufio.NewReaderSize(r, 64<<10)
-	out := &Output{}
-	have := map[int]int{}
-	var last []byte
-	bad, long := 0, 0
+	sc := &scanned{have: map[int]int{}}
 	var buf []byte
 	for {
 		line, tooLong, err := readLine(br, &buf, MaxResultBytes)
@@ -83,15 +117,15 @@ func ReadOutput(r io.Reader, src Source, records io.Writer) (*Output, error) {
 			switch t := bytes.TrimRight(line, "\r"); {
 			case tooLong:
 				if bytes.HasPrefix(line, recordPrefix) {
-					long++
+					sc.long++
 				}
 			case isResultLine(t):
 				if match(t) {
-					last = append(last[:0], t...)
+					sc.last = append(sc.last[:0], t...)
 				}
 			case bytes.HasPrefix(t, recordPrefix):
 				if !gjson.ValidBytes(t) {
-					bad++
+					sc.bad++
 					break
 				}
 				f := gjson.GetManyBytes(t, "Group.Index", "Index", "ErrorClass")
@@ -101,41 +135,40 @@ func ReadOutput(r io.Reader, src Source, records io.Writer) (*Output, error) {
 				}
 				if records != nil {
 					if _, werr := records.Write(append(t, '\n')); werr != nil {
-						return out, fmt.Errorf("shard: write records: %w", werr)
+						return sc, fmt.Errorf("shard: write records: %w", werr)
 					}
 				}
-				out.Records++
+				sc.records++
 				if f[2].String() != loadgen.ErrClassCanceled {
-					have[g]++
+					sc.have[g]++
 				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			break
+			return sc, nil
 		}
 		if err != nil {
-			return out, fmt.Errorf("%w: read: %v", loadgen.ErrBadShardResult, err)
+			return sc, fmt.Errorf("%w: read: %v", loadgen.ErrBadShardResult, err)
 		}
 	}
-	res, err := decodeResult(last, src.Index, src.Groups, byGroups)
-	if err != nil {
-		return out, err
-	}
-	out.Result = res
+}
+
+// gaps 逐组比较记录条数与结果行测量的请求数，不符的分组连同坏行、超长行的条数写成 RecordGap。
+func (sc *scanned) gaps(res *Result) []RecordGap {
 	var why []string
-	if bad > 0 {
-		why = append(why, fmt.Sprintf("%d torn record lines", bad))
+	if sc.bad > 0 {
+		why = append(why, fmt.Sprintf("%d torn record lines", sc.bad))
 	}
-	if long > 0 {
-		why = append(why, fmt.Sprintf("%d record lines over %d bytes", long, MaxResultBytes))
+	if sc.long > 0 {
+		why = append(why, fmt.Sprintf("%d record lines over %d bytes", sc.long, MaxResultBytes))
 	}
+	var out []RecordGap
 	for _, g := range res.Groups {
-		want := g.Stats.Requests()
-		if have[g.Group] != want {
-			out.Gaps = append(out.Gaps, RecordGap{Shard: res.Index, Group: g.Group, Want: want, Have: have[g.Group], Detail: strings.Join(why, ", ")})
+		if want := g.Stats.Requests(); sc.have[g.Group] != want {
+			out = append(out, RecordGap{Shard: res.Index, Group: g.Group, Want: want, Have: sc.have[g.Group], Detail: strings.Join(why, ", ")})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // readLine 读一行（不含换行）到 *buf：超过 max 字节的行读完丢弃，tooLong 为真、line 为它的开头

@@ -117,3 +117,20 @@ type failWriter struct{}
 
 // Write 返回错误。
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestCheckRecords 核对单独交回的记录流（--shard-records 的文件）：完整时没有缺口；像写记录失败
+// （磁盘满）那样少了最后两条时，点名第 1 组 2 of 4。
+func TestCheckRecords(t *testing.T) {
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
+	_, res, recs := podOutput(t, tgt, 2, 1, nil)
+	gaps, err := shard.CheckRecords(strings.NewReader(strings.Join(recs, "")), res)
+	if err != nil || len(gaps) != 0 {
+		t.Fatalf("complete stream: gaps %v, %v", gaps, err)
+	}
+	gaps, err = shard.CheckRecords(strings.NewReader(strings.Join(recs[:len(recs)-2], "")), res)
+	want := shard.RecordGap{Shard: 1, Group: 1, Want: 4, Have: 2}
+	if err != nil || len(gaps) != 1 || gaps[0] != want {
+		t.Fatalf("short stream: gaps %v, %v; want [%v]", gaps, err, want)
+	}
+}
