@@ -68,7 +68,7 @@ type mergeReport struct {
 	// 分片的记录流，或 RecordGaps 非空。汇总行与 complete 不受它影响（汇总来自结果行，不来自记录）。
 	RecordsComplete bool `json:"records_complete"`
 	// RecordGaps 逐分片、逐组列出交回的记录少于分片测量的请求数的地方（--kube-shards：Pod 日志被
-	// kubelet 轮转、读取上限、写了一半的行）。
+	// kubelet 轮转、读取上限、写了一半的行；--shards 与 bench merge --records：记录文件缺了或短了）。
 	RecordGaps []shard.RecordGap `json:"record_gaps"`
 }
 
@@ -266,6 +266,9 @@ func runMerge(args []string, stderr io.Writer) error {
 		return fmt.Errorf("merge: %w", err)
 	}
 	m.records = records
+	if len(records) > 0 {
+		m.recordGaps = checkMergedRecords(results, records)
+	}
 	var pd loadgen.Profile
 	provider := "merged"
 	if len(m.groups) > 0 {
@@ -322,4 +325,35 @@ func sameRun(files []string, rs []*shard.Result) error {
 		seen[r.Index] = files[i]
 	}
 	return nil
+}
+
+// checkMergedRecords 为 bench merge 核对 --records 给的记录文件：文件与分片没有固定的对应（顺序由
+// 使用者给出），所以对每个结果把全部文件接起来读，shard.CheckRecords 按 Record.Index mod 分片数
+// 认领本片的记录。打不开的文件跳过（writeMerged 另行报告），它的记录因此计为缺口。
+func checkMergedRecords(results []*shard.Result, files []string) []shard.RecordGap {
+	var gaps []shard.RecordGap
+	for _, res := range results {
+		var rs []io.Reader
+		var fs []*os.File
+		for _, name := range files {
+			f, err := os.Open(name)
+			if err != nil {
+				continue
+			}
+			fs = append(fs, f)
+			rs = append(rs, f, strings.NewReader("\n")) // 文件末尾缺换行时不与下一个文件的首行粘连
+		}
+		g, err := shard.CheckRecords(io.MultiReader(rs...), res)
+		for _, f := range fs {
+			_ = f.Close()
+		}
+		if err != nil {
+			for _, sg := range res.Groups {
+				gaps = append(gaps, shard.RecordGap{Shard: res.Index, Group: sg.Group, Want: sg.Stats.Requests(), Detail: err.Error()})
+			}
+			continue
+		}
+		gaps = append(gaps, g...)
+	}
+	return gaps
 }
