@@ -699,7 +699,7 @@ func (x *exchange) chunk(s string, now time.Duration) (class, msg string) {
 		return ErrClassProtocol, msg
 	}
 	if f.Finish != "" {
-		x.rec.FinishReason = internFinish(f.Finish)
+		x.rec.FinishReason = x.finishReason(f.Finish)
 	}
 	// usage：连续 usage 给出逐 chunk 的精确 token 增量。
 	delta := int32(-1)
@@ -845,6 +845,18 @@ func (x *exchange) attribute(total int) bool {
 		given++
 	}
 	return n > 1
+}
+
+// finishReason 返回记录里的 finish_reason：常见取值原样（常量，不分配），其余是服务端的任意文本
+// （internFinish 截到 64 字节），与错误信息一样抹掉密钥——记录会写进逐请求 CSV，Kubernetes 分片
+// 还把它们写进 Pod 日志，集群的日志系统可能收集它。
+func (x *exchange) finishReason(s string) string {
+	switch r := internFinish(s); r {
+	case "length", "stop", "tool_calls", "abort", "content_filter":
+		return r
+	default:
+		return x.redactText(r)
+	}
 }
 
 // internFinish 返回 finish_reason 的独立副本。扫描器给出的字符串引用 SSE 读取器复用的

@@ -278,3 +278,40 @@ func TestServerEchoedKeyIsRedacted(t *testing.T) {
 		t.Fatalf("classes %v", classes)
 	}
 }
+
+// TestServerEchoedKeyInFinishReasonIsRedacted 钉住另一条泄漏路径：finish_reason 是服务端的任意文本
+// （至多 64 字节），原样进逐请求记录——记录会写进逐请求 CSV，Kubernetes 分片还把它们写进 Pod 日志
+// （集群的日志系统可能收集它）。服务端把密钥回显进 finish_reason 时，记录里不得出现密钥；常见取值
+// （length、stop……）原样保留。
+func TestServerEchoedKeyInFinishReasonIsRedacted(t *testing.T) {
+	const key = "canary-finish-42"
+	var n sync.Mutex
+	i := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		finish := "stop"
+		n.Lock()
+		i++
+		if i%2 == 0 && !strings.Contains(string(b), `"hi"`) {
+			finish = "saw " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		n.Unlock()
+		sseWrite(w, roleChunk, contentChunk("a"), `{"choices":[{"index":0,"delta":{},"finish_reason":"`+finish+`"}]}`, "[DONE]")
+	}))
+	t.Cleanup(srv.Close)
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m", APIKey: key}}
+	recs, _, _, err := runBounded(t, tgt, loadgen.Profile{NumRequests: []int{4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for _, r := range recs {
+		reasons[r.FinishReason]++
+		if strings.Contains(r.FinishReason, key) || strings.Contains(r.FinishReason, "canary") {
+			t.Errorf("secret in the record's finish reason: %q", r.FinishReason)
+		}
+	}
+	if reasons["stop"] == 0 || reasons["saw [REDACTED]"] == 0 || reasons["stop"]+reasons["saw [REDACTED]"] != len(recs) {
+		t.Fatalf("finish reasons %v, want stop and the masked echo", reasons)
+	}
+}

@@ -36,6 +36,11 @@ func (g GroupStats) MarshalJSON() ([]byte, error) { return json.Marshal(g.w) }
 // UnmarshalJSON 读回 MarshalJSON 的输出；内容是否自洽（样本数、单位）在合并时检查。
 func (g *GroupStats) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &g.w) }
 
+// Requests 返回本分片在该组测量的请求数（发出并计入统计的请求，成功与失败都算，不含预热与被取消的
+// 在途请求）：它等于本分片在该组交给 Observer.OnRecord 的非取消记录条数，收集方据此核对交回的逐请求
+// 记录流是否完整（shard.ReadOutput）。
+func (g GroupStats) Requests() int { return int(g.w.Sent) }
+
 // Window 返回本分片在该组的首个请求发出时刻与最后一个请求完成时刻（没有请求时都为零值）：
 // 合并后的 TotalTime 是各分片窗口之并，读者据此核对它不短于任何一个分片自己的窗口。
 func (g GroupStats) Window() (firstSent, lastEnd time.Time) {

@@ -120,7 +120,7 @@ func TestShardLossReasons(t *testing.T) {
 		}
 	}
 	j := ShardJob{Name: "b", Namespace: "ns", Shards: 7, group: -1}
-	res, failed, reasons := j.collect(context.Background(), cs)
+	res, _, failed, reasons := j.collect(context.Background(), cs)
 	want := []string{loadgen.LossOOMKilled, loadgen.LossKilled, loadgen.LossCancelled, loadgen.LossKilled, loadgen.LossFailed, loadgen.LossNoResult, loadgen.LossNoResult}
 	if len(res) != 0 || len(failed) != 7 {
 		t.Fatalf("%d results, failed %v", len(res), failed)

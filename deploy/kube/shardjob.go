@@ -1,13 +1,17 @@
 package kube
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -53,6 +57,16 @@ const (
 	MaxShardFilesBytes = 1000 << 10
 )
 
+// DefaultShardLogBytes 是 ShardJob.LogBytes 的默认值 1 GiB。kubelet 只经 pods/log 交出容器当前的
+// 日志文件（轮转走的旧文件读不到），它的大小受 kubelet 的 containerLogMaxSize 约束（默认 10 MiB）；
+// 1 GiB 覆盖把 containerLogMaxSize 调大到 1 GiB 的节点，同时让一个失控的 Pod 日志不能无限地读下去。
+// 读取按行流式进行：内存里最多是一行（shard.MaxResultBytes），记录写进 RecordsDir 的文件。
+const DefaultShardLogBytes int64 = 1 << 30
+
+// DefaultShardLogTimeout 是 ShardJob.LogTimeout 的默认值：1 GiB 经 API Server 以 10 MB/s 读也只要
+// 两分钟左右，5 分钟留出余量。
+const DefaultShardLogTimeout = 5 * time.Minute
+
 // ErrShardJob 表示分片 Job 没有完整地跑完：有分片失败、没有结果或超时。
 var ErrShardJob = errors.New("kube: shard job incomplete")
 
@@ -97,6 +111,18 @@ type ShardJob struct {
 	Timeout, DeleteTimeout, PollInterval time.Duration
 	// Log 记录进度；nil 表示丢弃。
 	Log *slog.Logger
+	// RecordsDir 非空时（一个已存在的目录），收集方把每个分片 Pod 日志里的逐请求记录行（分片进程以
+	// shard.RecordWriter 写在结果行之前的 JSON Lines）写进 RecordsDir/shard-<i>.jsonl（每个分片一个文件，
+	// RunShards 开始时创建或清空；每组一个 Job 时各组依次追加），ShardRun.Records 列出这些文件，交给
+	// shard.Replay；并逐组核对记录条数与结果行测量的请求数，不符的写进 ShardRun.RecordGaps。
+	// 为空时只读结果行，记录行被跳过。
+	RecordsDir string
+	// LogBytes 是读一个分片 Pod 日志的字节上限（PodLogOptions.LimitBytes，默认 DefaultShardLogBytes）。
+	// LimitBytes 保留日志的开头，所以超过上限的日志连结果行（最后一行）一起被截掉：该分片以
+	// no_result 报告并点明上限，而不是悄悄少了记录。
+	LogBytes int64
+	// LogTimeout 是读一个 Pod 日志（建立流并读完）的时限（默认 5 分钟）；超时的分片以 no_result 报告。
+	LogTimeout time.Duration
 
 	group int // 本 Job 只跑的分组（每组一个 Job 时），-1 表示全部
 }
@@ -217,6 +243,12 @@ func (j ShardJob) withDefaults() (ShardJob, error) {
 	if j.Log == nil {
 		j.Log = slog.New(slog.DiscardHandler)
 	}
+	if j.LogBytes == 0 {
+		j.LogBytes = DefaultShardLogBytes
+	}
+	if j.LogTimeout == 0 {
+		j.LogTimeout = DefaultShardLogTimeout
+	}
 	j.group = -1 // RunShards 为每组的 Job 单独设置
 	bad := func(field string, v any, why string) error {
 		return fmt.Errorf("%w: shard job %s=%v: %s", ErrConfig, field, v, why)
@@ -232,8 +264,15 @@ func (j ShardJob) withDefaults() (ShardJob, error) {
 		return j, bad("groups", j.Groups, "must not be negative")
 	case len(j.jobName(max(j.Groups-1, 0))) > 52 || len(validation.IsDNS1123Label(j.Name)) > 0:
 		return j, bad("name", j.Name, "must be a DNS-1123 label of at most 52 characters including the -g<group> suffix of per-group jobs (pod names add a suffix)")
-	case j.StartDelay < 0 || j.Timeout < 0 || j.DeleteTimeout < 0 || j.PollInterval < 0:
-		return j, bad("start_delay/timeout/delete_timeout/poll_interval", fmt.Sprintf("%s/%s/%s/%s", j.StartDelay, j.Timeout, j.DeleteTimeout, j.PollInterval), "must not be negative")
+	case j.StartDelay < 0 || j.Timeout < 0 || j.DeleteTimeout < 0 || j.PollInterval < 0 || j.LogTimeout < 0:
+		return j, bad("start_delay/timeout/delete_timeout/poll_interval/log_timeout", fmt.Sprintf("%s/%s/%s/%s/%s", j.StartDelay, j.Timeout, j.DeleteTimeout, j.PollInterval, j.LogTimeout), "must not be negative")
+	case j.LogBytes < 0:
+		return j, bad("log_bytes", j.LogBytes, "must not be negative")
+	}
+	if j.RecordsDir != "" {
+		if st, err := os.Stat(j.RecordsDir); err != nil || !st.IsDir() {
+			return j, bad("records_dir", j.RecordsDir, "must be an existing directory")
+		}
 	}
 	for field, files := range map[string]map[string][]byte{"secret": j.Secret, "data": j.Data} {
 		total := 0
@@ -344,19 +383,36 @@ func (j ShardJob) clientset() (kubernetes.Interface, error) {
 	return cs, nil
 }
 
-// RunShards 创建分片 Job、等待全部分片结束、从每个 Pod 的日志读出分片结果，最后总是以前台
-// 删除清理 Job（成功、失败、超时、ctx 取消——例如 SIGTERM——都一样；删除用不随 ctx 取消的
-// 上下文，受 DeleteTimeout 约束）。
+// ShardRun 是 RunShards 的结果。
+type ShardRun struct {
+	// Results 是读到的分片结果（按分片序号，缺的分片没有）。
+	Results []*shard.Result
+	// Records 是 ShardJob.RecordsDir 下各分片的逐请求记录文件（下标即分片序号，JSON Lines，
+	// shard.Replay 的输入）；RecordsDir 为空时为 nil。没有交回结果的分片的记录被丢弃（它的文件里
+	// 没有那个 Job 的记录）：缺失的分片在合并时被点名，它的记录就是没有。
+	Records []string
+	// RecordGaps 逐分片、逐组列出 Pod 日志里的记录少于（或多于）结果行测量的请求数的地方：kubelet
+	// 轮转日志（只有当前的日志文件可读，较早的记录被丢掉）、读取上限、写了一半的行。非空时逐请求
+	// CSV 已知不完整（汇总行不受影响）。RecordsDir 为空时不核对。
+	RecordGaps []shard.RecordGap
+}
+
+// RunShards 创建分片 Job、等待全部分片结束、从每个 Pod 的日志读出分片结果（RecordsDir 非空时连同
+// 结果行之前的逐请求记录），最后总是以前台删除清理 Job（成功、失败、超时、ctx 取消——例如
+// SIGTERM——都一样；删除用不随 ctx 取消的上下文，受 DeleteTimeout 约束）。
 //
 // 返回读到的结果（按分片序号，缺的位置没有）；有分片没有交回结果时错误是 *ShardJobError，
-// 调用方照样把结果交给 shard.MergeGroups，后者把缺分片的分组标为不完整。
+// 调用方照样把结果交给 shard.MergeGroups，后者把缺分片的分组标为不完整。记录不全不是错误
+// （结果行完整，汇总照常正确），而是写在 ShardRun.RecordGaps 里，由调用方报告。
 //
 // Groups > 1 时按组依次运行 Groups 个 Job：第 k 个 Job 在第 k−1 个 Job（连同它的 Pod）删除之后才创建，
 // 它的 Pod 只跑第 k 组，对齐到它自己的开始时刻。每个分片在各 Job 里的结果被接成一个结果
-// （各组的 Skew 相对各自 Job 的开始时刻），所以 MergeGroups 照常逐组合并、逐组点名缺失的分片。
-// 某个 Job 只是有分片失败时继续下一组；超时、取消、创建或删除失败时停下（后面的组不再运行，
-// 错误说明停在哪一组）。
-func RunShards(ctx context.Context, job ShardJob) ([]*shard.Result, error) {
+// （各组的 Skew 相对各自 Job 的开始时刻），所以 MergeGroups 照常逐组合并、逐组点名缺失的分片；
+// 每个分片的记录按组的顺序追加到同一个文件。某个 Job 只是有分片失败时继续下一组；超时、取消、
+// 创建或删除失败时停下（后面的组不再运行，错误说明停在哪一组）。
+//
+// 配置无效（含 RecordsDir 不是已存在的目录）时返回 nil 与 ErrConfig，集群里什么也不创建。
+func RunShards(ctx context.Context, job ShardJob) (*ShardRun, error) {
 	job, err := job.withDefaults()
 	if err != nil {
 		return nil, err
@@ -365,10 +421,22 @@ func RunShards(ctx context.Context, job ShardJob) ([]*shard.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	run := &ShardRun{}
+	if job.RecordsDir != "" {
+		for i := range job.Shards {
+			// 0600：记录里没有密钥（Record.Error 已脱敏），但它们是压测的原始数据，与 bench 的其他临时文件一样收紧。
+			path := job.recordsFile(i)
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				return nil, fmt.Errorf("%w: shard job records_dir: %v", ErrConfig, err)
+			}
+			run.Records = append(run.Records, path)
+		}
+	}
 	if job.Groups <= 1 {
 		job.group = -1
-		results, _, err := job.runOne(ctx, cs)
-		return results, err
+		results, gaps, _, err := job.runOne(ctx, cs)
+		run.Results, run.RecordGaps = results, gaps
+		return run, err
 	}
 	perJob := make([][]*shard.Result, 0, job.Groups)
 	var first time.Time
@@ -376,11 +444,12 @@ func RunShards(ctx context.Context, job ShardJob) ([]*shard.Result, error) {
 	for k := range job.Groups {
 		jk := job
 		jk.Name, jk.group = job.jobName(k), k
-		results, startAt, err := jk.runOne(ctx, cs)
+		results, gaps, startAt, err := jk.runOne(ctx, cs)
 		if k == 0 {
 			first = startAt
 		}
 		perJob = append(perJob, results)
+		run.RecordGaps = append(run.RecordGaps, gaps...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("kube: group %d of %d: %w", k, job.Groups, err))
 			if !onlyShardFailures(err) || ctx.Err() != nil {
@@ -392,7 +461,13 @@ func RunShards(ctx context.Context, job ShardJob) ([]*shard.Result, error) {
 		}
 	}
 	joined, jerr := joinShardResults(job.Shards, first, perJob)
-	return joined, errors.Join(append(errs, jerr)...)
+	run.Results = joined
+	return run, errors.Join(append(errs, jerr)...)
+}
+
+// recordsFile 是第 i 片的逐请求记录文件。
+func (j ShardJob) recordsFile(i int) string {
+	return filepath.Join(j.RecordsDir, fmt.Sprintf("shard-%d.jsonl", i))
 }
 
 // onlyShardFailures 报告 err 是否只由 *ShardJobError 组成（有分片失败，但 Job 本身正常结束并已删除）。
@@ -451,8 +526,8 @@ func joinShardResults(shards int, startAt time.Time, perJob [][]*shard.Result) (
 	return out, errors.Join(errs...)
 }
 
-// runOne 运行一个 Job（Name、group 已定）并总是删除它，返回结果与约定的开始时刻。
-func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, time.Time, error) {
+// runOne 运行一个 Job（Name、group 已定）并总是删除它，返回结果、记录的缺口与约定的开始时刻。
+func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, []shard.RecordGap, time.Time, error) {
 	startAt := time.Now().Add(job.StartDelay)
 	obj := job.manifest(startAt)
 	runID := newRunID()
@@ -460,13 +535,13 @@ func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*sha
 	jobs := cs.BatchV1().Jobs(job.Namespace)
 	// Secret 与 ConfigMap 先于 Job 创建：Pod 一建出来就要挂载它们。
 	if err := job.createFiles(ctx, cs, runID); err != nil {
-		return nil, startAt, errors.Join(err, job.deleteFiles(ctx, cs, runID))
+		return nil, nil, startAt, errors.Join(err, job.deleteFiles(ctx, cs, runID))
 	}
 	created, err := jobs.Create(ctx, obj, metav1.CreateOptions{FieldManager: DefaultFieldManager})
 	if err != nil {
 		ferr := job.deleteFiles(ctx, cs, runID)
 		if apierrors.IsAlreadyExists(err) {
-			return nil, startAt, errors.Join(fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name), ferr)
+			return nil, nil, startAt, errors.Join(fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name), ferr)
 		}
 		// 创建请求可能已被服务端执行、只是响应没有回来（ctx 恰在途中被取消——SIGTERM——或响应超时）：
 		// Job 带着本次的运行标识存在时照样删除它，否则它会留在集群里、下次运行以 "already exists" 失败。
@@ -474,11 +549,11 @@ func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*sha
 		if derr := job.deleteOrphan(ctx, cs, runID); derr != nil {
 			cerr = errors.Join(cerr, derr)
 		}
-		return nil, startAt, errors.Join(cerr, ferr)
+		return nil, nil, startAt, errors.Join(cerr, ferr)
 	}
 	job.adoptFiles(ctx, cs, created)
 	job.Log.Info("kube: shard job created", "job", job.Namespace+"/"+job.Name, "uid", created.UID, "shards", job.Shards, "group", job.group, "start_at", startAt)
-	results, runErr := job.await(ctx, cs)
+	results, gaps, runErr := job.await(ctx, cs)
 	job.Log.Info("kube: shard job finished", "job", job.Namespace+"/"+job.Name, "results", len(results), "after", time.Since(startAt.Add(-job.StartDelay)).Round(time.Millisecond), "err", runErr)
 	if delErr := job.delete(ctx, cs, created.UID); delErr != nil {
 		runErr = errors.Join(runErr, delErr)
@@ -486,7 +561,7 @@ func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*sha
 	if ferr := job.deleteFiles(ctx, cs, runID); ferr != nil {
 		runErr = errors.Join(runErr, ferr)
 	}
-	return results, startAt, runErr
+	return results, gaps, startAt, runErr
 }
 
 // secretName 与 dataName 是随 Job 创建的 Secret 与 ConfigMap 的名字。
@@ -609,7 +684,7 @@ func (j ShardJob) deleteOrphan(ctx context.Context, cs kubernetes.Interface, run
 }
 
 // await 等待 Job 结束（或超时、ctx 取消），然后逐片收集结果。
-func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, error) {
+func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, []shard.RecordGap, error) {
 	wctx, cancel := context.WithTimeout(ctx, j.Timeout)
 	defer cancel()
 	waitErr := poll(wctx, j.PollInterval, "shard job "+j.Name+" finished", func() (bool, string, error) {
@@ -631,7 +706,7 @@ func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*shard.
 	// 超时或取消后仍收集已经结束的分片（用新的上下文，受 DeleteTimeout 约束）。
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), j.DeleteTimeout)
 	defer ccancel()
-	results, failed, reasons := j.collect(cctx, cs)
+	results, gaps, failed, reasons := j.collect(cctx, cs)
 	var errs []error
 	if waitErr != nil {
 		errs = append(errs, fmt.Errorf("kube: shard job %s/%s: %w", j.Namespace, j.Name, waitErr))
@@ -639,7 +714,7 @@ func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*shard.
 	if len(failed) > 0 {
 		errs = append(errs, &ShardJobError{Job: j.Namespace + "/" + j.Name, Shards: j.Shards, Failed: failed, Reasons: reasons})
 	}
-	return results, errors.Join(errs...)
+	return results, gaps, errors.Join(errs...)
 }
 
 // allIndexesTerminal 报告是否每个完成序号都已有一个结束了的 Pod（Succeeded 或 Failed）。
@@ -694,12 +769,15 @@ func phaseRank(ph corev1.PodPhase) int {
 	return 0
 }
 
-// collect 按完成序号找到每片的 Pod：成功结束的读日志里最后一个结果行并核对序号，
-// 其余（失败、仍在运行、没有 Pod、没有结果行）记入 failed，原因的类别（loadgen.Loss*）记入 reasons。
-func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, map[int]string, map[int]string) {
+// collect 按完成序号找到每片的 Pod：成功结束的读日志里最后一个结果行并核对序号（RecordsDir 非空时
+// 连同本片的逐请求记录，记录不全的分组记入返回的缺口），其余（失败、仍在运行、没有 Pod、没有结果行）
+// 记入 failed，原因的类别（loadgen.Loss*）记入 reasons。每个日志读取有自己的时限（LogTimeout），
+// 不随 ctx 取消——取消之后仍要收集已经结束的分片。
+func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, []shard.RecordGap, map[int]string, map[int]string) {
 	failed, reasons := map[int]string{}, map[int]string{}
 	byIdx, err := j.shardPods(ctx, cs)
 	var out []*shard.Result
+	var gaps []shard.RecordGap
 	for i := range j.Shards {
 		p, ok := byIdx[i]
 		switch {
@@ -713,21 +791,41 @@ func (j ShardJob) collect(ctx context.Context, cs kubernetes.Interface) ([]*shar
 			failed[i], reasons[i] = fmt.Sprintf("pod %s is %s%s", p.Name, p.Status.Phase, podReason(p)), podLoss(p)
 			continue
 		}
-		res, rerr := j.readResult(ctx, cs, p)
+		res, g, rerr := j.readOutput(ctx, cs, p, i)
 		if rerr != nil {
-			failed[i], reasons[i] = fmt.Sprintf("pod %s: %v", p.Name, rerr), loadgen.LossNoResult
+			reason := loadgen.LossNoResult
+			if errors.Is(rerr, errWrongShard) {
+				reason = loadgen.LossFailed
+			}
+			failed[i], reasons[i] = fmt.Sprintf("pod %s: %v", p.Name, rerr), reason
 			continue
 		}
-		if res.Index != i || res.Count != j.Shards {
-			failed[i], reasons[i] = fmt.Sprintf("pod %s reported shard %d/%d, want %d/%d", p.Name, res.Index, res.Count, i, j.Shards), loadgen.LossFailed
-			continue
+		for _, x := range g {
+			j.Log.Warn("kube: shard pod log holds fewer per-request records than the shard measured", "job", j.Namespace+"/"+j.Name, "pod", p.Name, "gap", x.String())
 		}
+		gaps = append(gaps, g...)
 		if res.Error != "" {
 			failed[i], reasons[i] = fmt.Sprintf("pod %s: shard run failed: %s", p.Name, res.Error), res.Reason
 		}
 		out = append(out, res) // 带错误的部分结果也交给合并方，它据此把分组标为不完整
 	}
-	return out, failed, reasons
+	return out, gaps, failed, reasons
+}
+
+// errWrongShard 表示 Pod 交回的结果行属于别的分片数（镜像或参数不对）：该分片按 failed 报告。
+var errWrongShard = errors.New("kube: pod reported another shard")
+
+// countingReader 数读过的字节，用来认出读取是不是停在了 LogBytes 上限。
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+// Read 转发并计数。
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // podReason 给出 Pod 失败的原因（容器退出码与原因），便于在报告里定位。
@@ -747,19 +845,71 @@ func podReason(p *corev1.Pod) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// readResult 经 API Server 读取分片容器的日志（受 shard.MaxResultBytes 约束），取最后一个结果行。
-func (j ShardJob) readResult(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) (*shard.Result, error) {
-	limit := int64(shard.MaxResultBytes)
-	rc, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ShardContainer, LimitBytes: &limit}).Stream(ctx)
+// readOutput 经 API Server 读取第 idx 片的 Pod 的分片容器日志（至多 LogBytes 字节，整个读取受
+// LogTimeout 约束），用 shard.ReadOutput 分出本片的结果行与（RecordsDir 非空时）逐请求记录：记录追加
+// 到本片的记录文件，读取失败或结果不属于本次的分片数时截回读之前的长度（这个 Pod 的记录不算数，
+// 它的分片被报告为缺失）。返回的缺口只在 RecordsDir 非空时有。
+//
+// 错误点明原因：日志达到 LogBytes（LimitBytes 保留开头，最后的结果行因此被截掉）、读取超时、
+// 没有结果行。
+func (j ShardJob) readOutput(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, idx int) (*shard.Result, []shard.RecordGap, error) {
+	timeout, limit := j.LogTimeout, j.LogBytes
+	if timeout <= 0 || limit <= 0 { // withDefaults 总会填好；直接构造的 ShardJob（包内测试）取默认值
+		timeout, limit = DefaultShardLogTimeout, DefaultShardLogBytes
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rc, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ShardContainer, LimitBytes: &limit}).Stream(rctx)
 	if err != nil {
-		return nil, fmt.Errorf("logs: %w", err)
+		return nil, nil, fmt.Errorf("logs: %w", err)
 	}
 	defer rc.Close()
-	idx, _ := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+	src := shard.Source{Index: idx, Count: j.Shards}
 	if j.group >= 0 {
-		return shard.ReadResultOf(rc, idx, []int{j.group})
+		src.Groups = []int{j.group}
 	}
-	return shard.ReadResultFor(rc, idx)
+	var w *bufio.Writer
+	var f *os.File
+	var start int64
+	if j.RecordsDir != "" {
+		if f, err = os.OpenFile(j.recordsFile(idx), os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			return nil, nil, fmt.Errorf("records: %w", err)
+		}
+		defer f.Close()
+		if start, err = f.Seek(0, io.SeekEnd); err != nil {
+			return nil, nil, fmt.Errorf("records: %w", err)
+		}
+		w = bufio.NewWriterSize(f, 256<<10)
+	}
+	cr := &countingReader{r: rc}
+	var out *shard.Output
+	if w != nil {
+		out, err = shard.ReadOutput(cr, src, w)
+		if err == nil {
+			err = w.Flush()
+		}
+	} else {
+		out, err = shard.ReadOutput(cr, src, nil)
+	}
+	if err == nil && out.Result.Count != j.Shards {
+		err = fmt.Errorf("%w: reported shard %d/%d, want %d/%d", errWrongShard, out.Result.Index, out.Result.Count, idx, j.Shards)
+	}
+	if err != nil {
+		if f != nil {
+			err = errors.Join(err, f.Truncate(start))
+		}
+		switch {
+		case cr.n >= limit:
+			err = fmt.Errorf("%w (the pod log reached the %d-byte read bound ShardJob.LogBytes, which keeps the start of the log and cut off its last line, the result)", err, limit)
+		case rctx.Err() != nil && ctx.Err() == nil:
+			err = fmt.Errorf("%w (reading the pod log took longer than ShardJob.LogTimeout %s)", err, timeout)
+		}
+		return nil, nil, err
+	}
+	if j.RecordsDir == "" {
+		return out.Result, nil, nil
+	}
+	return out.Result, out.Gaps, nil
 }
 
 // delete 以前台传播删除 UID 为 uid 的 Job，等它消失，再等它的 Pod 消失；不随调用方的 ctx 取消。

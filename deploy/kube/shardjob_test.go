@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,88 @@ func shardResults(t *testing.T, count int, idx ...int) string {
 		}
 	}
 	return buf.String()
+}
+
+// shardOutput 像 bench 的 --shard-from-env 子进程那样为 count 片中的 idx 各片生成 stdout：真实的
+// shard.Run 对本进程的模拟器跑本片（每片 10 个请求），记录经 shard.RecordWriter 写成 JSON Lines，
+// 最后是结果行；keep ≥ 0 时第一个分片只保留结果行之前的最后 keep 条记录（像 kubelet 轮转掉了较早的
+// 日志）。返回全部输出（各片依次拼接，kwok 给每个容器同一个文件）与日志里记录的总条数。
+func shardOutput(t *testing.T, count, keep int, idx ...int) (string, int) {
+	t.Helper()
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
+	p := loadgen.Profile{Concurrency: []int{count * 2}, InputLength: []int{16}, OutputLength: []int{8}, NumRequests: []int{10 * count}}
+	var buf bytes.Buffer
+	total := 0
+	for k, i := range idx {
+		var out bytes.Buffer
+		out.WriteString("INFO: shard starting (a log line before the records)\n")
+		rw := shard.NewRecordWriter(&out)
+		res, err := shard.Run(context.Background(), tgt, p, loadgen.Shard{Index: i, Count: count}, rw.Observer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(out.String(), "\n")
+		recs := lines[1 : len(lines)-1] // SplitAfter 在最后的换行之后留下一个空串
+		if k == 0 && keep >= 0 {
+			recs = recs[len(recs)-keep:]
+		}
+		total += len(recs)
+		buf.WriteString(lines[0])
+		buf.WriteString(strings.Join(recs, ""))
+		if err := shard.WriteResult(&buf, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.String(), total
+}
+
+// recordsJob 以 RecordsDir 跑两片的 RunShards，要求两片都交回结果，返回运行结果。
+func recordsJob(t *testing.T, c *kubetest.Cluster, ns, name string) *kube.ShardRun {
+	t.Helper()
+	job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test",
+		Args: []string{"prof", "--shard-from-env"}, Shards: 2, StartDelay: time.Second, RecordsDir: t.TempDir(),
+		Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
+	run, err := kube.RunShards(context.Background(), job)
+	if err != nil || len(run.Results) != 2 || len(run.Records) != 2 {
+		t.Fatalf("RunShards: %+v, %v", run, err)
+	}
+	return run
+}
+
+// replayCount 合并运行结果并用 shard.Replay 把各片的记录文件交给一个数 OnRecord 的观察者，返回条数；
+// 同时核对每条记录属于第 0 组、没有重复的序号。
+func replayCount(t *testing.T, run *kube.ShardRun) int {
+	t.Helper()
+	groups, err := shard.MergeGroups(shard.MergeOptions{MaxSkew: time.Minute}, run.Results...)
+	if err != nil {
+		t.Fatalf("merge: %v", err)
+	}
+	var srcs []shard.Records
+	for _, f := range run.Records {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, shard.Records{Name: f, R: bytes.NewReader(b)})
+	}
+	seen := map[int]bool{}
+	n := 0
+	obs := &loadgen.Observer{OnRecord: func(r *loadgen.Record) error {
+		if r.Group.Index != 0 || seen[r.Index] {
+			t.Errorf("record group %d index %d (seen before: %v)", r.Group.Index, r.Index, seen[r.Index])
+		}
+		seen[r.Index] = true
+		n++
+		return nil
+	}}
+	if err := shard.Replay(obs, groups, nil, srcs...); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	return n
 }
 
 // jobGone 断言 Job 与它的 Pod 都已删除；失败时列出残留对象的状态（删除时刻、终结器、属主），
@@ -120,7 +203,8 @@ func TestShardJobIntegration(t *testing.T) {
 			Args: []string{"--shard-from-env"}, Shards: 3, StartDelay: time.Second, CPU: "1", Memory: "512Mi",
 			NodeSelector: map[string]string{"kubernetes.io/hostname": kubetest.NodeName},
 			Timeout:      2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
-		results, err := kube.RunShards(context.Background(), job)
+		run, err := kube.RunShards(context.Background(), job)
+		results := run.Results
 		var je *kube.ShardJobError
 		if !errors.As(err, &je) || !errors.Is(err, kube.ErrShardJob) {
 			t.Fatalf("err = %v, want a ShardJobError", err)
@@ -142,6 +226,58 @@ func TestShardJobIntegration(t *testing.T) {
 			t.Fatalf("groups %+v, want one incomplete group with shards 0 and 1 (20 of 30 requests)", groups)
 		}
 		jobGone(t, c, ns, job.Name)
+	})
+	t.Run("records", func(t *testing.T) {
+		// 每个 Pod 的日志：本片的逐请求记录（shard.RecordWriter，JSON Lines），最后是结果行——bench 的
+		// --shard-from-env 子进程写到 stdout 的正是这个。两片各 10 个请求。
+		log, want := shardOutput(t, 2, -1, 0, 1)
+		c.SetPodLog(t, log)
+		run := recordsJob(t, c, ns, "bench-records")
+		if len(run.RecordGaps) != 0 {
+			t.Fatalf("record gaps %v, want none: every record of both shards is in the log", run.RecordGaps)
+		}
+		if got := replayCount(t, run); got != want {
+			t.Fatalf("the observer got %d OnRecord calls through the pod logs, want %d (one per request of both shards)", got, want)
+		}
+		jobGone(t, c, ns, "bench-records")
+	})
+	t.Run("records-rotated", func(t *testing.T) {
+		// 分片 0 的日志像被 kubelet 轮转过：只剩结果行之前的最后 3 条记录；分片 1 完整。分片 0 的记录
+		// 不全必须被点名（分片、分组、3 of 10），观察者收到的就是日志里有的 13 条，结果照常合并。
+		log, _ := shardOutput(t, 2, 3, 0, 1)
+		c.SetPodLog(t, log)
+		run := recordsJob(t, c, ns, "bench-rotated")
+		want := []shard.RecordGap{{Shard: 0, Group: 0, Want: 10, Have: 3}}
+		if !slices.Equal(run.RecordGaps, want) {
+			t.Fatalf("record gaps %v, want %v", run.RecordGaps, want)
+		}
+		if got := replayCount(t, run); got != 13 {
+			t.Fatalf("the observer got %d OnRecord calls, want 13 (the 3 records left of shard 0, all 10 of shard 1)", got)
+		}
+		jobGone(t, c, ns, "bench-rotated")
+	})
+	t.Run("records-log-bytes", func(t *testing.T) {
+		// 日志超过读取上限：LimitBytes 保留开头，最后的结果行被截掉。两片都必须以 no_result 报告并点明
+		// LogBytes（不是悄悄少了记录、更不是成功），读到一半的记录被截回，记录文件为空。
+		log, _ := shardOutput(t, 2, -1, 0, 1)
+		c.SetPodLog(t, log)
+		job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: "bench-log-bytes", Image: "cibench/bench:test",
+			Args: []string{"prof", "--shard-from-env"}, Shards: 2, StartDelay: time.Second, RecordsDir: t.TempDir(), LogBytes: 4096,
+			Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
+		run, err := kube.RunShards(context.Background(), job)
+		var je *kube.ShardJobError
+		if !errors.As(err, &je) || len(je.Failed) != 2 || len(run.Results) != 0 {
+			t.Fatalf("err = %v, %d results; want both shards without a result", err, len(run.Results))
+		}
+		for i := range 2 {
+			if !strings.Contains(je.Failed[i], "4096-byte read bound ShardJob.LogBytes") || je.Reasons[i] != loadgen.LossNoResult {
+				t.Errorf("shard %d: %q (%s), want no_result naming LogBytes", i, je.Failed[i], je.Reasons[i])
+			}
+			if b, err := os.ReadFile(run.Records[i]); err != nil || len(b) != 0 {
+				t.Errorf("records of shard %d: %d bytes, %v; want an empty file", i, len(b), err)
+			}
+		}
+		jobGone(t, c, ns, "bench-log-bytes")
 	})
 	t.Run("cancel-deletes", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -241,7 +377,8 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 		Shards: 2, Groups: 2, StartDelay: time.Second, Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	began := time.Now()
-	results, err := kube.RunShards(context.Background(), job)
+	run, err := kube.RunShards(context.Background(), job)
+	results := run.Results
 	t.Logf("RunShards took %s; its log:\n%s", time.Since(began), logs.String())
 	// RunShards 记下每个 Job 的创建与删除完成（delete 等到 Job 与它的 Pod 都消失才记"deleted"）：
 	// 顺序必须是 g0 创建、g0 删除、g1 创建、g1 删除。
@@ -385,9 +522,9 @@ func TestShardJobFilesIntegration(t *testing.T) {
 		Secret: map[string][]byte{"providers.yaml": provider}, Data: map[string][]byte{"0000.jsonl": dataset},
 		StartDelay: time.Second, Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond,
 		Log: slog.New(hookHandler{on: check})}
-	results, err := kube.RunShards(ctx, job)
-	if err != nil || len(results) != 2 {
-		t.Fatalf("RunShards: %d results, %v", len(results), err)
+	run, err := kube.RunShards(ctx, job)
+	if err != nil || len(run.Results) != 2 {
+		t.Fatalf("RunShards: %v, %v", run, err)
 	}
 	if checked.Load() != 2 || problems.String() != "" {
 		t.Fatalf("%d of 2 checkpoints reached; problems:\n%s", checked.Load(), problems.String())

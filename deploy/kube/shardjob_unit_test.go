@@ -66,6 +66,9 @@ func TestShardJobValidation(t *testing.T) {
 		{ShardJob{Image: "i", Shards: 2, Timeout: -time.Second}, "must not be negative"},
 		{ShardJob{Image: "i", Shards: 2, Groups: 12, Name: strings.Repeat("a", 50)}, "-g<group> suffix"},
 		{ShardJob{Image: "i", Shards: 2, Groups: -1}, "groups=-1"},
+		{ShardJob{Image: "i", Shards: 2, LogBytes: -1}, "log_bytes=-1"},
+		{ShardJob{Image: "i", Shards: 2, LogTimeout: -time.Second}, "log_timeout"},
+		{ShardJob{Image: "i", Shards: 2, RecordsDir: "/nonexistent/cibench-records"}, "records_dir=/nonexistent/cibench-records: must be an existing directory"},
 	} {
 		_, err := tc.j.withDefaults()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {

@@ -227,7 +227,7 @@ func profDefs() []*optDef {
 		{long: "shard-start", kind: kString, help: "shared start time of all shards (RFC 3339)",
 			setStr: func(o *options, v string) error { return o.shard.setStart(v) }},
 		{long: "shard-from-env", kind: kBool, def: "false",
-			help:    "take shard index, count, start (and the one group to run) from JOB_COMPLETION_INDEX, CIBENCH_SHARD_COUNT, CIBENCH_SHARD_START, CIBENCH_SHARD_GROUP (Indexed Job pods)",
+			help:    "take shard index, count, start (and the one group to run) from JOB_COMPLETION_INDEX, CIBENCH_SHARD_COUNT, CIBENCH_SHARD_START, CIBENCH_SHARD_GROUP (Indexed Job pods); per-request records go to stdout before the result line unless --shard-records is given",
 			setBool: func(o *options, v bool) { o.shard.fromEnv = v }},
 		{long: "shard-records", kind: kString, help: "shard runs: write this shard's per-request records (JSON Lines of loadgen.Record) to this file ('bench merge --records' replays them into the per-request and session CSVs; --shards sets it)",
 			setStr: func(o *options, v string) error { o.shard.records = v; return nil }},

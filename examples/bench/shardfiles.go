@@ -64,6 +64,12 @@ type mergeReport struct {
 	Shards   int                 `json:"shards"`
 	Missing  []loadgen.ShardLoss `json:"missing_shards"`
 	Groups   []mergeReportGroup  `json:"groups"`
+	// RecordsComplete 为 false 表示逐请求 CSV（requests_*、sessions_*）已知不完整或没有写出：没有任何
+	// 分片的记录流，或 RecordGaps 非空。汇总行与 complete 不受它影响（汇总来自结果行，不来自记录）。
+	RecordsComplete bool `json:"records_complete"`
+	// RecordGaps 逐分片、逐组列出交回的记录少于分片测量的请求数的地方（--kube-shards：Pod 日志被
+	// kubelet 轮转、读取上限、写了一半的行；--shards 与 bench merge --records：记录文件缺了或短了）。
+	RecordGaps []shard.RecordGap `json:"record_gaps"`
 }
 
 // mergeReportGroup 是 mergeReport 的一组。
@@ -121,8 +127,8 @@ func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, chu
 		srcs = append(srcs, shard.Records{Name: f, R: fh})
 	}
 	if len(srcs) == 0 {
-		// 没有任何记录流（--kube-shards：Pod 只交回结果行；bench merge 没给 --records）：不写空的
-		// requests_*.csv（那会被读成"零个请求"），汇总、时间线与 workload 行照常写。
+		// 没有任何记录流（bench merge 没给 --records）：不写空的 requests_*.csv（那会被读成"零个请求"），
+		// 汇总、时间线与 workload 行照常写；.merge.json 的 records_complete 为 false。
 		obs = loadgen.Tee(&loadgen.Observer{OnGroupEnd: art.EndGroup, OnTimeline: art.WriteTimeline}, wsink.Observer())
 		if !(ownLengths(pd.DatasetType) || pd.MultiTurn.On()) {
 			obs = &loadgen.Observer{OnGroupEnd: art.EndGroup, OnTimeline: art.WriteTimeline}
@@ -137,7 +143,11 @@ func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, chu
 	sums := m.summaries()
 	sumName := names.SummaryFile()
 	base := strings.TrimSuffix(sumName, ".csv")
-	rep := mergeReport{Complete: true, Summary: sumName, Shards: m.count, Missing: m.lost, Groups: []mergeReportGroup{}}
+	rep := mergeReport{Complete: true, Summary: sumName, Shards: m.count, Missing: m.lost, Groups: []mergeReportGroup{},
+		RecordsComplete: len(srcs) > 0 && len(m.recordGaps) == 0, RecordGaps: m.recordGaps}
+	if rep.RecordGaps == nil {
+		rep.RecordGaps = []shard.RecordGap{}
+	}
 	if len(sums) == 0 {
 		rep.Summary = "" // 没有一组有数据（例如全部分片连不上服务）：没有写出汇总 CSV
 	}
@@ -173,6 +183,10 @@ func writeMerged(dir string, pd loadgen.Profile, provider string, m *merged, chu
 			return err
 		}
 		files = append(files, base+".INCOMPLETE")
+	}
+	for _, g := range m.recordGaps {
+		// 逐请求 CSV 少了行：汇总照常正确，但读逐请求 CSV 的人必须知道它不全、缺在哪里。
+		fmt.Fprintf(stderr, "WARNING: per-request records incomplete: %s; the requests/sessions CSVs miss these rows (the summary is unaffected)\n", g)
 	}
 	for _, sm := range sums {
 		printWorkload(stderr, sm)
@@ -252,6 +266,9 @@ func runMerge(args []string, stderr io.Writer) error {
 		return fmt.Errorf("merge: %w", err)
 	}
 	m.records = records
+	if len(records) > 0 {
+		m.recordGaps = checkMergedRecords(results, records)
+	}
 	var pd loadgen.Profile
 	provider := "merged"
 	if len(m.groups) > 0 {
@@ -308,4 +325,35 @@ func sameRun(files []string, rs []*shard.Result) error {
 		seen[r.Index] = files[i]
 	}
 	return nil
+}
+
+// checkMergedRecords 为 bench merge 核对 --records 给的记录文件：文件与分片没有固定的对应（顺序由
+// 使用者给出），所以对每个结果把全部文件接起来读，shard.CheckRecords 按 Record.Index mod 分片数
+// 认领本片的记录。打不开的文件跳过（writeMerged 另行报告），它的记录因此计为缺口。
+func checkMergedRecords(results []*shard.Result, files []string) []shard.RecordGap {
+	var gaps []shard.RecordGap
+	for _, res := range results {
+		var rs []io.Reader
+		var fs []*os.File
+		for _, name := range files {
+			f, err := os.Open(name)
+			if err != nil {
+				continue
+			}
+			fs = append(fs, f)
+			rs = append(rs, f, strings.NewReader("\n")) // 文件末尾缺换行时不与下一个文件的首行粘连
+		}
+		g, err := shard.CheckRecords(io.MultiReader(rs...), res)
+		for _, f := range fs {
+			_ = f.Close()
+		}
+		if err != nil {
+			for _, sg := range res.Groups {
+				gaps = append(gaps, shard.RecordGap{Shard: res.Index, Group: sg.Group, Want: sg.Stats.Requests(), Detail: err.Error()})
+			}
+			continue
+		}
+		gaps = append(gaps, g...)
+	}
+	return gaps
 }

@@ -91,6 +91,11 @@ func (s *shardOptions) fromEnvironment() (loadgen.Shard, error) {
 // runShardChild 跑一个分片，把结果行写到 stdout（Pod 日志的最后一行 / 父进程读取的输出）。
 // --shards 启动的子进程（环境里有 shardChildEnv）在第一组之后的每组前经 stdin/stdout 与父进程
 // 握手（stdioBarrier），各分片因此同时开始后面的分组。
+//
+// 逐请求记录（完整的 loadgen.Record，JSON Lines）写到 --shard-records 给的文件；Pod 里的分片
+// （--shard-from-env）没有给 --shard-records 时写到 stdout、在结果行之前：Pod 日志是 Pod 交回东西的
+// 唯一通道，结果行保持最后一行，kubelet 轮转日志时丢掉的是最早的记录而不是结果行（收集方核对条数，
+// 把缺口报告出来，见 kube.ShardRun.RecordGaps）。
 func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io.Reader, stdout io.Writer) error {
 	sh := loadgen.Shard{Index: o.shard.index, Count: o.shard.count, StartAt: o.shard.start}
 	if o.shard.fromEnv {
@@ -102,7 +107,12 @@ func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io
 		sh.Barrier = stdioBarrier(stdin, stdout, o.p.Defaults().Timeout+barrierSlack)
 	}
 	var obs *loadgen.Observer
-	if o.shard.records != "" {
+	var flush func() error // 结果行之前把缓冲的记录写出（记录写到 stdout 时）
+	switch {
+	case o.shard.records == "" && o.shard.fromEnv:
+		rw := shard.NewRecordWriter(stdout)
+		obs, flush = rw.Observer(), rw.Flush
+	case o.shard.records != "":
 		// 逐请求记录（完整的 loadgen.Record，JSON Lines）写进 --shard-records：父进程或 bench merge
 		// 用 shard.Replay 把它们按发送时刻交给与单进程相同的观察者（requests_*.csv、sessions_*.csv……）。
 		// 0600：记录里没有密钥，但与 provider 文件同在一个私有临时目录里，一并收紧。
@@ -119,6 +129,11 @@ func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io
 		obs = rw.Observer()
 	}
 	res, err := shard.Run(ctx, tgt, o.p, sh, obs)
+	if flush != nil {
+		if ferr := flush(); ferr != nil {
+			return errors.Join(err, ferr)
+		}
+	}
 	if res != nil {
 		if werr := shard.WriteResult(stdout, res); werr != nil {
 			return werr
@@ -396,8 +411,37 @@ func runLocalShards(ctx context.Context, o *options, args []string, prov loadgen
 	m, err := mergeAndReport(got, known, stderr)
 	if m != nil {
 		m.records = records
+		m.recordGaps = checkRecordFiles(results, records)
 	}
 	return m, err
+}
+
+// checkRecordFiles 逐个核对交回了结果的子进程的记录文件与它的结果行（shard.CheckRecords）：子进程写
+// 记录失败（磁盘满）时只在自己的 stderr 上留一句、结果行照样交回，不核对的话逐请求 CSV 会悄悄少行。
+// 文件打不开或读不了时该分片每组都记为缺口（Detail 写明原因）。
+func checkRecordFiles(results []*shard.Result, files []string) []shard.RecordGap {
+	var gaps []shard.RecordGap
+	for i, res := range results {
+		if res == nil {
+			continue // 缺失的分片已被点名，它的记录就是没有
+		}
+		g, err := func() ([]shard.RecordGap, error) {
+			f, err := os.Open(files[i])
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return shard.CheckRecords(f, res)
+		}()
+		if err != nil {
+			for _, sg := range res.Groups {
+				gaps = append(gaps, shard.RecordGap{Shard: i, Group: sg.Group, Want: sg.Stats.Requests(), Detail: err.Error()})
+			}
+			continue
+		}
+		gaps = append(gaps, g...)
+	}
+	return gaps
 }
 
 // childCancelGrace 是运行被取消后子进程收尾（取消在途请求、写出结果行）的时限，过后 SIGKILL。
@@ -459,6 +503,9 @@ type merged struct {
 	lost     []loadgen.ShardLoss
 	records  []string
 	timeline []loadgen.Timeline // 各分片时间线的合并（shard.MergeTimeline），写进时间线 CSV
+	// recordGaps 是已知的逐请求记录缺口：交回的记录少于分片测量的请求数（--kube-shards：Pod 日志被
+	// 轮转或截断；--shards：子进程写记录文件失败）。
+	recordGaps []shard.RecordGap
 }
 
 // summaries 返回合并后的汇总行。
@@ -506,11 +553,14 @@ func missingNote(lost []loadgen.ShardLoss) string {
 
 // runKubeShards 以 Indexed Job 跑各分片（镜像里的本程序带 --shard-from-env），收集并合并。
 // 多组的档位每组一个 Job、依次运行（kube.ShardJob.Groups），每组都对齐到自己 Job 的开始时刻。
+// 各 Pod 写在结果行之前的逐请求记录由 kube.RunShards 存进 tmp（私有临时目录，调用方写完产物后
+// 删除），合并时与本机分片一样经 shard.Replay 写出逐请求与会话 CSV；Pod 日志里的记录少于分片测量的
+// 请求数时（日志轮转、读取上限），缺口随 merged 交给 writeMerged 报告。
 //
 // 镜像是普通的 bench 镜像：解析好的 provider（含 API key）写成 providers.yaml 放进随 Job 创建的
 // Secret，-i 的数据集文件放进 ConfigMap，两者挂载进每个分片 Pod、随 Job 删除；Pod 的命令行
 // 只带挂载路径（-p、-i 追加在最后，覆盖原命令行的同名选项），密钥不在 Job 或 Pod 定义里。
-func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Writer) (*merged, error) {
+func runKubeShards(ctx context.Context, o *options, args []string, tmp string, stderr io.Writer) (*merged, error) {
 	var cargs []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -524,7 +574,8 @@ func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Wri
 		cargs = append(cargs, a)
 	}
 	job := kube.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image,
-		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.Defaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread}
+		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.Defaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread,
+		RecordsDir: tmp}
 	if o.provider != "" {
 		prov, _, err := resolveProvider(ctx, o)
 		if err != nil {
@@ -546,8 +597,8 @@ func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Wri
 		cargs = append(cargs, "-i", kube.DataMountPath)
 	}
 	job.Args = append(append([]string{"prof"}, cargs...), "--shard-from-env", "--quiet")
-	results, err := kube.RunShards(ctx, job)
-	if len(results) == 0 {
+	run, err := kube.RunShards(ctx, job)
+	if run == nil || len(run.Results) == 0 {
 		return nil, err
 	}
 	lost := kube.ShardLosses(err)
@@ -557,7 +608,10 @@ func runKubeShards(ctx context.Context, o *options, args []string, stderr io.Wri
 			lost[i].Reason = loadgen.LossCancelled
 		}
 	}
-	m, merr := mergeAndReport(results, lost, stderr)
+	m, merr := mergeAndReport(run.Results, lost, stderr)
+	if m != nil {
+		m.records, m.recordGaps = run.Records, run.RecordGaps
+	}
 	return m, errors.Join(err, merr)
 }
 
@@ -619,7 +673,13 @@ func runSharded(ctx context.Context, o *options, args []string, stderr io.Writer
 		m, runErr = runLocalShards(ctx, o, args, prov, tmp, stderr)
 	} else {
 		provider = "kube"
-		m, runErr = runKubeShards(ctx, o, args, stderr)
+		// 私有临时目录（0700）：各 Pod 交回的逐请求记录存在这里，写完产物后删除。
+		tmp, err := os.MkdirTemp("", "cibench-kube-shards-")
+		if err != nil {
+			return true, err
+		}
+		defer os.RemoveAll(tmp)
+		m, runErr = runKubeShards(ctx, o, args, tmp, stderr)
 	}
 	if m == nil {
 		return true, runErr

@@ -2,11 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/endpoint"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
 
 // TestShardsDeliverRecordsToObservers 复现 issue 24 的遗留点"分片运行里导出器收不到逐请求事件"：
@@ -43,6 +52,18 @@ func TestShardsDeliverRecordsToObservers(t *testing.T) {
 			t.Fatalf("--shards %s: %d session rows, want %d", shards, len(rows)-1, n)
 		}
 		sessions[shards] = rows
+		if shards != "0" {
+			// 本机分片的记录文件逐个与结果行核对过：完整的运行没有缺口。
+			ms, _ := filepath.Glob(filepath.Join(dir, "*.merge.json"))
+			if len(ms) != 1 {
+				t.Fatalf("merge files %v", ms)
+			}
+			b, _ := os.ReadFile(ms[0])
+			var rep mergeReport
+			if err := json.Unmarshal(b, &rep); err != nil || !rep.RecordsComplete || len(rep.RecordGaps) != 0 {
+				t.Fatalf("--shards %s: merge report %s (%v), want records_complete and no gaps", shards, b, err)
+			}
+		}
 		if w := readCSV(t, ws[0]); len(w) != 2 || w[1][5] != fmt.Sprint(n) {
 			t.Fatalf("--shards %s: workload csv %v, want one row with Num_Prompts %d", shards, w, n)
 		}
@@ -58,5 +79,41 @@ func TestShardsDeliverRecordsToObservers(t *testing.T) {
 	one, two := ids(sessions["0"]), ids(sessions["2"])
 	if len(two) != n || fmt.Sprint(one) != fmt.Sprint(two) {
 		t.Fatalf("session ids: one process %v, --shards 2 %v", one, two)
+	}
+}
+
+// TestCheckRecordFiles 核对本机分片的记录文件：两片真实的 shard.Run 各写自己的记录文件，完整时没有
+// 缺口；第 1 片的文件丢了（子进程没能写它）时点名第 1 片第 0 组 0 of 3，并写明原因——逐请求 CSV
+// 不会悄悄少行。
+func TestCheckRecordFiles(t *testing.T) {
+	_, ep := emulator.Start(t, emulator.Config{Model: "m", TTFT: time.Millisecond})
+	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: ep.BaseURLs, Model: "m"}, Provider: "emu"}
+	p := loadgen.Profile{Concurrency: []int{2}, InputLength: []int{16}, OutputLength: []int{4}, NumRequests: []int{6}}
+	dir := t.TempDir()
+	results := make([]*shard.Result, 2)
+	files := make([]string, 2)
+	for i := range 2 {
+		files[i] = filepath.Join(dir, fmt.Sprintf("records-%d.jsonl", i))
+		f, err := os.Create(files[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw := shard.NewRecordWriter(f)
+		if results[i], err = shard.Run(context.Background(), tgt, p, loadgen.Shard{Index: i, Count: 2}, rw.Observer()); err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(rw.Flush(), f.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gaps := checkRecordFiles(results, files); len(gaps) != 0 {
+		t.Fatalf("complete record files: gaps %v", gaps)
+	}
+	if err := os.Remove(files[1]); err != nil {
+		t.Fatal(err)
+	}
+	gaps := checkRecordFiles(results, files)
+	if len(gaps) != 1 || gaps[0].Shard != 1 || gaps[0].Group != 0 || gaps[0].Want != 3 || gaps[0].Have != 0 || !strings.Contains(gaps[0].Detail, "no such file") {
+		t.Fatalf("gaps %v, want shard 1 group 0: 0 of 3 naming the missing file", gaps)
 	}
 }

@@ -337,6 +337,21 @@ func TestBenchMergeManualShards(t *testing.T) {
 		}
 	}
 
+	// 记录文件逐片核对过：完整。只给分片 0 的记录文件时，分片 1 的记录缺口被点名（0 of 20），
+	// records_complete 为 false——逐请求 CSV 少了一半，不会被当成完整的。
+	if rep := readMergeReport(t, merged); !rep.RecordsComplete || len(rep.RecordGaps) != 0 {
+		t.Fatalf("merge with both record files: records_complete %v, gaps %v", rep.RecordsComplete, rep.RecordGaps)
+	}
+	short := t.TempDir()
+	stderr.Reset()
+	if err := run(append([]string{"merge", "-s", short, "--records", records[0]}, results...), &stderr); err != nil {
+		t.Fatalf("bench merge: %v\n%s", err, stderr.String())
+	}
+	if rep := readMergeReport(t, short); rep.RecordsComplete || len(rep.RecordGaps) != 1 ||
+		rep.RecordGaps[0] != (shard.RecordGap{Shard: 1, Group: 0, Want: 20, Have: 0}) || !strings.Contains(stderr.String(), "WARNING: per-request records incomplete: shard 1 group 0: 0 of 20") {
+		t.Fatalf("merge with shard 0's records only: %+v\n%s", rep, stderr.String())
+	}
+
 	// 只有一个分片：不完整，退出码非零，分片 1 被点名（没有交回结果）。
 	part := t.TempDir()
 	stderr.Reset()
@@ -347,7 +362,7 @@ func TestBenchMergeManualShards(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(part, "summary_manual_*.INCOMPLETE")); len(m) != 1 {
 		t.Fatalf("no .INCOMPLETE marker for a one-of-two merge: %v", m)
 	}
-	// 没有 --records（--kube-shards 也是这样）：不写空的逐请求 CSV，免得被读成"零个请求"。
+	// 没有 --records：不写空的逐请求 CSV，免得被读成"零个请求"。
 	if m, _ := filepath.Glob(filepath.Join(part, "requests_*")); len(m) != 0 {
 		t.Fatalf("merge without --records wrote per-request files %v", m)
 	}
@@ -395,4 +410,22 @@ func TestShardsUnreachableNamed(t *testing.T) {
 	if rep.Complete || rep.Summary != "" || len(rep.Missing) != 2 || rep.Missing[0].Reason != loadgen.LossUnreachable || rep.Missing[1].Reason != loadgen.LossUnreachable {
 		t.Fatalf("merge report:\n%s", b)
 	}
+}
+
+// readMergeReport 读 dir 里唯一的 .merge.json。
+func readMergeReport(t *testing.T, dir string) mergeReport {
+	t.Helper()
+	ms, _ := filepath.Glob(filepath.Join(dir, "*.merge.json"))
+	if len(ms) != 1 {
+		t.Fatalf("merge files in %s: %v", dir, ms)
+	}
+	b, err := os.ReadFile(ms[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep mergeReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%s: %v", ms[0], err)
+	}
+	return rep
 }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -134,9 +135,28 @@ func readResult(r io.Reader, index int, groups []int, byGroups bool) (*Result, e
 	sc := bufio.NewScanner(io.LimitReader(r, MaxResultBytes+1))
 	sc.Buffer(make([]byte, 64<<10), MaxResultBytes)
 	var last []byte
-	prefix := []byte(`{"format":"` + Format + `"`)
-	match := func(line []byte) bool {
-		if len(line) < len(prefix) || string(line[:len(prefix)]) != string(prefix) {
+	match := resultMatcher(index, groups, byGroups)
+	for sc.Scan() {
+		if line := sc.Bytes(); match(line) {
+			last = append(last[:0], line...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: read: %v", loadgen.ErrBadShardResult, err)
+	}
+	return decodeResult(last, index, groups, byGroups)
+}
+
+// resultPrefix 是结果行的开头：结果行总以 format 字段开始（json.Marshal 按字段顺序编码）。
+var resultPrefix = []byte(`{"format":"` + Format + `"`)
+
+// isResultLine 报告一行是不是（任一分片的）结果行。
+func isResultLine(line []byte) bool { return bytes.HasPrefix(line, resultPrefix) }
+
+// resultMatcher 返回挑选结果行的条件：是结果行，index ≥ 0 时 index 字段相等，byGroups 时 only 字段等于 groups。
+func resultMatcher(index int, groups []int, byGroups bool) func(line []byte) bool {
+	return func(line []byte) bool {
+		if !isResultLine(line) {
 			return false
 		}
 		if index >= 0 && gjson.GetBytes(line, "index").Int() != int64(index) {
@@ -156,14 +176,10 @@ func readResult(r io.Reader, index int, groups []int, byGroups bool) (*Result, e
 		}
 		return true
 	}
-	for sc.Scan() {
-		if line := sc.Bytes(); match(line) {
-			last = append(last[:0], line...)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: read: %v", loadgen.ErrBadShardResult, err)
-	}
+}
+
+// decodeResult 解码挑出的结果行；last 为 nil（没有符合条件的行）时报错，点名分片与分组。
+func decodeResult(last []byte, index int, groups []int, byGroups bool) (*Result, error) {
 	if last == nil {
 		if byGroups {
 			return nil, fmt.Errorf("%w: no %s line (shard %d, groups %v) in the output", loadgen.ErrBadShardResult, Format, index, groups)
