@@ -848,20 +848,9 @@ func (x *exchange) attribute(total int) bool {
 }
 
 // finishReason 返回记录里的 finish_reason：常见取值原样（常量，不分配），其余是服务端的任意文本
-// （internFinish 截到 64 字节），与错误信息一样抹掉密钥——记录会写进逐请求 CSV，Kubernetes 分片
+// （截到 64 字节并复制），与错误信息一样抹掉密钥——记录会写进逐请求 CSV，Kubernetes 分片
 // 还把它们写进 Pod 日志，集群的日志系统可能收集它。
 func (x *exchange) finishReason(s string) string {
-	switch r := internFinish(s); r {
-	case "length", "stop", "tool_calls", "abort", "content_filter":
-		return r
-	default:
-		return x.redactText(r)
-	}
-}
-
-// internFinish 返回 finish_reason 的独立副本。扫描器给出的字符串引用 SSE 读取器复用的
-// 缓冲区，后续事件会覆盖它；常见取值返回常量（不分配），其余复制。
-func internFinish(s string) string {
 	switch s {
 	case "length":
 		return "length"
@@ -874,7 +863,8 @@ func internFinish(s string) string {
 	case "content_filter":
 		return "content_filter"
 	}
-	return strings.Clone(validUTF8Prefix(s, 64))
+	// s 引用 SSE 读取器复用的缓冲区，后续事件会覆盖它：先截断、复制，再脱敏。
+	return x.redactText(strings.Clone(validUTF8Prefix(s, 64)))
 }
 
 // 思考标签。没有推理解析器的服务把它们原样放在 content 里。
