@@ -84,6 +84,24 @@ type Gate struct {
 	Support  string       `json:"support,omitempty"`
 	Samples  *SampleSizes `json:"samples,omitempty"`
 	Interval *Interval    `json:"interval,omitempty"`
+	// Statistic 是做出判定的统计量："p99"（或 lower_quantile 降到的 "p95" 等）、"rate"（QPS），
+	// 或 "geomean_shift"（on_insufficient: shift 时由整个分布的位移判定，见 Shift）。
+	Statistic string `json:"statistic,omitempty"`
+	// Shift 是 geomean_shift 判定的证据；Current/Baseline/DeltaPct 仍是规格的 P99 数字。
+	Shift *Shift `json:"shift,omitempty"`
+}
+
+// Shift 是"整个分布的位移"判定的证据：几何均值之比的变化与其 Welch t 区间。
+type Shift struct {
+	// ChangePct 是几何均值的相对变化（百分比）；LoPct、HiPct 是其置信区间，Level 是置信水平。
+	ChangePct float64 `json:"change_pct"`
+	LoPct     float64 `json:"lo_pct"`
+	HiPct     float64 `json:"hi_pct"`
+	Level     float64 `json:"level"`
+	// DF 是 Welch–Satterthwaite 自由度；Current、Baseline 是两侧参与的样本数。
+	DF       float64 `json:"df"`
+	Current  int     `json:"current"`
+	Baseline int     `json:"baseline"`
 }
 
 // ExitCode 返回门禁对应的退出码：任何一项失败为 ExitGateFailed；否则有被中断的

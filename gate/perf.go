@@ -30,6 +30,9 @@ const (
 	InsufficientWarn = "warn"
 	// InsufficientLowerQuantile 改用样本能支撑的最高分位（P95、P90、P75）比较。
 	InsufficientLowerQuantile = "lower_quantile"
+	// InsufficientShift 改由整个分布的位移（几何均值之比，Welch t 区间）判定，规格的分位数
+	// 照常报告（shift.go；出厂配置用它，见 docs/report.md）。
+	InsufficientShift = "shift"
 )
 
 // 门禁的样本支撑（Gate.Support）。
@@ -173,7 +176,7 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 				onIns = InsufficientWarn
 				notes = append(notes, fmt.Sprintf("no quantile supported by %d samples", have))
 			}
-		} else {
+		} else if onIns != InsufficientShift || q == 0 {
 			notes = append(notes, fmt.Sprintf("%s needs ≥%d samples, have %d", QuantileName(q), need, have))
 		}
 	}
@@ -186,6 +189,17 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	d := (c.cur - c.base) / c.base
 	dp := d * 100
 	g.DeltaPct = &dp
+	if insufficient && onIns == InsufficientShift && q > 0 {
+		if c.valid && judgeShift(g, c, th, need, min(c.curN, c.baseN), QuantileName(q)) {
+			return
+		}
+		onIns = InsufficientWarn
+		notes = append(notes, fmt.Sprintf("%s needs ≥%d samples, have %d, and the shift test needs per-request samples on both sides", QuantileName(q), need, min(c.curN, c.baseN)))
+	}
+	g.Statistic = "rate"
+	if q > 0 {
+		g.Statistic = strings.ToLower(QuantileName(q))
+	}
 
 	st := statistic{quantile: q}
 	if c.metric == MetricQPS {

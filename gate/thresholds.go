@@ -29,6 +29,8 @@ type Thresholds struct {
 	Confidence float64 `yaml:"confidence" json:"confidence,omitempty"`
 	Resamples  int     `yaml:"resamples" json:"resamples,omitempty"`
 	Seed       int64   `yaml:"seed" json:"seed,omitempty"`
+	// ShiftConfidence 是 on_insufficient: shift 判定的置信水平，0 为 DefaultShiftConfidence（0.998）。
+	ShiftConfidence float64 `yaml:"shift_confidence" json:"shift_confidence,omitempty"`
 	// PerGate 按门禁覆盖 Mode 与 OnInsufficient。
 	PerGate PerGateOptions `yaml:"per_gate" json:"per_gate"`
 }
@@ -63,7 +65,7 @@ var ErrInvalidThresholds = errors.New("gate: invalid thresholds")
 type PerfGateOptions struct {
 	// Mode 为 spec 或 significant。
 	Mode string `yaml:"mode" json:"mode,omitempty"`
-	// OnInsufficient 为 spec、fail、warn 或 lower_quantile。
+	// OnInsufficient 为 spec、fail、warn、lower_quantile 或 shift。
 	OnInsufficient string `yaml:"on_insufficient" json:"on_insufficient,omitempty"`
 }
 
@@ -106,10 +108,10 @@ func (t Thresholds) Validate() error {
 	}
 	checkIns := func(field, v string) error {
 		switch v {
-		case "", InsufficientSpec, InsufficientFail, InsufficientWarn, InsufficientLowerQuantile:
+		case "", InsufficientSpec, InsufficientFail, InsufficientWarn, InsufficientLowerQuantile, InsufficientShift:
 			return nil
 		}
-		return bad(field, v, `want "spec", "fail", "warn" or "lower_quantile"`)
+		return bad(field, v, `want "spec", "fail", "warn", "lower_quantile" or "shift"`)
 	}
 	errs := []error{
 		checkMode("mode", t.Mode), checkIns("on_insufficient", t.OnInsufficient),
@@ -119,6 +121,9 @@ func (t Thresholds) Validate() error {
 	}
 	if t.Confidence != 0 && (t.Confidence < 0.5 || t.Confidence >= 1) {
 		errs = append(errs, bad("confidence", t.Confidence, "must be in [0.5, 1)"))
+	}
+	if t.ShiftConfidence != 0 && (t.ShiftConfidence < 0.5 || t.ShiftConfidence >= 1) {
+		errs = append(errs, bad("shift_confidence", t.ShiftConfidence, "must be in [0.5, 1)"))
 	}
 	if t.Resamples != 0 && (t.Resamples < 100 || t.Resamples > 100000) {
 		errs = append(errs, bad("resamples", t.Resamples, "must be in [100, 100000]"))

@@ -319,7 +319,7 @@ func TestBrokenTree(t *testing.T) {
 		{"bad gate mode", map[string]string{"matrix.yaml": "defaults:\n  gates: {mode: strict}\nscenarios:\n  emulator:\n    pr: {}\n"},
 			[]string{`configs/matrix.yaml:2:17: defaults.gates.mode: want "spec" or "significant" (got "strict")`}},
 		{"bad on_insufficient", map[string]string{"matrix.yaml": "defaults:\n  gates: {per_gate: {qps: {on_insufficient: drop}}}\nscenarios:\n  emulator:\n    pr: {}\n"},
-			[]string{`configs/matrix.yaml:2:45: defaults.gates.per_gate.qps.on_insufficient: want "spec", "fail", "warn" or "lower_quantile" (got "drop")`}},
+			[]string{`configs/matrix.yaml:2:45: defaults.gates.per_gate.qps.on_insufficient: want "spec", "fail", "warn", "lower_quantile" or "shift" (got "drop")`}},
 		{"bad sweep", map[string]string{"tests/perf/profiles/tiny.yaml": "control_method: sweep\ninput_length: [4]\noutput_length: [2]\ngoodput: [\"e2e:100\"]\nsweep: {growth: 1}\n"},
 			[]string{`configs/tests/perf/profiles/tiny.yaml:5:17: sweep.growth: must be > 1 (got "1")`}},
 		{"override unknown field", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {concurency: [1]}}}\n"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -42,8 +43,46 @@ type emuRun struct {
 	fault        string
 	arrival      time.Time
 	em           *Server
-	perf         emuPerfRun // 性能模型下的进度；模型关闭时为零值
-	local        net.Addr   // 连接的本地地址（PD prefill 响应的 remote_host/remote_port）
+	perf         emuPerfRun    // 性能模型下的进度；模型关闭时为零值
+	local        net.Addr      // 连接的本地地址（PD prefill 响应的 remote_host/remote_port）
+	ttft         time.Duration // 本请求的 TTFT 基数：cfg.TTFT × 噪声因子（TTFTSigma）
+	prefillPer   time.Duration // 本请求每个提示 token 的 prefill 时间（同一因子）
+	itl          time.Duration // 本请求的 ITL：cfg.ITL × 噪声因子（ITLSigma）
+}
+
+// lognormal 返回第 n 个抽样的对数正态因子 exp(σ·Z)（Box–Muller，由 seed 与 n 决定）；σ 为 0 时为 1。
+func lognormal(seed, n uint64, sigma float64) float64 {
+	if sigma == 0 {
+		return 1
+	}
+	a := emu.Mix(seed, 2*n)
+	b := emu.Mix(seed, 2*n+1)
+	u1 := (float64(a>>11) + 0.5) / (1 << 53) // (0,1)，避免 log(0)
+	u2 := float64(b>>11) / (1 << 53)
+	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+	return math.Exp(sigma * z)
+}
+
+// scaleDur 把 d 乘以 f。
+func scaleDur(d time.Duration, f float64) time.Duration {
+	if f == 1 {
+		return d
+	}
+	return time.Duration(float64(d) * f)
+}
+
+// sampleLatency 为 run 抽取本请求的 TTFT 与 ITL（TTFTSigma/ITLSigma 为 0 时就是配置值）。
+func (e *Server) sampleLatency(run *emuRun) {
+	cfg := run.cfg
+	run.ttft, run.prefillPer, run.itl = cfg.TTFT, cfg.PrefillPerToken, cfg.ITL
+	if cfg.TTFTSigma == 0 && cfg.ITLSigma == 0 {
+		return
+	}
+	n := e.noise.Add(1)
+	seed := uint64(cfg.Seed) ^ e.idSalt ^ 0x6e6f697365 // "noise"
+	f := lognormal(seed, 2*n, cfg.TTFTSigma)
+	run.ttft, run.prefillPer = scaleDur(cfg.TTFT, f), scaleDur(cfg.PrefillPerToken, f)
+	run.itl = scaleDur(cfg.ITL, lognormal(seed, 2*n+1, cfg.ITLSigma))
 }
 
 // decodeJSON 解析请求体；JSON 语法或类型错误按 vLLM 返回 400。

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -53,6 +54,13 @@ type Config struct {
 	PrefillPerToken time.Duration `json:"prefill_per_token,omitempty" yaml:"prefill_per_token,omitempty"`
 	// ITL 是相邻两个输出 chunk 之间的时间。
 	ITL time.Duration `json:"itl,omitempty" yaml:"itl,omitempty"`
+	// TTFTSigma 给每个请求的 TTFT（含 PrefillPerToken 部分）乘一个对数正态因子 exp(σ·Z)，
+	// Z 为标准正态：中位数仍是注入值，右尾拉长（docs/report.md 的噪声模型，真实服务的
+	// TTFT 就是这样右偏的）。0 关闭（时序完全确定）；取值 [0, 2]。序列由 Seed 决定。
+	TTFTSigma float64 `json:"ttft_sigma,omitempty" yaml:"ttft_sigma,omitempty"`
+	// ITLSigma 同理给每个请求的 ITL 乘一个对数正态因子（同一请求内各 token 间隔相同，
+	// 请求之间不同：批内邻居不同造成的逐请求解码速度差异）。0 关闭；取值 [0, 2]。
+	ITLSigma float64 `json:"itl_sigma,omitempty" yaml:"itl_sigma,omitempty"`
 	// MaxNumSeqs 是同时执行的请求上限，超出的请求排队（排队时间计入 TTFT）；0 表示不限。
 	MaxNumSeqs int `json:"max_num_seqs,omitempty" yaml:"max_num_seqs,omitempty"`
 	// TokensPerChunk 是每个流式 delta 携带的 token 数，0 为 1。
@@ -196,6 +204,10 @@ func (c *Config) validate() error {
 		return bad("PrefillPerToken", c.PrefillPerToken, "must be >= 0")
 	case c.ITL < 0:
 		return bad("ITL", c.ITL, "must be >= 0")
+	case c.TTFTSigma < 0 || c.TTFTSigma > 2 || math.IsNaN(c.TTFTSigma):
+		return bad("TTFTSigma", c.TTFTSigma, "must be in [0, 2]")
+	case c.ITLSigma < 0 || c.ITLSigma > 2 || math.IsNaN(c.ITLSigma):
+		return bad("ITLSigma", c.ITLSigma, "must be in [0, 2]")
 	case c.MaxNumSeqs < 0:
 		return bad("MaxNumSeqs", c.MaxNumSeqs, "must be >= 0 (0 = unlimited)")
 	case c.TokensPerChunk < 0:
@@ -275,6 +287,7 @@ type Server struct {
 	access  *emu.AccessLog
 	handler http.Handler
 	reqSeq  atomic.Uint64
+	noise   atomic.Uint64 // TTFTSigma/ITLSigma 的抽样序号
 	bufs    emuBufPool
 	spinner atomic.Int32 // 正在精确等待首 token 的流数，见 emuWaiter.untilPrecise
 	idSalt  uint64       // Seed 为 0 时取构造时刻，使不同进程的响应 id 不重复

@@ -76,11 +76,11 @@ func (e *Server) batchScaled(cfg *Config, d time.Duration) time.Duration {
 // 为 TTFT + 本地未命中的 token × KVTransferPerToken（KV 从 prefill 实例拉取，不在本地
 // 计算）；两者都乘以批倍数。被抢占后重新调度的请求一律在本地重算（recompute）。
 func (e *Server) prefillTime(cfg *Config, run *emuRun, compute int, first bool) time.Duration {
-	per := cfg.PrefillPerToken
+	per := run.prefillPer
 	if run.perf.remote && first {
 		per = cfg.KVTransferPerToken
 	}
-	return e.batchScaled(cfg, cfg.TTFT+time.Duration(compute)*per)
+	return e.batchScaled(cfg, run.ttft+time.Duration(compute)*per)
 }
 
 // perfAdmit 在性能模型下排队、调度 run，返回首 token 的计划时刻；ctx 结束（客户端
@@ -120,7 +120,7 @@ func (e *Server) perfStep(ctx context.Context, wt *emuWaiter, run *emuRun, j int
 				preempted = true
 				pr.kvTok = 0
 			default:
-				target = pr.prev.Add(e.batchScaled(cfg, cfg.ITL))
+				target = pr.prev.Add(e.batchScaled(cfg, run.itl))
 			}
 		}
 		if !preempted {

@@ -74,6 +74,7 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	cfg := run.cfg
 	fault := e.failer.Next(cfg.FailureRate, cfg.FailureKinds)
 	run.fault = fault
+	e.sampleLatency(run)
 	switch fault {
 	case "429", "500", "503":
 		st, _ := strconv.Atoi(fault)
@@ -104,7 +105,7 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		// 注入的 TTFT 从请求到达处理函数算起（再加 MaxNumSeqs 排队），模拟器自己读取、
 		// 解析、规划请求的时间从这份预算里扣除而不是叠加在上面：否则并发请求同时到达时，
 		// 这段 CPU 排队会让客户端看到的 TTFT 系统性地大于注入值。预算不够扣时不早于开始时刻。
-		first = started.Add(max(0, cfg.TTFT+time.Duration(run.promptTokens)*cfg.PrefillPerToken-queued.Sub(run.arrival)))
+		first = started.Add(max(0, run.ttft+time.Duration(run.promptTokens)*run.prefillPer-queued.Sub(run.arrival)))
 	}
 	status := http.StatusOK
 	var ok bool
@@ -285,7 +286,7 @@ func (e *Server) writeStream(ctx context.Context, w http.ResponseWriter, run *em
 		if j == 0 && !zero && !perf && !wt.untilPrecise(ctx, first, &e.spinner) {
 			return false
 		}
-		if j > 0 && !zero && !perf && !wt.until(ctx, first.Add(time.Duration(j)*cfg.ITL)) {
+		if j > 0 && !zero && !perf && !wt.until(ctx, first.Add(time.Duration(j)*run.itl)) {
 			return false
 		}
 		if j == faultAt {
@@ -387,7 +388,7 @@ func (e *Server) writeNonStream(ctx context.Context, w http.ResponseWriter, run 
 			}
 			run.perf.gen += stepTokens(states, j)
 		}
-	} else if !wt.until(ctx, first.Add(time.Duration(steps-1)*cfg.ITL)) {
+	} else if !wt.until(ctx, first.Add(time.Duration(steps-1)*run.itl)) {
 		return 499, false
 	}
 	switch run.fault {

@@ -83,6 +83,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&c.TTFT, "ttft", 0, "time to first token")
 	fs.DurationVar(&c.PrefillPerToken, "prefill-per-token", 0, "extra TTFT per prompt token")
 	fs.DurationVar(&c.ITL, "itl", 0, "inter-token (inter-chunk) latency")
+	fs.Float64Var(&c.TTFTSigma, "ttft-sigma", 0, "log-normal noise on each request's TTFT: factor exp(sigma*Z), median unchanged (0 = none; 0.35 is a realistic right tail)")
+	fs.Float64Var(&c.ITLSigma, "itl-sigma", 0, "log-normal noise on each request's inter-token latency (0 = none)")
 	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", 0, "concurrent sequences (0 = unlimited); excess requests queue")
 	fs.IntVar(&c.TokensPerChunk, "tokens-per-chunk", 1, "tokens per streamed delta")
 	fs.BoolVar(&c.SpecDecode, "spec-decode", false, "emit speculative decoding counters")

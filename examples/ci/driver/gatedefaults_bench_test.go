@@ -83,11 +83,24 @@ func BenchmarkShippedGateDefaults(b *testing.B) {
 // gateRun 用给定配置树跑一次参考驱动（产物写进 root），返回结果。
 func gateRun(b *testing.B, configs fs.FS, rt matrix.RunType, root string, nd func(*matrix.Scenario) (deploy.Deployer, error)) driver.Outcome {
 	b.Helper()
+	o := gateOptions(configs, rt, root)
+	o.NewDeployer = nd
+	return gateRunOptions(b, o)
+}
+
+// gateOptions 是门禁基准的驱动选项：配置树、运行类型、产物根目录，环境变量全空。
+func gateOptions(configs fs.FS, rt matrix.RunType, root string) driver.Options {
+	return driver.Options{Config: configs, ConfigRoot: "configs", RunType: rt, Artifacts: root, Getenv: func(string) string { return "" }}
+}
+
+// gateRunOptions 用 o 跑一次参考驱动，出错时带上驱动的输出终止基准。
+func gateRunOptions(b *testing.B, o driver.Options) driver.Outcome {
+	b.Helper()
 	var out bytes.Buffer
-	o := driver.Options{Config: configs, ConfigRoot: "configs", RunType: rt, Artifacts: root, Getenv: func(string) string { return "" }, Out: &out, NewDeployer: nd}
+	o.Out = &out
 	res, err := driver.Run(context.Background(), o)
 	if err != nil {
-		b.Fatalf("%s run: %v\n%s", rt, err, out.String())
+		b.Fatalf("%s run: %v\n%s", o.RunType, err, out.String())
 	}
 	return res
 }
