@@ -39,12 +39,17 @@ const (
 	CapEmbeddingDimensions Capability = "embedding_dimensions"
 	// CapEmbeddingBase64 是 embeddings 的 encoding_format=base64。
 	CapEmbeddingBase64 Capability = "embedding_base64"
+	// CapBatchInvariant 不是请求参数，而是服务端的承诺：输出与同批的其它请求无关（vLLM 的
+	// VLLM_BATCH_INVARIANT=1，只在部分 GPU/NPU 上可用）。声明 supported 时，流式与非流式的
+	// 比较要求逐字节相同；否则（默认 unsupported，vLLM 的默认配置）允许规格所说的"小幅差异"，
+	// 定义见 docs/functional.md 的 "Determinism"。probe 与 unsupported 同义。
+	CapBatchInvariant Capability = "batch_invariant"
 )
 
 // AllCapabilities 返回全部已知能力（每次返回新切片）。
 func AllCapabilities() []Capability {
 	return []Capability{CapTopP, CapTopPZero, CapTopK, CapPenalties, CapLogprobs, CapIgnoreEOS, CapLogitBias,
-		CapTokenize, CapStreamUsage, CapContinuousUsage, CapEmbeddingDimensions, CapEmbeddingBase64}
+		CapTokenize, CapStreamUsage, CapContinuousUsage, CapEmbeddingDimensions, CapEmbeddingBase64, CapBatchInvariant}
 }
 
 // Known 报告 c 是否为本包认识的能力名。
@@ -79,6 +84,7 @@ func DefaultCapabilities() map[Capability]Support {
 	}
 	out[CapTopPZero] = SupportProbe
 	out[CapEmbeddingDimensions] = SupportProbe
+	out[CapBatchInvariant] = SupportUnsupported
 	return out
 }
 

@@ -73,6 +73,11 @@ type Case struct {
 	Description string
 	// Requires 是运行该用例所需的可选能力；任一缺失则跳过。
 	Requires []Feature
+	// Isolated 表示用例的含义需要一个固定的批：它比较同一服务对同样请求的两次回答
+	// （贪心或带 seed 的可复现性、流式与非流式一致），而真实服务在别的请求同批时 logits
+	// 会变（vLLM 默认不保证批不变）。Runner 先并发跑完其它用例，再把这些用例逐个单独运行，
+	// 期间没有别的用例的请求在服务端。
+	Isolated bool
 	// Run 执行用例。ctx 在超时或运行被取消时结束。
 	Run func(ctx context.Context, t *T)
 }

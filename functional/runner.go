@@ -111,7 +111,8 @@ func NewRunner(target Target, opts Options) (*Runner, error) {
 	return &Runner{target: target, opts: o, cfg: cfg}, nil
 }
 
-// Run 以至多 Parallelism 个并发执行 cases，所有用例结束后返回报告。
+// Run 以至多 Parallelism 个并发执行 cases（Isolated 的用例在其后逐个单独执行），所有用例结束后
+// 返回报告；结果顺序与 cases 相同。
 // ctx 取消后，进行中的请求随之中断，这些用例以及尚未开始的用例记为 cancelled
 // （原因写明被取消；门禁把它算作失败），返回的 error 为 ctx.Err()；其他情况下
 // error 为 nil，用例失败只体现在报告里。
@@ -126,6 +127,9 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 	var g errgroup.Group
 	g.SetLimit(r.opts.Parallelism)
 	for i := range cases {
+		if cases[i].Isolated {
+			continue
+		}
 		if ctx.Err() != nil {
 			results[i] = notStarted(i)
 			continue
@@ -140,6 +144,17 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 		})
 	}
 	_ = g.Wait()
+	// 需要固定批的用例在其它用例全部结束后逐个运行（Case.Isolated）：服务端上只有它自己的请求。
+	for i := range cases {
+		if !cases[i].Isolated {
+			continue
+		}
+		if ctx.Err() != nil {
+			results[i] = notStarted(i)
+			continue
+		}
+		results[i] = r.runOne(ctx, cases[i])
+	}
 	rep := Report{Model: r.target.Model, Started: start, Duration: r.opts.Now().Sub(start), Results: results}
 	rep.Suites = Summarize(results)
 	return rep, ctx.Err()

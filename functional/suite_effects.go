@@ -46,12 +46,17 @@ func effectCases(cfg Config) []Case {
 	add := func(id, desc string, run func(ctx context.Context, t *T)) {
 		cases = append(cases, Case{ID: "params_boundary/" + id, Suite: SuiteParamsBoundary, Description: desc, Run: run})
 	}
-	add("top_p_effect", fmt.Sprintf("top_p=0.1 versus top_p=1 at temperature 1 over %d seeds: fewer distinct outputs, and closer to the greedy output "+
+	// isolated：用例把输出与另一个请求的贪心输出逐字比较，需要固定的批（Case.Isolated）。
+	isolated := func(id, desc string, run func(ctx context.Context, t *T)) {
+		add(id, desc, run)
+		cases[len(cases)-1].Isolated = true
+	}
+	isolated("top_p_effect", fmt.Sprintf("top_p=0.1 versus top_p=1 at temperature 1 over %d seeds: fewer distinct outputs, and closer to the greedy output "+
 		"(median common prefix with it is longer). vLLM keeps only the smallest set of most probable tokens whose mass reaches top_p, "+
 		"so at 0.1 every step whose top token has ≥10%% probability (almost every step of an instruct model) is the argmax whatever the seed; "+
 		"at 1 nothing is cut and %d tokens at temperature 1 over %d seeds do not collapse to fewer outputs", len(effectSeeds), pc.SampleTokens, len(effectSeeds)),
 		func(ctx context.Context, t *T) { runTopPEffect(ctx, t, pc) })
-	add("top_k_effect", fmt.Sprintf("at temperature 1 over %d seeds, top_k=1 always gives the greedy (temperature 0) output while top_k=50 gives at least two "+
+	isolated("top_k_effect", fmt.Sprintf("at temperature 1 over %d seeds, top_k=1 always gives the greedy (temperature 0) output while top_k=50 gives at least two "+
 		"different outputs. vLLM masks all but the k largest logits before sampling: with k=1 only the argmax is left (temperature does not move it), "+
 		"with k=50 dozens of candidates stay at every step", len(effectSeeds)),
 		func(ctx context.Context, t *T) { runTopKEffect(ctx, t, pc) })
@@ -73,11 +78,11 @@ func effectCases(cfg Config) []Case {
 		}
 	}
 	if pc.LogitBias {
-		add("logit_bias_promote", "logit_bias +100 on the id of a prompt word (from /tokenize, add_special_tokens=false) at temperature 0 makes that word "+
+		isolated("logit_bias_promote", "logit_bias +100 on the id of a prompt word (from /tokenize, add_special_tokens=false) at temperature 0 makes that word "+
 			"fill at least half of the output, and appear more often than without the bias. vLLM adds the bias to the logit before penalties and "+
 			"argmax; model logits span far less than 100, so the biased token wins every step",
 			func(ctx context.Context, t *T) { runLogitBiasPromote(ctx, t, pc) })
-		add("logit_bias_ban", "logit_bias -100 on the first visible token of the greedy output (its id from /tokenize, leading whitespace "+
+		isolated("logit_bias_ban", "logit_bias -100 on the first visible token of the greedy output (its id from /tokenize, leading whitespace "+
 			"stripped) at temperature 0: the output changes and no longer starts with that token. vLLM adds -100 to that logit before the argmax, so any other token outranks it",
 			func(ctx context.Context, t *T) { runLogitBiasBan(ctx, t, pc) })
 	}

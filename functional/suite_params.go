@@ -18,6 +18,12 @@ func paramsCases(cfg Config) []Case {
 	add := func(id, desc string, run func(ctx context.Context, t *T)) {
 		cases = append(cases, Case{ID: "params_boundary/" + id, Suite: SuiteParamsBoundary, Description: desc, Run: run})
 	}
+	// isolated 添加一个比较两次回答是否相同的用例（贪心或固定 seed 可复现，规格要求非流式
+	// 完全一致）：它需要固定的批，在其它用例之后单独运行（Case.Isolated）。
+	isolated := func(id, desc string, run func(ctx context.Context, t *T)) {
+		add(id, desc, run)
+		cases[len(cases)-1].Isolated = true
+	}
 	for _, n := range pc.MaxTokens {
 		add(fmt.Sprintf("max_tokens=%d", n), "with ignore_eos, exactly max_tokens tokens are generated and finish_reason is length",
 			func(ctx context.Context, t *T) {
@@ -29,7 +35,7 @@ func paramsCases(cfg Config) []Case {
 	}
 	for _, v := range pc.Temperature {
 		if v == 0 {
-			add("temperature=0", "temperature 0 is deterministic: repeated requests (with and without seed) give identical text",
+			isolated("temperature=0", "temperature 0 is deterministic: repeated requests (with and without seed) give identical text",
 				func(ctx context.Context, t *T) {
 					b := t.plainBody(pc.Prompt, pc.SampleTokens)
 					a := t.output(t.chat(ctx, b).Choices[0].Message)
@@ -75,12 +81,12 @@ func paramsCases(cfg Config) []Case {
 		if v == 0 {
 			capability = CapTopPZero
 		}
-		add("top_p="+describe(v), "top_p value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_p", v, capability))
+		isolated("top_p="+describe(v), "top_p value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_p", v, capability))
 	}
 	for _, v := range pc.TopK {
 		if v == 1 {
 			// top_k=1 只剩一个候选，采样结果就是 argmax：与温度、seed 都无关（vLLM 如此）。
-			add("top_k=1", "top_k=1 is accepted (or probed as unsupported), generation stays exact, and it is greedy: different seeds at temperature 1 give identical text",
+			isolated("top_k=1", "top_k=1 is accepted (or probed as unsupported), generation stays exact, and it is greedy: different seeds at temperature 1 give identical text",
 				func(ctx context.Context, t *T) {
 					exact("top_k", 1, CapTopK)(ctx, t)
 					texts := map[string]bool{}
@@ -94,16 +100,16 @@ func paramsCases(cfg Config) []Case {
 				})
 			continue
 		}
-		add("top_k="+strconv.Itoa(v), "top_k value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_k", v, CapTopK))
+		isolated("top_k="+strconv.Itoa(v), "top_k value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_k", v, CapTopK))
 	}
 	for _, v := range pc.PresencePenalty {
-		add("presence_penalty="+describe(v), "presence_penalty boundary value is accepted and generation stays exact", exact("presence_penalty", v, CapPenalties))
+		isolated("presence_penalty="+describe(v), "presence_penalty boundary value is accepted and generation stays exact", exact("presence_penalty", v, CapPenalties))
 	}
 	for _, v := range pc.FrequencyPenalty {
-		add("frequency_penalty="+describe(v), "frequency_penalty boundary value is accepted and generation stays exact", exact("frequency_penalty", v, CapPenalties))
+		isolated("frequency_penalty="+describe(v), "frequency_penalty boundary value is accepted and generation stays exact", exact("frequency_penalty", v, CapPenalties))
 	}
 	for _, seed := range pc.Seeds {
-		add("seed="+strconv.FormatInt(seed, 10), "non-streaming requests with the same seed at temperature 1 are identical",
+		isolated("seed="+strconv.FormatInt(seed, 10), "non-streaming requests with the same seed at temperature 1 are identical",
 			func(ctx context.Context, t *T) {
 				b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": 1.0, "seed": seed})
 				a := t.output(t.chat(ctx, b).Choices[0].Message)
@@ -128,7 +134,7 @@ func paramsCases(cfg Config) []Case {
 			})
 	}
 	for _, kind := range pc.Stop {
-		add("stop="+kind, "generation halts before the stop string: it is absent, the text is a prefix of the unstopped text, finish_reason is stop",
+		isolated("stop="+kind, "generation halts before the stop string: it is absent, the text is a prefix of the unstopped text, finish_reason is stop",
 			func(ctx context.Context, t *T) { runStop(ctx, t, pc, kind) })
 	}
 	for _, k := range pc.TopLogprobs {

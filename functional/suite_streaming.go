@@ -20,27 +20,33 @@ func streamingCases(cfg Config) []Case {
 				}
 				t.Expect("role deltas for choice 0", 1, s.roleChunks[0])
 			}},
-		{ID: "streaming/matches_nonstream", Suite: SuiteStreaming, Description: "at temperature 0 the concatenated deltas equal the non-streaming message",
+		{ID: "streaming/matches_nonstream", Suite: SuiteStreaming, Isolated: true,
+			Description: "at temperature 0 the concatenated deltas (reasoning, then content) equal the non-streaming message; without batch_invariant " +
+				"they may drift after the first 4 tokens, never drop or repeat a delta",
 			Run: func(ctx context.Context, t *T) {
 				b := t.chatBody(sc.Prompt, sc.MaxTokens)
 				c := t.chat(ctx, b)
 				s := t.stream(ctx, chat, b)
 				msg := c.Choices[0].Message
-				if got, want := s.text[0], msg.text(); got != want {
-					t.Fatalf("streamed content %q != non-streaming content %q", trim(got), trim(want))
-				}
-				var want string
+				var reasoning string
 				for _, k := range t.reasoningKeys() {
 					if v, ok := msg.field(k); ok {
-						want = v
+						reasoning = v
 						break
 					}
 				}
-				if s.reasoning[0] != want {
-					t.Fatalf("streamed reasoning %q != non-streaming reasoning %q", trim(s.reasoning[0]), trim(want))
-				}
-				if s.finish[0] != str(c.Choices[0].FinishReason) {
-					t.Fatalf("streamed finish_reason %q != non-streaming %q", s.finish[0], str(c.Choices[0].FinishReason))
+				want := reasoning + msg.text()
+				t.expectSameOutput("reasoning+content", s.seq[0], want)
+				if strings.Join(s.seq[0], "") == want {
+					// 同一段文本：推理与正文的分界、finish_reason 也必须相同。
+					if s.reasoning[0] != reasoning {
+						t.Fatalf("streamed reasoning %q != non-streaming reasoning %q", trim(s.reasoning[0]), trim(reasoning))
+					}
+					if s.finish[0] != str(c.Choices[0].FinishReason) {
+						t.Fatalf("streamed finish_reason %q != non-streaming %q", s.finish[0], str(c.Choices[0].FinishReason))
+					}
+				} else if f := s.finish[0]; !validFinish(f) {
+					t.Fatalf("streamed finish_reason=%q", f)
 				}
 			}},
 		{ID: "streaming/single_finish", Suite: SuiteStreaming, Description: "with n=2 every choice gets exactly one finish_reason",

@@ -195,8 +195,9 @@ func functionCallCases(cfg Config) []Case {
 				}
 				checkToolCall(t, fc.Tools, call(ctx, t, base(t, fc.Tools, "required"), "tool_calls"))
 			}},
-		{ID: "function_call/stream", Suite: SuiteFunctionCall, Requires: []Feature{FeatureFunctionCall},
-			Description: "streamed tool-call deltas reassemble into the non-streaming call; id and name arrive once per index",
+		{ID: "function_call/stream", Suite: SuiteFunctionCall, Requires: []Feature{FeatureFunctionCall}, Isolated: true,
+			Description: "streamed tool-call deltas reassemble into the non-streaming call (arguments: without batch_invariant they may drift after the first 4 tokens, " +
+				"never drop or repeat a delta, and must still satisfy the schema); id and name arrive once per index",
 			Run: func(ctx context.Context, t *T) {
 				b := base(t, one, "required")
 				want := call(ctx, t, b, "tool_calls")
@@ -207,7 +208,7 @@ func functionCallCases(cfg Config) []Case {
 				}
 				got := *calls[0]
 				t.Expect("streamed function name", want.Function.Name, got.Function.Name)
-				t.Expect("streamed arguments", want.Function.Arguments, got.Function.Arguments)
+				t.expectSameOutput("arguments", s.argPieces[0][0], want.Function.Arguments)
 				t.Expect("deltas carrying the tool call id", 1, s.toolIDDeltas[0][0])
 				t.Expect("streamed finish_reason", "tool_calls", s.finish[0])
 				checkToolCall(t, fc.Tools, got)

@@ -376,9 +376,15 @@ func (t *T) completion(ctx context.Context, b body) *wireCompletion {
 type streamed struct {
 	raw    *Stream
 	chunks []wireChunk
-	// text/reasoning 按 choice index 拼接的内容与推理增量。
+	// text/reasoning 按 choice index 拼接的内容与推理增量；pieces 是 text 的逐个非空增量
+	// （流式与非流式比较时据此把字节位置换算成 token 序号）。
 	text      map[int]string
 	reasoning map[int]string
+	pieces    map[int][]string
+	// seq 是按到达顺序的推理与内容增量（推理在前的模型先推理后回答），流式与非流式整体比较用。
+	seq map[int][]string
+	// argPieces 按 choice 与 tool index 记录工具参数的逐个增量。
+	argPieces map[int]map[int][]string
 	// finish 按 choice 记录 finish_reason 出现的次数与最后的值。
 	finishes map[int]int
 	finish   map[int]string
@@ -445,7 +451,8 @@ func (t *T) decodeStream(s *Stream) *streamed {
 			s.Header.Get("Content-Type"), bound(strings.TrimPrefix(resp, "HTTP 200\n")))
 	}
 	finishedAt := map[int]int{}
-	out := &streamed{raw: s, text: map[int]string{}, reasoning: map[int]string{}, finishes: map[int]int{},
+	out := &streamed{raw: s, text: map[int]string{}, reasoning: map[int]string{}, pieces: map[int][]string{}, seq: map[int][]string{},
+		argPieces: map[int]map[int][]string{}, finishes: map[int]int{},
 		finish: map[int]string{}, roleChunks: map[int]int{}, firstRole: map[int]bool{},
 		tools: map[int]map[int]*wireToolCall{}, toolIDDeltas: map[int]map[int]int{}}
 	keys := t.reasoningKeys()
@@ -496,6 +503,13 @@ func (t *T) decodeStream(s *Stream) *streamed {
 				out.contentChunks++
 			}
 			out.text[ch.Index] += piece
+			if rpiece != "" {
+				out.seq[ch.Index] = append(out.seq[ch.Index], rpiece)
+			}
+			if piece != "" {
+				out.pieces[ch.Index] = append(out.pieces[ch.Index], piece)
+				out.seq[ch.Index] = append(out.seq[ch.Index], piece)
+			}
 			out.reasoning[ch.Index] += rpiece
 			if ch.FinishReason != nil {
 				out.finishes[ch.Index]++
@@ -523,6 +537,12 @@ func (t *T) decodeStream(s *Stream) *streamed {
 					cur.Function.Name += tc.Function.Name
 				}
 				cur.Function.Arguments += tc.Function.Arguments
+				if tc.Function.Arguments != "" {
+					if out.argPieces[ch.Index] == nil {
+						out.argPieces[ch.Index] = map[int][]string{}
+					}
+					out.argPieces[ch.Index][idx] = append(out.argPieces[ch.Index][idx], tc.Function.Arguments)
+				}
 			}
 		}
 	}

@@ -42,6 +42,9 @@ type Defects struct {
 	UnknownModelOK bool `json:"unknown_model_ok,omitempty" yaml:"unknown_model_ok,omitempty"`
 	// StreamDiffers 让 temperature 0 的流式文本与非流式文本不同。
 	StreamDiffers bool `json:"stream_differs,omitempty" yaml:"stream_differs,omitempty"`
+	// StreamDropsDelta 在流中丢掉中间的一个正文增量（第 6 个之后、正中的那个；其 token 仍计入
+	// usage）：流式文本是非流式文本挖掉一段。容忍批漂移的比较必须仍然抓到它。
+	StreamDropsDelta bool `json:"stream_drops_delta,omitempty" yaml:"stream_drops_delta,omitempty"`
 	// DoubleFinish 每个 choice 发送两个带 finish_reason 的 chunk。
 	DoubleFinish bool `json:"double_finish,omitempty" yaml:"double_finish,omitempty"`
 	// WrongContentType 流式响应使用 application/json 而不是 text/event-stream。

@@ -61,6 +61,13 @@ type Config struct {
 	// ITLSigma 同理给每个请求的 ITL 乘一个对数正态因子（同一请求内各 token 间隔相同，
 	// 请求之间不同：批内邻居不同造成的逐请求解码速度差异）。0 关闭；取值 [0, 2]。
 	ITLSigma float64 `json:"itl_sigma,omitempty" yaml:"itl_sigma,omitempty"`
+	// BatchVariance 复现真实 GPU/NPU 服务在默认配置下的批相关不确定性（vLLM 文档："does
+	// not guarantee the reproducibility of the results by default"；同一请求与不同的并发请求
+	// 成批时 logits 不同）：请求到达时若还有别的生成请求在服务中，它的正文与推理文本从第
+	// 4–11 个 token 起（由提示决定）换成另一段文本，token 数不变；单独到达的请求与以前完全
+	// 相同（贪心与带 seed 的采样仍可复现）。工具参数与结构化输出不受影响。用来检验功能用例
+	// 对这种漂移的容忍是否恰当，同时仍能抓到真缺陷（seed 被忽略、流丢了 delta）。
+	BatchVariance bool `json:"batch_variance,omitempty" yaml:"batch_variance,omitempty"`
 	// MaxNumSeqs 是同时执行的请求上限，超出的请求排队（排队时间计入 TTFT）；0 表示不限。
 	MaxNumSeqs int `json:"max_num_seqs,omitempty" yaml:"max_num_seqs,omitempty"`
 	// TokensPerChunk 是每个流式 delta 携带的 token 数，0 为 1。
@@ -288,6 +295,8 @@ type Server struct {
 	handler http.Handler
 	reqSeq  atomic.Uint64
 	noise   atomic.Uint64 // TTFTSigma/ITLSigma 的抽样序号
+	serving atomic.Int64  // 正在 serve 的生成请求数（BatchVariance 判断是否与别的请求成批）
+	batchN  atomic.Uint64 // BatchVariance 的漂移序号
 	bufs    emuBufPool
 	spinner atomic.Int32 // 正在精确等待首 token 的流数，见 emuWaiter.untilPrecise
 	idSalt  uint64       // Seed 为 0 时取构造时刻，使不同进程的响应 id 不重复

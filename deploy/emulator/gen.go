@@ -270,6 +270,22 @@ func (e *Server) genChoice(cfg *Config, in *emuGenInput, i int) *emuChoice {
 			c.stopReason = strconv.AppendInt(nil, int64(in.stopIDs[0]), 10)
 		}
 	}
+	if cfg.BatchVariance && len(in.s.stop) == 0 && len(in.stopIDs) == 0 && e.serving.Load() > 0 {
+		// 与别的请求同批：从第 k 个 token 起换成同一采样分布（同样的温度、top_p/top_k、惩罚与
+		// logit_bias）下的另一段文本，就像接近平手的 logits 在另一个批里翻转了一次。
+		alt := emu.Mix(h, e.batchN.Add(1)^0xba7c)
+		regen := func(n int, bb, hh uint64) []string {
+			if sp != nil {
+				return v.Sample(make([]string, 0, n), bb, hh, n, sp)
+			}
+			t := v.NewText(hh)
+			return t.AppendPieces(make([]string, 0, n), n)
+		}
+		if random {
+			content = splice(h, content, regen(len(content), emu.Mix(emu.Mix(backbone, alt), 2), emu.Mix(emu.Mix(h, alt), 2)))
+		}
+		c.reasoning = splice(emu.Mix(h, 7), c.reasoning, regen(len(c.reasoning), emu.Mix(emu.Mix(backbone, alt), 1), emu.Mix(emu.Mix(h, alt), 1)))
+	}
 	c.content = content
 	c.tokens = tokens
 	c.finish = finish
@@ -332,4 +348,14 @@ func emuToolArgs(t *emuTool, seed uint64, invalid bool) string {
 		return "{}"
 	}
 	return string(out)
+}
+
+// splice 模拟与别的请求成批造成的漂移（Config.BatchVariance）：前 k 个片段（k ∈ [4, 11]，
+// 由 h 决定；与真实服务一样前几个 token 通常一致）保留 orig，之后取 alt，片段数不变。
+func splice(h uint64, orig, alt []string) []string {
+	k := 4 + int(emu.Mix(h, 0xba7c)%8)
+	if len(orig) <= k || len(alt) != len(orig) {
+		return orig
+	}
+	return append(append(make([]string, 0, len(orig)), orig[:k]...), alt[k:]...)
 }

@@ -72,6 +72,8 @@ func (c *emuChoice) deltas(tpc int, showReasoning bool) []emuDelta {
 // serve 执行故障注入与排队，然后按时间表写出流式或非流式响应，并更新指标与访问日志。
 func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	cfg := run.cfg
+	e.serving.Add(1)
+	defer e.serving.Add(-1)
 	fault := e.failer.Next(cfg.FailureRate, cfg.FailureKinds)
 	run.fault = fault
 	e.sampleLatency(run)
@@ -321,6 +323,9 @@ func (e *Server) writeStream(ctx context.Context, w http.ResponseWriter, run *em
 			dl := st.ds[j]
 			st.sent += dl.ntok
 			isLast := j == len(st.ds)-1
+			if d.StreamDropsDelta && !isLast && j == max(len(st.ds)/2, 6) && dl.kind == emuDContent && dl.text != "" {
+				continue // 缺陷：这个增量不下发（token 已计入 sent）
+			}
 			enc.chunk(st, dl, isLast, j)
 			if isLast && d.DoubleFinish {
 				enc.chunk(st, emuDelta{kind: emuDContent}, true, j)
