@@ -146,6 +146,14 @@ func emuDefectCases() []emuDefectCase {
 			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 10}))
 			return streamText(chunks) != emuStr(emuJget(c, "message", "content"))
 		}},
+		// 丢一个中间的正文增量：流式文本比非流式短，且是它挖掉一段（前后缀都对得上）。
+		{"StreamDropsDelta", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
+			body := emuChatBody("x", map[string]any{"max_tokens": 16, "ignore_eos": true})
+			c, _ := firstChoice(t, ep, body)
+			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", body)
+			got, want := streamText(chunks), emuStr(emuJget(c, "message", "content"))
+			return len(got) < len(want) && strings.HasPrefix(want, got[:4]) && strings.HasSuffix(want, got[len(got)-4:])
+		}},
 		{"DoubleFinish", emulator.Config{}, func(t *testing.T, ep deploy.Endpoint) bool {
 			chunks, _, _ := emuStreamChunks(t, ep, "/v1/chat/completions", emuChatBody("x", map[string]any{"max_tokens": 3}))
 			n := 0
