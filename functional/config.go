@@ -115,6 +115,10 @@ type ParamsBoundaryConfig struct {
 	Samples int `yaml:"samples" json:"samples"`
 	// SampleTokens 是上述采样请求的 max_tokens。
 	SampleTokens int `yaml:"sample_tokens" json:"sample_tokens"`
+	// MaxTokensBudget 是 max_tokens 边界用例读流的时间预算：在预算内生成完的值核对精确的
+	// token 数与 finish_reason，生成不完的只核对"没有提前结束"并报告看到的 token 数。
+	// 0 取单请求超时的一半；不超过单请求超时的 90%。
+	MaxTokensBudget time.Duration `yaml:"max_tokens_budget" json:"max_tokens_budget"`
 }
 
 // GuidedConfig 是 guided 套件的参数。

@@ -94,6 +94,7 @@ var defectTable = map[string]struct {
 	"StreamDropsDelta": {want: []string{"completions_core/stream", "streaming/matches_nonstream", "streaming/chunk_size"}},
 	// 每个 choice 两个 finish chunk：vLLM 从不这样做，每个读流的用例都以 protocol 失败。
 	"DoubleFinish": {wholeSuite: true, want: []string{"chat_core/stream", "completions_core/stream", "function_call/stream", "reasoning/stream",
+		"params_boundary/max_tokens=1", "params_boundary/max_tokens=128", "params_boundary/max_tokens=16384",
 		"streaming/chunk_size", "streaming/completions_usage", "streaming/content_type", "streaming/continuous_usage", "streaming/done",
 		"streaming/include_usage", "streaming/matches_nonstream", "streaming/one_id", "streaming/role_first", "streaming/single_finish"}},
 	"WrongContentType": {want: []string{"streaming/content_type"}},

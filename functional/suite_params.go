@@ -2,6 +2,7 @@ package functional
 
 import (
 	"context"
+	"time"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -25,13 +26,10 @@ func paramsCases(cfg Config) []Case {
 		cases[len(cases)-1].Isolated = true
 	}
 	for _, n := range pc.MaxTokens {
-		add(fmt.Sprintf("max_tokens=%d", n), "with ignore_eos, exactly max_tokens tokens are generated and finish_reason is length",
-			func(ctx context.Context, t *T) {
-				c := t.chatCap(ctx, t.plainBody(pc.Prompt, n).with(map[string]any{"ignore_eos": true}), "ignore_eos", CapIgnoreEOS)
-				t.checkUsage("usage", c.Usage)
-				t.Expect("completion_tokens", n, c.Usage.CompletionTokens)
-				t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
-			})
+		add(fmt.Sprintf("max_tokens=%d", n), "with ignore_eos the value is accepted and honoured: exactly max_tokens tokens and finish_reason length "+
+			"when the whole generation fits in the time budget (half the request timeout); otherwise the stream runs for the budget with no early "+
+			"finish_reason and the case reports how many tokens it saw",
+			func(ctx context.Context, t *T) { runMaxTokens(ctx, t, pc, n) })
 	}
 	for _, v := range pc.Temperature {
 		if v == 0 {
@@ -268,4 +266,72 @@ func pickUnicode(s string) string {
 		}
 	}
 	return "。"
+}
+
+// runMaxTokens 检验 max_tokens=n 被接受并被遵守，不要求服务端在请求超时内生成完 n 个 token。
+//
+// 规格的边界是"值 16384 被接受并被遵守"，而单请求超时是 120s：以 30 ms/token 计，16384 个
+// token 要 8 分钟，没有真实服务端能在超时内生成完。所以用流式请求（ignore_eos）读到生成结束
+// 或读满预算（MaxTokensBudget，默认请求超时的一半）为止：
+//   - 在预算内结束：usage.completion_tokens 必须恰好为 n，finish_reason 必须是 length（与以前
+//     的非流式检查相同；模拟器与快的服务端走这条路）；
+//   - 预算用完仍在生成：不能已经出现 finish_reason（ignore_eos 下提前结束就是没遵守），
+//     收到的 token 数与按观测速度估计的完整生成时间写进结果；
+//   - 拒绝这个值（400）或生成少于 n 就结束：失败。
+func runMaxTokens(ctx context.Context, t *T, pc ParamsBoundaryConfig, n int) {
+	b := t.plainBody(pc.Prompt, n).with(map[string]any{"ignore_eos": true})
+	caps := []Capability{CapIgnoreEOS}
+	opts := map[string]any{}
+	if t.Support(CapStreamUsage) == SupportSupported {
+		opts["include_usage"] = true
+		caps = append(caps, CapStreamUsage)
+	}
+	continuous := t.Support(CapContinuousUsage) == SupportSupported
+	if continuous {
+		opts["continuous_usage_stats"] = true
+		caps = append(caps, CapContinuousUsage)
+	}
+	if len(opts) > 0 {
+		b = b.with(map[string]any{"stream_options": opts})
+	}
+	budget := pc.MaxTokensBudget
+	if budget <= 0 {
+		budget = t.reqTimeout / 2
+	}
+	if t.reqTimeout > 0 {
+		budget = min(budget, t.reqTimeout*9/10)
+	}
+	start := time.Now()
+	s, cut := t.streamBudget(ctx, "/v1/chat/completions", b, budget, "ignore_eos", caps...)
+	elapsed := time.Since(start)
+	seen := 0 // 已生成的 token：连续 usage 给出精确值，否则数正文与推理增量
+	for _, u := range s.usages {
+		if u != nil && u.CompletionTokens > seen {
+			seen = u.CompletionTokens
+		}
+	}
+	if seen == 0 {
+		seen = s.contentChunks
+	}
+	if !cut {
+		if s.usageChunk != nil {
+			t.checkUsage("usage", s.usageChunk)
+			t.Expect("completion_tokens", n, s.usageChunk.CompletionTokens)
+		} else {
+			t.Expect("completion_tokens (streamed deltas, no usage)", n, seen)
+		}
+		t.Expect("finish_reason", "length", s.finish[0])
+		return
+	}
+	if s.finishes[0] > 0 {
+		t.Fatalf("finish_reason %q after %d of %d tokens with ignore_eos", s.finish[0], seen, n)
+	}
+	if seen == 0 {
+		t.failf(ClassTimeout, "max_tokens=%d: no token within the %v budget", n, budget)
+		return
+	}
+	perTok := elapsed / time.Duration(seen)
+	t.Notef("max_tokens=%d accepted and honoured so far: %d tokens streamed in the %v budget with no early finish_reason; "+
+		"all %d would take about %v at the observed %v/token (the request timeout is %v), so the exact count and finish_reason length were not observed",
+		n, seen, budget.Round(time.Millisecond), n, (perTok * time.Duration(n)).Round(time.Second), perTok.Round(10*time.Microsecond), t.reqTimeout)
 }

@@ -59,6 +59,8 @@ type T struct {
 	reasons     []string
 	notes       []string
 	failure     *Failure
+	// reqTimeout 是单个请求的超时（Options.RequestTimeout），长生成用例据此定预算。
+	reqTimeout time.Duration
 }
 
 // newT 为一个用例构造 T，并把调用方的 http.Client 包装成带超时、重试、记录的客户端。
@@ -95,7 +97,7 @@ func newT(id string, target Target, cfg *Config, opts Options) *T {
 	}
 	return &T{
 		id: id, target: target, base: base, root: strings.TrimSuffix(base, "/v1"),
-		hc: hc, sdk: openai.NewClient(sdkOpts...), rec: rec, cfg: cfg, maxBody: opts.MaxResponseBytes,
+		hc: hc, sdk: openai.NewClient(sdkOpts...), rec: rec, cfg: cfg, maxBody: opts.MaxResponseBytes, reqTimeout: opts.RequestTimeout,
 	}
 }
 

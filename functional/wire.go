@@ -3,10 +3,12 @@ package functional
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // 本文件是用例共用的线上结构与请求助手。为了看到 vLLM 的扩展字段
@@ -430,6 +432,28 @@ func (t *T) streamCap(ctx context.Context, p string, b body, what string, caps .
 		t.rejected(p+" (stream)", what, s.Status, s.Body, caps)
 	}
 	return t.decodeStream(s)
+}
+
+// streamBudget 与 streamCap 相同，但最多读 budget 这么久：预算先到时停止读取（关闭连接，
+// 服务端随之中止生成），返回已收到的完整事件并报告 cut=true。预算之外的其它故障照常失败。
+func (t *T) streamBudget(ctx context.Context, p string, b body, budget time.Duration, what string, caps ...Capability) (*streamed, bool) {
+	t.need(caps...)
+	b = b.with(map[string]any{"stream": true})
+	bctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	s, err := t.Stream(bctx, p, b)
+	cut := err != nil && errors.Is(bctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && s != nil && s.Status == http.StatusOK
+	if err != nil && !cut {
+		t.failErr(p, err)
+	}
+	if s.Status != http.StatusOK {
+		t.rejected(p+" (stream)", what, s.Status, s.Body, caps)
+	}
+	if cut {
+		s.Done = true // 是我们停止了读取：不按"没有 [DONE]"判定
+		t.rec.setFault(fault{}) // 读取被我们的预算打断，不是服务端的故障
+	}
+	return t.decodeStream(s), cut
 }
 
 // decodeStream 解码全部事件。以下情况让用例失败（vLLM 从不这样做，见
