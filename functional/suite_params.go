@@ -2,11 +2,11 @@ package functional
 
 import (
 	"context"
-	"time"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )

@@ -450,7 +450,7 @@ func (t *T) streamBudget(ctx context.Context, p string, b body, budget time.Dura
 		t.rejected(p+" (stream)", what, s.Status, s.Body, caps)
 	}
 	if cut {
-		s.Done = true // 是我们停止了读取：不按"没有 [DONE]"判定
+		s.Done = true           // 是我们停止了读取：不按"没有 [DONE]"判定
 		t.rec.setFault(fault{}) // 读取被我们的预算打断，不是服务端的故障
 	}
 	return t.decodeStream(s), cut
