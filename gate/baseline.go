@@ -244,15 +244,21 @@ func (b Baselines) FunctionalBaseline(ctx context.Context, scenario string) (Fun
 	return b.Functional.FunctionalBaseline(ctx, scenario)
 }
 
-// Select 是基线选取规则的唯一实现：只考虑已完成的每日运行（Daily 且 Complete；被中断
-// 或只跑了部分阶段的运行数据可能只覆盖部分组合或轮次，从不作为基线），每个组合取开始
-// 时间最新的那次运行的数值，每个场景取最新一次带功能结果的逐用例状态。
+// Select 是基线选取规则的唯一实现。性能基线按组合选取：每个组合取开始时间最新的、在其中
+// 完整的每日运行的数值。一个组合"完整"是指它每一轮都在（有计划轮数 Epochs 时轮次
+// 1..Epochs 都有行）且没有一轮被截断（PerfRow.Incomplete）。已完成的每日运行（Complete）
+// 中的组合照此检查；没跑完的每日运行（超时、被中断）中只有计划轮数已知且完整的组合才算——
+// 一次在预算或超时前做完了一部分组合的每日运行仍为这些组合提供基线，其余组合缺失
+// （门禁为 no_baseline），从不当作通过。功能基线只取已完成的每日运行，每个场景取最新一次
+// 带功能结果的逐用例状态。
 func Select(runs []Run) Baselines {
-	daily := completedDaily(runs)
 	out := Baselines{Perf: Static{}, Functional: FunctionalBaselines{}}
-	for _, r := range daily {
-		for k, b := range FromRun(r) {
+	for _, r := range sortedDaily(runs) {
+		for k, b := range fromCompleteCombos(r) {
 			out.Perf[k] = b
+		}
+		if !r.Complete {
+			continue
 		}
 		for _, sc := range r.Scenarios {
 			if sc.Functional == nil || len(sc.Functional.Cases) == 0 {
@@ -271,13 +277,68 @@ func Select(runs []Run) Baselines {
 // completedDaily 返回已完成的每日运行，按开始时间从旧到新（后者覆盖前者）。
 func completedDaily(runs []Run) []Run {
 	var out []Run
+	for _, r := range sortedDaily(runs) {
+		if r.Complete {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sortedDaily 返回全部每日运行（含没跑完的），按开始时间从旧到新。
+func sortedDaily(runs []Run) []Run {
+	var out []Run
 	for _, r := range runs {
-		if r.Daily && r.Complete {
+		if r.Daily {
 			out = append(out, r)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
 	return out
+}
+
+// fromCompleteCombos 与 FromRun 相同，但只保留在运行 r 中完整的组合（见 Select）。
+func fromCompleteCombos(r Run) Static {
+	out := Static{}
+	for _, sc := range r.Scenarios {
+		keys, groups := groupPerf(sc)
+		for _, k := range keys {
+			if !comboComplete(groups[k], r.Complete) {
+				continue
+			}
+			b := Aggregate(groups[k])
+			b.RunID = r.RunID
+			b.Samples = findSamples(sc.Samples, k)
+			if b.Time.IsZero() {
+				b.Time = r.Started
+			}
+			out[k] = b
+		}
+	}
+	return out
+}
+
+// comboComplete 报告一个组合的各轮是否完整：没有被截断的一轮，且计划轮数已知时 1..Epochs 都在。
+// 计划轮数未知（旧数据）时只有已完成的运行（runComplete）才算完整。
+func comboComplete(rows []PerfRow, runComplete bool) bool {
+	epochs := 0
+	seen := map[int]bool{}
+	for _, r := range rows {
+		if r.Incomplete {
+			return false
+		}
+		epochs = max(epochs, r.Epochs)
+		seen[r.Round] = true
+	}
+	if epochs == 0 {
+		return runComplete
+	}
+	for i := 1; i <= epochs; i++ {
+		if !seen[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // ScenarioID 标识一个场景（基线读取器按它查询一次每日运行）。

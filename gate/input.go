@@ -138,6 +138,12 @@ type PerfRow struct {
 	Succeeded int64
 	// Time 是这一轮的开始时间（基线的时间取各轮最早者）。
 	Time time.Time
+	// Round 是 1 起的轮次，Epochs 是该组合计划的轮数（0 表示不知道，旧数据）；Incomplete 为
+	// true 表示这一轮被截断（运行被中断、阶段超时、分片缺失）。Select 据此判断一个组合在
+	// 一次没跑完的每日运行里是否完整：完整的组合照样成为基线。
+	Round      int
+	Epochs     int
+	Incomplete bool
 }
 
 // Samples 是一个压测组合（多轮合并）的有界逐请求样本，性能门禁用它计算置信区间。

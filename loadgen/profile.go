@@ -46,6 +46,14 @@ type Profile struct {
 	Warmup int `yaml:"warmup"`
 	// Epochs 是每组重复的轮数（默认 1），每轮一行汇总。
 	Epochs int `yaml:"epochs"`
+	// MaxDuration 是整个档位（全部分组与轮次）的时间预算，思路同 guidellm 的 --max-seconds，
+	// 0 表示不限。每组开始时分到"剩余预算 / 剩余组数"，到点后 worker 不再发出新的请求
+	// （在途请求照常完成）；但每个 worker 至少完成一个请求，爬坡照常走完，所以每组都达到
+	// 它的并发，组合的含义（输入、输出长度、并发）不变，变的只是样本数：汇总行的
+	// NumPrompts 是实际请求数，Planned 是计划数，BudgetLimited 标明该组被预算截短。
+	// 前面的组超时由后面的组分摊；预算用完后每组只做每个 worker 一个请求。只作用于
+	// 闭环与 request_rate 开环；轨迹回放与多轮会话按各自的时刻表走完（不受预算限制）。
+	MaxDuration time.Duration `yaml:"max_duration"`
 
 	// ControlMethod 为 "normal"（默认）或 "climb"。
 	ControlMethod ControlMethod `yaml:"control_method"`
@@ -276,6 +284,12 @@ func (p Profile) Validate() error {
 	}
 	if len(p.Concurrency) == 0 {
 		return invalid("concurrency", p.Concurrency, "at least one value required")
+	}
+	if p.MaxDuration < 0 {
+		return invalid("max_duration", p.MaxDuration, "must be >= 0 (0 = no budget)")
+	}
+	if p.MaxDuration > 0 && p.ControlMethod == ControlSweep {
+		return invalid("max_duration", p.MaxDuration, "a sweep has its own budget (sweep.budget); max_duration applies to normal and climb profiles")
 	}
 	for i, c := range p.Concurrency {
 		if c < 0 || (c == 0 && p.RequestRate == 0 && p.ControlMethod != ControlSweep && !isTrace(p.DatasetType)) {

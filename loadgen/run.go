@@ -54,6 +54,9 @@ type runner struct {
 	served   atomic.Int64            // 本次运行中服务端已成功完成的请求数（含探测与预热）
 	lastProg time.Time
 	sh       *shardRun // 非 nil 时只执行 Profile 的一片（见 RunShard）
+	// budgetEnd 是 Profile.MaxDuration 的截止时刻（零值表示不限）；groupsLeft 是尚未开始的组数。
+	budgetEnd  time.Time
+	groupsLeft int
 }
 
 // Run 按 Profile 依次执行全部分组（输入长度 × 输出长度 × 并发 × 轮次），
@@ -115,6 +118,22 @@ func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh 
 	}
 	if p.ControlMethod == ControlSweep {
 		return r.sweepAll(ctx, inputs)
+	}
+	if p.MaxDuration > 0 {
+		r.budgetEnd = time.Now().Add(p.MaxDuration)
+		gi := 0
+		for range inputs {
+			for range p.OutputLength {
+				for range p.Concurrency {
+					for range p.Epochs {
+						if r.sh.runs(gi) {
+							r.groupsLeft++
+						}
+						gi++
+					}
+				}
+			}
+		}
 	}
 	var out []Summary
 	gi := 0
@@ -374,6 +393,10 @@ type groupRun struct {
 	// turns 非 nil 时按轮次累计多轮会话的请求；cachedN/cachedT 累计成功请求的 cached_tokens
 	turns            *turnStats
 	cachedN, cachedT atomic.Int64
+	// stopAt 是本组的预算截止时刻（Profile.MaxDuration；零值表示不限）：之后 worker 不再发出
+	// 新请求（每个 worker 至少一个）；budgetHit 记录是否因此少发了请求。
+	stopAt    time.Time
+	budgetHit atomic.Bool
 	// classMu 保护 classes：失败请求按 ErrorClass 计数（只在失败时加锁）
 	classMu sync.Mutex
 	classes map[string]int
@@ -403,6 +426,12 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		}
 	}
 	gr := &groupRun{g: g, pool: pool, shards: newShardSet(), total: r.sh.part(n), global: n, started: g.Start}
+	if !r.budgetEnd.IsZero() {
+		// 本组分到剩余预算的 1/剩余组数：前面的组超出的部分由后面的组分摊。
+		slice := max(0, r.budgetEnd.Sub(g.Start)) / time.Duration(max(1, r.groupsLeft))
+		gr.stopAt = g.Start.Add(slice)
+		r.groupsLeft--
+	}
 	turns := r.sessionPlan(gr)
 	dctx, dcancel := context.WithCancelCause(ctx)
 	defer dcancel(nil)
@@ -435,6 +464,8 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		after = r.scraper.Settled(ctx, r.base, r.served.Load())
 	}
 	s := r.summary(g)
+	s.Planned, s.Epochs = n, r.p.Epochs
+	s.BudgetLimited = gr.budgetHit.Load()
 	tot.fill(&s, r.slo)
 	applyServer(&s, before, after)
 	r.applyWorkload(&s, gr, before, after, peak.Finish(after))
@@ -566,7 +597,13 @@ func (r *runner) drive(ctx context.Context, gr *groupRun, conc, initC int, rate 
 				x := r.newExchange()
 				defer x.h1.Release()
 				shard := i % len(gr.shards)
+				did := 0
 				for {
+					if did > 0 && gr.overBudget() {
+						markExhausted()
+						return
+					}
+					did++
 					var j job
 					if jobs != nil {
 						var ok bool
@@ -613,6 +650,9 @@ func (r *runner) dispatch(ctx context.Context, gr *groupRun, rate float64, jobs 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for i := range gr.global {
+		if i > 0 && gr.overBudget() {
+			return
+		}
 		if i > 0 {
 			at += time.Duration(gammaSample(rng, r.p.Burstiness, 1/(rate*r.p.Burstiness)) * float64(time.Second))
 		}
@@ -765,4 +805,15 @@ func (r *runner) exchangeAndRecord(ctx context.Context, gr *groupRun, x *exchang
 	if err != nil {
 		gr.cancel(fmt.Errorf("loadgen: observer: record: %w", err))
 	}
+}
+
+// overBudget 报告本组的预算是否已到（Profile.MaxDuration）；到了时记下本组被截短。
+func (gr *groupRun) overBudget() bool {
+	if gr.stopAt.IsZero() || time.Now().Before(gr.stopAt) {
+		return false
+	}
+	if int(gr.sent.Load()) < gr.total {
+		gr.budgetHit.Store(true)
+	}
+	return true
 }

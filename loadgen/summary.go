@@ -50,7 +50,13 @@ type Summary struct {
 	DatasetType        string // "random"、"custom" 等，用于产物命名
 
 	// 计数与吞吐
-	NumPrompts            int           // 本行统计的请求数（不含预热）
+	NumPrompts int // 本行统计的请求数（不含预热）
+	// Planned 是本组计划的请求数（num_requests）；BudgetLimited 为 true 表示 Profile.MaxDuration
+	// 的预算先到，实际请求数 NumPrompts 少于计划。Epochs 是该组合计划的轮数：门禁据此判断
+	// 一个组合在被截断的运行里是否完整（见 gate.Select）。三者只在 JSON 里，不是 acs-bench 的列。
+	Planned               int           `json:",omitempty"`
+	BudgetLimited         bool          `json:",omitempty"`
+	Epochs                int           `json:",omitempty"`
 	Succeeded, Failed     int           // 成功与失败请求数
 	TotalTime             time.Duration // 首个请求发出 → 最后一个请求完成
 	TotalTokenThroughput  float64       // tokens/s

@@ -16,7 +16,7 @@ import (
 //
 // rs 是把各阶段分节变成门禁输入的渲染器（通常与 WithRenderers 相同）。
 func ArtifactBaselines(fsys fs.FS, rs ...Renderer) (gate.Baselines, error) {
-	runs, err := dailyRuns(fsys, rs)
+	runs, err := dailyRuns(fsys, rs, true)
 	if err != nil {
 		return gate.Baselines{}, fmt.Errorf("report: artifact baselines: %w", err)
 	}
@@ -27,7 +27,7 @@ func ArtifactBaselines(fsys fs.FS, rs ...Renderer) (gate.Baselines, error) {
 // 也可以），交给 gate.DailyTrend 做变点检测。
 // rs 同 ArtifactBaselines。
 func DailyTrend(fsys fs.FS, current Result, opt gate.TrendOptions, rs ...Renderer) (*gate.Trend, error) {
-	runs, err := dailyRuns(fsys, rs)
+	runs, err := dailyRuns(fsys, rs, false)
 	if err != nil {
 		return nil, fmt.Errorf("report: daily trend: %w", err)
 	}
@@ -38,9 +38,10 @@ func DailyTrend(fsys fs.FS, current Result, opt gate.TrendOptions, rs ...Rendere
 	return gate.DailyTrend(runs, cur, opt)
 }
 
-// dailyRuns 读取 daily/<run_id>/summary.json 中已完成的每日运行（未完成的不读样本、不返回：
-// 选取规则本身在 gate.Select 里，这里只省下读样本的开销）。没有 daily 目录时返回空。
-func dailyRuns(fsys fs.FS, rs []Renderer) ([]gate.Run, error) {
+// dailyRuns 读取 daily/<run_id>/summary.json 中的每日运行；incomplete 为 false 时只返回已完成的
+// （趋势只看完成的运行），为 true 时也返回没跑完的（gate.Select 从中取完整的组合）。选取规则
+// 本身在 gate 里。没有 daily 目录时返回空。
+func dailyRuns(fsys fs.FS, rs []Renderer, incomplete bool) ([]gate.Run, error) {
 	entries, err := fs.ReadDir(fsys, string(RunTypeDaily))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -61,7 +62,7 @@ func dailyRuns(fsys fs.FS, rs []Renderer) ([]gate.Run, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !r.Complete || r.RunType != RunTypeDaily {
+		if (!r.Complete && !incomplete) || r.RunType != RunTypeDaily {
 			continue
 		}
 		// Detail 分节（例如逐请求样本）不在 summary.json 里（体积），按各场景的分节索引补上。

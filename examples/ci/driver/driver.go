@@ -356,6 +356,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		d.log.Warn("cannot create driver.log", "err", err)
 	}
 	d.log.Info("run started", "run_type", rt, "run_id", d.runID, "dir", run.Dir(), "scenarios", len(d.plans), "job_timeout", d.tmo.Job)
+	d.logEstimates()
 	if err := run.SnapshotCommand("", report.Command{Args: d.o.Args, Time: started.UTC()}); err != nil {
 		d.log.Warn("command snapshot failed", "err", err)
 	}

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// PrintPlan 加载配置并打印计划（场景、部署方式、阶段、档位、超时），不运行任何东西。
+// PrintPlan 加载配置并打印计划（场景、部署方式、阶段、档位、超时）与每个阶段的时长估算
+// （取自产物目录里同一场景的上一次运行；放不下时给出放得下的 max_duration），不运行任何东西。
 // 用于在提交矩阵改动前确认它选中了想要的场景与用例。
 func PrintPlan(w io.Writer, o Options) error {
 	d, err := newDriver(o)
@@ -42,6 +43,9 @@ func PrintPlan(w io.Writer, o Options) error {
 			accs = append(accs, fmt.Sprintf("%s(%s debug=%v max_tokens=%d)", na.Name, strings.Join(ds, ","), c.Debug, c.MaxTokens))
 		}
 		fmt.Fprintf(w, "  accuracy   %-5v timeout %-6v %s\n", p.Accuracy.Enabled, p.Accuracy.Timeout, strings.Join(accs, " "))
+		for _, line := range formatEstimates(d.estimates(&p), d.tmo.Job) {
+			fmt.Fprintln(w, line)
+		}
 	}
 	return nil
 }

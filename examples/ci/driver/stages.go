@@ -74,6 +74,7 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.Endpoint) error {
 	sc := p.Scenario
 	target := loadgen.Target{Endpoint: ep, Provider: sc.Name}
+	d.calibrateIfUnknown(ctx, p, target)
 	var errs []error
 	for _, np := range p.Perf.Profiles {
 		prof := np.Profile.Defaults()

@@ -1,0 +1,356 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/perfreport"
+)
+
+// 阶段时长估算（issue 29 第 4 部分）：-plan 与每次运行开始时，按同一场景上一次运行的
+// 实测（各阶段耗时、各组合的平均 E2E）估算每个阶段的时长；性能阶段用 loadgen.EstimateProfile
+// 按档位（含 max_duration 预算）推演，没有上一次运行时在性能阶段开始前做一次短校准。估算
+// 超过阶段超时或作业超时时，在任何东西运行之前说出来，并给出放得下的 max_duration。
+
+// stageEstimate 是一个阶段的估算。Known 为 false 表示没有依据（没有上一次运行）。
+type stageEstimate struct {
+	Stage    string
+	Known    bool
+	Duration time.Duration
+	Timeout  time.Duration
+	Source   string
+	// Advice 非空时说明放不下以及什么能放下。
+	Advice string
+}
+
+// previousRun 是同一场景上一次运行的可用数据。
+type previousRun struct {
+	RunID  string
+	Stages map[string]time.Duration // 阶段 → 耗时（只取状态 ok 的阶段）
+	Rows   []loadgen.Summary
+}
+
+// findPrevious 在产物根目录的 pr/ 与 daily/ 下找 scenario 最近一次（按开始时间）运行：
+// 优先同运行类型，各取有数据的最新一次。读不到时返回 nil。
+func findPrevious(root string, rt matrix.RunType, scenario string) *previousRun {
+	if root == "" {
+		return nil
+	}
+	fsys := os.DirFS(root)
+	type cand struct {
+		started time.Time
+		same    bool
+		prev    *previousRun
+	}
+	var cands []cand
+	for _, t := range []matrix.RunType{matrix.RunPR, matrix.RunDaily} {
+		entries, err := fs.ReadDir(fsys, string(t))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			raw, err := fs.ReadFile(fsys, path.Join(string(t), e.Name(), "summary.json"))
+			if err != nil {
+				continue
+			}
+			var res report.Result
+			if json.Unmarshal(raw, &res) != nil {
+				continue
+			}
+			for _, sc := range res.Scenarios {
+				if sc.Name != scenario {
+					continue
+				}
+				p := &previousRun{RunID: res.RunID, Stages: map[string]time.Duration{}}
+				for _, st := range sc.Stages {
+					if st.Status == report.StageOK && st.Duration > 0 {
+						p.Stages[string(st.Stage)] = time.Duration(st.Duration * float64(time.Second))
+					}
+				}
+				p.Rows, _ = perfreport.Rows(sc)
+				cands = append(cands, cand{started: res.Started, same: t == rt, prev: p})
+			}
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].same != cands[j].same {
+			return cands[i].same
+		}
+		return cands[i].started.After(cands[j].started)
+	})
+	if len(cands) == 0 {
+		return nil
+	}
+	best := cands[0].prev
+	// 性能行可能来自另一次（例如上一次 PR 只跑了功能阶段）：取最近一次有压测行的。
+	if len(best.Rows) == 0 {
+		for _, c := range cands {
+			if len(c.prev.Rows) > 0 {
+				best.Rows = c.prev.Rows
+				break
+			}
+		}
+	}
+	return best
+}
+
+// speedFrom 由压测汇总行得到速度模型：实测过的组合用它的平均 E2E；没测过的用线性模型，
+// TTFT 取最接近的输入长度的平均 TTFT，ITL 取全部行平均 TPOT 的中位数。没有可用的行时 ok 为 false。
+func speedFrom(rows []loadgen.Summary) (loadgen.Speed, bool) {
+	type key struct{ in, out, c int }
+	e2e := map[key][]float64{}
+	ttftByIn := map[int][]float64{}
+	var tpot []float64
+	for _, r := range rows {
+		if r.E2E.Count == 0 {
+			continue
+		}
+		k := key{r.InputLength, r.OutputLength, r.Concurrency}
+		e2e[k] = append(e2e[k], float64(r.E2E.Avg))
+		if r.TTFT.Count > 0 {
+			ttftByIn[r.InputLength] = append(ttftByIn[r.InputLength], float64(r.TTFT.Avg))
+		}
+		if r.TPOT.Count > 0 {
+			tpot = append(tpot, float64(r.TPOT.Avg))
+		}
+	}
+	if len(e2e) == 0 {
+		return loadgen.Speed{}, false
+	}
+	itl := time.Duration(medianOf(tpot))
+	return loadgen.Speed{
+		ITL: itl,
+		E2E: func(in, out, c int) time.Duration {
+			if xs, ok := e2e[key{in, out, c}]; ok {
+				return time.Duration(medianOf(xs))
+			}
+			best, dist := 0.0, math.MaxInt
+			for i, xs := range ttftByIn {
+				if d := abs(i - in); d < dist {
+					best, dist = medianOf(xs), d
+				}
+			}
+			return time.Duration(best) + time.Duration(max(out-1, 0))*itl
+		},
+	}, true
+}
+
+// medianOf 返回中位数（空切片为 0）；会重排 xs。
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// abs 返回整数的绝对值。
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// perfEstimate 按速度估算场景的全部性能档位，返回总时长、建议（放不下时）与说明。
+func perfEstimate(p *matrix.ScenarioPlan, speed loadgen.Speed, source string) stageEstimate {
+	est := stageEstimate{Stage: string(report.StagePerf), Known: true, Timeout: p.Perf.Timeout, Source: source}
+	var advice []string
+	for _, np := range p.Perf.Profiles {
+		e, err := loadgen.EstimateProfile(np.Profile, speed)
+		if err != nil {
+			est.Known = false
+			est.Source = fmt.Sprintf("profile %s not estimated: %v", np.Name, err)
+			return est
+		}
+		est.Duration += e.Duration
+		if e.Duration > p.Perf.Timeout {
+			share := p.Perf.Timeout * 9 / 10 / time.Duration(len(p.Perf.Profiles))
+			fit, ok, _ := loadgen.FitBudget(np.Profile, speed, share)
+			switch {
+			case ok && fit > 0:
+				advice = append(advice, fmt.Sprintf("profile %s: max_duration %v would fit (about %v; each combination keeps its concurrency, fewer requests)",
+					np.Name, fit.Round(time.Minute), share.Round(time.Minute)))
+			default:
+				advice = append(advice, fmt.Sprintf("profile %s cannot fit even with a budget: one request per worker in each of its %d groups already takes %v; "+
+					"reduce concurrency, lengths or epochs, or raise the perf timeout", np.Name, len(e.Groups), e.Floor.Round(time.Minute)))
+			}
+		}
+	}
+	est.Advice = strings.Join(advice, "; ")
+	return est
+}
+
+// estimates 返回场景各启用阶段的估算：功能与精度取上一次运行的耗时，性能按速度推演。
+func (d *driver) estimates(p *matrix.ScenarioPlan) []stageEstimate {
+	root := d.o.BaselineArtifacts
+	if root == "" {
+		root = d.o.Artifacts
+	}
+	prev := findPrevious(root, d.o.RunType, p.Scenario.Name)
+	var out []stageEstimate
+	fromPrev := func(stage string, timeout time.Duration) stageEstimate {
+		e := stageEstimate{Stage: stage, Timeout: timeout}
+		if prev != nil {
+			if dur, ok := prev.Stages[stage]; ok {
+				e.Known, e.Duration, e.Source = true, dur, "run "+prev.RunID
+			}
+		}
+		if !e.Known {
+			e.Source = "no previous run of this scenario"
+		}
+		return e
+	}
+	if p.Functional.Enabled {
+		out = append(out, fromPrev(string(report.StageFunctional), p.Functional.Timeout))
+	}
+	if p.Perf.Enabled && len(p.Perf.Profiles) > 0 {
+		e := stageEstimate{Stage: string(report.StagePerf), Timeout: p.Perf.Timeout, Source: "no previous run of this scenario: calibrated when the perf stage starts"}
+		if prev != nil {
+			if sp, ok := speedFrom(prev.Rows); ok {
+				e = perfEstimate(p, sp, "speed measured in run "+prev.RunID)
+			}
+		}
+		out = append(out, e)
+	}
+	if p.Accuracy.Enabled {
+		out = append(out, fromPrev(string(report.StageAccuracy), p.Accuracy.Timeout))
+	}
+	for i := range out {
+		e := &out[i]
+		if e.Known && e.Duration > e.Timeout && e.Advice == "" {
+			e.Advice = fmt.Sprintf("the %s stage took %v last time, beyond its %v timeout", e.Stage, e.Duration.Round(time.Second), e.Timeout)
+		}
+	}
+	return out
+}
+
+// formatEstimates 把估算写成一行一个阶段（-plan 与运行开始时的日志共用），并报告作业是否放得下。
+func formatEstimates(es []stageEstimate, job time.Duration) []string {
+	var lines []string
+	var total time.Duration
+	known := true
+	for _, e := range es {
+		if !e.Known {
+			known = false
+			lines = append(lines, fmt.Sprintf("  estimate %-10s unknown (%s)", e.Stage, e.Source))
+			continue
+		}
+		total += e.Duration
+		verdict := "fits"
+		if e.Duration > e.Timeout {
+			verdict = "DOES NOT FIT"
+		}
+		line := fmt.Sprintf("  estimate %-10s %v of %v timeout: %s (%s)", e.Stage, e.Duration.Round(time.Second), e.Timeout, verdict, e.Source)
+		if e.Advice != "" {
+			line += "; " + e.Advice
+		}
+		lines = append(lines, line)
+	}
+	if known && len(es) > 0 {
+		verdict := "fits"
+		if total > job {
+			verdict = "DOES NOT FIT"
+		}
+		lines = append(lines, fmt.Sprintf("  estimate %-10s %v of %v job timeout: %s", "total", total.Round(time.Second), job, verdict))
+	}
+	return lines
+}
+
+// logEstimates 在运行开始前为每个场景记录估算；放不下的阶段记 WARN。
+func (d *driver) logEstimates() {
+	for i := range d.plans {
+		p := &d.plans[i]
+		es := d.estimates(p)
+		for _, e := range es {
+			attrs := []any{"scenario", p.Scenario.Name, "stage", e.Stage, "timeout", e.Timeout, "source", e.Source}
+			switch {
+			case !e.Known:
+				d.log.Info("stage estimate unknown", attrs...)
+			case e.Duration > e.Timeout:
+				d.log.Warn("stage cannot finish inside its timeout", append(attrs, "estimate", e.Duration.Round(time.Second), "advice", e.Advice)...)
+			default:
+				d.log.Info("stage estimate", append(attrs, "estimate", e.Duration.Round(time.Second))...)
+			}
+		}
+	}
+}
+
+// calibrate 在没有上一次运行时测一次服务端的速度：最短与最长的输入各一个流式请求（32 个输出
+// token，ignore_eos），得到 TTFT 随输入的线性关系与 ITL。只发 2 个请求，不写任何产物。
+func calibrate(ctx context.Context, target loadgen.Target, prof loadgen.Profile) (loadgen.Speed, error) {
+	p := prof.Defaults()
+	ins := []int{p.InputLength[0], p.InputLength[0]}
+	for _, in := range p.InputLength {
+		ins[0], ins[1] = min(ins[0], in), max(ins[1], in)
+	}
+	if ins[0] == ins[1] {
+		ins = ins[:1]
+	}
+	t := true
+	cal := loadgen.Profile{Backend: p.Backend, Concurrency: []int{1}, InputLength: ins, OutputLength: []int{32}, NumRequests: []int{1},
+		Epochs: 1, ControlMethod: loadgen.ControlNormal, IgnoreEOS: &t, Stream: &t, Timeout: p.Timeout, Seed: p.Seed}
+	rows, err := loadgen.Run(ctx, target, cal, nil)
+	if err != nil {
+		return loadgen.Speed{}, err
+	}
+	if len(rows) == 0 || rows[0].TTFT.Count == 0 || rows[0].TPOT.Count == 0 {
+		return loadgen.Speed{}, errors.New("calibration request failed")
+	}
+	s := loadgen.Speed{TTFT: rows[0].TTFT.Avg, ITL: rows[0].TPOT.Avg}
+	if len(rows) == 2 && rows[1].TTFT.Count > 0 && ins[1] > ins[0] {
+		per := (rows[1].TTFT.Avg - rows[0].TTFT.Avg) / time.Duration(ins[1]-ins[0])
+		s.PrefillPerToken = max(0, per)
+		s.TTFT = max(0, rows[0].TTFT.Avg-time.Duration(ins[0])*s.PrefillPerToken)
+	}
+	return s, nil
+}
+
+// calibrateIfUnknown 在性能阶段开始时，若没有上一次运行可供估算，就校准一次服务端速度并
+// 记录估算；估算超过阶段超时时记 WARN（给出放得下的 max_duration）。校准失败只记日志。
+func (d *driver) calibrateIfUnknown(ctx context.Context, p *matrix.ScenarioPlan, target loadgen.Target) {
+	for _, e := range d.estimates(p) {
+		if e.Stage == string(report.StagePerf) && e.Known {
+			return
+		}
+	}
+	for _, np := range p.Perf.Profiles {
+		if _, err := loadgen.EstimateProfile(np.Profile, loadgen.Speed{}); err != nil {
+			return // 扫描、开环、轨迹：时长不由服务端速度决定
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	speed, err := calibrate(cctx, target, p.Perf.Profiles[0].Profile)
+	if err != nil {
+		d.log.Warn("perf calibration failed; no duration estimate", "scenario", p.Scenario.Name, "err", d.red.Redact(err.Error()))
+		return
+	}
+	e := perfEstimate(p, speed, fmt.Sprintf("calibrated: TTFT %v + %v/input token, ITL %v", speed.TTFT.Round(time.Millisecond),
+		speed.PrefillPerToken, speed.ITL.Round(100*time.Microsecond)))
+	attrs := []any{"scenario", p.Scenario.Name, "estimate", e.Duration.Round(time.Second), "timeout", e.Timeout, "source", e.Source}
+	if e.Duration > e.Timeout {
+		d.log.Warn("perf stage cannot finish inside its timeout", append(attrs, "advice", e.Advice)...)
+		return
+	}
+	d.log.Info("perf stage estimate", attrs...)
+}

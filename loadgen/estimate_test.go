@@ -1,0 +1,88 @@
+package loadgen_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// TestEstimateSpecProfilesAtRealisticSpeed 用规格自己的档位与 issue 29 的速度（TTFT 200 ms，
+// 30 ms/token）重现问题里的数字：PR 档约 56 分钟、每日档约 84 小时；每日档加了预算后时长
+// 落在预算附近，且不会低于"每组每个 worker 一个请求"的下限。
+func TestEstimateSpecProfilesAtRealisticSpeed(t *testing.T) {
+	speed := loadgen.Speed{TTFT: 200 * time.Millisecond, ITL: 30 * time.Millisecond}
+	pr := loadgen.Profile{Concurrency: []int{1, 2, 4}, InputLength: []int{128, 2048}, OutputLength: []int{128, 1024},
+		RequestsPerConcurrency: 16, Warmup: 1, Epochs: 1, ControlMethod: loadgen.ControlClimb, InitConcurrency: []int{1}, GrowthRate: 2, GrowthInterval: time.Second}
+	e, err := loadgen.EstimateProfile(pr, speed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := e.Unbudgeted.Minutes(); m < 50 || m > 62 {
+		t.Errorf("PR profile at 30 ms/token: %.1f min, issue measured about 56", m)
+	}
+	daily := pr
+	daily.Concurrency, daily.InputLength, daily.OutputLength = []int{1, 2, 4, 8, 16}, []int{128, 512, 2048, 4096}, []int{128, 1024, 4096}
+	daily.RequestsPerConcurrency, daily.Warmup, daily.Epochs, daily.GrowthInterval = 32, 2, 3, 5*time.Second
+	e, err = loadgen.EstimateProfile(daily, speed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := e.Unbudgeted.Hours(); h < 80 || h > 90 {
+		t.Errorf("daily profile at 30 ms/token: %.1f h, issue measured about 84", h)
+	}
+	// 规格的每日档（3 轮）即使加了 3 小时预算也放不下：每组每个 worker 至少一个请求，
+	// 180 组里 60 组输出 4096（每个 123 s），下限就超过 4 小时。
+	daily.MaxDuration = 3 * time.Hour
+	e, err = loadgen.EstimateProfile(daily, speed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Floor < 4*time.Hour || e.Duration < e.Floor {
+		t.Errorf("spec daily with a 3h budget: %v, floor %v; want a floor above 4h", e.Duration, e.Floor)
+	}
+	// 出厂的每日档（configs/tests/perf/profiles/daily.yaml：1 轮、预算 3 小时）放得下。
+	daily.Epochs = 1
+	e, err = loadgen.EstimateProfile(daily, speed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Floor > daily.MaxDuration || e.Duration > daily.MaxDuration+10*time.Minute {
+		t.Errorf("shipped daily: %v (floor %v) for a %v budget", e.Duration, e.Floor, daily.MaxDuration)
+	}
+	limited := 0
+	for _, g := range e.Groups {
+		if g.BudgetLimited {
+			limited++
+		}
+		if g.Requests < g.Concurrency {
+			t.Errorf("group %+v: %d requests, fewer than its %d workers", g.Group, g.Requests, g.Concurrency)
+		}
+	}
+	t.Logf("shipped daily with a 3h budget: %v (floor %v), %d of %d groups budget-limited", e.Duration.Round(time.Minute), e.Floor.Round(time.Minute), limited, len(e.Groups))
+	if _, err := loadgen.EstimateProfile(loadgen.Profile{Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{8}, RequestRate: 5}, speed); err == nil {
+		t.Error("open-loop profile estimated")
+	}
+}
+
+// TestEstimateMatchesARun 检验估算与真实运行的时长一致（模拟器的速度已知）。
+func TestEstimateMatchesARun(t *testing.T) {
+	_, tgt := startEmulator(t, emulator.Config{Model: "m", TTFT: 20 * time.Millisecond, ITL: 2 * time.Millisecond})
+	p := loadgen.Profile{Concurrency: []int{1, 3}, InputLength: []int{16}, OutputLength: []int{10, 40}, RequestsPerConcurrency: 6,
+		ControlMethod: loadgen.ControlClimb, InitConcurrency: []int{1}, GrowthRate: 1, GrowthInterval: 50 * time.Millisecond}
+	e, err := loadgen.EstimateProfile(p, loadgen.Speed{TTFT: 20 * time.Millisecond, ITL: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := loadgen.Run(context.Background(), tgt, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if took < e.Duration*8/10 || took > e.Duration*3/2+300*time.Millisecond {
+		t.Errorf("run took %v, estimate %v", took, e.Duration)
+	}
+	t.Logf("run %v, estimate %v", took, e.Duration)
+}
