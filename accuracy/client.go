@@ -44,6 +44,10 @@ type ChatConfig struct {
 	Backoff time.Duration
 	// MaxBodyBytes 是响应体上限，0 取 DefaultMaxResponseBytes；超出记为 ErrBodyTooLarge。
 	MaxBodyBytes int64
+	// ExtraBody 是合并进每个请求体顶层的额外字段（例如 vLLM 的
+	// chat_template_kwargs: {enable_thinking: false}）；不能覆盖 model、messages、temperature、
+	// max_tokens、stream。参考实现不发这些字段：为空时请求体与 simple-evals 逐字段相同。
+	ExtraBody map[string]any
 }
 
 // HTTPError 是服务返回的非 2xx 响应；Body 只保留前 512 字节，且已脱敏（不含 API Key）。
@@ -81,6 +85,11 @@ var (
 	// ErrEmptyContent 表示 message.content 为 null（例如推理模型在 max_tokens 内没有
 	// 输出正文）。参考实现对此重试；重试用尽后记为失败。
 	ErrEmptyContent = errors.New("accuracy: chat completions: message.content is null")
+	// ErrReasoningTruncated 表示 content 为 null 或空、finish_reason 为 length 且有推理文本：思考模型把
+	// 全部 max_tokens 花在了推理上，没有写出答案。它是 ErrEmptyContent 的一种（errors.Is 两者都成立），
+	// 分类为 reasoning_truncated，错误信息写明怎么办。
+	ErrReasoningTruncated = fmt.Errorf("%w: the model spent all max_tokens reasoning (finish_reason length) and wrote no answer; "+
+		"raise max_tokens or disable thinking with extra_body: {chat_template_kwargs: {enable_thinking: false}}", ErrEmptyContent)
 	// ErrEmptyReply 表示 content 是空串：按参考实现照常计分，但计为失败的请求。
 	ErrEmptyReply = errors.New("accuracy: chat completions: message.content is empty")
 	// ErrNoChoices 表示 2xx 响应里没有 choices，也没有错误说明。
@@ -109,6 +118,8 @@ func ErrorClass(err error) string {
 		return fmt.Sprintf("http_%d", he.StatusCode)
 	case errors.As(err, &se):
 		return "server_error"
+	case errors.Is(err, ErrReasoningTruncated):
+		return "reasoning_truncated"
 	case errors.Is(err, ErrEmptyContent):
 		return "null_content"
 	case errors.Is(err, ErrEmptyReply):
@@ -187,6 +198,11 @@ func NewChatSampler(cfg ChatConfig) (*ChatSampler, error) {
 	if cfg.MaxTokens < 0 || cfg.Timeout < 0 || cfg.Backoff < 0 || cfg.MaxBodyBytes < 0 {
 		return nil, optErrf("accuracy: chat: negative max_tokens/timeout/backoff/max_body_bytes")
 	}
+	for _, k := range reservedBodyKeys {
+		if _, ok := cfg.ExtraBody[k]; ok {
+			return nil, optErrf("accuracy: chat: extra_body must not set %q (it is set by the evaluator)", k)
+		}
+	}
 	cfg.Retries = retry.Count(cfg.Retries, DefaultRetries)
 	if cfg.Backoff == 0 {
 		cfg.Backoff = time.Second
@@ -236,8 +252,11 @@ type chatRequest struct {
 type chatResponse struct {
 	Choices []struct {
 		Message struct {
-			Content *string `json:"content"`
+			Content          *string `json:"content"`
+			Reasoning        string  `json:"reasoning"`
+			ReasoningContent string  `json:"reasoning_content"`
 		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Error   json.RawMessage `json:"error"`
 	Object  string          `json:"object"`
@@ -258,7 +277,7 @@ func (c *ChatSampler) sampleTraced(ctx context.Context, messages []Message) (str
 	if c.cfg.SystemMessage != "" {
 		messages = append([]Message{{Role: "system", Content: c.cfg.SystemMessage}}, messages...)
 	}
-	body, err := json.Marshal(chatRequest{Model: c.cfg.Model, Messages: messages, Temperature: c.cfg.Temperature, MaxTokens: c.cfg.MaxTokens})
+	body, err := c.requestBody(messages)
 	if err != nil {
 		return "", nil, fmt.Errorf("accuracy: chat: %w", err)
 	}
@@ -352,6 +371,10 @@ func (c *ChatSampler) once(ctx context.Context, url string, body []byte) (string
 	}
 	content := cr.Choices[0].Message.Content
 	switch {
+	case (content == nil || *content == "") && cr.Choices[0].FinishReason == "length" &&
+		(cr.Choices[0].Message.Reasoning != "" || cr.Choices[0].Message.ReasoningContent != ""):
+		// 推理解析器把全部输出当作推理（没有 </think>）：新版 vLLM 给 null，有的服务给 ""。
+		return "", ErrReasoningTruncated
 	case content == nil:
 		return "", ErrEmptyContent
 	case *content == "":
@@ -430,4 +453,27 @@ func codeString(v any) string {
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
 	return fmt.Sprint(v)
+}
+
+// reservedBodyKeys 是 ExtraBody 不能覆盖的请求字段。
+var reservedBodyKeys = []string{"model", "messages", "temperature", "max_tokens", "stream"}
+
+// requestBody 编码请求体：参考实现的四个字段，再加上 ExtraBody（为空时与参考实现逐字段相同）。
+func (c *ChatSampler) requestBody(messages []Message) ([]byte, error) {
+	req := chatRequest{Model: c.cfg.Model, Messages: messages, Temperature: c.cfg.Temperature, MaxTokens: c.cfg.MaxTokens}
+	if len(c.cfg.ExtraBody) == 0 {
+		return json.Marshal(req)
+	}
+	base, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(base, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range c.cfg.ExtraBody {
+		m[k] = v
+	}
+	return json.Marshal(m)
 }

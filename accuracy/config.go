@@ -54,6 +54,12 @@ type Config struct {
 	MaxTokens int `yaml:"max_tokens"`
 	// Temperature 对应 --temperature（规格为 0.6）；0 即贪心采样。
 	Temperature float64 `yaml:"temperature"`
+	// ExtraBody 是合并进每个请求体的额外字段（simple-evals 不发任何额外字段；为空时请求体与它
+	// 逐字段相同）。典型用途：思考模型在 PR 的 max_tokens 128 内写不出答案，
+	// extra_body: {chat_template_kwargs: {enable_thinking: false}} 关掉思考（vLLM 把
+	// chat_template_kwargs 交给聊天模板，不认识该参数的模板忽略它）。不能设置 model、messages、
+	// temperature、max_tokens、stream。
+	ExtraBody map[string]any `yaml:"extra_body"`
 	// NumThreads 对应 --num-threads（规格为 32），上限 MaxNumThreads。
 	NumThreads int `yaml:"num_threads"`
 	// RequestTimeout 是单次请求时限；Retries 是失败重试次数：0 取 DefaultRetries，
@@ -211,6 +217,11 @@ func (c Config) Validate(evals *Registry) error {
 	}
 	if c.Temperature < 0 || c.Temperature > 2 || math.IsNaN(c.Temperature) {
 		return cfgErr("temperature", c.Temperature, "must be in [0, 2]")
+	}
+	for _, k := range reservedBodyKeys {
+		if _, ok := c.ExtraBody[k]; ok {
+			return cfgErr("extra_body."+k, c.ExtraBody[k], "set by the evaluator; extra_body adds other fields only")
+		}
 	}
 	if c.NumThreads < 0 || c.NumThreads > MaxNumThreads {
 		return cfgErr("num_threads", c.NumThreads, "must be in [1, %d] (0 = default 32)", MaxNumThreads)

@@ -121,7 +121,8 @@ func RunStage(ctx context.Context, cfg Config, t Target, o StageOptions) (StageR
 			return out, err
 		}
 	}
-	sampler, err := NewChatSampler(ChatConfig{Endpoint: t.Endpoint, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature, Timeout: cfg.RequestTimeout, Retries: cfg.Retries, MaxBodyBytes: cfg.MaxResponseBytes})
+	sampler, err := NewChatSampler(ChatConfig{Endpoint: t.Endpoint, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature, Timeout: cfg.RequestTimeout, Retries: cfg.Retries, MaxBodyBytes: cfg.MaxResponseBytes,
+		ExtraBody: cfg.ExtraBody})
 	if err != nil {
 		return out, err
 	}

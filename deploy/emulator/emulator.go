@@ -84,6 +84,9 @@ type Config struct {
 	Reasoning bool `json:"reasoning,omitempty" yaml:"reasoning,omitempty"`
 	// ReasoningField 是推理文本的字段名："reasoning"（默认）或 "reasoning_content"（旧版 vLLM）。
 	ReasoningField string `json:"reasoning_field,omitempty" yaml:"reasoning_field,omitempty"`
+	// ReasoningTokens 是推理文本的 token 数；0 时取由提示决定的 8–47 个（短）。真实的思考模型
+	// 在 GPQA 这类题目上推理数千个 token，用它复现"max_tokens 128 全部花在推理上"的情形。
+	ReasoningTokens int `json:"reasoning_tokens,omitempty" yaml:"reasoning_tokens,omitempty"`
 	// ReasoningInContent 模拟未配置 reasoning parser 的服务：推理放在正文的 <think>…</think> 中。
 	ReasoningInContent bool `json:"reasoning_in_content,omitempty" yaml:"reasoning_in_content,omitempty"`
 	// DisableTools 关闭工具调用（带 tools 的请求得到 400，与未开 --enable-auto-tool-choice 的 vLLM 一致）。
@@ -211,6 +214,8 @@ func (c *Config) validate() error {
 		return bad("PrefillPerToken", c.PrefillPerToken, "must be >= 0")
 	case c.ITL < 0:
 		return bad("ITL", c.ITL, "must be >= 0")
+	case c.ReasoningTokens < 0 || c.ReasoningTokens > 1<<20:
+		return bad("ReasoningTokens", c.ReasoningTokens, "must be in [0, 1048576]")
 	case c.TTFTSigma < 0 || c.TTFTSigma > 2 || math.IsNaN(c.TTFTSigma):
 		return bad("TTFTSigma", c.TTFTSigma, "must be in [0, 2]")
 	case c.ITLSigma < 0 || c.ITLSigma > 2 || math.IsNaN(c.ITLSigma):

@@ -154,10 +154,10 @@ func (e *Server) genChoice(cfg *Config, in *emuGenInput, i int) *emuChoice {
 	var reasoning []string
 	if in.reasoning {
 		if sp != nil {
-			reasoning = v.Sample(nil, emu.Mix(backbone, 1), emu.Mix(h, 1), emu.ReasoningLength(h), sp)
+			reasoning = v.Sample(nil, emu.Mix(backbone, 1), emu.Mix(h, 1), reasoningLen(cfg, h), sp)
 		} else {
 			t := v.NewText(emu.Mix(h, 1))
-			reasoning = t.AppendPieces(nil, emu.ReasoningLength(h))
+			reasoning = t.AppendPieces(nil, reasoningLen(cfg, h))
 		}
 	}
 
@@ -358,4 +358,12 @@ func splice(h uint64, orig, alt []string) []string {
 		return orig
 	}
 	return append(append(make([]string, 0, len(orig)), orig[:k]...), alt[k:]...)
+}
+
+// reasoningLen 返回推理文本的 token 数：Config.ReasoningTokens，或由提示决定的短长度。
+func reasoningLen(cfg *Config, h uint64) int {
+	if cfg.ReasoningTokens > 0 {
+		return cfg.ReasoningTokens
+	}
+	return emu.ReasoningLength(h)
 }

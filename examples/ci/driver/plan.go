@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -40,7 +41,12 @@ func PrintPlan(w io.Writer, o Options) error {
 			for _, x := range c.Datasets {
 				ds = append(ds, x.Name)
 			}
-			accs = append(accs, fmt.Sprintf("%s(%s debug=%v max_tokens=%d)", na.Name, strings.Join(ds, ","), c.Debug, c.MaxTokens))
+			extra := ""
+			if len(c.ExtraBody) > 0 {
+				b, _ := json.Marshal(c.ExtraBody)
+				extra = " extra_body=" + string(b)
+			}
+			accs = append(accs, fmt.Sprintf("%s(%s debug=%v max_tokens=%d%s)", na.Name, strings.Join(ds, ","), c.Debug, c.MaxTokens, extra))
 		}
 		fmt.Fprintf(w, "  accuracy   %-5v timeout %-6v %s\n", p.Accuracy.Enabled, p.Accuracy.Timeout, strings.Join(accs, " "))
 		for _, line := range formatEstimates(d.estimates(&p), d.tmo.Job) {
