@@ -55,7 +55,8 @@ scenarios:
 }
 
 // BenchmarkShippedGateDefaultsExternal 是 issue 29 第 1 部分的端到端核对：一个"真实"的外部服务
-// （独立的模拟器，TTFT 中位数 20 ms、对数正态 σ=0.35 的右尾，ITL 0.5 ms、σ=0.1），出厂配置，
+// （独立的模拟器：TTFT 中位数 200 ms、对数正态 σ=0.35 的右尾，ITL 30 ms、σ=0.1，时间整体缩小
+// CIBENCH_GATE_SCALE 倍，默认 30，即 TTFT 6.7 ms、ITL 1 ms——TTFT 与解码时间之比与真实服务相同），出厂配置，
 // 规格的 PR 档（每组合 16/32/64 个请求），两个 `yes >/dev/null` 忙循环在旁边。先跑一次每日运行
 // 作为基线，再跑 N 次没有变化的 PR（误报 = 任何性能门禁失败）、N 次 TTFT +30% 的 PR（检出 =
 // 有 ttft_p99_seconds 门禁失败）与 N 次 ITL +30% 的 PR（检出 = 有 e2e_p99_seconds 门禁失败）。
@@ -71,7 +72,16 @@ func BenchmarkShippedGateDefaultsExternal(b *testing.B) {
 		}
 		runs = n
 	}
-	base := emulator.Config{TTFT: 20 * time.Millisecond, TTFTSigma: 0.35, ITL: 500 * time.Microsecond, ITLSigma: 0.1, MaxModelLen: 65536, Seed: 3}
+	scale := 30
+	if v := os.Getenv("CIBENCH_GATE_SCALE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("CIBENCH_GATE_SCALE=%q: want a positive integer", v)
+		}
+		scale = n
+	}
+	base := emulator.Config{TTFT: 200 * time.Millisecond / time.Duration(scale), TTFTSigma: 0.35, ITL: 30 * time.Millisecond / time.Duration(scale),
+		ITLSigma: 0.1, MaxModelLen: 65536, Seed: 3}
 	start := func(c emulator.Config) fs.FS {
 		_, ep := emulator.Start(b, c)
 		return externalTree(b, ep.BaseURL())

@@ -95,6 +95,9 @@ func BenchmarkShippedTimeBudget(b *testing.B) {
 		b.Logf("scale 1/%d: daily %v (= %.2f h real, job limit %v, complete %v, exit %d); PR %v (= %.1f min real, job limit %v, exit %d); PR TTFT gates compared %d, no_baseline %d",
 			k, dailyTook.Round(time.Second), dailyTook.Seconds()*float64(k)/3600, tm.daily*time.Duration(k), dres.Complete, daily.ExitCode,
 			prTook.Round(time.Second), prTook.Seconds()*float64(k)/60, tm.pr*time.Duration(k), pr.ExitCode, compared, noBase)
+		if red := perfGateFailures(b, pr, ""); len(red) > 0 {
+			b.Logf("PR perf gates red (the same server as the daily): %v", red)
+		}
 		if !dres.Complete || dailyTook > tm.daily || prTook > tm.pr || noBase > 0 || compared == 0 {
 			b.Errorf("shipped time budget missed: daily complete %v in %v (limit %v), PR in %v (limit %v), %d PR combinations without baseline",
 				dres.Complete, dailyTook, tm.daily, prTook, tm.pr, noBase)
