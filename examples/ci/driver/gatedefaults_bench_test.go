@@ -22,8 +22,9 @@ import (
 
 // BenchmarkShippedGateDefaults 检查出厂门禁默认值（configs/matrix.yaml 的 defaults.gates 与
 // emulator 场景的档位）"不误报、真回归必报"：在两个 `yes >/dev/null` 忙循环旁边，先跑一次每日
-// 运行作为基线，再跑 N 次没有任何变化的 PR 运行（误报 = 任何一项性能门禁失败），与 N 次模拟器
-// TTFT 慢 30% 的 PR 运行（检出 = 至少一项 ttft_p99_seconds 门禁失败）。N 默认 6，可用环境
+// 运行作为基线，再跑 N 次没有任何变化的 PR 运行（误报 = 任何一项性能门禁失败）、N 次模拟器
+// TTFT 慢 30% 的 PR 运行（检出 = 至少一项 ttft_p99_seconds 门禁失败）与 N 次 ITL 慢 30% 的
+// PR 运行（检出 = e2e_p99_seconds 门禁失败，且 TTFT 门禁不红）。N 默认 6，可用环境
 // 变量 CIBENCH_GATE_RUNS 改。目标：误报 0/N，检出 N/N；不满足时基准报错并给出每次的数字。
 //
 //	go test -run '^$' -bench ShippedGateDefaults -benchtime 1x ./examples/ci/driver
@@ -56,18 +57,40 @@ func BenchmarkShippedGateDefaults(b *testing.B) {
 				b.Logf("unchanged PR run %d: false alarm %v", i+1, red)
 			}
 		}
-		slower := func(sc *matrix.Scenario) (deploy.Deployer, error) {
-			cfg := *sc.Emulator
-			cfg.TTFT = cfg.TTFT * 13 / 10
-			return emulator.New(cfg)
+		slower := func(scale func(c *emulator.Config)) func(sc *matrix.Scenario) (deploy.Deployer, error) {
+			return func(sc *matrix.Scenario) (deploy.Deployer, error) {
+				cfg := *sc.Emulator
+				scale(&cfg)
+				return emulator.New(cfg)
+			}
 		}
+		ttft := slower(func(c *emulator.Config) { c.TTFT = c.TTFT * 13 / 10 })
+		itl := slower(func(c *emulator.Config) { c.ITL = c.ITL * 13 / 10 })
+		itlDetected, wrong := 0, 0
 		for i := range runs {
-			red := perfGateFailures(b, gateRun(b, configs, matrix.RunPR, root, slower), gate.MetricTTFTP99)
-			if len(red) > 0 {
+			red := perfGateFailures(b, gateRun(b, configs, matrix.RunPR, root, ttft), "")
+			if has(red, gate.MetricTTFTP99) {
 				detected++
 			} else {
-				b.Logf("PR run %d with TTFT +30%%: regression not caught", i+1)
+				b.Logf("PR run %d with TTFT +30%%: regression not caught %v", i+1, red)
 			}
+		}
+		for i := range runs {
+			red := perfGateFailures(b, gateRun(b, configs, matrix.RunPR, root, itl), "")
+			if has(red, gate.MetricE2EP99) {
+				itlDetected++
+			} else {
+				b.Logf("PR run %d with ITL +30%%: regression not caught %v", i+1, red)
+			}
+			if has(red, gate.MetricTTFTP99) {
+				wrong++
+				b.Logf("PR run %d with ITL +30%%: TTFT gate red too %v", i+1, red)
+			}
+		}
+		b.ReportMetric(float64(itlDetected), "itl_detected")
+		b.ReportMetric(float64(wrong), "wrong_gate")
+		if itlDetected < runs || wrong > 0 {
+			b.Errorf("ITL +30%%: caught %d of %d on E2E, TTFT gate red in %d", itlDetected, runs, wrong)
 		}
 		stop()
 		b.ReportMetric(float64(falseAlarms), "false_alarms")
