@@ -42,69 +42,76 @@ type previousRun struct {
 	Rows   []loadgen.Summary
 }
 
-// findPrevious 在产物根目录的 pr/ 与 daily/ 下找 scenario 最近一次（按开始时间）运行：
-// 优先同运行类型，各取有数据的最新一次。读不到时返回 nil。
+// findPrevious 在产物根目录的 pr/ 与 daily/ 下找 scenario 最近的运行：阶段耗时取同运行类型最近
+// 一次有该场景的运行（没有时取另一类型的），压测行取最近一次有压测行的运行。运行目录名以 UTC 时间
+// 开头（newRunID），按名字倒序读，找齐即停，所以产物再多也只读最近的几个 summary.json。读不到时返回 nil。
 func findPrevious(root string, rt matrix.RunType, scenario string) *previousRun {
 	if root == "" {
 		return nil
 	}
 	fsys := os.DirFS(root)
-	type cand struct {
-		started time.Time
-		same    bool
-		prev    *previousRun
+	type dir struct {
+		name string
+		rt   matrix.RunType
 	}
-	var cands []cand
+	var dirs []dir
 	for _, t := range []matrix.RunType{matrix.RunPR, matrix.RunDaily} {
 		entries, err := fs.ReadDir(fsys, string(t))
 		if err != nil {
 			continue
 		}
 		for _, e := range entries {
-			if !e.IsDir() {
-				continue
-			}
-			raw, err := fs.ReadFile(fsys, path.Join(string(t), e.Name(), "summary.json"))
-			if err != nil {
-				continue
-			}
-			var res report.Result
-			if json.Unmarshal(raw, &res) != nil {
-				continue
-			}
-			for _, sc := range res.Scenarios {
-				if sc.Name != scenario {
-					continue
-				}
-				p := &previousRun{RunID: res.RunID, Stages: map[string]time.Duration{}}
-				for _, st := range sc.Stages {
-					if st.Status == report.StageOK && st.Duration > 0 {
-						p.Stages[string(st.Stage)] = time.Duration(st.Duration * float64(time.Second))
-					}
-				}
-				p.Rows, _ = perfreport.Rows(sc)
-				cands = append(cands, cand{started: res.Started, same: t == rt, prev: p})
+			if e.IsDir() {
+				dirs = append(dirs, dir{e.Name(), t})
 			}
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].same != cands[j].same {
-			return cands[i].same
+	sort.SliceStable(dirs, func(i, j int) bool { return dirs[i].name > dirs[j].name })
+	var same, other, rows *previousRun
+	for _, d := range dirs {
+		if same != nil && rows != nil {
+			break
 		}
-		return cands[i].started.After(cands[j].started)
-	})
-	if len(cands) == 0 {
+		raw, err := fs.ReadFile(fsys, path.Join(string(d.rt), d.name, "summary.json"))
+		if err != nil {
+			continue
+		}
+		var res report.Result
+		if json.Unmarshal(raw, &res) != nil {
+			continue
+		}
+		for _, sc := range res.Scenarios {
+			if sc.Name != scenario {
+				continue
+			}
+			p := &previousRun{RunID: res.RunID, Stages: map[string]time.Duration{}}
+			for _, st := range sc.Stages {
+				if st.Status == report.StageOK && st.Duration > 0 {
+					p.Stages[string(st.Stage)] = time.Duration(st.Duration * float64(time.Second))
+				}
+			}
+			p.Rows, _ = perfreport.Rows(sc)
+			switch {
+			case d.rt == rt && same == nil:
+				same = p
+			case d.rt != rt && other == nil:
+				other = p
+			}
+			if rows == nil && len(p.Rows) > 0 {
+				rows = p
+			}
+		}
+	}
+	best := same
+	if best == nil {
+		best = other
+	}
+	if best == nil {
 		return nil
 	}
-	best := cands[0].prev
-	// 性能行可能来自另一次（例如上一次 PR 只跑了功能阶段）：取最近一次有压测行的。
-	if len(best.Rows) == 0 {
-		for _, c := range cands {
-			if len(c.prev.Rows) > 0 {
-				best.Rows = c.prev.Rows
-				break
-			}
-		}
+	if len(best.Rows) == 0 && rows != nil {
+		// 性能行可能来自另一次（例如上一次 PR 只跑了功能阶段）。
+		best.Rows = rows.Rows
 	}
 	return best
 }
@@ -189,7 +196,7 @@ func perfEstimate(p *matrix.ScenarioPlan, speed loadgen.Speed, source string) st
 			switch {
 			case ok && fit > 0:
 				advice = append(advice, fmt.Sprintf("profile %s: max_duration %v would fit (about %v; each combination keeps its concurrency, fewer requests)",
-					np.Name, fit.Round(time.Minute), share.Round(time.Minute)))
+					np.Name, fit.Round(time.Second), share.Round(time.Second)))
 			default:
 				advice = append(advice, fmt.Sprintf("profile %s cannot fit even with a budget: one request per worker in each of its %d groups already takes %v; "+
 					"reduce concurrency, lengths or epochs, or raise the perf timeout", np.Name, len(e.Groups), e.Floor.Round(time.Minute)))

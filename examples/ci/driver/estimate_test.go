@@ -1,0 +1,50 @@
+package driver_test
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/vllm-cibench/cibench/examples/ci/driver"
+	"github.com/vllm-cibench/cibench/matrix"
+)
+
+// TestPlanEstimatesFromThePreviousRun 检验 -plan 的时长估算：没有上一次运行时说不知道（性能阶段
+// 开始前会校准）；跑过一次之后按它的阶段耗时与各组合的 E2E 估算；性能档位放不下阶段超时时写
+// DOES NOT FIT 并给出放得下的 max_duration。
+func TestPlanEstimatesFromThePreviousRun(t *testing.T) {
+	root := t.TempDir()
+	fsys := tree("emu")
+	plan := func(fsys fstest.MapFS) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := driver.PrintPlan(&out, options(t, fsys, matrix.RunPR, root)); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if p := plan(fsys); !strings.Contains(p, "estimate perf       unknown (no previous run of this scenario: calibrated when the perf stage starts)") {
+		t.Fatalf("plan without a previous run:\n%s", p)
+	}
+	if _, err := driver.Run(context.Background(), options(t, fsys, matrix.RunPR, root)); err != nil {
+		t.Fatal(err)
+	}
+	p := plan(fsys)
+	for _, re := range []string{`estimate functional \S+ of 30m0s timeout: fits \(run \S+\)`, `estimate perf +\S+ of 1h0m0s timeout: fits \(speed measured in run \S+\)`,
+		`estimate total +\S+ of 1h0m0s job timeout: fits`} {
+		if !regexp.MustCompile(re).MatchString(p) {
+			t.Errorf("plan lacks %q:\n%s", re, p)
+		}
+	}
+	// 同样的档位放大到放不下 2 秒的性能超时：给出放得下的预算。
+	big := tree("emu")
+	big["tests/perf/profiles/pr.yaml"] = &fstest.MapFile{Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4000\nwarmup: 0\n")}
+	big["matrix.yaml"] = &fstest.MapFile{Data: []byte("defaults:\n  timeouts:\n    pr: {perf: 2s}\n" + string(big["matrix.yaml"].Data))}
+	p = plan(big)
+	if !strings.Contains(p, "DOES NOT FIT") || !regexp.MustCompile(`profile pr: max_duration \S+ would fit`).MatchString(p) {
+		t.Errorf("oversized profile:\n%s", p)
+	}
+}
