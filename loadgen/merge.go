@@ -62,6 +62,7 @@ func MergeShardGroups(parts []*ShardGroup, slo SLO) (s Summary, hdr []string, er
 	before, after := serverWindow(parts)
 	applyServer(&s, before, after)
 	for _, sg := range parts {
+		s.BudgetLimited = s.BudgetLimited || sg.Config.BudgetLimited
 		for k, v := range sg.FailureClasses {
 			if s.FailureClasses == nil {
 				s.FailureClasses = map[string]int{}

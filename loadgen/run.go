@@ -473,7 +473,9 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	if len(gr.classes) > 0 {
 		s.FailureClasses = gr.classes
 	}
-	r.capture(g, tot, before, after, gr.classes, interrupted)
+	r.capture(g, tot, before, after, gr.classes, interrupted, func(c *Summary) {
+		c.Planned, c.Epochs, c.BudgetLimited = s.Planned, s.Epochs, s.BudgetLimited
+	})
 	if r.obs.OnGroupEnd != nil {
 		if err := r.obs.OnGroupEnd(s); err != nil {
 			s.Incomplete = false // 没有写出的行不交给调用方

@@ -157,12 +157,13 @@ func (r *runner) alignStart(ctx context.Context, group int) error {
 }
 
 // capture 把一组的原始统计（而不是汇总行）存进本分片的结果，供 loadgen/shard 的合并重建单进程的汇总。
-func (r *runner) capture(g Group, tot *stats, before, after *servermetrics.Snapshot, classes map[string]int, incomplete bool) {
+func (r *runner) capture(g Group, tot *stats, before, after *servermetrics.Snapshot, classes map[string]int, incomplete bool, plan func(*Summary)) {
 	if r.sh == nil {
 		return
 	}
 	sg := ShardGroup{Group: g.Index, Config: r.summary(g), Stats: GroupStats{w: groupWire{statsWire: encodeStats(tot),
 		Before: encodeSnap(before), After: encodeSnap(after)}}, FailureClasses: classes, Incomplete: incomplete}
+	plan(&sg.Config) // 计划的请求数、轮数与本分片是否被预算截短（合并时任一分片截短即截短）
 	if !r.sh.release.IsZero() {
 		sg.Skew = g.Start.Sub(r.sh.release)
 	}

@@ -250,6 +250,8 @@ func rebuild(recs []Record, p Profile) map[int]Summary {
 func comparable(s Summary) Summary {
 	s.ExecutionTime = time.Time{}
 	s.ServerTTFT, s.ServerTPOT, s.ServerE2E, s.SpecAcceptRate = Latency{}, Latency{}, Latency{}, Values{}
+	// 计划列（请求数、轮数）不能从记录重建：另行与单进程运行比较。
+	s.Planned, s.Epochs = 0, 0
 	return s
 }
 
@@ -286,6 +288,10 @@ func TestShardedRunMatchesSingleProcess(t *testing.T) {
 					t.Errorf("group %d: merged row differs from the single-process summary of the same records\n got %+v\nwant %+v", gi, comparable(got), comparable(want[gi]))
 				}
 				one := single[gi]
+				if got.Planned != one.Planned || got.Epochs != one.Epochs || got.BudgetLimited != one.BudgetLimited {
+					t.Errorf("group %d: plan columns Planned/Epochs/BudgetLimited %d/%d/%v, single process %d/%d/%v", gi,
+						got.Planned, got.Epochs, got.BudgetLimited, one.Planned, one.Epochs, one.BudgetLimited)
+				}
 				if got.NumPrompts != one.NumPrompts || got.Succeeded != one.Succeeded || got.Failed != one.Failed ||
 					got.CompletionTokens != one.CompletionTokens || got.AvgPromptTokens != one.AvgPromptTokens ||
 					got.Concurrency != one.Concurrency || got.TTFT.Count != one.TTFT.Count || got.TPOTSec.Count != one.TPOTSec.Count {
