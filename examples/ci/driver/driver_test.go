@@ -592,7 +592,10 @@ func TestPrintPlan(t *testing.T) {
 	want := "run type daily, job timeout 6h0m0s, on_failure continue\nb (emulator, model b-model, quant none)\n" +
 		"  functional true  timeout 30m0s  chat_core\n" +
 		"  perf       true  timeout 1h0m0s daily(c=[1 2] in=[16] out=[8] normal)\n" +
-		"  accuracy   true  timeout 1h30m0s daily(gpqa debug=true max_tokens=16)\n"
+		"  accuracy   true  timeout 1h30m0s daily(gpqa debug=true max_tokens=16)\n" +
+		"  estimate functional unknown (no previous run of this scenario)\n" +
+		"  estimate perf       unknown (no previous run of this scenario: calibrated when the perf stage starts)\n" +
+		"  estimate accuracy   unknown (no previous run of this scenario)\n"
 	if b.String() != want {
 		t.Fatalf("plan:\n%s\nwant:\n%s", b.String(), want)
 	}
