@@ -1,12 +1,16 @@
 package driver
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
+	"net/http"
 	"os"
 	"path"
 	"sort"
@@ -303,33 +307,98 @@ func (d *driver) logEstimates() {
 }
 
 // calibrate 在没有上一次运行时测一次服务端的速度：最短与最长的输入各一个流式请求（32 个输出
-// token，ignore_eos），得到 TTFT 随输入的线性关系与 ITL。只发 2 个请求，不写任何产物。
+// token，ignore_eos），由首个内容 chunk 与最后一个 chunk 的时刻得到 TTFT 随输入长度的斜率与 ITL。
+// 直接发两个请求，不抓 /metrics（服务端的 /metrics 不可用时也不拖慢性能阶段），不写任何产物。
+// 提示由重复的英文词组成，长度按一个词一个 token 估计（只用于估时，不影响压测）。
 func calibrate(ctx context.Context, target loadgen.Target, prof loadgen.Profile) (loadgen.Speed, error) {
 	p := prof.Defaults()
-	ins := []int{p.InputLength[0], p.InputLength[0]}
+	lo, hi := p.InputLength[0], p.InputLength[0]
 	for _, in := range p.InputLength {
-		ins[0], ins[1] = min(ins[0], in), max(ins[1], in)
+		lo, hi = min(lo, in), max(hi, in)
 	}
-	if ins[0] == ins[1] {
-		ins = ins[:1]
+	probe := func(in int) (ttft, itl time.Duration, err error) {
+		return streamProbe(ctx, target, p.Backend, in, 32)
 	}
-	t := true
-	cal := loadgen.Profile{Backend: p.Backend, Concurrency: []int{1}, InputLength: ins, OutputLength: []int{32}, NumRequests: []int{1},
-		Epochs: 1, ControlMethod: loadgen.ControlNormal, IgnoreEOS: &t, Stream: &t, Timeout: p.Timeout, Seed: p.Seed}
-	rows, err := loadgen.Run(ctx, target, cal, nil)
+	t1, itl, err := probe(lo)
 	if err != nil {
 		return loadgen.Speed{}, err
 	}
-	if len(rows) == 0 || rows[0].TTFT.Count == 0 || rows[0].TPOT.Count == 0 {
-		return loadgen.Speed{}, errors.New("calibration request failed")
-	}
-	s := loadgen.Speed{TTFT: rows[0].TTFT.Avg, ITL: rows[0].TPOT.Avg}
-	if len(rows) == 2 && rows[1].TTFT.Count > 0 && ins[1] > ins[0] {
-		per := (rows[1].TTFT.Avg - rows[0].TTFT.Avg) / time.Duration(ins[1]-ins[0])
-		s.PrefillPerToken = max(0, per)
-		s.TTFT = max(0, rows[0].TTFT.Avg-time.Duration(ins[0])*s.PrefillPerToken)
+	s := loadgen.Speed{TTFT: t1, ITL: itl}
+	if hi > lo {
+		t2, _, err := probe(hi)
+		if err != nil {
+			return loadgen.Speed{}, err
+		}
+		s.PrefillPerToken = max(0, (t2-t1)/time.Duration(hi-lo))
+		s.TTFT = max(0, t1-time.Duration(lo)*s.PrefillPerToken)
 	}
 	return s, nil
+}
+
+// streamProbe 发一个流式请求（in 个词的提示、out 个输出 token、ignore_eos），返回首个内容 chunk
+// 的时刻（TTFT）与之后相邻 chunk 的平均间隔。响应体上限 4 MiB，期限由调用方的 ctx 给出。
+func streamProbe(ctx context.Context, target loadgen.Target, backend loadgen.Backend, in, out int) (time.Duration, time.Duration, error) {
+	prompt := strings.TrimSpace(strings.Repeat("hello ", max(in, 1)))
+	body := map[string]any{"model": target.Model, "max_tokens": out, "ignore_eos": true, "stream": true, "temperature": 0}
+	path := "/completions"
+	if backend == loadgen.BackendChat {
+		path = "/chat/completions"
+		body["messages"] = []map[string]string{{"role": "user", "content": prompt}}
+	} else {
+		body["prompt"] = prompt
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return 0, 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(target.BaseURLs[0], "/")+path, bytes.NewReader(raw))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if target.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+target.APIKey)
+	}
+	hc := target.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	start := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("calibration request: HTTP %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var first, last time.Time
+	chunks := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data:") || strings.Contains(line, "[DONE]") {
+			continue
+		}
+		if !strings.Contains(line, `"content":"`) && !strings.Contains(line, `"text":"`) && !strings.Contains(line, `"reasoning`) {
+			continue
+		}
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		last = now
+		chunks++
+	}
+	if first.IsZero() {
+		return 0, 0, errors.New("calibration request: no content chunk")
+	}
+	itl := time.Duration(0)
+	if chunks > 1 {
+		itl = last.Sub(first) / time.Duration(chunks-1)
+	}
+	return first.Sub(start), itl, nil
 }
 
 // calibrateIfUnknown 在性能阶段开始时，若没有上一次运行可供估算，就校准一次服务端速度并
@@ -345,7 +414,8 @@ func (d *driver) calibrateIfUnknown(ctx context.Context, p *matrix.ScenarioPlan,
 			return // 扫描、开环、轨迹：时长不由服务端速度决定
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	// 校准最多占性能阶段超时的十分之一（且不超过 30 s）：挂住的服务端不能让它吃掉整个阶段。
+	cctx, cancel := context.WithTimeout(ctx, min(30*time.Second, p.Perf.Timeout/10))
 	defer cancel()
 	speed, err := calibrate(cctx, target, p.Perf.Profiles[0].Profile)
 	if err != nil {

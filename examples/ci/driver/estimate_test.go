@@ -3,6 +3,8 @@ package driver_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,8 +31,17 @@ func TestPlanEstimatesFromThePreviousRun(t *testing.T) {
 	if p := plan(fsys); !strings.Contains(p, "estimate perf       unknown (no previous run of this scenario: calibrated when the perf stage starts)") {
 		t.Fatalf("plan without a previous run:\n%s", p)
 	}
-	if _, err := driver.Run(context.Background(), options(t, fsys, matrix.RunPR, root)); err != nil {
+	out, err := driver.Run(context.Background(), options(t, fsys, matrix.RunPR, root))
+	if err != nil {
 		t.Fatal(err)
+	}
+	// 没有上一次运行：性能阶段开始前校准（两个请求），估算写进驱动日志。
+	log, err := os.ReadFile(filepath.Join(out.Dir, "driver.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`msg="perf stage estimate".*source="calibrated: TTFT \S+ \+ \S+/input token, ITL \S+"`).Match(log) {
+		t.Errorf("driver.log lacks the calibrated estimate:\n%s", log)
 	}
 	p := plan(fsys)
 	for _, re := range []string{`estimate functional \S+ of 30m0s timeout: fits \(run \S+\)`, `estimate perf +\S+ of 1h0m0s timeout: fits \(speed measured in run \S+\)`,
