@@ -167,6 +167,22 @@ func betaCF(a, b, x float64) float64 {
 	return h
 }
 
+// shiftFails 报告整个分布的位移是否超过阈值且显著（两侧都有逐请求样本时）。
+func shiftFails(c perfCmp, th Thresholds) bool {
+	level := th.ShiftConfidence
+	if level == 0 {
+		level = DefaultShiftConfidence
+	}
+	r, ok := logShift(c.curS, c.baseS, level)
+	if !ok {
+		return false
+	}
+	if c.higherBad {
+		return r.point-1 > c.limit+eps && r.lo > 1
+	}
+	return 1-r.point > c.limit+eps && r.hi < 1
+}
+
 // judgeShift 用整个分布的位移判定一项时延门禁（样本撑不起所要分位时；见本文件开头）。
 // 返回 false 表示两侧没有足够的逐请求样本，调用方按 warn 处理。
 func judgeShift(g *Gate, c perfCmp, th Thresholds, need, have int64, specLabel string) bool {
@@ -188,8 +204,12 @@ func judgeShift(g *Gate, c perfCmp, th Thresholds, need, have int64, specLabel s
 	if !c.higherBad { // 目前只有时延门禁走这里；保留对称写法
 		beyond, significant = change < -c.limit-eps, r.hi < 1
 	}
-	why := fmt.Sprintf("decided by the shift of the whole distribution (geometric mean), because %s needs ≥%d samples and has %d: %+.1f%% (%.1f%% interval %+.1f%%…%+.1f%%, Welch t on log latency, n %d/%d); spec %s %+.1f%%",
-		QuantileName(c.q), need, have, change*100, level*100, g.Interval.LoPct, g.Interval.HiPct, r.nCur, r.nBase, specLabel, *g.DeltaPct)
+	because := fmt.Sprintf("because %s needs ≥%d samples and has %d", QuantileName(c.q), need, have)
+	if have >= need {
+		because = fmt.Sprintf("because the whole distribution moved significantly (%s is supported by %d samples, but its interval is wide)", QuantileName(c.q), have)
+	}
+	why := fmt.Sprintf("decided by the shift of the whole distribution (geometric mean), %s: %+.1f%% (%.1f%% interval %+.1f%%…%+.1f%%, Welch t on log latency, n %d/%d); spec %s %+.1f%%",
+		because, change*100, level*100, g.Interval.LoPct, g.Interval.HiPct, r.nCur, r.nBase, specLabel, *g.DeltaPct)
 	switch {
 	case beyond && significant:
 		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed (limit +%.0f%%): %s", c.metric, c.limit*100, why)

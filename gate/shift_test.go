@@ -260,6 +260,15 @@ func TestShiftVerdictEvidence(t *testing.T) {
 	if g.Verdict != VerdictWarn || !strings.Contains(g.Reason, "shift test needs per-request samples") || g.Statistic != "p99" {
 		t.Errorf("no samples: %s %q %q", g.Verdict, g.Reason, g.Statistic)
 	}
+	// P99 有样本支撑（300/300）：仍由 P99 判定；但整个分布显著移过阈值时由位移判定失败。
+	big := lognorm(300, 0.2, 0.35)
+	if g := run(lognorm(300, 0.25, 0.35), big); g.Verdict != VerdictFail || g.Statistic != StatisticShift ||
+		!strings.Contains(g.Reason, "because the whole distribution moved significantly (P99 is supported by 300 samples") {
+		t.Errorf("supported P99, +25%% shift: %s %s %q", g.Verdict, g.Statistic, g.Reason)
+	}
+	if g := run(lognorm(300, 0.2, 0.35), big); g.Verdict == VerdictFail || g.Statistic != "p99" {
+		t.Errorf("supported P99, unchanged: %s %s %q", g.Verdict, g.Statistic, g.Reason)
+	}
 	// 配置校验。
 	if err := (Thresholds{OnInsufficient: "shift", ShiftConfidence: 1}).Validate(); err == nil || !strings.Contains(err.Error(), "shift_confidence") {
 		t.Errorf("shift_confidence 1 accepted: %v", err)
