@@ -158,10 +158,18 @@ func groupPerf(sc Scenario) ([]Key, map[Key][]PerfRow) {
 
 // FromRun 把一次运行的压测结果转换成基线表（不看它是否每日、是否完成：选取由 Select 做）。
 func FromRun(run Run) Static {
+	return baselinesOf(run, func([]PerfRow) bool { return true })
+}
+
+// baselinesOf 把运行中 keep 接受的组合聚合成基线表（FromRun 全收，Select 只收完整的组合）。
+func baselinesOf(run Run, keep func([]PerfRow) bool) Static {
 	out := Static{}
 	for _, sc := range run.Scenarios {
 		keys, groups := groupPerf(sc)
 		for _, k := range keys {
+			if !keep(groups[k]) {
+				continue
+			}
 			b := Aggregate(groups[k])
 			b.RunID = run.RunID
 			b.Samples = findSamples(sc.Samples, k)
@@ -299,23 +307,7 @@ func sortedDaily(runs []Run) []Run {
 
 // fromCompleteCombos 与 FromRun 相同，但只保留在运行 r 中完整的组合（见 Select）。
 func fromCompleteCombos(r Run) Static {
-	out := Static{}
-	for _, sc := range r.Scenarios {
-		keys, groups := groupPerf(sc)
-		for _, k := range keys {
-			if !comboComplete(groups[k], r.Complete) {
-				continue
-			}
-			b := Aggregate(groups[k])
-			b.RunID = r.RunID
-			b.Samples = findSamples(sc.Samples, k)
-			if b.Time.IsZero() {
-				b.Time = r.Started
-			}
-			out[k] = b
-		}
-	}
-	return out
+	return baselinesOf(r, func(rows []PerfRow) bool { return comboComplete(rows, r.Complete) })
 }
 
 // comboComplete 报告一个组合的各轮是否完整：没有被截断的一轮，且计划轮数已知时 1..Epochs 都在。

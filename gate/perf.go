@@ -189,14 +189,16 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	d := (c.cur - c.base) / c.base
 	dp := d * 100
 	g.DeltaPct = &dp
-	if !insufficient && onIns == InsufficientShift && q > 0 && c.valid && shiftFails(c, th) {
+	if !insufficient && onIns == InsufficientShift && q > 0 && c.valid {
 		// 分位数有样本支撑时仍由它判定；但整个分布显著地移过了阈值（P99 的区间在几百个样本下
 		// 很宽，这样的位移常常判不出来）时，以位移判定失败，原因写明是哪个统计量。
-		judgeShift(g, c, th, need, min(c.curN, c.baseN), QuantileName(q))
-		return
+		if r, fails := shiftFails(c, th); fails {
+			judgeShift(g, c, th, need, min(c.curN, c.baseN), QuantileName(q), &r)
+			return
+		}
 	}
 	if insufficient && onIns == InsufficientShift && q > 0 {
-		if c.valid && judgeShift(g, c, th, need, min(c.curN, c.baseN), QuantileName(q)) {
+		if c.valid && judgeShift(g, c, th, need, min(c.curN, c.baseN), QuantileName(q), nil) {
 			return
 		}
 		onIns = InsufficientWarn

@@ -167,32 +167,38 @@ func betaCF(a, b, x float64) float64 {
 	return h
 }
 
-// shiftFails 报告整个分布的位移是否超过阈值且显著（两侧都有逐请求样本时）。
-func shiftFails(c perfCmp, th Thresholds) bool {
-	level := th.ShiftConfidence
-	if level == 0 {
-		level = DefaultShiftConfidence
+// shiftLevel 返回 shift 判定的置信水平（Thresholds.ShiftConfidence，0 时取默认）。
+func shiftLevel(th Thresholds) float64 {
+	if th.ShiftConfidence == 0 {
+		return DefaultShiftConfidence
 	}
-	r, ok := logShift(c.curS, c.baseS, level)
+	return th.ShiftConfidence
+}
+
+// shiftFails 报告整个分布的位移是否超过阈值且显著（两侧都有逐请求样本时），并返回算得的位移，
+// 供 judgeShift 直接使用（不再算一遍）。
+func shiftFails(c perfCmp, th Thresholds) (shiftResult, bool) {
+	r, ok := logShift(c.curS, c.baseS, shiftLevel(th))
 	if !ok {
-		return false
+		return r, false
 	}
 	if c.higherBad {
-		return r.point-1 > c.limit+eps && r.lo > 1
+		return r, r.point-1 > c.limit+eps && r.lo > 1
 	}
-	return 1-r.point > c.limit+eps && r.hi < 1
+	return r, 1-r.point > c.limit+eps && r.hi < 1
 }
 
 // judgeShift 用整个分布的位移判定一项时延门禁（样本撑不起所要分位时；见本文件开头）。
 // 返回 false 表示两侧没有足够的逐请求样本，调用方按 warn 处理。
-func judgeShift(g *Gate, c perfCmp, th Thresholds, need, have int64, specLabel string) bool {
-	level := th.ShiftConfidence
-	if level == 0 {
-		level = DefaultShiftConfidence
-	}
-	r, ok := logShift(c.curS, c.baseS, level)
-	if !ok {
-		return false
+// r 为 nil 时在这里计算位移。
+func judgeShift(g *Gate, c perfCmp, th Thresholds, need, have int64, specLabel string, r *shiftResult) bool {
+	level := shiftLevel(th)
+	if r == nil {
+		res, ok := logShift(c.curS, c.baseS, level)
+		if !ok {
+			return false
+		}
+		r = &res
 	}
 	g.Statistic = StatisticShift
 	g.Interval = &Interval{LoPct: (r.lo - 1) * 100, HiPct: (r.hi - 1) * 100, Level: level}

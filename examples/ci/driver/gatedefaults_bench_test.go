@@ -32,14 +32,7 @@ import (
 // 这是一个基准而不是单元测试：它量的是整条流水线在繁忙机器上的统计性质，耗时几分钟，
 // 结果取决于机器的负载（报告里要写明测量时的 load average）。
 func BenchmarkShippedGateDefaults(b *testing.B) {
-	runs := 6
-	if v := os.Getenv("CIBENCH_GATE_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("CIBENCH_GATE_RUNS=%q: want a positive integer", v)
-		}
-		runs = n
-	}
+	runs := envPositive(b, "CIBENCH_GATE_RUNS", 6)
 	configs := os.DirFS("../../../configs")
 	for range b.N {
 		stop := busyLoops(b, 2)
@@ -172,4 +165,18 @@ func busyLoops(b *testing.B, n int) func() {
 			_ = c.Wait()
 		}
 	}
+}
+
+// envPositive 读取正整数环境变量 name，未设置时返回 def；取值非法时终止基准。
+func envPositive(b *testing.B, name string, def int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }

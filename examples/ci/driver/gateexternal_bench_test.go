@@ -3,7 +3,6 @@ package driver_test
 import (
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -64,22 +63,8 @@ scenarios:
 //
 //	go test -run '^$' -bench ShippedGateDefaultsExternal -benchtime 1x -timeout 2h ./examples/ci/driver
 func BenchmarkShippedGateDefaultsExternal(b *testing.B) {
-	runs := 6
-	if v := os.Getenv("CIBENCH_GATE_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("CIBENCH_GATE_RUNS=%q: want a positive integer", v)
-		}
-		runs = n
-	}
-	scale := 30
-	if v := os.Getenv("CIBENCH_GATE_SCALE"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("CIBENCH_GATE_SCALE=%q: want a positive integer", v)
-		}
-		scale = n
-	}
+	runs := envPositive(b, "CIBENCH_GATE_RUNS", 6)
+	scale := envPositive(b, "CIBENCH_GATE_SCALE", 30)
 	base := emulator.Config{TTFT: 200 * time.Millisecond / time.Duration(scale), TTFTSigma: 0.35, ITL: 30 * time.Millisecond / time.Duration(scale),
 		ITLSigma: 0.1, MaxModelLen: 65536, Seed: 3}
 	start := func(c emulator.Config) fs.FS {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -49,14 +48,7 @@ func scaleDurations(b *testing.B, text string, k int, keys ...string) string {
 //
 //	go test -run '^$' -bench ShippedTimeBudget -benchtime 1x -timeout 1h ./examples/ci/driver
 func BenchmarkShippedTimeBudget(b *testing.B) {
-	k := 100
-	if v := os.Getenv("CIBENCH_TIME_SCALE"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("CIBENCH_TIME_SCALE=%q", v)
-		}
-		k = n
-	}
+	k := envPositive(b, "CIBENCH_TIME_SCALE", 100)
 	_, ep := emulator.Start(b, emulator.Config{TTFT: 200 * time.Millisecond / time.Duration(k), ITL: 30 * time.Millisecond / time.Duration(k),
 		MaxModelLen: 65536, Seed: 9})
 	tree := externalTree(b, ep.BaseURL()).(fstest.MapFS)
