@@ -75,5 +75,5 @@ func ExampleRegistry_Register() {
 	// <nil> [capitals]
 	// <nil>
 	// accuracy: invalid configuration: datasets[0].name: accuracy: unknown dataset (no evals are registered: pass simpleevals.Registry() or your own registry) (got "capitals")
-	// accuracy: invalid eval name: "Team Echo": want a lower-case letter followed by [a-z0-9_-]
+	// accuracy: invalid eval name: "Team Echo": want a lower-case letter followed by [a-z0-9_.-]
 }

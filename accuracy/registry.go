@@ -1,6 +1,7 @@
 package accuracy
 
 import (
+	"github.com/vllm-cibench/cibench/internal/regname"
 	"errors"
 	"fmt"
 	"maps"
@@ -41,8 +42,6 @@ var ErrDuplicateEval = errors.New("accuracy: duplicate eval")
 // ErrEvalName 表示评测名写法不合法（空、大写、空白或其他字符）。
 var ErrEvalName = errors.New("accuracy: invalid eval name")
 
-// maxEvalName 是评测名的长度上限：它出现在 YAML、结果文件名与指标标签中。
-const maxEvalName = 64
 
 // DatasetCheck 在任何请求发出之前校验一个 datasets[] 条目中只有该评测才懂的组合
 // （例如 gpqa 全量模式下抽子集必须 n_repeats: 1）；debug 是 Config.Debug。返回
@@ -101,7 +100,7 @@ type Registry struct {
 // NewRegistry 返回一张空登记表（没有评测，也没有默认数据来源）。
 func NewRegistry() *Registry { return &Registry{m: map[string]*entry{}} }
 
-// Register 登记一个评测。名字必须以小写字母开头，只含小写字母、数字、'_' 与 '-'，不超过
+// Register 登记一个评测。名字必须以小写字母开头，只含小写字母、数字、'_'、'-' 与 '.'，不超过
 // 64 个字符（它会成为结果文件名 {dataset}_{model}_{ts}.json 的一部分与指标标签，不能含
 // 路径分隔符或空白）；f 不能为 nil。写法不合法返回包装 ErrEvalName 的错误，已登记返回
 // 包装 ErrDuplicateEval 的错误（覆盖内置评测必须换一个名字，报告里的 gpqa 永远是 gpqa）。
@@ -143,19 +142,11 @@ func (r *Registry) Data() Data {
 	return d
 }
 
-// checkEvalName 校验评测名的写法，错误写明取值与规则。
+// checkEvalName 校验评测名的写法（与能力名、部署方式名同一条规则，见 internal/regname），
+// 错误写明取值与规则。
 func checkEvalName(s string) error {
-	if s == "" {
-		return fmt.Errorf("%w: empty name", ErrEvalName)
-	}
-	if len(s) > maxEvalName {
-		return fmt.Errorf("%w: %q is longer than %d characters", ErrEvalName, s, maxEvalName)
-	}
-	for i, c := range s {
-		ok := c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-')
-		if !ok {
-			return fmt.Errorf("%w: %q: want a lower-case letter followed by [a-z0-9_-]", ErrEvalName, s)
-		}
+	if err := regname.Check(s); err != nil {
+		return fmt.Errorf("%w: %v", ErrEvalName, err)
 	}
 	return nil
 }
@@ -194,7 +185,9 @@ func (r *Registry) want() string {
 }
 
 // New 按登记的构造函数创建评测。o 的 Examples 与 NRepeats 不能为负（包装 ErrConfig）；
-// 名字未登记时返回包装 ErrUnknownDataset 的错误。
+// 名字未登记时返回包装 ErrUnknownDataset 的错误。构造出的评测的 Name() 必须等于登记名
+// （否则返回包装 ErrEvalName 的错误）：结果文件、门禁与指标都按名字配对，登记为 tiny_alias 却
+// 自称 tiny_exact 的评测会让配置与结果用两个名字，门禁永远找不到自己的结果。
 func (r *Registry) New(name string, src Source, o EvalOptions) (Eval, error) {
 	if o.Examples < 0 || o.NRepeats < 0 {
 		return nil, optErrf("accuracy: %s: examples=%d n_repeats=%d must be >= 0", name, o.Examples, o.NRepeats)
@@ -202,7 +195,18 @@ func (r *Registry) New(name string, src Source, o EvalOptions) (Eval, error) {
 	if err := r.check(name); err != nil {
 		return nil, err
 	}
-	return r.m[name].f(src, o)
+	e, err := r.m[name].f(src, o)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, fmt.Errorf("%w: the factory registered as %q returned a nil Eval", ErrEvalName, name)
+	}
+	if got := e.Name(); got != name {
+		return nil, fmt.Errorf("%w: eval registered as %q names itself %q: register it under %q or make Name() return %q",
+			ErrEvalName, name, got, got, name)
+	}
+	return e, nil
 }
 
 // metricMax 返回评测 name 的指标 metric 的取值上限：登记时用 WithMetricMax 声明的值，否则 1。

@@ -123,3 +123,22 @@ func TestRunStageTeamEval(t *testing.T) {
 		t.Fatalf("no result files for the team eval: %v", files.files)
 	}
 }
+
+// TestRegistryNewRejectsAliasName 复现 issue #30：登记为 tiny_alias、Name() 却是 tiny_exact 的评测
+// 曾经照常运行，结果与门禁于是用两个名字。现在 New 拒绝它并写明两个名字；nil Eval 同样被拒绝。
+func TestRegistryNewRejectsAliasName(t *testing.T) {
+	r := accuracy.NewRegistry()
+	if err := r.Register("tiny_alias", func(accuracy.Source, accuracy.EvalOptions) (accuracy.Eval, error) { return fixedEval{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register("tiny.nil", func(accuracy.Source, accuracy.EvalOptions) (accuracy.Eval, error) { return nil, nil }); err != nil {
+		t.Fatalf("a dotted name must register like a dotted feature name: %v", err)
+	}
+	_, err := r.New("tiny_alias", nil, accuracy.EvalOptions{})
+	if !errors.Is(err, accuracy.ErrEvalName) || !strings.Contains(err.Error(), `"tiny_alias"`) || !strings.Contains(err.Error(), `"team-echo"`) {
+		t.Fatalf("New(alias) = %v", err)
+	}
+	if _, err := r.New("tiny.nil", nil, accuracy.EvalOptions{}); !errors.Is(err, accuracy.ErrEvalName) {
+		t.Fatalf("New(nil eval) = %v", err)
+	}
+}

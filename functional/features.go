@@ -1,6 +1,7 @@
 package functional
 
 import (
+	"github.com/vllm-cibench/cibench/internal/regname"
 	"errors"
 	"fmt"
 	"slices"
@@ -39,8 +40,6 @@ var ErrDuplicateFeature = errors.New("functional: duplicate feature")
 // ErrFeatureName 表示能力名的写法不合法（空、大写、空白或其他字符）。
 var ErrFeatureName = errors.New("functional: invalid feature name")
 
-// maxFeatureName 是能力名的长度上限：它会出现在 YAML、报告与指标标签中。
-const maxFeatureName = 64
 
 // Features 是一张能力名登记表：场景 YAML 的 features 列表、用例的 Requires 与
 // Target.Features 只接受登记过的名字。它是普通的值，由调用方构造并传给
@@ -93,20 +92,11 @@ func (r *Features) Register(names ...Feature) error {
 	return nil
 }
 
-// checkFeatureName 校验能力名的写法，错误写明取值与规则。
+// checkFeatureName 校验能力名的写法（与评测名、部署方式名同一条规则，见 internal/regname），
+// 错误写明取值与规则。
 func checkFeatureName(f Feature) error {
-	s := string(f)
-	if s == "" {
-		return fmt.Errorf("%w: empty name", ErrFeatureName)
-	}
-	if len(s) > maxFeatureName {
-		return fmt.Errorf("%w: %q is longer than %d characters", ErrFeatureName, s, maxFeatureName)
-	}
-	for i, c := range s {
-		ok := c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.')
-		if !ok {
-			return fmt.Errorf("%w: %q: want a lower-case letter followed by [a-z0-9_.-]", ErrFeatureName, s)
-		}
+	if err := regname.Check(string(f)); err != nil {
+		return fmt.Errorf("%w: %v", ErrFeatureName, err)
 	}
 	return nil
 }

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"testing/fstest"
 
+	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 )
 
 // Example 加载一个最小配置树并列出 PR 运行的计划；真实使用时传入
-// os.DirFS("configs")。
+// os.DirFS("configs")。部署方式与评测是调用方给的登记表：pipeline.DefaultModes() 含全部内置
+// 方式（emulator、external、local、k8s-*），simpleevals.Registry() 含内置评测。
 func Example() {
 	fsys := fstest.MapFS{
 		"scenarios/emulator.yaml":     {Data: []byte("mode: emulator\nserved_model_name: cibench-emulator\n")},
@@ -16,7 +19,7 @@ func Example() {
 		"tests/accuracy/pr.yaml":      {Data: []byte("debug: true\ndatasets: [{name: gpqa, threshold: 0.2}]\n")},
 		"matrix.yaml":                 {Data: []byte("scenarios:\n  emulator:\n    pr: {functional: {suites: [chat_core]}}\n")},
 	}
-	m, err := matrix.Load(fsys)
+	m, err := matrix.Load(fsys, matrix.WithModes(pipeline.DefaultModes()), matrix.WithEvals(simpleevals.Registry()))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -32,11 +35,12 @@ func Example() {
 // ExampleLoad 展示错误如何指明文件、行列、字段路径与取值。
 func ExampleLoad() {
 	fsys := fstest.MapFS{
-		"scenarios/emulator.yaml": {Data: []byte("mode: emulator\nserved_model_name: e\nquant: int4\n")},
+		"scenarios/emulator.yaml": {Data: []byte("mode: emulatr\nserved_model_name: e\nquant: INT4\n")},
 		"matrix.yaml":             {Data: []byte("scenarios:\n  emulator: {pr: {perf: {enabled: false}, accuracy: {enabled: false}}}\n")},
 	}
-	_, err := matrix.Load(fsys, matrix.WithRoot("configs"))
+	_, err := matrix.Load(fsys, matrix.WithRoot("configs"), matrix.WithModes(pipeline.DefaultModes()))
 	fmt.Println(err)
 	// Output:
-	// matrix: invalid config: configs/scenarios/emulator.yaml:3:8: quant: invalid quant (want one of w8a8, w4a8, none) (got "int4")
+	// matrix: invalid config: configs/scenarios/emulator.yaml:1:7: mode: deploy: unknown mode "emulatr" (registered: external, local, emulator, k8s-hybrid, k8s-pd) (got "emulatr")
+	// matrix: invalid config: configs/scenarios/emulator.yaml:3:8: quant: invalid quant: "INT4": want a lower-case letter followed by [a-z0-9_.-] (got "INT4")
 }

@@ -24,7 +24,7 @@ func FuzzLoad(f *testing.F) {
 		for _, name := range []string{"scenarios/emulator.yaml", "matrix.yaml", "tests/perf/profiles/pr.yaml"} {
 			tree := validTree()
 			tree[name] = &fstest.MapFile{Data: data}
-			m, err := matrix.Load(tree)
+			m, err := load(tree)
 			if err == nil {
 				if m == nil {
 					t.Fatal("nil matrix without error")

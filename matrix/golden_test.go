@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // 以及显式选择全部场景的计划序列化后与 golden 文件逐字节比较：示例配置的任何
 // 语义变化（默认值、覆盖项、引用）都会在评审中以 diff 的形式出现。
 func TestGoldenConfigs(t *testing.T) {
-	m, err := matrix.Load(os.DirFS("../configs"), matrix.WithRoot("configs"))
+	m, err := load(os.DirFS("../configs"), matrix.WithRoot("configs"))
 	if err != nil {
 		t.Fatalf("the shipped configs/ must load:\n%v", err)
 	}
@@ -27,6 +27,8 @@ func TestGoldenConfigs(t *testing.T) {
 		RunType   matrix.RunType
 		Selection string
 		Plans     []matrix.ScenarioPlan
+		// Deploy 是每个场景的部署方式校验后的配置（Scenario.Deploy 不进 JSON：团队的 Plan 未必可序列化）。
+		Deploy map[string]any
 	}
 	var dumps []planDump
 	for _, rt := range []matrix.RunType{matrix.RunPR, matrix.RunDaily} {
@@ -51,7 +53,11 @@ func TestGoldenConfigs(t *testing.T) {
 			// 套件参数对每个计划都相同且由 functional 包负责，golden 只记录选择本身。
 			sel[i].Functional.Config = functional.Config{}
 		}
-		dumps = append(dumps, planDump{RunType: rt, Selection: "all", Plans: sel})
+		dep := map[string]any{}
+		for _, p := range sel {
+			dep[p.Scenario.Name] = p.Scenario.Deploy
+		}
+		dumps = append(dumps, planDump{RunType: rt, Selection: "all", Plans: sel, Deploy: dep})
 	}
 	got, err := json.MarshalIndent(dumps, "", "  ")
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
+	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
@@ -249,6 +249,7 @@ type loadOptions struct {
 	root  string
 	feats *functional.Features
 	evals *accuracy.Registry
+	modes *deploy.Modes
 	cases []functional.Case
 }
 
@@ -260,11 +261,21 @@ func WithFeatures(f *functional.Features) Option {
 	return func(o *loadOptions) { o.feats = f }
 }
 
-// WithEvals 设置精度配置 datasets[].name 可以使用的评测登记表（默认
-// simpleevals.Registry()：配置树里的 gpqa、mmlu……是内置评测）；团队登记了自己的评测时
-// 把同一张表交给这里与 accuracy.StageOptions.Evals。
+// WithEvals 设置精度配置 datasets[].name 可以使用的评测登记表。没有默认的评测：不给出时
+// 登记表是空的，任何 datasets[].name 都是错误（错误写明该传 simpleevals.Registry()）——本包
+// 不链接 simple-evals。内置的 gpqa、mmlu……在 simpleevals.Registry() 里；团队登记了自己的评测时
+// 把同一张表交给这里与 accuracy.StageOptions.Evals（pipeline 总是这样做）。
 func WithEvals(r *accuracy.Registry) Option {
 	return func(o *loadOptions) { o.evals = r }
+}
+
+// WithModes 设置场景 mode 可以使用的部署方式登记表（默认 deploy.DefaultModes()：external 与
+// local）。进程内模拟器与 Kubernetes 方式在 deploy/emulator 与 deploy/kube 里，本包不链接它们：
+// 加载含 emulator 或 k8s-* 场景的配置树时把 pipeline.DefaultModes()（全部内置方式）或自己
+// 组装的登记表交给这里。每种方式的配置块由它的登记项解码、校验（deploy.Mode.Prepare），错误
+// 与其他配置错误一样带文件:行:列；结果在 Scenario.Deploy。
+func WithModes(r *deploy.Modes) Option {
+	return func(o *loadOptions) { o.modes = r }
 }
 
 // WithCases 把调用方自己的功能用例加进校验用的用例目录，使矩阵的 functional.suites /
@@ -304,9 +315,12 @@ func Load(fsys fs.FS, opts ...Option) (*Matrix, error) {
 		o.feats = functional.DefaultFeatures()
 	}
 	if o.evals == nil {
-		o.evals = simpleevals.Registry()
+		o.evals = accuracy.NewRegistry()
 	}
-	l := &loader{fsys: fsys, root: o.root, feats: o.feats, evals: o.evals, cases: o.cases}
+	if o.modes == nil {
+		o.modes = deploy.DefaultModes()
+	}
+	l := &loader{fsys: fsys, root: o.root, feats: o.feats, evals: o.evals, modes: o.modes, cases: o.cases}
 	m := l.load()
 	if len(l.errs) > 0 {
 		sort.SliceStable(l.errs, func(i, j int) bool {
@@ -331,6 +345,7 @@ type loader struct {
 	// feats、evals 与 cases 来自 WithFeatures、WithEvals 与 WithCases（已填好默认值）。
 	feats *functional.Features
 	evals *accuracy.Registry
+	modes *deploy.Modes
 	cases []functional.Case
 	errs  []*field.Error
 	// profiles 是每个合法档位文件的字段位置，override 叠加后的错误据此定位。
@@ -412,13 +427,19 @@ func (l *loader) load() *Matrix {
 	for _, name := range names {
 		d, root, _ := l.parse(name, true)
 		s := &Scenario{File: d.File}
+		unknownMode := checkModeFirst(d, root, l.modes)
+		blocks := splitBlocks(root, l.modes.Blocks())
 		if root != nil {
 			d.Decode(root, "", reflectValue(s))
 		} else if len(d.Errs) == 0 {
 			d.Errorf(nil, "", "", "file is empty")
 		}
-		if len(d.Errs) == 0 {
-			validateScenario(d, l.fsys, s, strings.TrimSuffix(path.Base(name), yamlExt))
+		if len(d.Errs) == 0 || unknownMode && len(d.Errs) == 1 {
+			decoded := len(d.Errs)
+			validateScenario(d, l.modes, s, strings.TrimSuffix(path.Base(name), yamlExt))
+			if decoded == 0 {
+				prepareDeploy(d, l.modes, l.fsys, s, blocks)
+			}
 		}
 		l.errs = append(l.errs, d.Errs...)
 		m.Scenarios[strings.TrimSuffix(path.Base(name), yamlExt)] = s

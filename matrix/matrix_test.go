@@ -8,6 +8,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/matrix"
 )
 
@@ -84,12 +86,12 @@ func with(files map[string]string) fstest.MapFS {
 
 // TestLoadValidTree 加载一棵完整、合法的配置树，逐项核对解码出的场景、档位与矩阵取值。
 func TestLoadValidTree(t *testing.T) {
-	m, err := matrix.Load(validTree(), matrix.WithRoot("configs"))
+	m, err := load(validTree(), matrix.WithRoot("configs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ext := m.Scenarios["ext"]
-	if ext.Name != "ext" || ext.Mode != matrix.ModeExternal || ext.Quant != matrix.QuantW8A8 {
+	if ext.Name != "ext" || ext.Mode != "external" || ext.Quant != matrix.QuantW8A8 {
 		t.Fatalf("ext = %+v", ext)
 	}
 	if ext.Health.Path != "/healthz" || ext.Health.Timeout != 30*time.Second || ext.Health.Interval != matrix.DefaultHealthInterval {
@@ -108,12 +110,12 @@ func TestLoadValidTree(t *testing.T) {
 	if got := strings.Join(emu.Reasoning.Keys, ","); got != "reasoning_content,reasoning" {
 		t.Fatalf("default reasoning keys = %q", got)
 	}
-	if emu.Emulator == nil || emu.Emulator.TTFT != 5*time.Millisecond || emu.Emulator.Model != "emu" {
-		t.Fatalf("emulator config = %+v", emu.Emulator)
+	if ec := emu.Deploy.(*emulator.Plan).Config; ec.TTFT != 5*time.Millisecond || ec.Model != "emu" || !emu.Emulated {
+		t.Fatalf("emulator config = %+v", ec)
 	}
 	pd := m.Scenarios["pd"]
-	if pd.K8s == nil || pd.K8s.Model != "r1" || pd.K8s.HealthPath != "/health" || pd.K8s.StartupTimeout != 20*time.Minute || len(pd.K8s.Roles) != 2 {
-		t.Fatalf("k8s config = %+v", pd.K8s)
+	if kc := pd.Deploy.(*kube.Plan).Config; kc.Model != "r1" || kc.HealthPath != "/health" || kc.StartupTimeout != 20*time.Minute || len(kc.Roles) != 2 {
+		t.Fatalf("k8s config = %+v", kc)
 	}
 	if m.Defaults.OnFailure != matrix.OnFailureNextScenario {
 		t.Fatalf("OnFailure = %q", m.Defaults.OnFailure)
@@ -139,7 +141,7 @@ func TestLoadValidTree(t *testing.T) {
 
 // TestPlanDefaultPR 确认不指定场景的 PR 计划只含默认场景，阶段与用例子集取矩阵中的值（缺省为全部）。
 func TestPlanDefaultPR(t *testing.T) {
-	m, err := matrix.Load(validTree())
+	m, err := load(validTree())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestPlanDefaultPR(t *testing.T) {
 
 // TestPlanDailyAndSelection 确认每日计划使用 daily 档位，且显式选择场景时按选择生成计划。
 func TestPlanDailyAndSelection(t *testing.T) {
-	m, err := matrix.Load(validTree())
+	m, err := load(validTree())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +226,7 @@ func TestPlanDailyAndSelection(t *testing.T) {
 
 // TestPlanScenarioNotInMatrix 确认显式选择一个已定义但未列入 matrix.yaml 的场景会报错并指出原因。
 func TestPlanScenarioNotInMatrix(t *testing.T) {
-	m, err := matrix.Load(with(map[string]string{"scenarios/extra.yaml": "mode: emulator\nserved_model_name: x\n"}))
+	m, err := load(with(map[string]string{"scenarios/extra.yaml": "mode: emulator\nserved_model_name: x\n"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,10 +254,10 @@ func TestBrokenTree(t *testing.T) {
 	}{
 		{"unknown field", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nqaunt: w8a8\n"},
 			[]string{`configs/scenarios/ext.yaml:4:1: qaunt: unknown field "qaunt"`, "quant"}},
-		{"bad enum", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nquant: w16a16\n"},
-			[]string{`configs/scenarios/ext.yaml:4:8: quant: invalid quant (want one of w8a8, w4a8, none) (got "w16a16")`}},
+		{"bad enum", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nquant: W16A16\n"},
+			[]string{`configs/scenarios/ext.yaml:4:8: quant: invalid quant: "W16A16": want a lower-case letter followed by [a-z0-9_.-] (got "W16A16")`}},
 		{"bad mode", map[string]string{"scenarios/ext.yaml": "mode: docker\nserved_model_name: q\n"},
-			[]string{`configs/scenarios/ext.yaml:1:7: mode: invalid mode`, `(got "docker")`}},
+			[]string{`configs/scenarios/ext.yaml:1:7: mode: deploy: unknown mode "docker" (registered: external, local, emulator, k8s-hybrid, k8s-pd)`, `(got "docker")`}},
 		{"wrong type", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nfeatures: reasoning\n"},
 			[]string{`configs/scenarios/ext.yaml:4:11: features: want a list, got a string (got "reasoning")`}},
 		{"int for string", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: 32\nbase_url: http://h/v1\n"},
@@ -269,7 +271,7 @@ func TestBrokenTree(t *testing.T) {
 		{"duplicate key", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nserved_model_name: r\nbase_url: http://h/v1\n"},
 			[]string{`ext.yaml:3:1: served_model_name: duplicate key`}},
 		{"missing base_url", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\n"},
-			[]string{`ext.yaml`, `base_url: base_url is required for mode external`}},
+			[]string{`ext.yaml`, `external: base_url is required for mode external`}},
 		{"credentials in url", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://user:sk-secret@h/v1\n"},
 			[]string{`ext.yaml:3:11: base_url: base_url must not contain credentials`}},
 		{"url without v1", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h:9000\n"},
@@ -277,7 +279,7 @@ func TestBrokenTree(t *testing.T) {
 		{"literal key in api_key_env", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\napi_key_env: sk-abc.def\n"},
 			[]string{`api_key_env: api_key_env must be the NAME of an environment variable`}},
 		{"block for other mode", map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nlocal: {command: vllm}\n"},
-			[]string{`ext.yaml:4:8: local: local block is not allowed with mode "external"`}},
+			[]string{`ext.yaml:4:1: local: local block is not allowed with mode "external"`}},
 		{"pd without roles", map[string]string{"scenarios/pd.yaml": "mode: k8s-pd\nserved_model_name: r1\nk8s: {manifests: [k8s/decode.yaml]}\npd: {prefill: 0, decode: 1}\n"},
 			[]string{`pd.yaml:4:15: pd.prefill: pd.prefill must be at least 1 (got "0")`, `pd.yaml:3:6: k8s.roles: mode k8s-pd needs k8s.roles`}},
 		{"missing manifest", map[string]string{"scenarios/pd.yaml": "mode: k8s-pd\nserved_model_name: r1\npd: {prefill: 1, decode: 1}\nk8s:\n  roles:\n    - {name: p, manifests: [k8s/prefill.yaml, k8s/nope.yaml]}\n"},
@@ -399,7 +401,7 @@ func TestBrokenTree(t *testing.T) {
 			[]string{`configs/tests/perf/profiles/tiny.yaml: file is empty`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := matrix.Load(with(tc.files), matrix.WithRoot("configs"))
+			_, err := load(with(tc.files), matrix.WithRoot("configs"))
 			if err == nil {
 				t.Fatal("Load succeeded on a broken tree")
 			}
@@ -418,8 +420,8 @@ func TestBrokenTree(t *testing.T) {
 
 // TestAllErrorsReported 确认一次加载报告多个文件中的全部问题，且按文件与行排序。
 func TestAllErrorsReported(t *testing.T) {
-	_, err := matrix.Load(with(map[string]string{
-		"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nquant: q4\nfoo: 1\n",
+	_, err := load(with(map[string]string{
+		"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nquant: Q4\nfoo: 1\n",
 		"matrix.yaml":        "scenarios:\n  emulator: {pr: {perf: {profiles: [x]}}}\n",
 	}))
 	if err == nil {
@@ -448,7 +450,7 @@ func TestAliasBomb(t *testing.T) {
 		}
 		b.WriteString("]\n")
 	}
-	_, err := matrix.Load(with(map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nfeatures: *a8\n" + b.String()}))
+	_, err := load(with(map[string]string{"scenarios/ext.yaml": "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nfeatures: *a8\n" + b.String()}))
 	if err == nil || !strings.Contains(err.Error(), "document too large") {
 		// 别名定义在引用之后时 yaml 报未知锚点；两种结果都说明没有展开。
 		if err == nil || !strings.Contains(err.Error(), "unknown anchor") {
@@ -456,7 +458,7 @@ func TestAliasBomb(t *testing.T) {
 		}
 	}
 	bomb := b.String() + "mode: external\nserved_model_name: q\nbase_url: http://h/v1\nfeatures: *a8\n"
-	_, err = matrix.Load(with(map[string]string{"scenarios/ext.yaml": bomb}))
+	_, err = load(with(map[string]string{"scenarios/ext.yaml": bomb}))
 	if err == nil || !strings.Contains(err.Error(), "a0: unknown field") {
 		t.Fatalf("err = %v", err)
 	}
@@ -482,7 +484,7 @@ func profileNames(ns []matrix.NamedProfile) string {
 
 // TestOverrideBlock 通过矩阵中的 override 段检查 Block 的公开方法。
 func TestOverrideBlock(t *testing.T) {
-	m, err := matrix.Load(validTree(), matrix.WithRoot("configs"))
+	m, err := load(validTree(), matrix.WithRoot("configs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +512,7 @@ func TestOverrideBlock(t *testing.T) {
 
 // TestStrictScalars 覆盖各种标量类型的严格检查。
 func TestStrictScalars(t *testing.T) {
-	m, err := matrix.Load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr:\n      perf:\n        override:\n          seed: 18446744073709551616\n          temperature: yes\n          top_p: high\n          timeout: 5\n          input_length: {a: 1}\n"}))
+	m, err := load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr:\n      perf:\n        override:\n          seed: 18446744073709551616\n          temperature: yes\n          top_p: high\n          timeout: 5\n          input_length: {a: 1}\n"}))
 	if err == nil {
 		t.Fatalf("want error, got %+v", m)
 	}
@@ -530,7 +532,7 @@ func TestStrictScalars(t *testing.T) {
 // TestMergeKeys 确认 YAML 合并键（<<: *anchor）按标准语义工作：显式键覆盖合并来的键，
 // 合并进来的未知字段同样报错。
 func TestMergeKeys(t *testing.T) {
-	_, err := matrix.Load(with(map[string]string{"matrix.yaml": `base: &base {output_length: [3], warmup: 2}
+	_, err := load(with(map[string]string{"matrix.yaml": `base: &base {output_length: [3], warmup: 2}
 scenarios:
   emulator:
     pr:
@@ -542,7 +544,7 @@ scenarios:
 	if err == nil || !strings.Contains(err.Error(), `base: unknown field "base"`) {
 		t.Fatalf("top-level anchors must still be known fields: %v", err)
 	}
-	m, err := matrix.Load(with(map[string]string{"matrix.yaml": `scenarios:
+	m, err := load(with(map[string]string{"matrix.yaml": `scenarios:
   emulator:
     daily: {perf: {override: &base {output_length: [3], warmup: 2}}}
     pr:
@@ -568,11 +570,11 @@ scenarios:
 	if prof.OutputLength[0] != 3 || prof.Warmup != 0 {
 		t.Fatalf("merge: %+v", prof)
 	}
-	_, err = matrix.Load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    daily: {perf: {override: &b {warmpu: 1}}}\n    pr: {perf: {override: {<<: *b}}}\n"}))
+	_, err = load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    daily: {perf: {override: &b {warmpu: 1}}}\n    pr: {perf: {override: {<<: *b}}}\n"}))
 	if err == nil || !strings.Contains(err.Error(), `override.warmpu: unknown field "warmpu"`) {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = matrix.Load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {<<: 3}}}\n"}))
+	_, err = load(with(map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    pr: {perf: {override: {<<: 3}}}\n"}))
 	if err == nil || !strings.Contains(err.Error(), `merge key (<<) needs a mapping`) {
 		t.Fatalf("err = %v", err)
 	}

@@ -26,7 +26,7 @@ func registryTree() fstest.MapFS {
 // TestLoadWithRegistries 证明 YAML 接受登记过的厂商能力、团队评测与团队套件，并且在没有
 // 登记时仍以文件:行:列拒绝它们（三个错误各指向自己的文件）。
 func TestLoadWithRegistries(t *testing.T) {
-	_, err := matrix.Load(registryTree())
+	_, err := load(registryTree())
 	if err == nil {
 		t.Fatal("Load accepted names nobody registered")
 	}
@@ -45,7 +45,7 @@ func TestLoadWithRegistries(t *testing.T) {
 	}
 	noop := func(context.Context, *functional.T) {}
 	tc := functional.Case{ID: "x", Suite: "acme", Requires: []functional.Feature{"acme_lora"}, Run: noop}
-	m, err := matrix.Load(registryTree(), matrix.WithFeatures(feats), matrix.WithEvals(evals), matrix.WithCases(tc))
+	m, err := load(registryTree(), matrix.WithFeatures(feats), matrix.WithEvals(evals), matrix.WithCases(tc))
 	if err != nil {
 		t.Fatalf("registered names rejected: %v", err)
 	}
@@ -58,7 +58,18 @@ func TestLoadWithRegistries(t *testing.T) {
 	}
 	// 团队用例的 Requires 也按同一张表校验：没登记的能力让 WithCases 的用例成为加载错误。
 	bad := functional.Case{ID: "y", Suite: "acme", Requires: []functional.Feature{"acme_other"}, Run: noop}
-	if _, err := matrix.Load(registryTree(), matrix.WithFeatures(feats), matrix.WithEvals(evals), matrix.WithCases(tc, bad)); err == nil || !strings.Contains(err.Error(), `unknown feature "acme_other"`) {
+	if _, err := load(registryTree(), matrix.WithFeatures(feats), matrix.WithEvals(evals), matrix.WithCases(tc, bad)); err == nil || !strings.Contains(err.Error(), `unknown feature "acme_other"`) {
 		t.Fatalf("case with an unregistered feature: %v", err)
+	}
+}
+
+// TestLoadWithoutRegistries 记下 matrix.Load 不带登记表时的行为：本包不链接模拟器、Kubernetes
+// 与 simple-evals，于是 emulator 场景与 datasets[].name 被点名拒绝，错误写明该传什么。
+func TestLoadWithoutRegistries(t *testing.T) {
+	_, err := matrix.Load(registryTree(), matrix.WithFeatures(nil))
+	for _, want := range []string{`unknown mode "emulator" (registered: external, local)`, "pipeline.DefaultModes()", "simpleevals.Registry()"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
 	}
 }

@@ -2,6 +2,10 @@ package matrix
 
 import (
 	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-cibench/cibench/field"
 	"io/fs"
 	"net/url"
 	"regexp"
@@ -11,55 +15,29 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
-	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/deploy/kube/spec"
 	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/internal/regname"
 )
 
-// Mode 是场景的部署方式。
-type Mode string
-
-// 部署方式取值。
-const (
-	// ModeEmulator 使用进程内的 vLLM 兼容模拟器，是默认场景，无需 GPU。
-	ModeEmulator Mode = "emulator"
-	// ModeExternal 针对一个已在运行的服务（base_url），只做健康等待。
-	ModeExternal Mode = "external"
-	// ModeLocal 在本机以独立进程组启动命令（如 vllm serve）。
-	ModeLocal Mode = "local"
-	// ModeK8sHybrid 在 Kubernetes 上部署混合（非 PD 分离）实例。
-	ModeK8sHybrid Mode = "k8s-hybrid"
-	// ModeK8sPD 在 Kubernetes 上部署 PD 分离（prefill/decode）实例。
-	ModeK8sPD Mode = "k8s-pd"
-)
-
-// checkEnum 拒绝规格第 3 节以外的部署方式。
-func (m Mode) checkEnum() error {
-	switch m {
-	case ModeEmulator, ModeExternal, ModeLocal, ModeK8sHybrid, ModeK8sPD:
-		return nil
-	}
-	return fmt.Errorf("invalid mode (want one of emulator, external, local, k8s-hybrid, k8s-pd)")
-}
-
-// Quant 是模型的量化类型，作为指标标签 quant 使用。
+// Quant 是模型的量化类型，作为指标标签 quant 使用。它是开放的：任何以小写字母开头、只含
+// [a-z0-9_.-] 的名字都可以（w8a8、w4a8、w4a16、fp8、int4-awq……），与能力名同一条规则——
+// 它进入指标标签与报告，大小写或空白之差不该造出两条序列。下面是常见取值。
 type Quant string
 
-// 量化类型取值。
+// 常见的量化类型取值；缺省为 QuantNone。
 const (
 	QuantW8A8 Quant = "w8a8"
 	QuantW4A8 Quant = "w4a8"
 	QuantNone Quant = "none"
 )
 
-// checkEnum 拒绝规格第 9 节以外的量化类型。
+// checkEnum 按登记名规则检查量化类型的写法。
 func (q Quant) checkEnum() error {
-	switch q {
-	case QuantW8A8, QuantW4A8, QuantNone:
-		return nil
+	if err := regname.Check(string(q)); err != nil {
+		return fmt.Errorf("invalid quant: %v", err)
 	}
-	return fmt.Errorf("invalid quant (want one of w8a8, w4a8, none)")
+	return nil
 }
 
 // Feature 是场景声明的服务能力，决定哪些功能套件有意义、哪些期望应当成立。
@@ -133,8 +111,10 @@ type Scenario struct {
 	Name string `yaml:"name"`
 	// Description 是给人看的一句话说明。
 	Description string `yaml:"description"`
-	// Mode 是部署方式。
-	Mode Mode `yaml:"mode"`
+	// Mode 是部署方式：WithModes 登记表中的名字（内置的 emulator、external、local、k8s-hybrid、
+	// k8s-pd，或团队登记的 slurm 之类）。该方式自己的参数写在场景文件中以它的块名为键的配置块里
+	// （见 deploy.Mode.Block），由登记项解码、校验，结果在 Deploy 中。
+	Mode string `yaml:"mode"`
 	// Model 是模型的内部名称或路径（model_raw），如 /mnt/model/qwen3-32b。
 	Model string `yaml:"model"`
 	// ServedModelName 是服务对外的模型名，也是指标与展示的主标识。
@@ -156,17 +136,16 @@ type Scenario struct {
 	Health Health `yaml:"health"`
 	// Reasoning 是推理轨迹的断言参数。
 	Reasoning Reasoning `yaml:"reasoning"`
-	// PD 是 PD 分离各角色的参数，仅 k8s-pd 使用。
+	// PD 是 PD 分离各角色的参数（实例配比与启动参数原文，用于报告与标签）。它描述拓扑，
+	// 与部署方式无关：k8s-pd、团队自己的 PD 启动器都可以写。
 	PD *PD `yaml:"pd"`
-	// Emulator 是模拟器选项（时延、能力开关、故障注入），仅 emulator 方式使用；
-	// Model 缺省为 ServedModelName。
-	Emulator *emulator.Config `yaml:"emulator"`
-	// Local 是本地启动配置（命令、参数、环境、端口），仅 local 方式使用；
-	// served_model_name、health_path、startup_timeout 缺省取场景的对应值。
-	Local *deploy.LocalConfig `yaml:"local"`
-	// K8s 是 Kubernetes 部署配置（清单、命名空间、角色、Service/NodePort），
-	// 仅 k8s-* 方式使用。清单路径相对于配置目录（如 k8s/qwen3-32b-hybrid.yaml）。
-	K8s *spec.Config `yaml:"k8s"`
+
+	// Deploy 是部署方式的登记项对本场景配置块校验后的结果（deploy.Mode.Prepare 的返回值），
+	// 运行时用 Deploy.Deployer(deploy.Runtime{…}) 构造部署器。内置方式的具体类型见各自的包
+	// （例如 *emulator.Plan）。
+	Deploy deploy.Plan `yaml:"-" json:"-"`
+	// Emulated 为 true 表示部署方式拉起的是进程内模拟器（deploy.Mode.Emulated）。
+	Emulated bool `yaml:"-" json:"emulated,omitempty"`
 
 	// File 是场景文件的显示路径，用于后续错误与报告。
 	File string `yaml:"-"`
@@ -199,16 +178,16 @@ func (s *Scenario) FunctionalTarget(ep endpoint.Endpoint) functional.Target {
 // envNameRe 是合法环境变量名的形状。
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// validateScenario 补默认值并做跨字段校验：各部署方式需要的字段必须给出，
-// 不属于该方式的配置块不得出现（多半是复制粘贴错了场景）。
-func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
+// validateScenario 补默认值并校验场景的公共字段；部署方式自己的配置块由 prepareDeploy 交给
+// 登记项校验。
+func validateScenario(d *decoder, modes *deploy.Modes, s *Scenario, name string) {
 	if s.Name == "" {
 		s.Name = name
 	} else if s.Name != name {
 		d.ErrAt("name", s.Name, "name must match the file name %q", name)
 	}
 	if s.Mode == "" {
-		d.ErrAt("mode", "", "mode is required (emulator, external, local, k8s-hybrid or k8s-pd)")
+		d.ErrAt("mode", "", "mode is required (one of %s)", strings.Join(modes.Names(), ", "))
 	}
 	if s.ServedModelName == "" {
 		d.ErrAt("served_model_name", "", "served_model_name is required")
@@ -272,50 +251,6 @@ func validateScenario(d *decoder, fsys fs.FS, s *Scenario, name string) {
 		d.ErrAt("reasoning.expect_reasoning", "true", "expect_reasoning needs the %q feature", FeatureReasoning)
 	}
 
-	// only 列出当前方式允许出现的配置块。
-	only := func(field string, present bool, allowed ...Mode) {
-		if !present {
-			return
-		}
-		for _, m := range allowed {
-			if s.Mode == m {
-				return
-			}
-		}
-		d.ErrAt(field, "", "%s block is not allowed with mode %q", field, s.Mode)
-	}
-	only("emulator", s.Emulator != nil, ModeEmulator)
-	only("local", s.Local != nil, ModeLocal)
-	only("k8s", s.K8s != nil, ModeK8sHybrid, ModeK8sPD)
-	only("pd", s.PD != nil, ModeK8sPD)
-
-	switch s.Mode {
-	case ModeExternal:
-		if s.BaseURL == "" {
-			d.ErrAt("base_url", "", "base_url is required for mode external")
-		}
-	case ModeLocal:
-		if s.BaseURL == "" {
-			d.ErrAt("base_url", "", "base_url is required for mode local (where the started server listens)")
-		}
-		if s.Local == nil {
-			d.ErrAt("local", "", "local block (command to start the server) is required for mode local")
-		}
-	case ModeK8sHybrid, ModeK8sPD:
-		if s.K8s == nil {
-			d.ErrAt("k8s", "", "k8s block (manifests, service) is required for mode %s", s.Mode)
-		}
-		if s.Mode == ModeK8sPD && s.PD == nil {
-			d.ErrAt("pd", "", "pd block (prefill/decode roles) is required for mode k8s-pd")
-		}
-	case ModeEmulator:
-		if s.BaseURL != "" {
-			d.ErrAt("base_url", s.BaseURL, "base_url is not used with mode emulator (it listens on 127.0.0.1:0)")
-		}
-	}
-	validateEmulator(d, s)
-	validateLocal(d, s)
-	validateKube(d, fsys, s)
 	if s.PD != nil {
 		if s.PD.Prefill < 1 {
 			d.ErrAt("pd.prefill", fmt.Sprint(s.PD.Prefill), "pd.prefill must be at least 1")
@@ -342,95 +277,106 @@ func validateBaseURL(d *decoder, path, raw string) {
 	}
 }
 
-// sameModel 让部署块里的模型名缺省取场景的 served_model_name，写了不同的值
-// 则报错：两个名字不一致时请求会打到不存在的模型上（404）。
-func sameModel(d *decoder, path string, got *string, want string) {
-	switch {
-	case *got == "":
-		*got = want
-	case *got != want:
-		d.ErrAt(path, *got, "must equal served_model_name %q (or be omitted)", want)
+// modeHint 给未登记方式的错误补一句去处：内置的模拟器与 Kubernetes 方式在各自的包里，
+// 只加载配置的程序要自己登记它们（流水线总是登记）。
+func modeHint(name string, err error) string {
+	if name != "emulator" && name != "k8s-hybrid" && name != "k8s-pd" {
+		return err.Error()
 	}
+	return err.Error() + "; emulator and k8s-* are registered by emulator.Mode() and kube.Modes() " +
+		"(pipeline.DefaultModes() has them all): pass matrix.WithModes"
 }
 
-// noLiteralKey 拒绝写在 YAML 里的密钥：密钥只能经 api_key_env 指向的环境变量提供。
-func noLiteralKey(d *decoder, path, key string) {
-	if key != "" {
-		d.ErrAt(path, "", "API keys must not be written in YAML; set api_key_env to the name of an environment variable instead")
+// checkModeFirst 在严格解码之前看一眼场景的 mode：未登记时在取值处报错（列出已登记的方式与
+// 去处），并把与它同名的顶层键（多半是这个未登记方式的配置块）从根映射中拿掉——否则用户先看到
+// 的是一句 “unknown field slurm”，而不是真正的原因。返回 mode 是否未登记。
+func checkModeFirst(d *decoder, root *yaml.Node, modes *deploy.Modes) bool {
+	if root == nil || root.Kind != yaml.MappingNode {
+		return false
 	}
-}
-
-// validateEmulator 补全模拟器的模型名，并用 deploy 包自己的校验检查取值。
-func validateEmulator(d *decoder, s *Scenario) {
-	if s.Emulator == nil {
-		if s.Mode != ModeEmulator {
-			return
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Value != "mode" || v.Kind != yaml.ScalarNode || v.Value == "" {
+			continue
 		}
-		s.Emulator = &emulator.Config{}
+		err := modes.Check(v.Value)
+		if err == nil {
+			return false
+		}
+		d.Errorf(v, "mode", v.Value, "%s", modeHint(v.Value, err))
+		for j := 0; j+1 < len(root.Content); j += 2 {
+			if root.Content[j].Value == v.Value && root.Content[j].Value != "mode" {
+				root.Content = append(root.Content[:j:j], root.Content[j+2:]...)
+				break
+			}
+		}
+		return true
 	}
-	sameModel(d, "emulator.model", &s.Emulator.Model, s.ServedModelName)
-	if s.Emulator.Addr != "" {
-		d.ErrAt("emulator.addr", s.Emulator.Addr, "the emulator scenario always listens on 127.0.0.1:0; addr is not configurable here")
-	}
-	if _, err := emulator.New(*s.Emulator); err != nil {
-		d.ErrAt("emulator", "", "%v", err)
-	}
+	return false
 }
 
-// validateLocal 补全本地启动配置的模型名、健康路径与启动超时，并做 deploy 包的校验。
-func validateLocal(d *decoder, s *Scenario) {
-	l := s.Local
-	if l == nil {
+// splitBlocks 从场景文件的根映射中取出登记过的部署方式配置块（按块名），返回它们的键与值节点；
+// 根节点里只留下场景的公共字段，交给严格解码（于是既不是公共字段、也不是登记块的键仍然是
+// “unknown field” 错误）。
+func splitBlocks(root *yaml.Node, blocks []string) map[string][2]*yaml.Node {
+	out := map[string][2]*yaml.Node{}
+	if root == nil || root.Kind != yaml.MappingNode {
+		return out
+	}
+	kept := root.Content[:0:0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind == yaml.ScalarNode && slices.Contains(blocks, k.Value) {
+			if _, dup := out[k.Value]; !dup { // 重复键留给严格解码报告
+				out[k.Value] = [2]*yaml.Node{k, v}
+				continue
+			}
+		}
+		kept = append(kept, k, v)
+	}
+	root.Content = kept
+	return out
+}
+
+// prepareDeploy 把场景的部署方式配置块交给登记项：不属于本方式的块是错误（多半是复制粘贴错了
+// 场景），本方式的块（可能缺省）由 Prepare 解码、校验；它返回的 *field.Error 原样并入加载错误，
+// 其他错误定位到 mode 字段。
+func prepareDeploy(d *decoder, modes *deploy.Modes, fsys fs.FS, s *Scenario, blocks map[string][2]*yaml.Node) {
+	m, ok := modes.Lookup(s.Mode)
+	names := make([]string, 0, len(blocks))
+	for k := range blocks {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !ok || k != m.BlockName() {
+			d.Errorf(blocks[k][0], k, "", "%s block is not allowed with mode %q", k, s.Mode)
+		}
+	}
+	if !ok {
 		return
 	}
-	sameModel(d, "local.served_model_name", &l.Model, s.ServedModelName)
-	noLiteralKey(d, "local.api_key", l.APIKey)
-	if l.HealthPath == "" {
-		l.HealthPath = s.Health.Path
+	b := Block{file: d.File, path: m.BlockName()}
+	if kv, ok := blocks[m.BlockName()]; ok && !isNull(kv[1]) {
+		b.node = kv[1]
+	} else {
+		b.at = d.Pos["mode"]
 	}
-	if l.StartupTimeout == 0 {
-		l.StartupTimeout = s.Health.Timeout
-	}
-	if _, err := deploy.NewLocal(*l); err != nil {
-		d.ErrAt("local", "", "%v", err)
-	}
-}
-
-// validateKube 补全 Kubernetes 配置，并检查引用的清单文件在配置目录中存在
-// （清单由用户提供，路径写错是最常见的错误，越早发现越好）。
-func validateKube(d *decoder, fsys fs.FS, s *Scenario) {
-	k := s.K8s
-	if k == nil {
-		return
-	}
-	sameModel(d, "k8s.served_model_name", &k.Model, s.ServedModelName)
-	noLiteralKey(d, "k8s.api_key", k.APIKey)
-	if k.HealthPath == "" {
-		k.HealthPath = s.Health.Path
-	}
-	if k.StartupTimeout == 0 {
-		k.StartupTimeout = s.Health.Timeout
-	}
-	if len(k.Manifests) == 0 && len(k.Roles) == 0 {
-		d.ErrAt("k8s", "", "k8s needs manifests (hybrid) or roles (PD)")
-	}
-	if s.Mode == ModeK8sPD && len(k.Roles) == 0 {
-		d.ErrAt("k8s.roles", "", "mode k8s-pd needs k8s.roles (scheduler/prefill/decode)")
-	}
-	check := func(path, name string) {
-		if fsys == nil {
-			return
+	sc := deploy.Scenario{Name: s.Name, ServedModelName: s.ServedModelName, Model: s.Model, BaseURL: s.BaseURL,
+		HealthPath: s.Health.Path, HealthTimeout: s.Health.Timeout, HealthInterval: s.Health.Interval, Config: fsys}
+	plan, err := m.Prepare(b, sc)
+	switch fes := field.All(err); {
+	case err == nil && plan == nil:
+		d.ErrAt("mode", s.Mode, "mode %q returned no plan", s.Mode)
+	case err == nil:
+		s.Deploy, s.Emulated = plan, m.Emulated
+	case len(fes) > 0:
+		for _, fe := range fes {
+			c := *fe
+			c.Err = nil
+			d.Errs = append(d.Errs, &c)
 		}
-		if _, err := fs.Stat(fsys, name); err != nil {
-			d.ErrAt(path, name, "manifest not found in the config directory")
-		}
-	}
-	for i, m := range k.Manifests {
-		check(fmt.Sprintf("k8s.manifests[%d]", i), m)
-	}
-	for i, r := range k.Roles {
-		for j, m := range r.Manifests {
-			check(fmt.Sprintf("k8s.roles[%d].manifests[%d]", i, j), m)
-		}
+	default:
+		d.ErrAt("mode", s.Mode, "%v", err)
 	}
 }

@@ -33,9 +33,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -112,32 +112,34 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		}
 	}()
 
-	opts := driver.Options{
-		Config:             os.DirFS(*configDir),
-		ConfigRoot:         filepath.ToSlash(filepath.Clean(*configDir)),
-		RunType:            rt,
-		Scenarios:          splitList(*scenarios),
-		Artifacts:          *artifacts,
-		RunID:              *runID,
-		BaseURL:            *baseURL,
-		Model:              *model,
-		APIKeyEnv:          *keyEnv,
-		Getenv:             getenv,
-		Args:               append([]string{"go", "run", "./examples/ci"}, args...),
-		Commit:             *commit,
-		Branch:             *branch,
-		JobTimeout:         *jobTmo,
-		Retention:          *retention,
-		PushURL:            *pushURL,
-		RequirePush:        *push,
-		Summarize:          *summarize,
-		StageTimeout:       *stageTmo,
-		BaselineArtifacts:  *baseArt,
-		BaselinePrometheus: *baseProm,
-		PushOptions:        metrics.Options{Prefix: *prefix},
-		Logger:             logger,
-		Secrets:            red,
-		Out:                stdout,
+	opts := pipeline.Options{
+		Selection: pipeline.Selection{
+			Config:       os.DirFS(*configDir),
+			ConfigRoot:   filepath.ToSlash(filepath.Clean(*configDir)),
+			RunType:      rt,
+			Scenarios:    splitList(*scenarios),
+			RunID:        *runID,
+			BaseURL:      *baseURL,
+			Model:        *model,
+			APIKeyEnv:    *keyEnv,
+			JobTimeout:   *jobTmo,
+			Summarize:    *summarize,
+			StageTimeout: *stageTmo,
+		},
+		Outputs: pipeline.Outputs{
+			Artifacts:          *artifacts,
+			Args:               append([]string{"go", "run", "./examples/ci"}, args...),
+			Commit:             *commit,
+			Branch:             *branch,
+			Retention:          *retention,
+			PushURL:            *pushURL,
+			RequirePush:        *push,
+			BaselineArtifacts:  *baseArt,
+			BaselinePrometheus: *baseProm,
+			PushOptions:        metrics.Options{Prefix: *prefix},
+			Out:                stdout,
+		},
+		Environment: pipeline.Environment{Getenv: getenv, Logger: logger, Secrets: red},
 	}
 	// Pushgateway 凭据：PROM_PUSHGATEWAY_USERNAME/PASSWORD 或 PROM_PUSHGATEWAY_TOKEN。
 	opts.PushAuth = metrics.PushConfigFromEnv(getenv, metrics.PushConfig{URL: *pushURL})
@@ -145,16 +147,16 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		opts.Stages = append(opts.Stages, report.Stage(st))
 	}
 	if *plan {
-		if err := driver.PrintPlan(stdout, opts); err != nil {
+		if err := pipeline.PrintPlan(stdout, opts); err != nil {
 			printErr(stderr, red, err)
 			return gate.ExitError
 		}
 		return gate.ExitOK
 	}
-	out, err := driver.Run(ctx, opts)
+	out, err := pipeline.Run(ctx, opts)
 	if err != nil {
 		printErr(stderr, red, err)
-		if errors.Is(err, driver.ErrConfig) {
+		if errors.Is(err, pipeline.ErrConfig) {
 			return gate.ExitError
 		}
 	}

@@ -10,20 +10,23 @@ import (
 	"os/signal"
 
 	"example.com/team/acme"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
+	"github.com/vllm-cibench/cibench/pipeline"
 )
 
 func main() {
 	configs := flag.String("config", "configs", "config tree (matrix.yaml, scenarios/, tests/)")
 	artifacts := flag.String("artifacts", "artifacts", "artifact root")
 	flag.Parse()
-	o := driver.Options{Config: os.DirFS(*configs), ConfigRoot: *configs, Artifacts: *artifacts, Out: os.Stdout, Args: os.Args}
+	o := pipeline.Options{
+		Selection: pipeline.Selection{Config: os.DirFS(*configs), ConfigRoot: *configs},
+		Outputs:   pipeline.Outputs{Artifacts: *artifacts, Out: os.Stdout, Args: os.Args},
+	}
 	if err := acme.Apply(&o, acme.DefaultSettings()); err != nil {
 		fmt.Fprintln(os.Stderr, "team:", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	out, err := driver.Run(ctx, o)
+	out, err := pipeline.Run(ctx, o)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "team:", err)

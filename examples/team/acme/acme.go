@@ -1,16 +1,16 @@
 // Package acme 是一个虚构团队（ACME）加进 cibench 参考流水线的东西，全部经公开 API：
 //
 //   - 一个厂商能力 acme_lora（functional.Features.Register），场景 YAML 的 features 可以声明它；
-//   - 一个依赖该能力的功能用例 acme/short_answer（driver.Options.Cases）；
-//   - 一个性能导出器：数每个档位的请求与失败，写出 acme_requests.json（driver.Options.PerfExporters）；
+//   - 一个依赖该能力的功能用例 acme/short_answer（pipeline.Options.Cases）；
+//   - 一个性能导出器：数每个档位的请求与失败，写出 acme_requests.json（pipeline.Options.PerfExporters）；
 //   - 一个精度评测 acme-words（accuracy.Registry.Register），精度配置的 datasets 可以列出它；
-//   - 一个门禁 acme/failed_requests：导出器看到的失败请求数必须为 0（driver.Options.Gates）；
-//   - 一个团队阶段 acme-models（driver.Options.TeamStages）：向服务要模型列表，结果作为分节
+//   - 一个门禁 acme/failed_requests：导出器看到的失败请求数必须为 0（pipeline.Options.Gates）；
+//   - 一个团队阶段 acme-models（pipeline.Options.TeamStages）：向服务要模型列表，结果作为分节
 //     "acme_models" 记进报告，它自己的 report.Renderer 把它渲染进 JUnit 与 HTML，门禁
 //     acme/model_listed 读同一个分节——report 包一行都不用改。
 //
 // 它在一个独立的 Go 模块里（examples/team/go.mod），只导入 cibench 的公开包；main.go 用
-// Apply 把这些东西交给 driver.Run。没有全局状态：登记表是 Options 里的值。
+// Apply 把这些东西交给 pipeline.Run。没有全局状态：登记表是 Options 里的值。
 package acme
 
 import (
@@ -24,10 +24,10 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
@@ -53,7 +53,7 @@ func DefaultSettings() Settings { return Settings{CaseTokenLimit: 8, EvalMinWord
 // Apply 把 ACME 的能力、用例、导出器、评测与门禁加进 o。o.Features 与 o.Evals 为 nil 时
 // 从内置登记表出发。名字冲突（例如调用两次）返回登记表的错误。导出器与门禁之间不共享
 // 内存：导出器写文件，门禁读文件。
-func Apply(o *driver.Options, s Settings) error {
+func Apply(o *pipeline.Options, s Settings) error {
 	d := DefaultSettings()
 	if s.CaseTokenLimit == 0 {
 		s.CaseTokenLimit = d.CaseTokenLimit
@@ -128,7 +128,7 @@ type export struct {
 // counter 是一个档位的导出器：数请求与失败（按错误类别），关闭时写出 exportFile。
 // loadgen 串行调用一次运行的全部钩子，所以不加锁。
 type counter struct {
-	run driver.PerfRun
+	run pipeline.PerfRun
 	exp export
 }
 
@@ -142,8 +142,8 @@ func (c *counter) record(r *loadgen.Record) error {
 	return nil
 }
 
-// exporter 是 driver.PerfExporter：为一个档位创建计数器，只挂 OnRecord 一个钩子。
-func exporter(run driver.PerfRun) (*loadgen.Observer, func() error, error) {
+// exporter 是 pipeline.PerfExporter：为一个档位创建计数器，只挂 OnRecord 一个钩子。
+func exporter(run pipeline.PerfRun) (*loadgen.Observer, func() error, error) {
 	c := &counter{run: run, exp: export{Profile: run.Profile, FailedByClass: map[string]int{}}}
 	return &loadgen.Observer{OnRecord: c.record}, c.close, nil
 }
@@ -161,10 +161,10 @@ func (c *counter) close() error {
 	return err
 }
 
-// failedRequestsGate 是 driver.GateFunc：每个跑过性能阶段的场景一条门禁，读该场景各档位的 exportFile，
+// failedRequestsGate 是 pipeline.GateFunc：每个跑过性能阶段的场景一条门禁，读该场景各档位的 exportFile，
 // 失败请求必须为 0；性能阶段有结果行而没有任何导出文件也是失败（导出器被绕过了）。
 // 它读产物而不是与导出器共享内存，所以按阶段拆分的 CI 的汇总 job 里也成立。
-func failedRequestsGate(_ context.Context, run driver.GateRun) ([]gate.Gate, error) {
+func failedRequestsGate(_ context.Context, run pipeline.GateRun) ([]gate.Gate, error) {
 	var out []gate.Gate
 	var errs []error
 	for _, sc := range run.Result.Scenarios {
@@ -230,7 +230,7 @@ func (e wordsEval) Score(_ context.Context, ex accuracy.Example, responses []str
 
 // 编译期检查：评测实现 accuracy.Eval，导出器与门禁是驱动要的函数类型。
 var (
-	_ accuracy.Eval       = wordsEval{}
-	_ driver.PerfExporter = exporter
-	_ driver.GateFunc     = failedRequestsGate
+	_ accuracy.Eval         = wordsEval{}
+	_ pipeline.PerfExporter = exporter
+	_ pipeline.GateFunc     = failedRequestsGate
 )

@@ -13,9 +13,9 @@ import (
 	"testing/fstest"
 
 	"example.com/team/acme"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/accuracyreport"
 	"github.com/vllm-cibench/cibench/report/functionalreport"
@@ -48,10 +48,10 @@ func tree(t *testing.T, edit map[string]string) fstest.MapFS {
 	return out
 }
 
-// run 是团队 main.go 所做的事：driver.Options 加上 acme.Apply，再 driver.Run。
+// run 是团队 main.go 所做的事：pipeline.Options 加上 acme.Apply，再 pipeline.Run。
 // 返回结果与运行目录下 summary.json（解码）、junit.xml 与 report.html 的内容。
 type run struct {
-	out     driver.Outcome
+	out     pipeline.Outcome
 	summary report.Result
 	junit   string
 	html    string
@@ -60,13 +60,17 @@ type run struct {
 // runTeam 以 s 运行团队流水线；stages 非空时只运行这些阶段。
 func runTeam(t *testing.T, cfg fs.FS, s acme.Settings, stages ...report.Stage) run {
 	t.Helper()
-	o := driver.Options{Config: cfg, ConfigRoot: "configs", Artifacts: t.TempDir(), Stages: stages, Retention: -1, AccuracyCacheDir: t.TempDir()}
+	o := pipeline.Options{
+		Selection:   pipeline.Selection{Config: cfg, ConfigRoot: "configs", Stages: stages},
+		Outputs:     pipeline.Outputs{Artifacts: t.TempDir(), Retention: -1},
+		Environment: pipeline.Environment{AccuracyCacheDir: t.TempDir()},
+	}
 	if err := acme.Apply(&o, s); err != nil {
 		t.Fatal(err)
 	}
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
-		t.Fatalf("driver.Run: %v", err)
+		t.Fatalf("pipeline.Run: %v", err)
 	}
 	r := run{out: out}
 	b, err := os.ReadFile(filepath.Join(out.Dir, "summary.json"))
@@ -233,13 +237,13 @@ func TestVendorFeatureOff(t *testing.T) {
 // TestUnregisteredNamesRejected 证明 YAML 仍拒绝没人登记的名字：不调用 acme.Apply 时，
 // 同一棵配置树在任何部署之前就是配置错误，错误点名厂商能力、评测与团队套件。
 func TestUnregisteredNamesRejected(t *testing.T) {
-	_, err := driver.Run(context.Background(), driver.Options{Config: tree(t, nil), ConfigRoot: "configs", Artifacts: t.TempDir()})
-	if !errors.Is(err, driver.ErrConfig) {
+	_, err := pipeline.Run(context.Background(), pipeline.Options{Selection: pipeline.Selection{Config: tree(t, nil), ConfigRoot: "configs"}, Outputs: pipeline.Outputs{Artifacts: t.TempDir()}})
+	if !errors.Is(err, pipeline.ErrConfig) {
 		t.Fatalf("err = %v, want ErrConfig", err)
 	}
 	contains(t, "error", err.Error(), `unknown feature "acme_lora"`, `(got "acme-words")`, `(got "acme")`)
 	// 同一个名字登记两次（Apply 两次）是登记错误，不是静默合并。
-	var o driver.Options
+	var o pipeline.Options
 	if err := acme.Apply(&o, acme.DefaultSettings()); err != nil {
 		t.Fatal(err)
 	}
@@ -254,14 +258,17 @@ func TestTeamGateInSummarizeJob(t *testing.T) {
 	root := t.TempDir()
 	cfg := tree(t, nil)
 	for _, summarize := range []bool{false, true} {
-		o := driver.Options{Config: cfg, ConfigRoot: "configs", Artifacts: root, RunID: "split", Retention: -1, Summarize: summarize}
+		o := pipeline.Options{
+			Selection: pipeline.Selection{Config: cfg, ConfigRoot: "configs", RunID: "split", Summarize: summarize},
+			Outputs:   pipeline.Outputs{Artifacts: root, Retention: -1},
+		}
 		if !summarize {
 			o.Stages = []report.Stage{report.StagePerf}
 		}
 		if err := acme.Apply(&o, acme.DefaultSettings()); err != nil {
 			t.Fatal(err)
 		}
-		out, err := driver.Run(context.Background(), o)
+		out, err := pipeline.Run(context.Background(), o)
 		if err != nil || out.ExitCode != gate.ExitOK {
 			t.Fatalf("summarize=%v: exit %d err %v", summarize, out.ExitCode, err)
 		}
@@ -278,7 +285,7 @@ func TestTeamGateInSummarizeJob(t *testing.T) {
 }
 
 // TestTeamStageReachesReport 是"新阶段不改 report 就进入报告"的接缝：团队阶段 acme-models 经
-// driver.Options.TeamStages 运行，把结果记成分节 acme_models；它出现在 summary.json（场景对象上
+// pipeline.Options.TeamStages 运行，把结果记成分节 acme_models；它出现在 summary.json（场景对象上
 // 与内置分节并列的键、stages 里的阶段状态）、<scenario>/acme/models.json、JUnit（团队渲染器的
 // 用例）与 HTML（总览表的列与片段），门禁 acme/model_listed 读同一个分节。期望的模型不在列时
 // JUnit 用例失败、门禁变红、退出码为 ExitGateFailed。

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -40,10 +40,10 @@ const (
 
 // stage 返回 ACME 的团队阶段：向服务要模型列表，记下 want（为空时取端点的 served-model-name）
 // 是否在列。want 不在列不是阶段错误而是结论（由门禁 acme/model_listed 判定）；请求失败才是。
-func stage(want string) driver.TeamStage {
-	return driver.TeamStage{
+func stage(want string) pipeline.TeamStage {
+	return pipeline.TeamStage{
 		Name: StageName,
-		Run: func(ctx context.Context, run driver.StageRun) error {
+		Run: func(ctx context.Context, run pipeline.StageRun) error {
 			w := want
 			if w == "" {
 				w = run.Endpoint.Model
@@ -158,9 +158,9 @@ var modelsPage = template.Must(template.New("acme").Parse(`<h3>ACME models</h3>
 {{else}}<p class="note">ACME stage did not run.</p>{{end}}
 `))
 
-// modelListedGate 是 driver.GateFunc：每个跑过 ACME 阶段的场景一条门禁，期望的模型必须在列。
+// modelListedGate 是 pipeline.GateFunc：每个跑过 ACME 阶段的场景一条门禁，期望的模型必须在列。
 // 它读 summary.json 里的分节（ModelsOf），按阶段拆分的 CI 的汇总 job 里同样成立。
-func modelListedGate(_ context.Context, run driver.GateRun) ([]gate.Gate, error) {
+func modelListedGate(_ context.Context, run pipeline.GateRun) ([]gate.Gate, error) {
 	var out []gate.Gate
 	var errs []error
 	for _, sc := range run.Result.Scenarios {

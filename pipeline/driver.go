@@ -1,13 +1,4 @@
-// Package driver 是参考 CI 驱动 examples/ci 的全部逻辑：加载配置矩阵，
-// 对每个计划中的场景依次 部署 → 功能 → 性能 → 精度 →（团队阶段）→ 归档日志与清理，
-// 然后计算门禁、写出报告，并在每日运行时推送指标。
-//
-// 它放在一个可导入的包里而不是 main 中，是为了让端到端测试能以函数调用的方式
-// 运行整条流水线（注入时钟、部署器与阶段钩子），而 main 只负责解析参数、
-// 读取环境变量和处理信号；团队也可以在自己的程序里调用 Run。它是参考实现：只用本模块
-// 的公开 API（不导入任何 internal/ 包，见 examples/ci 的 TestDriverImportsOnlyPublicAPI），
-// 可以整个复制出去改写；它自己的 API 不承诺稳定。
-package driver
+package pipeline
 
 import (
 	"context"
@@ -30,6 +21,8 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -40,8 +33,28 @@ import (
 	"github.com/vllm-cibench/cibench/report/perfreport"
 )
 
-// Options 是一次驱动运行的全部输入。零值字段取文档中的默认值。
+// Options 是一次运行的全部输入，分成读起来各自独立的五部分（嵌入的结构体，字段可以直接
+// 用 o.RunType、o.Cases 访问）：跑什么（Selection）、结果去哪（Outputs）、团队扩展（Extensions）、
+// 进程环境（Environment）与观察者（Hooks）。零值的部分取默认值。
 type Options struct {
+	// Selection 是跑什么：配置树、运行类型、场景与阶段、改指的服务、时限、门禁阈值。
+	Selection
+	// Outputs 是结果去哪：产物目录与保留期、基线来源、Pushgateway、给人看的摘要、写进结果的元数据。
+	Outputs
+	// Extensions 是团队加进参考流水线的东西（用例、能力、评测、部署方式、导出器、门禁、
+	// collector、阶段），与内置的走同一条路径。
+	Extensions
+	// Environment 是流水线与进程环境的接口：环境变量、日志、脱敏器、时钟、下载用的 HTTP 客户端。
+	Environment
+	// Hooks 是运行过程的观察者（httptrace 式的一组可选回调）。
+	Hooks Hooks
+
+	// testDeployer 只给本包的测试替换部署器（见 export_test.go）；团队替换部署方式用 Extensions.Modes。
+	testDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
+}
+
+// Selection 是 Options 中“跑什么”的部分。
+type Selection struct {
 	// Config 是配置树的根（通常 os.DirFS("configs")），ConfigRoot 是它在错误与
 	// 报告中的显示名。
 	Config     fs.FS
@@ -50,8 +63,12 @@ type Options struct {
 	RunType matrix.RunType
 	// Scenarios 非空时只运行这些场景（-scenario a,b）。
 	Scenarios []string
-	// Artifacts 是产物根目录；运行写在 Artifacts/<run_type>/<run_id>/ 下。
-	Artifacts string
+	// Stages 非空时只运行这些阶段（functional、perf、accuracy 与团队阶段；部署与清理总会进行），
+	// 供按阶段拆分的 CI job 使用；这样的运行不标记为完成，由 Summarize 汇总。
+	Stages []report.Stage
+	// Summarize 为 true 时不部署也不运行阶段：重新打开同一 run_id 的产物目录
+	// （各阶段 job 的产物已合并进来），计算门禁、推送（每日）并写出最终报告。
+	Summarize bool
 	// RunID 为空时按开始时间与随机后缀生成。
 	RunID string
 	// BaseURL 非空时不部署，而是把每个计划中的场景指向这个已在运行的服务；
@@ -59,24 +76,20 @@ type Options struct {
 	BaseURL, Model string
 	// APIKeyEnv 覆盖场景的 api_key_env（环境变量名）。
 	APIKeyEnv string
-	// Getenv 读取环境变量（密钥）；nil 时视为全部未设置。
-	Getenv func(string) string
-	// Args 是命令行快照，写入产物的 command.json。
-	Args []string
-	// Commit 与 Branch 写入报告与指标标签。
-	Commit, Branch string
 	// JobTimeout 覆盖矩阵中的作业超时（0 表示取矩阵值）。
 	JobTimeout time.Duration
-	// Retention 覆盖产物保留期（0 表示 PR 14 天、每日 30 天；负数表示不清理）。
-	Retention time.Duration
-	// Stages 非空时只运行这些阶段（functional、perf、accuracy；部署与清理总会进行），
-	// 供按阶段拆分的 CI job 使用；这样的运行不标记为完成，由 Summarize 汇总。
-	Stages []report.Stage
 	// StageTimeout 非 0 时覆盖所选阶段的超时。
 	StageTimeout time.Duration
-	// Summarize 为 true 时不部署也不运行阶段：重新打开同一 run_id 的产物目录
-	// （各阶段 job 的产物已合并进来），计算门禁、推送（每日）并写出最终报告。
-	Summarize bool
+	// Thresholds 是性能门禁阈值；零值取 gate.DefaultThresholds。
+	Thresholds gate.Thresholds
+}
+
+// Outputs 是 Options 中“结果去哪”的部分。
+type Outputs struct {
+	// Artifacts 是产物根目录；运行写在 Artifacts/<run_type>/<run_id>/ 下。
+	Artifacts string
+	// Retention 覆盖产物保留期（0 表示 PR 14 天、每日 30 天；负数表示不清理）。
+	Retention time.Duration
 	// BaselineArtifacts 是读取每日基线的产物根目录；空表示 Artifacts。
 	BaselineArtifacts string
 	// BaselinePrometheus 非空时从该 Prometheus 读取每日基线（优先于产物目录）。
@@ -91,38 +104,32 @@ type Options struct {
 	PushAuth metrics.PushConfig
 	// PushOptions 是指标转换选项（前缀等）。
 	PushOptions metrics.Options
-	// Thresholds 是性能门禁阈值；零值取 gate.DefaultThresholds。
-	Thresholds gate.Thresholds
-	// Logger 接收进度日志；nil 时丢弃。调用方应让它写进 Secrets.Writer，
-	// 驱动会把运行时读到的密钥登记到 Secrets 中。
-	Logger *slog.Logger
-	// Secrets 是整个运行共用的脱敏器（日志与产物遮住同一组密钥）；nil 时新建一个。
-	Secrets *report.Secrets
 	// Out 接收给人看的最终摘要；nil 时丢弃。
 	Out io.Writer
-	// Now 是时钟；nil 时取 time.Now。
-	Now func() time.Time
+	// Args 是命令行快照，写入产物的 command.json。
+	Args []string
+	// Commit 与 Branch 写入报告与指标标签。
+	Commit, Branch string
+}
 
-	// AccuracyCacheDir 是精度数据（simple-evals 上游文件）的下载缓存目录；空时取用户
-	// 缓存目录下的 cibench/simple-evals。配置中的 cache_dir 优先。
-	AccuracyCacheDir string
-	// AccuracyDownloadClient 用于精度阶段的数据下载（accuracy.StageOptions.DownloadClient）；
-	// nil 取 http.DefaultClient（时限来自配置）。测试用它模拟断网。
-	AccuracyDownloadClient *http.Client
-
-	// 以下是团队加进参考流水线的东西（见 docs/packages.md 的“扩展点”与 examples/team）。
-	// 它们的结果与内置的一样进入 summary.json、JUnit、HTML 与门禁。
-
+// Extensions 是 Options 中团队加进参考流水线的部分（见 docs/packages.md 的“扩展点”与
+// examples/team）。它们的结果与内置的一样进入 summary.json、JUnit、HTML 与门禁。
+type Extensions struct {
 	// Features 是能力登记表：场景 YAML 的 features、用例的 Requires 只接受其中的名字。
 	// 团队在 functional.DefaultFeatures() 上登记厂商能力后传进来；nil 取内置的一组。
 	Features *functional.Features
 	// Cases 是加进每个场景用例目录的团队功能用例：矩阵的 functional.suites/cases 可以
 	// 选中它们（选择为空或 all 时总会运行），结果写进 functional/junit.xml 与功能门禁。
+	// 用例的 YAML 参数写在功能配置的 params.<用例 ID> 下，用 T.Params 读取。
 	Cases []functional.Case
 	// Evals 是精度评测登记表：精度配置 datasets[].name 只接受其中的名字。团队在
 	// simpleevals.Registry()（内置的五个）或 accuracy.NewRegistry() 上登记自己的评测后传进来；
 	// nil 取 simpleevals.Registry()。
 	Evals *accuracy.Registry
+	// Modes 是部署方式登记表：场景 YAML 的 mode 只接受其中的名字，方式自己的配置块由登记项
+	// 解码、校验（deploy.Mode）。团队在 DefaultModes()（全部内置方式）上登记自己的
+	// Slurm、docker-compose、SGLang 启动器后传进来；nil 取 DefaultModes()。
+	Modes *deploy.Modes
 	// PerfExporters 为每个性能档位创建额外的观察者，与内置的 CSV 并列收到全部事件。
 	PerfExporters []PerfExporter
 	// Gates 是团队的门禁，在内置门禁之后计算，与它们一起写出并决定退出码。
@@ -133,17 +140,54 @@ type Options struct {
 	// 场景的阶段结果是分节：用 functionalreport.Report、perfreport.Rows、accuracyreport.Results
 	// 或 Scenario.Decode（团队自己的分节）读出。
 	Collectors func(sc report.Scenario) ([]prometheus.Collector, error)
-
 	// TeamStages 是团队加进每个场景的阶段，在内置的精度阶段之后按顺序运行（与内置阶段一样受
 	// -stages 选择、on_failure 与超时约束，状态写进 deployment.json 与 summary.json 的 stages）。
 	// 阶段用 StageRun.Report 记下自己的分节（report.Run.RecordSection），它的 Renderer 把分节
 	// 渲染进 JUnit、HTML 与门禁输入——与内置阶段同一条路径，report 不需要任何修改。
 	TeamStages []TeamStage
+}
 
-	// NewDeployer 为测试替换部署方式；nil 时按场景的 mode 构造。
-	NewDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
-	// StageHook 在每个阶段开始前被调用（测试用它在阶段中途制造故障）。
-	StageHook func(ctx context.Context, scenario string, stage report.Stage, ep deploy.Endpoint)
+// Environment 是 Options 中流水线与进程环境的接口。
+type Environment struct {
+	// Getenv 读取环境变量（密钥）；nil 时视为全部未设置。
+	Getenv func(string) string
+	// Logger 接收进度日志；nil 时丢弃。调用方应让它写进 Secrets.Writer，
+	// 驱动会把运行时读到的密钥登记到 Secrets 中。
+	Logger *slog.Logger
+	// Secrets 是整个运行共用的脱敏器（日志与产物遮住同一组密钥）；nil 时新建一个。
+	Secrets *report.Secrets
+	// Now 是时钟；nil 时取 time.Now。
+	Now func() time.Time
+	// AccuracyCacheDir 是精度数据（simple-evals 上游文件）的下载缓存目录；空时取用户
+	// 缓存目录下的 cibench/simple-evals。配置中的 cache_dir 优先。
+	AccuracyCacheDir string
+	// AccuracyDownloadClient 用于精度阶段的数据下载（accuracy.StageOptions.DownloadClient）；
+	// nil 取 http.DefaultClient（时限来自配置）。
+	AccuracyDownloadClient *http.Client
+}
+
+// StageEvent 描述一个场景的一个阶段，交给 Hooks 的回调。
+type StageEvent struct {
+	// Scenario 是场景名，Stage 是阶段名（内置阶段或团队阶段）。
+	Scenario string
+	Stage    report.Stage
+	// Endpoint 是部署得到的服务（APIKey 可能非空：不要记录它，需要时用 Endpoint.Redacted）。
+	Endpoint deploy.Endpoint
+	// Status 与 Err 只在 StageDone 中有意义：阶段的结论（ok、failed、interrupted）与失败原因。
+	Status report.StageStatus
+	Err    error
+	// Duration 只在 StageDone 中有意义：阶段的耗时。
+	Duration time.Duration
+}
+
+// Hooks 是一次运行的观察者：一组可选回调（nil 表示不关心），与 net/http/httptrace.ClientTrace
+// 同一个形状。回调在运行场景的 goroutine 中同步调用，应当很快返回；它们看不到也改不了结论。
+// 用途：进度界面、把阶段边界打进团队自己的追踪系统、在阶段之间采集服务器状态。
+type Hooks struct {
+	// StageStart 在每个被选中、启用的阶段开始前调用（跳过的阶段不调用）。ctx 是该阶段的上下文。
+	StageStart func(ctx context.Context, ev StageEvent)
+	// StageDone 在该阶段结束后调用，ev 带结论与耗时。
+	StageDone func(ctx context.Context, ev StageEvent)
 }
 
 // Outcome 是一次运行的结论。
@@ -247,7 +291,10 @@ func newDriver(o Options) (*driver, error) {
 	}
 	// 矩阵用同一张登记表与同一组团队用例校验：YAML 接受团队登记的名字、能选中团队的套件，
 	// 仍拒绝没人登记的名字。
-	opts := []matrix.Option{matrix.WithFeatures(o.Features), matrix.WithEvals(o.Evals), matrix.WithCases(o.Cases...)}
+	if o.Modes == nil {
+		o.Modes = DefaultModes()
+	}
+	opts := []matrix.Option{matrix.WithFeatures(o.Features), matrix.WithEvals(o.Evals), matrix.WithModes(o.Modes), matrix.WithCases(o.Cases...)}
 	if o.ConfigRoot != "" {
 		opts = append(opts, matrix.WithRoot(o.ConfigRoot))
 	}
@@ -601,4 +648,16 @@ func (d *driver) summarize(out Outcome, gates []gate.Gate) {
 		fmt.Fprintf(w, "run INTERRUPTED: partial results kept\n")
 	}
 	fmt.Fprintf(w, "report: %s/report.html (exit code %d)\n", out.Dir, out.ExitCode)
+}
+
+// DefaultModes 返回登记了全部内置部署方式的新登记表：external、local（deploy.DefaultModes）、
+// emulator（emulator.Mode）、k8s-hybrid 与 k8s-pd（kube.Modes）。每次调用都是独立的值，团队在
+// 上面登记自己的方式（reg.Register(deploy.Mode{Name: "slurm", …})）后交给 Extensions.Modes；
+// 只加载配置的程序交给 matrix.WithModes。
+func DefaultModes() *deploy.Modes {
+	r := deploy.DefaultModes()
+	if err := r.Register(append([]deploy.Mode{emulator.Mode()}, kube.Modes()...)...); err != nil {
+		panic(err) // 内置登记项的名字是常量，出错是本模块的缺陷
+	}
+	return r
 }

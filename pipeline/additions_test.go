@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -42,8 +42,8 @@ func TestPerfExportersAndGates(t *testing.T) {
 	o.Stages = []report.Stage{report.StagePerf}
 	gc := &groupCounter{}
 	var profiles []string
-	o.PerfExporters = []driver.PerfExporter{
-		func(run driver.PerfRun) (*loadgen.Observer, func() error, error) {
+	o.PerfExporters = []pipeline.PerfExporter{
+		func(run pipeline.PerfRun) (*loadgen.Observer, func() error, error) {
 			profiles = append(profiles, run.Scenario+"/"+run.Profile)
 			w, err := run.Create("team.txt")
 			if err != nil {
@@ -54,17 +54,17 @@ func TestPerfExportersAndGates(t *testing.T) {
 			}
 			return gc.observer(), w.Close, nil
 		},
-		func(driver.PerfRun) (*loadgen.Observer, func() error, error) {
+		func(pipeline.PerfRun) (*loadgen.Observer, func() error, error) {
 			return nil, nil, errors.New("exporter broke")
 		},
 	}
 	var seen string
-	o.Gates = []driver.GateFunc{func(_ context.Context, run driver.GateRun) ([]gate.Gate, error) {
+	o.Gates = []pipeline.GateFunc{func(_ context.Context, run pipeline.GateRun) ([]gate.Gate, error) {
 		b, err := fs.ReadFile(run.Files, "emu/perf/pr/team.txt")
 		seen = string(b)
 		return []gate.Gate{{Kind: gate.KindPerformance, Scenario: "emu", Verdict: gate.VerdictFail, Reason: "team says no"}}, err
 	}}
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestPerfExportersShardedPerf(t *testing.T) {
 	o.Stages = []report.Stage{report.StagePerf}
 	gc := &groupCounter{}
 	var bad []string
-	o.PerfExporters = []driver.PerfExporter{func(driver.PerfRun) (*loadgen.Observer, func() error, error) {
+	o.PerfExporters = []pipeline.PerfExporter{func(pipeline.PerfRun) (*loadgen.Observer, func() error, error) {
 		obs := gc.observer()
 		count := obs.OnRecord
 		obs.OnRecord = func(r *loadgen.Record) error {
@@ -124,7 +124,7 @@ func TestPerfExportersShardedPerf(t *testing.T) {
 		}
 		return obs, nil, nil
 	}}
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,27 +144,27 @@ func TestPerfExportersShardedPerf(t *testing.T) {
 // TestTeamStagesValidated 检查团队阶段在任何部署之前被校验：名字不安全、与内置阶段或彼此重名、
 // 没有 Run、负的时限都是写明阶段的配置错误；-stages 接受团队阶段的名字、拒绝没人登记的名字。
 func TestTeamStagesValidated(t *testing.T) {
-	run := func(context.Context, driver.StageRun) error { return nil }
+	run := func(context.Context, pipeline.StageRun) error { return nil }
 	for _, tc := range []struct {
-		stages []driver.TeamStage
+		stages []pipeline.TeamStage
 		want   string
 	}{
-		{[]driver.TeamStage{{Name: "../x", Run: run}}, `name "../x"`},
-		{[]driver.TeamStage{{Name: report.StagePerf, Run: run}}, `name "perf" is already taken`},
-		{[]driver.TeamStage{{Name: "probe", Run: run}, {Name: "probe", Run: run}}, `name "probe" is already taken`},
-		{[]driver.TeamStage{{Name: "probe"}}, "team stage probe: no Run function"},
-		{[]driver.TeamStage{{Name: "probe", Run: run, Timeout: -1}}, "negative timeout"},
+		{[]pipeline.TeamStage{{Name: "../x", Run: run}}, `name "../x"`},
+		{[]pipeline.TeamStage{{Name: report.StagePerf, Run: run}}, `name "perf" is already taken`},
+		{[]pipeline.TeamStage{{Name: "probe", Run: run}, {Name: "probe", Run: run}}, `name "probe" is already taken`},
+		{[]pipeline.TeamStage{{Name: "probe"}}, "team stage probe: no Run function"},
+		{[]pipeline.TeamStage{{Name: "probe", Run: run, Timeout: -1}}, "negative timeout"},
 	} {
 		o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
 		o.TeamStages = tc.stages
-		_, err := driver.Run(context.Background(), o)
-		if !errors.Is(err, driver.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+		_, err := pipeline.Run(context.Background(), o)
+		if !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want ErrConfig with %q", tc.stages, err, tc.want)
 		}
 	}
 	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
 	o.Stages = []report.Stage{"probe"}
-	if _, err := driver.Run(context.Background(), o); !errors.Is(err, driver.ErrConfig) || !strings.Contains(err.Error(), `unknown stage "probe"`) {
+	if _, err := pipeline.Run(context.Background(), o); !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), `unknown stage "probe"`) {
 		t.Fatalf("-stages probe without a team stage: %v", err)
 	}
 }
@@ -177,9 +177,9 @@ func TestTeamStageRunsAfterBuiltins(t *testing.T) {
 	var sawModel string
 	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
 	o.Stages = []report.Stage{"probe"}
-	o.TeamStages = []driver.TeamStage{{
+	o.TeamStages = []pipeline.TeamStage{{
 		Name: "probe",
-		Run: func(ctx context.Context, r driver.StageRun) error {
+		Run: func(ctx context.Context, r pipeline.StageRun) error {
 			sawModel = r.Endpoint.Model
 			if err := r.Report.RecordSection(r.Scenario, sec, map[string]string{"model": r.Endpoint.Model}); err != nil {
 				return err
@@ -192,7 +192,7 @@ func TestTeamStageRunsAfterBuiltins(t *testing.T) {
 			return template.HTML("<h3>Probe</h3><p id=probe-model>" + template.HTMLEscapeString(v["model"]) + "</p>"), err
 		}},
 	}}
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package driver_test
+package pipeline_test
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 )
 
 // serveEnv 非空时，测试二进制不跑测试，而是作为一个独立进程在该地址上提供模拟器，
@@ -92,7 +92,7 @@ local:
 	root := t.TempDir()
 	o := options(t, fsys, matrix.RunPR, root)
 	o.RunID = "local"
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)
 	}

@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"encoding/json"
@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -98,7 +98,7 @@ func BenchmarkShippedTimeBudget(b *testing.B) {
 }
 
 // withScenario 只运行 ext_spec 场景。
-func withScenario(o driver.Options) driver.Options {
+func withScenario(o pipeline.Options) pipeline.Options {
 	o.Scenarios = []string{"ext_spec"}
 	return o
 }

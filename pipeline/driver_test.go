@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -20,10 +20,10 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/accuracyreport"
 	"github.com/vllm-cibench/cibench/report/functionalreport"
@@ -69,18 +69,18 @@ func treeAcc(acc string, names ...string) fstest.MapFS {
 const secret = "sk-cibench-test-0123456789abcdef"
 
 // options 返回指向临时产物目录的运行参数。
-func options(t *testing.T, fsys fs.FS, rt matrix.RunType, root string) driver.Options {
+func options(t *testing.T, fsys fs.FS, rt matrix.RunType, root string) pipeline.Options {
 	t.Helper()
 	var out bytes.Buffer
-	return driver.Options{
-		Config: fsys, ConfigRoot: "configs", RunType: rt, Artifacts: root,
-		Getenv: func(k string) string {
+	return pipeline.Options{
+		Selection: pipeline.Selection{Config: fsys, ConfigRoot: "configs", RunType: rt},
+		Outputs:   pipeline.Outputs{Artifacts: root, Out: &out},
+		Environment: pipeline.Environment{Getenv: func(k string) string {
 			if k == "TEST_KEY" {
 				return secret
 			}
 			return ""
-		},
-		Out: &out,
+		}},
 	}
 }
 
@@ -161,7 +161,7 @@ func TestFullRunOnEmulator(t *testing.T) {
 	root := t.TempDir()
 	o := options(t, tree("emu"), matrix.RunPR, root)
 	o.RunID = "r1"
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,19 +236,19 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 	root := t.TempDir()
 	fsys := tree("emu")
 	daily := options(t, fsys, matrix.RunDaily, root)
-	out, err := driver.Run(context.Background(), daily)
+	out, err := pipeline.Run(context.Background(), daily)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("daily: exit %d err %v: %s", out.ExitCode, err, daily.Out)
 	}
 	pr := options(t, fsys, matrix.RunPR, root)
-	pr.NewDeployer = func(sc *matrix.Scenario) (deploy.Deployer, error) {
-		cfg := *sc.Emulator
+	pipeline.SetDeployer(&pr, func(sc *matrix.Scenario) (deploy.Deployer, error) {
+		cfg := sc.Deploy.(*emulator.Plan).Config
 		// 放大 20 倍（10ms → 200ms）：机器繁忙时每日基线的 P99 本身可能被调度延迟抬高到
 		// 几十毫秒，只放大 4 倍时曾测得 +48.6%（负载约 8），判不出 ≥100% 的回归。
 		cfg.TTFT *= 20
 		return emulator.New(cfg)
-	}
-	out, err = driver.Run(context.Background(), pr)
+	})
+	out, err = pipeline.Run(context.Background(), pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ type captured struct {
 
 // deployer 包装模拟器部署器，记录得到的 Deployment。
 func (c *captured) deployer(sc *matrix.Scenario) (deploy.Deployer, error) {
-	em, err := emulator.New(*sc.Emulator)
+	em, err := emulator.New(sc.Deploy.(*emulator.Plan).Config)
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +318,9 @@ func TestServerDiesMidStage(t *testing.T) {
 	root := t.TempDir()
 	c := &captured{deps: map[string]deploy.Deployment{}}
 	o := options(t, tree("dies", "lives"), matrix.RunPR, root)
-	o.NewDeployer = c.deployer
-	o.StageHook = func(ctx context.Context, sc string, st report.Stage, _ deploy.Endpoint) {
+	pipeline.SetDeployer(&o, c.deployer)
+	o.Hooks.StageStart = func(ctx context.Context, ev pipeline.StageEvent) {
+		sc, st := ev.Scenario, ev.Stage
 		if sc == "dies" && st == report.StagePerf {
 			c.mu.Lock()
 			d := c.deps[sc]
@@ -329,7 +330,7 @@ func TestServerDiesMidStage(t *testing.T) {
 			}
 		}
 	}
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,13 +368,14 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 	defer cancel(nil)
 	c := &captured{deps: map[string]deploy.Deployment{}}
 	o := options(t, tree("first", "second"), matrix.RunDaily, root)
-	o.NewDeployer = c.deployer
-	o.StageHook = func(_ context.Context, sc string, st report.Stage, _ deploy.Endpoint) {
+	pipeline.SetDeployer(&o, c.deployer)
+	o.Hooks.StageStart = func(_ context.Context, ev pipeline.StageEvent) {
+		sc, st := ev.Scenario, ev.Stage
 		if sc == "first" && st == report.StagePerf {
 			cancel(errors.New("interrupt signal"))
 		}
 	}
-	out, err := driver.Run(ctx, o)
+	out, err := pipeline.Run(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +451,7 @@ func TestBaseURLOverride(t *testing.T) {
 	root := t.TempDir()
 	o := options(t, treeAcc(realDataAcc(t), "emu"), matrix.RunPR, root)
 	o.BaseURL = ep.BaseURL()
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +473,7 @@ func TestStageSplitAndSummarize(t *testing.T) {
 	for _, st := range []report.Stage{report.StageFunctional, report.StagePerf, report.StageAccuracy} {
 		o := options(t, fsys, matrix.RunPR, filepath.Join(base, string(st)))
 		o.RunID, o.Stages, o.StageTimeout = "split", []report.Stage{st}, time.Minute
-		out, err := driver.Run(context.Background(), o)
+		out, err := pipeline.Run(context.Background(), o)
 		if err != nil || out.ExitCode != gate.ExitOK {
 			t.Fatalf("stage %s: exit %d err %v", st, out.ExitCode, err)
 		}
@@ -482,7 +484,7 @@ func TestStageSplitAndSummarize(t *testing.T) {
 	}
 	o := options(t, fsys, matrix.RunPR, merged)
 	o.RunID, o.Summarize = "split", true
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("summarize: exit %d err %v", out.ExitCode, err)
 	}
@@ -493,7 +495,7 @@ func TestStageSplitAndSummarize(t *testing.T) {
 	}
 	o = options(t, fsys, matrix.RunPR, merged)
 	o.RunID, o.Summarize = "nothing-here", true
-	if _, err := driver.Run(context.Background(), o); !errors.Is(err, driver.ErrConfig) {
+	if _, err := pipeline.Run(context.Background(), o); !errors.Is(err, pipeline.ErrConfig) {
 		t.Fatalf("summarize of an empty run: %v", err)
 	}
 }
@@ -525,20 +527,20 @@ func TestConfigErrors(t *testing.T) {
 	root := t.TempDir()
 	broken := tree("emu")
 	broken["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte("mode: emulator\nserved_model_name: e\nquant: int4\n")}
-	for name, o := range map[string]driver.Options{
+	for name, o := range map[string]pipeline.Options{
 		"broken config": options(t, broken, matrix.RunPR, root),
-		"unknown stage": func() driver.Options {
+		"unknown stage": func() pipeline.Options {
 			o := options(t, tree("emu"), matrix.RunPR, root)
 			o.Stages = []report.Stage{"lint"}
 			return o
 		}(),
-		"model w/o url": func() driver.Options { o := options(t, tree("emu"), matrix.RunPR, root); o.Model = "m"; return o }(),
-		"push on pr": func() driver.Options {
+		"model w/o url": func() pipeline.Options { o := options(t, tree("emu"), matrix.RunPR, root); o.Model = "m"; return o }(),
+		"push on pr": func() pipeline.Options {
 			o := options(t, tree("emu"), matrix.RunPR, root)
 			o.RequirePush = true
 			return o
 		}(),
-		"unknown scen.": func() driver.Options {
+		"unknown scen.": func() pipeline.Options {
 			o := options(t, tree("emu"), matrix.RunPR, root)
 			o.Scenarios = []string{"nope"}
 			return o
@@ -546,15 +548,15 @@ func TestConfigErrors(t *testing.T) {
 		"bad run type":    options(t, tree("emu"), "weekly", root),
 		"no config given": {},
 	} {
-		out, err := driver.Run(context.Background(), o)
-		if !errors.Is(err, driver.ErrConfig) || out.ExitCode != gate.ExitError {
+		out, err := pipeline.Run(context.Background(), o)
+		if !errors.Is(err, pipeline.ErrConfig) || out.ExitCode != gate.ExitError {
 			t.Errorf("%s: exit %d err %v", name, out.ExitCode, err)
 		}
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Fatalf("config errors must not create artifacts, found %v", entries)
 	}
-	_, err := driver.Run(context.Background(), options(t, broken, matrix.RunPR, root))
+	_, err := pipeline.Run(context.Background(), options(t, broken, matrix.RunPR, root))
 	if err == nil || !strings.Contains(err.Error(), `configs/scenarios/emu.yaml:3:8: quant: invalid quant`) {
 		t.Fatalf("error must locate the bad value: %v", err)
 	}
@@ -562,8 +564,8 @@ func TestConfigErrors(t *testing.T) {
 	absurd := tree("emu")
 	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 999999999999\n")
 	absurd["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr:\n      perf:\n        override:\n          concurrency: [2, -1]\n")
-	out, err := driver.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
-	if !errors.Is(err, driver.ErrConfig) || out.ExitCode != gate.ExitError {
+	out, err := pipeline.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
+	if !errors.Is(err, pipeline.ErrConfig) || out.ExitCode != gate.ExitError {
 		t.Fatalf("absurd profile: exit %d err %v", out.ExitCode, err)
 	}
 	for _, want := range []string{`configs/tests/perf/profiles/pr.yaml:4:27: requests_per_concurrency: must be in [1, `, `(got "999999999999")`} {
@@ -572,7 +574,7 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\n")
-	_, err = driver.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
+	_, err = pipeline.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
 	if want := `configs/matrix.yaml:6:28: scenarios.emu.pr.perf.override.concurrency[1]: must be >= 1`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("negative concurrency in an override: %v, want %q", err, want)
 	}
@@ -586,7 +588,7 @@ func TestPrintPlan(t *testing.T) {
 	var b bytes.Buffer
 	o := options(t, tree("a", "b"), matrix.RunDaily, t.TempDir())
 	o.Scenarios = []string{"b"}
-	if err := driver.PrintPlan(&b, o); err != nil {
+	if err := pipeline.PrintPlan(&b, o); err != nil {
 		t.Fatal(err)
 	}
 	want := "run type daily, job timeout 6h0m0s, on_failure continue\nb (emulator, model b-model, quant none)\n" +
@@ -618,8 +620,9 @@ func TestOnFailureBoundary(t *testing.T) {
 			fsys["matrix.yaml"].Data = append([]byte("defaults: {on_failure: "+tc.policy+"}\n"), fsys["matrix.yaml"].Data...)
 			c := &captured{deps: map[string]deploy.Deployment{}}
 			o := options(t, fsys, matrix.RunPR, t.TempDir())
-			o.NewDeployer = c.deployer
-			o.StageHook = func(ctx context.Context, sc string, st report.Stage, _ deploy.Endpoint) {
+			pipeline.SetDeployer(&o, c.deployer)
+			o.Hooks.StageStart = func(ctx context.Context, ev pipeline.StageEvent) {
+				sc, st := ev.Scenario, ev.Stage
 				if sc == "first" && st == report.StagePerf {
 					c.mu.Lock()
 					d := c.deps[sc]
@@ -627,7 +630,7 @@ func TestOnFailureBoundary(t *testing.T) {
 					_ = d.Teardown(ctx)
 				}
 			}
-			out, err := driver.Run(context.Background(), o)
+			out, err := pipeline.Run(context.Background(), o)
 			if err != nil || out.ExitCode != gate.ExitGateFailed {
 				t.Fatalf("exit %d err %v", out.ExitCode, err)
 			}
@@ -660,13 +663,14 @@ func hasStageError(sc stageScenario, st report.Stage) bool {
 // 作业超时中断运行（与 Ctrl-C 相同的路径），结果标记为未完成。
 func TestStageAndJobTimeouts(t *testing.T) {
 	slow := func(sc *matrix.Scenario) (deploy.Deployer, error) {
-		cfg := *sc.Emulator
+		cfg := sc.Deploy.(*emulator.Plan).Config
 		cfg.TTFT = 2 * time.Second
 		return emulator.New(cfg)
 	}
 	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
-	o.NewDeployer, o.StageTimeout, o.Stages = slow, 300*time.Millisecond, []report.Stage{report.StagePerf, report.StageAccuracy}
-	out, err := driver.Run(context.Background(), o)
+	pipeline.SetDeployer(&o, slow)
+	o.StageTimeout, o.Stages = 300*time.Millisecond, []report.Stage{report.StagePerf, report.StageAccuracy}
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("exit %d err %v", out.ExitCode, err)
 	}
@@ -682,8 +686,9 @@ func TestStageAndJobTimeouts(t *testing.T) {
 	}
 
 	o = options(t, tree("emu"), matrix.RunPR, t.TempDir())
-	o.NewDeployer, o.JobTimeout = slow, 500*time.Millisecond
-	out, err = driver.Run(context.Background(), o)
+	pipeline.SetDeployer(&o, slow)
+	o.JobTimeout = 500 * time.Millisecond
+	out, err = pipeline.Run(context.Background(), o)
 	if err != nil || !out.Interrupted {
 		t.Fatalf("job timeout: exit %d interrupted %v err %v", out.ExitCode, out.Interrupted, err)
 	}
@@ -724,7 +729,7 @@ func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "real-server", APIKey: secret})
 	o := options(t, treeAcc("datasets: [{name: gpqa, threshold: 0.2}]\n", "emu"), matrix.RunPR, t.TempDir())
 	o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), t.TempDir()
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -757,7 +762,7 @@ func TestBaseURLOnShippedConfigsUsesRealAccuracyData(t *testing.T) {
 	o := options(t, os.DirFS("../../../configs"), matrix.RunPR, root)
 	o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), cache
 	o.APIKeyEnv = "TEST_KEY"
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -815,7 +820,7 @@ func TestBaseURLDownloadsRealDataOnce(t *testing.T) {
 		o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), client, cache
 		o.APIKeyEnv = "TEST_KEY"
 		o.Stages = []report.Stage{report.StageAccuracy}
-		out, err := driver.Run(context.Background(), o)
+		out, err := pipeline.Run(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -842,8 +847,8 @@ func TestBuiltinSampleOnNonEmulatorScenarioIsConfigError(t *testing.T) {
 	fsys := tree("emu")
 	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte("mode: external\nserved_model_name: m\nbase_url: http://127.0.0.1:1/v1\n")}
 	o := options(t, fsys, matrix.RunPR, root)
-	_, err := driver.Run(context.Background(), o)
-	if !errors.Is(err, driver.ErrConfig) || !strings.Contains(err.Error(), "scenario emu, accuracy config pr (scenario mode is external)") ||
+	_, err := pipeline.Run(context.Background(), o)
+	if !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), "scenario emu, accuracy config pr (scenario mode is external)") ||
 		!strings.Contains(err.Error(), "dataset: the built-in synthetic sample can only score the in-process emulator") {
 		t.Fatalf("err=%v", err)
 	}
@@ -859,7 +864,7 @@ func TestGateOnOtherMetricKeepsScore(t *testing.T) {
 	acc := "dataset: builtin-sample\ndatasets: [{name: drop, metric: f1_score, threshold: 1}]\n"
 	o.Config = treeAcc(acc, "emu")
 	o.Stages = []report.Stage{report.StageAccuracy}
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

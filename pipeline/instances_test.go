@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -49,12 +49,12 @@ func TestAccuracyUsesEveryInstance(t *testing.T) {
 	em2, ep2 := emulator.Start(t, emulator.Config{Model: "emu-model", APIKey: secret})
 	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
 	o.Stages = []report.Stage{report.StageAccuracy}
-	o.NewDeployer = func(*matrix.Scenario) (deploy.Deployer, error) {
+	pipeline.SetDeployer(&o, func(*matrix.Scenario) (deploy.Deployer, error) {
 		return deployFunc(func(context.Context) (deploy.Deployment, error) {
 			return instances{deploy.Endpoint{BaseURLs: []string{ep1.BaseURL(), ep2.BaseURL()}, Model: "emu-model"}}, nil
 		}), nil
-	}
-	out, err := driver.Run(context.Background(), o)
+	})
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)
 	}

@@ -1,4 +1,4 @@
-package driver
+package pipeline
 
 import (
 	"context"
@@ -266,7 +266,7 @@ func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy
 // emulated 报告场景的目标是否是进程内模拟器：只有这时 dataset: builtin-sample 才合法。
 // 用 -base-url 改指的模拟器场景打的是真实服务，不算。
 func (d *driver) emulated(sc *matrix.Scenario) bool {
-	return sc.Mode == matrix.ModeEmulator && d.o.BaseURL == ""
+	return sc.Emulated && d.o.BaseURL == ""
 }
 
 // accuracyCache 返回精度数据的下载缓存目录：Options.AccuracyCacheDir 或用户缓存目录下的
@@ -294,7 +294,7 @@ func (d *driver) realAccuracyData() {
 	}
 	for i := range d.plans {
 		p := &d.plans[i]
-		if p.Scenario.Mode != matrix.ModeEmulator {
+		if !p.Scenario.Emulated {
 			continue
 		}
 		for j := range p.Accuracy.Configs {

@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"io/fs"

@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 )
 
 // TestCapacityProfileFromConfig 从配置树运行一个 control_method: sweep 的档位（每日）：模拟器
@@ -35,7 +35,7 @@ func TestCapacityProfileFromConfig(t *testing.T) {
 		"matrix.yaml": {Data: []byte("scenarios:\n  cap:\n    daily: {functional: {enabled: false}, accuracy: {enabled: false}, perf: {profiles: [capacity]}}\n")},
 	}
 	o := options(t, fsys, matrix.RunDaily, root)
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)
 	}

@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 )
 
 // shipped 读取仓库 configs/ 下的文件，把 old 依次替换为 new。
@@ -53,7 +53,7 @@ func TestKubeScenariosEndToEnd(t *testing.T) {
 	root := t.TempDir()
 	o := options(t, fsys, matrix.RunPR, root)
 	o.RunID = "kube"
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)
 	}
@@ -142,7 +142,7 @@ func TestKubeFailedDeployArchives(t *testing.T) {
 		// 健康超时 60 秒：负载高时两个副本 Ready 就曾用去 30 秒以上，超时要落在等 /health 的阶段。
 		fsys, root := setup(t, "60s")
 		o := options(t, fsys, matrix.RunPR, root)
-		out, err := driver.Run(context.Background(), o)
+		out, err := pipeline.Run(context.Background(), o)
 		if err != nil || out.ExitCode != gate.ExitGateFailed {
 			t.Fatalf("exit %d err %v, want exit 1: %s", out.ExitCode, err, o.Out)
 		}
@@ -177,7 +177,7 @@ func TestKubeFailedDeployArchives(t *testing.T) {
 				}
 			}
 		}()
-		out, err := driver.Run(ctx, o)
+		out, err := pipeline.Run(ctx, o)
 		if err != nil || out.ExitCode != gate.ExitInterrupted || !out.Interrupted {
 			t.Fatalf("exit %d interrupted %v err %v, want exit 130: %s", out.ExitCode, out.Interrupted, err, o.Out)
 		}

@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -52,7 +52,7 @@ func BenchmarkShippedGateDefaults(b *testing.B) {
 		}
 		slower := func(scale func(c *emulator.Config)) func(sc *matrix.Scenario) (deploy.Deployer, error) {
 			return func(sc *matrix.Scenario) (deploy.Deployer, error) {
-				cfg := *sc.Emulator
+				cfg := sc.Deploy.(*emulator.Plan).Config
 				scale(&cfg)
 				return emulator.New(cfg)
 			}
@@ -97,24 +97,25 @@ func BenchmarkShippedGateDefaults(b *testing.B) {
 }
 
 // gateRun 用给定配置树跑一次参考驱动（产物写进 root），返回结果。
-func gateRun(b *testing.B, configs fs.FS, rt matrix.RunType, root string, nd func(*matrix.Scenario) (deploy.Deployer, error)) driver.Outcome {
+func gateRun(b *testing.B, configs fs.FS, rt matrix.RunType, root string, nd func(*matrix.Scenario) (deploy.Deployer, error)) pipeline.Outcome {
 	b.Helper()
 	o := gateOptions(configs, rt, root)
-	o.NewDeployer = nd
+	pipeline.SetDeployer(&o, nd)
 	return gateRunOptions(b, o)
 }
 
 // gateOptions 是门禁基准的驱动选项：配置树、运行类型、产物根目录，环境变量全空。
-func gateOptions(configs fs.FS, rt matrix.RunType, root string) driver.Options {
-	return driver.Options{Config: configs, ConfigRoot: "configs", RunType: rt, Artifacts: root, Getenv: func(string) string { return "" }}
+func gateOptions(configs fs.FS, rt matrix.RunType, root string) pipeline.Options {
+	return pipeline.Options{Selection: pipeline.Selection{Config: configs, ConfigRoot: "configs", RunType: rt}, Outputs: pipeline.Outputs{Artifacts: root},
+		Environment: pipeline.Environment{Getenv: func(string) string { return "" }}}
 }
 
 // gateRunOptions 用 o 跑一次参考驱动，出错时带上驱动的输出终止基准。
-func gateRunOptions(b *testing.B, o driver.Options) driver.Outcome {
+func gateRunOptions(b *testing.B, o pipeline.Options) pipeline.Outcome {
 	b.Helper()
 	var out bytes.Buffer
 	o.Out = &out
-	res, err := driver.Run(context.Background(), o)
+	res, err := pipeline.Run(context.Background(), o)
 	if err != nil {
 		b.Fatalf("%s run: %v\n%s", o.RunType, err, out.String())
 	}
@@ -122,7 +123,7 @@ func gateRunOptions(b *testing.B, o driver.Options) driver.Outcome {
 }
 
 // perfGateFailures 返回一次运行中失败的性能门禁名（metric 非空时只看该指标）。
-func perfGateFailures(b *testing.B, out driver.Outcome, metric string) []string {
+func perfGateFailures(b *testing.B, out pipeline.Outcome, metric string) []string {
 	b.Helper()
 	raw, err := os.ReadFile(filepath.Join(out.Dir, "summary.json"))
 	if err != nil {

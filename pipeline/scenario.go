@@ -1,4 +1,4 @@
-package driver
+package pipeline
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy"
-	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
@@ -138,10 +136,20 @@ func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
 			d.mark(rec, stageTiming{Stage: s.stage, Status: skipped, Error: why})
 			continue
 		}
-		if d.o.StageHook != nil {
-			d.o.StageHook(ctx, sc.Name, s.stage, ep)
+		ev := StageEvent{Scenario: sc.Name, Stage: s.stage, Endpoint: ep}
+		if d.o.Hooks.StageStart != nil {
+			d.o.Hooks.StageStart(ctx, ev)
 		}
-		if failed := d.stage(ctx, rec, s.stage, s.timeout, s.fn); failed {
+		failed := d.stage(ctx, rec, s.stage, s.timeout, s.fn)
+		if d.o.Hooks.StageDone != nil {
+			last := rec.Stages[len(rec.Stages)-1]
+			ev.Status, ev.Duration = report.StageStatus(last.Status), time.Duration(last.Duration*float64(time.Second))
+			if last.Error != "" {
+				ev.Err = errors.New(last.Error)
+			}
+			d.o.Hooks.StageDone(ctx, ev)
+		}
+		if failed {
 			switch p.OnFailure {
 			case matrix.OnFailureNextScenario:
 				stop = true
@@ -272,8 +280,8 @@ func (d *driver) deploy(ctx context.Context, sc *matrix.Scenario) (deploy.Deploy
 			BaseURL: d.o.BaseURL, Model: d.o.Model, APIKey: d.keys[sc.Name],
 			HealthPath: sc.Health.Path, StartupTimeout: sc.Health.Timeout,
 		})
-	case d.o.NewDeployer != nil:
-		dep, err = d.o.NewDeployer(sc)
+	case d.o.testDeployer != nil:
+		dep, err = d.o.testDeployer(sc)
 	default:
 		dep, err = d.deployerFor(sc)
 	}
@@ -284,37 +292,15 @@ func (d *driver) deploy(ctx context.Context, sc *matrix.Scenario) (deploy.Deploy
 	return dep.Deploy(ctx)
 }
 
-// deployerFor 按场景的部署方式构造部署器。
+// deployerFor 按场景的部署方式构造部署器：加载配置时部署方式的登记项已把场景的配置块校验成
+// Plan（matrix.Scenario.Deploy），这里只补上运行时才知道的密钥、日志目录与日志器。
 func (d *driver) deployerFor(sc *matrix.Scenario) (deploy.Deployer, error) {
-	key := d.keys[sc.Name]
-	switch sc.Mode {
-	case matrix.ModeEmulator:
-		cfg := emulator.Config{Model: sc.ServedModelName}
-		if sc.Emulator != nil {
-			cfg = *sc.Emulator
-		}
-		cfg.APIKey = key
-		return emulator.New(cfg)
-	case matrix.ModeExternal:
-		return deploy.NewExternal(deploy.ExternalConfig{BaseURL: sc.BaseURL, Model: sc.ServedModelName, APIKey: key, HealthPath: sc.Health.Path, StartupTimeout: sc.Health.Timeout})
-	case matrix.ModeLocal:
-		cfg := *sc.Local
-		cfg.APIKey = key
-		return deploy.NewLocal(cfg)
-	case matrix.ModeK8sHybrid, matrix.ModeK8sPD:
-		cfg := *sc.K8s
-		cfg.APIKey = key
-		// 部署失败、超时或被取消时没有 Deployment 可归档：kube 在自己的清理（删除之前）把
-		// Pod 日志、描述与事件归档到 LogDir。未配置时用本场景的 logs 目录，失败的部署因此
-		// 与成功的一样留下产物；成功路径的 ArchiveLogs 写同一目录，Teardown 不再重复。
-		if cfg.LogDir == "" {
-			dir, err := d.run.ScenarioDir(sc.Name, report.StageLogs)
-			if err != nil {
-				return nil, err
-			}
-			cfg.LogDir = dir
-		}
-		return kube.New(cfg, kube.WithFS(d.o.Config), kube.WithLogger(d.log))
+	if sc.Deploy == nil {
+		return nil, fmt.Errorf("ci: scenario %s: mode %q has no deploy plan", sc.Name, sc.Mode)
 	}
-	return nil, fmt.Errorf("ci: scenario %s: unsupported mode %q", sc.Name, sc.Mode)
+	dir, err := d.run.ScenarioDir(sc.Name, report.StageLogs)
+	if err != nil {
+		return nil, err
+	}
+	return sc.Deploy.Deployer(deploy.Runtime{APIKey: d.keys[sc.Name], LogDir: dir, Logger: d.log})
 }

@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 )
 
@@ -60,7 +60,7 @@ func TestDailyRunPushesWithBearerToken(t *testing.T) {
 		}, metrics.PushConfig{})
 		o.Secrets = red
 		o.Logger = slog.New(slog.NewTextHandler(logw, nil))
-		out, err := driver.Run(context.Background(), o)
+		out, err := pipeline.Run(context.Background(), o)
 		if err != nil || out.ExitCode != gate.ExitOK {
 			t.Fatalf("%s run: exit %d err %v: %s", rt, out.ExitCode, err, o.Out)
 		}

@@ -1,4 +1,4 @@
-package driver_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -15,10 +15,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/vllm-cibench/cibench/examples/ci/driver"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/functionalreport"
 )
@@ -64,7 +64,7 @@ func TestTeamCollectorsPushedWithBuiltins(t *testing.T) {
 		g.Set(passed)
 		return []prometheus.Collector{g}, nil
 	}
-	out, err := driver.Run(context.Background(), o)
+	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("daily run: exit %d err %v", out.ExitCode, err)
 	}
@@ -96,7 +96,7 @@ func TestTeamCollectorsPushedWithBuiltins(t *testing.T) {
 	o.Collectors = func(report.Scenario) ([]prometheus.Collector, error) {
 		return nil, errors.New("acme metrics unavailable")
 	}
-	out, err = driver.Run(context.Background(), o)
+	out, err = pipeline.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
