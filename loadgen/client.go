@@ -133,7 +133,9 @@ const (
 // exchange 是一个 worker 复用的请求状态：缓冲区、SSE 读取器与逐 chunk 时间线，
 // 使热路径上每个请求几乎不分配内存。不是并发安全的，一个 worker 一个。
 type exchange struct {
-	body   []byte
+	// oneShot 为 true 表示响应是一次性 JSON（Source.Generative 为 false：embeddings、rerank），见 finishOneShot。
+	oneShot bool
+	body    []byte
 	reader *sse.Reader
 	scan   chunk.Scanner
 	rec    Record
@@ -669,6 +671,10 @@ func (x *exchange) readWhole(ctx context.Context, body io.Reader, intended time.
 		rec.ErrorClass, rec.Error = ErrClassBadResponse, "response is not JSON"
 		return
 	}
+	if x.oneShot {
+		x.finishOneShot(s, now)
+		return
+	}
 	if class, msg := x.chunk(s, now); class != ErrClassNone {
 		rec.ErrorClass, rec.Error = class, x.redactText(strings.Clone(validUTF8Prefix(msg, 200)))
 		return
@@ -981,5 +987,26 @@ func (x *exchange) finish() {
 	if rec.CompletionTokens >= 2 {
 		rec.TPOT = (rec.E2E - rec.TTFT) / time.Duration(rec.CompletionTokens-1)
 	}
+	rec.OK = true
+}
+
+// finishOneShot 结束一次性 JSON 响应（Source.Generative 为 false）：服务端的 {"error":…} 记为
+// stream_error（说明是服务端原话，经脱敏），否则成功——E2E 是整个响应的时延，TTFT 记为同一个值
+// （响应就是第一个也是唯一的结果），TPOT、第一到第二个 token 的间隔不可测（-1），输入 token 取
+// usage.prompt_tokens（没有时保留调用方给的数）。
+func (x *exchange) finishOneShot(s string, now time.Duration) {
+	rec := &x.rec
+	if e := gjson.Get(s, "error"); e.Exists() && e.Type != gjson.Null {
+		msg := e.Get("message").String()
+		if msg == "" {
+			msg = e.Raw
+		}
+		rec.ErrorClass, rec.Error = ErrClassStreamError, x.redactText(strings.Clone(validUTF8Prefix(msg, 200)))
+		return
+	}
+	if pt := gjson.Get(s, "usage.prompt_tokens"); pt.Exists() {
+		rec.PromptTokens, rec.TokenSource = int(pt.Int()), TokenSourceUsage
+	}
+	rec.TTFT, rec.FirstToSecond, rec.TPOT = now, -1, -1
 	rec.OK = true
 }

@@ -137,6 +137,14 @@ type Profile struct {
 	// TraceRequests 是 mooncake_trace / azure_trace 的轨迹（由 ReadMooncakeTrace / ReadAzureTrace
 	// 读入），不来自 YAML。
 	TraceRequests []dataset.TraceRequest `yaml:"-"`
+
+	// Pacer 非 nil 时替换开环到达过程（RequestRate > 0 时内置的 gamma/泊松到达，见 Burstiness）：
+	// 每组调用一次得到该组的 Pacer（见 Pacer 的约定）。它是 Go 代码的接缝，不来自 YAML，也不能
+	// 随分片发往别的进程（RunShard 的远端拒绝它）。
+	Pacer NewPacer `yaml:"-" json:"-"`
+	// Source 非 nil 时替换内置的请求（数据集 + chat/completions 请求体），见 Source。
+	// 它是 Go 代码的接缝，不来自 YAML，也不能随分片发往别的进程。
+	Source *Source `yaml:"-" json:"-"`
 }
 
 // 以下为 acs-bench 的默认值。
@@ -275,6 +283,14 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 func (p Profile) Validate() error {
 	if err := p.Backend.Validate(); err != nil {
 		return err
+	}
+	if p.Source != nil {
+		if err := p.Source.validate(&p); err != nil {
+			return err
+		}
+	}
+	if p.Pacer != nil && p.RequestRate <= 0 {
+		return invalid("request_rate", p.RequestRate, "a Pacer paces open-loop arrivals: set request_rate > 0 (it is passed to the Pacer)")
 	}
 	if len(p.InputLength) == 0 && p.DatasetType != DatasetCustom {
 		return invalid("input_length", p.InputLength, "at least one value required")

@@ -57,6 +57,8 @@ type runner struct {
 	// budgetEnd 是 Profile.MaxDuration 的截止时刻（零值表示不限）；groupsLeft 是尚未开始的组数。
 	budgetEnd  time.Time
 	groupsLeft int
+	// src 是 Profile.Source（nil 表示内置请求）。
+	src *Source
 }
 
 // Run 按 Profile 依次执行全部分组（输入长度 × 输出长度 × 并发 × 轮次），
@@ -95,6 +97,11 @@ func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh 
 	path := "/completions"
 	if p.Backend == BackendChat {
 		path = "/chat/completions"
+	}
+	if p.Source != nil {
+		// 团队的请求来源：自己的路径与请求体；一次性 JSON 的端点不流式。
+		path, r.src = p.Source.Path, p.Source
+		r.stream = r.stream && p.Source.Generative
 	}
 	for _, b := range target.BaseURLs {
 		r.urls = append(r.urls, strings.TrimSuffix(b, "/")+path)
@@ -202,6 +209,7 @@ func (r *runner) newExchange() *exchange {
 		x.idle = r.p.IdleTimeout
 	}
 	x.maxEvent, x.red, x.h1.Pool = r.p.MaxEventBytes, r.red, r.h1
+	x.oneShot = r.src != nil && !r.src.Generative
 	return x
 }
 
@@ -224,6 +232,9 @@ func secretRedactor(key string) *redact.Redactor {
 // prepare 探测服务能力：stream_options 是否被接受（400 时降级）、/tokenize 是否可用。
 // 探测请求不计入任何统计。
 func (r *runner) prepare(ctx context.Context) error {
+	if r.src != nil {
+		return nil // 请求体由 Source 生成：没有模板、没有数据集、不探测 usage 选项与分词
+	}
 	level := usageContinuous
 	if !*r.p.ContinuousUsageStats {
 		level = usageFinal
@@ -358,6 +369,9 @@ func (r *runner) probeTokenize(ctx context.Context) dataset.TokenCounter {
 
 // pool 返回输入长度 inputLen 的 prompt 池（跨分组复用，保证同种子同长度同内容）。
 func (r *runner) pool(ctx context.Context, inputLen, n int) (*dataset.Pool, error) {
+	if r.src != nil {
+		return &dataset.Pool{}, nil
+	}
 	if pl, ok := r.pools[inputLen]; ok && (pl.Complete || len(pl.Quoted) >= min(n, dataset.PoolSize)) && r.p.DatasetType != DatasetPrefixRepetition {
 		return pl, nil
 	}
@@ -651,11 +665,21 @@ func (r *runner) dispatch(ctx context.Context, gr *groupRun, rate float64, jobs 
 	at := time.Duration(0)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var pacer Pacer
+	if r.p.Pacer != nil {
+		pacer = r.p.Pacer(gr.g, rate)
+	}
 	for i := range gr.global {
 		if i > 0 && gr.overBudget() {
 			return
 		}
-		if i > 0 {
+		if pacer != nil {
+			wait, stop := pacer.Pace(at, uint64(i))
+			if stop {
+				return
+			}
+			at += max(wait, 0)
+		} else if i > 0 {
 			at += time.Duration(gammaSample(rng, r.p.Burstiness, 1/(rate*r.p.Burstiness)) * float64(time.Second))
 		}
 		if !r.sh.mine(i) {
@@ -718,6 +742,12 @@ func sleepUntil(ctx context.Context, d time.Duration, stop <-chan struct{}) bool
 func (r *runner) one(ctx context.Context, gr *groupRun, x *exchange, shard int, j job) {
 	if j.intended.IsZero() {
 		j.intended = time.Now()
+	}
+	if r.src != nil {
+		var tokens int
+		x.body, tokens = r.src.Body(x.body[:0], gr.g, j.idx)
+		r.exchangeAndRecord(ctx, gr, x, shard, j, tokens)
+		return
 	}
 	pl := gr.pool
 	var prompt []byte

@@ -40,7 +40,7 @@ func tree(names ...string) fstest.MapFS {
 // 供不是进程内模拟器的场景使用：内置样例只能打模拟器。分数只记录不设门禁。
 func realDataAcc(t *testing.T) string {
 	t.Helper()
-	data, err := filepath.Abs("../../../accuracy/simpleevals/sampledata")
+	data, err := filepath.Abs("../accuracy/simpleevals/sampledata")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -759,7 +759,7 @@ func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
 func TestBaseURLOnShippedConfigsUsesRealAccuracyData(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "qwen3-32b", APIKey: secret, TTFT: 5 * time.Millisecond})
 	root, cache := t.TempDir(), t.TempDir()
-	o := options(t, os.DirFS("../../../configs"), matrix.RunPR, root)
+	o := options(t, os.DirFS("../configs"), matrix.RunPR, root)
 	o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), cache
 	o.APIKeyEnv = "TEST_KEY"
 	out, err := pipeline.Run(context.Background(), o)
@@ -796,7 +796,7 @@ func TestBaseURLOnShippedConfigsUsesRealAccuracyData(t *testing.T) {
 // 真实数据（来源记为 url，文件进缓存），第二次运行从缓存读取、不再下载。
 func TestBaseURLDownloadsRealDataOnce(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "qwen3-32b", APIKey: secret})
-	csv, err := os.ReadFile("../../../accuracy/simpleevals/sampledata/gpqa_diamond.csv")
+	csv, err := os.ReadFile("../accuracy/simpleevals/sampledata/gpqa_diamond.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -816,7 +816,7 @@ func TestBaseURLDownloadsRealDataOnce(t *testing.T) {
 	})}
 	cache := t.TempDir()
 	for run := 1; run <= 2; run++ {
-		o := options(t, os.DirFS("../../../configs"), matrix.RunPR, t.TempDir())
+		o := options(t, os.DirFS("../configs"), matrix.RunPR, t.TempDir())
 		o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), client, cache
 		o.APIKeyEnv = "TEST_KEY"
 		o.Stages = []report.Stage{report.StageAccuracy}

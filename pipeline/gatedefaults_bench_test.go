@@ -27,13 +27,13 @@ import (
 // PR 运行（检出 = e2e_p99_seconds 门禁失败，且 TTFT 门禁不红）。N 默认 6，可用环境
 // 变量 CIBENCH_GATE_RUNS 改。目标：误报 0/N，检出 N/N；不满足时基准报错并给出每次的数字。
 //
-//	go test -run '^$' -bench ShippedGateDefaults -benchtime 1x ./examples/ci/driver
+//	go test -run '^$' -bench ShippedGateDefaults -benchtime 1x ./pipeline
 //
 // 这是一个基准而不是单元测试：它量的是整条流水线在繁忙机器上的统计性质，耗时几分钟，
 // 结果取决于机器的负载（报告里要写明测量时的 load average）。
 func BenchmarkShippedGateDefaults(b *testing.B) {
 	runs := envPositive(b, "CIBENCH_GATE_RUNS", 6)
-	configs := os.DirFS("../../../configs")
+	configs := os.DirFS("../configs")
 	for range b.N {
 		stop := busyLoops(b, 2)
 		root := b.TempDir()

@@ -18,7 +18,7 @@ import (
 // （perf.profiles: [pr]）以便组合相同。只跑性能阶段，让基准专注于门禁。
 func externalTree(b *testing.B, baseURL string) fs.FS {
 	b.Helper()
-	src := os.DirFS("../../../configs")
+	src := os.DirFS("../configs")
 	tree := fstest.MapFS{}
 	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -61,7 +61,7 @@ scenarios:
 // 有 ttft_p99_seconds 门禁失败）与 N 次 ITL +30% 的 PR（检出 = 有 e2e_p99_seconds 门禁失败）。
 // N 默认 6（CIBENCH_GATE_RUNS）。目标：误报 0/N，两种回归各 N/N，且变红的是该变红的门禁。
 //
-//	go test -run '^$' -bench ShippedGateDefaultsExternal -benchtime 1x -timeout 2h ./examples/ci/driver
+//	go test -run '^$' -bench ShippedGateDefaultsExternal -benchtime 1x -timeout 2h ./pipeline
 func BenchmarkShippedGateDefaultsExternal(b *testing.B) {
 	runs := envPositive(b, "CIBENCH_GATE_RUNS", 6)
 	scale := envPositive(b, "CIBENCH_GATE_SCALE", 30)

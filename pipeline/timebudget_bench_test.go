@@ -46,7 +46,7 @@ func scaleDurations(b *testing.B, text string, k int, keys ...string) string {
 // growth_interval 都除以 K；请求数、组合、并发不变。功能与精度阶段关闭（它们的时长不随 K 缩放，
 // 估算见 docs/ci.md）。
 //
-//	go test -run '^$' -bench ShippedTimeBudget -benchtime 1x -timeout 1h ./examples/ci/driver
+//	go test -run '^$' -bench ShippedTimeBudget -benchtime 1x -timeout 1h ./pipeline
 func BenchmarkShippedTimeBudget(b *testing.B) {
 	k := envPositive(b, "CIBENCH_TIME_SCALE", 100)
 	_, ep := emulator.Start(b, emulator.Config{TTFT: 200 * time.Millisecond / time.Duration(k), ITL: 30 * time.Millisecond / time.Duration(k),

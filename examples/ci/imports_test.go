@@ -10,17 +10,16 @@ import (
 // modulePath 是 cibench 的模块路径；驱动不得直接导入它的 internal/ 包。
 const modulePath = "github.com/vllm-cibench/cibench"
 
-// TestDriverImportsOnlyPublicAPI 用 go list 列出参考驱动每个包（examples/ci 与
-// examples/ci/driver）的直接导入：其中不得有任何 internal/ 包——模块的 internal/ 包会让
-// 团队把驱动复制出本模块后无法编译，驱动自己也不用 internal/ 目录（它的逻辑在可导入的
-// examples/ci/driver 里）。经由公开库包间接依赖的 internal 包不算（它们是库的实现细节）；
+// TestDriverImportsOnlyPublicAPI 用 go list 列出参考驱动 examples/ci 与它的组合 API pipeline 的
+// 直接导入：其中不得有任何 internal/ 包——团队用同样的公开积木必须能搭出同样的流水线，
+// 把 main 复制出本模块也必须能编译。经由公开库包间接依赖的 internal 包不算（它们是库的实现细节）；
 // 测试文件的导入也不算。
 func TestDriverImportsOnlyPublicAPI(t *testing.T) {
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go command not found:", err)
 	}
-	out, err := exec.Command(gocmd, "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, "./...").Output()
+	out, err := exec.Command(gocmd, "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, "./...", "../../pipeline").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -29,7 +28,7 @@ func TestDriverImportsOnlyPublicAPI(t *testing.T) {
 		p, imps, _ := strings.Cut(line, ":")
 		pkgs[p] = strings.Fields(imps)
 	}
-	for _, want := range []string{modulePath + "/examples/ci", modulePath + "/examples/ci/driver"} {
+	for _, want := range []string{modulePath + "/examples/ci", modulePath + "/pipeline"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Fatalf("go list did not list %s (got %v)", want, pkgs)
 		}
