@@ -136,11 +136,11 @@ type exchange struct {
 	// oneShot 为 true 表示响应是一次性 JSON（Source.Generative 为 false：embeddings、rerank），见 finishOneShot。
 	oneShot bool
 	body    []byte
-	reader *sse.Reader
-	scan   chunk.Scanner
-	rec    Record
-	think  thinkState
-	pend   string // 可能是思考标签一部分、尚未判定的 content 尾部
+	reader  *sse.Reader
+	scan    chunk.Scanner
+	rec     Record
+	think   thinkState
+	pend    string // 可能是思考标签一部分、尚未判定的 content 尾部
 	// 客户端计数的 token（usage 缺失时使用）
 	estTokens, estReason int
 	lastUsage            int // 连续 usage 下上一个 chunk 的 completion_tokens

@@ -22,7 +22,9 @@ type Pacer interface {
 type PacerFunc func(elapsed time.Duration, hits uint64) (time.Duration, bool)
 
 // Pace 调用 f。
-func (f PacerFunc) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) { return f(elapsed, hits) }
+func (f PacerFunc) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	return f(elapsed, hits)
+}
 
 // NewPacer 为一组构造到达过程：g 是组（输入/输出长度、并发、轮次），rate 是该组的
 // Profile.RequestRate。每组调用一次，返回的 Pacer 只用于这一组。

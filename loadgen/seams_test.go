@@ -57,8 +57,10 @@ func TestSourceEmbeddingsEndpoint(t *testing.T) {
 func TestSourceValidation(t *testing.T) {
 	base := loadgen.Profile{Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{1}}
 	for name, mod := range map[string]func(*loadgen.Profile){
-		"nil body":   func(p *loadgen.Profile) { p.Source = &loadgen.Source{Path: "/embeddings"} },
-		"bad path":   func(p *loadgen.Profile) { p.Source = &loadgen.Source{Path: "embeddings", Body: embeddingsSource("m").Body} },
+		"nil body": func(p *loadgen.Profile) { p.Source = &loadgen.Source{Path: "/embeddings"} },
+		"bad path": func(p *loadgen.Profile) {
+			p.Source = &loadgen.Source{Path: "embeddings", Body: embeddingsSource("m").Body}
+		},
 		"multi-turn": func(p *loadgen.Profile) { p.Source = embeddingsSource("m"); p.MultiTurn.Conversations = 3 },
 	} {
 		p := base
