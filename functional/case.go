@@ -78,6 +78,11 @@ type Case struct {
 	// 会变（vLLM 默认不保证批不变）。Runner 先并发跑完其它用例，再把这些用例逐个单独运行，
 	// 期间没有别的用例的请求在服务端。
 	Isolated bool
+	// Params 非 nil 时是用例参数结构体的指针，值是默认参数：功能配置（tests/functional/*.yaml）
+	// 的 params.<ID>: 块会以与整个配置树相同的严格规则解码进它的副本。matrix 加载配置时就这样
+	// 校验（未知字段、类型不符带文件:行:列，在任何东西运行之前报告），用例运行时用 T.Params
+	// 读取。nil 表示用例没有声明参数：它仍可用 T.Params 读 params.<ID>，但错误要到运行时才发现。
+	Params any
 	// Run 执行用例。ctx 在超时或运行被取消时结束。
 	Run func(ctx context.Context, t *T)
 }
@@ -154,6 +159,16 @@ func (c *Catalog) Add(cs Case) error {
 	c.ids[cs.ID] = true
 	c.cases = append(c.cases, cs)
 	return nil
+}
+
+// Case 返回 ID 为 id 的用例。
+func (c *Catalog) Case(id string) (Case, bool) {
+	for _, cs := range c.cases {
+		if cs.ID == id {
+			return cs, true
+		}
+	}
+	return Case{}, false
 }
 
 // Cases 返回用例的副本，顺序即添加顺序。

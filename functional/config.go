@@ -44,6 +44,9 @@ type Config struct {
 	Rerank          RerankConfig          `yaml:"rerank" json:"rerank"`
 	// Request 是全部套件共用的请求参数（request.yaml），不是一个套件。
 	Request RequestConfig `yaml:"request" json:"request"`
+	// Params 是团队用例的参数：键是用例 ID（如 "acme/lora_swap"），值是原样保存的 YAML 块，
+	// 由用例用 T.Params 解码（见 Case.Params）。内置套件的参数在上面各自的字段里，不在这里。
+	Params map[string]yaml.Node `yaml:"params" json:"-"`
 }
 
 // RequestConfig 是每个请求的界限：ci 的功能阶段与 examples/functional -config 用它们

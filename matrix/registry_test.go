@@ -73,3 +73,38 @@ func TestLoadWithoutRegistries(t *testing.T) {
 		}
 	}
 }
+
+// swapParams 是测试里团队用例的参数结构体。
+type swapParams struct {
+	Adapter string `yaml:"adapter"`
+}
+
+// TestCaseParamsCheckedAtLoad 证明团队用例的 YAML 参数在加载配置时就被校验：声明了 Case.Params
+// 的用例，params.<ID> 里的拼写错误带文件:行:列报告；params 下没有对应用例的 ID 同样被拒绝；
+// 写对了的参数原样留在 Functional.Params 里，供用例运行时用 T.Params 读取。
+func TestCaseParamsCheckedAtLoad(t *testing.T) {
+	tc := functional.Case{ID: "acme/swap", Suite: "acme", Params: &swapParams{}, Run: func(context.Context, *functional.T) {}}
+	tree := func(params string) fstest.MapFS {
+		return fstest.MapFS{
+			"matrix.yaml":                {Data: []byte("scenarios:\n  s:\n    pr: {functional: {suites: [acme]}, perf: {enabled: false}, accuracy: {enabled: false}}\n")},
+			"scenarios/s.yaml":           {Data: []byte("mode: emulator\nserved_model_name: m\n")},
+			"tests/functional/acme.yaml": {Data: []byte(params)},
+		}
+	}
+	m, err := load(tree("params:\n  acme/swap:\n    adapter: sql-lora\n"), matrix.WithCases(tc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := m.Functional.Params["acme/swap"]; !ok || n.Kind == 0 {
+		t.Fatalf("params not kept: %+v", m.Functional.Params)
+	}
+	for doc, want := range map[string]string{
+		"params:\n  acme/swap:\n    adaptor: sql-lora\n": `tests/functional/acme.yaml:3:5: params.acme/swap.adaptor: unknown field "adaptor"`,
+		"params:\n  acme/swapp:\n    adapter: x\n":       `tests/functional/acme.yaml:3:5: params.acme/swapp: no functional case has this ID`,
+	} {
+		_, err := load(tree(doc), matrix.WithCases(tc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", doc, err, want)
+		}
+	}
+}
