@@ -142,14 +142,21 @@ func (d *Deployer) restConfig() (*rest.Config, error) {
 	if d.rest != nil {
 		return d.rest, nil
 	}
+	return RESTConfig(d.cfg.Kubeconfig, d.cfg.Context)
+}
+
+// RESTConfig 按 client-go 的默认规则（KUBECONFIG、~/.kube/config）读取 kubeconfig；kubeconfig
+// 非空时只读这个文件，kubeContext 非空时用这个上下文。错误包装 ErrConfig，不含文件内容。
+// 团队自己基于 Kubernetes 的部署方式与分片 Job（loadgen/shard/kubejob）用它连接同一个集群。
+func RESTConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if d.cfg.Kubeconfig != "" {
-		rules.ExplicitPath = d.cfg.Kubeconfig
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: d.cfg.Context})
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	rc, err := cc.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("%w: kubeconfig %q context %q: %v", ErrConfig, d.cfg.Kubeconfig, d.cfg.Context, err)
+		return nil, fmt.Errorf("%w: kubeconfig %q context %q: %v", ErrConfig, kubeconfig, kubeContext, err)
 	}
 	return rc, nil
 }
@@ -351,6 +358,13 @@ func (e *WaitError) Unwrap() []error { return []error{deploy.ErrNotReady, e.Err}
 // 结束或截止在即（deadlineHit）、且之前已有观察，就保留之前的那次。没有任何观察时（第一次请求
 // 就撞上截止）才用它。
 func poll(ctx context.Context, interval time.Duration, what string, f func() (done bool, state string, err error)) error {
+	return Poll(ctx, interval, what, f)
+}
+
+// Poll 以固定间隔调用 f，直到它报告完成（nil）或返回错误（原样返回），或 ctx 结束（返回 *WaitError，
+// 带着 what 与最后一次有信息量的状态）。interval <= 0 时取 DefaultPollInterval。规则见 poll 的说明；
+// 分片 Job（loadgen/shard/kubejob）与团队自己的 Kubernetes 部署方式用它等待对象。
+func Poll(ctx context.Context, interval time.Duration, what string, f func() (done bool, state string, err error)) error {
 	if interval <= 0 {
 		interval = DefaultPollInterval
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"math"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/field"
 
 	"gopkg.in/yaml.v3"
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/loadgen/shard"
+	"github.com/vllm-cibench/cibench/loadgen/shard/kubejob"
 )
 
 // kubeProfile 是 --kube-shards 测试的档位：两组（c=2、c=4），每组 8 个请求，所以每组一个 Job。
@@ -23,10 +23,10 @@ var kubeProfile = []string{"-c", "2,4", "-il", "16", "-ol", "4", "-n", "8", "--q
 // 文件（子进程路径写的就是 os.Stdout），测试因此不能并行。
 func childStdout(t *testing.T, index, count, group int, start time.Time) string {
 	t.Helper()
-	t.Setenv(kube.EnvShardIndex, strconv.Itoa(index))
-	t.Setenv(kube.EnvShardCount, strconv.Itoa(count))
-	t.Setenv(kube.EnvShardStart, start.UTC().Format(time.RFC3339Nano))
-	t.Setenv(kube.EnvShardGroup, strconv.Itoa(group))
+	t.Setenv(kubejob.EnvShardIndex, strconv.Itoa(index))
+	t.Setenv(kubejob.EnvShardCount, strconv.Itoa(count))
+	t.Setenv(kubejob.EnvShardStart, start.UTC().Format(time.RFC3339Nano))
+	t.Setenv(kubejob.EnvShardGroup, strconv.Itoa(group))
 	f, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/loadgen/shard/kubejob"
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/loadgen/shard"
@@ -70,18 +70,18 @@ func (s *shardOptions) check(p *loadgen.Profile) error {
 
 // fromEnvironment 从 Indexed Job 注入的环境变量取得分片序号、分片数与开始时刻。
 func (s *shardOptions) fromEnvironment() (loadgen.Shard, error) {
-	idx, err1 := strconv.Atoi(os.Getenv(kube.EnvShardIndex))
-	cnt, err2 := strconv.Atoi(os.Getenv(kube.EnvShardCount))
-	start, err3 := time.Parse(time.RFC3339Nano, os.Getenv(kube.EnvShardStart))
+	idx, err1 := strconv.Atoi(os.Getenv(kubejob.EnvShardIndex))
+	cnt, err2 := strconv.Atoi(os.Getenv(kubejob.EnvShardCount))
+	start, err3 := time.Parse(time.RFC3339Nano, os.Getenv(kubejob.EnvShardStart))
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return loadgen.Shard{}, fmt.Errorf("--shard-from-env: %s=%q %s=%q %s=%q: %w", kube.EnvShardIndex, os.Getenv(kube.EnvShardIndex),
-			kube.EnvShardCount, os.Getenv(kube.EnvShardCount), kube.EnvShardStart, os.Getenv(kube.EnvShardStart), err)
+		return loadgen.Shard{}, fmt.Errorf("--shard-from-env: %s=%q %s=%q %s=%q: %w", kubejob.EnvShardIndex, os.Getenv(kubejob.EnvShardIndex),
+			kubejob.EnvShardCount, os.Getenv(kubejob.EnvShardCount), kubejob.EnvShardStart, os.Getenv(kubejob.EnvShardStart), err)
 	}
 	sh := loadgen.Shard{Index: idx, Count: cnt, StartAt: start}
-	if v, ok := os.LookupEnv(kube.EnvShardGroup); ok {
+	if v, ok := os.LookupEnv(kubejob.EnvShardGroup); ok {
 		g, err := strconv.Atoi(v)
 		if err != nil {
-			return loadgen.Shard{}, fmt.Errorf("--shard-from-env: %s=%q: %w", kube.EnvShardGroup, v, err)
+			return loadgen.Shard{}, fmt.Errorf("--shard-from-env: %s=%q: %w", kubejob.EnvShardGroup, v, err)
 		}
 		sh.Groups = []int{g} // 每组一个 Job：本 Pod 只跑这一组
 	}
@@ -95,7 +95,7 @@ func (s *shardOptions) fromEnvironment() (loadgen.Shard, error) {
 // 逐请求记录（完整的 loadgen.Record，JSON Lines）写到 --shard-records 给的文件；Pod 里的分片
 // （--shard-from-env）没有给 --shard-records 时写到 stdout、在结果行之前：Pod 日志是 Pod 交回东西的
 // 唯一通道，结果行保持最后一行，kubelet 轮转日志时丢掉的是最早的记录而不是结果行（收集方核对条数，
-// 把缺口报告出来，见 kube.ShardRun.RecordGaps）。
+// 把缺口报告出来，见 kubejob.ShardRun.RecordGaps）。
 func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io.Reader, stdout io.Writer) error {
 	sh := loadgen.Shard{Index: o.shard.index, Count: o.shard.count, StartAt: o.shard.start}
 	if o.shard.fromEnv {
@@ -552,8 +552,8 @@ func missingNote(lost []loadgen.ShardLoss) string {
 }
 
 // runKubeShards 以 Indexed Job 跑各分片（镜像里的本程序带 --shard-from-env），收集并合并。
-// 多组的档位每组一个 Job、依次运行（kube.ShardJob.Groups），每组都对齐到自己 Job 的开始时刻。
-// 各 Pod 写在结果行之前的逐请求记录由 kube.RunShards 存进 tmp（私有临时目录，调用方写完产物后
+// 多组的档位每组一个 Job、依次运行（kubejob.ShardJob.Groups），每组都对齐到自己 Job 的开始时刻。
+// 各 Pod 写在结果行之前的逐请求记录由 kubejob.RunShards 存进 tmp（私有临时目录，调用方写完产物后
 // 删除），合并时与本机分片一样经 shard.Replay 写出逐请求与会话 CSV；Pod 日志里的记录少于分片测量的
 // 请求数时（日志轮转、读取上限），缺口随 merged 交给 writeMerged 报告。
 //
@@ -573,7 +573,7 @@ func runKubeShards(ctx context.Context, o *options, args []string, tmp string, s
 		}
 		cargs = append(cargs, a)
 	}
-	job := kube.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image,
+	job := kubejob.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image,
 		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.Defaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread,
 		RecordsDir: tmp}
 	if o.provider != "" {
@@ -586,7 +586,7 @@ func runKubeShards(ctx context.Context, o *options, args []string, tmp string, s
 			return nil, err
 		}
 		job.Secret = map[string][]byte{"providers.yaml": b}
-		cargs = append(cargs, "-p", kube.SecretMountPath+"/providers.yaml", "-pid", prov.ID)
+		cargs = append(cargs, "-p", kubejob.SecretMountPath+"/providers.yaml", "-pid", prov.ID)
 	}
 	if o.inputPath != "" {
 		data, err := datasetFiles(o.inputPath)
@@ -594,14 +594,14 @@ func runKubeShards(ctx context.Context, o *options, args []string, tmp string, s
 			return nil, err
 		}
 		job.Data = data
-		cargs = append(cargs, "-i", kube.DataMountPath)
+		cargs = append(cargs, "-i", kubejob.DataMountPath)
 	}
 	job.Args = append(append([]string{"prof"}, cargs...), "--shard-from-env", "--quiet")
-	run, err := kube.RunShards(ctx, job)
+	run, err := kubejob.RunShards(ctx, job)
 	if run == nil || len(run.Results) == 0 {
 		return nil, err
 	}
-	lost := kube.ShardLosses(err)
+	lost := kubejob.ShardLosses(err)
 	if ctx.Err() != nil {
 		// 运行被取消（Ctrl-C、SIGTERM）：没有交回结果的分片是被取消的，不是自己失败的。
 		for i := range lost {

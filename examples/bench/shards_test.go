@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/loadgen/shard"
+	"github.com/vllm-cibench/cibench/loadgen/shard/kubejob"
 )
 
 // slowProvider 启动每个请求首 token 前固定等待 ttft 的模拟器，返回指向它的 providers.yaml。
@@ -101,19 +101,19 @@ func TestKubeShardsManyGroupsAccepted(t *testing.T) {
 			t.Fatalf("%v refused: %v", args, err)
 		}
 	}
-	t.Setenv(kube.EnvShardIndex, "1")
-	t.Setenv(kube.EnvShardCount, "2")
-	t.Setenv(kube.EnvShardStart, "2026-01-02T03:04:05Z")
+	t.Setenv(kubejob.EnvShardIndex, "1")
+	t.Setenv(kubejob.EnvShardCount, "2")
+	t.Setenv(kubejob.EnvShardStart, "2026-01-02T03:04:05Z")
 	var o shardOptions
 	sh, err := o.fromEnvironment()
 	if err != nil || sh.Index != 1 || sh.Count != 2 || sh.Groups != nil {
 		t.Fatalf("without a group: %+v, %v", sh, err)
 	}
-	t.Setenv(kube.EnvShardGroup, "3")
+	t.Setenv(kubejob.EnvShardGroup, "3")
 	if sh, err = o.fromEnvironment(); err != nil || !slices.Equal(sh.Groups, []int{3}) {
-		t.Fatalf("with %s=3: %+v, %v", kube.EnvShardGroup, sh, err)
+		t.Fatalf("with %s=3: %+v, %v", kubejob.EnvShardGroup, sh, err)
 	}
-	t.Setenv(kube.EnvShardGroup, "x")
+	t.Setenv(kubejob.EnvShardGroup, "x")
 	if _, err = o.fromEnvironment(); err == nil || !strings.Contains(err.Error(), `CIBENCH_SHARD_GROUP="x"`) {
 		t.Fatalf("bad group: %v", err)
 	}

@@ -1,4 +1,4 @@
-package kube
+package kubejob
 
 import (
 	"context"
@@ -15,11 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
 // TestShardJobFilesManifestAndValidation 检查 Secret 与 ConfigMap 的挂载（只读，Secret 0400，路径固定）、
-// Job 定义里没有密钥；键名不合法与内容过大在创建任何对象之前以 ErrConfig 点名字段。
+// Job 定义里没有密钥；键名不合法与内容过大在创建任何对象之前以 kube.ErrConfig 点名字段。
 func TestShardJobFilesManifestAndValidation(t *testing.T) {
 	const key = "sk-unit-secret"
 	j, err := ShardJob{Image: "i", Shards: 2, Name: "b", Secret: map[string][]byte{"providers.yaml": []byte("api_key: " + key)},
@@ -51,14 +52,14 @@ func TestShardJobFilesManifestAndValidation(t *testing.T) {
 		{ShardJob{Image: "i", Shards: 1, Secret: map[string][]byte{"a/b": nil}}, `secret key="a/b"`},
 		{ShardJob{Image: "i", Shards: 1, Data: map[string][]byte{"x": make([]byte, MaxShardFilesBytes+1)}}, "data="},
 	} {
-		if _, err := tc.j.withDefaults(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v, want ErrConfig with %q", err, tc.want)
+		if _, err := tc.j.withDefaults(); !errors.Is(err, kube.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v, want kube.ErrConfig with %q", err, tc.want)
 		}
 	}
 }
 
 // TestShardJobFilesLifecycle 在 client-go 的内存客户端上走一遍文件对象的生命周期：创建、属主设为 Job、
-// 删除；删除只删本次运行（注解里的运行标识）的对象，同名的别人的对象不动；同名对象已存在时创建报 ErrConfig。
+// 删除；删除只删本次运行（注解里的运行标识）的对象，同名的别人的对象不动；同名对象已存在时创建报 kube.ErrConfig。
 func TestShardJobFilesLifecycle(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
@@ -66,7 +67,7 @@ func TestShardJobFilesLifecycle(t *testing.T) {
 	if err := j.createFiles(ctx, cs, "run1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.createFiles(ctx, cs, "run2"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "secret ns/b-secret already exists") {
+	if err := j.createFiles(ctx, cs, "run2"); !errors.Is(err, kube.ErrConfig) || !strings.Contains(err.Error(), "secret ns/b-secret already exists") {
 		t.Fatalf("second create: %v", err)
 	}
 	j.adoptFiles(ctx, cs, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "job-uid"}})

@@ -1,4 +1,4 @@
-package kube_test
+package kubejob_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -27,6 +28,7 @@ import (
 	"github.com/vllm-cibench/cibench/internal/kubetest"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/loadgen/shard"
+	"github.com/vllm-cibench/cibench/loadgen/shard/kubejob"
 )
 
 // shardResults 以真实的 shard.Run 对本进程的模拟器跑 count 片中的 idx 各片，
@@ -88,12 +90,12 @@ func shardOutput(t *testing.T, count, keep int, idx ...int) (string, int) {
 }
 
 // recordsJob 以 RecordsDir 跑两片的 RunShards，要求两片都交回结果，返回运行结果。
-func recordsJob(t *testing.T, c *kubetest.Cluster, ns, name string) *kube.ShardRun {
+func recordsJob(t *testing.T, c *kubetest.Cluster, ns, name string) *kubejob.ShardRun {
 	t.Helper()
-	job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test",
+	job := kubejob.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test",
 		Args: []string{"prof", "--shard-from-env"}, Shards: 2, StartDelay: time.Second, RecordsDir: t.TempDir(),
 		Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
-	run, err := kube.RunShards(context.Background(), job)
+	run, err := kubejob.RunShards(context.Background(), job)
 	if err != nil || len(run.Results) != 2 || len(run.Records) != 2 {
 		t.Fatalf("RunShards: %+v, %v", run, err)
 	}
@@ -102,7 +104,7 @@ func recordsJob(t *testing.T, c *kubetest.Cluster, ns, name string) *kube.ShardR
 
 // replayCount 合并运行结果并用 shard.Replay 把各片的记录文件交给一个数 OnRecord 的观察者，返回条数；
 // 同时核对每条记录属于第 0 组、没有重复的序号。
-func replayCount(t *testing.T, run *kube.ShardRun) int {
+func replayCount(t *testing.T, run *kubejob.ShardRun) int {
 	t.Helper()
 	groups, err := shard.MergeGroups(shard.MergeOptions{MaxSkew: time.Minute}, run.Results...)
 	if err != nil {
@@ -199,14 +201,14 @@ func TestShardJobIntegration(t *testing.T) {
 	ns := "default"
 	t.Run("collect-and-missing", func(t *testing.T) {
 		c.SetPodLog(t, shardResults(t, 3, 0, 1))
-		job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: "bench-shards", Image: "cibench/bench:test",
+		job := kubejob.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: "bench-shards", Image: "cibench/bench:test",
 			Args: []string{"--shard-from-env"}, Shards: 3, StartDelay: time.Second, CPU: "1", Memory: "512Mi",
 			NodeSelector: map[string]string{"kubernetes.io/hostname": kubetest.NodeName},
 			Timeout:      2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
-		run, err := kube.RunShards(context.Background(), job)
+		run, err := kubejob.RunShards(context.Background(), job)
 		results := run.Results
-		var je *kube.ShardJobError
-		if !errors.As(err, &je) || !errors.Is(err, kube.ErrShardJob) {
+		var je *kubejob.ShardJobError
+		if !errors.As(err, &je) || !errors.Is(err, kubejob.ErrShardJob) {
 			t.Fatalf("err = %v, want a ShardJobError", err)
 		}
 		if len(je.Failed) != 1 || !strings.Contains(je.Failed[2], "no cibench.shard/v2 line (shard 2)") {
@@ -261,11 +263,11 @@ func TestShardJobIntegration(t *testing.T) {
 		// LogBytes（不是悄悄少了记录、更不是成功），读到一半的记录被截回，记录文件为空。
 		log, _ := shardOutput(t, 2, -1, 0, 1)
 		c.SetPodLog(t, log)
-		job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: "bench-log-bytes", Image: "cibench/bench:test",
+		job := kubejob.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: "bench-log-bytes", Image: "cibench/bench:test",
 			Args: []string{"prof", "--shard-from-env"}, Shards: 2, StartDelay: time.Second, RecordsDir: t.TempDir(), LogBytes: 4096,
 			Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
-		run, err := kube.RunShards(context.Background(), job)
-		var je *kube.ShardJobError
+		run, err := kubejob.RunShards(context.Background(), job)
+		var je *kubejob.ShardJobError
 		if !errors.As(err, &je) || len(je.Failed) != 2 || len(run.Results) != 0 {
 			t.Fatalf("err = %v, %d results; want both shards without a result", err, len(run.Results))
 		}
@@ -285,9 +287,9 @@ func TestShardJobIntegration(t *testing.T) {
 		rc := rest.CopyConfig(c.RESTConfig)
 		wrap := &cancelAfterCreate{cancel: cancel, deliver: true}
 		rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wrap.next = rt; return wrap }
-		job := kube.ShardJob{RESTConfig: rc, Namespace: ns, Name: "bench-cancel", Image: "cibench/bench:test",
+		job := kubejob.ShardJob{RESTConfig: rc, Namespace: ns, Name: "bench-cancel", Image: "cibench/bench:test",
 			Shards: 2, StartDelay: time.Second, Timeout: 2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
-		_, err := kube.RunShards(ctx, job)
+		_, err := kubejob.RunShards(ctx, job)
 		if !wrap.hit.Load() {
 			t.Fatal("the create request never went through the wrapper")
 		}
@@ -313,9 +315,9 @@ func TestShardJobIntegration(t *testing.T) {
 		rc := rest.CopyConfig(c.RESTConfig)
 		wrap := &cancelAfterCreate{cancel: cancel}
 		rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wrap.next = rt; return wrap }
-		job := kube.ShardJob{RESTConfig: rc, Namespace: ns, Name: "bench-cancel-create", Image: "cibench/bench:test",
+		job := kubejob.ShardJob{RESTConfig: rc, Namespace: ns, Name: "bench-cancel-create", Image: "cibench/bench:test",
 			Shards: 2, StartDelay: time.Second, Timeout: 2 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond}
-		_, err := kube.RunShards(ctx, job)
+		_, err := kubejob.RunShards(ctx, job)
 		if !wrap.hit.Load() {
 			t.Fatal("the create request never went through the wrapper")
 		}
@@ -373,11 +375,11 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 	var logs syncBuffer
 	// Timeout 4 分钟：在两个忙循环占满两核时，一个 Job 从创建到 job-controller 标记完成测得 7.6 秒到
 	// 1 分 44 秒（kwok 与 job-controller 的 watch 在 etcd 3.4 上会断开重列），2 分钟的界太紧。
-	job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test", Args: []string{"prof", "--shard-from-env"},
+	job := kubejob.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test", Args: []string{"prof", "--shard-from-env"},
 		Shards: 2, Groups: 2, StartDelay: time.Second, Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	began := time.Now()
-	run, err := kube.RunShards(context.Background(), job)
+	run, err := kubejob.RunShards(context.Background(), job)
 	results := run.Results
 	t.Logf("RunShards took %s; its log:\n%s", time.Since(began), logs.String())
 	// RunShards 记下每个 Job 的创建与删除完成（delete 等到 Job 与它的 Pod 都消失才记"deleted"）：
@@ -401,7 +403,7 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 		t.Errorf("job lifecycle %v, want %v (one job per group, the next created after the previous and its pods were deleted)", events, want)
 	}
 	missing := !have[[2]int{1, 1}]
-	var je *kube.ShardJobError
+	var je *kubejob.ShardJobError
 	switch {
 	case !missing && err != nil:
 		t.Fatalf("RunShards: %v", err)
@@ -510,19 +512,19 @@ func TestShardJobFilesIntegration(t *testing.T) {
 				for _, m := range p.Spec.Containers[0].VolumeMounts {
 					mounts[m.MountPath] = m.ReadOnly
 				}
-				if vols["secret"] != name+"-secret" || vols["data"] != name+"-data" || !mounts[kube.SecretMountPath] || !mounts[kube.DataMountPath] {
+				if vols["secret"] != name+"-secret" || vols["data"] != name+"-data" || !mounts[kubejob.SecretMountPath] || !mounts[kubejob.DataMountPath] {
 					report("pod %s volumes %v mounts %v", p.Name, vols, mounts)
 				}
 			}
 			checked.Add(1)
 		}
 	}
-	job := kube.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test",
-		Args: []string{"prof", "-p", kube.SecretMountPath + "/providers.yaml", "-i", kube.DataMountPath, "--shard-from-env"}, Shards: 2,
+	job := kubejob.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test",
+		Args: []string{"prof", "-p", kubejob.SecretMountPath + "/providers.yaml", "-i", kubejob.DataMountPath, "--shard-from-env"}, Shards: 2,
 		Secret: map[string][]byte{"providers.yaml": provider}, Data: map[string][]byte{"0000.jsonl": dataset},
 		StartDelay: time.Second, Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond,
 		Log: slog.New(hookHandler{on: check})}
-	run, err := kube.RunShards(ctx, job)
+	run, err := kubejob.RunShards(ctx, job)
 	if err != nil || len(run.Results) != 2 {
 		t.Fatalf("RunShards: %v, %v", run, err)
 	}
@@ -539,11 +541,21 @@ func TestShardJobFilesIntegration(t *testing.T) {
 
 	big := job
 	big.Name, big.Log = "bench-big", nil
-	big.Data = map[string][]byte{"0000.jsonl": bytes.Repeat([]byte("x"), kube.MaxShardFilesBytes+1)}
-	if _, err := kube.RunShards(ctx, big); !errors.Is(err, kube.ErrConfig) || !strings.Contains(err.Error(), "data=") {
+	big.Data = map[string][]byte{"0000.jsonl": bytes.Repeat([]byte("x"), kubejob.MaxShardFilesBytes+1)}
+	if _, err := kubejob.RunShards(ctx, big); !errors.Is(err, kube.ErrConfig) || !strings.Contains(err.Error(), "data=") {
 		t.Fatalf("oversized dataset: %v, want ErrConfig naming data", err)
 	}
 	if cms, _ := c.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=bench-big"}); len(cms.Items) != 0 {
 		t.Fatalf("an oversized run created %d configmaps", len(cms.Items))
 	}
+}
+
+// podsWith 返回命名空间中匹配选择器的 Pod。
+func podsWith(t *testing.T, c *kubetest.Cluster, ns, sel string) []corev1.Pod {
+	t.Helper()
+	l, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
 }

@@ -1,4 +1,4 @@
-package kube
+package kubejob
 
 import (
 	"bufio"
@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
@@ -223,7 +224,7 @@ func (e *ShardJobError) Unwrap() error { return ErrShardJob }
 // withDefaults 校验并填默认值；错误点名字段与取值。
 func (j ShardJob) withDefaults() (ShardJob, error) {
 	if j.Namespace == "" {
-		j.Namespace = DefaultNamespace
+		j.Namespace = kube.DefaultNamespace
 	}
 	if j.Name == "" {
 		j.Name = "cibench-shards"
@@ -235,10 +236,10 @@ func (j ShardJob) withDefaults() (ShardJob, error) {
 		j.Timeout = 20*time.Minute + j.StartDelay
 	}
 	if j.DeleteTimeout == 0 {
-		j.DeleteTimeout = DefaultDeleteTimeout
+		j.DeleteTimeout = kube.DefaultDeleteTimeout
 	}
 	if j.PollInterval == 0 {
-		j.PollInterval = DefaultPollInterval
+		j.PollInterval = kube.DefaultPollInterval
 	}
 	if j.Log == nil {
 		j.Log = slog.New(slog.DiscardHandler)
@@ -251,7 +252,7 @@ func (j ShardJob) withDefaults() (ShardJob, error) {
 	}
 	j.group = -1 // RunShards 为每组的 Job 单独设置
 	bad := func(field string, v any, why string) error {
-		return fmt.Errorf("%w: shard job %s=%v: %s", ErrConfig, field, v, why)
+		return fmt.Errorf("%w: shard job %s=%v: %s", kube.ErrConfig, field, v, why)
 	}
 	switch {
 	case j.Image == "":
@@ -370,15 +371,14 @@ func (j ShardJob) manifest(startAt time.Time) *batchv1.Job {
 func (j ShardJob) clientset() (kubernetes.Interface, error) {
 	rc := j.RESTConfig
 	if rc == nil {
-		d := &Deployer{cfg: Config{Kubeconfig: j.Kubeconfig, Context: j.Context}}
 		var err error
-		if rc, err = d.restConfig(); err != nil {
+		if rc, err = kube.RESTConfig(j.Kubeconfig, j.Context); err != nil {
 			return nil, err
 		}
 	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %v", kube.ErrConfig, err)
 	}
 	return cs, nil
 }
@@ -411,7 +411,7 @@ type ShardRun struct {
 // 每个分片的记录按组的顺序追加到同一个文件。某个 Job 只是有分片失败时继续下一组；超时、取消、
 // 创建或删除失败时停下（后面的组不再运行，错误说明停在哪一组）。
 //
-// 配置无效（含 RecordsDir 不是已存在的目录）时返回 nil 与 ErrConfig，集群里什么也不创建。
+// 配置无效（含 RecordsDir 不是已存在的目录）时返回 nil 与 kube.ErrConfig，集群里什么也不创建。
 func RunShards(ctx context.Context, job ShardJob) (*ShardRun, error) {
 	job, err := job.withDefaults()
 	if err != nil {
@@ -427,7 +427,7 @@ func RunShards(ctx context.Context, job ShardJob) (*ShardRun, error) {
 			// 0600：记录里没有密钥（Record.Error 已脱敏），但它们是压测的原始数据，与 bench 的其他临时文件一样收紧。
 			path := job.recordsFile(i)
 			if err := os.WriteFile(path, nil, 0o600); err != nil {
-				return nil, fmt.Errorf("%w: shard job records_dir: %v", ErrConfig, err)
+				return nil, fmt.Errorf("%w: shard job records_dir: %v", kube.ErrConfig, err)
 			}
 			run.Records = append(run.Records, path)
 		}
@@ -537,15 +537,15 @@ func (job ShardJob) runOne(ctx context.Context, cs kubernetes.Interface) ([]*sha
 	if err := job.createFiles(ctx, cs, runID); err != nil {
 		return nil, nil, startAt, errors.Join(err, job.deleteFiles(ctx, cs, runID))
 	}
-	created, err := jobs.Create(ctx, obj, metav1.CreateOptions{FieldManager: DefaultFieldManager})
+	created, err := jobs.Create(ctx, obj, metav1.CreateOptions{FieldManager: kube.DefaultFieldManager})
 	if err != nil {
 		ferr := job.deleteFiles(ctx, cs, runID)
 		if apierrors.IsAlreadyExists(err) {
-			return nil, nil, startAt, errors.Join(fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, job.Namespace, job.Name), ferr)
+			return nil, nil, startAt, errors.Join(fmt.Errorf("%w: job %s/%s already exists (a previous run left it, or another run is active)", kube.ErrConfig, job.Namespace, job.Name), ferr)
 		}
 		// 创建请求可能已被服务端执行、只是响应没有回来（ctx 恰在途中被取消——SIGTERM——或响应超时）：
 		// Job 带着本次的运行标识存在时照样删除它，否则它会留在集群里、下次运行以 "already exists" 失败。
-		cerr := fmt.Errorf("%w: create job %s/%s: %w", ErrUnreachable, job.Namespace, job.Name, err)
+		cerr := fmt.Errorf("%w: create job %s/%s: %w", kube.ErrUnreachable, job.Namespace, job.Name, err)
 		if derr := job.deleteOrphan(ctx, cs, runID); derr != nil {
 			cerr = errors.Join(cerr, derr)
 		}
@@ -579,14 +579,14 @@ func (j ShardJob) fileMeta(name, runID string) metav1.ObjectMeta {
 }
 
 // createFiles 创建本次运行的 Secret（Secret 非空时）与 ConfigMap（Data 非空时）。同名对象已存在时
-// 报 ErrConfig（上次运行留下的，或另一次运行正在用）。
+// 报 kube.ErrConfig（上次运行留下的，或另一次运行正在用）。
 func (j ShardJob) createFiles(ctx context.Context, cs kubernetes.Interface, runID string) error {
-	opts := metav1.CreateOptions{FieldManager: DefaultFieldManager}
+	opts := metav1.CreateOptions{FieldManager: kube.DefaultFieldManager}
 	wrap := func(kind, name string, err error) error {
 		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%w: %s %s/%s already exists (a previous run left it, or another run is active)", ErrConfig, kind, j.Namespace, name)
+			return fmt.Errorf("%w: %s %s/%s already exists (a previous run left it, or another run is active)", kube.ErrConfig, kind, j.Namespace, name)
 		}
-		return fmt.Errorf("%w: create %s %s/%s: %w", ErrUnreachable, kind, j.Namespace, name, err)
+		return fmt.Errorf("%w: create %s %s/%s: %w", kube.ErrUnreachable, kind, j.Namespace, name, err)
 	}
 	if len(j.Secret) > 0 {
 		sec := &corev1.Secret{ObjectMeta: j.fileMeta(j.secretName(), runID), Type: corev1.SecretTypeOpaque, Data: j.Secret}
@@ -607,7 +607,7 @@ func (j ShardJob) createFiles(ctx context.Context, cs kubernetes.Interface, runI
 // 垃圾回收器随 Job 一起删掉它们。尽力而为——正常路径上 deleteFiles 总会显式删除它们。
 func (j ShardJob) adoptFiles(ctx context.Context, cs kubernetes.Interface, job *batchv1.Job) {
 	ref := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID}}
-	opts := metav1.UpdateOptions{FieldManager: DefaultFieldManager}
+	opts := metav1.UpdateOptions{FieldManager: kube.DefaultFieldManager}
 	if len(j.Secret) > 0 {
 		if sec, err := cs.CoreV1().Secrets(j.Namespace).Get(ctx, j.secretName(), metav1.GetOptions{}); err == nil {
 			sec.OwnerReferences = ref
@@ -649,7 +649,7 @@ func (j ShardJob) deleteFiles(ctx context.Context, cs kubernetes.Interface, runI
 		}
 	}
 	if len(left) > 0 {
-		return &TeardownError{Remaining: left}
+		return &kube.TeardownError{Remaining: left}
 	}
 	return nil
 }
@@ -675,7 +675,7 @@ func (j ShardJob) deleteOrphan(ctx context.Context, cs kubernetes.Interface, run
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return &TeardownError{Remaining: []string{"job " + j.Namespace + "/" + j.Name + ": create failed and its state is unknown: " + err.Error()}}
+		return &kube.TeardownError{Remaining: []string{"job " + j.Namespace + "/" + j.Name + ": create failed and its state is unknown: " + err.Error()}}
 	case cur.Annotations[AnnotationShardRun] != runID:
 		return nil
 	}
@@ -687,7 +687,7 @@ func (j ShardJob) deleteOrphan(ctx context.Context, cs kubernetes.Interface, run
 func (j ShardJob) await(ctx context.Context, cs kubernetes.Interface) ([]*shard.Result, []shard.RecordGap, error) {
 	wctx, cancel := context.WithTimeout(ctx, j.Timeout)
 	defer cancel()
-	waitErr := poll(wctx, j.PollInterval, "shard job "+j.Name+" finished", func() (bool, string, error) {
+	waitErr := kube.Poll(wctx, j.PollInterval, "shard job "+j.Name+" finished", func() (bool, string, error) {
 		cur, err := cs.BatchV1().Jobs(j.Namespace).Get(wctx, j.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, "get job: " + err.Error(), nil // 暂时的 API 错误：继续等到超时
@@ -925,18 +925,18 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 	fg := metav1.DeletePropagationForeground
 	err := cs.BatchV1().Jobs(j.Namespace).Delete(dctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) { // Conflict：同名的已是另一个 Job，本次的已经没了
-		return &TeardownError{Remaining: []string{name + ": " + err.Error()}}
+		return &kube.TeardownError{Remaining: []string{name + ": " + err.Error()}}
 	}
 	interval := max(j.PollInterval/4, 10*time.Millisecond)
 	// lastOf 取出等待超时时最后一次观察到的状态（截止前的那次，见 poll）。
 	lastOf := func(err error) string {
-		var we *WaitError
+		var we *kube.WaitError
 		if errors.As(err, &we) {
 			return we.Last
 		}
 		return err.Error()
 	}
-	err = poll(dctx, interval, name+" deleted", func() (bool, string, error) {
+	err = kube.Poll(dctx, interval, name+" deleted", func() (bool, string, error) {
 		j.releaseTracking(dctx, cs, uid)
 		cur, err := cs.BatchV1().Jobs(j.Namespace).Get(dctx, j.Name, metav1.GetOptions{})
 		switch {
@@ -950,9 +950,9 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 	if err != nil {
 		pods := j.podStates(context.WithoutCancel(ctx), cs, uid)
 		j.Log.Info("kube: shard job not deleted", "job", j.Namespace+"/"+j.Name, "err", err, "pods", pods)
-		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: still present after %s (%s; its pods: %s)", name, j.DeleteTimeout, lastOf(err), pods)}}
+		return &kube.TeardownError{Remaining: []string{fmt.Sprintf("%s: still present after %s (%s; its pods: %s)", name, j.DeleteTimeout, lastOf(err), pods)}}
 	}
-	err = poll(dctx, interval, name+": pods deleted", func() (bool, string, error) {
+	err = kube.Poll(dctx, interval, name+": pods deleted", func() (bool, string, error) {
 		pods, err := cs.CoreV1().Pods(j.Namespace).List(dctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + j.Name})
 		if err != nil {
 			return false, "list pods: " + err.Error(), nil
@@ -977,7 +977,7 @@ func (j ShardJob) delete(ctx context.Context, cs kubernetes.Interface, uid types
 	})
 	j.Log.Info("kube: shard job deleted", "job", j.Namespace+"/"+j.Name, "err", err)
 	if err != nil {
-		return &TeardownError{Remaining: []string{fmt.Sprintf("%s: %s after %s", name, lastOf(err), j.DeleteTimeout)}}
+		return &kube.TeardownError{Remaining: []string{fmt.Sprintf("%s: %s after %s", name, lastOf(err), j.DeleteTimeout)}}
 	}
 	return nil
 }
@@ -1001,7 +1001,7 @@ func (j ShardJob) releaseTracking(ctx context.Context, cs kubernetes.Interface, 
 			continue
 		}
 		p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == jobTrackingFinalizer })
-		if _, err := cs.CoreV1().Pods(j.Namespace).Update(ctx, p, metav1.UpdateOptions{FieldManager: DefaultFieldManager}); err == nil {
+		if _, err := cs.CoreV1().Pods(j.Namespace).Update(ctx, p, metav1.UpdateOptions{FieldManager: kube.DefaultFieldManager}); err == nil {
 			j.Log.Info("kube: released the job-tracking finalizer of a deleted shard pod", "pod", p.Namespace+"/"+p.Name)
 		}
 	}

@@ -1,4 +1,4 @@
-package kube
+package kubejob
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/loadgen/shard"
 )
@@ -52,7 +53,7 @@ func TestShardJobManifest(t *testing.T) {
 	}
 }
 
-// TestShardJobValidation 检查错误点名字段与取值，且都是 ErrConfig。
+// TestShardJobValidation 检查错误点名字段与取值，且都是 kube.ErrConfig。
 func TestShardJobValidation(t *testing.T) {
 	for _, tc := range []struct {
 		j    ShardJob
@@ -71,7 +72,7 @@ func TestShardJobValidation(t *testing.T) {
 		{ShardJob{Image: "i", Shards: 2, RecordsDir: "/nonexistent/cibench-records"}, "records_dir=/nonexistent/cibench-records: must be an existing directory"},
 	} {
 		_, err := tc.j.withDefaults()
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, kube.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.j, err, tc.want)
 		}
 	}
