@@ -1,9 +1,9 @@
 package accuracy
 
 import (
-	"github.com/vllm-cibench/cibench/internal/regname"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/internal/regname"
 	"maps"
 	"slices"
 	"strings"
@@ -41,7 +41,6 @@ var ErrDuplicateEval = errors.New("accuracy: duplicate eval")
 
 // ErrEvalName 表示评测名写法不合法（空、大写、空白或其他字符）。
 var ErrEvalName = errors.New("accuracy: invalid eval name")
-
 
 // DatasetCheck 在任何请求发出之前校验一个 datasets[] 条目中只有该评测才懂的组合
 // （例如 gpqa 全量模式下抽子集必须 n_repeats: 1）；debug 是 Config.Debug。返回

@@ -1,9 +1,9 @@
 package functional
 
 import (
-	"github.com/vllm-cibench/cibench/internal/regname"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/internal/regname"
 	"slices"
 	"strings"
 )
@@ -39,7 +39,6 @@ var ErrDuplicateFeature = errors.New("functional: duplicate feature")
 
 // ErrFeatureName 表示能力名的写法不合法（空、大写、空白或其他字符）。
 var ErrFeatureName = errors.New("functional: invalid feature name")
-
 
 // Features 是一张能力名登记表：场景 YAML 的 features 列表、用例的 Requires 与
 // Target.Features 只接受登记过的名字。它是普通的值，由调用方构造并传给

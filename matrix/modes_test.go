@@ -77,11 +77,11 @@ func TestTeamModeFromYAML(t *testing.T) {
 		t.Fatalf("scenario = %+v", sc)
 	}
 	for bad, want := range map[string][]string{
-		"mode: slurm\nserved_model_name: m\nslurm:\n  partition: gpu\n  gpus: 0\n":  {"scenarios/s.yaml:5:9", "slurm.gpus", "gpus must be at least 1"},
-		"mode: slurm\nserved_model_name: m\nslurm:\n  partiton: gpu\n  gpus: 1\n":  {"scenarios/s.yaml:4:3", "partiton"},
+		"mode: slurm\nserved_model_name: m\nslurm:\n  partition: gpu\n  gpus: 0\n":     {"scenarios/s.yaml:5:9", "slurm.gpus", "gpus must be at least 1"},
+		"mode: slurm\nserved_model_name: m\nslurm:\n  partiton: gpu\n  gpus: 1\n":      {"scenarios/s.yaml:4:3", "partiton"},
 		"mode: slurm\nserved_model_name: m\nslurm: {gpus: 1}\nemulator: {ttft: 1ms}\n": {"scenarios/s.yaml:4:1", `emulator block is not allowed with mode "slurm"`},
-		"mode: emulator\nserved_model_name: m\nslurm: {gpus: 1}\n":                       {"scenarios/s.yaml:3:1", `slurm block is not allowed with mode "emulator"`},
-		"mode: slurm\nserved_model_name: m\nslurmm: {gpus: 1}\n":                        {"scenarios/s.yaml:3:1", "slurmm"},
+		"mode: emulator\nserved_model_name: m\nslurm: {gpus: 1}\n":                     {"scenarios/s.yaml:3:1", `slurm block is not allowed with mode "emulator"`},
+		"mode: slurm\nserved_model_name: m\nslurmm: {gpus: 1}\n":                       {"scenarios/s.yaml:3:1", "slurmm"},
 	} {
 		_, err := load(tree(bad), matrix.WithModes(reg))
 		if err == nil || !errors.Is(err, matrix.ErrConfig) {
