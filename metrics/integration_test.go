@@ -311,7 +311,7 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	}
 	const prefix, job = "cibench", "cibench"
 
-	// 1. 推送之前 Pushgateway 是空的（"仅每日推送"是驱动程序的策略，见 examples/ci/driver 的测试）。
+	// 1. 推送之前 Pushgateway 是空的（"仅每日推送"是驱动程序的策略，见 pipeline 的测试）。
 	pusher, err := metrics.NewPusher(metrics.PushConfig{URL: st.pgwURL, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

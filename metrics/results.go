@@ -13,7 +13,7 @@ import (
 )
 
 // 运行类型的取值（runtype.PR 与 runtype.Daily 的别名，与 matrix、report 同一类型）。
-// 本包不按运行类型做取舍：规格第 7 节"仅每日推送"是驱动程序的策略（examples/ci/driver）。
+// 本包不按运行类型做取舍：规格第 7 节"仅每日推送"是驱动程序的策略（pipeline）。
 const (
 	RunTypePR    = runtype.PR
 	RunTypeDaily = runtype.Daily

@@ -15,7 +15,7 @@ import (
 )
 
 // results 是测试夹具：一个场景一次运行的全部结果，按阶段分开交给各自的 Collector
-// （与 examples/ci/driver 的组装方式相同）。
+// （与 pipeline 的组装方式相同）。
 type results struct {
 	Info       metrics.RunInfo
 	Perf       []loadgen.Summary

@@ -4,7 +4,7 @@
 # 在一台只装了 Go 的全新 Debian 机器上也能直接运行：
 #   1. 依次执行 scripts/setup.d/*.sh（幂等：已安装时很快返回），安装测试需要的
 #      staticcheck、prometheus/pushgateway、kube 组件、chromium 等；
-#   2. gofmt 检查、go vet、staticcheck；
+#   2. gofmt 检查、go vet、staticcheck、导出 API 与 api/next.txt 一致（scripts/apicheck.sh）；
 #   3. go test -race -cover ./...，打印每个包的覆盖率，并要求库包覆盖率 >= 85%。
 # CIBENCH_REQUIRE_INTEGRATION=1 让缺少外部二进制的集成测试失败而不是跳过。
 set -euo pipefail
@@ -45,6 +45,11 @@ go vet "${pkgs[@]}"
 
 echo "==> staticcheck"
 staticcheck "${pkgs[@]}"
+
+# 导出 API 的每一处变化都必须记在 api/next.txt 里（pipeline 包文档的兼容性承诺）；
+# 文档里的 Go 片段由 internal/doccheck 的测试在下面的 go test 中编译检查。
+echo "==> API compatibility (scripts/apicheck.sh)"
+scripts/apicheck.sh
 
 # 跨平台构建：除 deploy.Local（需要进程组）外，每个包都要能在 Windows 与 macOS 上编译，
 # 使嵌入模拟器与各阶段的用户不被 Unix 专有调用挡住。只编译不运行，所以很快。

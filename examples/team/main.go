@@ -1,5 +1,5 @@
 // Command team 是一个团队自己的 CI 程序：在独立的 Go 模块里只用 cibench 的公开包，
-// 运行参考流水线（examples/ci/driver），加上 ACME 的能力、用例、导出器、评测与门禁（见 acme）。
+// 运行参考流水线（pipeline），加上 ACME 的能力、用例、导出器、评测与门禁（见 acme）。
 package main
 
 import (
