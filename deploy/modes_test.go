@@ -70,9 +70,9 @@ func TestBuiltinModes(t *testing.T) {
 	}
 	withURL.BaseURL = "http://127.0.0.1:9/v1"
 	for doc, want := range map[string]string{
-		"":                                                  "local block",
-		"command: vllm\nserved_model_name: other\n":         "must equal served_model_name",
-		"command: vllm\napi_key: sk-x\n":                    "API keys must not be written",
+		"": "local block",
+		"command: vllm\nserved_model_name: other\n":          "must equal served_model_name",
+		"command: vllm\napi_key: sk-x\n":                     "API keys must not be written",
 		"command: vllm\nhost: 127.0.0.1\nport: 0\nenv: {}\n": "",
 	} {
 		b := block{}
