@@ -22,7 +22,7 @@ import (
 // shipped 读取仓库 configs/ 下的文件，把 old 依次替换为 new。
 func shipped(t *testing.T, rel string, replace ...string) *fstest.MapFile {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "configs", rel))
+	b, err := os.ReadFile(filepath.Join("..", "configs", rel))
 	if err != nil {
 		t.Fatal(err)
 	}
