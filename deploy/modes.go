@@ -53,6 +53,32 @@ type Scenario struct {
 	Config fs.FS
 }
 
+// Inherit 是各部署方式配置块共同的规则（内置的 local、emulator、k8s-* 与团队的方式都可以用）：
+//   - 块里的模型名 *model（字段路径 modelPath）缺省取场景的 served_model_name；写了不同的值是错误——
+//     两个名字不一致时请求会打到不存在的模型上（404）；
+//   - 块里写的密钥 apiKey（字段路径 api_key）是错误：密钥只经 api_key_env 指向的环境变量提供；
+//   - healthPath、startup 非 nil 时，空值缺省取场景的 health.path 与 health.timeout。
+//
+// 错误经 b.Errorf 定位到块内的字段。
+func (sc Scenario) Inherit(b Block, modelPath string, model *string, apiKey string, healthPath *string, startup *time.Duration) error {
+	switch {
+	case *model == "":
+		*model = sc.ServedModelName
+	case *model != sc.ServedModelName:
+		return b.Errorf(modelPath, *model, "must equal served_model_name %q (or be omitted)", sc.ServedModelName)
+	}
+	if apiKey != "" {
+		return b.Errorf("api_key", "", "API keys must not be written in YAML; set api_key_env to the name of an environment variable instead")
+	}
+	if healthPath != nil && *healthPath == "" {
+		*healthPath = sc.HealthPath
+	}
+	if startup != nil && *startup == 0 {
+		*startup = sc.HealthTimeout
+	}
+	return nil
+}
+
 // Runtime 是运行时才知道、加载配置时还不知道的东西，由流水线在部署前交给 Plan.Deployer。
 type Runtime struct {
 	// APIKey 是从 api_key_env 指向的环境变量读到的密钥（可为空）；部署器只能把它交给服务，
@@ -96,16 +122,13 @@ type Mode struct {
 	Emulated bool
 }
 
-// blockName 返回该方式的配置块键。
-func (m Mode) blockName() string {
+// BlockName 返回该方式配置块在场景 YAML 中的键（Block，空时为 Name）。
+func (m Mode) BlockName() string {
 	if m.Block != "" {
 		return m.Block
 	}
 	return m.Name
 }
-
-// BlockName 返回该方式配置块在场景 YAML 中的键（Block，空时为 Name）。
-func (m Mode) BlockName() string { return m.blockName() }
 
 // Modes 是部署方式登记表：场景 YAML 的 mode 只接受登记过的名字。它是普通的值，由调用方
 // 构造并传给 matrix.WithModes 与流水线（pipeline.Extensions.Modes）；本包没有全局登记表，
@@ -151,11 +174,11 @@ func (r *Modes) Register(modes ...Mode) error {
 		if err := regname.Check(m.Name); err != nil {
 			return fmt.Errorf("%w: %v", ErrModeName, err)
 		}
-		if err := regname.Check(m.blockName()); err != nil {
+		if err := regname.Check(m.BlockName()); err != nil {
 			return fmt.Errorf("%w: mode %q: block: %v", ErrModeName, m.Name, err)
 		}
-		if slices.Contains(reservedBlocks, m.blockName()) {
-			return fmt.Errorf("%w: mode %q: block %q is a common scenario field", ErrModeName, m.Name, m.blockName())
+		if slices.Contains(reservedBlocks, m.BlockName()) {
+			return fmt.Errorf("%w: mode %q: block %q is a common scenario field", ErrModeName, m.Name, m.BlockName())
 		}
 		if m.Prepare == nil {
 			return fmt.Errorf("%w: mode %q: Prepare is nil", ErrModeName, m.Name)
@@ -191,7 +214,7 @@ func (r *Modes) Names() []string {
 func (r *Modes) Blocks() []string {
 	var out []string
 	for _, n := range r.Names() {
-		if b := r.set[n].blockName(); !slices.Contains(out, b) {
+		if b := r.set[n].BlockName(); !slices.Contains(out, b) {
 			out = append(out, b)
 		}
 	}
@@ -239,20 +262,8 @@ func LocalMode() Mode {
 		if err := b.Decode(&cfg); err != nil {
 			return nil, err
 		}
-		switch {
-		case cfg.Model == "":
-			cfg.Model = sc.ServedModelName
-		case cfg.Model != sc.ServedModelName:
-			return nil, b.Errorf("served_model_name", cfg.Model, "must equal served_model_name %q (or be omitted)", sc.ServedModelName)
-		}
-		if cfg.APIKey != "" {
-			return nil, b.Errorf("api_key", "", "API keys must not be written in YAML; set api_key_env to the name of an environment variable instead")
-		}
-		if cfg.HealthPath == "" {
-			cfg.HealthPath = sc.HealthPath
-		}
-		if cfg.StartupTimeout == 0 {
-			cfg.StartupTimeout = sc.HealthTimeout
+		if err := sc.Inherit(b, "served_model_name", &cfg.Model, cfg.APIKey, &cfg.HealthPath, &cfg.StartupTimeout); err != nil {
+			return nil, err
 		}
 		if _, err := NewLocal(cfg); err != nil {
 			return nil, b.Errorf("", "", "%v", err)

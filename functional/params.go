@@ -4,7 +4,6 @@ import (
 	"errors"
 	"reflect"
 
-	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
 
@@ -37,6 +36,3 @@ func (t *T) Params(out any) error {
 	}
 	return errors.Join(errs...)
 }
-
-// 编译期确认错误类型（field.Error 是全项目唯一的字段错误类型）。
-var _ error = (*field.Error)(nil)

@@ -30,11 +30,9 @@ func Mode() deploy.Mode {
 		if err := b.Decode(&cfg); err != nil {
 			return nil, err
 		}
-		switch {
-		case cfg.Model == "":
-			cfg.Model = sc.ServedModelName
-		case cfg.Model != sc.ServedModelName:
-			return nil, b.Errorf("model", cfg.Model, "must equal served_model_name %q (or be omitted)", sc.ServedModelName)
+		// 密钥字段不来自 YAML（Config.APIKey 是 yaml:"-"），健康参数模拟器不需要。
+		if err := sc.Inherit(b, "model", &cfg.Model, "", nil, nil); err != nil {
+			return nil, err
 		}
 		if cfg.Addr != "" {
 			return nil, b.Errorf("addr", cfg.Addr, "the emulator scenario always listens on 127.0.0.1:0; addr is not configurable here")

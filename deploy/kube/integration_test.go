@@ -92,16 +92,6 @@ func chat(t *testing.T, ep deploy.Endpoint) string {
 	return out.Choices[0].Message.Content
 }
 
-// podsWith 返回命名空间中匹配选择器、未在删除中的 Pod。
-func podsWith(t *testing.T, c *kubetest.Cluster, ns, sel string) []corev1.Pod {
-	t.Helper()
-	l, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.Items
-}
-
 // baseConfig 返回测试通用的快速轮询配置。
 func baseConfig(c *kubetest.Cluster, logDir string) kube.Config {
 	return kube.Config{
@@ -187,7 +177,7 @@ func testArchiveOnFailure(t *testing.T, c *kubetest.Cluster) {
 	if b, _ := os.ReadFile(filepath.Join(logDir, "events.txt")); !strings.Contains(string(b), "Deployment/qwen3-32b\tScalingReplicaSet") {
 		t.Fatalf("events.txt:\n%s", b)
 	}
-	if n := len(podsWith(t, c, "default", "app=qwen3-32b")); n != 0 {
+	if n := len(c.Pods(t, "default", "app=qwen3-32b")); n != 0 {
 		t.Fatalf("%d pods left after the cancelled deploy", n)
 	}
 }
@@ -220,7 +210,7 @@ func testHybrid(t *testing.T, c *kubetest.Cluster) {
 	if got := chat(t, ep); got == "" {
 		t.Fatal("empty reply")
 	}
-	pods := podsWith(t, c, "default", "app=qwen3-32b")
+	pods := c.Pods(t, "default", "app=qwen3-32b")
 	if len(pods) != 2 {
 		t.Fatalf("pods = %d, want 2 (replicas: 2)", len(pods))
 	}
@@ -262,7 +252,7 @@ func testHybrid(t *testing.T, c *kubetest.Cluster) {
 	if _, err := c.Client.CoreV1().Services("default").Get(context.Background(), "qwen3-32b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("service after teardown: %v", err)
 	}
-	if n := len(podsWith(t, c, "default", "app=qwen3-32b")); n != 0 {
+	if n := len(c.Pods(t, "default", "app=qwen3-32b")); n != 0 {
 		t.Fatalf("%d pods left after foreground delete", n)
 	}
 	if rs, _ := c.Client.AppsV1().ReplicaSets("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=qwen3-32b"}); len(rs.Items) != 0 {
@@ -300,7 +290,7 @@ func testPD(t *testing.T, c *kubetest.Cluster) {
 	}
 	chat(t, dep.Endpoint())
 	for role, want := range map[string]int{"prefill": 2, "decode": 1, "scheduler": 1} {
-		if n := len(podsWith(t, c, "default", "cibench.io/role="+role)); n != want {
+		if n := len(c.Pods(t, "default", "cibench.io/role="+role)); n != want {
 			t.Fatalf("%s pods = %d, want %d", role, n, want)
 		}
 	}
@@ -315,7 +305,7 @@ func testPD(t *testing.T, c *kubetest.Cluster) {
 	if err := dep.Teardown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(podsWith(t, c, "default", "app=deepseek-r1")); n != 0 {
+	if n := len(c.Pods(t, "default", "app=deepseek-r1")); n != 0 {
 		t.Fatalf("%d PD pods left", n)
 	}
 }

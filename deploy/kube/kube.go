@@ -264,7 +264,7 @@ func (x *Deployment) bringUp(ctx context.Context, objs []object) error {
 func (x *Deployment) mapping(ctx context.Context, o object) (*meta.RESTMapping, error) {
 	gvk := o.obj.GroupVersionKind()
 	var m *meta.RESTMapping
-	err := poll(ctx, x.cfg.PollInterval/4, fmt.Sprintf("%s (%s document %d): kind %s served by the API server", o, o.file, o.index, gvk), func() (bool, string, error) {
+	err := Poll(ctx, x.cfg.PollInterval/4, fmt.Sprintf("%s (%s document %d): kind %s served by the API server", o, o.file, o.index, gvk), func() (bool, string, error) {
 		var err error
 		m, err = x.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err == nil {
@@ -319,7 +319,7 @@ func (x *Deployment) apply(ctx context.Context, o object) error {
 
 // waitEstablished 等待 CRD 的 Established 条件为 True。
 func (x *Deployment) waitEstablished(ctx context.Context, a applied) error {
-	return poll(ctx, x.cfg.PollInterval/4, "CRD "+a.obj.GetName()+" established", func() (bool, string, error) {
+	return Poll(ctx, x.cfg.PollInterval/4, "CRD "+a.obj.GetName()+" established", func() (bool, string, error) {
 		u, err := x.dyn.Resource(a.gvr).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
@@ -351,19 +351,14 @@ func (e *WaitError) Error() string {
 // 都成立，调用方可以区分超时与取消。
 func (e *WaitError) Unwrap() []error { return []error{deploy.ErrNotReady, e.Err} }
 
-// poll 以固定间隔调用 f，直到它报告完成或返回错误，或 ctx 结束（此时返回 *WaitError）。
+// Poll 以固定间隔调用 f，直到它报告完成（nil）或返回错误（原样返回），或 ctx 结束（返回 *WaitError，
+// 带着 what 与最后一次有信息量的状态）。interval <= 0 时取 DefaultPollInterval。本包的就绪与删除
+// 等待、分片 Job（loadgen/shard/kubejob）与团队自己的 Kubernetes 部署方式都用它等待对象。
 //
 // f 每次返回它看到的状态 state（对象的进度、或一次失败请求的错误）。ctx 结束的那一刻往往有一个
 // 请求正在路上，它失败于 ctx 自己的截止时间，带回的状态没有信息量；所以 f 返回时若 ctx 已经
 // 结束或截止在即（deadlineHit）、且之前已有观察，就保留之前的那次。没有任何观察时（第一次请求
 // 就撞上截止）才用它。
-func poll(ctx context.Context, interval time.Duration, what string, f func() (done bool, state string, err error)) error {
-	return Poll(ctx, interval, what, f)
-}
-
-// Poll 以固定间隔调用 f，直到它报告完成（nil）或返回错误（原样返回），或 ctx 结束（返回 *WaitError，
-// 带着 what 与最后一次有信息量的状态）。interval <= 0 时取 DefaultPollInterval。规则见 poll 的说明；
-// 分片 Job（loadgen/shard/kubejob）与团队自己的 Kubernetes 部署方式用它等待对象。
 func Poll(ctx context.Context, interval time.Duration, what string, f func() (done bool, state string, err error)) error {
 	if interval <= 0 {
 		interval = DefaultPollInterval
@@ -418,7 +413,7 @@ func (x *Deployment) waitReady(ctx context.Context) error {
 		groups = append(groups, group{name: r.Name, selector: r.PodSelector, min: r.MinReady})
 	}
 	for _, g := range groups {
-		err := poll(ctx, x.cfg.PollInterval, "workloads ready"+roleSuffix(g.name), func() (bool, string, error) {
+		err := Poll(ctx, x.cfg.PollInterval, "workloads ready"+roleSuffix(g.name), func() (bool, string, error) {
 			for _, a := range x.snapshot() {
 				if a.role != g.name {
 					continue

@@ -33,20 +33,8 @@ func mode(name string) deploy.Mode {
 		if err := b.Decode(&cfg); err != nil {
 			return nil, err
 		}
-		switch {
-		case cfg.Model == "":
-			cfg.Model = sc.ServedModelName
-		case cfg.Model != sc.ServedModelName:
-			return nil, b.Errorf("served_model_name", cfg.Model, "must equal served_model_name %q (or be omitted)", sc.ServedModelName)
-		}
-		if cfg.APIKey != "" {
-			return nil, b.Errorf("api_key", "", "API keys must not be written in YAML; set api_key_env to the name of an environment variable instead")
-		}
-		if cfg.HealthPath == "" {
-			cfg.HealthPath = sc.HealthPath
-		}
-		if cfg.StartupTimeout == 0 {
-			cfg.StartupTimeout = sc.HealthTimeout
+		if err := sc.Inherit(b, "served_model_name", &cfg.Model, cfg.APIKey, &cfg.HealthPath, &cfg.StartupTimeout); err != nil {
+			return nil, err
 		}
 		if len(cfg.Manifests) == 0 && len(cfg.Roles) == 0 {
 			return nil, b.Errorf("", "", "k8s needs manifests (hybrid) or roles (PD)")

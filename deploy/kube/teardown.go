@@ -324,7 +324,7 @@ func (x *Deployment) Teardown(ctx context.Context) error {
 			remaining = append(remaining, a.String()+": "+msg)
 			continue
 		}
-		err := poll(ctx, x.cfg.PollInterval/4, a.String()+" deleted", func() (bool, string, error) {
+		err := Poll(ctx, x.cfg.PollInterval/4, a.String()+" deleted", func() (bool, string, error) {
 			cur, err := x.resource(a).Get(ctx, a.obj.GetName(), metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):

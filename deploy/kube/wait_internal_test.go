@@ -56,7 +56,7 @@ func TestPollTimeoutKeepsLastObservedState(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var calls int
-	err := poll(ctx, time.Millisecond, "workloads ready", func() (bool, string, error) {
+	err := Poll(ctx, time.Millisecond, "workloads ready", func() (bool, string, error) {
 		calls++
 		return false, getState(ctx, srv.URL), nil
 	})
@@ -84,7 +84,7 @@ func TestPollFirstObservationAndCancel(t *testing.T) {
 	getState(context.Background(), srv.URL) // 用掉唯一一次快速应答：之后的请求都挂起
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	err := poll(ctx, time.Millisecond, "CRD x established", func() (bool, string, error) {
+	err := Poll(ctx, time.Millisecond, "CRD x established", func() (bool, string, error) {
 		return false, getState(ctx, srv.URL), nil
 	})
 	var we *WaitError
@@ -97,10 +97,10 @@ func TestPollFirstObservationAndCancel(t *testing.T) {
 
 	// f 的错误原样返回，完成时返回 nil，都不等待下一个间隔。
 	boom := errors.New("boom")
-	if err := poll(context.Background(), time.Hour, "x", func() (bool, string, error) { return false, "", boom }); err != boom {
+	if err := Poll(context.Background(), time.Hour, "x", func() (bool, string, error) { return false, "", boom }); err != boom {
 		t.Fatalf("f error: %v", err)
 	}
-	if err := poll(context.Background(), time.Hour, "x", func() (bool, string, error) { return true, "", nil }); err != nil {
+	if err := Poll(context.Background(), time.Hour, "x", func() (bool, string, error) { return true, "", nil }); err != nil {
 		t.Fatalf("done: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -132,7 +133,7 @@ func TestDocSnippetsCompile(t *testing.T) {
 		t.Fatal("no ```go snippets found: the extractor is broken")
 	}
 	for _, sn := range list {
-		t.Run(sn.file+":"+itoa(sn.line), func(t *testing.T) {
+		t.Run(sn.file+":"+strconv.Itoa(sn.line), func(t *testing.T) {
 			var errs []string
 			for _, src := range sources(sn.code, names) {
 				fset := token.NewFileSet()
@@ -169,7 +170,7 @@ func sources(code string, names map[string]string) []string {
 	}
 	var imps []string
 	for n := range used {
-		imps = append(imps, "\t"+n+" "+strconvQuote(names[n]))
+		imps = append(imps, "\t"+n+" "+strconv.Quote(names[n]))
 	}
 	sort.Strings(imps)
 	head := "package snippet\n\nimport (\n" + strings.Join(imps, "\n") + "\n)\n\n"
@@ -177,13 +178,4 @@ func sources(code string, names map[string]string) []string {
 		return []string{code}
 	}
 	return []string{head + code, head + "func _() {\n" + code + "\n}\n"}
-}
-
-// strconvQuote 给导入路径加引号。
-func strconvQuote(s string) string { return `"` + s + `"` }
-
-// itoa 把行号转成文本。
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

@@ -559,6 +559,16 @@ func writeKubeconfig(path, host string, p pkiFiles) error {
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
+// Pods 返回命名空间 ns 中匹配标签选择器 sel 的 Pod（列举失败即终止测试）。
+func (c *Cluster) Pods(t testing.TB, ns, sel string) []corev1.Pod {
+	t.Helper()
+	l, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
 // SetPodLog 把 kwok 为每个容器提供的日志换成 text（按 CRI 日志格式写入 LogFile），
 // 测试结束时恢复为 PodLog。kwok 在每次读取日志时读这个文件，所以改动立即生效。
 func (c *Cluster) SetPodLog(t testing.TB, text string) {

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -138,7 +137,7 @@ func replayCount(t *testing.T, run *kubejob.ShardRun) int {
 // 足以区分"没有发出删除"、"删除卡在终结器上"与"Pod 在 Job 删除之后才被建出"。
 func jobGone(t *testing.T, c *kubetest.Cluster, ns, name string) {
 	t.Helper()
-	pods := podsWith(t, c, ns, "app.kubernetes.io/instance="+name)
+	pods := c.Pods(t, ns, "app.kubernetes.io/instance="+name)
 	var b strings.Builder
 	for _, p := range pods {
 		fmt.Fprintf(&b, "\n  %s phase %s created %s deletionTimestamp %v finalizers %v owners %+v", p.Name, p.Status.Phase,
@@ -548,14 +547,4 @@ func TestShardJobFilesIntegration(t *testing.T) {
 	if cms, _ := c.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=bench-big"}); len(cms.Items) != 0 {
 		t.Fatalf("an oversized run created %d configmaps", len(cms.Items))
 	}
-}
-
-// podsWith 返回命名空间中匹配选择器的 Pod。
-func podsWith(t *testing.T, c *kubetest.Cluster, ns, sel string) []corev1.Pod {
-	t.Helper()
-	l, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.Items
 }
