@@ -42,7 +42,9 @@ type Result struct {
 	Duration time.Duration `json:"duration_ns"`
 	Request  string        `json:"request,omitempty"`  // 失败时的请求体（已脱敏）
 	Response string        `json:"response,omitempty"` // 失败时截断后的响应
-	// Want/Got 是 T.Expect 记录的期望与实际值（仅结构化断言失败时有）。
+	// What、Want、Got 是 T.Expect 记录的被比较的东西、期望值与实际值（仅结构化断言失败时有；
+	// Want 与 Got 同一格式，可以直接比较）。
+	What string `json:"what,omitempty"`
 	Want string `json:"want,omitempty"`
 	Got  string `json:"got,omitempty"`
 	// Retried 是本用例中因传输错误、5xx 或 429 而重发的尝试次数（任何状态都记录）。
@@ -81,7 +83,7 @@ func (r Result) Err() error {
 	if r.Status != StatusFail {
 		return nil
 	}
-	f := &Failure{Case: r.CaseID, Want: r.Want, Got: r.Got}
+	f := &Failure{Case: r.CaseID, What: r.What, Want: r.Want, Got: r.Got}
 	if f.Want == "" {
 		f.Want, f.Got = "pass", r.Reason
 	}

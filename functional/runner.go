@@ -49,6 +49,9 @@ func DefaultOptions() Options {
 // withDefaults 补齐零值字段。
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
+	if o.Features == nil {
+		o.Features = DefaultFeatures()
+	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = d.RequestTimeout
 	}
@@ -165,6 +168,11 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 func (r *Runner) runOne(ctx context.Context, c Case) Result {
 	res := Result{CaseID: c.ID, Suite: c.Suite}
 	for _, f := range c.Requires {
+		// 没登记的能力名多半是拼写错误：记为失败并列出登记过的名字，而不是永远“未开启”地跳过。
+		if err := r.opts.Features.Check(f); err != nil {
+			res.Status, res.Class, res.Reason = StatusFail, ClassAssertion, "case requires an unregistered feature: "+err.Error()
+			return res
+		}
 		if !r.target.Has(f) {
 			res.Status, res.Reason = StatusSkip, fmt.Sprintf("feature %q not enabled for this scenario", f)
 			return res
@@ -202,7 +210,7 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 	if res.Status == StatusFail {
 		res.Request, res.Response = t.rec.snapshot()
 		if f := t.structured(); f != nil {
-			res.Want, res.Got = f.Want, redact(f.Got, r.target.APIKey)
+			res.What, res.Want, res.Got = f.What, f.Want, redact(f.Got, r.target.APIKey)
 		}
 		res.Request = redact(res.Request, r.target.APIKey)
 		res.Response = redact(res.Response, r.target.APIKey)

@@ -24,14 +24,21 @@ import (
 
 // Failure 是用例失败的结构化描述，调用方可用 errors.As 取出期望与实际值。
 type Failure struct {
+	// Case 是用例 ID。
 	Case string
+	// What 是被比较的东西（T.Expect 的 what，如 "number of choices"）；没有结构化断言时为空。
+	What string
+	// Want 与 Got 是同一格式的两边取值（fmt.Sprint）；没有结构化断言时 Want 为 "pass"、Got 为失败原因。
 	Want string
 	Got  string
 }
 
-// Error 实现 error。
+// Error 实现 error："functional: case <ID>: <What>: want <Want>, got <Got>"（What 为空时省略）。
 func (f *Failure) Error() string {
-	return fmt.Sprintf("functional: case %s: want %s, got %s", f.Case, f.Want, f.Got)
+	if f.What == "" {
+		return fmt.Sprintf("functional: case %s: want %s, got %s", f.Case, f.Want, f.Got)
+	}
+	return fmt.Sprintf("functional: case %s: %s: want %s, got %s", f.Case, f.What, f.Want, f.Got)
 }
 
 // T 是用例运行时的句柄，角色类似 testing.T：发请求、记录失败与跳过。
@@ -166,7 +173,7 @@ func (t *T) Expect(what string, want, got any) {
 	}
 	t.mu.Lock()
 	if t.failure == nil {
-		t.failure = &Failure{Case: t.id, Want: what + "=" + ws, Got: gs}
+		t.failure = &Failure{Case: t.id, What: what, Want: ws, Got: gs}
 	}
 	t.mu.Unlock()
 	t.Fatalf("%s: want %s, got %s", what, ws, gs)
