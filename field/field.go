@@ -23,6 +23,10 @@ type Error struct {
 	Reason string
 	// Err 是产生错误的包的哨兵错误（可为 nil）：Unwrap 返回它，文本以它开头。
 	Err error
+	// Cause 是被定位到这个字段的原始错误（可为 nil），例如登记表的 functional.ErrUnknownFeature：
+	// 错误在别的包里产生、被加载器改挂上自己的哨兵之后，errors.Is 仍能认出它。它不进入文本
+	// （Reason 已经写着它的说明）。
+	Cause error
 }
 
 // Error 按 "哨兵: 文件:行:列: 字段: 原因 (got "值")" 输出：位置在前面时编辑器可以直接跳转，
@@ -51,8 +55,16 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap 返回产生错误的包的哨兵，使 errors.Is(err, pkg.ErrX) 成立。
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap 返回产生错误的包的哨兵与原始错误（非 nil 的那些），使 errors.Is(err, pkg.ErrX) 对两者都成立。
+func (e *Error) Unwrap() []error {
+	var out []error
+	for _, x := range []error{e.Err, e.Cause} {
+		if x != nil {
+			out = append(out, x)
+		}
+	}
+	return out
+}
 
 // New 构造一个没有位置的字段错误：value 用 fmt.Sprint 转成文本（nil 为空）。
 func New(sentinel error, field string, value any, reason string) *Error {
@@ -69,15 +81,15 @@ func All(err error) []*Error {
 	if err == nil {
 		return nil
 	}
+	if fe, ok := err.(*Error); ok {
+		return []*Error{fe}
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []*Error
 		for _, e := range j.Unwrap() {
 			out = append(out, All(e)...)
 		}
 		return out
-	}
-	if fe, ok := err.(*Error); ok {
-		return []*Error{fe}
 	}
 	return All(errors.Unwrap(err))
 }

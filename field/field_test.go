@@ -101,3 +101,22 @@ func TestIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestCauseIsMatchedButNotPrinted 确认 Cause 让 errors.Is 认出原始错误，而文本只由 Err、位置与
+// Reason 组成；All 把带 Cause 的 *Error 当作一条错误，不拆开它。
+func TestCauseIsMatchedButNotPrinted(t *testing.T) {
+	sentinel, cause := errors.New("pkg: invalid"), errors.New("unknown feature")
+	e := &field.Error{File: "f.yaml", Line: 2, Col: 3, Field: "features[0]", Value: "x", Reason: "unknown feature \"x\"", Err: sentinel, Cause: cause}
+	if !errors.Is(e, sentinel) || !errors.Is(e, cause) {
+		t.Fatal("errors.Is must match both")
+	}
+	if got := e.Error(); got != `pkg: invalid: f.yaml:2:3: features[0]: unknown feature "x" (got "x")` {
+		t.Fatalf("text = %s", got)
+	}
+	if all := field.All(fmt.Errorf("wrapped: %w", e)); len(all) != 1 || all[0] != e {
+		t.Fatalf("All = %v", all)
+	}
+	if (&field.Error{}).Unwrap() != nil {
+		t.Fatal("no sentinel, no cause: nothing to unwrap")
+	}
+}

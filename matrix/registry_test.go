@@ -2,12 +2,14 @@ package matrix_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
+	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
 )
@@ -106,5 +108,17 @@ func TestCaseParamsCheckedAtLoad(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", doc, err, want)
 		}
+	}
+}
+
+// TestUnknownFeatureIsErrUnknownFeature 复现 issue #30：docs/functional.md 承诺场景 YAML 里没登记的
+// 能力名满足 errors.Is(err, functional.ErrUnknownFeature)，matrix.Load 却只包装了 ErrConfig。
+func TestUnknownFeatureIsErrUnknownFeature(t *testing.T) {
+	_, err := load(registryTree())
+	if !errors.Is(err, functional.ErrUnknownFeature) || !errors.Is(err, matrix.ErrConfig) {
+		t.Fatalf("err = %v", err)
+	}
+	if fes := field.All(err); len(fes) == 0 || !strings.Contains(err.Error(), `scenarios/s.yaml:3:12: features[0]: unknown feature "acme_lora"`) {
+		t.Fatalf("located errors: %v", err)
 	}
 }

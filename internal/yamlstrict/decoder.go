@@ -289,6 +289,7 @@ func (d *Decoder) Decode(n *yaml.Node, path string, v reflect.Value) {
 	if d.Check != nil && !IsNull(n) {
 		if err := d.Check(v); err != nil {
 			d.Errorf(n, path, n.Value, "%v", err)
+			d.Errs[len(d.Errs)-1].Cause = err // 让 errors.Is 认出登记表的哨兵（如 ErrUnknownFeature）
 		}
 	}
 }
