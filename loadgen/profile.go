@@ -139,11 +139,12 @@ type Profile struct {
 	TraceRequests []dataset.TraceRequest `yaml:"-"`
 
 	// Pacer 非 nil 时替换开环到达过程（RequestRate > 0 时内置的 gamma/泊松到达，见 Burstiness）：
-	// 每组调用一次得到该组的 Pacer（见 Pacer 的约定）。它是 Go 代码的接缝，不来自 YAML，也不能
-	// 随分片发往别的进程（RunShard 的远端拒绝它）。
+	// 每组调用一次得到该组的 Pacer（见 Pacer 的约定）。它是 Go 代码的接缝，不来自 YAML：
+	// 本进程内的分片（shard.RunLocal）照样用它，从 YAML/命令行得到档位的分片进程（Kubernetes
+	// 分片 Pod）没有它。参考流水线里由 pipeline.Extensions.PerfShapers 设置。
 	Pacer NewPacer `yaml:"-" json:"-"`
 	// Source 非 nil 时替换内置的请求（数据集 + chat/completions 请求体），见 Source。
-	// 它是 Go 代码的接缝，不来自 YAML，也不能随分片发往别的进程。
+	// 与 Pacer 一样是 Go 代码的接缝，不来自 YAML，只在本进程内有效。
 	Source *Source `yaml:"-" json:"-"`
 }
 

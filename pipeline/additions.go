@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"regexp"
 	"time"
 
@@ -32,6 +33,13 @@ type PerfRun struct {
 // 钩子的并发约定见 loadgen.Observer。返回的 close 在档位结束后调用（可以为 nil），用于刷出
 // 文件；返回错误（构造或关闭）记为该场景的 perf 阶段错误。
 type PerfExporter func(run PerfRun) (obs *loadgen.Observer, close func() error, err error)
+
+// PerfShaper 在一个性能档位运行之前改写它的 Profile（p 是 YAML 档位连同矩阵覆盖项解码出的副本）：
+// 设置 YAML 表达不了的 Go 接缝——loadgen.Profile.Pacer（团队自己的到达过程）、loadgen.Profile.Source
+// （embeddings、rerank 端点或团队自己的请求体）——或按场景调整别的字段。run 说明是哪个场景的哪个
+// 档位（run.Create 也可用）。改写后的 Profile 照常经 Validate 校验；返回错误记为该场景的 perf 阶段
+// 错误，该档位不运行。多个 PerfShaper 按顺序调用。
+type PerfShaper func(run PerfRun, p *loadgen.Profile) error
 
 // GateRun 是交给团队门禁的输入：完整的运行结果与运行目录中的产物。
 type GateRun struct {
@@ -160,4 +168,15 @@ func teamStage(ts []TeamStage, name report.Stage) *TeamStage {
 		}
 	}
 	return nil
+}
+
+// shape 依次调用团队的 PerfShapers，返回改写后的档位（没有 PerfShaper 时原样返回）。
+func (d *driver) shape(scenario, profile, dir string, p loadgen.Profile) (loadgen.Profile, error) {
+	run := PerfRun{Scenario: scenario, Profile: profile, Create: func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) }}
+	for _, f := range d.o.PerfShapers {
+		if err := f(run, &p); err != nil {
+			return p, fmt.Errorf("profile %s: perf shaper: %w", profile, err)
+		}
+	}
+	return p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vllm-cibench/cibench/gate"
@@ -213,5 +214,59 @@ func TestTeamStageRunsAfterBuiltins(t *testing.T) {
 	page, _ := os.ReadFile(filepath.Join(out.Dir, "report.html"))
 	if st != report.StageFailed || !strings.Contains(string(page), "<p id=probe-model>emu-model</p>") {
 		t.Fatalf("stage status %q; report.html has the probe fragment: %v", st, strings.Contains(string(page), "probe-model"))
+	}
+}
+
+// TestPerfShapersReachTheReferencePipeline 证明团队的到达过程与请求来源能进入参考流水线：
+// PerfShaper 给每个档位设上 Source（/v1/embeddings 的一次性 JSON 请求）与 Pacer，汇总行照常进入
+// summary.json（请求全部成功、请求体真的发到了 embeddings 端点）；PerfShaper 返回错误时该档位
+// 不运行，错误记为 perf 阶段错误。
+func TestPerfShapersReachTheReferencePipeline(t *testing.T) {
+	fsys := tree("emu")
+	fsys["scenarios/emu.yaml"].Data = []byte("mode: emulator\nserved_model_name: emu-model\napi_key_env: TEST_KEY\nemulator: {ttft: 1ms, itl: 1ms, enable_embeddings: true}\n")
+	fsys["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr: {perf: {override: {request_rate: 200}}, accuracy: {enabled: false}}\n")
+	o := options(t, fsys, matrix.RunPR, t.TempDir())
+	o.Stages = []report.Stage{report.StagePerf}
+	var bodies, paced atomic.Int64
+	o.PerfShapers = []pipeline.PerfShaper{func(run pipeline.PerfRun, p *loadgen.Profile) error {
+		p.Source = &loadgen.Source{Path: "/embeddings", Body: func(dst []byte, _ loadgen.Group, i int) ([]byte, int) {
+			bodies.Add(1)
+			return fmt.Appendf(dst, `{"model":"emu-model","input":"doc %d"}`, i), 0
+		}}
+		p.Pacer = func(_ loadgen.Group, rate float64) loadgen.Pacer {
+			paced.Add(1)
+			return loadgen.ConstantPacer(rate)
+		}
+		return nil
+	}}
+	out, err := pipeline.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := scenario(t, summary(t, out.Dir), "emu")
+	if len(sc.Perf) == 0 || len(sc.Errors) != 0 {
+		t.Fatalf("perf rows %d, errors %+v", len(sc.Perf), sc.Errors)
+	}
+	sent := 0
+	for _, r := range sc.Perf {
+		if r.Failed != 0 || r.Succeeded == 0 {
+			t.Fatalf("row %+v", r)
+		}
+		sent += r.NumPrompts
+	}
+	if int(bodies.Load()) < sent || paced.Load() != int64(len(sc.Perf)) {
+		t.Fatalf("bodies %d for %d requests, pacers %d for %d groups", bodies.Load(), sent, paced.Load(), len(sc.Perf))
+	}
+
+	o = options(t, fsys, matrix.RunPR, t.TempDir())
+	o.Stages = []report.Stage{report.StagePerf}
+	o.PerfShapers = []pipeline.PerfShaper{func(pipeline.PerfRun, *loadgen.Profile) error { return errors.New("no such endpoint") }}
+	out, err = pipeline.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc = scenario(t, summary(t, out.Dir), "emu")
+	if len(sc.Perf) != 0 || len(sc.Errors) == 0 || !strings.Contains(sc.Errors[0].Message, "perf shaper: no such endpoint") {
+		t.Fatalf("perf rows %d, errors %+v", len(sc.Perf), sc.Errors)
 	}
 }

@@ -132,6 +132,9 @@ type Extensions struct {
 	Modes *deploy.Modes
 	// PerfExporters 为每个性能档位创建额外的观察者，与内置的 CSV 并列收到全部事件。
 	PerfExporters []PerfExporter
+	// PerfShapers 在每个性能档位运行前改写它的 loadgen.Profile：团队的到达过程（Profile.Pacer）、
+	// 请求来源（Profile.Source：embeddings 端点、自己的请求体）等 YAML 给不出的 Go 接缝。
+	PerfShapers []PerfShaper
 	// Gates 是团队的门禁，在内置门禁之后计算，与它们一起写出并决定退出码。
 	Gates []GateFunc
 	// Collectors 为每个场景返回要与内置指标一起推送到 Pushgateway 的 Prometheus collector

@@ -77,8 +77,15 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 	d.calibrateIfUnknown(ctx, p, target)
 	var errs []error
 	for _, np := range p.Perf.Profiles {
-		prof := np.Profile.Defaults()
 		dir := path.Join(sc.Name, string(report.StagePerf), np.Name)
+		// 团队的 PerfShapers 在档位运行前改写它（到达过程、请求来源……）；YAML 给不出的东西由此进来。
+		shaped, err := d.shape(sc.Name, np.Name, dir, np.Profile)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		np.Profile = shaped
+		prof := np.Profile.Defaults()
 		sink, err := metrics.NewArtifactSink(metrics.ArtifactNames{Provider: sc.Name, ControlMethod: prof.ControlMethod, Time: d.now()},
 			func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
 		if err != nil {
