@@ -572,7 +572,10 @@ func (l *loader) checkNames(d *decoder, p string, names []string, on bool, rt Ru
 	}
 	if len(names) == 0 {
 		if !have[string(rt)] {
-			d.ErrAt(p, "", "no %s listed and the default %q does not exist (%s)", p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)))
+			// 每个阶段默认开启：团队的最小配置树不用某个阶段时要明说（enabled: false），错误写明这条出路。
+			stage := p[:strings.LastIndex(p, ".")]
+			d.ErrAt(p, "", "no %s listed and the default %q does not exist (%s); stages are enabled by default: add the file, or set %s: {enabled: false}",
+				p[strings.LastIndex(p, ".")+1:], rt, l.display(path.Join(dir, string(rt)+yamlExt)), stage[strings.LastIndex(stage, ".")+1:])
 			return false
 		}
 		return true

@@ -382,7 +382,7 @@ func TestBrokenTree(t *testing.T) {
 		{"unknown accuracy config", map[string]string{"matrix.yaml": "scenarios:\n  emulator:\n    daily:\n      accuracy: {configs: [full]}\n"},
 			[]string{`scenarios.emulator.daily.accuracy.configs[0]: unknown name: no configs/tests/accuracy/full.yaml`}},
 		{"implicit profile missing", map[string]string{"tests/perf/profiles/daily.yaml": "", "matrix.yaml": "scenarios:\n  emulator:\n    daily: {}\n"},
-			[]string{`configs/matrix.yaml:3:12: scenarios.emulator.daily.perf.profiles: no profiles listed and the default "daily" does not exist (configs/tests/perf/profiles/daily.yaml)`}},
+			[]string{`configs/matrix.yaml:3:12: scenarios.emulator.daily.perf.profiles: no profiles listed and the default "daily" does not exist (configs/tests/perf/profiles/daily.yaml); stages are enabled by default: add the file, or set perf: {enabled: false}`}},
 		{"entry never runs", map[string]string{"matrix.yaml": "scenarios:\n  emulator: {default: true}\n"},
 			[]string{`scenarios.emulator: entry has neither pr nor daily`}},
 		{"duplicate scenario in matrix", map[string]string{"matrix.yaml": "scenarios:\n  emulator: {pr: {}}\n  emulator: {daily: {}}\n"},

@@ -26,7 +26,7 @@ var stdImports = map[string]string{
 	"context": "context", "os": "os", "fmt": "fmt", "time": "time", "http": "net/http", "io": "io",
 	"testing": "testing", "errors": "errors", "slog": "log/slog", "json": "encoding/json", "strings": "strings",
 	"fs": "io/fs", "filepath": "path/filepath", "signal": "os/signal", "strconv": "strconv", "bytes": "bytes",
-	"prometheus": "github.com/prometheus/client_golang/prometheus",
+	"prometheus": "github.com/prometheus/client_golang/prometheus", "log": "log", "reflect": "reflect", "sync": "sync",
 }
 
 // snippet 是文档中的一段 Go 代码。
