@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy/external"
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/field"
 )
 
@@ -35,8 +36,9 @@ const (
 
 // 默认值：下载与响应的大小上限、下载时限。
 const (
-	// DefaultMaxResponseBytes 是单个 /chat/completions 响应体的上限（远大于任何真实回复）。
-	DefaultMaxResponseBytes = 64 << 20
+	// DefaultMaxResponseBytes 是单个 /chat/completions 响应体的上限：endpoint.DefaultMaxResponseBytes
+	// （远大于任何真实回复；与 functional、loadgen 同一个定义）。
+	DefaultMaxResponseBytes = endpoint.DefaultMaxResponseBytes
 	// DefaultMaxDownloadBytes 是单个数据文件的下载上限（最大的上游文件 mmlu.csv 约 8 MB）。
 	DefaultMaxDownloadBytes = 512 << 20
 	// DefaultDownloadTimeout 是单个数据文件下载的时限。

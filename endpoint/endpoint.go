@@ -8,6 +8,11 @@ import (
 	"strings"
 )
 
+// DefaultMaxResponseBytes 是从一个端点读取的单个响应体（或单个 SSE 事件）的默认上限：64 MiB，
+// 远高于任何真实回答，又使作恶的服务端无法用一个巨大的回答撑爆内存。functional、accuracy 与
+// loadgen 的默认上限都取这一个值（各自的 DefaultMaxResponseBytes / DefaultMaxEventBytes）。
+const DefaultMaxResponseBytes = 64 << 20
+
 // Endpoint 描述一个已就绪、可被测试的 OpenAI 兼容服务（字段约定见包文档）。
 //
 // APIKey 与 HTTPClient 不参与 JSON/YAML 序列化；APIKey 永远不会出现在

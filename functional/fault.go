@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/sse"
 )
 
@@ -51,10 +52,9 @@ const (
 	ClassPanic Class = "panic"
 )
 
-// DefaultMaxResponseBytes 是响应体与单个 SSE 事件的默认上限（64 MiB，与 loadgen 的
-// max_event_bytes 与 accuracy 的上限一致）：远高于任何真实回答，又使作恶的服务端无法
-// 用一个巨大的回答撑爆内存。
-const DefaultMaxResponseBytes int64 = 64 << 20
+// DefaultMaxResponseBytes 是响应体与单个 SSE 事件的默认上限：endpoint.DefaultMaxResponseBytes
+// （64 MiB，与 loadgen 的 max_event_bytes 与 accuracy 的上限同一个定义）。
+const DefaultMaxResponseBytes int64 = endpoint.DefaultMaxResponseBytes
 
 // ErrResponseTooLarge 表示响应体超过了 Options.MaxResponseBytes；用例以 too_large 失败。
 var ErrResponseTooLarge = errors.New("functional: response too large")

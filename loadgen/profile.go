@@ -3,12 +3,14 @@ package loadgen
 import (
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/field"
-	"github.com/vllm-cibench/cibench/loadgen/dataset"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/endpoint"
+	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
 // 后端、控制方式等取值的类型与常量见 modes.go。
@@ -155,7 +157,7 @@ const (
 	DefaultTopP           = 1.0
 	DefaultTimeout        = 1000 * time.Second
 	DefaultIdleTimeout    = 120 * time.Second
-	DefaultMaxEventBytes  = 64 << 20
+	DefaultMaxEventBytes  = endpoint.DefaultMaxResponseBytes
 	DefaultGrowthInterval = time.Second
 	// MinBucketInterval 是 BucketInterval 的下限：每个间隔都要抓取一次 /metrics。
 	MinBucketInterval             = 10 * time.Millisecond

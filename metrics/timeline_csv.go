@@ -4,16 +4,20 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// TimelineColumns 是时间线 CSV（timeline_*.csv，--bucket-interval）的表头。
-// 时刻为 Unix 秒（微秒精度），时长为秒，计数为整数；不可测一律 -1
-// （没有样本的时延、服务端没有 /metrics 或该指标时的服务端列）。
-var TimelineColumns = []string{
+// TimelineColumns 返回时间线 CSV（timeline_*.csv，--bucket-interval）的表头（新切片，调用方可以随意
+// 修改：表头不是可以被导入者改写的包级变量）。时刻为 Unix 秒（微秒精度），时长为秒，计数为整数；
+// 不可测一律 -1（没有样本的时延、服务端没有 /metrics 或该指标时的服务端列）。
+func TimelineColumns() []string { return slices.Clone(timelineColumns) }
+
+// timelineColumns 是 TimelineColumns 的唯一定义。
+var timelineColumns = []string{
 	"Time", "Input_Length", "Output_Length", "Concurrency", "Round",
 	"Elapsed(s)", "Interval(s)", "Target_Concurrency", "In_Flight",
 	"Started", "Completed", "Failed", "Output_Tokens", "Output_Token_Throughput(tokens/s)",
@@ -55,7 +59,7 @@ func (tw *TimelineWriter) WriteTimeline(t loadgen.Timeline) error {
 	defer tw.mu.Unlock()
 	if !tw.header {
 		tw.header = true
-		if err := tw.w.Write(TimelineColumns); err != nil {
+		if err := tw.w.Write(timelineColumns); err != nil {
 			return fmt.Errorf("metrics: write timeline header: %w", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -13,21 +14,29 @@ import (
 // 真实负载的 CSV 文件。acs-bench 的汇总与逐请求 CSV 的表头保持原样（下游脚本按列号读），
 // 新的列写进这三个新文件：每组一行的 workload、每组每轮一行的 turns、每个会话 / 轨迹请求一行的
 // sessions。不可得的值写 -1，时长以秒为单位。
+// 表头是函数而不是包级变量（见 WorkloadCSVHeader）：导出的切片可以被任何导入者改写，
+// 之后写出的每个 CSV 都会跟着错；这里的未导出值只由本包读取。
 var (
-	// WorkloadCSVHeader 是 workload_*.csv 的表头。
-	WorkloadCSVHeader = []string{"Input_Length", "Output_Length", "Concurrency", "Round", "Dataset_Type", "Num_Prompts",
+	workloadCSVHeader = []string{"Input_Length", "Output_Length", "Concurrency", "Round", "Dataset_Type", "Num_Prompts",
 		"Dispatch_Lag_P50(s)", "Dispatch_Lag_P90(s)", "Dispatch_Lag_P99(s)", "Dispatch_Lag_Max(s)",
 		"Prefix_Cache_Hit_Rate", "Prefix_Cache_Hits", "Prefix_Cache_Queries", "Preemptions", "Peak_KV_Cache_Usage",
 		"Avg_Cached_Tokens", "Cached_Tokens_Count"}
-	// TurnCSVHeader 是 turns_*.csv 的表头。
-	TurnCSVHeader = []string{"Input_Length", "Output_Length", "Concurrency", "Round", "Turn", "Requests", "Succeeded",
+	turnCSVHeader = []string{"Input_Length", "Output_Length", "Concurrency", "Round", "Turn", "Requests", "Succeeded",
 		"TTFT_P50(s)", "TTFT_P90(s)", "TTFT_P99(s)", "TTFT_Avg(s)", "ITL_P50(s)", "ITL_P99(s)", "ITL_Avg(s)",
 		"E2E_P50(s)", "E2E_P99(s)", "E2E_Avg(s)", "Avg_Prompt_Tokens", "Avg_Cached_Tokens"}
-	// SessionCSVHeader 是 sessions_*.csv 的表头。
-	SessionCSVHeader = []string{"Input_Length", "Output_Length", "Concurrency", "Round", "Index", "Session_ID", "Turn",
+	sessionCSVHeader = []string{"Input_Length", "Output_Length", "Concurrency", "Round", "Index", "Session_ID", "Turn",
 		"Prompt_Tokens", "Cached_Tokens", "Completion_Tokens", "OK", "Error_Class",
 		"Dispatch_Lag(s)", "TTFT(s)", "ITL(s)", "E2E(s)"}
 )
+
+// WorkloadCSVHeader 返回 workload_*.csv 的表头（新切片，调用方可以随意修改）。
+func WorkloadCSVHeader() []string { return slices.Clone(workloadCSVHeader) }
+
+// TurnCSVHeader 返回 turns_*.csv 的表头（新切片）。
+func TurnCSVHeader() []string { return slices.Clone(turnCSVHeader) }
+
+// SessionCSVHeader 返回 sessions_*.csv 的表头（新切片）。
+func SessionCSVHeader() []string { return slices.Clone(sessionCSVHeader) }
 
 // WorkloadWriter 把汇总写成 workload_*.csv 与 turns_*.csv 的行（两个流各自带表头，首行写入时
 // 才写表头）。不是并发安全的。
@@ -59,7 +68,7 @@ func workNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // Write 追加一组的 workload 行与其各轮的 turns 行，并刷新。
 func (ww *WorkloadWriter) Write(s loadgen.Summary) error {
 	if !ww.wHead {
-		if err := ww.w.Write(WorkloadCSVHeader); err != nil {
+		if err := ww.w.Write(workloadCSVHeader); err != nil {
 			return err
 		}
 		ww.wHead = true
@@ -82,7 +91,7 @@ func (ww *WorkloadWriter) Write(s loadgen.Summary) error {
 		return nil
 	}
 	if !ww.tHead {
-		if err := ww.t.Write(TurnCSVHeader); err != nil {
+		if err := ww.t.Write(turnCSVHeader); err != nil {
 			return err
 		}
 		ww.tHead = true
@@ -122,7 +131,7 @@ func (sw *SessionWriter) WriteRecord(r *loadgen.Record) error {
 		return nil
 	}
 	if !sw.head {
-		if err := sw.w.Write(SessionCSVHeader); err != nil {
+		if err := sw.w.Write(sessionCSVHeader); err != nil {
 			return err
 		}
 		sw.head = true

@@ -39,7 +39,7 @@ func TestWorkloadWriterRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := readRows(t, w.String())
-	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(metrics.WorkloadCSVHeader, ",") {
+	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(metrics.WorkloadCSVHeader(), ",") {
 		t.Fatalf("workload rows %v", rows)
 	}
 	if got := strings.Join(rows[1], ","); got != "8,2,4,1,mooncake_trace,3,0.001500,0.002000,0.003000,0.004000,0.25,10,40,-1,-1,-1,0" {
@@ -74,7 +74,7 @@ func TestSessionWriterRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := readRows(t, b.String())
-	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(metrics.SessionCSVHeader, ",") {
+	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(metrics.SessionCSVHeader(), ",") {
 		t.Fatalf("session rows %v", rows)
 	}
 	if got := strings.Join(rows[1], ","); got != "8,2,4,1,0,s1,1,8,4,2,true,,0.001000,0.002000,0.001000,0.005000" {
@@ -106,5 +106,19 @@ func TestWorkloadWritersReportWriteErrors(t *testing.T) {
 	}
 	if err := sw.Flush(); err == nil || !strings.Contains(err.Error(), "sessions") {
 		t.Fatalf("sessions: %v", err)
+	}
+}
+
+// TestHeadersCannotBeRewrittenByImporters 复现 issue #30 的“导出的可变变量”：表头曾是导出的切片，
+// 任何导入者改它一格，之后写出的每个 CSV 都跟着错。现在每次得到的是副本。
+func TestHeadersCannotBeRewrittenByImporters(t *testing.T) {
+	for name, f := range map[string]func() []string{"timeline": metrics.TimelineColumns, "workload": metrics.WorkloadCSVHeader,
+		"turns": metrics.TurnCSVHeader, "sessions": metrics.SessionCSVHeader} {
+		h := f()
+		first := h[0]
+		h[0] = "Tampered"
+		if got := f()[0]; got != first {
+			t.Errorf("%s header changed by a caller: %q", name, got)
+		}
 	}
 }

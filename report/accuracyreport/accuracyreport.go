@@ -16,8 +16,9 @@ import (
 	"github.com/vllm-cibench/cibench/report"
 )
 
-// Section 是精度结果在场景中的分节：summary.json 的 "accuracy" 键与 accuracy/results.json。
-var Section = report.Section{Key: "accuracy", File: "accuracy/results.json"}
+// Section 是精度结果在场景中的分节：summary.json 的 "accuracy" 键与 accuracy/results.json（函数而不是包级变量：
+// 调用方拿到副本，改不动产物格式）。
+func Section() report.Section { return report.Section{Key: "accuracy", File: "accuracy/results.json"} }
 
 // Result 是一项精度评测结果及其门禁设置；门禁由 accuracy.Gate 判定（见 Spec）。
 // Threshold 为 nil 表示分数不设门禁（内置样例或 report_only），失败请求比例照常判定。
@@ -43,7 +44,7 @@ func (a Result) Verdict() accuracy.Verdict { return accuracy.Gate(a.Spec(), a.Re
 // Record 追加场景的一项精度评测结果。指标映射被复制后再清洗非有限数值，调用方的值不会被改动。
 func Record(run *report.Run, scenario string, res Result) error {
 	res.Result.Metrics = maps.Clone(res.Result.Metrics)
-	return run.UpdateSection(scenario, Section, func(old json.RawMessage) (any, error) {
+	return run.UpdateSection(scenario, Section(), func(old json.RawMessage) (any, error) {
 		var all []Result
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {
@@ -56,12 +57,12 @@ func Record(run *report.Run, scenario string, res Result) error {
 }
 
 // Set 把精度结果存进内存中的场景（覆盖，不落盘），用于组装 report.Result。
-func Set(sc *report.Scenario, rs []Result) error { return sc.SetSection(Section, &rs) }
+func Set(sc *report.Scenario, rs []Result) error { return sc.SetSection(Section(), &rs) }
 
 // Results 读出场景的精度结果（按记录顺序）；没有精度分节时为空。
 func Results(sc report.Scenario) ([]Result, error) {
 	var out []Result
-	_, err := sc.Decode(Section.Key, &out)
+	_, err := sc.Decode(Section().Key, &out)
 	return out, err
 }
 

@@ -113,7 +113,7 @@ func TestNoResultsAndMistyped(t *testing.T) {
 		t.Fatalf("Set/Results %+v %v", rs, err)
 	}
 
-	bad := report.Scenario{Name: "s", Sections: map[string]json.RawMessage{accuracyreport.Section.Key: json.RawMessage(`{"result":1}`)}}
+	bad := report.Scenario{Name: "s", Sections: map[string]json.RawMessage{accuracyreport.Section().Key: json.RawMessage(`{"result":1}`)}}
 	check := func(what string, err error) {
 		t.Helper()
 		if err == nil || !strings.Contains(err.Error(), "scenario s: section accuracy") {

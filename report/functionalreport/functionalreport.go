@@ -11,8 +11,11 @@ import (
 	"github.com/vllm-cibench/cibench/report"
 )
 
-// Section 是功能报告在场景中的分节：summary.json 的 "functional" 键与 functional/result.json。
-var Section = report.Section{Key: "functional", File: "functional/result.json"}
+// Section 是功能报告在场景中的分节：summary.json 的 "functional" 键与 functional/result.json（函数而不是包级变量：
+// 调用方拿到副本，改不动产物格式）。
+func Section() report.Section {
+	return report.Section{Key: "functional", File: "functional/result.json"}
+}
 
 // Record 记录场景的功能测试报告（覆盖此前的记录）。报告被复制后再清洗非有限数值，
 // 调用方的 rep 不会被改动。
@@ -25,16 +28,16 @@ func Record(run *report.Run, scenario string, rep functional.Report) error {
 			rep.Suites[i].PassRatio = &v
 		}
 	}
-	return run.RecordSection(scenario, Section, &rep)
+	return run.RecordSection(scenario, Section(), &rep)
 }
 
 // Set 把功能报告存进内存中的场景（不落盘），用于组装 report.Result（测试、导入的结果）。
-func Set(sc *report.Scenario, rep functional.Report) error { return sc.SetSection(Section, &rep) }
+func Set(sc *report.Scenario, rep functional.Report) error { return sc.SetSection(Section(), &rep) }
 
 // Report 读出场景的功能报告；场景没有功能分节时返回 (nil, nil)。
 func Report(sc report.Scenario) (*functional.Report, error) {
 	var rep functional.Report
-	ok, err := sc.Decode(Section.Key, &rep)
+	ok, err := sc.Decode(Section().Key, &rep)
 	if !ok || err != nil {
 		return nil, err
 	}

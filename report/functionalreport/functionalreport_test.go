@@ -176,7 +176,7 @@ func TestNoReportAndMistyped(t *testing.T) {
 		t.Fatalf("summarized suites missing: %v\n%s", err, page)
 	}
 
-	bad := report.Scenario{Name: "s", Sections: map[string]json.RawMessage{functionalreport.Section.Key: json.RawMessage(`[1,2]`)}}
+	bad := report.Scenario{Name: "s", Sections: map[string]json.RawMessage{functionalreport.Section().Key: json.RawMessage(`[1,2]`)}}
 	check := func(what string, err error) {
 		t.Helper()
 		if err == nil || !strings.Contains(err.Error(), "scenario s: section functional") {

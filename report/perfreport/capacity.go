@@ -15,7 +15,7 @@ import (
 // <scenario>/perf/capacity.json，并出现在 summary.json 与 HTML 报告中。扫描的各级
 // 汇总行不经 RecordRows：它们的到达速率各不相同，按组合合并进性能门禁没有意义。
 func RecordCapacity(run *report.Run, scenario string, results []loadgen.SweepResult) error {
-	return run.UpdateSection(scenario, CapacitySection, func(old json.RawMessage) (any, error) {
+	return run.UpdateSection(scenario, CapacitySection(), func(old json.RawMessage) (any, error) {
 		var all []loadgen.SweepResult
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {

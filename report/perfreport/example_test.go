@@ -31,7 +31,7 @@ func Example() {
 	sc := run.Result().Scenarios[0]
 	rows, _ := perfreport.Rows(sc)
 	samples, _ := perfreport.SamplesOf(sc)
-	_, inSummary := sc.Sections[perfreport.SamplesSection.Key]
+	_, inSummary := sc.Sections[perfreport.SamplesSection().Key]
 	fmt.Println(len(rows), samples[0].Seen, samples[0].TTFTMicros, inSummary)
 	// Output:
 	// 1 2 [20000 25000] false

@@ -11,21 +11,30 @@ import (
 )
 
 // 性能阶段的分节。汇总行与容量结论进 summary.json；时间线与逐请求样本体积随运行增长，
-// 只写各自的文件（Detail）。
-var (
-	// RowsSection 是压测汇总行：summary.json 的 "perf" 键与 perf/summary.json。
-	RowsSection = report.Section{Key: "perf", File: "perf/summary.json"}
-	// CapacitySection 是容量扫描结论：summary.json 的 "capacity" 键与 perf/capacity.json。
-	CapacitySection = report.Section{Key: "capacity", File: "perf/capacity.json"}
-	// TimelineSection 是 --bucket-interval 的实时时间线，只写 perf/timeline.json。
-	TimelineSection = report.Section{Key: "timeline", File: "perf/timeline.json", Detail: true}
-	// SamplesSection 是有界的逐请求样本，只写 perf/samples.json（性能门禁用它计算置信区间）。
-	SamplesSection = report.Section{Key: "samples", File: "perf/samples.json", Detail: true}
-)
+// 只写各自的文件（Detail）。它们是函数而不是包级变量：分节的键与文件是产物格式的一部分，
+// 调用方拿到的是副本，改不动别人读写用的那一个。
+
+// RowsSection 是压测汇总行：summary.json 的 "perf" 键与 perf/summary.json。
+func RowsSection() report.Section { return report.Section{Key: "perf", File: "perf/summary.json"} }
+
+// CapacitySection 是容量扫描结论：summary.json 的 "capacity" 键与 perf/capacity.json。
+func CapacitySection() report.Section {
+	return report.Section{Key: "capacity", File: "perf/capacity.json"}
+}
+
+// TimelineSection 是 --bucket-interval 的实时时间线，只写 perf/timeline.json。
+func TimelineSection() report.Section {
+	return report.Section{Key: "timeline", File: "perf/timeline.json", Detail: true}
+}
+
+// SamplesSection 是有界的逐请求样本，只写 perf/samples.json（性能门禁用它计算置信区间）。
+func SamplesSection() report.Section {
+	return report.Section{Key: "samples", File: "perf/samples.json", Detail: true}
+}
 
 // RecordRows 追加场景的压测汇总行（一次 loadgen.Run 的返回值）。
 func RecordRows(run *report.Run, scenario string, rows []loadgen.Summary) error {
-	return run.UpdateSection(scenario, RowsSection, func(old json.RawMessage) (any, error) {
+	return run.UpdateSection(scenario, RowsSection(), func(old json.RawMessage) (any, error) {
 		var all []loadgen.Summary
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {
@@ -46,34 +55,34 @@ func decode[T any](sc report.Scenario, key string) (T, error) {
 
 // Rows 读出场景的压测汇总行（按记录顺序）。
 func Rows(sc report.Scenario) ([]loadgen.Summary, error) {
-	return decode[[]loadgen.Summary](sc, RowsSection.Key)
+	return decode[[]loadgen.Summary](sc, RowsSection().Key)
 }
 
 // Capacity 读出场景的容量扫描结论。
 func Capacity(sc report.Scenario) ([]loadgen.SweepResult, error) {
-	return decode[[]loadgen.SweepResult](sc, CapacitySection.Key)
+	return decode[[]loadgen.SweepResult](sc, CapacitySection().Key)
 }
 
 // Timeline 读出场景的时间线行。
 func Timeline(sc report.Scenario) ([]loadgen.Timeline, error) {
-	return decode[[]loadgen.Timeline](sc, TimelineSection.Key)
+	return decode[[]loadgen.Timeline](sc, TimelineSection().Key)
 }
 
 // SamplesOf 读出场景的逐请求样本。
 func SamplesOf(sc report.Scenario) ([]Samples, error) {
-	return decode[[]Samples](sc, SamplesSection.Key)
+	return decode[[]Samples](sc, SamplesSection().Key)
 }
 
 // Set 把性能结果存进内存中的场景（覆盖，不落盘），用于组装 report.Result（测试、导入的结果）。
 // 为空的参数不写对应分节。
 func Set(sc *report.Scenario, rows []loadgen.Summary, samples []Samples) error {
 	if rows != nil {
-		if err := sc.SetSection(RowsSection, &rows); err != nil {
+		if err := sc.SetSection(RowsSection(), &rows); err != nil {
 			return err
 		}
 	}
 	if samples != nil {
-		return sc.SetSection(SamplesSection, &samples)
+		return sc.SetSection(SamplesSection(), &samples)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestRecordSamplesMerges(t *testing.T) {
 		t.Fatalf("second combo %+v", got[1].Seen)
 	}
 	// 样本是 Detail 分节：只在 perf/samples.json 里。
-	if _, ok := res.Scenarios[0].Sections[perfreport.SamplesSection.Key]; ok {
+	if _, ok := res.Scenarios[0].Sections[perfreport.SamplesSection().Key]; ok {
 		t.Error("samples are a summary section")
 	}
 }
@@ -111,8 +111,8 @@ func TestRendererOnMissingShardsAndBackends(t *testing.T) {
 // 都返回写明场景与分节的错误，而不是当作没有数据。
 func TestMistypedSections(t *testing.T) {
 	sc := report.Scenario{Name: "s", Sections: map[string]json.RawMessage{
-		perfreport.RowsSection.Key: json.RawMessage(`{"not":"rows"}`), perfreport.CapacitySection.Key: json.RawMessage(`7`)},
-		Details: map[string]json.RawMessage{perfreport.TimelineSection.Key: json.RawMessage(`"x"`), perfreport.SamplesSection.Key: json.RawMessage(`{}`)}}
+		perfreport.RowsSection().Key: json.RawMessage(`{"not":"rows"}`), perfreport.CapacitySection().Key: json.RawMessage(`7`)},
+		Details: map[string]json.RawMessage{perfreport.TimelineSection().Key: json.RawMessage(`"x"`), perfreport.SamplesSection().Key: json.RawMessage(`{}`)}}
 	rd := perfreport.Renderer()
 	check := func(what string, err error) {
 		t.Helper()
@@ -136,7 +136,7 @@ func TestMistypedSections(t *testing.T) {
 	_, err = rd.Incomplete(sc)
 	check("Incomplete", err)
 	// 时间线、容量与样本单独读错也各自报告（HTML 与门禁不会略过它们）。
-	for _, key := range []string{perfreport.CapacitySection.Key, perfreport.TimelineSection.Key, perfreport.SamplesSection.Key} {
+	for _, key := range []string{perfreport.CapacitySection().Key, perfreport.TimelineSection().Key, perfreport.SamplesSection().Key} {
 		one := report.Scenario{Name: "s", Sections: map[string]json.RawMessage{key: json.RawMessage(`{"bad":1}`)}}
 		_, herr := rd.HTML(one, nil)
 		gerr := rd.Gate(one, &gate.Scenario{})
@@ -152,7 +152,7 @@ func TestMistypedSections(t *testing.T) {
 		"run.json":        `{"schema":"` + report.SchemaVersion + `","run_type":"pr","run_id":"bad"}`,
 		"s/scenario.json": `{"name":"s"}`,
 	}
-	for _, sec := range []report.Section{perfreport.RowsSection, perfreport.CapacitySection, perfreport.TimelineSection, perfreport.SamplesSection} {
+	for _, sec := range []report.Section{perfreport.RowsSection(), perfreport.CapacitySection(), perfreport.TimelineSection(), perfreport.SamplesSection()} {
 		idx, _ := json.Marshal(sec)
 		files["s/section-"+sec.Key+".json"] = string(idx)
 		files["s/"+sec.File] = `{"not":"a list"}`
@@ -181,5 +181,18 @@ func TestMistypedSections(t *testing.T) {
 	code, err := run.Finish(context.Background(), nil, t0.Add(time.Minute))
 	if err == nil || !strings.Contains(err.Error(), "perf") || code != gate.ExitError || run.Result().Complete {
 		t.Fatalf("Finish = %d, %v (complete %v)", code, err, run.Result().Complete)
+	}
+}
+
+// TestSectionsAreValuesNotVariables 复现 issue #30 的“导出的可变变量”：分节曾是包级变量，
+// 导入者改了它的键，之后读写用的就是另一个键。现在每次得到的是同一个值的副本。
+func TestSectionsAreValuesNotVariables(t *testing.T) {
+	s := perfreport.RowsSection()
+	s.Key = "tampered"
+	if got := perfreport.RowsSection().Key; got != "perf" {
+		t.Fatalf("RowsSection().Key = %q", got)
+	}
+	if perfreport.SamplesSection().File != "perf/samples.json" || !perfreport.TimelineSection().Detail || perfreport.CapacitySection().Key != "capacity" {
+		t.Fatal("section values changed")
 	}
 }

@@ -129,7 +129,7 @@ func (c *SampleCollector) Samples() []Samples {
 // 写入 <scenario>/perf/samples.json。同一组合再次记录时合并（蓄水池容量内按
 // 记录顺序截断），分阶段 CI job 重复记录也不会无界增长。
 func RecordSamples(run *report.Run, scenario string, sets []Samples) error {
-	return run.UpdateSection(scenario, SamplesSection, func(old json.RawMessage) (any, error) {
+	return run.UpdateSection(scenario, SamplesSection(), func(old json.RawMessage) (any, error) {
 		var all []Samples
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {

@@ -15,7 +15,7 @@ import (
 // 写入 <scenario>/perf/timeline.json（不进 summary.json：长时间运行的行数可达数千）；
 // HTML 报告据此按分组画出时延与并发随时间的变化。
 func RecordTimeline(run *report.Run, scenario string, rows []loadgen.Timeline) error {
-	return run.UpdateSection(scenario, TimelineSection, func(old json.RawMessage) (any, error) {
+	return run.UpdateSection(scenario, TimelineSection(), func(old json.RawMessage) (any, error) {
 		var all []loadgen.Timeline
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {
