@@ -526,7 +526,7 @@ func mergeDir(t *testing.T, src, dst string) {
 func TestConfigErrors(t *testing.T) {
 	root := t.TempDir()
 	broken := tree("emu")
-	broken["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte("mode: emulator\nserved_model_name: e\nquant: int4\n")}
+	broken["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte("mode: emulator\nserved_model_name: e\nquant: INT4\n")}
 	for name, o := range map[string]pipeline.Options{
 		"broken config": options(t, broken, matrix.RunPR, root),
 		"unknown stage": func() pipeline.Options {
