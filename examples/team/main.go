@@ -13,6 +13,8 @@ import (
 	"github.com/vllm-cibench/cibench/pipeline"
 )
 
+// main 解析配置目录与产物目录两个参数，把 ACME 团队的扩展（acme.Apply）加进参考流水线并运行，
+// 退出码取流水线的结论。
 func main() {
 	configs := flag.String("config", "configs", "config tree (matrix.yaml, scenarios/, tests/)")
 	artifacts := flag.String("artifacts", "artifacts", "artifact root")
