@@ -198,6 +198,10 @@ func (w wantRec) check(t *testing.T, path string, recs []Record) {
 
 var okRec = wantRec{ok: true, status: 200, tokens: 3, chunks: 2}
 
+// trailingBytesCase 是 TestH1EdgeCases 里“响应之后多出字节”的场景名：net/http 在这里
+// 有自身的竞态，只比较它的第一个请求。
+const trailingBytesCase = "bytes after the response are not taken as the next response"
+
 // TestH1EdgeCases 用故意写坏或写得刁钻的手写响应检查 h1 传输：每个场景同样跑一遍 net/http，
 // 两条路径的记录（成败、类别、状态码、token 数、chunk 数）必须相同，h1 的连接复用次数（服务端
 // accept 次数）必须等于预期。
@@ -317,7 +321,7 @@ func TestH1EdgeCases(t *testing.T) {
 			writeParts(c, "HTTP/1.1 204 No Content\r\n\r\n")
 			return true
 		}, wantRec{class: ErrClassHTTP, status: 204, errSub: "HTTP 204"}, 1},
-		{"bytes after the response are not taken as the next response", func(_ int, c net.Conn) bool {
+		{trailingBytesCase, func(_ int, c net.Conn) bool {
 			writeParts(c, sseHead+chunked(body, 1<<20)+"0\r\n\r\nHTTP/1.1 200 OK\r\n")
 			return true
 		}, okRec, 3},
@@ -362,7 +366,14 @@ func TestH1EdgeCases(t *testing.T) {
 				srv := startRaw(t, tc.respond)
 				res := sendSeq(t, srv.url, useH1, 3, 10*time.Second, 0)
 				path := map[bool]string{false: "net/http", true: "h1"}[useH1]
-				tc.want.check(t, path, res.recs)
+				recs := res.recs
+				if !useH1 && tc.name == trailingBytesCase {
+					// net/http 把连接放回空闲池后才由 readLoop 发现多出的字节（"Unsolicited response
+					// received on idle HTTP channel"）；在那之前发出的下一个请求会把这些字节当作自己的
+					// 响应——这是 net/http 自身的竞态，繁忙的机器上才出现。只比较第一个请求。
+					recs = recs[:1]
+				}
+				tc.want.check(t, path, recs)
 				if useH1 {
 					if got := int(srv.accepts.Load()); got != tc.accepts {
 						t.Fatalf("h1: %d connections for 3 requests, want %d", got, tc.accepts)

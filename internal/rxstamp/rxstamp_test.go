@@ -41,6 +41,33 @@ func pair(t testing.TB) (client, server net.Conn) {
 	return client, server
 }
 
+// warmUp 在 w → r 上来回发单字节，直到 st 报告出时间戳（最多 5 秒）。
+//
+// Linux 在整机第一次有套接字开启接收时间戳时，把“收包打时间戳”的开关交给工作队列异步
+// 打开（net_enable_timestamp 的 netstamp_work）；开关打开之前到达的数据不带时间戳，
+// recvmsg 也就不返回 SCM_TIMESTAMPNS。繁忙的机器上这段延迟更长。生产代码在拿不到时间戳
+// 时退回读取时刻（见 Arrival）；测试要检查的是“拿到的时间戳是到达时刻”，所以先等开关打开。
+func warmUp(t *testing.T, w, r net.Conn, st Stamper) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	buf := make([]byte, 1)
+	for {
+		if _, err := w.Write([]byte{'w'}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(r, buf); err != nil {
+			t.Fatal(err)
+		}
+		if !st.LastRx().IsZero() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no receive timestamp after 5s of traffic: the kernel never enabled receive timestamping")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestStampBracketsArrival 检查时间戳落在“写出之前”与“读到之后”之间，并且反映的是
 // 到达时刻而不是读取时刻：数据写出后故意晚 30ms 才读，时间戳仍应接近写出时刻。
 func TestStampBracketsArrival(t *testing.T) {
@@ -60,6 +87,7 @@ func TestStampBracketsArrival(t *testing.T) {
 			if st == nil {
 				t.Fatal("Of(wrapped conn) = nil")
 			}
+			warmUp(t, dir.w, dir.r, st)
 			before := time.Now()
 			if _, err := dir.w.Write([]byte("hello")); err != nil {
 				t.Fatal(err)
