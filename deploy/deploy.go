@@ -15,6 +15,9 @@ import (
 // Endpoint 时请使用 Redacted。
 type Endpoint = endpoint.Endpoint
 
+// MetricsInstance 是 endpoint.MetricsInstance 的别名：Endpoint.Metrics 的一项。
+type MetricsInstance = endpoint.MetricsInstance
+
 // redactURL 把 scheme://user:pass@host 中的用户信息替换为 "***"（见 endpoint.RedactURL）。
 func redactURL(u string) string { return endpoint.RedactURL(u) }
 

@@ -26,6 +26,20 @@ type Endpoint struct {
 	APIKey string `json:"-" yaml:"-"`
 	// HTTPClient 发送发往 BaseURLs 的全部请求；nil 时由各阶段自建（见包文档）。
 	HTTPClient *http.Client `json:"-" yaml:"-"`
+	// Metrics 列出要抓取 /metrics 的实例（名字、PD 角色、完整地址）。为空时抓取每个 BaseURLs
+	// 根路径的 /metrics；客户端地址不是实例本身时（PD 的代理、网关）在这里给出后面的实例，
+	// 阶段分解才能按实例、按 PD 角色给出（见 explain 包）。
+	Metrics []MetricsInstance `json:"metrics,omitempty" yaml:"metrics,omitempty"`
+}
+
+// MetricsInstance 是一个导出 vLLM 指标的实例。
+type MetricsInstance struct {
+	// Name 是报告里的显示名，空时取 URL 的 host:port。
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// Role 是 PD 角色："prefill"、"decode"，混合部署为空。
+	Role string `json:"role,omitempty" yaml:"role,omitempty"`
+	// URL 是 /metrics 的完整地址，例如 http://10.0.0.5:6660/metrics。
+	URL string `json:"url" yaml:"url"`
 }
 
 // ErrInvalid 被 Validate 返回的所有错误包装，调用方可用 errors.Is 区分“端点写错了”
@@ -54,6 +68,14 @@ func (e Endpoint) Validate() error {
 	}
 	if strings.TrimSpace(e.Model) == "" {
 		return fmt.Errorf("endpoint: model: %w: empty (want the served-model-name)", ErrInvalid)
+	}
+	for i, m := range e.Metrics {
+		if why := checkURL(m.URL); why != "" {
+			return fmt.Errorf("endpoint: metrics[%d].url %q: %w: %s", i, RedactURL(m.URL), ErrInvalid, why)
+		}
+		if m.Role != "" && m.Role != "prefill" && m.Role != "decode" {
+			return fmt.Errorf("endpoint: metrics[%d].role %q: %w: want prefill, decode or empty", i, m.Role, ErrInvalid)
+		}
 	}
 	return nil
 }
@@ -87,6 +109,10 @@ func (e Endpoint) Redacted() Endpoint {
 	out := Endpoint{Model: e.Model, BaseURLs: make([]string, len(e.BaseURLs))}
 	for i, u := range e.BaseURLs {
 		out.BaseURLs[i] = RedactURL(u)
+	}
+	for _, m := range e.Metrics {
+		m.URL = RedactURL(m.URL)
+		out.Metrics = append(out.Metrics, m)
 	}
 	return out
 }

@@ -61,6 +61,7 @@ func MergeShardGroups(parts []*ShardGroup, slo SLO) (s Summary, hdr []string, er
 	tot.fill(&s, slo)
 	before, after := serverWindow(parts)
 	applyServer(&s, before, after)
+	s.Phases = phaseBreakdown(tot, before, after, nil)
 	for _, sg := range parts {
 		s.BudgetLimited = s.BudgetLimited || sg.Config.BudgetLimited
 		for k, v := range sg.FailureClasses {

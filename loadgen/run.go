@@ -113,7 +113,15 @@ func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh 
 		}
 	}
 	r.red = secretRedactor(target.APIKey)
-	r.scraper = servermetrics.NewScraper(r.client, target.BaseURLs, r.auxTimeout(), int64(p.MaxEventBytes))
+	if len(target.Metrics) > 0 {
+		ins := make([]servermetrics.Instance, len(target.Metrics))
+		for i, m := range target.Metrics {
+			ins[i] = servermetrics.Instance{Name: m.Name, Role: m.Role, URL: m.URL}
+		}
+		r.scraper = servermetrics.NewInstanceScraper(r.client, ins, r.auxTimeout(), int64(p.MaxEventBytes))
+	} else {
+		r.scraper = servermetrics.NewScraper(r.client, target.BaseURLs, r.auxTimeout(), int64(p.MaxEventBytes))
+	}
 	r.base = r.scraper.Scrape(ctx)
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
@@ -483,6 +491,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	tot.fill(&s, r.slo)
 	applyServer(&s, before, after)
 	r.applyWorkload(&s, gr, before, after, peak.Finish(after))
+	s.Phases = phaseBreakdown(tot, before, after, peak)
 	s.Incomplete = interrupted
 	if len(gr.classes) > 0 {
 		s.FailureClasses = gr.classes

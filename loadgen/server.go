@@ -1,8 +1,12 @@
 package loadgen
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/explain"
 
 	"github.com/vllm-cibench/cibench/loadgen/servermetrics"
 )
@@ -125,4 +129,116 @@ func (r *runner) applyWorkload(s *Summary, gr *groupRun, before, after *serverme
 		w.Turns = gr.turns.summaries()
 	}
 	s.Workload = w
+}
+
+// phaseBreakdown 由组前、组后的抓取、组内峰值与客户端统计算出本组的阶段分解（见 explain）。
+// 任一次抓取缺失时（服务端没有 /metrics：非 vLLM 服务、网关）只有客户端那一部分，
+// 比较时如实报告“不可归因”。多个实例时各实例另有一份；实例带 PD 角色时顶层不放服务端
+// 阶段（每个请求在两个实例上各记一次，相加没有意义）。
+func phaseBreakdown(tot *stats, before, after *servermetrics.Snapshot, peak *servermetrics.Peak) *explain.Breakdown {
+	if before == nil || after == nil {
+		return &explain.Breakdown{ClientTTFT: tot.ttft.moments(), ClientE2E: tot.e2e.moments()}
+	}
+	b := snapshotBreakdown(before, after)
+	b.ClientTTFT, b.ClientE2E = tot.ttft.moments(), tot.e2e.moments()
+	if peak != nil {
+		b.Cache.PeakKVUsage = finitePtr(peak.Finish(after))
+		b.Cache.PeakWaiting = finitePtr(peak.Waiting())
+	}
+	if len(after.Parts) > 1 && len(after.Parts) == len(before.Parts) {
+		pd := false
+		for i, p := range after.Parts {
+			in := snapshotBreakdown(before.Parts[i], p)
+			in.Instance, in.Role = p.Name, p.Role
+			pd = pd || p.Role != ""
+			b.Instances = append(b.Instances, *in)
+		}
+		if pd {
+			b.ServerTTFT, b.Queue, b.Prefill, b.Decode, b.Inference, b.ServerE2E, b.ITL = nil, nil, nil, nil, nil, nil, nil
+		}
+	}
+	return b
+}
+
+// snapshotBreakdown 把一对抓取（同一实例或同一组实例之和）的差值换算成服务端的那部分分解。
+func snapshotBreakdown(before, after *servermetrics.Snapshot) *explain.Breakdown {
+	b := &explain.Breakdown{
+		ServerTTFT: phaseDist(after.Hist[servermetrics.HistTTFT].Delta(before.Hist[servermetrics.HistTTFT])),
+		ITL:        phaseDist(after.Hist[servermetrics.HistTPOT].Delta(before.Hist[servermetrics.HistTPOT])),
+		ServerE2E:  phaseDist(after.Hist[servermetrics.HistE2E].Delta(before.Hist[servermetrics.HistE2E])),
+		Queue:      phaseDist(after.Phase[servermetrics.PhaseQueue].Delta(before.Phase[servermetrics.PhaseQueue])),
+		Prefill:    phaseDist(after.Phase[servermetrics.PhasePrefill].Delta(before.Phase[servermetrics.PhasePrefill])),
+		Decode:     phaseDist(after.Phase[servermetrics.PhaseDecode].Delta(before.Phase[servermetrics.PhaseDecode])),
+		Inference:  phaseDist(after.Phase[servermetrics.PhaseInference].Delta(before.Phase[servermetrics.PhaseInference])),
+	}
+	c := applyCache(before, after, math.NaN())
+	if c.PrefixQueries >= 0 && c.PrefixHits >= 0 {
+		b.Cache.PrefixHits, b.Cache.PrefixQueries = finitePtr(c.PrefixHits), finitePtr(c.PrefixQueries)
+	}
+	if c.HitRate >= 0 {
+		b.Cache.HitRate = finitePtr(c.HitRate)
+	}
+	if c.Preemptions >= 0 {
+		b.Cache.Preemptions = finitePtr(c.Preemptions)
+	}
+	return b
+}
+
+// finitePtr 返回 v 的指针；v 为 NaN 或无穷时返回 nil（JSON 里省略，表示不可得）。
+func finitePtr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// phaseDist 把一个增量直方图换算成 explain.Dist：均值来自 Sum/Count（精确）；P50、P99 只在
+// 所在的桶分得开（上界不超过下界的两倍）时给出，否则在 Resolution 里写明桶的范围。
+// h 为 nil（服务端不导出，或前后桶布局不同）时返回 nil；窗口内没有样本时 Count 为 0。
+func phaseDist(h *servermetrics.Histogram) *explain.Dist {
+	if h == nil {
+		return nil
+	}
+	d := &explain.Dist{Count: h.Count, Sum: h.Sum}
+	if h.Count <= 0 {
+		return d
+	}
+	var unresolved []string
+	var where string
+	for _, q := range []struct {
+		name string
+		p    float64
+		dst  **float64
+	}{{"p50", 0.50, &d.P50}, {"p99", 0.99, &d.P99}} {
+		v := h.Quantile(q.p)
+		lo, hi := bucketOf(h, q.p)
+		if math.IsNaN(v) || lo <= 0 || hi > 2*lo || math.IsInf(hi, 1) {
+			unresolved = append(unresolved, q.name)
+			where = fmt.Sprintf("(%g, %g] s", lo, hi)
+			continue
+		}
+		*q.dst = &v
+	}
+	if len(unresolved) > 0 {
+		d.Resolution = strings.Join(unresolved, ", ") + " inside bucket " + where
+	}
+	return d
+}
+
+// bucketOf 返回 q 分位所在桶的下界与上界（按 histogram_quantile 的秩规则）。
+func bucketOf(h *servermetrics.Histogram, q float64) (lo, hi float64) {
+	if len(h.Cum) == 0 {
+		return 0, math.Inf(1)
+	}
+	total := h.Cum[len(h.Cum)-1]
+	rank := q * total
+	for i, c := range h.Cum {
+		if c >= rank && c > 0 {
+			if i > 0 {
+				lo = h.Upper[i-1]
+			}
+			return lo, h.Upper[i]
+		}
+	}
+	return 0, math.Inf(1)
 }

@@ -250,6 +250,7 @@ func rebuild(recs []Record, p Profile) map[int]Summary {
 func comparable(s Summary) Summary {
 	s.ExecutionTime = time.Time{}
 	s.ServerTTFT, s.ServerTPOT, s.ServerE2E, s.SpecAcceptRate = Latency{}, Latency{}, Latency{}, Values{}
+	s.Phases = nil // 服务端窗口的分解另行检查（见 TestShardedRunMatchesSingleProcess）
 	// 计划列（请求数、轮数）不能从记录重建：另行与单进程运行比较。
 	s.Planned, s.Epochs = 0, 0
 	return s
@@ -288,6 +289,11 @@ func TestShardedRunMatchesSingleProcess(t *testing.T) {
 					t.Errorf("group %d: merged row differs from the single-process summary of the same records\n got %+v\nwant %+v", gi, comparable(got), comparable(want[gi]))
 				}
 				one := single[gi]
+				// 阶段分解随分片编码：合并的行带着服务端阶段，客户端矩覆盖全部成功请求。
+				if ph := got.Phases; ph == nil || !ph.HasPhases() || ph.ClientTTFT.N != int64(got.Succeeded) ||
+					ph.Queue.Count < float64(got.Succeeded) {
+					t.Errorf("group %d: merged phases %+v, want server phases and %d client samples", gi, ph, got.Succeeded)
+				}
 				if got.Planned != one.Planned || got.Epochs != one.Epochs || got.BudgetLimited != one.BudgetLimited {
 					t.Errorf("group %d: plan columns Planned/Epochs/BudgetLimited %d/%d/%v, single process %d/%d/%v", gi,
 						got.Planned, got.Epochs, got.BudgetLimited, one.Planned, one.Epochs, one.BudgetLimited)

@@ -208,6 +208,15 @@ type snapWire struct {
 	Hist   [3]*histWire `json:"hist"`
 	Accept *float64     `json:"accept,omitempty"`
 	Draft  *float64     `json:"draft,omitempty"`
+	// Phase 是请求阶段直方图（servermetrics.PhaseQueue 等）；缓存与抢占计数器、各实例的
+	// 快照（Parts，带名字与 PD 角色）随之编码，合并后的行因此也有阶段分解（Summary.Phases）。
+	Phase       [servermetrics.NumPhases]*histWire `json:"phase,omitempty"`
+	Preemptions *float64                           `json:"preemptions,omitempty"`
+	PrefixHits  *float64                           `json:"prefix_hits,omitempty"`
+	PrefixQuery *float64                           `json:"prefix_queries,omitempty"`
+	Name        string                             `json:"name,omitempty"`
+	Role        string                             `json:"role,omitempty"`
+	Parts       []*snapWire                        `json:"parts,omitempty"`
 	// At 是抓取完成的墙钟纳秒（Unix），0 表示未知。
 	At int64 `json:"at_unix_ns,omitempty"`
 }
@@ -217,18 +226,12 @@ func encodeSnap(s *servermetrics.Snapshot) *snapWire {
 	if s == nil {
 		return nil
 	}
-	w := &snapWire{}
+	w := &snapWire{Name: s.Name, Role: s.Role}
 	for i, h := range s.Hist {
-		if h == nil {
-			continue
-		}
-		up := slices.Clone(h.Upper)
-		for j, u := range up {
-			if math.IsInf(u, 1) {
-				up[j] = -1
-			}
-		}
-		w.Hist[i] = &histWire{Upper: up, Cum: slices.Clone(h.Cum), Sum: h.Sum, Count: h.Count}
+		w.Hist[i] = encodeHist(h)
+	}
+	for i, h := range s.Phase {
+		w.Phase[i] = encodeHist(h)
 	}
 	num := func(v float64) *float64 {
 		if math.IsNaN(v) {
@@ -237,10 +240,42 @@ func encodeSnap(s *servermetrics.Snapshot) *snapWire {
 		return &v
 	}
 	w.Accept, w.Draft = num(s.Accept), num(s.Draft)
+	w.Preemptions, w.PrefixHits, w.PrefixQuery = num(s.Preemptions), num(s.PrefixHits), num(s.PrefixQueries)
+	for _, p := range s.Parts {
+		w.Parts = append(w.Parts, encodeSnap(p))
+	}
 	if !s.At.IsZero() {
 		w.At = s.At.UnixNano()
 	}
 	return w
+}
+
+// encodeHist 编码一个直方图；nil 编码为 nil。
+func encodeHist(h *servermetrics.Histogram) *histWire {
+	if h == nil {
+		return nil
+	}
+	up := slices.Clone(h.Upper)
+	for j, u := range up {
+		if math.IsInf(u, 1) {
+			up[j] = -1
+		}
+	}
+	return &histWire{Upper: up, Cum: slices.Clone(h.Cum), Sum: h.Sum, Count: h.Count}
+}
+
+// decode 还原一个直方图；nil 或上界与计数个数不一致时为 nil。
+func (h *histWire) decode() *servermetrics.Histogram {
+	if h == nil || len(h.Upper) != len(h.Cum) {
+		return nil
+	}
+	up := slices.Clone(h.Upper)
+	for j, u := range up {
+		if u == -1 {
+			up[j] = math.Inf(1)
+		}
+	}
+	return &servermetrics.Histogram{Upper: up, Cum: slices.Clone(h.Cum), Sum: h.Sum, Count: h.Count}
 }
 
 // decode 还原抓取快照。
@@ -248,24 +283,24 @@ func (w *snapWire) decode() *servermetrics.Snapshot {
 	if w == nil {
 		return nil
 	}
-	s := &servermetrics.Snapshot{Accept: math.NaN(), Draft: math.NaN(), Running: math.NaN(), Waiting: math.NaN(), Preemptions: math.NaN()}
+	s := &servermetrics.Snapshot{Accept: math.NaN(), Draft: math.NaN(), Running: math.NaN(), Waiting: math.NaN(), Preemptions: math.NaN(),
+		PrefixHits: math.NaN(), PrefixQueries: math.NaN(), Name: w.Name, Role: w.Role}
 	for i, h := range w.Hist {
-		if h == nil || len(h.Upper) != len(h.Cum) {
-			continue
-		}
-		up := slices.Clone(h.Upper)
-		for j, u := range up {
-			if u == -1 {
-				up[j] = math.Inf(1)
-			}
-		}
-		s.Hist[i] = &servermetrics.Histogram{Upper: up, Cum: slices.Clone(h.Cum), Sum: h.Sum, Count: h.Count}
+		s.Hist[i] = h.decode()
 	}
-	if w.Accept != nil {
-		s.Accept = *w.Accept
+	for i, h := range w.Phase {
+		s.Phase[i] = h.decode()
 	}
-	if w.Draft != nil {
-		s.Draft = *w.Draft
+	for dst, src := range map[*float64]*float64{&s.Accept: w.Accept, &s.Draft: w.Draft, &s.Preemptions: w.Preemptions,
+		&s.PrefixHits: w.PrefixHits, &s.PrefixQueries: w.PrefixQuery} {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	for _, p := range w.Parts {
+		if p != nil {
+			s.Parts = append(s.Parts, p.decode())
+		}
 	}
 	s.At = unixTime(w.At)
 	return s

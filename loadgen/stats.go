@@ -9,6 +9,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/vllm-cibench/cibench/explain"
 )
 
 // dist 是一个分布。样本数不超过共享预算（exactCap）时保留全部精确样本，分位数与
@@ -182,6 +184,32 @@ func (d *dist) latency() Latency {
 		Min: time.Duration(d.min), Max: time.Duration(d.max),
 		Avg: ns(d.sum / float64(d.n)),
 	}
+}
+
+// moments 返回以纳秒记录的时延分布的个数、均值与无偏方差（秒），供阶段分解的区间使用。
+// 只在分组结束时调用一次：精确样本时逐个求平方离差，HDR 时用直方图的标准差（桶中点，
+// 3 位有效数字）；请求热路径上不多做任何事。
+func (d *dist) moments() explain.Moments {
+	if d.n == 0 {
+		return explain.Moments{}
+	}
+	mean := d.sum / float64(d.n)
+	m := explain.Moments{N: d.n, Mean: mean / 1e9}
+	if d.n < 2 {
+		return m
+	}
+	if d.h == nil {
+		ss := 0.0
+		for _, v := range d.exact {
+			x := float64(v) - mean
+			ss += x * x
+		}
+		m.Var = ss / float64(d.n-1) / 1e18
+		return m
+	}
+	sd := d.h.StdDev() * float64(d.unit) / 1e9
+	m.Var = sd * sd * float64(d.n) / float64(d.n-1)
+	return m
 }
 
 // values 把计数类分布转成 Values；没有样本时全部为 -1。

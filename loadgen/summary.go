@@ -1,6 +1,10 @@
 package loadgen
 
-import "time"
+import (
+	"time"
+
+	"github.com/vllm-cibench/cibench/explain"
+)
 
 // Latency 是一组时延样本的统计摘要。Count 为 0 表示无法测量，
 // 导出为 CSV 时所有字段写作 -1（而不是 0）。
@@ -90,6 +94,12 @@ type Summary struct {
 
 	// 推测解码接受率，[0,1]；不可得的字段为 -1
 	SpecAcceptRate Values
+
+	// Phases 是本组的阶段分解（客户端 TTFT 拆成客户端、前端、排队、prefill，解码、缓存、
+	// 抢占、KV；多实例与 PD 时每个实例一份），由 /metrics 在本组前后的差值与客户端逐请求样本
+	// 算出，门禁与 compare 据它归因（见 explain 包）。服务端不可抓取时为 nil；服务端不导出
+	// 阶段直方图时各阶段为 nil。不是 acs-bench 的列，只在 JSON 里。
+	Phases *explain.Breakdown `json:",omitempty"`
 
 	// Workload 是真实负载（轨迹、集合、多轮会话）与服务端缓存的汇总，不属于 acs-bench 的列，
 	// 写进单独的文件（见 workload_csv.go）。

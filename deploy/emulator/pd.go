@@ -183,7 +183,12 @@ func (p *PD) Deploy(ctx context.Context) (deploy.Deployment, error) {
 		_ = d.Teardown(context.Background())
 		return nil, err
 	}
-	d.ep = deploy.Endpoint{BaseURLs: []string{base + "/v1"}, Model: p.prefill.Config().Model, APIKey: dec.Endpoint().APIKey}
+	d.ep = deploy.Endpoint{BaseURLs: []string{base + "/v1"}, Model: p.prefill.Config().Model, APIKey: dec.Endpoint().APIKey,
+		// 代理没有自己的 /metrics：按角色列出两个实例，阶段分解因此按 prefill、KV 传输、decode 给出。
+		Metrics: []deploy.MetricsInstance{
+			{Name: "prefill", Role: "prefill", URL: emuRootOf(pre.Endpoint()) + "/metrics"},
+			{Name: "decode", Role: "decode", URL: emuRootOf(dec.Endpoint()) + "/metrics"},
+		}}
 	return d, nil
 }
 

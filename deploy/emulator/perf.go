@@ -93,7 +93,7 @@ func (e *Server) perfAdmit(ctx context.Context, run *emuRun, queued time.Time) (
 		return time.Time{}, false
 	}
 	started := time.Now()
-	e.metrics.Queue.Observe(started.Sub(run.arrival).Seconds())
+	run.scheduled = started
 	pr.cached = e.perf.Cached(pr.seq)
 	// 与快路径相同：模拟器自己读取、解析、规划请求的时间从预算中扣除，而不是叠加。
 	d := e.prefillTime(run.cfg, run, e.perf.Compute(pr.seq), true)

@@ -103,7 +103,7 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		}
 		defer e.sched.Release()
 		started := time.Now()
-		e.metrics.Queue.Observe(started.Sub(run.arrival).Seconds())
+		run.scheduled = started
 		// 注入的 TTFT 从请求到达处理函数算起（再加 MaxNumSeqs 排队），模拟器自己读取、
 		// 解析、规划请求的时间从这份预算里扣除而不是叠加在上面：否则并发请求同时到达时，
 		// 这段 CPU 排队会让客户端看到的 TTFT 系统性地大于注入值。预算不够扣时不早于开始时刻。
@@ -137,6 +137,7 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		}
 		e.metrics.TTFT.Observe(ttft.Seconds())
 		e.metrics.E2E.Observe(end.Sub(run.arrival).Seconds())
+		e.metrics.ObservePhases(run.arrival, run.scheduled, run.arrival.Add(ttft), end)
 		if compl > 1 {
 			e.metrics.TPOT.Observe((end.Sub(run.arrival) - ttft).Seconds() / float64(compl-1))
 		}

@@ -1,6 +1,8 @@
 package emulator
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,10 +19,12 @@ type Metrics struct {
 	successStop, successLength     prometheus.Counter
 	successAbort                   prometheus.Counter
 	TTFT, TPOT, ITL, E2E, Queue    prometheus.Observer
-	SpecAccepted, SpecDraft        prometheus.Counter
-	SpecDrafts                     prometheus.Counter
-	PrefixQueries, PrefixHits      prometheus.CounterFunc
-	Preemptions                    prometheus.CounterFunc
+	// Prefill、Decode、Inference 是 vLLM v1 的请求阶段直方图（见 ObservePhases）。
+	Prefill, Decode, Inference prometheus.Observer
+	SpecAccepted, SpecDraft    prometheus.Counter
+	SpecDrafts                 prometheus.Counter
+	PrefixQueries, PrefixHits  prometheus.CounterFunc
+	Preemptions                prometheus.CounterFunc
 }
 
 // latencyBuckets 与 vLLM 的 time_to_first_token_seconds 桶一致。
@@ -93,7 +97,12 @@ func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc, perf fu
 	m.TPOT = hist("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", itlBuckets)
 	m.ITL = hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
 	m.E2E = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2eBuckets)
+	// 阶段直方图：名称、说明与桶（request_latency_buckets，与 E2E 相同）取自 vLLM v1 的
+	// PrometheusStatLogger。
 	m.Queue = hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", e2eBuckets)
+	m.Inference = hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", e2eBuckets)
+	m.Prefill = hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", e2eBuckets)
+	m.Decode = hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", e2eBuckets)
 	m.SpecAccepted = counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.")
 	m.SpecDraft = counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.")
 	m.SpecDrafts = counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.")
@@ -130,4 +139,22 @@ func (m *Metrics) Success(finish string) {
 	default:
 		m.successStop.Inc()
 	}
+}
+
+// ObservePhases 记录一个已完成请求的各阶段时长，口径与 vLLM v1 的
+// FinishedRequestStats 相同（时刻都是该请求的第一次）：
+//
+//	queue     = 第一次被调度 − 到达（WAITING）
+//	prefill   = 首 token − 第一次被调度（被抢占后的重算若发生在首 token 之前也算在这里）
+//	decode    = 最后一个 token − 首 token
+//	inference = 最后一个 token − 第一次被调度（= prefill + decode）
+//
+// 与 vLLM 一样只在请求结束时记录一次，于是五个阶段直方图与 E2E 的样本数相同。
+// 负的时长（首 token 的计划时刻晚于实际结束，见 serve）按 0 记。
+func (m *Metrics) ObservePhases(arrival, scheduled, first, last time.Time) {
+	sec := func(a, b time.Time) float64 { return max(0, b.Sub(a).Seconds()) }
+	m.Queue.Observe(sec(arrival, scheduled))
+	m.Prefill.Observe(sec(scheduled, first))
+	m.Decode.Observe(sec(first, last))
+	m.Inference.Observe(sec(scheduled, last))
 }

@@ -113,7 +113,9 @@ func (p *Perf) scheduleLocked() {
 		}
 		p.kv.Commit(s.blocks, s.hashes)
 		hit := len(hits) * p.kv.BlockSize()
-		if s.preempts == 0 {
+		// 前缀缓存关闭时 vLLM 不做查找，也不记查询（KVCacheManager.get_computed_blocks 在
+		// enable_caching 为假时直接返回）：计数器停在 0，命中率不可得，而不是 0。
+		if s.preempts == 0 && p.kv.caching {
 			p.queries += uint64(total)
 			p.hits += uint64(hit)
 			s.cached = hit

@@ -30,10 +30,11 @@ const kvSampleInterval = 200 * time.Millisecond
 
 // Peak 在一个分组期间定时抓取 /metrics，记下 KV-cache 占用的最大值（见 Scraper.StartPeak）。
 type Peak struct {
-	mu   sync.Mutex
-	peak float64
-	stop context.CancelFunc
-	done chan struct{}
+	mu      sync.Mutex
+	peak    float64
+	waiting float64 // 组内采样到的最大排队数（NaN 为没有）
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
 // StartPeak 以 before 的 KV 占用为起点，每 kvSampleInterval 抓取一次，记下组内峰值
@@ -41,7 +42,10 @@ type Peak struct {
 // StartPeak 启动、由 Finish 停止并等待退出：调用方必须调用 Finish（可重复调用）。ctx 结束时
 // 采样也停止。
 func (s *Scraper) StartPeak(ctx context.Context, before *Snapshot) *Peak {
-	ps := &Peak{peak: before.KVUsage(), done: make(chan struct{})}
+	ps := &Peak{peak: before.KVUsage(), waiting: math.NaN(), done: make(chan struct{})}
+	if before != nil {
+		ps.waiting = before.Waiting
+	}
 	if math.IsNaN(ps.peak) {
 		close(ps.done)
 		ps.stop = func() {}
@@ -64,6 +68,9 @@ func (ps *Peak) observe(s *Snapshot) {
 		return
 	}
 	ps.mu.Lock()
+	if w := s.Waiting; !math.IsNaN(w) && (math.IsNaN(ps.waiting) || w > ps.waiting) {
+		ps.waiting = w
+	}
 	if math.IsNaN(ps.peak) || v > ps.peak {
 		ps.peak = v
 	}
@@ -79,4 +86,12 @@ func (ps *Peak) Finish(after *Snapshot) float64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.peak
+}
+
+// Waiting 返回组内采样到的 vllm:num_requests_waiting 最大值（各实例之和）；没有时为 NaN。
+// 在 Finish 之后调用才包括组后的抓取。
+func (ps *Peak) Waiting() float64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.waiting
 }

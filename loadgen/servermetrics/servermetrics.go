@@ -25,6 +25,9 @@ var (
 	metricSpecAccept  = "vllm:spec_decode_num_accepted_tokens_total"
 	metricSpecDraft   = "vllm:spec_decode_num_draft_tokens_total"
 	serverMetricNames = [][]string{metricTTFT, metricTPOT, metricE2E}
+	// 请求阶段直方图（vLLM v1 的 FinishedRequestStats；下标见 PhaseQueue 等）。
+	phaseMetricNames = [NumPhases]string{"vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds",
+		"vllm:request_decode_time_seconds", "vllm:request_inference_time_seconds"}
 	// 时间线采样的调度状态（vLLM v1 的名字在前，旧名在后）。KV-cache 用量是 0..1 的比例。
 	metricRunning     = []string{"vllm:num_requests_running"}
 	metricWaiting     = []string{"vllm:num_requests_waiting"}
@@ -37,6 +40,15 @@ const (
 	HistTTFT = iota // vllm:time_to_first_token_seconds
 	HistTPOT        // vllm:time_per_output_token_seconds（新版本 vllm:inter_token_latency_seconds）
 	HistE2E         // vllm:e2e_request_latency_seconds
+)
+
+// 阶段直方图在 Snapshot.Phase 中的下标。
+const (
+	PhaseQueue     = iota // vllm:request_queue_time_seconds（WAITING：到达 → 第一次被调度）
+	PhasePrefill          // vllm:request_prefill_time_seconds（第一次被调度 → 首 token）
+	PhaseDecode           // vllm:request_decode_time_seconds（首 token → 最后一个 token）
+	PhaseInference        // vllm:request_inference_time_seconds（第一次被调度 → 最后一个 token）
+	NumPhases
 )
 
 // Histogram 是一个直方图在某一时刻的累计值（各实例、各标签序列求和），单位与指标相同（秒）。
@@ -64,6 +76,12 @@ type Snapshot struct {
 	At time.Time
 	// PrefixHits、PrefixQueries 是前缀缓存计数器（token，各实例之和），见 cache.go。
 	PrefixHits, PrefixQueries float64
+	// Phase 是请求阶段直方图（下标见 PhaseQueue 等）；服务端不导出的为 nil。
+	Phase [NumPhases]*Histogram
+	// Name、Role 是单个实例的名字与 PD 角色（见 Instance）；求和得到的快照为空。
+	Name, Role string
+	// Parts 是求和前各实例的快照（按抓取顺序）；只有一个实例时也有一项。单个实例的快照为 nil。
+	Parts []*Snapshot
 }
 
 // Parse 用 expfmt 解析一个实例的 Prometheus 文本格式，抽取 TTFT/TPOT/E2E 直方图、推测解码、
@@ -94,6 +112,9 @@ func Parse(r io.Reader) (*Snapshot, error) {
 				break
 			}
 		}
+	}
+	for i, n := range phaseMetricNames {
+		s.Phase[i] = histogramSum(fams[n])
 	}
 	return s, nil
 }
@@ -363,16 +384,34 @@ const (
 // 每次抓取受 timeout 约束，响应体不超过 maxBody 字节（超过即失败，不用截断的数据）。
 // 创建后只读，可在多个 goroutine 中并发使用（时间线采样与峰值采样同时抓取）。
 type Scraper struct {
-	client  *http.Client
-	urls    []string
-	timeout time.Duration
-	maxBody int64
+	client    *http.Client
+	urls      []string
+	instances []Instance
+	timeout   time.Duration
+	maxBody   int64
+}
+
+// Instance 是一个要抓取的实例：名字（报告里的显示名，例如 host:port）、PD 角色
+// （"prefill"、"decode"，混合部署为空）与 /metrics 的完整地址。
+type Instance struct {
+	Name, Role, URL string
 }
 
 // NewScraper 由各实例的 base URL 推出 /metrics 地址。c 是调用方的客户端（loadgen 用运行的
 // 客户端，代理与 TLS 设置因此与生成请求一致）；timeout、maxBody 不为正时取 DefaultTimeout、
 // DefaultMaxBody。
 func NewScraper(c *http.Client, bases []string, timeout time.Duration, maxBody int64) *Scraper {
+	var ins []Instance
+	for _, b := range bases {
+		u := strings.TrimSuffix(strings.TrimSuffix(b, "/"), "/v1") + "/metrics"
+		ins = append(ins, Instance{Name: hostOf(u), URL: u})
+	}
+	return NewInstanceScraper(c, ins, timeout, maxBody)
+}
+
+// NewInstanceScraper 与 NewScraper 相同，但逐个给出实例的 /metrics 地址、名字与角色：
+// 客户端地址不是实例本身时（PD 的代理、网关）用它直接抓取后面的实例。
+func NewInstanceScraper(c *http.Client, instances []Instance, timeout time.Duration, maxBody int64) *Scraper {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -380,23 +419,51 @@ func NewScraper(c *http.Client, bases []string, timeout time.Duration, maxBody i
 		maxBody = DefaultMaxBody
 	}
 	s := &Scraper{client: c, timeout: timeout, maxBody: maxBody}
-	for _, b := range bases {
-		s.urls = append(s.urls, strings.TrimSuffix(strings.TrimSuffix(b, "/"), "/v1")+"/metrics")
+	for _, in := range instances {
+		if in.Name == "" {
+			in.Name = hostOf(in.URL)
+		}
+		s.instances = append(s.instances, in)
+		s.urls = append(s.urls, in.URL)
 	}
 	return s
+}
+
+// hostOf 返回 URL 的 host:port（解析失败时返回原串）；用作实例的默认名字。
+func hostOf(u string) string {
+	rest, ok := strings.CutPrefix(u, "http://")
+	if !ok {
+		rest, _ = strings.CutPrefix(u, "https://")
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 { // 不把 user:pass@ 当作名字
+		rest = rest[i+1:]
+	}
+	return rest
 }
 
 // Scrape 返回各实例之和（At 为抓取完成的时刻）；任一实例抓取失败则返回 nil（服务端指标记为不可得，而不是偏小）。
 func (s *Scraper) Scrape(ctx context.Context) *Snapshot {
 	var total *Snapshot
-	for _, u := range s.urls {
+	var parts []*Snapshot
+	for i, u := range s.urls {
 		snap, err := s.one(ctx, u)
 		if err != nil {
 			return nil
 		}
+		snap.Name, snap.Role = s.instances[i].Name, s.instances[i].Role
+		parts = append(parts, snap)
 		total = Add(total, snap)
 	}
 	if total != nil {
+		if len(parts) == 1 { // 一个实例时 total 就是它本身：复制一份，免得 Parts 指向自己
+			c := *total
+			total = &c
+			total.Name, total.Role = "", ""
+		}
+		total.Parts = parts
 		total.At = time.Now()
 	}
 	return total
@@ -506,5 +573,23 @@ func Add(a, b *Snapshot) *Snapshot {
 			out.Hist[i] = h
 		}
 	}
+	for i := range a.Phase {
+		out.Phase[i] = addHist(a.Phase[i], b.Phase[i])
+	}
 	return out
+}
+
+// addHist 把两个桶布局一致的直方图相加；任一为 nil 或布局不同时为 nil。
+func addHist(x, y *Histogram) *Histogram {
+	if x == nil || y == nil || len(x.Upper) != len(y.Upper) {
+		return nil
+	}
+	h := &Histogram{Upper: x.Upper, Cum: make([]float64, len(x.Cum)), Sum: x.Sum + y.Sum, Count: x.Count + y.Count}
+	for j := range x.Cum {
+		if x.Upper[j] != y.Upper[j] {
+			return nil
+		}
+		h.Cum[j] = x.Cum[j] + y.Cum[j]
+	}
+	return h
 }

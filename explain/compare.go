@@ -1,0 +1,528 @@
+package explain
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// 阶段名（Component.Phase）。混合部署：客户端 TTFT = client + frontend + queue + prefill，
+// 客户端 E2E 再加 decode（frontend 此时还含 detokenize 与输出处理）。PD 分离部署的阶段带实例
+// 前缀，见 Compare。
+const (
+	PhaseClient   = "client"   // 客户端均值 − 服务端均值：客户端、网络、代理
+	PhaseFrontend = "frontend" // 服务端 TTFT（或 E2E）− 引擎内的阶段：API server 的解析、分词、输出处理
+	PhaseQueue    = "queue"    // vllm:request_queue_time_seconds
+	PhasePrefill  = "prefill"  // vllm:request_prefill_time_seconds
+	PhaseDecode   = "decode"   // vllm:request_decode_time_seconds
+
+	PhasePrefillQueue = "prefill_instance.queue"   // PD：prefill 实例上的排队
+	PhasePrefillRun   = "prefill_instance.prefill" // PD：prefill 实例上的 prefill
+	PhasePrefillOther = "prefill_instance.other"   // PD：prefill 实例 E2E 的其余部分
+	PhaseKVTransfer   = "kv_transfer"              // PD：decode 实例上远程 prefill 请求的“prefill”阶段
+	PhaseDecodeQueue  = "decode_instance.queue"    // PD：decode 实例上的排队
+	PhaseDecodeOther  = "decode_instance.other"    // PD：decode 实例服务端时延的其余部分
+)
+
+// Compare 的结论（Change.Verdict）。
+const (
+	// VerdictAttributed：变化显著，且两侧都有服务端阶段，Named 给出承担变化的阶段。
+	VerdictAttributed = "attributed"
+	// VerdictNoChange：均值的变化不显著（区间含 0，或小于 MinChangePct），不点名任何阶段。
+	VerdictNoChange = "no_significant_change"
+	// VerdictNotAttributable：变化显著，但至少一侧没有服务端阶段指标；Reason 说明是哪一侧。
+	VerdictNotAttributable = "not_attributable"
+	// VerdictNoData：至少一侧没有客户端样本，无从比较。
+	VerdictNoData = "no_data"
+)
+
+// NoPhasesReason 是服务端不导出阶段指标时的说明（Change.Reason）。
+const NoPhasesReason = "not attributable: the server exports no phase metrics"
+
+// Options 调整 Compare 的判定。零值取默认。
+type Options struct {
+	// Level 是均值差区间的置信水平，默认 0.95。
+	Level float64
+	// MinChangePct 是算作变化的最小相对变化（百分比），默认 5：统计上显著但小于它的变化
+	// （两台负载略有不同的机器之间常见）报告为没有显著变化。
+	MinChangePct float64
+	// NameShare 是点名一个阶段所需的最小占比，默认 0.2；没有阶段达到时点名占比最大的一个。
+	NameShare float64
+	// HitRateDrop 是点名命中率下降所需的最小绝对降幅，默认 0.05。
+	HitRateDrop float64
+}
+
+// withDefaults 填入默认值。
+func (o Options) withDefaults() Options {
+	if o.Level <= 0 || o.Level >= 1 {
+		o.Level = 0.95
+	}
+	if o.MinChangePct <= 0 {
+		o.MinChangePct = 5
+	}
+	if o.NameShare <= 0 {
+		o.NameShare = 0.2
+	}
+	if o.HitRateDrop <= 0 {
+		o.HitRateDrop = 0.05
+	}
+	return o
+}
+
+// Component 是一个阶段在变化中的份额（时间单位：秒）。
+type Component struct {
+	Phase   string  `json:"phase"`
+	Base    float64 `json:"base_seconds"`
+	Current float64 `json:"current_seconds"`
+	Delta   float64 `json:"delta_seconds"`
+	// Share 是 Delta 占总变化的比例（可为负：反方向移动的阶段）。
+	Share float64 `json:"share"`
+	// Uncertainty 是 Delta 的不确定度（秒，置信水平同 Change.Level）。服务端直方图没有逐请求
+	// 方差，这里取总变化区间的半宽：各阶段的增量不比总变化更精确。
+	Uncertainty float64 `json:"uncertainty_seconds"`
+}
+
+// Change 是一个指标（客户端平均 TTFT 或平均 E2E）在两次运行之间的变化与它的归因。
+type Change struct {
+	Metric  string  `json:"metric"` // "ttft_mean" 或 "e2e_mean"
+	Verdict string  `json:"verdict"`
+	Reason  string  `json:"reason,omitempty"`
+	Base    float64 `json:"base_seconds"`
+	Current float64 `json:"current_seconds"`
+	Delta   float64 `json:"delta_seconds"`
+	Pct     float64 `json:"delta_pct"`
+	// Lo、Hi 是 Delta 的 Welch 区间（正态近似），Level 是其置信水平。
+	Lo    float64 `json:"lo_seconds"`
+	Hi    float64 `json:"hi_seconds"`
+	Level float64 `json:"level"`
+	// Components 是各阶段的份额（VerdictNoData 时为空）；Named 是承担变化的阶段（只在
+	// VerdictAttributed 时非空），按份额从大到小。
+	Components []Component `json:"components,omitempty"`
+	Named      []string    `json:"named,omitempty"`
+}
+
+// Pair 是一个数在基线与当前的值；nil 表示该侧不可得。
+type Pair struct {
+	Base    *float64 `json:"base,omitempty"`
+	Current *float64 `json:"current,omitempty"`
+}
+
+// InstanceChange 是一个实例上引擎阶段均值的变化（多实例与 PD 部署）。
+type InstanceChange struct {
+	Instance   string      `json:"instance"`
+	Role       string      `json:"role,omitempty"`
+	Components []Component `json:"components"`
+}
+
+// Explanation 是 Compare 的结果：TTFT 与 E2E 的归因，以及旁边的缓存、抢占、KV 数字。
+type Explanation struct {
+	TTFT Change `json:"ttft"`
+	E2E  Change `json:"e2e"`
+	// DecodePerToken 是服务端每 token 解码时间的均值（ITL 直方图）。
+	DecodePerToken Pair `json:"decode_per_token_seconds"`
+	HitRate        Pair `json:"hit_rate"`
+	Preemptions    Pair `json:"preemptions"`
+	PeakKVUsage    Pair `json:"peak_kv_usage"`
+	PeakWaiting    Pair `json:"peak_waiting"`
+	// Notes 点名旁证：命中率下降、出现抢占、KV 占满。
+	Notes []string `json:"notes,omitempty"`
+	// Instances 是各实例的阶段变化；Imbalance 点名当前运行里实例之间的不均衡。
+	Instances []InstanceChange `json:"instances,omitempty"`
+	Imbalance []string         `json:"imbalance,omitempty"`
+}
+
+// Compare 比较基线 base 与当前 cur 的分解。任一方为 nil 时按没有数据处理（VerdictNoData）。
+//
+// 判定：客户端均值差 Δ 的 Welch 区间（正态近似，z 取 Level 对应的双侧分位）不含 0 且
+// |Δ|/基线 ≥ MinChangePct 时算作显著；显著且两侧都有服务端阶段时，逐阶段求增量与占比，
+// 同方向且占比 ≥ NameShare 的阶段被点名（没有则点名占比最大的）。不显著时仍列出各阶段
+// 的数字，但不点名任何阶段；没有阶段指标时 Reason 为 NoPhasesReason（或说明是基线缺）。
+func Compare(base, cur *Breakdown, opt Options) Explanation {
+	opt = opt.withDefaults()
+	var e Explanation
+	e.TTFT = change("ttft_mean", base, cur, opt, func(b *Breakdown) Moments { return b.ClientTTFT }, ttftParts)
+	e.E2E = change("e2e_mean", base, cur, opt, func(b *Breakdown) Moments { return b.ClientE2E }, e2eParts)
+	if base == nil || cur == nil {
+		return e
+	}
+	bs, cs := engine(base), engine(cur)
+	e.DecodePerToken = pairOf(bs.ITL.Mean(), cs.ITL.Mean())
+	e.HitRate = Pair{Base: base.Cache.HitRate, Current: cur.Cache.HitRate}
+	e.Preemptions = Pair{Base: base.Cache.Preemptions, Current: cur.Cache.Preemptions}
+	e.PeakKVUsage = Pair{Base: base.Cache.PeakKVUsage, Current: cur.Cache.PeakKVUsage}
+	e.PeakWaiting = Pair{Base: base.Cache.PeakWaiting, Current: cur.Cache.PeakWaiting}
+	switch b, c := e.HitRate.Base, e.HitRate.Current; {
+	case b != nil && c != nil && *b-*c >= opt.HitRateDrop:
+		e.Notes = append(e.Notes, fmt.Sprintf("prefix-cache hit rate fell %.2f → %.2f", *b, *c))
+	case b != nil && c == nil && *b >= opt.HitRateDrop:
+		// vLLM 关闭前缀缓存时不记查询：计数器不动，命中率不可得。
+		e.Notes = append(e.Notes, fmt.Sprintf("prefix-cache hit rate fell %.2f → none (no prefix-cache queries: caching off?)", *b))
+	}
+	if c := e.Preemptions.Current; c != nil && *c > 0 {
+		b := e.Preemptions.Base
+		if b == nil || *b == 0 {
+			e.Notes = append(e.Notes, fmt.Sprintf("preemptions appeared: %.0f (baseline 0)", *c))
+		} else if *c > 2**b {
+			e.Notes = append(e.Notes, fmt.Sprintf("preemptions rose %.0f → %.0f", *b, *c))
+		}
+	}
+	if b, c := e.PeakKVUsage.Base, e.PeakKVUsage.Current; c != nil && *c >= 0.99 && (b == nil || *b < 0.99) {
+		e.Notes = append(e.Notes, fmt.Sprintf("KV cache became full (peak usage %.2f)", *c))
+	}
+	e.Instances = instanceChanges(base, cur, e.TTFT)
+	e.Imbalance = Imbalance(cur)
+	return e
+}
+
+// engine 返回承载每 token 解码时间的那一份：PD 时是 decode 实例，否则是顶层。
+func engine(b *Breakdown) *Breakdown {
+	if d := b.role(RoleDecode); d != nil && b.isPD() {
+		return d
+	}
+	return b
+}
+
+// pairOf 把两个可能为 NaN 的值装成 Pair。
+func pairOf(b, c float64) Pair {
+	var p Pair
+	if !math.IsNaN(b) {
+		p.Base = ptr(b)
+	}
+	if !math.IsNaN(c) {
+		p.Current = ptr(c)
+	}
+	return p
+}
+
+// part 是一个阶段在一侧的均值（NaN 表示缺）。
+type part struct {
+	phase string
+	v     float64
+}
+
+// ttftParts 把客户端平均 TTFT 拆成各阶段；缺少所需的直方图时返回 nil。各部分之和恒等于
+// 客户端均值。
+func ttftParts(b *Breakdown) []part {
+	if !b.HasPhases() || !b.ClientTTFT.Valid() {
+		return nil
+	}
+	if b.isPD() {
+		p, d := b.role(RolePrefill), b.role(RoleDecode)
+		return []part{
+			{PhaseClient, b.ClientTTFT.Mean - p.ServerE2E.Mean() - d.ServerTTFT.Mean()},
+			{PhasePrefillQueue, p.Queue.Mean()},
+			{PhasePrefillRun, p.Prefill.Mean()},
+			{PhasePrefillOther, p.ServerE2E.Mean() - p.Queue.Mean() - p.Prefill.Mean()},
+			{PhaseDecodeQueue, d.Queue.Mean()},
+			{PhaseKVTransfer, d.Prefill.Mean()},
+			{PhaseDecodeOther, d.ServerTTFT.Mean() - d.Queue.Mean() - d.Prefill.Mean()},
+		}
+	}
+	return []part{
+		{PhaseClient, b.ClientTTFT.Mean - b.ServerTTFT.Mean()},
+		{PhaseFrontend, b.ServerTTFT.Mean() - b.Queue.Mean() - b.Prefill.Mean()},
+		{PhaseQueue, b.Queue.Mean()},
+		{PhasePrefill, b.Prefill.Mean()},
+	}
+}
+
+// e2eParts 把客户端平均 E2E 拆成各阶段；缺少服务端 E2E 或 decode 直方图时返回 nil。
+func e2eParts(b *Breakdown) []part {
+	if !b.HasPhases() || !b.ClientE2E.Valid() {
+		return nil
+	}
+	if b.isPD() {
+		p, d := b.role(RolePrefill), b.role(RoleDecode)
+		if d.ServerE2E == nil || d.Decode == nil {
+			return nil
+		}
+		return []part{
+			{PhaseClient, b.ClientE2E.Mean - p.ServerE2E.Mean() - d.ServerE2E.Mean()},
+			{PhasePrefillQueue, p.Queue.Mean()},
+			{PhasePrefillRun, p.Prefill.Mean()},
+			{PhasePrefillOther, p.ServerE2E.Mean() - p.Queue.Mean() - p.Prefill.Mean()},
+			{PhaseDecodeQueue, d.Queue.Mean()},
+			{PhaseKVTransfer, d.Prefill.Mean()},
+			{PhaseDecode, d.Decode.Mean()},
+			{PhaseDecodeOther, d.ServerE2E.Mean() - d.Queue.Mean() - d.Prefill.Mean() - d.Decode.Mean()},
+		}
+	}
+	if b.ServerE2E == nil || b.Decode == nil {
+		return nil
+	}
+	return []part{
+		{PhaseClient, b.ClientE2E.Mean - b.ServerE2E.Mean()},
+		{PhaseFrontend, b.ServerE2E.Mean() - b.Queue.Mean() - b.Prefill.Mean() - b.Decode.Mean()},
+		{PhaseQueue, b.Queue.Mean()},
+		{PhasePrefill, b.Prefill.Mean()},
+		{PhaseDecode, b.Decode.Mean()},
+	}
+}
+
+// zFor 返回双侧置信水平 level 的标准正态分位（Acklam 的有理近似，相对误差 < 1.2e-9）。
+func zFor(level float64) float64 {
+	p := 1 - (1-level)/2
+	a := [...]float64{-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00}
+	b := [...]float64{-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01}
+	c := [...]float64{-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00}
+	d := [...]float64{7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00}
+	if p > 1-0.02425 {
+		q := math.Sqrt(-2 * math.Log(1-p))
+		return -(((((c[0]*q+c[1])*q+c[2])*q+c[3])*q+c[4])*q + c[5]) / ((((d[0]*q+d[1])*q+d[2])*q+d[3])*q + 1)
+	}
+	q := p - 0.5
+	r := q * q
+	return (((((a[0]*r+a[1])*r+a[2])*r+a[3])*r+a[4])*r + a[5]) * q / (((((b[0]*r+b[1])*r+b[2])*r+b[3])*r+b[4])*r + 1)
+}
+
+// change 计算一个指标的变化与归因。
+func change(metric string, base, cur *Breakdown, opt Options, client func(*Breakdown) Moments, parts func(*Breakdown) []part) Change {
+	c := Change{Metric: metric, Verdict: VerdictNoData, Level: opt.Level}
+	if base == nil || cur == nil {
+		c.Reason = "no breakdown on one side"
+		return c
+	}
+	mb, mc := client(base), client(cur)
+	if !mb.Valid() || !mc.Valid() {
+		c.Reason = "no client samples on one side"
+		return c
+	}
+	c.Base, c.Current, c.Delta = mb.Mean, mc.Mean, mc.Mean-mb.Mean
+	if mb.Mean > 0 {
+		c.Pct = c.Delta / mb.Mean * 100
+	}
+	se := math.Sqrt(mb.Var/float64(mb.N) + mc.Var/float64(mc.N))
+	half := zFor(opt.Level) * se
+	c.Lo, c.Hi = c.Delta-half, c.Delta+half
+	significant := (c.Lo > 0 || c.Hi < 0) && math.Abs(c.Pct) >= opt.MinChangePct
+	pb, pc := parts(base), parts(cur)
+	if pb != nil && pc != nil {
+		for i := range pb {
+			d := pc[i].v - pb[i].v
+			share := 0.0
+			if c.Delta != 0 {
+				share = d / c.Delta
+			}
+			c.Components = append(c.Components, Component{Phase: pb[i].phase, Base: pb[i].v, Current: pc[i].v,
+				Delta: d, Share: share, Uncertainty: half})
+		}
+	}
+	switch {
+	case !significant:
+		c.Verdict = VerdictNoChange
+	case pb == nil && pc == nil:
+		c.Verdict, c.Reason = VerdictNotAttributable, NoPhasesReason
+	case pb == nil:
+		c.Verdict, c.Reason = VerdictNotAttributable, "not attributable: the baseline has no phase metrics"
+	case pc == nil:
+		c.Verdict, c.Reason = VerdictNotAttributable, "not attributable: the current run has no phase metrics"
+	default:
+		c.Verdict = VerdictAttributed
+		c.Named = named(c.Components, opt.NameShare)
+	}
+	return c
+}
+
+// named 返回承担变化的阶段：与总变化同向且占比 ≥ minShare 的，按占比从大到小；没有时
+// 返回占比最大的一个。
+func named(cs []Component, minShare float64) []string {
+	idx := make([]int, len(cs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return cs[idx[a]].Share > cs[idx[b]].Share })
+	var out []string
+	for _, i := range idx {
+		if cs[i].Share >= minShare {
+			out = append(out, cs[i].Phase)
+		}
+	}
+	if len(out) == 0 && len(idx) > 0 {
+		out = []string{cs[idx[0]].Phase}
+	}
+	return out
+}
+
+// instanceChanges 列出每个实例上引擎阶段（排队、prefill、decode）均值的变化。实例按角色
+// 配对（PD），否则按名字，名字对不上时按下标（不同机器上端口不同）。
+func instanceChanges(base, cur *Breakdown, ttft Change) []InstanceChange {
+	if len(base.Instances) == 0 || len(cur.Instances) == 0 {
+		return nil
+	}
+	half := (ttft.Hi - ttft.Lo) / 2
+	var out []InstanceChange
+	for i := range cur.Instances {
+		ci := &cur.Instances[i]
+		bi := matchInstance(base, ci, i)
+		if bi == nil {
+			continue
+		}
+		ic := InstanceChange{Instance: ci.Instance, Role: ci.Role}
+		for _, ph := range []struct {
+			name string
+			b, c *Dist
+		}{{PhaseQueue, bi.Queue, ci.Queue}, {PhasePrefill, bi.Prefill, ci.Prefill}, {PhaseDecode, bi.Decode, ci.Decode}} {
+			b, c := ph.b.Mean(), ph.c.Mean()
+			if math.IsNaN(b) || math.IsNaN(c) {
+				continue
+			}
+			share := 0.0
+			if ttft.Delta != 0 && ph.name != PhaseDecode {
+				share = (c - b) / ttft.Delta
+			}
+			ic.Components = append(ic.Components, Component{Phase: ph.name, Base: b, Current: c, Delta: c - b, Share: share, Uncertainty: half})
+		}
+		if len(ic.Components) > 0 {
+			out = append(out, ic)
+		}
+	}
+	return out
+}
+
+// matchInstance 在 base 里找与 ci（cur 的第 i 个实例）对应的实例。
+func matchInstance(base *Breakdown, ci *Breakdown, i int) *Breakdown {
+	if ci.Role != "" {
+		return base.role(ci.Role)
+	}
+	for j := range base.Instances {
+		if base.Instances[j].Instance == ci.Instance {
+			return &base.Instances[j]
+		}
+	}
+	if i < len(base.Instances) && len(base.Instances) > 0 {
+		return &base.Instances[i]
+	}
+	return nil
+}
+
+// Imbalance 点名一次运行里同角色实例之间的不均衡：请求数最多的实例多于最少的 1.5 倍，或
+// 平均排队时间相差 1.5 倍以上且超过 5 ms。只有一个实例（或每个角色各一个）时返回 nil。
+func Imbalance(b *Breakdown) []string {
+	if b == nil {
+		return nil
+	}
+	groups := map[string][]*Breakdown{}
+	var roles []string
+	for i := range b.Instances {
+		in := &b.Instances[i]
+		if _, ok := groups[in.Role]; !ok {
+			roles = append(roles, in.Role)
+		}
+		groups[in.Role] = append(groups[in.Role], in)
+	}
+	var out []string
+	for _, r := range roles {
+		g := groups[r]
+		if len(g) < 2 {
+			continue
+		}
+		out = append(out, spread(g, "requests", func(x *Breakdown) float64 {
+			if x.ServerE2E == nil {
+				return math.NaN()
+			}
+			return x.ServerE2E.Count
+		}, 0)...)
+		out = append(out, spread(g, "mean queue", func(x *Breakdown) float64 { return x.Queue.Mean() }, 0.005)...)
+	}
+	return out
+}
+
+// spread 在 g 中比较 f 的最大与最小值：最大 ≥ 1.5 × 最小且差 ≥ minGap 时给出一句说明。
+func spread(g []*Breakdown, what string, f func(*Breakdown) float64, minGap float64) []string {
+	lo, hi := -1, -1
+	for i, x := range g {
+		v := f(x)
+		if math.IsNaN(v) {
+			return nil
+		}
+		if lo < 0 || v < f(g[lo]) {
+			lo = i
+		}
+		if hi < 0 || v > f(g[hi]) {
+			hi = i
+		}
+	}
+	vl, vh := f(g[lo]), f(g[hi])
+	if vh < 1.5*vl || vh-vl < minGap || vh == 0 {
+		return nil
+	}
+	unit := func(v float64) string {
+		if what == "requests" {
+			return fmt.Sprintf("%.0f", v)
+		}
+		return ms(v)
+	}
+	return []string{fmt.Sprintf("imbalance: %s %s on %s vs %s on %s", what, unit(vh), name(g[hi]), unit(vl), name(g[lo]))}
+}
+
+// name 返回实例的显示名。
+func name(b *Breakdown) string {
+	if b.Instance != "" {
+		return b.Instance
+	}
+	return b.Role
+}
+
+// ms 把秒格式化为毫秒（一位小数）。
+func ms(v float64) string { return fmt.Sprintf("%.1f ms", v*1000) }
+
+// signedMS 把秒格式化为带符号的毫秒。
+func signedMS(v float64) string { return fmt.Sprintf("%+.1f ms", v*1000) }
+
+// Text 返回一行可读的说明，例如
+// "mean TTFT +31.0 ms (+31%, 95% interval +28.1…+33.9 ms): queue +28.0 ms (90%), prefill +1.0 ms (3%), client +0.5 ms (2%), frontend +0.0 ms (0%)"。
+func (c Change) Text() string {
+	label := map[string]string{"ttft_mean": "mean TTFT", "e2e_mean": "mean E2E"}[c.Metric]
+	if label == "" {
+		label = c.Metric
+	}
+	if c.Verdict == VerdictNoData {
+		return label + ": " + c.Reason
+	}
+	head := fmt.Sprintf("%s %s (%+.0f%%, %.0f%% interval %s…%s)", label, signedMS(c.Delta), c.Pct, c.Level*100,
+		signedMS(c.Lo), signedMS(c.Hi))
+	switch c.Verdict {
+	case VerdictNoChange:
+		return head + ": no significant change"
+	case VerdictNotAttributable:
+		return head + ": " + c.Reason
+	}
+	cs := slices.Clone(c.Components)
+	sort.SliceStable(cs, func(a, b int) bool { return math.Abs(cs[a].Delta) > math.Abs(cs[b].Delta) })
+	var parts []string
+	for _, x := range cs {
+		parts = append(parts, fmt.Sprintf("%s %s (%.0f%%)", x.Phase, signedMS(x.Delta), x.Share*100))
+	}
+	return head + ": " + strings.Join(parts, ", ")
+}
+
+// Text 返回整段说明：TTFT 与 E2E 各一句，再加旁证（命中率、抢占、KV、实例不均衡）。
+// 没有抢占时写明 "no preemptions"，命中率两侧都有时写出前后值。
+func (e Explanation) Text() string {
+	lines := []string{e.TTFT.Text(), e.E2E.Text()}
+	var side []string
+	if b, c := e.HitRate.Base, e.HitRate.Current; b != nil && c != nil {
+		side = append(side, fmt.Sprintf("hit rate %.2f → %.2f", *b, *c))
+	}
+	if b, c := e.Preemptions.Base, e.Preemptions.Current; b != nil && c != nil {
+		if *b == 0 && *c == 0 {
+			side = append(side, "no preemptions")
+		} else {
+			side = append(side, fmt.Sprintf("preemptions %.0f → %.0f", *b, *c))
+		}
+	}
+	if b, c := e.PeakKVUsage.Base, e.PeakKVUsage.Current; b != nil && c != nil {
+		side = append(side, fmt.Sprintf("peak KV %.2f → %.2f", *b, *c))
+	}
+	if b, c := e.DecodePerToken.Base, e.DecodePerToken.Current; b != nil && c != nil {
+		side = append(side, fmt.Sprintf("decode/token %s → %s", ms(*b), ms(*c)))
+	}
+	if len(side) > 0 {
+		lines = append(lines, strings.Join(side, "; "))
+	}
+	lines = append(lines, e.Notes...)
+	lines = append(lines, e.Imbalance...)
+	return strings.Join(lines, "\n")
+}

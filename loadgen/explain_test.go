@@ -1,0 +1,258 @@
+package loadgen_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-cibench/cibench/deploy"
+	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/explain"
+	"github.com/vllm-cibench/cibench/loadgen"
+)
+
+// explainProfile 是归因目标用的负载：16 并发、96 个请求、256 个 token 的提示、16 个 token 的回答。
+func explainProfile() loadgen.Profile {
+	return loadgen.Profile{Concurrency: []int{16}, InputLength: []int{256}, OutputLength: []int{16}, NumRequests: []int{96}, Seed: 7}
+}
+
+// explainBase 是归因目标的基线服务：TTFT 30ms + 每提示 token 40µs（256 token 约 10ms），ITL 2ms，
+// max_num_seqs 16（16 并发下不排队）。
+func explainBase() emulator.Config {
+	return emulator.Config{Model: "m", TTFT: 30 * time.Millisecond, PrefillPerToken: 40 * time.Microsecond, ITL: 2 * time.Millisecond, MaxNumSeqs: 16}
+}
+
+// runBreakdown 对一个新的模拟器跑一次 p，返回唯一分组的阶段分解。
+func runBreakdown(t *testing.T, cfg emulator.Config, p loadgen.Profile) *explain.Breakdown {
+	t.Helper()
+	_, tgt := startEmulator(t, cfg)
+	return runOn(t, tgt, p)
+}
+
+// runOn 对 tgt 跑一次 p，返回唯一分组的阶段分解。
+func runOn(t *testing.T, tgt loadgen.Target, p loadgen.Profile) *explain.Breakdown {
+	t.Helper()
+	sums, err := loadgen.Run(context.Background(), tgt, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].Phases == nil {
+		t.Fatalf("summaries %d, phases %v", len(sums), len(sums) == 1 && sums[0].Phases != nil)
+	}
+	return sums[0].Phases
+}
+
+// share 返回 c 中阶段 phase 的占比。
+func share(t *testing.T, c explain.Change, phase string) float64 {
+	t.Helper()
+	for _, x := range c.Components {
+		if x.Phase == phase {
+			return x.Share
+		}
+	}
+	t.Fatalf("no component %q in %+v", phase, c.Components)
+	return 0
+}
+
+// TestExplainQueueing：max_num_seqs 减半（16 → 8，16 并发），TTFT 的变化至少 80% 归到排队。
+func TestExplainQueueing(t *testing.T) {
+	base := runBreakdown(t, explainBase(), explainProfile())
+	cfg := explainBase()
+	cfg.MaxNumSeqs = 8
+	cur := runBreakdown(t, cfg, explainProfile())
+	e := explain.Compare(base, cur, explain.Options{})
+	t.Log(e.Text())
+	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhaseQueue {
+		t.Fatalf("TTFT verdict %s named %v, want attributed to queue", e.TTFT.Verdict, e.TTFT.Named)
+	}
+	if s := share(t, e.TTFT, explain.PhaseQueue); s < 0.8 {
+		t.Fatalf("queue share %.2f of the TTFT change, want >= 0.80", s)
+	}
+	// 各阶段之和就是客户端均值：逐项相加与总变化一致。
+	sum := 0.0
+	for _, c := range e.TTFT.Components {
+		sum += c.Delta
+	}
+	if d := sum - e.TTFT.Delta; d > 1e-9 || d < -1e-9 {
+		t.Fatalf("components sum %v, total %v", sum, e.TTFT.Delta)
+	}
+}
+
+// TestExplainSlowerPrefill：prefill 慢 30%（TTFT 基数与每 token 时间都 ×1.3），归到 prefill。
+func TestExplainSlowerPrefill(t *testing.T) {
+	base := runBreakdown(t, explainBase(), explainProfile())
+	cfg := explainBase()
+	cfg.TTFT = cfg.TTFT * 13 / 10
+	cfg.PrefillPerToken = cfg.PrefillPerToken * 13 / 10
+	cur := runBreakdown(t, cfg, explainProfile())
+	e := explain.Compare(base, cur, explain.Options{})
+	t.Log(e.Text())
+	if e.TTFT.Verdict != explain.VerdictAttributed || !slices.Equal(e.TTFT.Named, []string{explain.PhasePrefill}) {
+		t.Fatalf("TTFT verdict %s named %v, want attributed to prefill only", e.TTFT.Verdict, e.TTFT.Named)
+	}
+	if s := share(t, e.TTFT, explain.PhasePrefill); s < 0.8 {
+		t.Fatalf("prefill share %.2f, want >= 0.80", s)
+	}
+}
+
+// TestExplainPrefixCachingOff：共享前缀的负载（512 token 的提示里 448 token 相同），前缀缓存
+// 关掉后 TTFT 的变化归到 prefill，并点名命中率的下降。
+func TestExplainPrefixCachingOff(t *testing.T) {
+	p := loadgen.Profile{Concurrency: []int{8}, InputLength: []int{512}, OutputLength: []int{8}, NumRequests: []int{64}, Seed: 7, PrefixLength: 448}
+	cfg := emulator.Config{Model: "m", TTFT: 10 * time.Millisecond, PrefillPerToken: 100 * time.Microsecond, ITL: time.Millisecond,
+		EnablePrefixCaching: true, BlockSize: 16}
+	base := runBreakdown(t, cfg, p)
+	cfg.EnablePrefixCaching = false
+	cfg.NumKVBlocks = 100000 // 性能模型照开（只关前缀缓存）
+	cur := runBreakdown(t, cfg, p)
+	e := explain.Compare(base, cur, explain.Options{})
+	t.Log(e.Text())
+	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhasePrefill {
+		t.Fatalf("TTFT verdict %s named %v, want attributed to prefill", e.TTFT.Verdict, e.TTFT.Named)
+	}
+	if !strings.Contains(strings.Join(e.Notes, "\n"), "hit rate fell") {
+		t.Fatalf("notes %q do not name the hit-rate drop", e.Notes)
+	}
+}
+
+// TestExplainPreemptions：KV 容量从 512 块砍到 40 块（每个请求 4 块提示、解码再长 4 块，
+// 16 并发），出现抢占，说明里点名。
+func TestExplainPreemptions(t *testing.T) {
+	p := loadgen.Profile{Concurrency: []int{16}, InputLength: []int{64}, OutputLength: []int{64}, NumRequests: []int{64}, Seed: 7}
+	cfg := emulator.Config{Model: "m", TTFT: 5 * time.Millisecond, PrefillPerToken: 50 * time.Microsecond, ITL: time.Millisecond,
+		BlockSize: 16, NumKVBlocks: 512, MaxModelLen: 512}
+	base := runBreakdown(t, cfg, p)
+	cfg.NumKVBlocks = 40
+	cur := runBreakdown(t, cfg, p)
+	e := explain.Compare(base, cur, explain.Options{})
+	t.Log(e.Text())
+	if e.Preemptions.Current == nil || *e.Preemptions.Current == 0 || *e.Preemptions.Base != 0 {
+		t.Fatalf("preemptions %+v, want 0 → some", e.Preemptions)
+	}
+	if !strings.Contains(strings.Join(e.Notes, "\n"), "preemptions appeared") {
+		t.Fatalf("notes %q do not name the preemptions", e.Notes)
+	}
+}
+
+// TestExplainUnchanged：同一配置的两个服务：没有显著变化，不点名任何阶段。
+func TestExplainUnchanged(t *testing.T) {
+	base := runBreakdown(t, explainBase(), explainProfile())
+	cur := runBreakdown(t, explainBase(), explainProfile())
+	e := explain.Compare(base, cur, explain.Options{})
+	t.Log(e.Text())
+	if e.TTFT.Verdict != explain.VerdictNoChange || len(e.TTFT.Named) != 0 {
+		t.Fatalf("TTFT %s named %v, want no significant change", e.TTFT.Verdict, e.TTFT.Named)
+	}
+	if !strings.Contains(e.TTFT.Text(), "no significant change") {
+		t.Fatalf("text %q", e.TTFT.Text())
+	}
+}
+
+// TestExplainNoPhaseMetrics：服务端没有 /metrics（网关、非 vLLM 服务）时，显著的变化如实报告
+// 为不可归因，客户端那一部分照常给出。
+func TestExplainNoPhaseMetrics(t *testing.T) {
+	gateway := func(cfg emulator.Config) loadgen.Target {
+		_, ep := emulator.Start(t, cfg)
+		u := strings.TrimSuffix(ep.BaseURL(), "/v1")
+		inner := http.DefaultTransport
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/metrics" {
+				http.NotFound(w, r)
+				return
+			}
+			req, _ := http.NewRequestWithContext(r.Context(), r.Method, u+r.URL.Path, r.Body)
+			req.Header = r.Header.Clone()
+			resp, err := inner.RoundTrip(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			for k, v := range resp.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(resp.StatusCode)
+			buf := make([]byte, 4096)
+			for {
+				n, err := resp.Body.Read(buf)
+				if n > 0 {
+					_, _ = w.Write(buf[:n])
+					w.(http.Flusher).Flush()
+				}
+				if err != nil {
+					return
+				}
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return loadgen.Target{Endpoint: deploy.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}, Provider: "gw"}
+	}
+	base := runOn(t, gateway(explainBase()), explainProfile())
+	cfg := explainBase()
+	cfg.MaxNumSeqs = 8
+	cur := runOn(t, gateway(cfg), explainProfile())
+	if base.HasPhases() || !base.ClientTTFT.Valid() {
+		t.Fatalf("breakdown behind a gateway: phases %v, client %+v", base.HasPhases(), base.ClientTTFT)
+	}
+	e := explain.Compare(base, cur, explain.Options{})
+	t.Log(e.Text())
+	if e.TTFT.Verdict != explain.VerdictNotAttributable || e.TTFT.Reason != explain.NoPhasesReason || len(e.TTFT.Named) != 0 {
+		t.Fatalf("TTFT %s %q named %v, want %q", e.TTFT.Verdict, e.TTFT.Reason, e.TTFT.Named, explain.NoPhasesReason)
+	}
+}
+
+// TestExplainPD：PD 分离（1P1D），KV 传输变慢 5 倍：TTFT 的变化归到 KV 传输，分解按实例给出。
+func TestExplainPD(t *testing.T) {
+	run := func(kv time.Duration) *explain.Breakdown {
+		pd, err := emulator.NewPD(emulator.PDConfig{
+			Prefill: emulator.Config{Model: "m", TTFT: 10 * time.Millisecond, PrefillPerToken: 40 * time.Microsecond, ITL: time.Millisecond},
+			Decode:  emulator.Config{Model: "m", TTFT: 2 * time.Millisecond, ITL: time.Millisecond, KVTransferPerToken: kv},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := pd.Deploy(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Teardown(context.Background()) })
+		return runOn(t, loadgen.Target{Endpoint: d.Endpoint(), Provider: "pd"}, explainProfile())
+	}
+	base := run(20 * time.Microsecond)
+	cur := run(100 * time.Microsecond)
+	if len(cur.Instances) != 2 || cur.Instances[0].Role != explain.RolePrefill || cur.Instances[1].Role != explain.RoleDecode {
+		t.Fatalf("instances %+v", cur.Instances)
+	}
+	e := explain.Compare(base, cur, explain.Options{})
+	t.Log(e.Text())
+	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhaseKVTransfer {
+		t.Fatalf("TTFT %s named %v, want attributed to kv_transfer", e.TTFT.Verdict, e.TTFT.Named)
+	}
+	if len(e.Instances) != 2 {
+		t.Fatalf("instance changes %+v", e.Instances)
+	}
+}
+
+// TestExplainImbalance：两个实例（两个 base_urls），一个 max_num_seqs 2、一个不限：当前运行的
+// 说明点名排队的不均衡，分解按实例给出。
+func TestExplainImbalance(t *testing.T) {
+	fast := explainBase()
+	slow := explainBase()
+	slow.MaxNumSeqs = 2
+	_, a := emulator.Start(t, fast)
+	_, b := emulator.Start(t, slow)
+	tgt := loadgen.Target{Endpoint: deploy.Endpoint{BaseURLs: []string{a.BaseURL(), b.BaseURL()}, Model: "m"}, Provider: "two"}
+	br := runOn(t, tgt, explainProfile())
+	if len(br.Instances) != 2 {
+		t.Fatalf("instances %+v", br.Instances)
+	}
+	im := explain.Imbalance(br)
+	if len(im) == 0 || !strings.Contains(strings.Join(im, "\n"), "mean queue") {
+		t.Fatalf("imbalance %q, want the queue imbalance named", im)
+	}
+	t.Log(im)
+}
