@@ -26,6 +26,12 @@ const (
 	PhaseDecodeOther  = "decode_instance.other"    // PD：decode 实例服务端时延的其余部分
 )
 
+// 归因的指标（Change.Metric，Explanation.Summary 的参数）：客户端平均 TTFT 与平均 E2E。
+const (
+	MetricTTFT = "ttft_mean"
+	MetricE2E  = "e2e_mean"
+)
+
 // Compare 的结论（Change.Verdict）。
 const (
 	// VerdictAttributed：变化显著，且两侧都有服务端阶段，Named 给出承担变化的阶段。
@@ -142,8 +148,8 @@ type Explanation struct {
 func Compare(base, cur *Breakdown, opt Options) Explanation {
 	opt = opt.withDefaults()
 	var e Explanation
-	e.TTFT = change("ttft_mean", base, cur, opt, func(b *Breakdown) Moments { return b.ClientTTFT }, ttftParts)
-	e.E2E = change("e2e_mean", base, cur, opt, func(b *Breakdown) Moments { return b.ClientE2E }, e2eParts)
+	e.TTFT = change(MetricTTFT, base, cur, opt, func(b *Breakdown) Moments { return b.ClientTTFT }, ttftParts)
+	e.E2E = change(MetricE2E, base, cur, opt, func(b *Breakdown) Moments { return b.ClientE2E }, e2eParts)
 	if base == nil || cur == nil {
 		return e
 	}
@@ -474,7 +480,7 @@ func signedMS(v float64) string { return fmt.Sprintf("%+.1f ms", v*1000) }
 // Text 返回一行可读的说明，例如
 // "mean TTFT +31.0 ms (+31%, 95% interval +28.1…+33.9 ms): queue +28.0 ms (90%), prefill +1.0 ms (3%), client +0.5 ms (2%), frontend +0.0 ms (0%)"。
 func (c Change) Text() string {
-	label := map[string]string{"ttft_mean": "mean TTFT", "e2e_mean": "mean E2E"}[c.Metric]
+	label := map[string]string{MetricTTFT: "mean TTFT", MetricE2E: "mean E2E"}[c.Metric]
 	if label == "" {
 		label = c.Metric
 	}
@@ -498,10 +504,37 @@ func (c Change) Text() string {
 	return head + ": " + strings.Join(parts, ", ")
 }
 
-// Text 返回整段说明：TTFT 与 E2E 各一句，再加旁证（命中率、抢占、KV、实例不均衡）。
-// 没有抢占时写明 "no preemptions"，命中率两侧都有时写出前后值。
+// Summary 返回一个指标（MetricTTFT 或 MetricE2E）的一行说明：该指标的归因，再加旁证
+// （命中率、抢占、KV、每 token 解码时间，以及点名的旁证与实例不均衡），以 "; " 相连。
+// 门禁的 Attribution 与 Reason 用它。
+func (e Explanation) Summary(metric string) string {
+	c := e.TTFT
+	if metric == MetricE2E {
+		c = e.E2E
+	}
+	parts := []string{c.Text()}
+	if s := e.side(); s != "" {
+		parts = append(parts, s)
+	}
+	parts = append(parts, e.Notes...)
+	parts = append(parts, e.Imbalance...)
+	return strings.Join(parts, "; ")
+}
+
+// Text 返回整段说明：TTFT 与 E2E 各一句，再加旁证（命中率、抢占、KV、实例不均衡），每项一行。
 func (e Explanation) Text() string {
 	lines := []string{e.TTFT.Text(), e.E2E.Text()}
+	if s := e.side(); s != "" {
+		lines = append(lines, s)
+	}
+	lines = append(lines, e.Notes...)
+	lines = append(lines, e.Imbalance...)
+	return strings.Join(lines, "\n")
+}
+
+// side 返回旁证的前后值：命中率、抢占（两侧都为 0 时写 "no preemptions"）、KV 峰值与每 token
+// 解码时间；都不可得时为空串。
+func (e Explanation) side() string {
 	var side []string
 	if b, c := e.HitRate.Base, e.HitRate.Current; b != nil && c != nil {
 		side = append(side, fmt.Sprintf("hit rate %.2f → %.2f", *b, *c))
@@ -519,10 +552,5 @@ func (e Explanation) Text() string {
 	if b, c := e.DecodePerToken.Base, e.DecodePerToken.Current; b != nil && c != nil {
 		side = append(side, fmt.Sprintf("decode/token %s → %s", ms(*b), ms(*c)))
 	}
-	if len(side) > 0 {
-		lines = append(lines, strings.Join(side, "; "))
-	}
-	lines = append(lines, e.Notes...)
-	lines = append(lines, e.Imbalance...)
-	return strings.Join(lines, "\n")
+	return strings.Join(side, "; ")
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/vllm-cibench/cibench/explain"
 )
 
 // Key 标识"同场景同组合"：性能门禁只与键完全相同的每日基线比较。
@@ -47,6 +49,9 @@ type Baseline struct {
 	Succeeded int64   `json:"-"`
 	// Samples 是该组合的逐请求样本（没有时为 nil：置信区间不可得）。
 	Samples *Samples `json:"-"`
+	// Phases 是各轮阶段分解的合并（explain.Merge；没有时为 nil）：性能门禁拿它与当前运行的
+	// 合并分解比较，说明时间花在哪个阶段。
+	Phases *explain.Breakdown `json:"phases,omitempty"`
 }
 
 // Source 提供最近一次每日运行中同键的基线。found 为 false 表示没有基线（不是错误）；
@@ -128,6 +133,7 @@ func Aggregate(rows []PerfRow) Baseline {
 		if b.Time.IsZero() || r.Time.Before(b.Time) {
 			b.Time = r.Time
 		}
+		b.Phases = explain.Merge(b.Phases, r.Phases)
 	}
 	return b
 }

@@ -3,7 +3,7 @@
 // 回归与失败率）、门禁统计（自助法置信区间、显著性模式、样本支撑）与每日趋势的变点检测，
 // 以及由门禁结论得到的进程退出码。
 //
-// 本包只依赖标准库，不导入任何阶段包（functional、loadgen、accuracy）或 report、metrics：
+// 本包只依赖标准库与 explain（阶段分解与归因，同样只依赖标准库），不导入任何阶段包（functional、loadgen、accuracy）或 report、metrics：
 // 各阶段的结果经本包定义的小值类型（Scenario、Case、Accuracy、PerfRow、Samples）交进来，
 // 由消费方（report 的 Result.GateInputs、metrics 的基线读取器、团队自己的程序）适配。
 // 于是新增一个阶段既不用改 report 也不用改本包：把它的结论写成 Scenario 的输入，或在

@@ -2,11 +2,12 @@ package gate_test
 
 import (
 	"context"
-	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
 
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/report"

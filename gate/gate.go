@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/vllm-cibench/cibench/explain"
 )
 
 // Verdict 是一个门禁（或整次运行）的结论。
@@ -89,6 +91,11 @@ type Gate struct {
 	Statistic string `json:"statistic,omitempty"`
 	// Shift 是 geomean_shift 判定的证据；Current/Baseline/DeltaPct 仍是规格的 P99 数字。
 	Shift *Shift `json:"shift,omitempty"`
+	// Explain 是两侧阶段分解的比较（explain.Compare），Attribution 是与本项指标相关的那一段
+	// 文字（TTFT 门禁取 TTFT 的归因，E2E 与 QPS 门禁取 E2E 的归因，再加缓存、抢占、KV 的前后值）。
+	// 两侧都没有分解时为空。门禁失败或告警时 Reason 末尾同样写上它，红色的门禁因此自带解释。
+	Explain     *explain.Explanation `json:"explain,omitempty"`
+	Attribution string               `json:"attribution,omitempty"`
 }
 
 // Shift 是"整个分布的位移"判定的证据：几何均值之比的变化与其 Welch t 区间。

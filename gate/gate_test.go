@@ -3,12 +3,13 @@ package gate_test
 import (
 	"context"
 	"errors"
-	"github.com/vllm-cibench/cibench/accuracy"
-	"github.com/vllm-cibench/cibench/gate"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/accuracy"
+	"github.com/vllm-cibench/cibench/gate"
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"

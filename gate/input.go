@@ -1,6 +1,10 @@
 package gate
 
-import "time"
+import (
+	"time"
+
+	"github.com/vllm-cibench/cibench/explain"
+)
 
 // 阶段名（与 report 的产物目录名一致）。门禁只认这几个：部署失败让功能门禁失败，
 // 功能、精度阶段被中断时对应门禁记为 interrupted。其余阶段名照样产生 stage 门禁。
@@ -144,6 +148,9 @@ type PerfRow struct {
 	Round      int
 	Epochs     int
 	Incomplete bool
+	// Phases 是这一轮的阶段分解（loadgen.Summary.Phases；没有时为 nil）。性能门禁与每日趋势
+	// 据它说明变化来自哪个阶段（见 explain 包）。
+	Phases *explain.Breakdown
 }
 
 // Samples 是一个压测组合（多轮合并）的有界逐请求样本，性能门禁用它计算置信区间。

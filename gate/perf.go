@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/explain"
 )
 
 // VerdictWarn 表示门禁没有通过判定但不让运行失败（例如样本不足以支撑分位数且
@@ -369,7 +371,28 @@ func perfGates(ctx context.Context, k Key, cur Baseline, th Thresholds, src Sour
 		if math.IsNaN(g.Current) {
 			g.Current = -1
 		}
+		if found && (cur.Phases != nil || base.Phases != nil) && g.Verdict != VerdictSkipped {
+			attach(&g, explain.Compare(base.Phases, cur.Phases, explain.Options{}))
+		}
 		out = append(out, g)
 	}
 	return append(out, fr)
+}
+
+// attach 把归因挂到性能门禁上：TTFT 门禁取 TTFT 的那一段，E2E 与 QPS 取 E2E 的；失败与告警的
+// 门禁把它接在 Reason 后面（控制台、JUnit 与 HTML 的失败表都读 Reason）。
+func attach(g *Gate, ex explain.Explanation) {
+	g.Explain = &ex
+	g.Attribution = ex.Summary(attributionMetric(g.Metric))
+	if g.Verdict == VerdictFail || g.Verdict == VerdictWarn {
+		g.Reason += "; where the time went: " + g.Attribution
+	}
+}
+
+// attributionMetric 返回门禁指标对应的归因指标（explain.MetricTTFT 或 explain.MetricE2E）。
+func attributionMetric(metric string) string {
+	if metric == MetricTTFTP99 {
+		return explain.MetricTTFT
+	}
+	return explain.MetricE2E
 }

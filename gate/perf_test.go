@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report/perfreport"

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"errors"
+
 	"github.com/vllm-cibench/cibench/field"
 )
 

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"time"
+
+	"github.com/vllm-cibench/cibench/explain"
 )
 
 // 每日趋势的默认参数：30 个每日结果（约一个月，与每日产物的保留期一致）、每段至少
@@ -65,6 +67,10 @@ type ChangePoint struct {
 	PValue   float64 `json:"p_value"`
 	// New 为 true 表示这个变点是本次每日结果带来的：不含本次的历史上检测不到它。
 	New bool `json:"new"`
+	// Explain 与 Attribution 是变点前最后一次与变点后第一次每日运行的阶段分解比较（两侧都
+	// 没有分解时为空），含义同 Gate 的同名字段。
+	Explain     *explain.Explanation `json:"explain,omitempty"`
+	Attribution string               `json:"attribution,omitempty"`
 }
 
 // Trend 是每日报告里的趋势分析。
@@ -125,9 +131,10 @@ func (t *Trend) NewChangePoints() []ChangePoint {
 
 // trendPoint 是一条序列上的一个每日值。
 type trendPoint struct {
-	runID string
-	at    time.Time
-	v     float64
+	runID  string
+	at     time.Time
+	v      float64
+	phases *explain.Breakdown
 }
 
 // DailyTrend 在 runs 中已完成的每日运行（与 Select 同一规则）加上 current（本次运行，
@@ -170,7 +177,7 @@ func DailyTrend(runs []Run, current Run, opt TrendOptions) (*Trend, error) {
 				if _, ok := series[id]; !ok {
 					order = append(order, id)
 				}
-				series[id] = append(series[id], trendPoint{runID: r.RunID, at: r.Started, v: m.v})
+				series[id] = append(series[id], trendPoint{runID: r.RunID, at: r.Started, v: m.v, phases: b.Phases})
 			}
 		}
 	}
@@ -225,6 +232,12 @@ func DailyTrend(runs []Run, current Run, opt TrendOptions) (*Trend, error) {
 				Before: before, After: after, PValue: c.pValue, New: prev != nil && !prev[pts[c.idx].runID]}
 			if before != 0 {
 				cp.DeltaPct = (after - before) / before * 100
+			}
+			// 归因：变点前最后一次与变点后第一次每日运行的阶段分解之比较。
+			if pb, pa := pts[c.idx-1].phases, pts[c.idx].phases; pb != nil || pa != nil {
+				ex := explain.Compare(pb, pa, explain.Options{})
+				cp.Explain = &ex
+				cp.Attribution = ex.Summary(attributionMetric(id.metric))
 			}
 			t.ChangePoints = append(t.ChangePoints, cp)
 		}

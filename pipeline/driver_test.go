@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vllm-cibench/cibench/explain"
 	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"io/fs"
@@ -269,6 +270,12 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 		if g.Verdict != gate.VerdictFail || g.Baseline == nil || g.DeltaPct == nil || *g.DeltaPct < 100 || !strings.Contains(g.Reason, "regressed") {
 			t.Errorf("gate %s = %+v", g.Name, g)
 		}
+		// 红色的门禁自带解释：注入的 TTFT 是 prefill 阶段（出队 → 首 token），归因点名 prefill，
+		// 并写进 Reason（控制台、JUnit、HTML 都读它）与 summary.json 的 explain。
+		if g.Explain == nil || g.Explain.TTFT.Verdict != explain.VerdictAttributed || len(g.Explain.TTFT.Named) == 0 ||
+			g.Explain.TTFT.Named[0] != explain.PhasePrefill || !strings.Contains(g.Reason, "where the time went: mean TTFT +") {
+			t.Errorf("gate %s attribution: %+v reason %q", g.Name, g.Explain, g.Reason)
+		}
 		// 每日运行留下了逐请求样本：门禁带区间；4–8 个样本撑不起 P99，如实标注。
 		if g.Interval == nil || g.Interval.LoPct < 100 || g.Samples == nil || g.Samples.Current != int64(4*g.Key.Concurrency) || g.Support != gate.SupportInsufficient {
 			t.Errorf("gate %s evidence: interval %+v samples %+v support %q", g.Name, g.Interval, g.Samples, g.Support)
@@ -277,6 +284,13 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 	html, _ := os.ReadFile(filepath.Join(out.Dir, "report.html"))
 	if !bytes.Contains(html, []byte(ttft[0].Name)) {
 		t.Errorf("report.html does not name the failed gate %s", ttft[0].Name)
+	}
+	if !bytes.Contains(html, []byte("where the time went")) {
+		t.Errorf("report.html does not explain the failed gate")
+	}
+	junitXML, _ := os.ReadFile(filepath.Join(out.Dir, "junit.xml"))
+	if !bytes.Contains(junitXML, []byte("where the time went: mean TTFT +")) || !bytes.Contains(junitXML, []byte("prefill +")) {
+		t.Errorf("junit.xml does not carry the attribution:\n%s", junitXML)
 	}
 	if s := pr.Out.(*bytes.Buffer).String(); !strings.Contains(s, "FAIL emu perf/") || !strings.Contains(s, "ttft_p99_seconds regressed") {
 		t.Errorf("summary output does not name the regression:\n%s", s)
