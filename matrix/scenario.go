@@ -111,6 +111,9 @@ type Scenario struct {
 	Name string `yaml:"name"`
 	// Description 是给人看的一句话说明。
 	Description string `yaml:"description"`
+	// Hardware 是被测服务所在硬件的说明（自由文本，如 "Ascend 910B x8"、"H100 80GB x2"），
+	// 写进报告，比较两次运行时标注两侧；可省略。
+	Hardware string `yaml:"hardware"`
 	// Mode 是部署方式：WithModes 登记表中的名字（内置的 emulator、external、local、k8s-hybrid、
 	// k8s-pd，或团队登记的 slurm 之类）。该方式自己的参数写在场景文件中以它的块名为键的配置块里
 	// （见 deploy.Mode.Block），由登记项解码、校验，结果在 Deploy 中。

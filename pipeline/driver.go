@@ -575,7 +575,12 @@ func (d *driver) addScenario(p *matrix.ScenarioPlan) {
 	if len(p.Perf.Profiles) > 0 {
 		backend = string(p.Perf.Profiles[0].Profile.Defaults().Backend)
 	}
-	if err := d.run.AddScenario(report.ScenarioInfo{Name: sc.Name, Model: sc.ServedModelName, Quant: string(sc.Quant), Deploy: string(sc.Mode), Backend: backend}); err != nil {
+	hw := sc.Hardware
+	if hw == "" && sc.Emulated {
+		hw = "emulator (CPU)"
+	}
+	if err := d.run.AddScenario(report.ScenarioInfo{Name: sc.Name, Model: sc.ServedModelName, Quant: string(sc.Quant), Deploy: string(sc.Mode),
+		Backend: backend, Hardware: hw}); err != nil {
 		d.log.Warn("add scenario to report failed", "scenario", sc.Name, "err", err)
 	}
 }

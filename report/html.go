@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vllm-cibench/cibench/explain"
 	"github.com/vllm-cibench/cibench/gate"
 )
 
@@ -19,6 +20,9 @@ type gateRow struct {
 	Verdict                                                       gate.Verdict
 	// Interval 是相对变化的置信区间，Samples 是两侧样本量与支撑情况（性能门禁）。
 	Interval, Samples string
+	// Attribution 与 Chart 是性能门禁的归因文字与基线/当前的阶段堆叠图（没有时为空）。
+	Attribution string
+	Chart       template.HTML
 }
 
 // scenarioView 是一个场景在 HTML 中需要的全部数据。
@@ -127,6 +131,16 @@ func toGateRow(g gate.Gate) gateRow {
 		r.Delta = fmt.Sprintf("%+.1f%%", *g.DeltaPct)
 	}
 	r.Interval, r.Samples = g.Evidence()
+	if g.Explain != nil {
+		r.Attribution = g.Attribution
+		metric, label := explain.MetricE2E, "mean E2E"
+		if g.Metric == gate.MetricTTFTP99 {
+			metric, label = explain.MetricTTFT, "mean TTFT"
+		}
+		if ch, ok := PhaseChart(label+" by phase (ms)", *g.Explain, metric); ok {
+			r.Chart = ch.SVG()
+		}
+	}
 	switch g.Metric {
 	case gate.MetricTTFTP99, gate.MetricE2EP99:
 		r.Limit = fmt.Sprintf("≤ %+.0f%%", g.Limit)

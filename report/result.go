@@ -70,6 +70,8 @@ type Scenario struct {
 	Quant   string `json:"quant,omitempty"`
 	Deploy  string `json:"deploy,omitempty"` // 部署方式，如 emulator、local、kube、external
 	Backend string `json:"backend,omitempty"`
+	// Hardware 是被测服务所在硬件的说明（见 ScenarioInfo.Hardware），空表示没有记录。
+	Hardware string `json:"hardware,omitempty"`
 
 	// Sections 是进 summary.json 的分节（键 → JSON 原文）；Details 是只写文件、不进
 	// summary.json 的详细分节。两者都用 SetSection 写、Decode 读。
@@ -122,4 +124,7 @@ type ScenarioInfo struct {
 	Quant   string
 	Deploy  string
 	Backend string
+	// Hardware 是被测服务所在硬件的说明（场景文件的 hardware:，如 "Ascend 910B x8"），
+	// 比较两次运行时用来标注两侧。
+	Hardware string
 }

@@ -215,7 +215,7 @@ func (r *Run) AddScenario(info ScenarioInfo) error {
 		return ErrFinished
 	}
 	sc := r.scenarioLocked(info.Name)
-	sc.Model, sc.Quant, sc.Deploy, sc.Backend = info.Model, info.Quant, info.Deploy, info.Backend
+	sc.Model, sc.Quant, sc.Deploy, sc.Backend, sc.Hardware = info.Model, info.Quant, info.Deploy, info.Backend, info.Hardware
 	return r.persistScenarioLocked(sc, "")
 }
 
@@ -308,8 +308,9 @@ func (r *Run) scenarioLocked(name string) *Scenario {
 
 // persistScenarioLocked 写出场景描述、rel 指向的阶段文件与运行摘要。
 func (r *Run) persistScenarioLocked(sc *Scenario, rel string) error {
-	info := Scenario{Name: sc.Name, Model: sc.Model, Quant: sc.Quant, Deploy: sc.Deploy, Backend: sc.Backend}
-	if prev, ok := r.infos[sc.Name]; !ok || prev.Model != info.Model || prev.Quant != info.Quant || prev.Deploy != info.Deploy || prev.Backend != info.Backend {
+	info := Scenario{Name: sc.Name, Model: sc.Model, Quant: sc.Quant, Deploy: sc.Deploy, Backend: sc.Backend, Hardware: sc.Hardware}
+	if prev, ok := r.infos[sc.Name]; !ok || prev.Model != info.Model || prev.Quant != info.Quant || prev.Deploy != info.Deploy || prev.Backend != info.Backend ||
+		prev.Hardware != info.Hardware {
 		if err := r.writeJSONLocked(path.Join(sc.Name, fileScenario), info); err != nil {
 			return err
 		}

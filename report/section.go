@@ -43,7 +43,7 @@ type Section struct {
 }
 
 // reservedKeys 是场景对象自身的 JSON 键，分节不能占用。
-var reservedKeys = map[string]bool{"name": true, "model": true, "quant": true, "deploy": true, "backend": true, "errors": true, "stages": true}
+var reservedKeys = map[string]bool{"name": true, "model": true, "quant": true, "deploy": true, "backend": true, "hardware": true, "errors": true, "stages": true}
 
 // Validate 检查分节描述：键是安全的单段名字且不与场景字段重名，文件是场景目录内至少两段的
 // 相对路径、不与 report 自己的文件冲突。错误包装 ErrSection 并写明键与取值。
@@ -209,6 +209,8 @@ type (
 		Quant   string `json:"quant,omitempty"`
 		Deploy  string `json:"deploy,omitempty"`
 		Backend string `json:"backend,omitempty"`
+		// Hardware 在 backend 之后：旧的 summary.json 没有它，读回时为空。
+		Hardware string `json:"hardware,omitempty"`
 	}
 	scenarioTail struct {
 		Errors []StageError  `json:"errors,omitempty"`
@@ -219,7 +221,7 @@ type (
 // MarshalJSON 把场景写成一个对象：name…backend，然后按键排序的分节（原文照抄），
 // 最后 errors、stages。Details 不写（它们在各自的文件里）。
 func (sc Scenario) MarshalJSON() ([]byte, error) {
-	head, err := json.Marshal(scenarioHead{sc.Name, sc.Model, sc.Quant, sc.Deploy, sc.Backend})
+	head, err := json.Marshal(scenarioHead{sc.Name, sc.Model, sc.Quant, sc.Deploy, sc.Backend, sc.Hardware})
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +265,8 @@ func (sc *Scenario) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &tail); err != nil {
 		return err
 	}
-	*sc = Scenario{Name: head.Name, Model: head.Model, Quant: head.Quant, Deploy: head.Deploy, Backend: head.Backend, Errors: tail.Errors, Stages: tail.Stages}
+	*sc = Scenario{Name: head.Name, Model: head.Model, Quant: head.Quant, Deploy: head.Deploy, Backend: head.Backend, Hardware: head.Hardware,
+		Errors: tail.Errors, Stages: tail.Stages}
 	for k, v := range all {
 		if reservedKeys[k] || string(v) == "null" {
 			continue

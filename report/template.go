@@ -82,11 +82,15 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <table class="gates"><tr><th>scenario</th><th>gate</th><th>current</th><th>baseline</th><th>delta</th><th>limit</th><th>reason</th></tr>
 {{range .Failed}}<tr class="row-fail"><td>{{.Scenario}}</td><td>{{.Name}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td>{{.Limit}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
+{{range .Failed}}{{if .Attribution}}<div class="why"><h3>Where the time went: {{.Scenario}} {{.Name}}</h3>
+{{if .Chart}}{{.Chart}}{{end}}<p class="note">{{.Attribution}}</p>
+<p class="note">Means from the server's phase histograms (_sum/_count over the combination's windows) beside the client's mean; the gate itself judges P99. The interval is the client's mean difference (Welch); the server histograms carry no per-request variance.</p></div>
+{{end}}{{end}}
 {{else}}<p>No gate failed.</p>{{end}}
 {{with .Trend}}<h3>Daily trend: {{len .NewChangePoints}} new change point(s)</h3>
 <p class="note">E-divisive means over the last {{.Runs}} daily results (window {{.Window}}) of {{.Series}} tracked series.</p>
-{{if .ChangePoints}}<table class="trend"><tr><th>series</th><th>first run after the change</th><th>before</th><th>after</th><th>change</th><th>p</th><th>new</th></tr>
-{{range .ChangePoints}}<tr class="{{if .New}}row-fail{{else}}row-ok{{end}}"><td>{{.Series}}</td><td>{{.RunID}}</td><td class="num">{{printf "%.4g" .Before}}</td><td class="num">{{printf "%.4g" .After}}</td><td class="num">{{printf "%+.1f%%" .DeltaPct}}</td><td class="num">{{printf "%.3f" .PValue}}</td><td>{{if .New}}NEW{{end}}</td></tr>
+{{if .ChangePoints}}<table class="trend"><tr><th>series</th><th>first run after the change</th><th>before</th><th>after</th><th>change</th><th>p</th><th>new</th><th>where the time went</th></tr>
+{{range .ChangePoints}}<tr class="{{if .New}}row-fail{{else}}row-ok{{end}}"><td>{{.Series}}</td><td>{{.RunID}}</td><td class="num">{{printf "%.4g" .Before}}</td><td class="num">{{printf "%.4g" .After}}</td><td class="num">{{printf "%+.1f%%" .DeltaPct}}</td><td class="num">{{printf "%.3f" .PValue}}</td><td>{{if .New}}NEW{{end}}</td><td>{{.Attribution}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Retried}}<table class="trend"><tr><th>daily run</th><th>scenario</th><th>functional cases passed after retry</th><th>cases</th></tr>
 {{range .Retried}}<tr class="row-fail"><td>{{.RunID}}</td><td>{{.Scenario}}</td><td class="num">{{.PassedAfterRetry}}</td><td>{{range $i, $c := .Cases}}{{if $i}}, {{end}}{{$c}}{{end}}</td></tr>

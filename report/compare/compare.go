@@ -1,0 +1,226 @@
+// Package compare 比较任意两次运行（两个 vLLM 版本、两种加速卡、两套配置……）：读两个运行目录
+// （参考驱动写出的 summary.json 及其分节文件，可以来自不同机器），逐场景、逐组合、逐指标给出
+// 变化、置信区间、按规格阈值的判定，以及时间花在哪个阶段（explain 包的归因），写成同一张文本表
+// 与 HTML 报告（带基线/当前的阶段堆叠图）。两侧各自标注场景、模型、量化、硬件、部署方式与提交。
+//
+// 判定与 PR 门禁是同一段代码：A 作为基线（gate.FromRun），B 的场景交给 gate.Evaluate，于是区间
+// （自助法、Welch 位移）、样本支撑与归因都与门禁一致；不同的是这里比较的是任意两次运行，而不是
+// “最近一次每日运行”。命令行入口是 examples/compare。
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/vllm-cibench/cibench/explain"
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/perfreport"
+)
+
+// Options 调整比较。零值可用。
+type Options struct {
+	// Thresholds 是判定列所用的阈值；零值取 gate.DefaultThresholds（PR 门禁的阈值）。
+	Thresholds gate.Thresholds
+	// Pairs 把 B 的场景名映射到 A 的场景名。为空时同名的场景配对；两侧各只有一个场景时
+	// 它们配对（名字不同也可以：例如 vllm-0.9 与 vllm-0.10 两个场景文件）。
+	Pairs map[string]string
+}
+
+// Side 是比较一侧的标注：运行与场景的身份。
+type Side struct {
+	Dir      string    `json:"dir,omitempty"`
+	RunID    string    `json:"run_id"`
+	RunType  string    `json:"run_type"`
+	Commit   string    `json:"commit,omitempty"`
+	Branch   string    `json:"branch,omitempty"`
+	Started  time.Time `json:"started"`
+	Scenario string    `json:"scenario"`
+	Model    string    `json:"model,omitempty"`
+	Quant    string    `json:"quant,omitempty"`
+	Deploy   string    `json:"deploy,omitempty"`
+	Hardware string    `json:"hardware,omitempty"`
+}
+
+// Label 返回一行标注，例如 "run 20261127-0801 (daily) commit abc123, scenario emu, model m, hardware emulator (CPU), deploy emulator"。
+func (s Side) Label() string {
+	l := fmt.Sprintf("run %s (%s)", s.RunID, s.RunType)
+	if s.Commit != "" {
+		l += " commit " + s.Commit
+	}
+	if s.Branch != "" {
+		l += " on " + s.Branch
+	}
+	l += ", scenario " + s.Scenario
+	for _, kv := range [][2]string{{"model", s.Model}, {"quant", s.Quant}, {"hardware", s.Hardware}, {"deploy", s.Deploy}} {
+		v := kv[1]
+		if v == "" {
+			v = "not recorded"
+		}
+		l += ", " + kv[0] + " " + v
+	}
+	return l
+}
+
+// Pair 是一对配对的场景。
+type Pair struct {
+	A Side `json:"a"`
+	B Side `json:"b"`
+}
+
+// Row 是一个组合的一项指标：A 的值、B 的值、变化、区间、判定与归因。
+type Row struct {
+	Pair        int                  `json:"pair"` // Comparison.Pairs 的下标
+	Combination string               `json:"combination"`
+	Key         gate.Key             `json:"key"`
+	Metric      string               `json:"metric"`
+	A           *float64             `json:"a,omitempty"`
+	B           float64              `json:"b"`
+	DeltaPct    *float64             `json:"delta_pct,omitempty"`
+	Interval    *gate.Interval       `json:"interval,omitempty"`
+	Verdict     gate.Verdict         `json:"verdict"`
+	Reason      string               `json:"reason,omitempty"`
+	Attribution string               `json:"attribution,omitempty"`
+	Explain     *explain.Explanation `json:"explain,omitempty"`
+}
+
+// Comparison 是 Runs 的结果。
+type Comparison struct {
+	Pairs []Pair `json:"pairs"`
+	Rows  []Row  `json:"rows"`
+	// Unmatched 列出没有配对的场景（只在一侧出现）。
+	Unmatched []string `json:"unmatched,omitempty"`
+}
+
+// ErrNothingToCompare 表示两次运行没有可配对的场景。
+var ErrNothingToCompare = errors.New("compare: no scenario pairs")
+
+// Dirs 读两个运行目录（report.Load）并比较：B 相对 A。
+func Dirs(ctx context.Context, dirA, dirB string, opt Options) (*Comparison, error) {
+	a, err := report.Load(os.DirFS(dirA))
+	if err != nil {
+		return nil, fmt.Errorf("compare: %s: %w", dirA, err)
+	}
+	b, err := report.Load(os.DirFS(dirB))
+	if err != nil {
+		return nil, fmt.Errorf("compare: %s: %w", dirB, err)
+	}
+	c, err := Runs(ctx, a, b, opt)
+	if c != nil {
+		for i := range c.Pairs {
+			c.Pairs[i].A.Dir, c.Pairs[i].B.Dir = dirA, dirB
+		}
+	}
+	return c, err
+}
+
+// Runs 比较两次运行的性能结果：B 相对 A（A 是基线）。没有可配对的场景时返回 ErrNothingToCompare。
+func Runs(ctx context.Context, a, b report.Result, opt Options) (*Comparison, error) {
+	rs := []report.Renderer{perfreport.Renderer()}
+	inA, errA := a.GateInputs(rs...)
+	inB, errB := b.GateInputs(rs...)
+	if err := errors.Join(errA, errB); err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	pairs := pairUp(a, b, opt.Pairs)
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("%w: A has %s, B has %s (pass Options.Pairs to pair different names)",
+			ErrNothingToCompare, names(a), names(b))
+	}
+	c := &Comparison{}
+	usedA, usedB := map[int]bool{}, map[int]bool{}
+	for _, p := range pairs {
+		usedA[p[0]], usedB[p[1]] = true, true
+		sa, sb := a.Scenarios[p[0]], b.Scenarios[p[1]]
+		pi := len(c.Pairs)
+		c.Pairs = append(c.Pairs, Pair{A: side(a, sa), B: side(b, sb)})
+		base := gate.FromRun(gate.Run{RunID: a.RunID, Scenarios: []gate.Scenario{inA[p[0]]}})
+		src := gate.SourceFunc(func(ctx context.Context, k gate.Key) (gate.Baseline, bool, error) {
+			k.Scenario, k.Model, k.Quant = sa.Name, "", ""
+			return base.Lookup(ctx, k)
+		})
+		cur := inB[p[1]]
+		cur.Errors, cur.Functional, cur.Accuracy = nil, nil, nil // 只比较性能
+		gates, err := gate.Evaluate(ctx, []gate.Scenario{cur}, opt.Thresholds, src)
+		if err != nil {
+			return c, fmt.Errorf("compare: %w", err)
+		}
+		for _, g := range gates {
+			if g.Kind != gate.KindPerformance || g.Metric == gate.MetricFailRate || g.Key == nil {
+				continue
+			}
+			c.Rows = append(c.Rows, Row{Pair: pi, Combination: g.Key.String(), Key: *g.Key, Metric: g.Metric, A: g.Baseline,
+				B: g.Current, DeltaPct: g.DeltaPct, Interval: g.Interval, Verdict: g.Verdict, Reason: g.Reason,
+				Attribution: g.Attribution, Explain: g.Explain})
+		}
+	}
+	for i, sc := range a.Scenarios {
+		if !usedA[i] {
+			c.Unmatched = append(c.Unmatched, "A: "+sc.Name)
+		}
+	}
+	for i, sc := range b.Scenarios {
+		if !usedB[i] {
+			c.Unmatched = append(c.Unmatched, "B: "+sc.Name)
+		}
+	}
+	sort.SliceStable(c.Rows, func(i, j int) bool {
+		x, y := c.Rows[i], c.Rows[j]
+		if x.Pair != y.Pair {
+			return x.Pair < y.Pair
+		}
+		return x.Combination < y.Combination
+	})
+	return c, nil
+}
+
+// pairUp 返回配对的场景下标 (A, B)：先按 m（B → A），再同名，最后两侧各只有一个场景时配对。
+func pairUp(a, b report.Result, m map[string]string) [][2]int {
+	idx := func(r report.Result, name string) int {
+		for i, sc := range r.Scenarios {
+			if sc.Name == name {
+				return i
+			}
+		}
+		return -1
+	}
+	var out [][2]int
+	for j, sb := range b.Scenarios {
+		name := sb.Name
+		if v, ok := m[name]; ok {
+			name = v
+		}
+		if i := idx(a, name); i >= 0 {
+			out = append(out, [2]int{i, j})
+		}
+	}
+	if len(out) == 0 && len(a.Scenarios) == 1 && len(b.Scenarios) == 1 {
+		out = append(out, [2]int{0, 0})
+	}
+	return out
+}
+
+// names 列出一次运行的场景名（错误信息用）。
+func names(r report.Result) string {
+	if len(r.Scenarios) == 0 {
+		return "no scenarios"
+	}
+	s := ""
+	for i, sc := range r.Scenarios {
+		if i > 0 {
+			s += ", "
+		}
+		s += sc.Name
+	}
+	return s
+}
+
+// side 返回一侧的标注。
+func side(r report.Result, sc report.Scenario) Side {
+	return Side{RunID: r.RunID, RunType: string(r.RunType), Commit: r.Commit, Branch: r.Branch, Started: r.Started,
+		Scenario: sc.Name, Model: sc.Model, Quant: sc.Quant, Deploy: sc.Deploy, Hardware: sc.Hardware}
+}
