@@ -208,6 +208,34 @@ type part struct {
 	v     float64
 }
 
+// Part 是一个阶段的均值（秒）。
+type Part struct {
+	Phase   string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Split 返回客户端平均 TTFT（metric 为 MetricTTFT）或平均 E2E（MetricE2E）按阶段的拆分，
+// 各部分之和等于客户端均值；缺少所需的直方图或客户端样本时返回 nil。阶段名见 Phase* 常量
+// （PD 部署带实例前缀）。
+func (b *Breakdown) Split(metric string) []Part {
+	if b == nil {
+		return nil
+	}
+	f := ttftParts
+	if metric == MetricE2E {
+		f = e2eParts
+	}
+	ps := f(b)
+	if ps == nil {
+		return nil
+	}
+	out := make([]Part, len(ps))
+	for i, p := range ps {
+		out[i] = Part{Phase: p.phase, Seconds: p.v}
+	}
+	return out
+}
+
 // ttftParts 把客户端平均 TTFT 拆成各阶段；缺少所需的直方图时返回 nil。各部分之和恒等于
 // 客户端均值。
 func ttftParts(b *Breakdown) []part {

@@ -2,9 +2,12 @@ package metrics
 
 import (
 	"fmt"
-	"github.com/vllm-cibench/cibench/field"
+	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/vllm-cibench/cibench/explain"
+	"github.com/vllm-cibench/cibench/field"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
@@ -188,6 +191,9 @@ func (b *Builder) addPerf(rows []loadgen.Summary) error {
 				return err
 			}
 		}
+		if err := addPhases(b, s, comboLabels, combo); err != nil {
+			return err
+		}
 		for _, d := range distSpecs {
 			if err := b.addDist(d, s, combo); err != nil {
 				return err
@@ -267,4 +273,20 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range c.metrics {
 		ch <- m
 	}
+}
+
+// addPhases 导出一个汇总行的阶段拆分（NamePerfTTFTPhase、NamePerfE2EPhase，多一个 phase 标签）。
+// 没有阶段分解（服务端不导出阶段直方图、PD 部署的顶层）时不导出任何序列。
+func addPhases(b *Builder, s *loadgen.Summary, labels, values []string) error {
+	for _, f := range []struct{ name, metric, help string }{
+		{NamePerfTTFTPhase, explain.MetricTTFT, "Client mean TTFT split by phase: client/network, server front end, queue (vllm:request_queue_time_seconds), prefill (vllm:request_prefill_time_seconds)"},
+		{NamePerfE2EPhase, explain.MetricE2E, "Client mean E2E split by phase: the TTFT phases plus decode (vllm:request_decode_time_seconds)"},
+	} {
+		for _, p := range s.Phases.Split(f.metric) {
+			if err := b.Add(f.name, f.help, prometheus.GaugeValue, p.Seconds, append(slices.Clone(labels), "phase"), append(slices.Clone(values), p.Phase)...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

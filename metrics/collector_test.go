@@ -4,15 +4,21 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"github.com/vllm-cibench/cibench/field"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vllm-cibench/cibench/explain"
+	"github.com/vllm-cibench/cibench/field"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vllm-cibench/cibench/functional"
@@ -311,4 +317,72 @@ func TestCapacityDuplicate(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Field != "Capacity[2]" {
 		t.Fatalf("duplicate capacity: %v", err)
 	}
+}
+
+// TestCollectorPhaseSeries 带阶段分解的汇总行导出 perf_ttft_phase_seconds 与 perf_e2e_phase_seconds，
+// 每个阶段一条（phase 标签），各阶段之和等于客户端均值；没有分解的行不导出这两族。
+func TestCollectorPhaseSeries(t *testing.T) {
+	res := dailyResults()
+	res.Perf = res.Perf[:1]
+	d := func(mean float64) *explain.Dist { return &explain.Dist{Count: 10, Sum: 10 * mean} }
+	res.Perf[0].Phases = &explain.Breakdown{
+		ClientTTFT: explain.Moments{N: 10, Mean: 0.060}, ClientE2E: explain.Moments{N: 10, Mean: 0.200},
+		ServerTTFT: d(0.055), Queue: d(0.030), Prefill: d(0.020), Decode: d(0.130), ServerE2E: d(0.190)}
+	c, err := newCollector(res, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{} // 族/阶段 → 值
+	for _, line := range strings.Split(string(exposition(t, c)), "\n") {
+		fam, rest, ok := strings.Cut(line, "{")
+		if !ok || !strings.HasSuffix(fam, "_phase_seconds") {
+			continue
+		}
+		_, after, _ := strings.Cut(rest, `phase="`)
+		phase, _, _ := strings.Cut(after, `"`)
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[fam+"/"+phase] = v
+	}
+	for k, want := range map[string]float64{"perf_ttft_phase_seconds/queue": 0.03, "perf_ttft_phase_seconds/prefill": 0.02,
+		"perf_ttft_phase_seconds/client": 0.005, "perf_ttft_phase_seconds/frontend": 0.005, "perf_e2e_phase_seconds/decode": 0.13} {
+		if v, ok := got[k]; !ok || math.Abs(v-want) > 1e-12 {
+			t.Errorf("%s = %v (present %v), want %v; all: %v", k, v, ok, want, got)
+		}
+	}
+	if n := testutil.CollectAndCount(c, metrics.NamePerfTTFTPhase); n != 4 {
+		t.Errorf("%s: %d series, want 4 (client, frontend, queue, prefill)", metrics.NamePerfTTFTPhase, n)
+	}
+	res.Perf[0].Phases = &explain.Breakdown{ClientTTFT: explain.Moments{N: 10, Mean: 0.06}} // 服务端不导出阶段
+	c, err = newCollector(res, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, metrics.NamePerfTTFTPhase); n != 0 {
+		t.Errorf("%s exported without server phases: %d series", metrics.NamePerfTTFTPhase, n)
+	}
+	if err := promlintOK(c); err != nil {
+		t.Error(err)
+	}
+}
+
+// promlintOK 用 promlint 检查收集器的输出。
+func promlintOK(c prometheus.Collector) error {
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		return err
+	}
+	probs, err := promlint.NewWithMetricFamilies(mustGather(reg)).Lint()
+	if err != nil || len(probs) > 0 {
+		return fmt.Errorf("promlint: %v %v", probs, err)
+	}
+	return nil
+}
+
+// mustGather 收集 reg 的全部指标族（出错时返回空）。
+func mustGather(reg *prometheus.Registry) []*dto.MetricFamily {
+	mfs, _ := reg.Gather()
+	return mfs
 }

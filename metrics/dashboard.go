@@ -481,6 +481,10 @@ func NewDashboard(opts DashboardOptions) (*Dashboard, error) {
 		"delta vllm:prefix_cache_queries_total (tokens)", NamePerfPrefixCacheHitRatio, "", "percentunit")
 	g.comparePanel("Preemptions", "Server preemptions per group (delta vllm:num_preemptions_total): KV cache pressure", NamePerfPreemptions, "", "none")
 	g.comparePanel("Peak KV cache usage", "Highest vllm:kv_cache_usage_perc sampled during the group", NamePerfPeakKVCacheUsage, "", "percentunit")
+	g.comparePanel("Mean TTFT: server queue", "The queue share of the client's mean TTFT (vllm:request_queue_time_seconds over the group): "+
+		"a rise here is a scheduler or capacity change (see docs/report.md, where the time went)", NamePerfTTFTPhase, `,phase="queue"`, "s")
+	g.comparePanel("Mean TTFT: prefill", "The prefill share of the client's mean TTFT (vllm:request_prefill_time_seconds): "+
+		"a rise here is a kernel, quantisation or prefix-cache change", NamePerfTTFTPhase, `,phase="prefill"`, "s")
 	g.comparePanel("Trace dispatch lag P$quantile", "Trace replay: actual send minus the trace's schedule; above 1ms the client did not keep the schedule",
 		NamePerfDispatchLag, `,quantile="$quantile"`, "s")
 	g.turnPanel()
