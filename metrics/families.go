@@ -45,11 +45,11 @@ const (
 	NamePerfPreemptions         = "perf_server_preemptions"
 	// NamePerfTTFTPhase 与 NamePerfE2EPhase 是客户端平均 TTFT、E2E 按阶段的拆分（explain 包），
 	// 多一个 phase 标签（client、frontend、queue、prefill、decode；PD 部署带实例前缀）。
-	NamePerfTTFTPhase = "perf_ttft_phase_seconds"
-	NamePerfE2EPhase  = "perf_e2e_phase_seconds"
-	NamePerfPeakKVCacheUsage    = "perf_peak_kv_cache_usage_ratio"
-	NamePerfAvgCachedTokens     = "perf_avg_cached_tokens"
-	NamePerfTurnTTFT            = "perf_turn_ttft_seconds"
+	NamePerfTTFTPhase        = "perf_ttft_phase_seconds"
+	NamePerfE2EPhase         = "perf_e2e_phase_seconds"
+	NamePerfPeakKVCacheUsage = "perf_peak_kv_cache_usage_ratio"
+	NamePerfAvgCachedTokens  = "perf_avg_cached_tokens"
+	NamePerfTurnTTFT         = "perf_turn_ttft_seconds"
 
 	NameFunctionalPassRatio    = "functional_pass_ratio"
 	NameFunctionalCasesTotal   = "functional_cases_total"
