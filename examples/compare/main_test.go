@@ -49,8 +49,8 @@ func configTree(t *testing.T, seqs string) string {
 func runDriver(t *testing.T, cfg, root, runID, commit string, rt matrix.RunType) string {
 	t.Helper()
 	out, err := pipeline.Run(context.Background(), pipeline.Options{
-		Selection: pipeline.Selection{Config: os.DirFS(cfg), ConfigRoot: cfg, RunType: rt, RunID: runID, Stages: []report.Stage{report.StagePerf}},
-		Outputs:   pipeline.Outputs{Artifacts: root, Commit: commit, Out: io.Discard},
+		Selection:   pipeline.Selection{Config: os.DirFS(cfg), ConfigRoot: cfg, RunType: rt, RunID: runID, Stages: []report.Stage{report.StagePerf}},
+		Outputs:     pipeline.Outputs{Artifacts: root, Commit: commit, Out: io.Discard},
 		Environment: pipeline.Environment{Getenv: func(string) string { return "" }},
 	})
 	if err != nil {
