@@ -83,6 +83,10 @@ func TestValidate(t *testing.T) {
 		{"no host", endpoint.Endpoint{BaseURLs: []string{"http:///v1"}, Model: "m"}, `endpoint: base_urls[0] "http:///v1": invalid endpoint: no host`},
 		{"unparsable", endpoint.Endpoint{BaseURLs: []string{"http://u:pw@[::1/v1"}, Model: "m"}, `endpoint: base_urls[0] "http://***@[::1/v1": invalid endpoint: not a URL`},
 		{"no model", endpoint.Endpoint{BaseURLs: []string{"http://h/v1"}, Model: " ", APIKey: "sk-k"}, "endpoint: model: invalid endpoint: empty (want the served-model-name)"},
+		{"metrics url", endpoint.Endpoint{BaseURLs: []string{"http://h/v1"}, Model: "m", Metrics: []endpoint.MetricsInstance{{URL: "http://p:1/metrics"}, {URL: "h:2/metrics"}}},
+			`endpoint: metrics[1].url "h:2/metrics": invalid endpoint: no scheme (want http:// or https://)`},
+		{"metrics role", endpoint.Endpoint{BaseURLs: []string{"http://h/v1"}, Model: "m", Metrics: []endpoint.MetricsInstance{{Role: "router", URL: "http://u:pw@p/metrics"}}},
+			`endpoint: metrics[0].role "router": invalid endpoint: want prefill, decode or empty`},
 	}
 	for _, c := range cases {
 		err := c.ep.Validate()
@@ -115,5 +119,18 @@ func TestJSONOmitsSecrets(t *testing.T) {
 	}
 	if back.APIKey != "" || back.Model != "q" || len(back.BaseURLs) != 2 || back.BaseURLs[1] != "http://b/v1" {
 		t.Fatalf("decoded %#v (%q, key %q)", back, back.BaseURLs, back.APIKey)
+	}
+}
+
+// TestRedactedMetrics：Redacted 同样屏蔽 metrics 地址里的凭据，名字与角色保留。
+func TestRedactedMetrics(t *testing.T) {
+	e := endpoint.Endpoint{BaseURLs: []string{"http://h/v1"}, Model: "m",
+		Metrics: []endpoint.MetricsInstance{{Name: "p", Role: "prefill", URL: "http://u:pw@p:1/metrics"}}}
+	r := e.Redacted()
+	if len(r.Metrics) != 1 || r.Metrics[0].URL != "http://***@p:1/metrics" || r.Metrics[0].Role != "prefill" || r.Metrics[0].Name != "p" {
+		t.Fatalf("redacted metrics %+v", r.Metrics)
+	}
+	if e.Metrics[0].URL != "http://u:pw@p:1/metrics" {
+		t.Fatal("Redacted modified the original")
 	}
 }

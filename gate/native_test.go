@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-cibench/cibench/explain"
 	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/gate"
 )
@@ -361,4 +362,46 @@ func ExampleEvaluate() {
 	// perf/in128-out64-c4/qps                  pass        qps +0.0% vs baseline
 	// perf/in128-out64-c4/fail_rate            pass        fail rate 0.00% ≤ 5.00%
 	// exit 1
+}
+
+// TestDailyTrendAttribution：每日运行带阶段分解时，变点带着归因：变点前最后一次与变点后第一次
+// 运行的比较，TTFT 的变化归到排队。
+func TestDailyTrendAttribution(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	start := time.Date(2025, 5, 1, 2, 0, 0, 0, time.UTC)
+	bd := func(queue float64) *explain.Breakdown {
+		d := func(m float64) *explain.Dist { return &explain.Dist{Count: 200, Sum: 200 * m} }
+		return &explain.Breakdown{ClientTTFT: explain.Moments{N: 200, Mean: 0.2 + queue, Var: 1e-5},
+			ClientE2E:  explain.Moments{N: 200, Mean: 1 + queue, Var: 1e-5},
+			ServerTTFT: d(0.199 + queue), Queue: d(queue), Prefill: d(0.199), Decode: d(0.8), ServerE2E: d(0.999 + queue)}
+	}
+	var runs []gate.Run
+	for d := range 12 {
+		ttft, queue := 200.0, 0.001
+		if d >= 8 {
+			ttft, queue = 250, 0.051
+		}
+		noise := 1 + 0.02*rng.NormFloat64()
+		r := dailyRun(fmt.Sprintf("day%02d", d), start.Add(time.Duration(d)*24*time.Hour), time.Duration(ttft*noise*float64(time.Millisecond)), 10, true)
+		r.Scenarios[0].Perf[0].Phases = bd(queue)
+		runs = append(runs, r)
+	}
+	tr, err := gate.DailyTrend(runs[:11], runs[11], gate.TrendOptions{Permutations: 199})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range tr.ChangePoints {
+		if c.Metric != gate.MetricTTFTP99 {
+			continue
+		}
+		found = true
+		if c.RunID != "day08" || c.Explain == nil || c.Explain.TTFT.Verdict != explain.VerdictAttributed ||
+			c.Explain.TTFT.Named[0] != explain.PhaseQueue || !strings.Contains(c.Attribution, "queue +50.0 ms") {
+			t.Errorf("change point %+v attribution %q", c, c.Attribution)
+		}
+	}
+	if !found {
+		t.Fatalf("no TTFT change point: %+v", tr.ChangePoints)
+	}
 }

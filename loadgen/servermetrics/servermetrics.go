@@ -559,19 +559,8 @@ func Add(a, b *Snapshot) *Snapshot {
 		Waiting: a.Waiting + b.Waiting, Preemptions: a.Preemptions + b.Preemptions, KVSum: a.KVSum + b.KVSum, KVN: a.KVN + b.KVN,
 		PrefixHits: a.PrefixHits + b.PrefixHits, PrefixQueries: a.PrefixQueries + b.PrefixQueries}
 	for i := range a.Hist {
-		x, y := a.Hist[i], b.Hist[i]
-		switch {
-		case x == nil || y == nil:
-			out.Hist[i] = nil
-		case len(x.Upper) != len(y.Upper):
-			out.Hist[i] = nil
-		default:
-			h := &Histogram{Upper: x.Upper, Cum: make([]float64, len(x.Cum)), Sum: x.Sum + y.Sum, Count: x.Count + y.Count}
-			for j := range x.Cum {
-				h.Cum[j] = x.Cum[j] + y.Cum[j]
-			}
-			out.Hist[i] = h
-		}
+		// 两个实例的桶上界必须逐个相同（版本不同的 vLLM 可能桶数相同而上界不同），否则该项置空。
+		out.Hist[i] = addHist(a.Hist[i], b.Hist[i])
 	}
 	for i := range a.Phase {
 		out.Phase[i] = addHist(a.Phase[i], b.Phase[i])
@@ -581,11 +570,11 @@ func Add(a, b *Snapshot) *Snapshot {
 
 // addHist 把两个桶布局一致的直方图相加；任一为 nil 或布局不同时为 nil。
 func addHist(x, y *Histogram) *Histogram {
-	if x == nil || y == nil || len(x.Upper) != len(y.Upper) {
+	if x == nil || y == nil || len(x.Upper) != len(y.Upper) || len(x.Cum) != len(x.Upper) || len(y.Cum) != len(y.Upper) {
 		return nil
 	}
 	h := &Histogram{Upper: x.Upper, Cum: make([]float64, len(x.Cum)), Sum: x.Sum + y.Sum, Count: x.Count + y.Count}
-	for j := range x.Cum {
+	for j := range x.Upper {
 		if x.Upper[j] != y.Upper[j] {
 			return nil
 		}

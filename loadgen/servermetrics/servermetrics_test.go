@@ -295,3 +295,53 @@ func TestPeakSampler(t *testing.T) {
 		t.Fatalf("no KV before, KV after: peak %v, want 0.3", got)
 	}
 }
+
+// TestInstanceScraper：逐个给出的实例带名字与 PD 角色，求和快照的 Parts 是各实例的快照；
+// 名字缺省取 host:port（不带 user:pass）；阶段直方图被解析并相加。
+func TestInstanceScraper(t *testing.T) {
+	phases := `# TYPE vllm:request_queue_time_seconds histogram
+vllm:request_queue_time_seconds_bucket{le="0.3"} 3
+vllm:request_queue_time_seconds_bucket{le="+Inf"} 4
+vllm:request_queue_time_seconds_sum 0.9
+vllm:request_queue_time_seconds_count 4
+`
+	u1, _ := metricsServer(t, func() string { return vllmText(4, 3, 2, 0.2, 7, 30, 80) + phases })
+	u2, _ := metricsServer(t, func() string { return vllmText(6, 1, 0, 0.6, 1, 10, 20) + phases })
+	strip := func(u string) string { return strings.TrimSuffix(u, "/v1") + "/metrics" }
+	s := NewInstanceScraper(http.DefaultClient, []Instance{{Name: "p", Role: "prefill", URL: strip(u1)}, {Role: "decode", URL: strip(u2)}}, 0, 0)
+	snap := s.Scrape(context.Background())
+	if snap == nil || len(snap.Parts) != 2 || snap.Parts[0].Name != "p" || snap.Parts[0].Role != "prefill" || snap.Parts[1].Role != "decode" {
+		t.Fatalf("parts %+v", snap)
+	}
+	if snap.Parts[1].Name != strings.TrimPrefix(strings.TrimSuffix(u2, "/v1"), "http://") {
+		t.Fatalf("default name %q", snap.Parts[1].Name)
+	}
+	if q := snap.Phase[PhaseQueue]; q == nil || q.Count != 8 || q.Sum != 1.8 || snap.Phase[PhasePrefill] != nil {
+		t.Fatalf("summed phases %+v", snap.Phase)
+	}
+	one := NewScraper(http.DefaultClient, []string{u1}, 0, 0).Scrape(context.Background())
+	if one == nil || len(one.Parts) != 1 || one.Name != "" || one.Parts[0] == one {
+		t.Fatalf("single instance %+v", one)
+	}
+	for in, want := range map[string]string{"http://u:pw@h:1/metrics": "h:1", "https://h2/x": "h2", "h3": "h3"} {
+		if got := hostOf(in); got != want {
+			t.Errorf("hostOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if addHist(&Histogram{Upper: []float64{1}}, &Histogram{Upper: []float64{2}}) != nil || addHist(nil, &Histogram{}) != nil {
+		t.Fatal("mismatched histograms added")
+	}
+}
+
+// TestAddRefusesDifferentBounds：两个实例的直方图桶数相同但上界不同（不同版本的 vLLM）时，
+// 和不可得，而不是把不同的桶逐个相加。
+func TestAddRefusesDifferentBounds(t *testing.T) {
+	x := &Snapshot{Hist: [3]*Histogram{{Upper: []float64{0.1, math.Inf(1)}, Cum: []float64{1, 2}, Count: 2}}}
+	y := &Snapshot{Hist: [3]*Histogram{{Upper: []float64{0.5, math.Inf(1)}, Cum: []float64{1, 2}, Count: 2}}}
+	if got := Add(x, y); got.Hist[0] != nil {
+		t.Fatalf("different bucket bounds summed: %+v", got.Hist[0])
+	}
+	if got := Add(x, x); got.Hist[0] == nil || got.Hist[0].Count != 4 {
+		t.Fatalf("same bounds: %+v", got.Hist[0])
+	}
+}
