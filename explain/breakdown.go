@@ -145,18 +145,18 @@ type Breakdown struct {
 	Instances []Breakdown `json:"instances,omitempty"`
 }
 
-// HasPhases 报告 b 是否带着拆分 TTFT 所需的服务端阶段（服务端 TTFT、排队、prefill）；
-// PD 部署看两个角色的实例是否都带着。
+// HasPhases 报告 b 是否带着拆分 TTFT 所需的服务端阶段（服务端 TTFT 与 prefill 直方图）；
+// PD 部署看两个角色的实例是否都带着。排队直方图可以缺：有的兼容服务只在真正排过队时才记
+// （没有任何观测时整个直方图族不出现），此时排队按 0 计并在 Caveats 里写明。
 func (b *Breakdown) HasPhases() bool {
 	if b == nil {
 		return false
 	}
 	if b.isPD() {
 		p, d := b.role(RolePrefill), b.role(RoleDecode)
-		return p.ServerE2E != nil && p.Queue != nil && p.Prefill != nil &&
-			d.ServerTTFT != nil && d.Queue != nil && d.Prefill != nil
+		return p.ServerE2E != nil && p.Prefill != nil && d.ServerTTFT != nil && d.Prefill != nil
 	}
-	return b.ServerTTFT != nil && b.Queue != nil && b.Prefill != nil
+	return b.ServerTTFT != nil && b.Prefill != nil
 }
 
 // isPD 报告 b 的实例里是否同时有 prefill 与 decode 角色。

@@ -177,6 +177,14 @@ func Compare(base, cur *Breakdown, opt Options) Explanation {
 	if b, c := e.PeakKVUsage.Base, e.PeakKVUsage.Current; c != nil && *c >= 0.99 && (b == nil || *b < 0.99) {
 		e.Notes = append(e.Notes, fmt.Sprintf("KV cache became full (peak usage %.2f)", *c))
 	}
+	for _, side := range []struct {
+		who string
+		b   *Breakdown
+	}{{"baseline: ", base}, {"current: ", cur}} {
+		for _, c := range side.b.Caveats() {
+			e.Notes = append(e.Notes, side.who+c)
+		}
+	}
 	e.Instances = instanceChanges(base, cur, e.TTFT)
 	e.Imbalance = Imbalance(cur)
 	return e
@@ -236,6 +244,72 @@ func (b *Breakdown) Split(metric string) []Part {
 	return out
 }
 
+// requests 返回一个实例在窗口内完成的请求数：服务端 E2E 直方图的样本数（没有时取服务端
+// TTFT 的）。各阶段按它求每请求的平均贡献。
+func (b *Breakdown) requests() float64 {
+	for _, d := range []*Dist{b.ServerE2E, b.ServerTTFT} {
+		if d != nil && d.Count > 0 {
+			return d.Count
+		}
+	}
+	return 0
+}
+
+// per 返回阶段 d 在每个请求上的平均贡献（秒）：Sum 除以完成的请求数（见 requests），而不是
+// 除以 d 自己的样本数。vLLM 对每个完成的请求各记一次，两者相同；有的兼容服务只记非零的
+// 排队（llm-d-inference-sim 只为真正排过队的请求记 queue），按 d 自己的样本数求均值会把
+// 排队高估。d 为 nil（没有任何观测）时为 0。
+func (b *Breakdown) per(d *Dist) float64 {
+	if d == nil {
+		return 0
+	}
+	n := b.requests()
+	if n <= 0 {
+		n = d.Count
+	}
+	if n <= 0 {
+		return 0
+	}
+	return d.Sum / n
+}
+
+// engineTTFT 返回一个实例上服务端 TTFT 的三段：排队、prefill 与前端（服务端 TTFT − 排队 −
+// prefill）。前端为负时（这个服务的 TTFT 直方图不含排队，例如 llm-d-inference-sim 记的是
+// 注入的 TTFT）按 0 计，差额留给客户端那一段——各部分之和仍等于客户端均值。
+func (b *Breakdown) engineTTFT() (queue, prefill, frontend float64) {
+	queue, prefill = b.per(b.Queue), b.per(b.Prefill)
+	return queue, prefill, max(0, b.per(b.ServerTTFT)-queue-prefill)
+}
+
+// Caveats 返回这份分解里不合 vLLM 口径、影响拆分的地方（Compare 把它们写进 Notes）：
+// 没有排队观测（按 0 计）、服务端 TTFT 小于排队 + prefill（前端无法分出）。
+func (b *Breakdown) Caveats() []string {
+	if b == nil {
+		return nil
+	}
+	var out []string
+	check := func(who string, x *Breakdown) {
+		if x.ServerTTFT == nil || x.Prefill == nil {
+			return
+		}
+		if x.Queue == nil {
+			out = append(out, who+"no vllm:request_queue_time_seconds observations: queue counted as 0")
+		}
+		// 差额超过 1 ms 且超过 5% 才算：直方图各自在不同的时刻采样，亚毫秒的出入是常态。
+		if q, p := x.per(x.Queue), x.per(x.Prefill); q+p-x.per(x.ServerTTFT) > max(0.001, 0.05*(q+p)) {
+			out = append(out, fmt.Sprintf("%sserver TTFT %s is below queue + prefill %s: this server's histograms do not add up as vLLM's do "+
+				"(its TTFT leaves out part of the queue or prefill), so the front end is not separated", who, ms(x.per(x.ServerTTFT)), ms(q+p)))
+		}
+	}
+	if b.isPD() {
+		check("prefill instance: ", b.role(RolePrefill))
+		check("decode instance: ", b.role(RoleDecode))
+		return out
+	}
+	check("", b)
+	return out
+}
+
 // ttftParts 把客户端平均 TTFT 拆成各阶段；缺少所需的直方图时返回 nil。各部分之和恒等于
 // 客户端均值。
 func ttftParts(b *Breakdown) []part {
@@ -244,21 +318,25 @@ func ttftParts(b *Breakdown) []part {
 	}
 	if b.isPD() {
 		p, d := b.role(RolePrefill), b.role(RoleDecode)
+		pq, pp := p.per(p.Queue), p.per(p.Prefill)
+		pOther := max(0, p.per(p.ServerE2E)-pq-pp)
+		dq, kv, dOther := d.engineTTFT()
 		return []part{
-			{PhaseClient, b.ClientTTFT.Mean - p.ServerE2E.Mean() - d.ServerTTFT.Mean()},
-			{PhasePrefillQueue, p.Queue.Mean()},
-			{PhasePrefillRun, p.Prefill.Mean()},
-			{PhasePrefillOther, p.ServerE2E.Mean() - p.Queue.Mean() - p.Prefill.Mean()},
-			{PhaseDecodeQueue, d.Queue.Mean()},
-			{PhaseKVTransfer, d.Prefill.Mean()},
-			{PhaseDecodeOther, d.ServerTTFT.Mean() - d.Queue.Mean() - d.Prefill.Mean()},
+			{PhaseClient, b.ClientTTFT.Mean - pq - pp - pOther - dq - kv - dOther},
+			{PhasePrefillQueue, pq},
+			{PhasePrefillRun, pp},
+			{PhasePrefillOther, pOther},
+			{PhaseDecodeQueue, dq},
+			{PhaseKVTransfer, kv},
+			{PhaseDecodeOther, dOther},
 		}
 	}
+	q, p, fe := b.engineTTFT()
 	return []part{
-		{PhaseClient, b.ClientTTFT.Mean - b.ServerTTFT.Mean()},
-		{PhaseFrontend, b.ServerTTFT.Mean() - b.Queue.Mean() - b.Prefill.Mean()},
-		{PhaseQueue, b.Queue.Mean()},
-		{PhasePrefill, b.Prefill.Mean()},
+		{PhaseClient, b.ClientTTFT.Mean - q - p - fe},
+		{PhaseFrontend, fe},
+		{PhaseQueue, q},
+		{PhasePrefill, p},
 	}
 }
 
@@ -272,26 +350,32 @@ func e2eParts(b *Breakdown) []part {
 		if d.ServerE2E == nil || d.Decode == nil {
 			return nil
 		}
+		pq, pp := p.per(p.Queue), p.per(p.Prefill)
+		pOther := max(0, p.per(p.ServerE2E)-pq-pp)
+		dq, kv, dec := d.per(d.Queue), d.per(d.Prefill), d.per(d.Decode)
+		dOther := max(0, d.per(d.ServerE2E)-dq-kv-dec)
 		return []part{
-			{PhaseClient, b.ClientE2E.Mean - p.ServerE2E.Mean() - d.ServerE2E.Mean()},
-			{PhasePrefillQueue, p.Queue.Mean()},
-			{PhasePrefillRun, p.Prefill.Mean()},
-			{PhasePrefillOther, p.ServerE2E.Mean() - p.Queue.Mean() - p.Prefill.Mean()},
-			{PhaseDecodeQueue, d.Queue.Mean()},
-			{PhaseKVTransfer, d.Prefill.Mean()},
-			{PhaseDecode, d.Decode.Mean()},
-			{PhaseDecodeOther, d.ServerE2E.Mean() - d.Queue.Mean() - d.Prefill.Mean() - d.Decode.Mean()},
+			{PhaseClient, b.ClientE2E.Mean - pq - pp - pOther - dq - kv - dec - dOther},
+			{PhasePrefillQueue, pq},
+			{PhasePrefillRun, pp},
+			{PhasePrefillOther, pOther},
+			{PhaseDecodeQueue, dq},
+			{PhaseKVTransfer, kv},
+			{PhaseDecode, dec},
+			{PhaseDecodeOther, dOther},
 		}
 	}
 	if b.ServerE2E == nil || b.Decode == nil {
 		return nil
 	}
+	q, p, dec := b.per(b.Queue), b.per(b.Prefill), b.per(b.Decode)
+	fe := max(0, b.per(b.ServerE2E)-q-p-dec)
 	return []part{
-		{PhaseClient, b.ClientE2E.Mean - b.ServerE2E.Mean()},
-		{PhaseFrontend, b.ServerE2E.Mean() - b.Queue.Mean() - b.Prefill.Mean() - b.Decode.Mean()},
-		{PhaseQueue, b.Queue.Mean()},
-		{PhasePrefill, b.Prefill.Mean()},
-		{PhaseDecode, b.Decode.Mean()},
+		{PhaseClient, b.ClientE2E.Mean - q - p - dec - fe},
+		{PhaseFrontend, fe},
+		{PhaseQueue, q},
+		{PhasePrefill, p},
+		{PhaseDecode, dec},
 	}
 }
 
@@ -398,10 +482,10 @@ func instanceChanges(base, cur *Breakdown, ttft Change) []InstanceChange {
 			name string
 			b, c *Dist
 		}{{PhaseQueue, bi.Queue, ci.Queue}, {PhasePrefill, bi.Prefill, ci.Prefill}, {PhaseDecode, bi.Decode, ci.Decode}} {
-			b, c := ph.b.Mean(), ph.c.Mean()
-			if math.IsNaN(b) || math.IsNaN(c) {
+			if ph.b == nil || ph.c == nil {
 				continue
 			}
+			b, c := bi.per(ph.b), ci.per(ph.c)
 			share := 0.0
 			if ttft.Delta != 0 && ph.name != PhaseDecode {
 				share = (c - b) / ttft.Delta
@@ -458,7 +542,12 @@ func Imbalance(b *Breakdown) []string {
 			}
 			return x.ServerE2E.Count
 		}, 0)...)
-		out = append(out, spread(g, "mean queue", func(x *Breakdown) float64 { return x.Queue.Mean() }, 0.005)...)
+		out = append(out, spread(g, "mean queue", func(x *Breakdown) float64 {
+			if x.Queue == nil {
+				return math.NaN()
+			}
+			return x.per(x.Queue)
+		}, 0.005)...)
 	}
 	return out
 }

@@ -308,3 +308,36 @@ func TestNamedFallsBackToLargest(t *testing.T) {
 		t.Fatalf("named(nil) %v", got)
 	}
 }
+
+// TestForeignServerSemantics：一个不完全按 vLLM 口径记直方图的兼容服务（llm-d-inference-sim 的
+// 样子）：只为真正排过队的请求记排队（基线里一个都没有，整个直方图族缺席），服务端 TTFT 是注入
+// 的常数、不含排队。排队仍按“每个完成的请求”的平均贡献计，变化归到排队，两处口径差异写进 Notes。
+func TestForeignServerSemantics(t *testing.T) {
+	const n = 96
+	side := func(queuedN, queueMean float64) *Breakdown {
+		b := &Breakdown{ClientTTFT: Moments{N: n, Mean: 0.031 + queuedN*queueMean/n, Var: 1e-5},
+			ClientE2E: Moments{N: n, Mean: 0.061 + queuedN*queueMean/n, Var: 1e-5},
+			ServerTTFT: dist(n, 0.030), Prefill: dist(n, 0.030), Decode: dist(n, 0.030), ServerE2E: dist(n, 0.060+queuedN*queueMean/n)}
+		if queuedN > 0 {
+			b.Queue = dist(queuedN, queueMean)
+		}
+		return b
+	}
+	e := Compare(side(0, 0), side(88, 0.066), Options{})
+	if e.TTFT.Verdict != VerdictAttributed || e.TTFT.Named[0] != PhaseQueue {
+		t.Fatalf("%s", e.Text())
+	}
+	if q := component(t, e.TTFT, PhaseQueue); math.Abs(q.Delta-88*0.066/n) > 1e-9 || q.Share < 0.95 {
+		t.Fatalf("queue component %+v (want the per-request mean %v)", q, 88*0.066/n)
+	}
+	notes := strings.Join(e.Notes, "\n")
+	for _, want := range []string{"baseline: no vllm:request_queue_time_seconds observations: queue counted as 0",
+		"current: server TTFT 30.0 ms is below queue + prefill", "front end is not separated"} {
+		if !strings.Contains(notes, want) {
+			t.Fatalf("notes %q lack %q", notes, want)
+		}
+	}
+	if (*Breakdown)(nil).Caveats() != nil || len(pd(0.01).Caveats()) != 0 {
+		t.Fatal("caveats on a vLLM-shaped breakdown")
+	}
+}
