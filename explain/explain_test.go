@@ -316,7 +316,7 @@ func TestForeignServerSemantics(t *testing.T) {
 	const n = 96
 	side := func(queuedN, queueMean float64) *Breakdown {
 		b := &Breakdown{ClientTTFT: Moments{N: n, Mean: 0.031 + queuedN*queueMean/n, Var: 1e-5},
-			ClientE2E: Moments{N: n, Mean: 0.061 + queuedN*queueMean/n, Var: 1e-5},
+			ClientE2E:  Moments{N: n, Mean: 0.061 + queuedN*queueMean/n, Var: 1e-5},
 			ServerTTFT: dist(n, 0.030), Prefill: dist(n, 0.030), Decode: dist(n, 0.030), ServerE2E: dist(n, 0.060+queuedN*queueMean/n)}
 		if queuedN > 0 {
 			b.Queue = dist(queuedN, queueMean)
