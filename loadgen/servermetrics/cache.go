@@ -1,8 +1,13 @@
 package servermetrics
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"math"
+	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -55,7 +60,7 @@ func (s *Scraper) StartPeak(ctx context.Context, before *Snapshot) *Peak {
 	go func() {
 		defer close(ps.done)
 		for sleep(ctx, kvSampleInterval) {
-			ps.observe(s.Scrape(ctx))
+			ps.observe(s.ScrapeGauges(ctx))
 		}
 	}()
 	return ps
@@ -94,4 +99,112 @@ func (ps *Peak) Waiting() float64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.waiting
+}
+
+// ScrapeGauges 只读各实例的 KV 占用与排队数（组内峰值采样用）：逐行扫描 /metrics，不做完整的
+// expfmt 解析。真实的 vLLM /metrics 有几百行直方图桶，峰值采样每 200 ms 一次、持续整个分组，
+// 完整解析的分配与 CPU 随运行时长增长；这里每行只比较前缀，不为不关心的行分配。返回的快照
+// 只有 KVSum、KVN、Waiting 有效（其余为零值或 NaN）；任一实例失败返回 nil。
+func (s *Scraper) ScrapeGauges(ctx context.Context) *Snapshot {
+	out := &Snapshot{Waiting: math.NaN(), Running: math.NaN(), Preemptions: math.NaN(), KVSum: math.NaN(),
+		Accept: math.NaN(), Draft: math.NaN(), PrefixHits: math.NaN(), PrefixQueries: math.NaN()}
+	for _, u := range s.urls {
+		kv, kvN, wait, waitN, err := s.gauges(ctx, u)
+		if err != nil {
+			return nil
+		}
+		if kvN > 0 {
+			if out.KVN == 0 {
+				out.KVSum = 0
+			}
+			out.KVSum += kv / float64(kvN)
+			out.KVN++
+		}
+		if waitN > 0 {
+			if math.IsNaN(out.Waiting) {
+				out.Waiting = 0
+			}
+			out.Waiting += wait
+		}
+	}
+	out.At = time.Now()
+	return out
+}
+
+// gauges 抓取一个实例，返回 KV 占用各序列之和与序列数、排队数各序列之和与序列数（名字按
+// metricKVUsage、metricWaiting 的顺序取第一个出现的）。
+func (s *Scraper) gauges(ctx context.Context, url string) (kv float64, kvN int, wait float64, waitN int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, 0, 0, fmt.Errorf("servermetrics: scrape %s: HTTP %d", url, resp.StatusCode)
+	}
+	sc := bufio.NewScanner(&capReader{r: resp.Body, left: s.maxBody})
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	kvIdx, waitIdx := len(metricKVUsage), len(metricWaiting) // 已采用的名字的下标（越小越优先）
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		if i, v, ok := sampleOf(line, metricKVUsage); ok && i <= kvIdx {
+			if i < kvIdx {
+				kv, kvN, kvIdx = 0, 0, i
+			}
+			kv += v
+			kvN++
+		}
+		if i, v, ok := sampleOf(line, metricWaiting); ok && i <= waitIdx {
+			if i < waitIdx {
+				wait, waitN, waitIdx = 0, 0, i
+			}
+			wait += v
+			waitN++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return kv, kvN, wait, waitN, nil
+}
+
+// sampleOf 判断一行样本是否属于 names 中的某个指标（名字后紧跟 '{' 或空格），返回名字的下标与值。
+func sampleOf(line []byte, names []string) (int, float64, bool) {
+	for i, n := range names {
+		if len(line) <= len(n) || string(line[:len(n)]) != n {
+			continue
+		}
+		rest := line[len(n):]
+		switch rest[0] {
+		case '{':
+			j := bytes.LastIndexByte(rest, '}')
+			if j < 0 {
+				return 0, 0, false
+			}
+			rest = rest[j+1:]
+		case ' ', '\t':
+		default:
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) == 0 {
+			return 0, 0, false
+		}
+		v, err := strconv.ParseFloat(string(f[0]), 64)
+		if err != nil || math.IsNaN(v) {
+			return 0, 0, false
+		}
+		return i, v, true
+	}
+	return 0, 0, false
 }

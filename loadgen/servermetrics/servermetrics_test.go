@@ -345,3 +345,44 @@ func TestAddRefusesDifferentBounds(t *testing.T) {
 		t.Fatalf("same bounds: %+v", got.Hist[0])
 	}
 }
+
+// TestScrapeGaugesMatchesFullParse：峰值采样的逐行扫描与完整解析给出相同的 KV 占用与排队数
+// （两个实例：KV 取平均、排队相加；v1 名字优先于 v0 的 gpu_ 名字；不认识的行、注释、带时间戳
+// 的样本都不影响），失败的实例让结果为 nil。
+func TestScrapeGaugesMatchesFullParse(t *testing.T) {
+	old := "# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc{model_name=\"m\"} 0.9\nvllm:num_requests_waiting_other 50\n"
+	u1, _ := metricsServer(t, func() string { return old + vllmText(4, 3, 2, 0.2, 7, 30, 80) })
+	u2, _ := metricsServer(t, func() string {
+		txt := vllmText(6, 1, 5, 0.6, 1, 10, 20)
+		kv := "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.6\n"
+		return strings.Replace(txt, kv, kv+"vllm:kv_cache_usage_perc{model_name=\"m\",engine=\"1\"} 0.4 1700000000000\n", 1)
+	})
+	s := NewScraper(http.DefaultClient, []string{u1, u2}, 0, 0)
+	full, fast := s.Scrape(context.Background()), s.ScrapeGauges(context.Background())
+	if full == nil || fast == nil {
+		t.Fatalf("scrapes %v %v", full, fast)
+	}
+	if math.Abs(fast.KVUsage()-full.KVUsage()) > 1e-12 || fast.Waiting != full.Waiting || fast.Waiting != 7 {
+		t.Fatalf("fast kv %v waiting %v, full kv %v waiting %v", fast.KVUsage(), fast.Waiting, full.KVUsage(), full.Waiting)
+	}
+	if want := (0.2 + (0.4+0.6)/2) / 2; math.Abs(fast.KVUsage()-want) > 1e-12 {
+		t.Fatalf("kv %v, want %v", fast.KVUsage(), want)
+	}
+	bare, _ := metricsServer(t, func() string { return "# nothing here\nfoo 1\n" })
+	if g := NewScraper(http.DefaultClient, []string{bare}, 0, 0).ScrapeGauges(context.Background()); g == nil || !math.IsNaN(g.KVUsage()) || !math.IsNaN(g.Waiting) {
+		t.Fatalf("no gauges: %+v", g)
+	}
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", 500) }))
+	defer bad.Close()
+	if g := NewScraper(http.DefaultClient, []string{u1, bad.URL}, 0, 0).ScrapeGauges(context.Background()); g != nil {
+		t.Fatal("a failing instance must give nil")
+	}
+	if g := NewScraper(http.DefaultClient, []string{"http://[::1"}, 0, 0).ScrapeGauges(context.Background()); g != nil {
+		t.Fatal("a malformed URL must give nil")
+	}
+	for _, line := range []string{"vllm:kv_cache_usage_perc{broken 1", "vllm:kv_cache_usage_perc{a=\"b\"}", "vllm:kv_cache_usage_perc x", "vllm:kv_cache_usage_percx 1"} {
+		if _, _, ok := sampleOf([]byte(line), metricKVUsage); ok {
+			t.Errorf("%q parsed as a sample", line)
+		}
+	}
+}
