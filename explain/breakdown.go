@@ -127,6 +127,10 @@ type Breakdown struct {
 	// ClientTTFT、ClientE2E 是客户端逐请求的 TTFT 与 E2E（只在顶层）。
 	ClientTTFT Moments `json:"client_ttft"`
 	ClientE2E  Moments `json:"client_e2e"`
+	// ClientHeaders 是客户端逐请求“到响应头”的时长（意图发送 → 响应头读完）。服务端不导出
+	// 阶段指标时，TTFT 仍能拆成“到响应头”（客户端、网络、服务端接受请求）与“响应头 → 首 token”
+	// （服务端生成首 token）两段。
+	ClientHeaders Moments `json:"client_headers,omitzero"`
 
 	// 服务端直方图：vllm:time_to_first_token_seconds、request_queue_time_seconds、
 	// request_prefill_time_seconds、request_decode_time_seconds、
@@ -184,6 +188,7 @@ func Merge(a, b *Breakdown) *Breakdown {
 	}
 	out := &Breakdown{Instance: a.Instance, Role: a.Role,
 		ClientTTFT: MergeMoments(a.ClientTTFT, b.ClientTTFT), ClientE2E: MergeMoments(a.ClientE2E, b.ClientE2E),
+		ClientHeaders: MergeMoments(a.ClientHeaders, b.ClientHeaders),
 		ServerTTFT: mergeDist(a.ServerTTFT, b.ServerTTFT), Queue: mergeDist(a.Queue, b.Queue),
 		Prefill: mergeDist(a.Prefill, b.Prefill), Decode: mergeDist(a.Decode, b.Decode),
 		Inference: mergeDist(a.Inference, b.Inference), ServerE2E: mergeDist(a.ServerE2E, b.ServerE2E),

@@ -24,6 +24,10 @@ const (
 	PhaseKVTransfer   = "kv_transfer"              // PD：decode 实例上远程 prefill 请求的“prefill”阶段
 	PhaseDecodeQueue  = "decode_instance.queue"    // PD：decode 实例上的排队
 	PhaseDecodeOther  = "decode_instance.other"    // PD：decode 实例服务端时延的其余部分
+
+	// 服务端不导出阶段指标时，只有客户端自己能分的两段（不点名，只列出）：
+	PhaseToHeaders    = "client.to_headers"    // 意图发送 → 响应头：客户端、网络、服务端接受请求
+	PhaseAfterHeaders = "client.after_headers" // 响应头 → 首 token（TTFT）或最后一个字节（E2E）：服务端在生成
 )
 
 // 归因的指标（Change.Metric，Explanation.Summary 的参数）：客户端平均 TTFT 与平均 E2E。
@@ -416,6 +420,19 @@ func change(metric string, base, cur *Breakdown, opt Options, client func(*Break
 	c.Lo, c.Hi = c.Delta-half, c.Delta+half
 	significant := (c.Lo > 0 || c.Hi < 0) && math.Abs(c.Pct) >= opt.MinChangePct
 	pb, pc := parts(base), parts(cur)
+	if pb == nil && pc == nil {
+		// 两侧都没有服务端阶段：只列出客户端自己能分的两段（到响应头、之后），仍然不可归因。
+		if cb, cc := clientParts(base, client), clientParts(cur, client); cb != nil && cc != nil {
+			for i := range cb {
+				d := cc[i].v - cb[i].v
+				share := 0.0
+				if c.Delta != 0 {
+					share = d / c.Delta
+				}
+				c.Components = append(c.Components, Component{Phase: cb[i].phase, Base: cb[i].v, Current: cc[i].v, Delta: d, Share: share, Uncertainty: half})
+			}
+		}
+	}
 	if pb != nil && pc != nil {
 		for i := range pb {
 			d := pc[i].v - pb[i].v
@@ -441,6 +458,16 @@ func change(metric string, base, cur *Breakdown, opt Options, client func(*Break
 		c.Named = named(c.Components, opt.NameShare)
 	}
 	return c
+}
+
+// clientParts 返回客户端自己能分的两段：到响应头，与之后（到首 token 或最后一个字节）；
+// 没有“到响应头”的样本时为 nil。
+func clientParts(b *Breakdown, client func(*Breakdown) Moments) []part {
+	h, m := b.ClientHeaders, client(b)
+	if !h.Valid() || !m.Valid() {
+		return nil
+	}
+	return []part{{PhaseToHeaders, h.Mean}, {PhaseAfterHeaders, m.Mean - h.Mean}}
 }
 
 // named 返回承担变化的阶段：与总变化同向且占比 ≥ minShare 的，按占比从大到小；没有时
@@ -610,7 +637,14 @@ func (c Change) Text() string {
 	case VerdictNoChange:
 		return head + ": no significant change"
 	case VerdictNotAttributable:
-		return head + ": " + c.Reason
+		if len(c.Components) == 0 {
+			return head + ": " + c.Reason
+		}
+		var parts []string
+		for _, x := range c.Components {
+			parts = append(parts, fmt.Sprintf("%s %s", x.Phase, signedMS(x.Delta)))
+		}
+		return head + ": " + c.Reason + "; client side: " + strings.Join(parts, ", ")
 	}
 	cs := slices.Clone(c.Components)
 	sort.SliceStable(cs, func(a, b int) bool { return math.Abs(cs[a].Delta) > math.Abs(cs[b].Delta) })

@@ -341,3 +341,25 @@ func TestForeignServerSemantics(t *testing.T) {
 		t.Fatal("caveats on a vLLM-shaped breakdown")
 	}
 }
+
+// TestClientSplitWithoutPhases：两侧都没有服务端阶段但有“到响应头”的样本时，列出客户端自己能分的
+// 两段（不点名），文本写在原因之后。
+func TestClientSplitWithoutPhases(t *testing.T) {
+	side := func(hdr, ttft float64) *Breakdown {
+		return &Breakdown{ClientTTFT: Moments{N: 100, Mean: ttft, Var: 1e-6}, ClientE2E: Moments{N: 100, Mean: ttft + 0.1, Var: 1e-6},
+			ClientHeaders: Moments{N: 100, Mean: hdr, Var: 1e-8}}
+	}
+	e := Compare(side(0.002, 0.030), side(0.002, 0.090), Options{})
+	if e.TTFT.Verdict != VerdictNotAttributable || len(e.TTFT.Named) != 0 || len(e.TTFT.Components) != 2 {
+		t.Fatalf("%+v", e.TTFT)
+	}
+	if a := component(t, e.TTFT, PhaseAfterHeaders); math.Abs(a.Delta-0.060) > 1e-12 || math.Abs(a.Share-1) > 1e-9 {
+		t.Fatalf("after headers %+v", a)
+	}
+	if txt := e.TTFT.Text(); !strings.Contains(txt, NoPhasesReason+"; client side: client.to_headers +0.0 ms, client.after_headers +60.0 ms") {
+		t.Fatalf("text %q", txt)
+	}
+	if m := Merge(side(0.002, 0.03), side(0.004, 0.03)); m.ClientHeaders.N != 200 || math.Abs(m.ClientHeaders.Mean-0.003) > 1e-12 {
+		t.Fatalf("merged headers %+v", m.ClientHeaders)
+	}
+}

@@ -255,7 +255,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 	rec.PromptTokens, rec.CompletionTokens, rec.ReasoningTokens = 0, 0, 0
 	rec.TokenSource, rec.FinishReason = TokenSourceEstimate, ""
 	rec.OK, rec.Status, rec.ErrorClass, rec.Error = false, 0, ErrClassNone, ""
-	rec.Sent, rec.SlotWait, rec.ClientLag = time.Time{}, 0, -1
+	rec.Sent, rec.SlotWait, rec.ClientLag, rec.Headers = time.Time{}, 0, -1, 0
 	x.conn, x.lastStamp, x.lastAt = nil, time.Time{}, 0
 	x.think, x.pend, x.estTokens, x.estReason, x.lastUsage, x.sawUsage = thinkUnknown, "", 0, 0, 0, false
 	x.usageReason, x.promptUsage, x.complUsage = -1, 0, 0
@@ -324,6 +324,7 @@ func (x *exchange) send(ctx context.Context, c *http.Client, url, apiKey string,
 		status, ctype, body = resp.StatusCode, resp.Header.Get("Content-Type"), resp.Body
 	}
 	rec.Status = status
+	rec.Headers = time.Since(intended)
 	if status != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(body, 512))
 		_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10)) // 读完小错误体，连接可复用

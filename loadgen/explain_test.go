@@ -176,6 +176,7 @@ func TestExplainNoPhaseMetrics(t *testing.T) {
 				w.Header()[k] = v
 			}
 			w.WriteHeader(resp.StatusCode)
+			w.(http.Flusher).Flush() // 像不缓冲的反向代理一样立即转发响应头
 			buf := make([]byte, 4096)
 			for {
 				n, err := resp.Body.Read(buf)
@@ -202,6 +203,12 @@ func TestExplainNoPhaseMetrics(t *testing.T) {
 	t.Log(e.Text())
 	if e.TTFT.Verdict != explain.VerdictNotAttributable || e.TTFT.Reason != explain.NoPhasesReason || len(e.TTFT.Named) != 0 {
 		t.Fatalf("TTFT %s %q named %v, want %q", e.TTFT.Verdict, e.TTFT.Reason, e.TTFT.Named, explain.NoPhasesReason)
+	}
+	// 客户端自己能分的两段照常给出：响应头在请求进入引擎之前就到（与 vLLM 相同），排队因此
+	// 落在“响应头之后”——变化在服务端，而不是网络。
+	if len(e.TTFT.Components) != 2 || e.TTFT.Components[1].Phase != explain.PhaseAfterHeaders || e.TTFT.Components[1].Share < 0.9 ||
+		!strings.Contains(e.TTFT.Text(), "client side: client.to_headers") || !base.ClientHeaders.Valid() {
+		t.Fatalf("client split %+v (%q)", e.TTFT.Components, e.TTFT.Text())
 	}
 }
 

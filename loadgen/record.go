@@ -91,6 +91,10 @@ type Record struct {
 	// ClientLag 为首个输出 chunk 从到达套接字（内核时间戳）到被客户端解析完的时长，
 	// 即客户端自身的读取开销，不计入 TTFT；没有内核时间戳时为 -1。
 	ClientLag time.Duration
+	// Headers 为响应头读完的时刻（相对 Intended）：客户端、网络与服务端接受请求的时间，
+	// 流式响应在首 token 之前就到（vLLM 先发响应头）；没有读到响应头（传输错误、一次性的
+	// JSON 端点）时为 0。阶段分解在服务端不导出阶段指标时用它把客户端 TTFT 拆成两段。
+	Headers time.Duration
 	// ChunkTimes 为每个输出 chunk 的到达时刻（相对 Intended），ChunkTokens 为对应的 token 增量。
 	// 服务端逐 chunk 给出 usage（continuous_usage_stats）时 ChunkTokens 是精确的；否则把最终的
 	// usage.completion_tokens 分摊到各 chunk，使其之和等于 usage：chunk 数与 usage 相等时每个

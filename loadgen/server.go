@@ -137,10 +137,10 @@ func (r *runner) applyWorkload(s *Summary, gr *groupRun, before, after *serverme
 // 阶段（每个请求在两个实例上各记一次，相加没有意义）。
 func phaseBreakdown(tot *stats, before, after *servermetrics.Snapshot, peak *servermetrics.Peak) *explain.Breakdown {
 	if before == nil || after == nil {
-		return &explain.Breakdown{ClientTTFT: tot.ttft.moments(), ClientE2E: tot.e2e.moments()}
+		return &explain.Breakdown{ClientTTFT: tot.ttft.moments(), ClientE2E: tot.e2e.moments(), ClientHeaders: tot.headerMoments()}
 	}
 	b := snapshotBreakdown(before, after)
-	b.ClientTTFT, b.ClientE2E = tot.ttft.moments(), tot.e2e.moments()
+	b.ClientTTFT, b.ClientE2E, b.ClientHeaders = tot.ttft.moments(), tot.e2e.moments(), tot.headerMoments()
 	if peak != nil {
 		b.Cache.PeakKVUsage = finitePtr(peak.Finish(after))
 		b.Cache.PeakWaiting = finitePtr(peak.Waiting())

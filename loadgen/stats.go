@@ -212,6 +212,19 @@ func (d *dist) moments() explain.Moments {
 	return m
 }
 
+// headerMoments 返回“到响应头”时长的矩（秒）；没有样本时为零值。
+func (s *stats) headerMoments() explain.Moments {
+	if s.hdrN == 0 {
+		return explain.Moments{}
+	}
+	n := float64(s.hdrN)
+	m := explain.Moments{N: s.hdrN, Mean: s.hdrSum / n}
+	if s.hdrN > 1 {
+		m.Var = max(0, (s.hdrSq-n*m.Mean*m.Mean)/(n-1))
+	}
+	return m
+}
+
 // values 把计数类分布转成 Values；没有样本时全部为 -1。
 func (d *dist) values() Values {
 	if d.n == 0 {
@@ -236,6 +249,10 @@ type stats struct {
 	usageTok                       int64 // token 数来自服务端 usage 的成功请求数
 	firstSent, lastEnd             time.Time
 	iv                             *interval // 时间线当前间隔的累计；未开启时间线时为 nil
+	// hdrN、hdrSum、hdrSq 是成功请求“到响应头”时长（秒）的个数、和与平方和：阶段分解只要它的
+	// 均值与方差，不留样本（每个请求两次浮点加法）。
+	hdrN         int64
+	hdrSum, hdrSq float64
 }
 
 // interval 是时间线一个间隔内完成的请求的累计（按完成时刻归入间隔），由分片锁保护。
@@ -302,6 +319,12 @@ func (s *stats) observe(r *Record, slo SLO) {
 	}
 	s.ok++
 	s.ttft.add(int64(r.TTFT), 1)
+	if r.Headers > 0 {
+		h := r.Headers.Seconds()
+		s.hdrN++
+		s.hdrSum += h
+		s.hdrSq += h * h
+	}
 	if r.ClientLag >= 0 {
 		s.lag.add(int64(r.ClientLag), 1)
 	}
@@ -350,6 +373,9 @@ func (s *stats) merge(o *stats) {
 	s.complTok += o.complTok
 	s.reasonTok += o.reasonTok
 	s.usageTok += o.usageTok
+	s.hdrN += o.hdrN
+	s.hdrSum += o.hdrSum
+	s.hdrSq += o.hdrSq
 	if !o.firstSent.IsZero() && (s.firstSent.IsZero() || o.firstSent.Before(s.firstSent)) {
 		s.firstSent = o.firstSent
 	}

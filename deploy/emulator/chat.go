@@ -43,6 +43,7 @@ type emuRun struct {
 	fault        string
 	arrival      time.Time
 	scheduled    time.Time // 第一次被调度（出队）的时刻：vLLM 的 scheduled_ts，阶段直方图用
+	headSent     bool      // 流式响应的响应头已写出（排队之前，见 streamHead）
 	em           *Server
 	perf         emuPerfRun    // 性能模型下的进度；模型关闭时为零值
 	local        net.Addr      // 连接的本地地址（PD prefill 响应的 remote_host/remote_port）

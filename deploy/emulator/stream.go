@@ -86,6 +86,12 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		e.logAccess(r, st, run.stream, run.promptTokens, 0, run.arrival, fault)
 		return
 	}
+	if run.stream {
+		// vLLM 的流式响应在请求进入引擎之前就发出响应头（uvicorn 收到 http.response.start 即写出，
+		// StreamingResponse 之后才迭代生成器、把请求交给引擎）：客户端的“到响应头”因此不含排队与
+		// prefill。这里同样在排队之前写出并刷新。
+		e.streamHead(w, run)
+	}
 	ctx := r.Context()
 	queued := time.Now()
 	var first time.Time
@@ -243,19 +249,30 @@ type emuStreamState struct {
 	finish bool
 }
 
-// writeStream 写出 SSE 流。时间表：第 j 步（每个 choice 各一个 chunk）在
-// first + j·ITL 发出；role chunk 与第 0 步一起发出。返回是否完整写完。
-func (e *Server) writeStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) bool {
-	cfg := run.cfg
-	d := &cfg.Defects
+// streamHead 写出并刷新流式响应的状态行与响应头（只一次）。
+func (e *Server) streamHead(w http.ResponseWriter, run *emuRun) {
 	h := w.Header()
-	if d.WrongContentType {
+	if run.cfg.Defects.WrongContentType {
 		h.Set("Content-Type", "application/json")
 	} else {
 		h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	}
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	run.headSent = true
+}
+
+// writeStream 写出 SSE 流。时间表：第 j 步（每个 choice 各一个 chunk）在
+// first + j·ITL 发出；role chunk 与第 0 步一起发出。返回是否完整写完。
+func (e *Server) writeStream(ctx context.Context, w http.ResponseWriter, run *emuRun, first time.Time) bool {
+	cfg := run.cfg
+	d := &cfg.Defects
+	if !run.headSent {
+		e.streamHead(w, run)
+	}
 	fl, _ := w.(http.Flusher)
 	enc := newEmuEncoder(run)
 	defer enc.release()
