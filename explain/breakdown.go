@@ -189,7 +189,7 @@ func Merge(a, b *Breakdown) *Breakdown {
 	out := &Breakdown{Instance: a.Instance, Role: a.Role,
 		ClientTTFT: MergeMoments(a.ClientTTFT, b.ClientTTFT), ClientE2E: MergeMoments(a.ClientE2E, b.ClientE2E),
 		ClientHeaders: MergeMoments(a.ClientHeaders, b.ClientHeaders),
-		ServerTTFT: mergeDist(a.ServerTTFT, b.ServerTTFT), Queue: mergeDist(a.Queue, b.Queue),
+		ServerTTFT:    mergeDist(a.ServerTTFT, b.ServerTTFT), Queue: mergeDist(a.Queue, b.Queue),
 		Prefill: mergeDist(a.Prefill, b.Prefill), Decode: mergeDist(a.Decode, b.Decode),
 		Inference: mergeDist(a.Inference, b.Inference), ServerE2E: mergeDist(a.ServerE2E, b.ServerE2E),
 		ITL: mergeDist(a.ITL, b.ITL), Cache: mergeCache(a.Cache, b.Cache)}

@@ -251,7 +251,7 @@ type stats struct {
 	iv                             *interval // 时间线当前间隔的累计；未开启时间线时为 nil
 	// hdrN、hdrSum、hdrSq 是成功请求“到响应头”时长（秒）的个数、和与平方和：阶段分解只要它的
 	// 均值与方差，不留样本（每个请求两次浮点加法）。
-	hdrN         int64
+	hdrN          int64
 	hdrSum, hdrSq float64
 }
 
