@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/endpoint"
 )
 
 // ErrConfig 是所有配置校验错误的哨兵，便于调用方区分“配置写错”与“运行失败”。
@@ -35,6 +37,9 @@ type ExternalConfig struct {
 	SkipHealth bool `yaml:"skip_health,omitempty" json:"skip_health,omitempty"`
 	// HTTPClient 用于健康探测与模型名查询；nil 使用默认客户端。
 	HTTPClient *http.Client `yaml:"-" json:"-"`
+	// Metrics 列出要抓取 /metrics 的实例（名字、PD 角色、地址），进入端点的 Metrics：
+	// base_url 是网关或 PD 代理时，阶段分解靠它按实例、按角色给出（见 endpoint.Endpoint.Metrics）。
+	Metrics []MetricsInstance `yaml:"metrics,omitempty" json:"metrics,omitempty"`
 }
 
 // External 是 Deployer：不启动任何东西，只等待已有服务健康。
@@ -67,6 +72,10 @@ func NewExternal(cfg ExternalConfig) (*External, error) {
 	}
 	if cfg.StartupTimeout < 0 {
 		return nil, fmt.Errorf("%w: external: startup_timeout %v must not be negative", ErrConfig, cfg.StartupTimeout)
+	}
+	probe := endpoint.Endpoint{BaseURLs: urls, Model: "m", Metrics: cfg.Metrics}
+	if err := probe.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: external: %v", ErrConfig, err)
 	}
 	return &External{cfg: cfg, urls: urls}, nil
 }
@@ -107,6 +116,7 @@ func (x *External) Deploy(ctx context.Context) (Deployment, error) {
 		BaseURLs: append([]string(nil), x.urls...),
 		Model:    x.cfg.Model,
 		APIKey:   x.cfg.APIKey,
+		Metrics:  append([]MetricsInstance(nil), x.cfg.Metrics...),
 	}
 	if ep.Model == "" {
 		m, err := discoverModel(ctx, x.cfg.HTTPClient, ep)

@@ -22,6 +22,8 @@ func TestNewExternalValidates(t *testing.T) {
 		{BaseURL: "http:///v1"},
 		{BaseURL: "http://h:1/v1", StartupTimeout: -time.Second},
 		{BaseURL: "://bad"},
+		{BaseURL: "http://h:1/v1", Metrics: []deploy.MetricsInstance{{Role: "router", URL: "http://p/metrics"}}},
+		{BaseURL: "http://h:1/v1", Metrics: []deploy.MetricsInstance{{URL: "p/metrics"}}},
 	}
 	for i, c := range bad {
 		if _, err := deploy.NewExternal(c); !errors.Is(err, deploy.ErrConfig) {
@@ -41,7 +43,8 @@ func TestExternalDeploy(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	defer srv.Close()
-	x, err := deploy.NewExternal(deploy.ExternalConfig{BaseURL: srv.URL, BaseURLs: []string{srv.URL + "/v1/"}, Model: "m", APIKey: "k"})
+	x, err := deploy.NewExternal(deploy.ExternalConfig{BaseURL: srv.URL, BaseURLs: []string{srv.URL + "/v1/"}, Model: "m", APIKey: "k",
+		Metrics: []deploy.MetricsInstance{{Name: "p", Role: "prefill", URL: srv.URL + "/metrics"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +54,8 @@ func TestExternalDeploy(t *testing.T) {
 	}
 	ep := dep.Endpoint()
 	want := srv.URL + "/v1"
-	if len(ep.BaseURLs) != 2 || ep.BaseURLs[0] != want || ep.BaseURLs[1] != want || ep.Model != "m" || ep.APIKey != "k" {
+	if len(ep.BaseURLs) != 2 || ep.BaseURLs[0] != want || ep.BaseURLs[1] != want || ep.Model != "m" || ep.APIKey != "k" ||
+		len(ep.Metrics) != 1 || ep.Metrics[0].Role != "prefill" {
 		t.Fatalf("endpoint = %#v / %v", ep.BaseURLs, ep)
 	}
 	if healthHits != 2 {

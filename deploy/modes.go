@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/internal/regname"
 )
 
@@ -233,13 +234,30 @@ func (r *Modes) Check(name string) error {
 // 它没有自己的配置块。
 func ExternalMode() Mode {
 	return Mode{Name: "external", Block: "external", Prepare: func(b Block, sc Scenario) (Plan, error) {
-		if !b.IsZero() {
-			return nil, b.Errorf("", "", "mode external has no block of its own; use base_url and health")
-		}
 		if sc.BaseURL == "" {
 			return nil, b.Errorf("", "", "base_url is required for mode external")
 		}
 		cfg := ExternalConfig{BaseURL: sc.BaseURL, Model: sc.ServedModelName, HealthPath: sc.HealthPath, StartupTimeout: sc.HealthTimeout}
+		if !b.IsZero() {
+			// 可选的 external: 块只有 metrics（base_url 是网关或代理时，后面的实例）。
+			var blk struct {
+				Metrics []MetricsInstance `yaml:"metrics"`
+			}
+			if err := b.Decode(&blk); err != nil {
+				return nil, err
+			}
+			for i, m := range blk.Metrics {
+				if err := (endpoint.Endpoint{BaseURLs: []string{"http://h"}, Model: "m", Metrics: []MetricsInstance{m}}).Validate(); err != nil {
+					_, why, _ := strings.Cut(err.Error(), "invalid endpoint: ")
+					field, value := fmt.Sprintf("metrics[%d].url", i), m.URL
+					if strings.Contains(err.Error(), ".role") {
+						field, value = fmt.Sprintf("metrics[%d].role", i), m.Role
+					}
+					return nil, b.Errorf(field, redactURL(value), "%s", why)
+				}
+			}
+			cfg.Metrics = blk.Metrics
+		}
 		if _, err := NewExternal(cfg); err != nil {
 			return nil, b.Errorf("", sc.BaseURL, "%v", err)
 		}

@@ -125,3 +125,35 @@ func TestModesRegistry(t *testing.T) {
 		t.Fatal("a nil registry knows nothing")
 	}
 }
+
+// TestExternalMetricsBlock：external 方式可选的 external: 块列出 base_url 后面的实例（网关、PD 代理），
+// 进入部署计划；写错的角色或地址在 file:line 处被拒绝，块里别的键同样被拒绝。
+func TestExternalMetricsBlock(t *testing.T) {
+	tree := func(sc string) fstest.MapFS {
+		return fstest.MapFS{
+			"scenarios/s.yaml": {Data: []byte(sc)},
+			"matrix.yaml":      {Data: []byte("scenarios:\n  s: {pr: {perf: {enabled: false}, accuracy: {enabled: false}}}\n")},
+		}
+	}
+	head := "mode: external\nserved_model_name: m\nbase_url: http://gw:8000/v1\nexternal:\n  metrics:\n"
+	m, err := load(tree(head + "    - {name: p0, role: prefill, url: \"http://10.0.0.5:6660/metrics\"}\n    - {role: decode, url: \"http://10.0.0.6:6760/metrics\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.Scenarios["s"].Deploy.(*deploy.ExternalPlan).Config
+	if len(cfg.Metrics) != 2 || cfg.Metrics[0].Name != "p0" || cfg.Metrics[1].Role != "decode" {
+		t.Fatalf("metrics %+v", cfg.Metrics)
+	}
+	for bad, want := range map[string][]string{
+		head + "    - {role: router, url: \"http://10.0.0.5:6660/metrics\"}\n": {"scenarios/s.yaml", "external.metrics[0].role", "router", "want prefill, decode or empty"},
+		head + "    - {url: \"10.0.0.5:6660/metrics\"}\n":                     {"scenarios/s.yaml", "external.metrics[0].url", "no scheme"},
+		"mode: external\nserved_model_name: m\nbase_url: http://gw:8000/v1\nexternal:\n  metric: []\n": {"scenarios/s.yaml:5:3", "metric"},
+	} {
+		_, err := load(tree(bad))
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: error %v, want it to contain %q", bad, err, w)
+			}
+		}
+	}
+}
