@@ -145,8 +145,8 @@ func TestExternalMetricsBlock(t *testing.T) {
 		t.Fatalf("metrics %+v", cfg.Metrics)
 	}
 	for bad, want := range map[string][]string{
-		head + "    - {role: router, url: \"http://10.0.0.5:6660/metrics\"}\n": {"scenarios/s.yaml", "external.metrics[0].role", "router", "want prefill, decode or empty"},
-		head + "    - {url: \"10.0.0.5:6660/metrics\"}\n":                     {"scenarios/s.yaml", "external.metrics[0].url", "no scheme"},
+		head + "    - {role: router, url: \"http://10.0.0.5:6660/metrics\"}\n":                         {"scenarios/s.yaml", "external.metrics[0].role", "router", "want prefill, decode or empty"},
+		head + "    - {url: \"10.0.0.5:6660/metrics\"}\n":                                              {"scenarios/s.yaml", "external.metrics[0].url", "no scheme"},
 		"mode: external\nserved_model_name: m\nbase_url: http://gw:8000/v1\nexternal:\n  metric: []\n": {"scenarios/s.yaml:5:3", "metric"},
 	} {
 		_, err := load(tree(bad))
