@@ -679,6 +679,17 @@ func (e Explanation) Text() string {
 		lines = append(lines, s)
 	}
 	lines = append(lines, e.Notes...)
+	for _, in := range e.Instances {
+		var parts []string
+		for _, c := range in.Components {
+			parts = append(parts, fmt.Sprintf("%s %s", c.Phase, signedMS(c.Delta)))
+		}
+		label := in.Instance
+		if in.Role != "" && in.Role != in.Instance {
+			label += " (" + in.Role + ")"
+		}
+		lines = append(lines, "instance "+label+": "+strings.Join(parts, ", "))
+	}
 	lines = append(lines, e.Imbalance...)
 	return strings.Join(lines, "\n")
 }

@@ -197,6 +197,9 @@ func TestComparePD(t *testing.T) {
 	if e.E2E.Named[0] != PhaseKVTransfer {
 		t.Fatalf("E2E %+v", e.E2E)
 	}
+	if txt := e.Text(); !strings.Contains(txt, "instance d0 (decode): queue +0.0 ms, prefill +20.0 ms, decode +0.0 ms") {
+		t.Fatalf("text lacks the per-instance line:\n%s", txt)
+	}
 	if len(e.Instances) != 2 || e.Instances[1].Role != RoleDecode || component(t, Change{Components: e.Instances[1].Components}, PhasePrefill).Delta < 0.019 {
 		t.Fatalf("instances %+v", e.Instances)
 	}
