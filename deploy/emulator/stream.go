@@ -143,7 +143,7 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		}
 		e.metrics.TTFT.Observe(ttft.Seconds())
 		e.metrics.E2E.Observe(end.Sub(run.arrival).Seconds())
-		e.metrics.ObservePhases(run.arrival, run.scheduled, run.arrival.Add(ttft), end)
+		e.metrics.ObservePhases(queued, run.scheduled, run.arrival.Add(ttft), end)
 		if compl > 1 {
 			e.metrics.TPOT.Observe((end.Sub(run.arrival) - ttft).Seconds() / float64(compl-1))
 		}

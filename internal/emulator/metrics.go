@@ -144,16 +144,17 @@ func (m *Metrics) Success(finish string) {
 // ObservePhases 记录一个已完成请求的各阶段时长，口径与 vLLM v1 的
 // FinishedRequestStats 相同（时刻都是该请求的第一次）：
 //
-//	queue     = 第一次被调度 − 到达（WAITING）
+//	queue     = 第一次被调度 − 进入等待队列（WAITING；vLLM 的 queued_ts 是引擎收到请求的时刻，
+//	            API server 解析请求的时间不在其中，而在服务端 TTFT 的“前端”那一段）
 //	prefill   = 首 token − 第一次被调度（被抢占后的重算若发生在首 token 之前也算在这里）
 //	decode    = 最后一个 token − 首 token
 //	inference = 最后一个 token − 第一次被调度（= prefill + decode）
 //
 // 与 vLLM 一样只在请求结束时记录一次，于是五个阶段直方图与 E2E 的样本数相同。
 // 负的时长（首 token 的计划时刻晚于实际结束，见 serve）按 0 记。
-func (m *Metrics) ObservePhases(arrival, scheduled, first, last time.Time) {
+func (m *Metrics) ObservePhases(queued, scheduled, first, last time.Time) {
 	sec := func(a, b time.Time) float64 { return max(0, b.Sub(a).Seconds()) }
-	m.Queue.Observe(sec(arrival, scheduled))
+	m.Queue.Observe(sec(queued, scheduled))
 	m.Prefill.Observe(sec(scheduled, first))
 	m.Decode.Observe(sec(first, last))
 	m.Inference.Observe(sec(scheduled, last))
