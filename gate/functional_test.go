@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/report"
@@ -49,7 +50,7 @@ func TestFunctionalGateCancelledIsNotSkipped(t *testing.T) {
 func TestFunctionalGatePassToSkipDrift(t *testing.T) {
 	root := t.TempDir()
 	daily := func(id string, started time.Time, rep functional.Report, finish bool) {
-		run, err := report.NewRun(root, report.RunTypeDaily, report.RunID(id), started, report.WithRenderers(renderers()...))
+		run, err := report.NewRun(root, runtype.Daily, report.RunID(id), started, report.WithRenderers(renderers()...))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // Example 加载一个最小配置树并列出 PR 运行的计划；真实使用时传入
@@ -24,7 +25,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	plans, _ := m.Plan(matrix.RunPR)
+	plans, _ := m.Plan(runtype.PR)
 	for _, p := range plans {
 		fmt.Println(p.Scenario.Name, p.Scenario.Mode, p.Functional.Select, p.Perf.Profiles[0].Name, p.Perf.Profiles[0].Profile.Concurrency, p.Perf.Timeout)
 	}

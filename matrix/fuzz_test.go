@@ -2,11 +2,11 @@ package matrix_test
 
 import (
 	"errors"
-	"github.com/vllm-cibench/cibench/field"
 	"testing"
 	"testing/fstest"
 
-	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // FuzzLoad 把任意字节分别作为场景文件、矩阵文件和阶段配置交给加载器：
@@ -29,7 +29,7 @@ func FuzzLoad(f *testing.F) {
 				if m == nil {
 					t.Fatal("nil matrix without error")
 				}
-				if _, err := m.Plan(matrix.RunPR); err != nil {
+				if _, err := m.Plan(runtype.PR); err != nil {
 					t.Fatalf("loaded tree cannot be planned: %v", err)
 				}
 				continue

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // update 重新生成 testdata/golden 下的期望文件：go test ./matrix -run Golden -update
@@ -31,7 +32,7 @@ func TestGoldenConfigs(t *testing.T) {
 		Deploy map[string]any
 	}
 	var dumps []planDump
-	for _, rt := range []matrix.RunType{matrix.RunPR, matrix.RunDaily} {
+	for _, rt := range []matrix.RunType{runtype.PR, runtype.Daily} {
 		def, err := m.Plan(rt)
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +42,7 @@ func TestGoldenConfigs(t *testing.T) {
 		}
 		var all []string
 		for _, e := range m.Entries {
-			if (rt == matrix.RunPR && e.PR != nil) || (rt == matrix.RunDaily && e.Daily != nil) {
+			if (rt == runtype.PR && e.PR != nil) || (rt == runtype.Daily && e.Daily != nil) {
 				all = append(all, e.Scenario)
 			}
 		}

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/field"
 	"io/fs"
 	"path"
 	"reflect"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/field"
 
 	"gopkg.in/yaml.v3"
 
@@ -26,11 +27,16 @@ import (
 // metrics 与 report 用的是同一个类型。
 type RunType = runtype.Type
 
-// 运行类型取值（runtype.PR 与 runtype.Daily 的别名）。
+// 运行类型取值（runtype.PR 与 runtype.Daily 的别名）。取值只在 runtype 定义一次，这两个名字
+// 为兼容保留。
 const (
 	// RunPR 用 PR 档性能配置与 debug 精度，不推送指标。
+	//
+	// Deprecated: 用 runtype.PR（同一个值；运行类型只在 runtype 定义）。
 	RunPR = runtype.PR
 	// RunDaily 用每日档性能配置与全量精度，并推送指标。
+	//
+	// Deprecated: 用 runtype.Daily。
 	RunDaily = runtype.Daily
 )
 
@@ -78,7 +84,7 @@ type Timeouts struct {
 // 阶段 functional 30、perf 60、accuracy 90 分钟。
 func DefaultTimeouts(rt RunType) Timeouts {
 	t := Timeouts{Job: 60 * time.Minute, Functional: 30 * time.Minute, Perf: 60 * time.Minute, Accuracy: 90 * time.Minute}
-	if rt == RunDaily {
+	if rt == runtype.Daily {
 		t.Job = 6 * time.Hour
 	}
 	return t
@@ -177,7 +183,7 @@ type Entry struct {
 
 // run 返回该条目在运行类型 rt 下的设置。
 func (e *Entry) run(rt RunType) *RunConfig {
-	if rt == RunDaily {
+	if rt == runtype.Daily {
 		return e.Daily
 	}
 	return e.PR
@@ -509,8 +515,8 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 	if mf.Defaults.OnFailure == "" {
 		mf.Defaults.OnFailure = OnFailureContinue
 	}
-	mf.Defaults.Timeouts.PR = mf.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(RunPR))
-	mf.Defaults.Timeouts.Daily = mf.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(RunDaily))
+	mf.Defaults.Timeouts.PR = mf.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(runtype.PR))
+	mf.Defaults.Timeouts.Daily = mf.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(runtype.Daily))
 	if err := mf.Defaults.Gates.Validate(); err != nil {
 		for _, fe := range field.All(err) {
 			d.ErrAt(joinPath("defaults.gates", fe.Field), fe.Value, "%s", fe.Reason)
@@ -527,7 +533,7 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 		if e.PR == nil && e.Daily == nil {
 			d.ErrAt(ep, "", "entry has neither pr nor daily; the scenario would never run")
 		}
-		for _, rt := range []RunType{RunPR, RunDaily} {
+		for _, rt := range []RunType{runtype.PR, runtype.Daily} {
 			rc := e.run(rt)
 			if rc == nil {
 				continue

@@ -2,11 +2,13 @@ package matrix_test
 
 import (
 	"errors"
-	"github.com/vllm-cibench/cibench/field"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/deploy/kube"
@@ -120,12 +122,12 @@ func TestLoadValidTree(t *testing.T) {
 	if m.Defaults.OnFailure != matrix.OnFailureNextScenario {
 		t.Fatalf("OnFailure = %q", m.Defaults.OnFailure)
 	}
-	pr := m.Timeouts(matrix.RunPR)
+	pr := m.Timeouts(runtype.PR)
 	want := matrix.Timeouts{Job: time.Hour, Functional: 5 * time.Minute, Perf: time.Hour, Accuracy: 90 * time.Minute}
 	if pr != want {
 		t.Fatalf("pr timeouts = %+v, want %+v", pr, want)
 	}
-	if d := m.Timeouts(matrix.RunDaily); d.Job != 6*time.Hour || d.Functional != 30*time.Minute {
+	if d := m.Timeouts(runtype.Daily); d.Job != 6*time.Hour || d.Functional != 30*time.Minute {
 		t.Fatalf("daily timeouts = %+v", d)
 	}
 	if len(m.Providers) != 1 || m.Providers[0].ID != "p" || m.Providers[0].BaseURLs[0] != "http://127.0.0.1:1/v1" {
@@ -145,7 +147,7 @@ func TestPlanDefaultPR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans, err := m.Plan(matrix.RunPR)
+	plans, err := m.Plan(runtype.PR)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestPlanDefaultPR(t *testing.T) {
 		t.Fatalf("plan order = %v", names(plans))
 	}
 	ext := plans[0]
-	if ext.OnFailure != matrix.OnFailureNextScenario || ext.RunType != matrix.RunPR {
+	if ext.OnFailure != matrix.OnFailureNextScenario || ext.RunType != runtype.PR {
 		t.Fatalf("ext plan = %+v", ext)
 	}
 	if !ext.Functional.Enabled || strings.Join(ext.Functional.Select, ",") != "streaming,chat_core/*" {
@@ -190,7 +192,7 @@ func TestPlanDailyAndSelection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	daily, err := m.Plan(matrix.RunDaily)
+	daily, err := m.Plan(runtype.Daily)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestPlanDailyAndSelection(t *testing.T) {
 	if daily[0].Perf.Timeout != 2*time.Hour || profileNames(daily[0].Perf.Profiles) != "daily" {
 		t.Fatalf("daily emulator perf = %+v", daily[0].Perf)
 	}
-	sel, err := m.Plan(matrix.RunDaily, "pd", "emulator")
+	sel, err := m.Plan(runtype.Daily, "pd", "emulator")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,9 +214,9 @@ func TestPlanDailyAndSelection(t *testing.T) {
 		only []string
 		want string
 	}{
-		{matrix.RunPR, []string{"pd"}, `scenario "pd" has no pr entry`},
-		{matrix.RunPR, []string{"nope"}, `unknown scenario "nope" (known: ext, emulator, pd)`},
-		{matrix.RunPR, []string{"ext", "ext"}, `selected twice`},
+		{runtype.PR, []string{"pd"}, `scenario "pd" has no pr entry`},
+		{runtype.PR, []string{"nope"}, `unknown scenario "nope" (known: ext, emulator, pd)`},
+		{runtype.PR, []string{"ext", "ext"}, `selected twice`},
 		{"weekly", nil, `invalid run type`},
 	} {
 		_, err := m.Plan(tc.rt, tc.only...)
@@ -230,14 +232,14 @@ func TestPlanScenarioNotInMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Plan(matrix.RunPR, "extra"); err == nil || !strings.Contains(err.Error(), `"extra" is not listed in matrix.yaml`) {
+	if _, err := m.Plan(runtype.PR, "extra"); err == nil || !strings.Contains(err.Error(), `"extra" is not listed in matrix.yaml`) {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 // TestParseRunType 确认运行类型只接受 pr 与 daily，错误信息带出非法值。
 func TestParseRunType(t *testing.T) {
-	if rt, err := matrix.ParseRunType("daily"); err != nil || rt != matrix.RunDaily {
+	if rt, err := matrix.ParseRunType("daily"); err != nil || rt != runtype.Daily {
 		t.Fatalf("daily: %v %v", rt, err)
 	}
 	if _, err := matrix.ParseRunType("nightly"); err == nil || !strings.Contains(err.Error(), `"nightly"`) {
@@ -556,7 +558,7 @@ scenarios:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans, err := m.Plan(matrix.RunPR)
+	plans, err := m.Plan(runtype.PR)
 	if err != nil {
 		t.Fatal(err)
 	}

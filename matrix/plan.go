@@ -8,6 +8,7 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // NamedProfile 是一个带名字的性能档位（已叠加矩阵中的 override，未填默认值）。
@@ -61,10 +62,10 @@ type ScenarioPlan struct {
 
 // Timeouts 返回运行类型 rt 的作业与阶段超时（默认值已填好）。
 func (m *Matrix) Timeouts(rt RunType) Timeouts {
-	if rt == RunDaily {
-		return m.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(RunDaily))
+	if rt == runtype.Daily {
+		return m.Defaults.Timeouts.Daily.withDefaults(DefaultTimeouts(runtype.Daily))
 	}
-	return m.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(RunPR))
+	return m.Defaults.Timeouts.PR.withDefaults(DefaultTimeouts(runtype.PR))
 }
 
 // Plan 返回运行类型 rt 下每个场景的阶段与用例子集，顺序与 matrix.yaml 一致。

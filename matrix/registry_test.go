@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // registryTree 是一棵最小的配置树：场景声明厂商能力 acme_lora，精度配置列出评测 acme-words，
@@ -54,7 +55,7 @@ func TestLoadWithRegistries(t *testing.T) {
 	if sc := m.Scenarios["s"]; sc == nil || !sc.HasFeature("acme_lora") {
 		t.Fatalf("scenario features: %+v", m.Scenarios["s"])
 	}
-	plans, err := m.Plan(matrix.RunPR)
+	plans, err := m.Plan(runtype.PR)
 	if err != nil || len(plans) != 1 || plans[0].Accuracy.Configs[0].Config.Datasets[0].Name != "acme-words" || strings.Join(plans[0].Functional.Select, ",") != "acme" {
 		t.Fatalf("plan: %+v %v", plans, err)
 	}

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/field"
-	"github.com/vllm-cibench/cibench/gate"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -32,7 +34,7 @@ var ErrNoBaseline = errors.New("metrics: baseline: no daily result found")
 // gate.PerfRow。聚合与按组合挑选由 gate.PerScenario 完成——基线只有 gate.Baseline 一种。
 func dailyReader(read func(ctx context.Context, info RunInfo) (RunInfo, []loadgen.Summary, error)) gate.DailyReader {
 	return func(ctx context.Context, id gate.ScenarioID) (gate.DailyRows, bool, error) {
-		ri, rows, err := read(ctx, RunInfo{Model: id.Model, Quant: id.Quant, Scenario: id.Scenario, RunType: RunTypeDaily})
+		ri, rows, err := read(ctx, RunInfo{Model: id.Model, Quant: id.Quant, Scenario: id.Scenario, RunType: runtype.Daily})
 		switch {
 		case errors.Is(err, ErrNoBaseline):
 			return gate.DailyRows{}, false, nil
@@ -214,7 +216,7 @@ func summaryFor(k comboKey) (loadgen.Summary, error) {
 // （例如 Pushgateway 重启丢了状态）再在窗口内用 last_over_time 找。仍没有返回 ErrNoBaseline。
 // 因为分组键不含 commit/run_id，同一组合只有一条序列，其最近值就是上一次每日运行的值。
 func (b *PromBaseline) ReadDaily(ctx context.Context, info RunInfo) (RunInfo, []loadgen.Summary, error) {
-	info.RunType = RunTypeDaily
+	info.RunType = runtype.Daily
 	ri, err := info.validate()
 	if err != nil {
 		return info, nil, err

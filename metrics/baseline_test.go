@@ -3,13 +3,15 @@ package metrics_test
 import (
 	"context"
 	"errors"
-	"github.com/vllm-cibench/cibench/field"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/metrics"
 )
@@ -52,7 +54,7 @@ func TestPromBaselineQueriesAndAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = b.ReadDaily(context.Background(), metrics.RunInfo{Model: `Qwen"3`, Scenario: "s", RunType: metrics.RunTypePR})
+	_, _, err = b.ReadDaily(context.Background(), metrics.RunInfo{Model: `Qwen"3`, Scenario: "s", RunType: runtype.PR})
 	if !errors.Is(err, metrics.ErrNoBaseline) {
 		t.Fatalf("err = %v, want ErrNoBaseline", err)
 	}
@@ -93,7 +95,7 @@ func TestPromBaselineBasicAuthAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = b.ReadDaily(context.Background(), metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypeDaily})
+	_, _, err = b.ReadDaily(context.Background(), metrics.RunInfo{Model: "m", Scenario: "s", RunType: runtype.Daily})
 	if err == nil || errors.Is(err, metrics.ErrNoBaseline) || !strings.Contains(err.Error(), "query perf_execution_timestamp_seconds{") {
 		t.Fatalf("err = %v, want the failing query in the error", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/explain"
 	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -250,7 +251,7 @@ func TestNewCollectorRejectsBadInput(t *testing.T) {
 
 // TestQuantDefaultsToNone 未给量化类型时 quant 标签为 none；大写的量化类型转成小写。
 func TestQuantDefaultsToNone(t *testing.T) {
-	res := results{Info: metrics.RunInfo{Model: "m", Scenario: "s", RunType: metrics.RunTypePR},
+	res := results{Info: metrics.RunInfo{Model: "m", Scenario: "s", RunType: runtype.PR},
 		Functional: &functional.Report{Results: []functional.Result{{CaseID: "c", Suite: "s", Status: functional.StatusPass}}}}
 	c, err := newCollector(res, metrics.Options{})
 	if err != nil {

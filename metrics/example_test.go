@@ -7,13 +7,14 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/metrics/accuracymetrics"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // Example 展示零散使用：每个阶段的结果由它自己的 Collector 导出——这里只有运行身份与一个
 // 精度结果（accuracymetrics），注册进一个注册表写成 Prometheus 文本格式（PR 运行把它作为产物
 // 保存；每日运行则把同样的注册表交给 Pusher.Push，那时不带 ConstLabels）。
 func Example() {
-	info := metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local", RunType: metrics.RunTypePR, Commit: "abc123"}
+	info := metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local", RunType: runtype.PR, Commit: "abc123"}
 	lbls, err := info.Labels()
 	if err != nil {
 		fmt.Println(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/metrics"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // ms 把毫秒数转成 time.Duration，让夹具数值读起来像 CSV。
@@ -60,7 +61,7 @@ func dailyResults() results {
 	return results{
 		Info: metrics.RunInfo{
 			Model: "Qwen3-32B", ModelRaw: "qwen3-32b-w8a8-internal", Quant: "w8a8", Scenario: "local-hybrid",
-			RunType: metrics.RunTypeDaily, Commit: "0123abcd", Branch: "main", RunID: "daily-20261121",
+			RunType: runtype.Daily, Commit: "0123abcd", Branch: "main", RunID: "daily-20261121",
 		},
 		Perf: []loadgen.Summary{summary(128, 128, 1, 1), summary(2048, 1024, 4, 1)},
 		// 两次容量扫描：一次找到 19.6875 请求/秒，一次起始速率就不满足（不导出）。

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"math"
 	"net"
 	"net/http"
@@ -19,6 +18,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -224,7 +226,7 @@ func emulatorRun(ctx context.Context, t *testing.T) results {
 		t.Fatalf("functional: %v", err)
 	}
 	return results{
-		Info: metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: metrics.RunTypeDaily,
+		Info: metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: runtype.Daily,
 			Commit: "0123abcd", Branch: "main", RunID: "daily-1"},
 		Perf:       perf,
 		Capacity:   capacity,
@@ -356,7 +358,7 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info1, perf, err := bl.ReadDaily(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: metrics.RunTypePR})
+	info1, perf, err := bl.ReadDaily(ctx, metrics.RunInfo{Model: "Qwen3-32B", Quant: "w8a8", Scenario: "local-hybrid", RunType: runtype.PR})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +370,7 @@ func TestIntegrationPrometheusPushgateway(t *testing.T) {
 	if err != nil || !found || gb.RunID != res.Info.RunID || !near(gb.TTFTP99, w.TTFT.P99) || gb.TTFT.Count != w.TTFT.Count {
 		t.Errorf("Lookup = %+v found=%v err=%v, want run %s TTFT P99 %v", gb, found, err, res.Info.RunID, w.TTFT.P99)
 	}
-	if _, _, err := bl.ReadDaily(ctx, metrics.RunInfo{Model: "other", Scenario: "local-hybrid", RunType: metrics.RunTypePR}); !errors.Is(err, metrics.ErrNoBaseline) {
+	if _, _, err := bl.ReadDaily(ctx, metrics.RunInfo{Model: "other", Scenario: "local-hybrid", RunType: runtype.PR}); !errors.Is(err, metrics.ErrNoBaseline) {
 		t.Errorf("baseline for an unknown model: %v, want ErrNoBaseline", err)
 	}
 
@@ -464,7 +466,7 @@ func near(a, b time.Duration) bool { d := a - b; return d > -time.Microsecond &&
 // checkBaseline 确认从 Prometheus 重建的汇总与推送的汇总一致（门禁用到的字段与计数）。
 func checkBaseline(t *testing.T, info metrics.RunInfo, perf []loadgen.Summary, res results) {
 	t.Helper()
-	if info.Commit != res.Info.Commit || info.RunID != res.Info.RunID || info.RunType != metrics.RunTypeDaily {
+	if info.Commit != res.Info.Commit || info.RunID != res.Info.RunID || info.RunType != runtype.Daily {
 		t.Errorf("baseline info %+v", info)
 	}
 	if len(perf) != len(res.Perf) {

@@ -2,10 +2,11 @@ package metrics
 
 import (
 	"errors"
-	"github.com/vllm-cibench/cibench/field"
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/vllm-cibench/cibench/field"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -15,7 +16,9 @@ import (
 // 运行类型的取值（runtype.PR 与 runtype.Daily 的别名，与 matrix、report 同一类型）。
 // 本包不按运行类型做取舍：规格第 7 节"仅每日推送"是驱动程序的策略（pipeline）。
 const (
-	RunTypePR    = runtype.PR
+	// Deprecated: 用 runtype.PR（运行类型只在 runtype 定义；这两个名字为兼容保留）。
+	RunTypePR = runtype.PR
+	// Deprecated: 用 runtype.Daily。
 	RunTypeDaily = runtype.Daily
 )
 

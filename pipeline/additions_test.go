@@ -14,9 +14,9 @@ import (
 
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // groupCounter 数团队导出器收到的每一种事件，证明驱动把 loadgen.Observer 的每个钩子都交给了它。
@@ -39,7 +39,7 @@ func (g *groupCounter) observer() *loadgen.Observer {
 // TestPerfExportersAndGates 检查驱动的两个扩展点：导出器收到全部事件种类、写的文件进入运行目录，
 // 构造失败记为 perf 阶段错误；团队门禁拿到结果与运行目录，缺名字时补上，fail 让退出码变红。
 func TestPerfExportersAndGates(t *testing.T) {
-	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o := options(t, tree("emu"), runtype.PR, t.TempDir())
 	o.Stages = []report.Stage{report.StagePerf}
 	gc := &groupCounter{}
 	var profiles []string
@@ -110,7 +110,7 @@ func TestPerfExportersShardedPerf(t *testing.T) {
 	fsys := tree("emu")
 	fsys["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr: {perf: {shards: 2}}\n")
 	fsys["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [2, 4]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 3\nwarmup: 0\nbucket_interval: 20ms\n")
-	o := options(t, fsys, matrix.RunPR, t.TempDir())
+	o := options(t, fsys, runtype.PR, t.TempDir())
 	o.Stages = []report.Stage{report.StagePerf}
 	gc := &groupCounter{}
 	var bad []string
@@ -156,14 +156,14 @@ func TestTeamStagesValidated(t *testing.T) {
 		{[]pipeline.TeamStage{{Name: "probe"}}, "team stage probe: no Run function"},
 		{[]pipeline.TeamStage{{Name: "probe", Run: run, Timeout: -1}}, "negative timeout"},
 	} {
-		o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+		o := options(t, tree("emu"), runtype.PR, t.TempDir())
 		o.TeamStages = tc.stages
 		_, err := pipeline.Run(context.Background(), o)
 		if !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want ErrConfig with %q", tc.stages, err, tc.want)
 		}
 	}
-	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o := options(t, tree("emu"), runtype.PR, t.TempDir())
 	o.Stages = []report.Stage{"probe"}
 	if _, err := pipeline.Run(context.Background(), o); !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), `unknown stage "probe"`) {
 		t.Fatalf("-stages probe without a team stage: %v", err)
@@ -176,7 +176,7 @@ func TestTeamStagesValidated(t *testing.T) {
 func TestTeamStageRunsAfterBuiltins(t *testing.T) {
 	sec := report.Section{Key: "probe", File: "probe/result.json"}
 	var sawModel string
-	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o := options(t, tree("emu"), runtype.PR, t.TempDir())
 	o.Stages = []report.Stage{"probe"}
 	o.TeamStages = []pipeline.TeamStage{{
 		Name: "probe",
@@ -225,7 +225,7 @@ func TestPerfShapersReachTheReferencePipeline(t *testing.T) {
 	fsys := tree("emu")
 	fsys["scenarios/emu.yaml"].Data = []byte("mode: emulator\nserved_model_name: emu-model\napi_key_env: TEST_KEY\nemulator: {ttft: 1ms, itl: 1ms, enable_embeddings: true}\n")
 	fsys["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr: {perf: {override: {request_rate: 200}}, accuracy: {enabled: false}}\n")
-	o := options(t, fsys, matrix.RunPR, t.TempDir())
+	o := options(t, fsys, runtype.PR, t.TempDir())
 	o.Stages = []report.Stage{report.StagePerf}
 	var bodies, paced atomic.Int64
 	o.PerfShapers = []pipeline.PerfShaper{func(run pipeline.PerfRun, p *loadgen.Profile) error {
@@ -258,7 +258,7 @@ func TestPerfShapersReachTheReferencePipeline(t *testing.T) {
 		t.Fatalf("bodies %d for %d requests, pacers %d for %d groups", bodies.Load(), sent, paced.Load(), len(sc.Perf))
 	}
 
-	o = options(t, fsys, matrix.RunPR, t.TempDir())
+	o = options(t, fsys, runtype.PR, t.TempDir())
 	o.Stages = []report.Stage{report.StagePerf}
 	o.PerfShapers = []pipeline.PerfShaper{func(pipeline.PerfRun, *loadgen.Profile) error { return errors.New("no such endpoint") }}
 	out, err = pipeline.Run(context.Background(), o)

@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
-	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +10,11 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
+
 	"github.com/vllm-cibench/cibench/internal/procstat"
 	"github.com/vllm-cibench/cibench/loadgen"
-	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
 )
 
@@ -34,7 +35,7 @@ func TestCapacityProfileFromConfig(t *testing.T) {
 			"goodput: [\"e2e:140\"]\nsweep: {start_rate: 10, growth: 2, precision: 0.1, step_duration: 1s, min_requests: 8, attainment: 0.9, budget: 30s}\n")},
 		"matrix.yaml": {Data: []byte("scenarios:\n  cap:\n    daily: {functional: {enabled: false}, accuracy: {enabled: false}, perf: {profiles: [capacity]}}\n")},
 	}
-	o := options(t, fsys, matrix.RunDaily, root)
+	o := options(t, fsys, runtype.Daily, root)
 	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("exit %d err %v: %s", out.ExitCode, err, o.Out)

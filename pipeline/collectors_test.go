@@ -17,10 +17,10 @@ import (
 
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
-	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // TestTeamCollectorsPushedWithBuiltins 检查 Options.Collectors：每日运行把团队的 collector 与内置指标
@@ -49,7 +49,7 @@ func TestTeamCollectorsPushedWithBuiltins(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	o := options(t, tree("emu"), matrix.RunDaily, t.TempDir())
+	o := options(t, tree("emu"), runtype.Daily, t.TempDir())
 	o.PushURL = srv.URL
 	o.Collectors = func(sc report.Scenario) ([]prometheus.Collector, error) {
 		passed := 0.0
@@ -91,7 +91,7 @@ func TestTeamCollectorsPushedWithBuiltins(t *testing.T) {
 	mu.Lock()
 	families = nil
 	mu.Unlock()
-	o = options(t, tree("emu"), matrix.RunDaily, t.TempDir())
+	o = options(t, tree("emu"), runtype.Daily, t.TempDir())
 	o.PushURL = srv.URL
 	o.Collectors = func(report.Scenario) ([]prometheus.Collector, error) {
 		return nil, errors.New("acme metrics unavailable")

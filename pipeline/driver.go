@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -15,6 +14,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -248,7 +250,7 @@ func newDriver(o Options) (*driver, error) {
 		return nil, fmt.Errorf("%w: no config directory", ErrConfig)
 	}
 	if o.RunType == "" {
-		o.RunType = matrix.RunPR
+		o.RunType = runtype.PR
 	}
 	if _, err := matrix.ParseRunType(string(o.RunType)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -283,7 +285,7 @@ func newDriver(o Options) (*driver, error) {
 			return nil, fmt.Errorf("%w: unknown stage %q (want functional, perf, accuracy or a team stage)", ErrConfig, st)
 		}
 	}
-	if o.RequirePush && o.RunType != matrix.RunDaily {
+	if o.RequirePush && o.RunType != runtype.Daily {
 		return nil, fmt.Errorf("%w: metrics are pushed only by daily runs (spec section 7)", ErrConfig)
 	}
 	if o.Features == nil {
@@ -448,7 +450,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	}
 	gates = append(gates, d.extraGates(fin, run.Result())...)
 	partialStages := len(d.o.Stages) > 0 && !d.o.Summarize
-	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
+	if d.o.RunType == runtype.Daily && !interrupted && !partialStages {
 		d.push(fin)
 		// 推送错误记成了阶段错误，重新计算门禁让它们出现在结论中。
 		if gates, err = d.evaluate(fin, run, th, baselines); err != nil {
@@ -456,7 +458,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 		}
 		gates = append(gates, d.extraGates(fin, run.Result())...)
 	}
-	if d.o.RunType == matrix.RunDaily && !interrupted && !partialStages {
+	if d.o.RunType == runtype.Daily && !interrupted && !partialStages {
 		d.trend(run)
 	}
 	out := Outcome{Dir: run.Dir(), Interrupted: interrupted}

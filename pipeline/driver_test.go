@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/explain"
-	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"io/fs"
 	"net/http"
@@ -18,6 +16,10 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/vllm-cibench/cibench/explain"
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
@@ -160,7 +162,7 @@ func assertNoSecret(t *testing.T, dir string) {
 // 密钥不落盘，退出码为 0。
 func TestFullRunOnEmulator(t *testing.T) {
 	root := t.TempDir()
-	o := options(t, tree("emu"), matrix.RunPR, root)
+	o := options(t, tree("emu"), runtype.PR, root)
 	o.RunID = "r1"
 	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
@@ -236,12 +238,12 @@ func TestFullRunOnEmulator(t *testing.T) {
 func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 	root := t.TempDir()
 	fsys := tree("emu")
-	daily := options(t, fsys, matrix.RunDaily, root)
+	daily := options(t, fsys, runtype.Daily, root)
 	out, err := pipeline.Run(context.Background(), daily)
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("daily: exit %d err %v: %s", out.ExitCode, err, daily.Out)
 	}
-	pr := options(t, fsys, matrix.RunPR, root)
+	pr := options(t, fsys, runtype.PR, root)
 	pipeline.SetDeployer(&pr, func(sc *matrix.Scenario) (deploy.Deployer, error) {
 		cfg := sc.Deploy.(*emulator.Plan).Config
 		// 放大 20 倍（10ms → 200ms）：机器繁忙时每日基线的 P99 本身可能被调度延迟抬高到
@@ -331,7 +333,7 @@ func (f deployFunc) Deploy(ctx context.Context) (deploy.Deployment, error) { ret
 func TestServerDiesMidStage(t *testing.T) {
 	root := t.TempDir()
 	c := &captured{deps: map[string]deploy.Deployment{}}
-	o := options(t, tree("dies", "lives"), matrix.RunPR, root)
+	o := options(t, tree("dies", "lives"), runtype.PR, root)
 	pipeline.SetDeployer(&o, c.deployer)
 	o.Hooks.StageStart = func(ctx context.Context, ev pipeline.StageEvent) {
 		sc, st := ev.Scenario, ev.Stage
@@ -381,7 +383,7 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	c := &captured{deps: map[string]deploy.Deployment{}}
-	o := options(t, tree("first", "second"), matrix.RunDaily, root)
+	o := options(t, tree("first", "second"), runtype.Daily, root)
 	pipeline.SetDeployer(&o, c.deployer)
 	o.Hooks.StageStart = func(_ context.Context, ev pipeline.StageEvent) {
 		sc, st := ev.Scenario, ev.Stage
@@ -463,7 +465,7 @@ func TestCancelledRunKeepsPartialArtifacts(t *testing.T) {
 func TestBaseURLOverride(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "served-elsewhere", APIKey: secret})
 	root := t.TempDir()
-	o := options(t, treeAcc(realDataAcc(t), "emu"), matrix.RunPR, root)
+	o := options(t, treeAcc(realDataAcc(t), "emu"), runtype.PR, root)
 	o.BaseURL = ep.BaseURL()
 	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
@@ -485,7 +487,7 @@ func TestStageSplitAndSummarize(t *testing.T) {
 	merged := filepath.Join(base, "merged")
 	fsys := tree("emu")
 	for _, st := range []report.Stage{report.StageFunctional, report.StagePerf, report.StageAccuracy} {
-		o := options(t, fsys, matrix.RunPR, filepath.Join(base, string(st)))
+		o := options(t, fsys, runtype.PR, filepath.Join(base, string(st)))
 		o.RunID, o.Stages, o.StageTimeout = "split", []report.Stage{st}, time.Minute
 		out, err := pipeline.Run(context.Background(), o)
 		if err != nil || out.ExitCode != gate.ExitOK {
@@ -496,7 +498,7 @@ func TestStageSplitAndSummarize(t *testing.T) {
 		}
 		mergeDir(t, o.Artifacts, merged)
 	}
-	o := options(t, fsys, matrix.RunPR, merged)
+	o := options(t, fsys, runtype.PR, merged)
 	o.RunID, o.Summarize = "split", true
 	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
@@ -507,7 +509,7 @@ func TestStageSplitAndSummarize(t *testing.T) {
 	if !res.Complete || sc.Functional == nil || len(sc.Perf) != 2 || len(sc.Accuracy) != 1 {
 		t.Fatalf("merged result = %+v", sc)
 	}
-	o = options(t, fsys, matrix.RunPR, merged)
+	o = options(t, fsys, runtype.PR, merged)
 	o.RunID, o.Summarize = "nothing-here", true
 	if _, err := pipeline.Run(context.Background(), o); !errors.Is(err, pipeline.ErrConfig) {
 		t.Fatalf("summarize of an empty run: %v", err)
@@ -542,20 +544,20 @@ func TestConfigErrors(t *testing.T) {
 	broken := tree("emu")
 	broken["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte("mode: emulator\nserved_model_name: e\nquant: INT4\n")}
 	for name, o := range map[string]pipeline.Options{
-		"broken config": options(t, broken, matrix.RunPR, root),
+		"broken config": options(t, broken, runtype.PR, root),
 		"unknown stage": func() pipeline.Options {
-			o := options(t, tree("emu"), matrix.RunPR, root)
+			o := options(t, tree("emu"), runtype.PR, root)
 			o.Stages = []report.Stage{"lint"}
 			return o
 		}(),
-		"model w/o url": func() pipeline.Options { o := options(t, tree("emu"), matrix.RunPR, root); o.Model = "m"; return o }(),
+		"model w/o url": func() pipeline.Options { o := options(t, tree("emu"), runtype.PR, root); o.Model = "m"; return o }(),
 		"push on pr": func() pipeline.Options {
-			o := options(t, tree("emu"), matrix.RunPR, root)
+			o := options(t, tree("emu"), runtype.PR, root)
 			o.RequirePush = true
 			return o
 		}(),
 		"unknown scen.": func() pipeline.Options {
-			o := options(t, tree("emu"), matrix.RunPR, root)
+			o := options(t, tree("emu"), runtype.PR, root)
 			o.Scenarios = []string{"nope"}
 			return o
 		}(),
@@ -570,7 +572,7 @@ func TestConfigErrors(t *testing.T) {
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Fatalf("config errors must not create artifacts, found %v", entries)
 	}
-	_, err := pipeline.Run(context.Background(), options(t, broken, matrix.RunPR, root))
+	_, err := pipeline.Run(context.Background(), options(t, broken, runtype.PR, root))
 	if err == nil || !strings.Contains(err.Error(), `configs/scenarios/emu.yaml:3:8: quant: invalid quant`) {
 		t.Fatalf("error must locate the bad value: %v", err)
 	}
@@ -578,7 +580,7 @@ func TestConfigErrors(t *testing.T) {
 	absurd := tree("emu")
 	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 999999999999\n")
 	absurd["matrix.yaml"].Data = []byte("scenarios:\n  emu:\n    pr:\n      perf:\n        override:\n          concurrency: [2, -1]\n")
-	out, err := pipeline.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
+	out, err := pipeline.Run(context.Background(), options(t, absurd, runtype.PR, root))
 	if !errors.Is(err, pipeline.ErrConfig) || out.ExitCode != gate.ExitError {
 		t.Fatalf("absurd profile: exit %d err %v", out.ExitCode, err)
 	}
@@ -588,7 +590,7 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 	absurd["tests/perf/profiles/pr.yaml"].Data = []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\n")
-	_, err = pipeline.Run(context.Background(), options(t, absurd, matrix.RunPR, root))
+	_, err = pipeline.Run(context.Background(), options(t, absurd, runtype.PR, root))
 	if want := `configs/matrix.yaml:6:28: scenarios.emu.pr.perf.override.concurrency[1]: must be >= 1`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("negative concurrency in an override: %v, want %q", err, want)
 	}
@@ -600,7 +602,7 @@ func TestConfigErrors(t *testing.T) {
 // TestPrintPlan 检查 -plan 的输出。
 func TestPrintPlan(t *testing.T) {
 	var b bytes.Buffer
-	o := options(t, tree("a", "b"), matrix.RunDaily, t.TempDir())
+	o := options(t, tree("a", "b"), runtype.Daily, t.TempDir())
 	o.Scenarios = []string{"b"}
 	if err := pipeline.PrintPlan(&b, o); err != nil {
 		t.Fatal(err)
@@ -633,7 +635,7 @@ func TestOnFailureBoundary(t *testing.T) {
 			fsys := tree("first", "second")
 			fsys["matrix.yaml"].Data = append([]byte("defaults: {on_failure: "+tc.policy+"}\n"), fsys["matrix.yaml"].Data...)
 			c := &captured{deps: map[string]deploy.Deployment{}}
-			o := options(t, fsys, matrix.RunPR, t.TempDir())
+			o := options(t, fsys, runtype.PR, t.TempDir())
 			pipeline.SetDeployer(&o, c.deployer)
 			o.Hooks.StageStart = func(ctx context.Context, ev pipeline.StageEvent) {
 				sc, st := ev.Scenario, ev.Stage
@@ -681,7 +683,7 @@ func TestStageAndJobTimeouts(t *testing.T) {
 		cfg.TTFT = 2 * time.Second
 		return emulator.New(cfg)
 	}
-	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o := options(t, tree("emu"), runtype.PR, t.TempDir())
 	pipeline.SetDeployer(&o, slow)
 	o.StageTimeout, o.Stages = 300*time.Millisecond, []report.Stage{report.StagePerf, report.StageAccuracy}
 	out, err := pipeline.Run(context.Background(), o)
@@ -699,7 +701,7 @@ func TestStageAndJobTimeouts(t *testing.T) {
 		}
 	}
 
-	o = options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o = options(t, tree("emu"), runtype.PR, t.TempDir())
 	pipeline.SetDeployer(&o, slow)
 	o.JobTimeout = 500 * time.Millisecond
 	out, err = pipeline.Run(context.Background(), o)
@@ -741,7 +743,7 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // 任何精度结果。
 func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "real-server", APIKey: secret})
-	o := options(t, treeAcc("datasets: [{name: gpqa, threshold: 0.2}]\n", "emu"), matrix.RunPR, t.TempDir())
+	o := options(t, treeAcc("datasets: [{name: gpqa, threshold: 0.2}]\n", "emu"), runtype.PR, t.TempDir())
 	o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), t.TempDir()
 	out, err := pipeline.Run(context.Background(), o)
 	if err != nil {
@@ -773,7 +775,7 @@ func TestExternalServerWithoutAccuracyDataFailsAccuracy(t *testing.T) {
 func TestBaseURLOnShippedConfigsUsesRealAccuracyData(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "qwen3-32b", APIKey: secret, TTFT: 5 * time.Millisecond})
 	root, cache := t.TempDir(), t.TempDir()
-	o := options(t, os.DirFS("../configs"), matrix.RunPR, root)
+	o := options(t, os.DirFS("../configs"), runtype.PR, root)
 	o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), cache
 	o.APIKeyEnv = "TEST_KEY"
 	out, err := pipeline.Run(context.Background(), o)
@@ -830,7 +832,7 @@ func TestBaseURLDownloadsRealDataOnce(t *testing.T) {
 	})}
 	cache := t.TempDir()
 	for run := 1; run <= 2; run++ {
-		o := options(t, os.DirFS("../configs"), matrix.RunPR, t.TempDir())
+		o := options(t, os.DirFS("../configs"), runtype.PR, t.TempDir())
 		o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), client, cache
 		o.APIKeyEnv = "TEST_KEY"
 		o.Stages = []report.Stage{report.StageAccuracy}
@@ -860,7 +862,7 @@ func TestBuiltinSampleOnNonEmulatorScenarioIsConfigError(t *testing.T) {
 	root := t.TempDir()
 	fsys := tree("emu")
 	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte("mode: external\nserved_model_name: m\nbase_url: http://127.0.0.1:1/v1\n")}
-	o := options(t, fsys, matrix.RunPR, root)
+	o := options(t, fsys, runtype.PR, root)
 	_, err := pipeline.Run(context.Background(), o)
 	if !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), "scenario emu, accuracy config pr (scenario mode is external)") ||
 		!strings.Contains(err.Error(), "dataset: the built-in synthetic sample can only score the in-process emulator") {
@@ -874,7 +876,7 @@ func TestBuiltinSampleOnNonEmulatorScenarioIsConfigError(t *testing.T) {
 // TestGateOnOtherMetricKeepsScore：按 f1_score 判定时，旧驱动把 f1_score 写进 Score 再交给
 // report，summary.json 里的"分数"因此是百分制的 F1。现在分数原样记录，门禁读 f1_score。
 func TestGateOnOtherMetricKeepsScore(t *testing.T) {
-	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o := options(t, tree("emu"), runtype.PR, t.TempDir())
 	acc := "dataset: builtin-sample\ndatasets: [{name: drop, metric: f1_score, threshold: 1}]\n"
 	o.Config = treeAcc(acc, "emu")
 	o.Stages = []report.Stage{report.StageAccuracy}

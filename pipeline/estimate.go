@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/perfreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // 阶段时长估算（issue 29 第 4 部分）：-plan 与每次运行开始时，按同一场景上一次运行的
@@ -59,7 +60,7 @@ func findPrevious(root string, rt matrix.RunType, scenario string) *previousRun 
 		rt   matrix.RunType
 	}
 	var dirs []dir
-	for _, t := range []matrix.RunType{matrix.RunPR, matrix.RunDaily} {
+	for _, t := range []matrix.RunType{runtype.PR, runtype.Daily} {
 		entries, err := fs.ReadDir(fsys, string(t))
 		if err != nil {
 			continue

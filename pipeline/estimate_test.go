@@ -10,8 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // TestPlanEstimatesFromThePreviousRun 检验 -plan 的时长估算：没有上一次运行时说不知道（性能阶段
@@ -23,7 +23,7 @@ func TestPlanEstimatesFromThePreviousRun(t *testing.T) {
 	plan := func(fsys fstest.MapFS) string {
 		t.Helper()
 		var out bytes.Buffer
-		if err := pipeline.PrintPlan(&out, options(t, fsys, matrix.RunPR, root)); err != nil {
+		if err := pipeline.PrintPlan(&out, options(t, fsys, runtype.PR, root)); err != nil {
 			t.Fatal(err)
 		}
 		return out.String()
@@ -31,7 +31,7 @@ func TestPlanEstimatesFromThePreviousRun(t *testing.T) {
 	if p := plan(fsys); !strings.Contains(p, "estimate perf       unknown (no previous run of this scenario: calibrated when the perf stage starts)") {
 		t.Fatalf("plan without a previous run:\n%s", p)
 	}
-	out, err := pipeline.Run(context.Background(), options(t, fsys, matrix.RunPR, root))
+	out, err := pipeline.Run(context.Background(), options(t, fsys, runtype.PR, root))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,14 @@ package pipeline_test
 
 import (
 	"context"
-	"github.com/vllm-cibench/cibench/gate"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
+
 	"github.com/vllm-cibench/cibench/functional"
-	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 )
@@ -24,7 +25,7 @@ func TestFunctionalCapabilitiesAndDrift(t *testing.T) {
 		"    daily: {functional: {suites: [chat_core/basic, \"params_boundary/top_k=*\"]}}\n")}
 	scenarioYAML := "mode: emulator\nserved_model_name: emu-model\napi_key_env: TEST_KEY\n"
 	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte(scenarioYAML + "emulator: {ttft: 10ms, itl: 1ms}\n")}
-	out, err := pipeline.Run(context.Background(), options(t, fsys, matrix.RunDaily, root))
+	out, err := pipeline.Run(context.Background(), options(t, fsys, runtype.Daily, root))
 	if err != nil || out.ExitCode != gate.ExitOK {
 		t.Fatalf("daily: exit %d err %v", out.ExitCode, err)
 	}
@@ -34,7 +35,7 @@ func TestFunctionalCapabilitiesAndDrift(t *testing.T) {
 
 	// 服务端拒绝 top_k，场景没有声明（默认 supported）：失败，引用服务端原文。
 	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte(scenarioYAML + "emulator: {ttft: 10ms, itl: 1ms, disable_top_k: true}\n")}
-	out, err = pipeline.Run(context.Background(), options(t, fsys, matrix.RunPR, root))
+	out, err = pipeline.Run(context.Background(), options(t, fsys, runtype.PR, root))
 	if err != nil || out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("pr (undeclared): exit %d err %v", out.ExitCode, err)
 	}
@@ -49,7 +50,7 @@ func TestFunctionalCapabilitiesAndDrift(t *testing.T) {
 
 	// 场景声明 top_k 不支持：用例跳过，但与每日基线相比是 pass → skip 漂移。
 	fsys["scenarios/emu.yaml"] = &fstest.MapFile{Data: []byte(scenarioYAML + "capabilities: {top_k: unsupported}\nemulator: {ttft: 10ms, itl: 1ms, disable_top_k: true}\n")}
-	out, err = pipeline.Run(context.Background(), options(t, fsys, matrix.RunPR, root))
+	out, err = pipeline.Run(context.Background(), options(t, fsys, runtype.PR, root))
 	if err != nil || out.ExitCode != gate.ExitGateFailed {
 		t.Fatalf("pr (declared unsupported): exit %d err %v", out.ExitCode, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
@@ -37,14 +39,14 @@ func BenchmarkShippedGateDefaults(b *testing.B) {
 	for range b.N {
 		stop := busyLoops(b, 2)
 		root := b.TempDir()
-		out := gateRun(b, configs, matrix.RunDaily, root, nil)
+		out := gateRun(b, configs, runtype.Daily, root, nil)
 		if out.ExitCode != gate.ExitOK {
 			stop()
 			b.Fatalf("daily baseline: exit %d", out.ExitCode)
 		}
 		falseAlarms, detected := 0, 0
 		for i := range runs {
-			red := perfGateFailures(b, gateRun(b, configs, matrix.RunPR, root, nil), "")
+			red := perfGateFailures(b, gateRun(b, configs, runtype.PR, root, nil), "")
 			if len(red) > 0 {
 				falseAlarms++
 				b.Logf("unchanged PR run %d: false alarm %v", i+1, red)
@@ -61,7 +63,7 @@ func BenchmarkShippedGateDefaults(b *testing.B) {
 		itl := slower(func(c *emulator.Config) { c.ITL = c.ITL * 13 / 10 })
 		itlDetected, wrong := 0, 0
 		for i := range runs {
-			red := perfGateFailures(b, gateRun(b, configs, matrix.RunPR, root, ttft), "")
+			red := perfGateFailures(b, gateRun(b, configs, runtype.PR, root, ttft), "")
 			if has(red, gate.MetricTTFTP99) {
 				detected++
 			} else {
@@ -69,7 +71,7 @@ func BenchmarkShippedGateDefaults(b *testing.B) {
 			}
 		}
 		for i := range runs {
-			red := perfGateFailures(b, gateRun(b, configs, matrix.RunPR, root, itl), "")
+			red := perfGateFailures(b, gateRun(b, configs, runtype.PR, root, itl), "")
 			if has(red, gate.MetricE2EP99) {
 				itlDetected++
 			} else {

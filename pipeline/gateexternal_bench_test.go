@@ -11,6 +11,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // externalTree 复制出厂配置树，加一个 mode: external 的场景 ext_spec，指向 baseURL：PR 运行用
@@ -81,7 +82,7 @@ func BenchmarkShippedGateDefaultsExternal(b *testing.B) {
 		o := gateOptions(tree, rt, root)
 		o.Scenarios = []string{"ext_spec"}
 		out := gateRunOptions(b, o)
-		if rt == matrix.RunDaily && out.ExitCode != gate.ExitOK {
+		if rt == runtype.Daily && out.ExitCode != gate.ExitOK {
 			b.Fatalf("daily baseline: exit %d", out.ExitCode)
 		}
 		return perfGateFailures(b, out, "")
@@ -89,16 +90,16 @@ func BenchmarkShippedGateDefaultsExternal(b *testing.B) {
 	for range b.N {
 		stop := busyLoops(b, 2)
 		root := b.TempDir()
-		run(same, matrix.RunDaily, root)
+		run(same, runtype.Daily, root)
 		falseAlarms, ttftHit, itlHit, wrong := 0, 0, 0, 0
 		for i := range runs {
-			if red := run(same, matrix.RunPR, root); len(red) > 0 {
+			if red := run(same, runtype.PR, root); len(red) > 0 {
 				falseAlarms++
 				b.Logf("unchanged PR run %d: false alarm %v", i+1, red)
 			}
 		}
 		for i := range runs {
-			red := run(ttftTree, matrix.RunPR, root)
+			red := run(ttftTree, runtype.PR, root)
 			if has(red, gate.MetricTTFTP99) {
 				ttftHit++
 			} else {
@@ -110,7 +111,7 @@ func BenchmarkShippedGateDefaultsExternal(b *testing.B) {
 			}
 		}
 		for i := range runs {
-			red := run(itlTree, matrix.RunPR, root)
+			red := run(itlTree, runtype.PR, root)
 			if has(red, gate.MetricE2EP99) {
 				itlHit++
 			} else {

@@ -2,8 +2,10 @@ package pipeline_test
 
 import (
 	"context"
-	"github.com/vllm-cibench/cibench/gate"
 	"testing"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
@@ -47,7 +49,7 @@ func successes(t *testing.T, em *emulator.Server) int {
 func TestAccuracyUsesEveryInstance(t *testing.T) {
 	em1, ep1 := emulator.Start(t, emulator.Config{Model: "emu-model", APIKey: secret})
 	em2, ep2 := emulator.Start(t, emulator.Config{Model: "emu-model", APIKey: secret})
-	o := options(t, tree("emu"), matrix.RunPR, t.TempDir())
+	o := options(t, tree("emu"), runtype.PR, t.TempDir())
 	o.Stages = []report.Stage{report.StageAccuracy}
 	pipeline.SetDeployer(&o, func(*matrix.Scenario) (deploy.Deployer, error) {
 		return deployFunc(func(context.Context) (deploy.Deployment, error) {

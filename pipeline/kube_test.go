@@ -15,8 +15,8 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
-	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // shipped 读取仓库 configs/ 下的文件，把 old 依次替换为 new。
@@ -51,7 +51,7 @@ func TestKubeScenariosEndToEnd(t *testing.T) {
 	fsys["matrix.yaml"] = &fstest.MapFile{Data: []byte("scenarios:\n  " + hybrid + ":\n    pr: {functional: {suites: [chat_core]}}\n  " + pd + ":\n    pr: {functional: {suites: [chat_core]}}\n")}
 
 	root := t.TempDir()
-	o := options(t, fsys, matrix.RunPR, root)
+	o := options(t, fsys, runtype.PR, root)
 	o.RunID = "kube"
 	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {
@@ -141,7 +141,7 @@ func TestKubeFailedDeployArchives(t *testing.T) {
 	t.Run("never-healthy", func(t *testing.T) {
 		// 健康超时 60 秒：负载高时两个副本 Ready 就曾用去 30 秒以上，超时要落在等 /health 的阶段。
 		fsys, root := setup(t, "60s")
-		o := options(t, fsys, matrix.RunPR, root)
+		o := options(t, fsys, runtype.PR, root)
 		out, err := pipeline.Run(context.Background(), o)
 		if err != nil || out.ExitCode != gate.ExitGateFailed {
 			t.Fatalf("exit %d err %v, want exit 1: %s", out.ExitCode, err, o.Out)
@@ -152,7 +152,7 @@ func TestKubeFailedDeployArchives(t *testing.T) {
 
 	t.Run("cancelled", func(t *testing.T) {
 		fsys, root := setup(t, "5m")
-		o := options(t, fsys, matrix.RunPR, root)
+		o := options(t, fsys, runtype.PR, root)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		// 两个副本都 Running 之后（部署此时在等 /health）取消，像 Ctrl-C 一样。

@@ -5,7 +5,6 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"net"
 	"os"
 	"os/signal"
@@ -16,8 +15,10 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
+
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
 )
 
@@ -90,7 +91,7 @@ local:
 	fsys["matrix.yaml"] = &fstest.MapFile{Data: []byte("scenarios:\n  loc:\n    pr: {functional: {suites: [chat_core]}}\n")}
 
 	root := t.TempDir()
-	o := options(t, fsys, matrix.RunPR, root)
+	o := options(t, fsys, runtype.PR, root)
 	o.RunID = "local"
 	out, err := pipeline.Run(context.Background(), o)
 	if err != nil || out.ExitCode != gate.ExitOK {

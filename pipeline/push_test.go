@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
-	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
@@ -49,7 +51,7 @@ func TestDailyRunPushesWithBearerToken(t *testing.T) {
 	var logs bytes.Buffer
 	red := report.NewSecrets()
 	logw := red.Writer(&logs)
-	for _, rt := range []matrix.RunType{matrix.RunPR, matrix.RunDaily} {
+	for _, rt := range []matrix.RunType{runtype.PR, runtype.Daily} {
 		o := options(t, tree("emu"), rt, root)
 		o.PushURL = srv.URL
 		o.PushAuth = metrics.PushConfigFromEnv(func(k string) string {
@@ -67,10 +69,10 @@ func TestDailyRunPushesWithBearerToken(t *testing.T) {
 		mu.Lock()
 		n := len(paths)
 		mu.Unlock()
-		if rt == matrix.RunPR && n != 0 {
+		if rt == runtype.PR && n != 0 {
 			t.Fatalf("PR run pushed %d requests: %v", n, paths)
 		}
-		if rt == matrix.RunDaily {
+		if rt == runtype.Daily {
 			assertNoToken(t, out.Dir)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // scaleDurations 把 text 中 keys 列出的键的时长值（以及行内 {job: 60m, ...} 形式）除以 k。
@@ -62,10 +63,10 @@ func BenchmarkShippedTimeBudget(b *testing.B) {
 	for range b.N {
 		root := b.TempDir()
 		start := time.Now()
-		daily := gateRunOptions(b, withScenario(gateOptions(tree, matrix.RunDaily, root)))
+		daily := gateRunOptions(b, withScenario(gateOptions(tree, runtype.Daily, root)))
 		dailyTook := time.Since(start)
 		start = time.Now()
-		pr := gateRunOptions(b, withScenario(gateOptions(tree, matrix.RunPR, root)))
+		pr := gateRunOptions(b, withScenario(gateOptions(tree, runtype.PR, root)))
 		prTook := time.Since(start)
 		dres, pres := readResult(b, daily.Dir), readResult(b, pr.Dir)
 		tm := matrixTimeouts(b, tree)
@@ -127,5 +128,5 @@ func matrixTimeouts(b *testing.B, tree fs.FS) jobLimits {
 	if err != nil {
 		b.Fatal(fmt.Errorf("load matrix: %w", err))
 	}
-	return jobLimits{pr: m.Timeouts(matrix.RunPR).Job, daily: m.Timeouts(matrix.RunDaily).Job}
+	return jobLimits{pr: m.Timeouts(runtype.PR).Job, daily: m.Timeouts(runtype.Daily).Job}
 }

@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // ArtifactBaselines 从产物根目录（fsys 的根即 artifacts/）读取每次运行的 summary.json
@@ -42,7 +43,7 @@ func DailyTrend(fsys fs.FS, current Result, opt gate.TrendOptions, rs ...Rendere
 // （趋势只看完成的运行），为 true 时也返回没跑完的（gate.Select 从中取完整的组合）。选取规则
 // 本身在 gate 里。没有 daily 目录时返回空。
 func dailyRuns(fsys fs.FS, rs []Renderer, incomplete bool) ([]gate.Run, error) {
-	entries, err := fs.ReadDir(fsys, string(RunTypeDaily))
+	entries, err := fs.ReadDir(fsys, string(runtype.Daily))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -55,14 +56,14 @@ func dailyRuns(fsys fs.FS, rs []Renderer, incomplete bool) ([]gate.Run, error) {
 			continue
 		}
 		var r Result
-		err := readJSON(fsys, path.Join(string(RunTypeDaily), e.Name(), fileSummary), &r)
+		err := readJSON(fsys, path.Join(string(runtype.Daily), e.Name(), fileSummary), &r)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if (!r.Complete && !incomplete) || r.RunType != RunTypeDaily {
+		if (!r.Complete && !incomplete) || r.RunType != runtype.Daily {
 			continue
 		}
 		// Detail 分节（例如逐请求样本）不在 summary.json 里（体积），按各场景的分节索引补上。
@@ -71,7 +72,7 @@ func dailyRuns(fsys fs.FS, rs []Renderer, incomplete bool) ([]gate.Run, error) {
 			if checkName("scenario", sc.Name) != nil {
 				continue
 			}
-			if err := loadSections(fsys, path.Join(string(RunTypeDaily), e.Name()), sc, true); err != nil {
+			if err := loadSections(fsys, path.Join(string(runtype.Daily), e.Name()), sc, true); err != nil {
 				return nil, err
 			}
 		}

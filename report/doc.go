@@ -11,7 +11,7 @@
 //
 //	secrets := report.NewSecrets(os.Getenv("OPENAI_API_KEY")) // 运行时读到的每个密钥
 //	logw := secrets.Writer(os.Stderr)                          // 驱动日志同样脱敏
-//	run, _ := report.NewRun(root, report.RunTypePR, report.RunID(runID), time.Now(), report.WithSecrets(secrets),
+//	run, _ := report.NewRun(root, runtype.PR, report.RunID(runID), time.Now(), report.WithSecrets(secrets),
 //		report.WithRenderers(functionalreport.Renderer(), perfreport.Renderer(), accuracyreport.Renderer()))
 //	_ = run.AddScenario(report.ScenarioInfo{Name: "emu", Model: "m"})
 //	logs, _ := run.ScenarioDir("emu", report.StageLogs) // 交给 Deployment.ArchiveLogs

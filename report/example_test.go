@@ -3,11 +3,13 @@ package report_test
 import (
 	"context"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
@@ -24,7 +26,7 @@ func Example() {
 	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 
 	// 渲染器决定哪些阶段进入 JUnit、HTML 与门禁；report 本身不认识任何阶段。
-	run, err := report.NewRun(root, report.RunTypePR, "1234-1", now, report.WithCommit("abc123", "main"),
+	run, err := report.NewRun(root, runtype.PR, "1234-1", now, report.WithCommit("abc123", "main"),
 		report.WithRenderers(functionalreport.Renderer(), perfreport.Renderer(), accuracyreport.Renderer()))
 	if err != nil {
 		fmt.Println(err)
@@ -83,7 +85,7 @@ func ExampleSecrets() {
 
 	root, _ := os.MkdirTemp("", "artifacts")
 	defer os.RemoveAll(root)
-	run, _ := report.NewRun(root, report.RunTypePR, "1", time.Now(), report.WithSecrets(secrets))
+	run, _ := report.NewRun(root, runtype.PR, "1", time.Now(), report.WithSecrets(secrets))
 	fmt.Println(run.Secrets() == secrets)
 	// Output:
 	// GET /v1/models?key=[REDACTED]
@@ -115,7 +117,7 @@ func ExampleRun_RecordSection() {
 		},
 	}
 	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	run, _ := report.NewRun(root, report.RunTypePR, "1", now, report.WithRenderers(rd))
+	run, _ := report.NewRun(root, runtype.PR, "1", now, report.WithRenderers(rd))
 	_ = run.RecordSection("emu", sec, models{Listed: []string{"m"}})
 	_, _ = run.Finish(context.Background(), nil, now.Add(time.Minute))
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // 本文件把 report 记录的场景适配成 gate 包的输入值：gate 不认识任何阶段包，report 也不认识：
@@ -31,7 +32,7 @@ func (r Result) GateInputs(rs ...Renderer) ([]gate.Scenario, error) {
 // GateRun 返回这次运行作为基线候选与趋势点的输入（gate.Select、gate.DailyTrend 用）。
 func (r Result) GateRun(rs ...Renderer) (gate.Run, error) {
 	in, err := r.GateInputs(rs...)
-	return gate.Run{RunID: r.RunID, Daily: r.RunType == RunTypeDaily, Complete: r.Complete, Started: r.Started, Scenarios: in}, err
+	return gate.Run{RunID: r.RunID, Daily: r.RunType == runtype.Daily, Complete: r.Complete, Started: r.Started, Scenarios: in}, err
 }
 
 // GateInput 把一个场景适配成 gate.Scenario：身份与阶段错误在这里填写，各阶段的结果由

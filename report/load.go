@@ -178,7 +178,7 @@ func readOptional(fsys fs.FS, name string, v any) error {
 // DefaultRetention 返回规格第 8 节的产物保留期：PR 14 天、每日 30 天；
 // 其他运行类型按 PR 处理（较短者更安全）。
 func DefaultRetention(runType runtype.Type) time.Duration {
-	if runType == RunTypeDaily {
+	if runType == runtype.Daily {
 		return 30 * 24 * time.Hour
 	}
 	return 14 * 24 * time.Hour

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/internal/redact"
@@ -35,7 +37,7 @@ func TestNoSecretInAnyArtifact(t *testing.T) {
 	red := report.NewSecrets()
 	red.Add(apiKey)
 	root := t.TempDir()
-	run, err := newRun(root, report.RunTypeDaily, "20261122-1", t0, report.WithCommit("c0ffee", "main"), report.WithSecrets(red))
+	run, err := newRun(root, runtype.Daily, "20261122-1", t0, report.WithCommit("c0ffee", "main"), report.WithSecrets(red))
 	if err != nil {
 		t.Fatal(err)
 	}

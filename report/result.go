@@ -22,9 +22,11 @@ const (
 )
 
 // 运行类型（runtype.PR 与 runtype.Daily 的别名，与 matrix、metrics 同一类型）。
-// 目录名与指标标签 run_type 使用同一取值。
+// 目录名与指标标签 run_type 使用同一取值。取值只在 runtype 定义一次，这两个名字为兼容保留。
 const (
-	RunTypePR    = runtype.PR
+	// Deprecated: 用 runtype.PR。
+	RunTypePR = runtype.PR
+	// Deprecated: 用 runtype.Daily。
 	RunTypeDaily = runtype.Daily
 )
 

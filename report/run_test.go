@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"io/fs"
 	"math"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
 
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/internal/redact"
@@ -42,7 +43,7 @@ func readJSONFile(t *testing.T, path string, v any) {
 // 同一 run_id 时恢复出相同的结果（分阶段 CI job 依赖这一点）。
 func TestRunTreeAndReopen(t *testing.T) {
 	root := t.TempDir()
-	run, err := newRun(root, report.RunTypePR, "123-1", t0, report.WithCommit("abc123", "main"))
+	run, err := newRun(root, runtype.PR, "123-1", t0, report.WithCommit("abc123", "main"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestRunTreeAndReopen(t *testing.T) {
 	}
 
 	// 重新打开：结果与首次打开时一致，开始时间沿用首次的。
-	again, err := newRun(root, report.RunTypePR, "123-1", t0.Add(time.Hour))
+	again, err := newRun(root, runtype.PR, "123-1", t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,7 +598,7 @@ func TestFinishWithMissingShards(t *testing.T) {
 func TestArtifactBaselines(t *testing.T) {
 	root := t.TempDir()
 	write := func(id string, started time.Time, ttft time.Duration, finish bool) {
-		run, err := newRun(root, report.RunTypeDaily, report.RunID(id), started)
+		run, err := newRun(root, runtype.Daily, report.RunID(id), started)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -616,7 +617,7 @@ func TestArtifactBaselines(t *testing.T) {
 	write("b-newer", t0.Add(24*time.Hour), 20*time.Millisecond, true)
 	write("a-older", t0, 10*time.Millisecond, true)
 	write("c-cancelled", t0.Add(48*time.Hour), 99*time.Millisecond, false)
-	if _, err := newRun(root, report.RunTypePR, "pr1", t0); err != nil {
+	if _, err := newRun(root, runtype.PR, "pr1", t0); err != nil {
 		t.Fatal(err)
 	}
 	src, err := report.ArtifactBaselines(os.DirFS(root), renderers()...)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"html/template"
 	"io"
 	"io/fs"
@@ -20,6 +19,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/report"
 )
@@ -275,7 +277,7 @@ func TestEchoedSecretsNeverReachArtifacts(t *testing.T) {
 	var console bytes.Buffer
 	logw := secrets.Writer(&console)
 	root := t.TempDir()
-	run, err := newRun(root, report.RunTypeDaily, "echo-1", t0, report.WithSecrets(secrets))
+	run, err := newRun(root, runtype.Daily, "echo-1", t0, report.WithSecrets(secrets))
 	if err != nil {
 		t.Fatal(err)
 	}

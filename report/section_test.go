@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // probe 是一个不属于 cibench 的阶段的结果（例如团队自己的检查）：report 不认识它的类型。
@@ -107,7 +108,7 @@ func probeRenderer() report.Renderer {
 // 各自的文件与索引、Load、JUnit（计数由 report 算出）、HTML（总览列与片段）、门禁与完整性判断。
 func TestNewStageReachesReport(t *testing.T) {
 	root := t.TempDir()
-	run, err := report.NewRun(root, report.RunTypePR, "p1", t0, report.WithRenderers(probeRenderer()))
+	run, err := report.NewRun(root, runtype.PR, "p1", t0, report.WithRenderers(probeRenderer()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestNewStageReachesReport(t *testing.T) {
 // TestRendererErrorsKeepTheReport 检查一个渲染器出错（这里：分节类型不对）时，JUnit 与 HTML 照常写出
 // 其余内容、该阶段换成错误说明，错误写明阶段与场景；门禁输入与完整性判断同样返回错误。
 func TestRendererErrorsKeepTheReport(t *testing.T) {
-	run, err := report.NewRun(t.TempDir(), report.RunTypePR, "e1", t0, report.WithRenderers(probeRenderer()))
+	run, err := report.NewRun(t.TempDir(), runtype.PR, "e1", t0, report.WithRenderers(probeRenderer()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestRendererErrorsKeepTheReport(t *testing.T) {
 // TestSectionValidation 检查分节描述的校验（键、文件）与编码失败：错误包装 ErrSection、写明取值，
 // 且任何东西都没有写进场景。
 func TestSectionValidation(t *testing.T) {
-	run, err := report.NewRun(t.TempDir(), report.RunTypePR, "v1", t0)
+	run, err := report.NewRun(t.TempDir(), runtype.PR, "v1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vllm-cibench/cibench/explain"
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // queueRegression 返回一次排队 +30ms 的归因。
@@ -61,7 +62,7 @@ func TestHTMLExplainsFailedGate(t *testing.T) {
 	e2e := g
 	e2e.Metric, e2e.Name = gate.MetricE2EP99, "perf/"+k.String()+"/e2e_p99_seconds"
 	var b bytes.Buffer
-	if err := WriteHTML(&b, Result{RunType: RunTypePR, RunID: "r", Gates: []gate.Gate{g, e2e}}); err != nil {
+	if err := WriteHTML(&b, Result{RunType: runtype.PR, RunID: "r", Gates: []gate.Gate{g, e2e}}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()

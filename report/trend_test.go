@@ -3,7 +3,6 @@ package report_test
 import (
 	"context"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"html"
 	"math/rand/v2"
 	"os"
@@ -11,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
@@ -22,7 +24,7 @@ import (
 // dailyRun 写出一次完成的每日运行，其 TTFT P99 为 ttft、QPS 为 qps。
 func dailyRun(t *testing.T, root, id string, at time.Time, ttft time.Duration, qps float64) {
 	t.Helper()
-	run, err := newRun(root, report.RunTypeDaily, report.RunID(id), at)
+	run, err := newRun(root, runtype.Daily, report.RunID(id), at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestDailyTrendCountsPassedAfterRetry(t *testing.T) {
 	for d, retried := range []int{0, 2, 0} {
 		id := fmt.Sprintf("day%02d", d)
 		at := start.Add(time.Duration(d) * 24 * time.Hour)
-		run, err := newRun(root, report.RunTypeDaily, report.RunID(id), at)
+		run, err := newRun(root, runtype.Daily, report.RunID(id), at)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,10 @@
 // Package runtype 是 cibench 各包共用的运行类型词汇：PR 流水线（pr）或每日任务（daily）。
 //
 // 它刻意不依赖任何其他包，matrix、metrics、report 与用户自己的驱动都能引用同一个
-// 类型而不引入额外依赖；这三个包里的 RunType/RunPR/RunDaily/RunTypePR/RunTypeDaily
-// 都是这里的别名。取值同时是产物目录名与指标标签 run_type 的值。
+// 类型而不引入额外依赖；取值只在这里定义。这三个包里的 RunType 是这里的类型别名，
+// RunPR/RunDaily（matrix）与 RunTypePR/RunTypeDaily（report、metrics）是为兼容保留的
+// 常量别名，已标为 Deprecated：新代码写 runtype.PR、runtype.Daily。取值同时是产物目录名与
+// 指标标签 run_type 的值。
 package runtype
 
 import (

@@ -9,6 +9,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/matrix"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // TestScenarioYAMLCarriesPerfModel 验证性能模型的字段能写在场景 YAML 的 emulator: 下
@@ -29,7 +30,7 @@ func TestScenarioYAMLCarriesPerfModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans, err := m.Plan(matrix.RunPR)
+	plans, err := m.Plan(runtype.PR)
 	if err != nil || len(plans) != 1 {
 		t.Fatalf("plans %v %v", plans, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/compare"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // configTree 把仓库自带的 configs/ 复制到临时目录，给模拟器场景加上 max_num_seqs: seqs。
@@ -64,8 +65,8 @@ func runDriver(t *testing.T, cfg, root, runID, commit string, rt matrix.RunType)
 // 显著变化、不点名阶段。两侧标注场景、模型、硬件与提交；HTML 与 JSON 写出；-fail-on-regression
 // 时退出码 1；参数错误为 2。两个目录放在不同的根下（如同来自两台机器）。
 func TestCompareTwoDriverRuns(t *testing.T) {
-	a := runDriver(t, configTree(t, "8"), t.TempDir(), "base", "v0.10.0", matrix.RunDaily)
-	b := runDriver(t, configTree(t, "4"), t.TempDir(), "halved", "pr-1234", matrix.RunPR)
+	a := runDriver(t, configTree(t, "8"), t.TempDir(), "base", "v0.10.0", runtype.Daily)
+	b := runDriver(t, configTree(t, "4"), t.TempDir(), "halved", "pr-1234", runtype.PR)
 	html, js := filepath.Join(t.TempDir(), "c.html"), filepath.Join(t.TempDir(), "c.json")
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"-html", html, "-json", js, a, b}, &out, &errb); code != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/accuracyreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // t0 是测试使用的固定时钟起点。
@@ -27,7 +28,7 @@ func ptr[T any](v T) *T { return &v }
 // summary.json 与 accuracy/results.json 的形状不变，HTML 列出阈值、失败请求、数据来源与柱状图。
 func TestRecordGateAndHTML(t *testing.T) {
 	rd := accuracyreport.Renderer()
-	run, err := report.NewRun(t.TempDir(), report.RunTypePR, "a1", t0, report.WithRenderers(rd))
+	run, err := report.NewRun(t.TempDir(), runtype.PR, "a1", t0, report.WithRenderers(rd))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,8 +68,8 @@ func writeRun(t *testing.T, rt runtype.Type, id, name, hw string, queue float64)
 // TestDirsQueueRegression：B 的排队多了 30ms：TTFT 行失败，归因点名排队；两侧标注齐全；
 // 文本、HTML、JSON 都写出。
 func TestDirsQueueRegression(t *testing.T) {
-	a := writeRun(t, report.RunTypeDaily, "a", "vllm-old", "H100 x1", 0.001)
-	b := writeRun(t, report.RunTypePR, "b", "vllm-new", "", 0.031)
+	a := writeRun(t, runtype.Daily, "a", "vllm-old", "H100 x1", 0.001)
+	b := writeRun(t, runtype.PR, "b", "vllm-new", "", 0.031)
 	c, err := compare.Dirs(context.Background(), a, b, compare.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +122,8 @@ func TestPairingAndErrors(t *testing.T) {
 		}
 		return r
 	}
-	a := load(writeRun(t, report.RunTypeDaily, "a", "x", "", 0.001))
-	b := load(writeRun(t, report.RunTypePR, "b", "y", "", 0.001))
+	a := load(writeRun(t, runtype.Daily, "a", "x", "", 0.001))
+	b := load(writeRun(t, runtype.PR, "b", "y", "", 0.001))
 	two := b
 	two.Scenarios = append(append([]report.Scenario(nil), b.Scenarios...), report.Scenario{Name: "z"})
 	if _, err := compare.Runs(context.Background(), a, two, compare.Options{}); !errors.Is(err, compare.ErrNothingToCompare) ||

@@ -5,7 +5,7 @@
 //
 // 它只导入 functional、report 与 gate；report 本身不认识功能测试。
 //
-//	run, _ := report.NewRun(root, report.RunTypePR, id, now, report.WithRenderers(functionalreport.Renderer()))
+//	run, _ := report.NewRun(root, runtype.PR, id, now, report.WithRenderers(functionalreport.Renderer()))
 //	_ = functionalreport.Record(run, "emu", rep)
 //	rep, _ := functionalreport.Report(run.Result().Scenarios[0]) // 读回 Go 值
 package functionalreport

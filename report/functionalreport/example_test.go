@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // Example 记录一份功能报告：它进入 summary.json 的 "functional" 键、junit.xml 的套件与功能门禁。
@@ -19,7 +20,7 @@ func Example() {
 	root, _ := os.MkdirTemp("", "artifacts")
 	defer os.RemoveAll(root)
 	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	run, _ := report.NewRun(root, report.RunTypePR, "1", now, report.WithRenderers(functionalreport.Renderer()))
+	run, _ := report.NewRun(root, runtype.PR, "1", now, report.WithRenderers(functionalreport.Renderer()))
 	rep := functional.Report{Model: "m", Started: now, Results: []functional.Result{
 		{CaseID: "chat/basic", Suite: "chat", Status: functional.StatusPass},
 		{CaseID: "chat/stop", Suite: "chat", Status: functional.StatusFail, Reason: "stop sequence ignored"},

@@ -14,6 +14,7 @@ import (
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // t0 是测试使用的固定时钟起点。
@@ -42,7 +43,7 @@ func sample() functional.Report {
 // 功能门禁（选择范围来自 Selection）。
 func TestRecordRendersEverywhere(t *testing.T) {
 	rd := functionalreport.Renderer()
-	run, err := report.NewRun(t.TempDir(), report.RunTypePR, "f1", t0, report.WithRenderers(rd))
+	run, err := report.NewRun(t.TempDir(), runtype.PR, "f1", t0, report.WithRenderers(rd))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/perfreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // sweepFixture 是一次三级的扫描：15 与 18.75 请求/秒满足 SLO，22.5 不满足。
@@ -29,7 +30,7 @@ func sweepFixture() loadgen.SweepResult {
 // HTML 画出"时延 / goodput 对到达速率"的两张图（类别按速率升序）并列出最大可持续速率。
 func TestRecordCapacity(t *testing.T) {
 	root := t.TempDir()
-	run, err := newRun(root, report.RunTypePR, "c1", time.Unix(100, 0))
+	run, err := newRun(root, runtype.PR, "c1", time.Unix(100, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

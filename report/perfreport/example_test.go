@@ -8,6 +8,7 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/perfreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // Example 把采样器与别的出口并列交给 loadgen（这里直接喂两条记录），记下汇总行与样本：
@@ -15,7 +16,7 @@ import (
 func Example() {
 	root, _ := os.MkdirTemp("", "artifacts")
 	defer os.RemoveAll(root)
-	run, _ := report.NewRun(root, report.RunTypePR, "1", time.Now(), report.WithRenderers(perfreport.Renderer()))
+	run, _ := report.NewRun(root, runtype.PR, "1", time.Now(), report.WithRenderers(perfreport.Renderer()))
 
 	coll := perfreport.NewSampleCollector("openai-chat", "climb", 0)
 	obs := coll.Observer() // loadgen.Tee(csv.Observer(), coll.Observer()) 交给 loadgen.Run

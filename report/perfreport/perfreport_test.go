@@ -14,12 +14,13 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/perfreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // TestRecordSamplesMerges 检查同一组合再次记录时合并（Seen 相加、样本按记录顺序追加，总数以
 // DefaultMaxSamples 的两倍为上限），不同组合各占一项；合并结果落在 perf/samples.json 并被 Load 读回。
 func TestRecordSamplesMerges(t *testing.T) {
-	run, err := newRun(t.TempDir(), report.RunTypeDaily, "d", t0)
+	run, err := newRun(t.TempDir(), runtype.Daily, "d", t0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"html"
 	"math/rand/v2"
 	"os"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
@@ -74,7 +76,7 @@ func TestSamplesArtifactsRoundTrip(t *testing.T) {
 	root := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
 	daily := view(t, simScenario(t, simRun(rng, 300, 1)))
-	run, err := newRun(root, report.RunTypeDaily, "d1", time.Unix(100, 0))
+	run, err := newRun(root, runtype.Daily, "d1", time.Unix(100, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

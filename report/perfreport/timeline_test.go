@@ -13,6 +13,7 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/report/perfreport"
+	"github.com/vllm-cibench/cibench/runtype"
 )
 
 // climbTimeline 构造一个爬坡分组的时间线：目标并发 2→4→6→8，每 0.5 秒一行；
@@ -37,7 +38,7 @@ func climbTimeline() []loadgen.Timeline {
 // Load 读回相同的行，HTML 每个分组画两张图：目标并发是阶梯线（H/V 路径），-1 的时延断线。
 func TestTimelineRecordLoadAndChart(t *testing.T) {
 	root := t.TempDir()
-	run, err := newRun(root, report.RunTypePR, "tl-1", t0)
+	run, err := newRun(root, runtype.PR, "tl-1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
