@@ -421,28 +421,13 @@ func change(metric string, base, cur *Breakdown, opt Options, client func(*Break
 	c.Lo, c.Hi = c.Delta-half, c.Delta+half
 	significant := (c.Lo > 0 || c.Hi < 0) && math.Abs(c.Pct) >= opt.MinChangePct
 	pb, pc := parts(base), parts(cur)
-	if pb == nil && pc == nil {
+	switch {
+	case pb != nil && pc != nil:
+		c.Components = components(pb, pc, c.Delta, half)
+	case pb == nil && pc == nil:
 		// 两侧都没有服务端阶段：只列出客户端自己能分的两段（到响应头、之后），仍然不可归因。
 		if cb, cc := clientParts(base, client), clientParts(cur, client); cb != nil && cc != nil {
-			for i := range cb {
-				d := cc[i].v - cb[i].v
-				share := 0.0
-				if c.Delta != 0 {
-					share = d / c.Delta
-				}
-				c.Components = append(c.Components, Component{Phase: cb[i].phase, Base: cb[i].v, Current: cc[i].v, Delta: d, Share: share, Uncertainty: half})
-			}
-		}
-	}
-	if pb != nil && pc != nil {
-		for i := range pb {
-			d := pc[i].v - pb[i].v
-			share := 0.0
-			if c.Delta != 0 {
-				share = d / c.Delta
-			}
-			c.Components = append(c.Components, Component{Phase: pb[i].phase, Base: pb[i].v, Current: pc[i].v,
-				Delta: d, Share: share, Uncertainty: half})
+			c.Components = components(cb, cc, c.Delta, half)
 		}
 	}
 	switch {
@@ -459,6 +444,21 @@ func change(metric string, base, cur *Breakdown, opt Options, client func(*Break
 		c.Named = named(c.Components, opt.NameShare)
 	}
 	return c
+}
+
+// components 逐阶段求两侧（同样的阶段、同样的顺序）的增量与它占总变化 total 的比例；
+// 不确定度一律取总变化区间的半宽 half。
+func components(b, c []part, total, half float64) []Component {
+	out := make([]Component, len(b))
+	for i := range b {
+		d := c[i].v - b[i].v
+		share := 0.0
+		if total != 0 {
+			share = d / total
+		}
+		out[i] = Component{Phase: b[i].phase, Base: b[i].v, Current: c[i].v, Delta: d, Share: share, Uncertainty: half}
+	}
+	return out
 }
 
 // clientParts 返回客户端自己能分的两段：到响应头，与之后（到首 token 或最后一个字节）；

@@ -4,9 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
+	"io"
 	"math"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -134,22 +133,19 @@ func (s *Scraper) ScrapeGauges(ctx context.Context) *Snapshot {
 // gauges 抓取一个实例，返回 KV 占用各序列之和与序列数、排队数各序列之和与序列数（名字按
 // metricKVUsage、metricWaiting 的顺序取第一个出现的）。
 func (s *Scraper) gauges(ctx context.Context, url string) (kv float64, kvN int, wait float64, waitN int, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	err = s.fetch(ctx, url, func(r io.Reader) error {
+		kv, kvN, wait, waitN, err = scanGauges(r)
+		return err
+	})
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, 0, 0, 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, 0, 0, 0, fmt.Errorf("servermetrics: scrape %s: HTTP %d", url, resp.StatusCode)
-	}
-	sc := bufio.NewScanner(&capReader{r: resp.Body, left: s.maxBody})
+	return kv, kvN, wait, waitN, nil
+}
+
+// scanGauges 逐行扫描 /metrics 文本，返回 KV 占用与排队数各序列之和与序列数。
+func scanGauges(r io.Reader) (kv float64, kvN int, wait float64, waitN int, err error) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	kvIdx, waitIdx := len(metricKVUsage), len(metricWaiting) // 已采用的名字的下标（越小越优先）
 	for sc.Scan() {

@@ -490,23 +490,35 @@ func (s *Scraper) Settled(ctx context.Context, base *Snapshot, served int64) *Sn
 
 // one 抓取一个实例。
 func (s *Scraper) one(ctx context.Context, url string) (*Snapshot, error) {
+	var snap *Snapshot
+	err := s.fetch(ctx, url, func(r io.Reader) (err error) {
+		snap, err = Parse(r)
+		return err
+	})
+	return snap, err
+}
+
+// fetch 在 s.timeout 内 GET 一个实例的 /metrics，把（受 maxBody 限制的）响应体交给 read。
+// 完整解析（one）与峰值采样的逐行扫描（gauges）共用它：期限、Accept 头、状态码与大小上限
+// 只有这一处。
+func (s *Scraper) fetch(ctx context.Context, url string, read func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("servermetrics: scrape %s: HTTP %d", url, resp.StatusCode)
+		return fmt.Errorf("servermetrics: scrape %s: HTTP %d", url, resp.StatusCode)
 	}
 	// 超过上限的 /metrics 读到上限即报错，服务端指标记为不可得（而不是用截断的数据）。
-	return Parse(&capReader{r: resp.Body, left: s.maxBody})
+	return read(&capReader{r: resp.Body, left: s.maxBody})
 }
 
 // errTooLarge 表示 /metrics 响应体超过 maxBody。
