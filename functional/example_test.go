@@ -5,9 +5,44 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
 )
+
+// ExampleT_HTTPClient 展示用例用团队自己选定的 SDK（这里是 openai-go v3）发请求：客户端由
+// BaseURL、APIKey 与 HTTPClient 构造，SDK 自己的重试关掉（重试由 T 的传输层按 Options 做），
+// 于是请求与 Post/Get/Stream 一样受单请求超时与响应上限约束，故障按类别记录。本包的导出
+// API 不含任何 SDK 的类型，团队升级 SDK 的大版本不牵连 cibench。
+func ExampleT_HTTPClient() {
+	em, _ := emulator.New(emulator.Config{Model: "demo", APIKey: "sk-demo"})
+	dep, _ := em.Deploy(context.Background())
+	defer dep.Teardown(context.Background())
+
+	cat := functional.DefaultCatalog()
+	_ = cat.Add(functional.Case{
+		ID: "models_via_sdk", Suite: "my_team",
+		Run: func(ctx context.Context, t *functional.T) {
+			c := openai.NewClient(option.WithBaseURL(t.BaseURL()+"/"), option.WithHTTPClient(t.HTTPClient()),
+				option.WithAPIKey(t.APIKey()), option.WithMaxRetries(0))
+			page, err := c.Models.List(ctx)
+			if err != nil {
+				t.Fatalf("list models: %v", err)
+			}
+			t.Expect("number of models", 1, len(page.Data))
+			t.Expect("model id", t.Model(), page.Data[0].ID)
+		},
+	})
+	cases, _ := cat.Select("my_team")
+	r, _ := functional.NewRunner(functional.Target{Endpoint: dep.Endpoint()}, functional.Options{})
+	rep, _ := r.Run(context.Background(), cases)
+	for _, res := range rep.Results {
+		fmt.Println(res.CaseID, res.Status, res.Reason)
+	}
+	// Output: my_team/models_via_sdk pass
+}
 
 // ExampleCatalog_Add 展示从模块外加入一个自己的用例只需几行：
 // 一个 ID、一个套件名和一个用 T 发请求并断言的函数。

@@ -34,7 +34,7 @@ func chatCoreCases(cfg Config) []Case {
 	cases := []Case{
 		{ID: "chat_core/basic", Suite: SuiteChatCore, Description: "non-streaming chat via openai-go returns assistant content with a normal finish_reason",
 			Run: func(ctx context.Context, t *T) {
-				resp, err := t.Client().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+				resp, err := t.openai().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 					Model:       t.Model(),
 					Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage(cc.Prompt)},
 					MaxTokens:   openai.Int(int64(cc.MaxTokens)),
@@ -83,12 +83,12 @@ func chatCoreCases(cfg Config) []Case {
 					}
 				}
 				msgs = append(msgs, openai.UserMessage(cc.Prompt))
-				full, err := t.Client().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+				full, err := t.openai().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 					Model: t.Model(), Messages: msgs, MaxTokens: openai.Int(int64(cc.MaxTokens)), Temperature: openai.Float(0)})
 				if err != nil {
 					t.failErr("multi-turn chat", err)
 				}
-				single, err := t.Client().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+				single, err := t.openai().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 					Model: t.Model(), Messages: msgs[len(msgs)-1:], MaxTokens: openai.Int(int64(cc.MaxTokens)), Temperature: openai.Float(0)})
 				if err != nil {
 					t.failErr("single-turn chat", err)
@@ -128,7 +128,7 @@ func chatCoreCases(cfg Config) []Case {
 			}},
 		{ID: "chat_core/models", Suite: SuiteChatCore, Description: "GET /v1/models lists the served model (openai-go)",
 			Run: func(ctx context.Context, t *T) {
-				page, err := t.Client().Models.List(ctx)
+				page, err := t.openai().Models.List(ctx)
 				if err != nil {
 					t.failErr("list models", err)
 				}
@@ -179,7 +179,7 @@ func completionsCases(cfg Config) []Case {
 	return []Case{
 		{ID: "completions_core/basic", Suite: SuiteCompletionsCore, Description: "string prompt via openai-go returns text with a normal finish_reason",
 			Run: func(ctx context.Context, t *T) {
-				resp, err := t.Client().Completions.New(ctx, openai.CompletionNewParams{
+				resp, err := t.openai().Completions.New(ctx, openai.CompletionNewParams{
 					Model:       openai.CompletionNewParamsModel(t.Model()),
 					Prompt:      openai.CompletionNewParamsPromptUnion{OfString: openai.String(cc.Prompt)},
 					MaxTokens:   openai.Int(int64(cc.MaxTokens)),

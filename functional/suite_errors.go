@@ -295,7 +295,7 @@ func embeddingsCases(cfg Config) []Case {
 		{ID: "embeddings/batch", Suite: SuiteEmbeddings, Requires: req,
 			Description: "a batch of inputs (openai-go) returns one finite, non-zero vector per input, same dimension, indexes in order",
 			Run: func(ctx context.Context, t *T) {
-				resp, err := t.Client().Embeddings.New(ctx, openai.EmbeddingNewParams{
+				resp, err := t.openai().Embeddings.New(ctx, openai.EmbeddingNewParams{
 					Model: openai.EmbeddingModel(t.Model()),
 					Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: ec.Inputs},
 				})

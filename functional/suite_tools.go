@@ -154,7 +154,7 @@ func functionCallCases(cfg Config) []Case {
 			Description: "tool_choice auto (openai-go): one call to the offered function, arguments valid against its schema, finish_reason tool_calls",
 			Run: func(ctx context.Context, t *T) {
 				p := one[0]
-				resp, err := t.Client().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+				resp, err := t.openai().Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 					Model:       t.Model(),
 					Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fc.Prompt)},
 					MaxTokens:   openai.Int(int64(fc.MaxTokens)),

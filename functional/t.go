@@ -121,9 +121,32 @@ func (t *T) Has(f Feature) bool { return t.target.Has(f) }
 func (t *T) Config() *Config { return t.cfg }
 
 // Client 返回已配置好地址、密钥、超时与重试、且关闭 SDK 自身重试的 openai-go 客户端。
-func (t *T) Client() *openai.Client { return &t.sdk }
+//
+// Deprecated: 返回值的类型来自 openai-go v3，它的下一个大版本会连带破坏本包的 API，团队也
+// 无法选择自己的 openai-go 版本。请用 BaseURL、APIKey 与 HTTPClient 在自己的模块里构造客户端
+// （见 ExampleT_HTTPClient）：
+//
+//	c := openai.NewClient(option.WithBaseURL(t.BaseURL()+"/"), option.WithHTTPClient(t.HTTPClient()),
+//		option.WithAPIKey(t.APIKey()), option.WithMaxRetries(0))
+//
+// 这样构造的客户端与本方法返回的一样经过用例的超时、重试与故障记录。
+func (t *T) Client() *openai.Client { return t.openai() }
 
-// HTTPClient 返回带超时、重试与请求记录的 http.Client，供需要原始字节的用例使用；
+// openai 返回内置套件使用的 openai-go 客户端（不在导出 API 中出现 openai-go 的类型）。
+func (t *T) openai() *openai.Client { return &t.sdk }
+
+// BaseURL 返回被测服务以 /v1 结尾的基础地址（Target.BaseURLs[0]，去掉末尾的 /），供用例用
+// 自己选择的 SDK 构造客户端；原始 HTTP 请求用 Post/Get/Stream 或 URL。
+func (t *T) BaseURL() string { return t.base }
+
+// APIKey 返回发给被测服务的 API Key（Target.APIKey，可能为空），只用来构造客户端。用例结果
+// 里的原因与请求/响应记录会抹掉这个密钥，报告产物再按 report.Secrets 脱敏它的各种编码；
+// 但用例自己写的日志或文件不经过这些，不要把它写进去。
+func (t *T) APIKey() string { return t.target.APIKey }
+
+// HTTPClient 返回带超时、重试与请求记录的 http.Client，供需要原始字节的用例、或用自己的
+// SDK 构造客户端（与 BaseURL、APIKey 一起，见 ExampleT_HTTPClient）的用例使用：经它发出的
+// 请求与 Post/Get/Stream 一样受单请求超时、重试、响应上限约束，故障也按类别记录。
 // 它不会自动附加 API Key，请用 Post/Get/Stream 或自行设置。
 func (t *T) HTTPClient() *http.Client { return t.hc }
 

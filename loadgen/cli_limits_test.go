@@ -47,7 +47,7 @@ func TestValidateUpperLimits(t *testing.T) {
 	for _, c := range cases {
 		p := base
 		c.mut(&p)
-		err := p.Defaults().Validate()
+		err := p.WithDefaults().Validate()
 		var pe *field.Error
 		ok := errors.As(err, &pe)
 		if !ok || !errors.Is(err, loadgen.ErrInvalidProfile) {
@@ -59,7 +59,7 @@ func TestValidateUpperLimits(t *testing.T) {
 	}
 	ok := base
 	ok.Concurrency, ok.NumRequests = []int{loadgen.MaxConcurrency}, []int{loadgen.MaxRequests}
-	if err := ok.Defaults().Validate(); err != nil {
+	if err := ok.WithDefaults().Validate(); err != nil {
 		t.Fatalf("limits themselves rejected: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ func BenchmarkBuildPoolTokenize(b *testing.B) {
 	_, ep := emulator.Start(b, emulator.Config{Model: "m"})
 	base := strings.TrimSuffix(ep.BaseURLs[0], "/v1")
 	c := &serverCounter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, url: base + "/tokenize", model: "m", maxBody: 1 << 20}
-	p := Profile{InputLength: []int{64}}.Defaults()
+	p := Profile{InputLength: []int{64}}.WithDefaults()
 	var wall, cpu time.Duration
 	for b.Loop() {
 		t0, c0 := time.Now(), procstat.CPUTime()

@@ -52,7 +52,7 @@ type ProfileEstimate struct {
 // EstimateProfile 估算 p 在速度 s 下的时长。只支持闭环（normal、climb）档位；开环、扫描、
 // 轨迹回放与多轮会话返回错误（它们的时长由到达时刻表或扫描预算决定，不由服务端速度决定）。
 func EstimateProfile(p Profile, s Speed) (ProfileEstimate, error) {
-	p = p.Defaults()
+	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return ProfileEstimate{}, err
 	}
@@ -184,7 +184,7 @@ func FitBudget(p Profile, s Speed, limit time.Duration) (time.Duration, bool, er
 	lo, hi := time.Duration(0), e.Unbudgeted
 	for hi-lo > time.Second {
 		mid := (lo + hi) / 2
-		q := p.Defaults()
+		q := p.WithDefaults()
 		q.MaxDuration = mid
 		if _, d := simulate(q, s); d <= limit {
 			lo = mid

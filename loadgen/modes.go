@@ -14,7 +14,7 @@ import (
 //   - 每个类型的 Validate 与 Profile.Validate 共用同一张取值表（下面的 xxxValues），
 //     新增取值（例如新的数据集类型）只需在常量与取值表各加一行。
 //
-// 零值 "" 表示"未设置"：UnmarshalText 接受空串，Profile.Defaults 把它换成默认值，
+// 零值 "" 表示"未设置"：UnmarshalText 接受空串，Profile.WithDefaults 把它换成默认值，
 // 而 Validate 拒绝空串（到 Validate 时默认值应已填好）。
 
 // Backend 是请求使用的 OpenAI 接口，取值与 acs-bench 的 --backend 一致。
@@ -114,7 +114,7 @@ func wantList[T ~string](values []T) string {
 	return b.String()
 }
 
-// parseMode 是各类型 UnmarshalText 的共同实现：空串表示未设置（交给 Defaults），
+// parseMode 是各类型 UnmarshalText 的共同实现：空串表示未设置（交给 WithDefaults），
 // 其余取值必须在表中。
 func parseMode[T ~string](field string, text []byte, out *T, values []T) error {
 	v := T(text)

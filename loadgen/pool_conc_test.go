@@ -58,7 +58,7 @@ func TestBuildPoolConcurrentBounded(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	c := &serverCounter{client: ts.Client(), url: ts.URL + "/tokenize", model: "m", maxBody: 1 << 20}
-	p := Profile{InputLength: []int{64}, RangeRatioAbove: 0.5}.Defaults()
+	p := Profile{InputLength: []int{64}, RangeRatioAbove: 0.5}.WithDefaults()
 	got, err := buildPool(context.Background(), &p, 64, 300, c)
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ var ErrInvalidProfile = errors.New("loadgen: invalid profile")
 // 有意义的项（数据集文件路径、分词器文件）不在这里：库从不打开文件，调用方把数据集读成
 // Prompts、把分词器读成 Target.Tokenizer（examples/bench 的 benchProfile 是那一层）。
 //
-// 零值加上 Defaults 即可用；指针字段用于区分"未设置"与"显式设为 0"
+// 零值加上 WithDefaults 即可用；指针字段用于区分"未设置"与"显式设为 0"
 // （例如 temperature: 0 是合法的贪心采样）。
 type Profile struct {
 	// Backend 为 "openai-chat"（默认）或 "openai"。
@@ -166,7 +166,14 @@ const (
 )
 
 // Defaults 返回填好默认值的副本；原 Profile 不被修改。
-func (p Profile) Defaults() Profile {
+//
+// Deprecated: 改名为 WithDefaults，与 accuracy.Config.WithDefaults 同名（本模块“返回填好默认值
+// 的副本”的方法只有这一个名字）；行为不变。
+func (p Profile) Defaults() Profile { return p.WithDefaults() }
+
+// WithDefaults 返回填好默认值的副本；原 Profile 不被修改（值接收者，切片字段与原值共享底层数组，
+// 本方法不写它们）。Run、Validate 之前的默认值都经这里，调用方可以用它预览一次运行的实际参数。
+func (p Profile) WithDefaults() Profile {
 	if p.Backend == "" {
 		p.Backend = BackendChat
 	}

@@ -32,8 +32,8 @@ func decodeProfile(t *testing.T, path string) loadgen.Profile {
 
 // TestShippedProfilesMatchSpecDefaults 验证仓库中的 pr/daily 档位可严格解码且取值符合规格第 5 节。
 func TestShippedProfilesMatchSpecDefaults(t *testing.T) {
-	pr := decodeProfile(t, "../configs/tests/perf/profiles/pr.yaml").Defaults()
-	daily := decodeProfile(t, "../configs/tests/perf/profiles/daily.yaml").Defaults()
+	pr := decodeProfile(t, "../configs/tests/perf/profiles/pr.yaml").WithDefaults()
+	daily := decodeProfile(t, "../configs/tests/perf/profiles/daily.yaml").WithDefaults()
 	for name, p := range map[string]loadgen.Profile{"pr": pr, "daily": daily} {
 		if err := p.Validate(); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -101,7 +101,7 @@ func TestProfileValidateNamesField(t *testing.T) {
 	for name, mut := range cases {
 		p := base
 		mut(&p)
-		err := p.Defaults().Validate()
+		err := p.WithDefaults().Validate()
 		var fe *field.Error
 		if !errors.Is(err, loadgen.ErrInvalidProfile) || !errors.As(err, &fe) || !strings.Contains(err.Error(), fe.Field+": ") {
 			t.Fatalf("%s: got %v", name, err)
@@ -110,7 +110,7 @@ func TestProfileValidateNamesField(t *testing.T) {
 			t.Errorf("%s: error names field %q (%v)", name, fe.Field, err)
 		}
 	}
-	if err := base.Defaults().Validate(); err != nil {
+	if err := base.WithDefaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
 }

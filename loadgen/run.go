@@ -74,7 +74,7 @@ func Run(ctx context.Context, target Target, profile Profile, obs *Observer) ([]
 
 // run 是 Run 与 RunShard 的共同实现；sh 为 nil 时执行整个 Profile。
 func run(ctx context.Context, target Target, profile Profile, obs *Observer, sh *shardRun) ([]Summary, error) {
-	p := profile.Defaults()
+	p := profile.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -65,13 +65,13 @@ func TestSourceValidation(t *testing.T) {
 	} {
 		p := base
 		mod(&p)
-		if err := p.Defaults().Validate(); !errors.Is(err, loadgen.ErrSource) {
+		if err := p.WithDefaults().Validate(); !errors.Is(err, loadgen.ErrSource) {
 			t.Errorf("%s: Validate = %v", name, err)
 		}
 	}
 	p := base
 	p.Pacer = func(loadgen.Group, float64) loadgen.Pacer { return loadgen.ConstantPacer(1) }
-	if err := p.Defaults().Validate(); err == nil {
+	if err := p.WithDefaults().Validate(); err == nil {
 		t.Error("a Pacer without request_rate must be refused")
 	}
 }

@@ -193,7 +193,7 @@ type ShardGroup struct {
 // 这是分片的执行一侧（按全局序号取模划分请求、worker 与到达，见 Shard）；把结果打包、交回、合并成
 // 单进程汇总的是 loadgen/shard 包（shard.Run、shard.MergeGroups、shard.RunLocal）。
 func RunShard(ctx context.Context, target Target, profile Profile, shard Shard, obs *Observer) ([]ShardGroup, error) {
-	p := profile.Defaults()
+	p := profile.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -101,7 +101,7 @@ const shardGroupsLine = "SHARD-GROUPS "
 // 用了 HDR 的分布名与各分片开始时刻之差。打包、缺分片与偏差检查是 loadgen/shard 的事，在那里测。
 func mergeByGroup(t *testing.T, shards [][]ShardGroup, p Profile) ([]Summary, [][]string, []time.Duration) {
 	t.Helper()
-	slo, err := ParseGoodput(p.Defaults().Goodput)
+	slo, err := ParseGoodput(p.WithDefaults().Goodput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func runShardProcesses(t *testing.T, url, kind string, n int) ([][]ShardGroup, [
 // rebuild 按单进程的做法（共享精确样本预算的分片统计 → 合并 → fill）从一批记录算出每组的汇总，
 // 这是 MergeShardGroups 必须逐位重现的结果。服务端列与 ExecutionTime 不来自记录，留空。
 func rebuild(recs []Record, p Profile) map[int]Summary {
-	p = p.Defaults()
+	p = p.WithDefaults()
 	slo, _ := ParseGoodput(p.Goodput)
 	byGroup := map[int]*stats{}
 	keys := map[int]Group{}
@@ -336,7 +336,7 @@ func TestShardedRunMatchesSingleProcess(t *testing.T) {
 // TestShardScheduleIsDisjointSliceOfSingle 检查开环时刻表的划分：每个分片从同一种子生成整张表，
 // 只发出序号 ≡ Index (mod Count) 的到达，相对时刻与单进程的表逐个相同。
 func TestShardScheduleIsDisjointSliceOfSingle(t *testing.T) {
-	p := Profile{Seed: 3, Burstiness: 0.7}.Defaults()
+	p := Profile{Seed: 3, Burstiness: 0.7}.WithDefaults()
 	const n = 50
 	schedule := func(sh *shardRun) map[int]time.Time {
 		r := &runner{p: p, sh: sh}
@@ -375,7 +375,7 @@ func TestShardScheduleIsDisjointSliceOfSingle(t *testing.T) {
 // TestShardPartitionsWorkersAndClimb 检查 worker 的划分：各分片的 worker 全局序号互不相交、
 // 并起来是 0..c−1，于是爬坡的每个启动时刻恰好属于一个分片。
 func TestShardPartitionsWorkersAndClimb(t *testing.T) {
-	p := Profile{ControlMethod: ControlClimb, GrowthRate: 2, GrowthInterval: time.Second}.Defaults()
+	p := Profile{ControlMethod: ControlClimb, GrowthRate: 2, GrowthInterval: time.Second}.WithDefaults()
 	var all []int
 	for i := range 3 {
 		r := &runner{p: p, sh: &shardRun{Shard: Shard{Index: i, Count: 3}}}
@@ -396,7 +396,7 @@ func TestShardPartitionsWorkersAndClimb(t *testing.T) {
 
 // TestShardValidate 检查分片参数与 Profile 的相容性：错误点名字段与取值。
 func TestShardValidate(t *testing.T) {
-	p := Profile{Concurrency: []int{8, 2}}.Defaults()
+	p := Profile{Concurrency: []int{8, 2}}.WithDefaults()
 	for _, tc := range []struct {
 		sh   Shard
 		want string
@@ -411,7 +411,7 @@ func TestShardValidate(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.sh, err, tc.want)
 		}
 	}
-	open := Profile{Concurrency: []int{0}, RequestRate: 10}.Defaults()
+	open := Profile{Concurrency: []int{0}, RequestRate: 10}.WithDefaults()
 	if err := (Shard{Index: 1, Count: 4}).Check(open); err != nil {
 		t.Fatal(err)
 	}

@@ -151,15 +151,15 @@ func TestSweepValidate(t *testing.T) {
 	} {
 		p := base
 		tc.mod(&p)
-		err := p.Defaults().Validate()
+		err := p.WithDefaults().Validate()
 		if !errors.Is(err, loadgen.ErrInvalidProfile) || !containsField(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want ErrInvalidProfile naming %s", tc.name, err, tc.want)
 		}
 	}
-	if err := base.Defaults().Validate(); err != nil {
+	if err := base.WithDefaults().Validate(); err != nil {
 		t.Errorf("valid sweep profile: %v", err)
 	}
-	if c := base.Defaults().Concurrency; len(c) != 1 || c[0] != 0 {
+	if c := base.WithDefaults().Concurrency; len(c) != 1 || c[0] != 0 {
 		t.Errorf("sweep default concurrency = %v, want [0] (open loop)", c)
 	}
 	if _, err := loadgen.RunSweep(context.Background(), loadgen.Target{}, loadgen.Profile{}, nil); !errors.Is(err, loadgen.ErrInvalidProfile) {

@@ -157,7 +157,7 @@ func TestTimelineSinkErrorStopsRun(t *testing.T) {
 // TestBucketIntervalValidation 验证过小或负的间隔在运行前被拒绝并点名字段。
 func TestBucketIntervalValidation(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, time.Millisecond} {
-		p := loadgen.Profile{Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{8}, BucketInterval: d}.Defaults()
+		p := loadgen.Profile{Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{8}, BucketInterval: d}.WithDefaults()
 		if err := p.Validate(); !errors.Is(err, loadgen.ErrInvalidProfile) || !strings.Contains(err.Error(), "bucket_interval") {
 			t.Errorf("bucket_interval %v: err = %v", d, err)
 		}

@@ -617,7 +617,7 @@ func TestH1MatchesNetHTTPOnHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	p := Profile{Backend: BackendChat}.Defaults()
+	p := Profile{Backend: BackendChat}.WithDefaults()
 	tmpl, err := newBodyTemplate("m", &p, usageContinuous)
 	if err != nil {
 		t.Fatal(err)

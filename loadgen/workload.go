@@ -90,7 +90,7 @@ func isSet(dt DatasetType) bool {
 // ownLengths 报告数据集的每条请求是否自带输入 / 输出长度（不用 input_length / output_length 分组）。
 func ownLengths(dt DatasetType) bool { return isTrace(dt) || isSet(dt) }
 
-// workloadDefaults 填真实负载参数的默认值（由 Profile.Defaults 调用）。自带长度的数据集
+// workloadDefaults 填真实负载参数的默认值（由 Profile.WithDefaults 调用）。自带长度的数据集
 // 只有一个长度分组（0 = 按条），轨迹默认不限并发（每个到达一个 goroutine，时刻表不被
 // 并发槽位拖慢），请求数默认是整条轨迹。
 func (p *Profile) workloadDefaults() {

@@ -396,18 +396,18 @@ func TestWorkloadValidation(t *testing.T) {
 		{loadgen.Profile{InputLength: []int{8}, OutputLength: []int{8}, RequestRate: 3, MultiTurn: loadgen.MultiTurnConfig{Conversations: 2}}, "request_rate/control_method"},
 	}
 	for i, c := range cases {
-		err := c.p.Defaults().Validate()
+		err := c.p.WithDefaults().Validate()
 		var pe *field.Error
 		if !errors.As(err, &pe) || pe.Field != c.field {
 			t.Errorf("case %d: error %v, want field %s", i, err, c.field)
 		}
 	}
 	// 块检查的错误点名轨迹文件与行号。
-	err := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{BlockSize: 8}}.Defaults().Validate()
+	err := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{BlockSize: 8}}.WithDefaults().Validate()
 	if err == nil || !strings.Contains(err.Error(), "t:3:") {
 		t.Fatalf("block error %v does not name the line", err)
 	}
-	ok := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{BlockSize: 16}}.Defaults()
+	ok := loadgen.Profile{DatasetType: loadgen.DatasetMooncakeTrace, TraceRequests: trace, Trace: dataset.TraceConfig{BlockSize: 16}}.WithDefaults()
 	if err := ok.Validate(); err != nil || ok.NumRequests[0] != 1 || ok.Concurrency[0] != 0 {
 		t.Fatalf("valid trace profile: %v %+v", err, ok)
 	}

@@ -459,7 +459,7 @@ func (l *loader) load() *Matrix {
 		// 空文件已报告为 "file is empty"，不再对零值重复报校验错误。
 		if !b.IsZero() {
 			if at, ok := l.decodeLocated(b, &p); ok {
-				if err := p.Defaults().Validate(); err != nil {
+				if err := p.WithDefaults().Validate(); err != nil {
 					l.profileErr(err, "", at)
 				} else {
 					// 只有自身合法的档位才参与 override 叠加后的校验，同一个错误不报两次。
@@ -545,7 +545,7 @@ func (l *loader) checkMatrix(d *decoder, m *Matrix, mf *matrixFile) {
 					prof := m.Profiles[p]
 					if ov := rc.Perf.Override; valid && !ov.IsZero() {
 						if at, ok := l.decodeLocated(ov, &prof); ok {
-							l.profileErr(prof.Defaults().Validate(), fmt.Sprintf("profile %q with override (%s): ", p, at.pos()), at, base)
+							l.profileErr(prof.WithDefaults().Validate(), fmt.Sprintf("profile %q with override (%s): ", p, at.pos()), at, base)
 						}
 					}
 				}

@@ -133,7 +133,7 @@ func (m *Matrix) Plan(rt RunType, only ...string) ([]ScenarioPlan, error) {
 					return nil, fmt.Errorf("matrix: scenario %s: perf.shards=%d: must be in [0, %d]", e.Scenario, rc.Perf.Shards, loadgen.MaxShards)
 				}
 				if rc.Perf.Shards > 1 {
-					if err := (loadgen.Shard{Count: rc.Perf.Shards}).Check(prof.Defaults()); err != nil {
+					if err := (loadgen.Shard{Count: rc.Perf.Shards}).Check(prof.WithDefaults()); err != nil {
 						return nil, fmt.Errorf("matrix: scenario %s: perf.shards=%d with profile %s: %w", e.Scenario, rc.Perf.Shards, n, err)
 					}
 				}

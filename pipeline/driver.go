@@ -575,7 +575,7 @@ func (d *driver) addScenario(p *matrix.ScenarioPlan) {
 	sc := p.Scenario
 	backend := ""
 	if len(p.Perf.Profiles) > 0 {
-		backend = string(p.Perf.Profiles[0].Profile.Defaults().Backend)
+		backend = string(p.Perf.Profiles[0].Profile.WithDefaults().Backend)
 	}
 	hw := sc.Hardware
 	if hw == "" && sc.Emulated {

@@ -312,7 +312,7 @@ func (d *driver) logEstimates() {
 // 直接发两个请求，不抓 /metrics（服务端的 /metrics 不可用时也不拖慢性能阶段），不写任何产物。
 // 提示由重复的英文词组成，长度按一个词一个 token 估计（只用于估时，不影响压测）。
 func calibrate(ctx context.Context, target loadgen.Target, prof loadgen.Profile) (loadgen.Speed, error) {
-	p := prof.Defaults()
+	p := prof.WithDefaults()
 	lo, hi := p.InputLength[0], p.InputLength[0]
 	for _, in := range p.InputLength {
 		lo, hi = min(lo, in), max(hi, in)

@@ -30,7 +30,7 @@ func PrintPlan(w io.Writer, o Options) error {
 		fmt.Fprintf(w, "  functional %-5v timeout %-6v %s\n", p.Functional.Enabled, p.Functional.Timeout, sel)
 		var profs []string
 		for _, np := range p.Perf.Profiles {
-			pr := np.Profile.Defaults()
+			pr := np.Profile.WithDefaults()
 			profs = append(profs, fmt.Sprintf("%s(c=%v in=%v out=%v %s)", np.Name, pr.Concurrency, pr.InputLength, pr.OutputLength, pr.ControlMethod))
 		}
 		fmt.Fprintf(w, "  perf       %-5v timeout %-6v %s\n", p.Perf.Enabled, p.Perf.Timeout, strings.Join(profs, " "))

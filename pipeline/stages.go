@@ -85,7 +85,7 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			continue
 		}
 		np.Profile = shaped
-		prof := np.Profile.Defaults()
+		prof := np.Profile.WithDefaults()
 		sink, err := metrics.NewArtifactSink(metrics.ArtifactNames{Provider: sc.Name, ControlMethod: prof.ControlMethod, Time: d.now()},
 			func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
 		if err != nil {

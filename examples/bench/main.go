@@ -148,7 +148,7 @@ func runProf(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := os.MkdirAll(o.savePath, 0o755); err != nil {
 		return err
 	}
-	pd := o.p.Defaults()
+	pd := o.p.WithDefaults()
 	var ropts []metrics.RecordOption
 	if o.chunkTimes {
 		ropts = append(ropts, metrics.WithChunkTimes())

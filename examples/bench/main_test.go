@@ -41,7 +41,7 @@ func TestFlagsCommaListsAndRepeats(t *testing.T) {
 	if p.RequestRate != 20 || len(p.Goodput) != 2 || *p.TopK != -1 || *p.IgnoreEOS || p.ImageWidth != 64 || p.ImageHeight != 32 {
 		t.Fatalf("%+v", p)
 	}
-	if err := p.Defaults().Validate(); err != nil {
+	if err := p.WithDefaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := parseFlags([]string{"--concurrency-backend", "threading-pool", "--chunk-size", "1024", "--num-process", "1", "--trace", "false"}, &bytes.Buffer{}); err != nil {

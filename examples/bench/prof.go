@@ -363,7 +363,7 @@ func (o *options) finish(set map[string]string, py *profileYAML) error {
 	if len(p.OutputLength) == 0 && !ownLengths(p.DatasetType) {
 		p.OutputLength = []int{128}
 	}
-	if err := p.Defaults().Validate(); err != nil {
+	if err := p.WithDefaults().Validate(); err != nil {
 		return locate(err, set, py)
 	}
 	return nil

@@ -61,7 +61,7 @@ func (s *shardOptions) check(p *loadgen.Profile) error {
 	}
 	n := max(s.local, s.kube, s.count)
 	if n > 0 {
-		if err := (loadgen.Shard{Index: 0, Count: n}).Check(p.Defaults()); err != nil {
+		if err := (loadgen.Shard{Index: 0, Count: n}).Check(p.WithDefaults()); err != nil {
 			return fmt.Errorf("--shards/--kube-shards/--shard-count %d: %w", n, err)
 		}
 	}
@@ -104,7 +104,7 @@ func runShardChild(ctx context.Context, o *options, tgt loadgen.Target, stdin io
 			return err
 		}
 	} else if os.Getenv(shardChildEnv) != "" {
-		sh.Barrier = stdioBarrier(stdin, stdout, o.p.Defaults().Timeout+barrierSlack)
+		sh.Barrier = stdioBarrier(stdin, stdout, o.p.WithDefaults().Timeout+barrierSlack)
 	}
 	var obs *loadgen.Observer
 	var flush func() error // 结果行之前把缓冲的记录写出（记录写到 stdout 时）
@@ -574,7 +574,7 @@ func runKubeShards(ctx context.Context, o *options, args []string, tmp string, s
 		cargs = append(cargs, a)
 	}
 	job := kubejob.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image,
-		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.Defaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread,
+		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.WithDefaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread,
 		RecordsDir: tmp}
 	if o.provider != "" {
 		prov, _, err := resolveProvider(ctx, o)
@@ -687,7 +687,7 @@ func runSharded(ctx context.Context, o *options, args []string, stderr io.Writer
 	if len(m.groups) > 0 && m.groups[0].Summary.Provider != "" {
 		provider = m.groups[0].Summary.Provider
 	}
-	if err := writeMerged(o.savePath, o.p.Defaults(), provider, m, o.chunkTimes, stderr); err != nil {
+	if err := writeMerged(o.savePath, o.p.WithDefaults(), provider, m, o.chunkTimes, stderr); err != nil {
 		return true, errors.Join(runErr, err)
 	}
 	if runErr != nil {

@@ -22,7 +22,7 @@ func TestSweepFlags(t *testing.T) {
 	if o.p.Sweep != want || o.p.ControlMethod != loadgen.ControlSweep || o.emuMaxNumSeqs != 4 {
 		t.Errorf("sweep %+v control %q emu seqs %d", o.p.Sweep, o.p.ControlMethod, o.emuMaxNumSeqs)
 	}
-	if err := o.p.Defaults().Validate(); err != nil {
+	if err := o.p.WithDefaults().Validate(); err != nil {
 		t.Errorf("validate: %v", err)
 	}
 	if _, err := parseFlags([]string{"--sweep", "--sweep-growth", "1"}, io.Discard); err == nil {

@@ -27,6 +27,7 @@ var stdImports = map[string]string{
 	"testing": "testing", "errors": "errors", "slog": "log/slog", "json": "encoding/json", "strings": "strings",
 	"fs": "io/fs", "filepath": "path/filepath", "signal": "os/signal", "strconv": "strconv", "bytes": "bytes",
 	"prometheus": "github.com/prometheus/client_golang/prometheus", "log": "log", "reflect": "reflect", "sync": "sync",
+	"openai": "github.com/openai/openai-go/v3", "option": "github.com/openai/openai-go/v3/option",
 }
 
 // snippet 是文档中的一段 Go 代码。

@@ -131,7 +131,7 @@ func RunLocal(ctx context.Context, target loadgen.Target, profile loadgen.Profil
 // runLocal 是 RunLocal 的实现；shardCtx 非 nil 时为分片 i 换一个上下文（测试用它
 // 单独取消某一片）。
 func runLocal(ctx context.Context, target loadgen.Target, profile loadgen.Profile, n int, obs *loadgen.Observer, shardCtx func(i int, ctx context.Context) context.Context) (*LocalResult, error) {
-	p := profile.Defaults()
+	p := profile.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func profileHash(p loadgen.Profile) string {
 // 合并方据此把相应分组标为不完整，而不是当作一个更小的分组。Profile 或分片参数无效时
 // 返回 nil 结果与错误。
 func Run(ctx context.Context, target loadgen.Target, profile loadgen.Profile, sh loadgen.Shard, obs *loadgen.Observer) (*Result, error) {
-	p := profile.Defaults()
+	p := profile.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
