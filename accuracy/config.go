@@ -6,12 +6,12 @@ import (
 	"math"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/vllm-cibench/cibench/accuracy/external"
 	"github.com/vllm-cibench/cibench/endpoint"
 	"github.com/vllm-cibench/cibench/field"
+	"github.com/vllm-cibench/cibench/gate"
 )
 
 // BuiltinSample 是 Config.Dataset 的取值之一：使用登记表带的内置合成样例数据（Data.Sample，
@@ -345,86 +345,27 @@ func (c Config) CheckTarget(emulated bool) error {
 	return nil
 }
 
-// Verdict 是一个数据集的门禁判定。Pass 为 false 时 Reason 说明原因；ScoreGated 为
-// false 表示分数没有设门禁（内置样例或 report_only），此时只判定失败请求比例。
-type Verdict struct {
-	Dataset      string   `json:"dataset"`
-	Metric       string   `json:"metric"`
-	Value        float64  `json:"value"`
-	Threshold    *float64 `json:"threshold,omitempty"`
-	ScoreGated   bool     `json:"score_gated"`
-	Errors       int      `json:"errors"`
-	Requests     int      `json:"requests"`
-	ErrorRate    float64  `json:"error_rate"`
-	MaxErrorRate float64  `json:"max_error_rate"`
-	// ErrorRateExceeded 为 true 表示失败请求比例超过上限（此时 Pass 一定为 false），
-	// 驱动据此把精度阶段本身记为失败。
-	ErrorRateExceeded bool   `json:"error_rate_exceeded,omitempty"`
-	Pass              bool   `json:"pass"`
-	Reason            string `json:"reason"`
-}
+// Verdict 是一个数据集的门禁判定（gate.AccuracyVerdict 的别名：规则与结果类型都在 gate）。
+type Verdict = gate.AccuracyVerdict
 
-// Gate 是精度门禁的唯一判定函数（RunStage、examples/accuracy 与 report 都调用它）。
-// 依次判定：指标缺失、部分运行（被取消，分数不具代表性）、没有任何样本、失败请求
-// 比例超过 MaxErrorRate（无论分数多高）、最后才是 Metric 的值 >= Threshold。
-// 没有阈值时（内置样例或 report_only）分数不设门禁，但前面几项照常判定。
-// 判定读取 r.Metrics[metric] 而从不改写 r.Score。
-func Gate(d DatasetConfig, r EvalResult) Verdict {
-	metric := d.Metric
-	if metric == "" {
-		metric = "score"
-	}
-	maxRate := 0.0
+// Gate 用 d 的门禁设置判定 r：它只把本包的类型交给 gate.JudgeAccuracy（精度门禁规则的唯一
+// 实现，RunStage、examples/accuracy 与报告都经这里或直接调用它）。判定依次是：指标缺失、部分
+// 运行、没有样本、失败请求比例超过 MaxErrorRate、最后才是 Metric 的值 >= Threshold；它读取
+// r.Metrics[metric] 而从不改写 r.Score。
+func Gate(d DatasetConfig, r EvalResult) Verdict { return gate.JudgeAccuracy(d.Rule(), r.Outcome()) }
+
+// Rule 返回 d 的门禁规则（gate 的值类型）；MaxErrorRate 为 nil 时是 0（WithDefaults 会填入
+// 配置级的值）。
+func (d DatasetConfig) Rule() gate.AccuracyRule {
+	r := gate.AccuracyRule{Metric: d.Metric, Threshold: d.Threshold}
 	if d.MaxErrorRate != nil {
-		maxRate = *d.MaxErrorRate
+		r.MaxErrorRate = *d.MaxErrorRate
 	}
-	v := Verdict{Dataset: r.Dataset, Metric: metric, Threshold: d.Threshold, ScoreGated: d.Threshold != nil,
-		Errors: r.Errors, Requests: r.Requests, MaxErrorRate: maxRate}
-	if r.Requests > 0 {
-		v.ErrorRate = float64(r.Errors) / float64(r.Requests)
-	} else if r.Errors > 0 {
-		v.ErrorRate = 1
-	}
-	value, ok := r.Score, true
-	if metric != "score" {
-		value, ok = r.Metrics[metric]
-	}
-	v.Value = value
-	switch {
-	case !ok:
-		v.Reason = fmt.Sprintf("metric %q not produced by %s", metric, r.Dataset)
-	case r.Partial:
-		v.Reason = fmt.Sprintf("partial run: %d of %d examples", r.Examples, r.Planned)
-	case r.Examples == 0:
-		v.Reason = "no examples were scored"
-	case v.ErrorRate > maxRate+1e-12:
-		v.ErrorRateExceeded = true
-		v.Reason = fmt.Sprintf("%d of %d requests failed (%s), error rate %.4f > max_error_rate %.4f", r.Errors, r.Requests, formatClasses(r.ErrorClasses), v.ErrorRate, maxRate)
-	case d.Threshold == nil:
-		v.Pass, v.Reason = true, fmt.Sprintf("%s %.4f not gated (no threshold: built-in sample or report_only); %d of %d requests failed", metric, value, r.Errors, r.Requests)
-	case math.IsNaN(value):
-		v.Reason = fmt.Sprintf("%s is NaN (no examples scored)", metric)
-	case value >= *d.Threshold:
-		v.Pass, v.Reason = true, fmt.Sprintf("%s %.4f >= threshold %.4f", metric, value, *d.Threshold)
-	default:
-		v.Reason = fmt.Sprintf("%s %.4f < threshold %.4f", metric, value, *d.Threshold)
-	}
-	return v
+	return r
 }
 
-// formatClasses 把失败分类计数写成 "http_500: 3, body_too_large: 1"（按名字排序）。
-func formatClasses(m map[string]int) string {
-	if len(m) == 0 {
-		return "unclassified"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
+// Outcome 返回 r 交给 gate 判定的部分（映射不复制：判定只读）。
+func (r EvalResult) Outcome() gate.AccuracyOutcome {
+	return gate.AccuracyOutcome{Dataset: r.Dataset, Score: r.Score, Metrics: r.Metrics, Examples: r.Examples, Planned: r.Planned,
+		Partial: r.Partial, Requests: r.Requests, Errors: r.Errors, ErrorClasses: r.ErrorClasses}
 }

@@ -132,7 +132,7 @@ func ExitCode(gates []Gate) int {
 //     FunctionalSource 时，每日基线中通过的用例现在没有变成 skip/unsupported/消失；
 //     未执行且无错误时 skipped；功能阶段被中断而没有报告、或只有被取消的用例时
 //     interrupted（作业超时取消的用例仍是失败）；
-//   - 精度：阶段判定（accuracy.Gate）原样成为门禁；精度阶段被中断、只评了部分样本时
+//   - 精度：JudgeAccuracy 的判定（精度阶段经 accuracy.Gate 调用它）原样成为门禁；精度阶段被中断、只评了部分样本时
 //     interrupted（部分样本上的分数不代表模型，不拿它判定）；
 //   - 性能：每个组合的失败率 ≤ MaxFailRate（不需基线），以及 TTFT P99、
 //     E2E P99、QPS 与 src 中同键的每日基线比较；无基线时 no_baseline。
@@ -298,31 +298,4 @@ func functionalDrift(ctx context.Context, sc Scenario, src Source) ([]string, st
 		}
 	}
 	return drift, base.RunID, ""
-}
-
-// AccuracyGate 把精度阶段的判定变成门禁（Evaluate 对 sc.Accuracy 的每一项调用它，报告
-// 的精度表格也用它）：分数不设门禁且其余检查通过时记为 skipped 并说明原因；sc 的精度
-// 阶段被中断、结果只覆盖部分样本时分数不代表模型，记为 interrupted。
-func AccuracyGate(sc Scenario, a Accuracy) Gate {
-	g := Gate{Kind: KindAccuracy, Scenario: sc.Name, Name: "accuracy/" + a.Dataset, Metric: a.Metric, Current: a.Value, Reason: a.Reason}
-	if a.Threshold != nil {
-		t := *a.Threshold
-		g.Baseline, g.Limit = &t, t
-		if t != 0 {
-			d := (a.Value - t) / t * 100
-			g.DeltaPct = &d
-		}
-	}
-	switch {
-	case a.Partial && sc.interrupted(StageAccuracy):
-		g.Verdict = VerdictInterrupted
-		g.Reason = fmt.Sprintf("interrupted after %d of %d examples; a partial score is not judged", a.Examples, a.Planned)
-	case !a.Pass:
-		g.Verdict = VerdictFail
-	case !a.ScoreGated:
-		g.Verdict = VerdictSkipped
-	default:
-		g.Verdict = VerdictPass
-	}
-	return g
 }

@@ -82,9 +82,9 @@ type Functional struct {
 	InScope func(id, suite string) bool
 }
 
-// Accuracy 是一个数据集的精度结论。判定本身由精度阶段给出（accuracy.Gate：RunStage 与
-// examples/accuracy 不经本包也要用同一判定），本包把它变成与其他门禁同一形状的 Gate，
-// 并在阶段被中断、只评了部分样本时改判 interrupted。
+// Accuracy 是一个数据集的精度结论：JudgeAccuracy 的判定加上评测的样本数（由
+// AccuracyVerdict.Input 合成）；AccuracyGate 把它变成与其他门禁同一形状的 Gate，并在阶段
+// 被中断、只评了部分样本时改判 interrupted。
 type Accuracy struct {
 	Dataset string
 	// Metric、Value 是比较的指标与取值；Threshold 为 nil 表示分数不设门禁。

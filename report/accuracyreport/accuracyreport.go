@@ -20,7 +20,7 @@ import (
 // 调用方拿到副本，改不动产物格式）。
 func Section() report.Section { return report.Section{Key: "accuracy", File: "accuracy/results.json"} }
 
-// Result 是一项精度评测结果及其门禁设置；门禁由 accuracy.Gate 判定（见 Spec）。
+// Result 是一项精度评测结果及其门禁设置；门禁由 gate.JudgeAccuracy 经 accuracy.Gate 判定（见 Spec）。
 // Threshold 为 nil 表示分数不设门禁（内置样例或 report_only），失败请求比例照常判定。
 // Result.Source 记录评分所用数据的来源与 sha256，Result.Errors 是失败的请求数。
 type Result struct {
@@ -77,7 +77,7 @@ func cells(sc report.Scenario) ([]report.Cell, error) {
 	return []report.Cell{{Text: strconv.Itoa(len(rs)), Num: true}}, err
 }
 
-// gateInput 把每一项的 accuracy.Gate 结论交给 gate。
+// gateInput 把每一项的判定（accuracy.Gate → gate.JudgeAccuracy）交给 gate。
 func gateInput(sc report.Scenario, in *gate.Scenario) error {
 	rs, err := Results(sc)
 	if err != nil {
@@ -89,12 +89,9 @@ func gateInput(sc report.Scenario, in *gate.Scenario) error {
 	return nil
 }
 
-// input 用精度门禁唯一的判定函数 accuracy.Gate 得出结论，再交给 gate。
+// input 用精度门禁规则的唯一实现（gate.JudgeAccuracy，经 accuracy.Gate）得出结论，加上样本数交给 gate。
 func input(a Result) gate.Accuracy {
-	v := a.Verdict()
-	return gate.Accuracy{Dataset: a.Result.Dataset, Metric: v.Metric, Value: v.Value, Threshold: a.Threshold,
-		Pass: v.Pass, ScoreGated: v.ScoreGated, Reason: v.Reason,
-		Partial: a.Result.Partial, Examples: a.Result.Examples, Planned: a.Result.Planned}
+	return a.Verdict().Input(a.Result.Outcome())
 }
 
 // accRow 是精度表的一行。
