@@ -490,53 +490,94 @@ func (c Config) clone() Config {
 // "params_boundary.top_p[1]"，errors.Is(err, ErrConfig) 成立）。feats 是 invalid_request 用例的
 // requires 可以引用的能力登记表（nil 取 DefaultFeatures）：YAML 仍拒绝没人登记的名字。
 func (c Config) Validate(feats *Features) error {
-	feats = feats.orDefault()
-	var errs []error
-	badAt := func(_, path string, v any, why string) {
-		errs = append(errs, field.New(ErrConfig, path, v, why))
+	ck := &configCheck{}
+	c.validateCore(ck)
+	c.ParamsBoundary.validate(ck)
+	c.validateStructured(ck)
+	c.Errors.validate(ck, feats.orDefault())
+	c.validateOther(ck)
+	return errors.Join(ck.errs...)
+}
+
+// configCheck 收集 Validate 的字段错误（*field.Error，包装 ErrConfig），按检查的顺序排列。
+type configCheck struct{ errs []error }
+
+// bad 记录字段 path 的取值 v 不合法及原因。
+func (ck *configCheck) bad(path string, v any, why string) {
+	ck.errs = append(ck.errs, field.New(ErrConfig, path, v, why))
+}
+
+// positive 在 v <= 0 时记录错误。
+func (ck *configCheck) positive(path string, v int) {
+	if v <= 0 {
+		ck.bad(path, v, "must be > 0")
 	}
-	bad := func(name string, v any, why string) { badAt(name, name, v, why) }
-	at := func(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
-	positive := func(field string, v int) {
-		if v <= 0 {
-			bad(field, v, "must be > 0")
+}
+
+// dups 对列表中重复出现的取值（已格式化成用例 ID 里的写法）逐个记录错误：每个取值生成一个用例，
+// 重复的取值会生成两个同 ID 的用例。
+func (ck *configCheck) dups(path string, vals []string) {
+	seen := map[string]bool{}
+	for i, v := range vals {
+		if seen[v] {
+			ck.bad(elemPath(path, i), v, "duplicate value (each value becomes one case)")
 		}
+		seen[v] = true
 	}
-	positive("chat_core.max_tokens", c.ChatCore.MaxTokens)
+}
+
+// elemPath 返回列表元素的字段路径，如 "params_boundary.top_p[1]"。
+func elemPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// formatEach 把 n 个取值逐个格式化（f(i) 是第 i 个的写法）。
+func formatEach(n int, f func(i int) string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = f(i)
+	}
+	return out
+}
+
+// validateCore 检查 chat_core、completions_core 与 streaming。
+func (c Config) validateCore(ck *configCheck) {
+	ck.positive("chat_core.max_tokens", c.ChatCore.MaxTokens)
 	if c.ChatCore.N < 2 {
-		bad("chat_core.n", c.ChatCore.N, "must be >= 2")
+		ck.bad("chat_core.n", c.ChatCore.N, "must be >= 2")
 	}
 	if len(c.ChatCore.History)%2 != 0 {
-		bad("chat_core.history", len(c.ChatCore.History), "needs user/assistant pairs (even length)")
+		ck.bad("chat_core.history", len(c.ChatCore.History), "needs user/assistant pairs (even length)")
 	}
-	positive("completions_core.max_tokens", c.CompletionsCore.MaxTokens)
-	positive("completions_core.default_max_tokens", c.CompletionsCore.DefaultMaxTokens)
+	ck.positive("completions_core.max_tokens", c.CompletionsCore.MaxTokens)
+	ck.positive("completions_core.default_max_tokens", c.CompletionsCore.DefaultMaxTokens)
 	if len(c.CompletionsCore.BatchPrompts) < 2 {
-		bad("completions_core.batch_prompts", len(c.CompletionsCore.BatchPrompts), "needs at least 2 prompts")
+		ck.bad("completions_core.batch_prompts", len(c.CompletionsCore.BatchPrompts), "needs at least 2 prompts")
 	}
-	positive("streaming.max_tokens", c.Streaming.MaxTokens)
+	ck.positive("streaming.max_tokens", c.Streaming.MaxTokens)
 	if c.Streaming.ChunkSize < 0 {
-		bad("streaming.chunk_size", c.Streaming.ChunkSize, "must be >= 0")
+		ck.bad("streaming.chunk_size", c.Streaming.ChunkSize, "must be >= 0")
 	}
-	p := c.ParamsBoundary
+}
+
+// validate 检查 params_boundary：每个取值在服务端接受的范围内、不重复（每个取值一个用例）。
+func (p ParamsBoundaryConfig) validate(ck *configCheck) {
 	for i, v := range p.MaxTokens {
 		if v <= 0 {
-			badAt("params_boundary.max_tokens", at("params_boundary.max_tokens", i), v, "must be > 0")
+			ck.bad(elemPath("params_boundary.max_tokens", i), v, "must be > 0")
 		}
 	}
 	for i, v := range p.Temperature {
 		if v < 0 || v > 2 {
-			badAt("params_boundary.temperature", at("params_boundary.temperature", i), v, "must be in [0, 2]")
+			ck.bad(elemPath("params_boundary.temperature", i), v, "must be in [0, 2]")
 		}
 	}
 	for i, v := range p.TopP {
 		if v < 0 || v > 1 {
-			badAt("params_boundary.top_p", at("params_boundary.top_p", i), v, "must be in [0, 1]")
+			ck.bad(elemPath("params_boundary.top_p", i), v, "must be in [0, 1]")
 		}
 	}
 	for i, v := range p.TopK {
 		if v < 1 {
-			badAt("params_boundary.top_k", at("params_boundary.top_k", i), v, "must be >= 1")
+			ck.bad(elemPath("params_boundary.top_k", i), v, "must be >= 1")
 		}
 	}
 	for _, pen := range []struct {
@@ -545,119 +586,115 @@ func (c Config) Validate(feats *Features) error {
 	}{{"params_boundary.presence_penalty", p.PresencePenalty}, {"params_boundary.frequency_penalty", p.FrequencyPenalty}} {
 		for i, v := range pen.vals {
 			if v < -2 || v > 2 {
-				badAt(pen.field, at(pen.field, i), v, "must be in [-2, 2]")
+				ck.bad(elemPath(pen.field, i), v, "must be in [-2, 2]")
 			}
 		}
 	}
 	for i, s := range p.Stop {
 		if s != "single" && s != "multiple" && s != "unicode" {
-			badAt("params_boundary.stop", at("params_boundary.stop", i), s, "must be single, multiple or unicode")
+			ck.bad(elemPath("params_boundary.stop", i), s, "must be single, multiple or unicode")
 		}
 	}
 	for i, v := range p.TopLogprobs {
 		if v < 0 || v > 20 {
-			badAt("params_boundary.top_logprobs", at("params_boundary.top_logprobs", i), v, "must be in [0, 20]")
+			ck.bad(elemPath("params_boundary.top_logprobs", i), v, "must be in [0, 20]")
 		}
 	}
-	dups := func(field string, vals []string) {
-		seen := map[string]bool{}
-		for i, v := range vals {
-			if seen[v] {
-				badAt(field, at(field, i), v, "duplicate value (each value becomes one case)")
-			}
-			seen[v] = true
-		}
-	}
-	fmtAll := func(n int, f func(i int) string) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = f(i)
-		}
-		return out
-	}
-	dups("params_boundary.max_tokens", fmtAll(len(p.MaxTokens), func(i int) string { return fmt.Sprint(p.MaxTokens[i]) }))
-	dups("params_boundary.temperature", fmtAll(len(p.Temperature), func(i int) string { return describe(p.Temperature[i]) }))
-	dups("params_boundary.top_p", fmtAll(len(p.TopP), func(i int) string { return describe(p.TopP[i]) }))
-	dups("params_boundary.top_k", fmtAll(len(p.TopK), func(i int) string { return fmt.Sprint(p.TopK[i]) }))
-	dups("params_boundary.presence_penalty", fmtAll(len(p.PresencePenalty), func(i int) string { return describe(p.PresencePenalty[i]) }))
-	dups("params_boundary.frequency_penalty", fmtAll(len(p.FrequencyPenalty), func(i int) string { return describe(p.FrequencyPenalty[i]) }))
-	dups("params_boundary.seeds", fmtAll(len(p.Seeds), func(i int) string { return fmt.Sprint(p.Seeds[i]) }))
-	dups("params_boundary.stop", p.Stop)
-	dups("params_boundary.top_logprobs", fmtAll(len(p.TopLogprobs), func(i int) string { return fmt.Sprint(p.TopLogprobs[i]) }))
+	ck.dups("params_boundary.max_tokens", formatEach(len(p.MaxTokens), func(i int) string { return fmt.Sprint(p.MaxTokens[i]) }))
+	ck.dups("params_boundary.temperature", formatEach(len(p.Temperature), func(i int) string { return describe(p.Temperature[i]) }))
+	ck.dups("params_boundary.top_p", formatEach(len(p.TopP), func(i int) string { return describe(p.TopP[i]) }))
+	ck.dups("params_boundary.top_k", formatEach(len(p.TopK), func(i int) string { return fmt.Sprint(p.TopK[i]) }))
+	ck.dups("params_boundary.presence_penalty", formatEach(len(p.PresencePenalty), func(i int) string { return describe(p.PresencePenalty[i]) }))
+	ck.dups("params_boundary.frequency_penalty", formatEach(len(p.FrequencyPenalty), func(i int) string { return describe(p.FrequencyPenalty[i]) }))
+	ck.dups("params_boundary.seeds", formatEach(len(p.Seeds), func(i int) string { return fmt.Sprint(p.Seeds[i]) }))
+	ck.dups("params_boundary.stop", p.Stop)
+	ck.dups("params_boundary.top_logprobs", formatEach(len(p.TopLogprobs), func(i int) string { return fmt.Sprint(p.TopLogprobs[i]) }))
 	if p.Samples < 2 {
-		bad("params_boundary.samples", p.Samples, "must be >= 2")
+		ck.bad("params_boundary.samples", p.Samples, "must be >= 2")
 	}
-	positive("params_boundary.sample_tokens", p.SampleTokens)
+	ck.positive("params_boundary.sample_tokens", p.SampleTokens)
+}
+
+// validateStructured 检查 guided、function_call 与 reasoning：Schema 能编译、工具有名字。
+func (c Config) validateStructured(ck *configCheck) {
 	if _, err := compileSchema(c.Guided.JSONSchema); err != nil {
-		bad("guided.json_schema", "…", err.Error())
+		ck.bad("guided.json_schema", "…", err.Error())
 	}
-	positive("guided.max_tokens", c.Guided.MaxTokens)
+	ck.positive("guided.max_tokens", c.Guided.MaxTokens)
 	if n := len(c.FunctionCall.Tools); n < 1 || n > 2 {
-		bad("function_call.tools", n, "needs 1 or 2 tools")
+		ck.bad("function_call.tools", n, "needs 1 or 2 tools")
 	}
 	for i, tl := range c.FunctionCall.Tools {
 		if tl.Name == "" {
-			bad(fmt.Sprintf("function_call.tools[%d].name", i), `""`, "must not be empty")
+			ck.bad(fmt.Sprintf("function_call.tools[%d].name", i), `""`, "must not be empty")
 		}
 		if _, err := compileSchema(tl.Parameters); err != nil {
-			bad(fmt.Sprintf("function_call.tools[%d].parameters", i), "…", err.Error())
+			ck.bad(fmt.Sprintf("function_call.tools[%d].parameters", i), "…", err.Error())
 		}
 	}
-	positive("function_call.max_tokens", c.FunctionCall.MaxTokens)
+	ck.positive("function_call.max_tokens", c.FunctionCall.MaxTokens)
 	if len(c.Reasoning.Keys) == 0 {
-		bad("reasoning.keys", "[]", "needs at least one key")
+		ck.bad("reasoning.keys", "[]", "needs at least one key")
 	}
-	positive("reasoning.max_tokens", c.Reasoning.MaxTokens)
-	positive("errors.boundary_max_tokens", c.Errors.BoundaryMaxTokens)
-	if c.Errors.MaxModelLen < 0 {
-		bad("errors.max_model_len", c.Errors.MaxModelLen, "must be >= 0")
+	ck.positive("reasoning.max_tokens", c.Reasoning.MaxTokens)
+}
+
+// validate 检查 errors 套件：边界值，以及每个 invalid_request 用例的名字、端点、状态码与
+// requires（必须是 feats 中登记的能力）。
+func (e ErrorsConfig) validate(ck *configCheck, feats *Features) {
+	ck.positive("errors.boundary_max_tokens", e.BoundaryMaxTokens)
+	if e.MaxModelLen < 0 {
+		ck.bad("errors.max_model_len", e.MaxModelLen, "must be >= 0")
 	}
 	seen := map[string]bool{}
-	for i, inv := range c.Errors.Invalid {
+	for i, inv := range e.Invalid {
 		f := fmt.Sprintf("errors.invalid[%d]", i)
 		if inv.Name == "" || strings.ContainsAny(inv.Name, " /") {
-			bad(f+".name", inv.Name, "must be a non-empty word without spaces or slashes")
+			ck.bad(f+".name", inv.Name, "must be a non-empty word without spaces or slashes")
 		}
 		if seen[inv.Name] && inv.Name != "" {
-			bad(f+".name", inv.Name, "duplicate")
+			ck.bad(f+".name", inv.Name, "duplicate")
 		}
 		seen[inv.Name] = true
 		if inv.Endpoint != "chat" && inv.Endpoint != "completions" {
-			bad(f+".endpoint", inv.Endpoint, "must be chat or completions")
+			ck.bad(f+".endpoint", inv.Endpoint, "must be chat or completions")
 		}
 		if inv.Status != 0 && (inv.Status < 400 || inv.Status > 499) {
-			bad(f+".status", inv.Status, "must be a 4xx code")
+			ck.bad(f+".status", inv.Status, "must be a 4xx code")
 		}
 		for j, r := range inv.Requires {
 			if err := feats.Check(r); err != nil {
-				badAt(f+".requires", at(f+".requires", j), r, err.Error())
+				ck.bad(elemPath(f+".requires", j), r, err.Error())
 			}
 		}
 	}
-	positive("multimodal.image_size", c.Multimodal.ImageSize)
-	positive("multimodal.max_tokens", c.Multimodal.MaxTokens)
+}
+
+// validateOther 检查 multimodal、embeddings、rerank 与 request。
+func (c Config) validateOther(ck *configCheck) {
+	ck.positive("multimodal.image_size", c.Multimodal.ImageSize)
+	ck.positive("multimodal.max_tokens", c.Multimodal.MaxTokens)
 	if len(c.Embeddings.Inputs) < 2 {
-		bad("embeddings.inputs", len(c.Embeddings.Inputs), "needs at least 2 inputs")
+		ck.bad("embeddings.inputs", len(c.Embeddings.Inputs), "needs at least 2 inputs")
 	}
 	if c.Embeddings.Dim < 0 {
-		bad("embeddings.dim", c.Embeddings.Dim, "must be >= 0")
+		ck.bad("embeddings.dim", c.Embeddings.Dim, "must be >= 0")
 	}
 	if c.Embeddings.Dimensions < 0 {
-		bad("embeddings.dimensions", c.Embeddings.Dimensions, "must be >= 0")
+		ck.bad("embeddings.dimensions", c.Embeddings.Dimensions, "must be >= 0")
 	}
 	if len(c.Rerank.Documents) < 2 {
-		bad("rerank.documents", len(c.Rerank.Documents), "needs at least 2 documents")
+		ck.bad("rerank.documents", len(c.Rerank.Documents), "needs at least 2 documents")
 	}
 	if c.Rerank.TopN < 1 || c.Rerank.TopN > len(c.Rerank.Documents) {
-		bad("rerank.top_n", c.Rerank.TopN, "must be in [1, len(documents)]")
+		ck.bad("rerank.top_n", c.Rerank.TopN, "must be in [1, len(documents)]")
 	}
 	if c.Request.Timeout <= 0 {
-		bad("request.timeout", c.Request.Timeout, "must be > 0 (a Go duration such as 120s)")
+		ck.bad("request.timeout", c.Request.Timeout, "must be > 0 (a Go duration such as 120s)")
 	}
 	if c.Request.MaxResponseBytes <= 0 {
-		bad("request.max_response_bytes", c.Request.MaxResponseBytes, "must be > 0")
+		ck.bad("request.max_response_bytes", c.Request.MaxResponseBytes, "must be > 0")
 	}
-	return errors.Join(errs...)
 }
 
 // compileSchema 把配置里的 JSON Schema 编译成校验器；nil Schema 视为错误，

@@ -42,25 +42,18 @@ const (
 // effectCases 生成参数效果用例（都属于 params_boundary 套件）。
 func effectCases(cfg Config) []Case {
 	pc := cfg.ParamsBoundary
-	var cases []Case
-	add := func(id, desc string, run func(ctx context.Context, t *T)) {
-		cases = append(cases, Case{ID: "params_boundary/" + id, Suite: SuiteParamsBoundary, Description: desc, Run: run})
-	}
 	// isolated：用例把输出与另一个请求的贪心输出逐字比较，需要固定的批（Case.Isolated）。
-	isolated := func(id, desc string, run func(ctx context.Context, t *T)) {
-		add(id, desc, run)
-		cases[len(cases)-1].Isolated = true
-	}
-	isolated("top_p_effect", fmt.Sprintf("top_p=0.1 versus top_p=1 at temperature 1 over %d seeds: fewer distinct outputs, and closer to the greedy output "+
+	cs := &caseSet{suite: SuiteParamsBoundary}
+	cs.isolated("top_p_effect", fmt.Sprintf("top_p=0.1 versus top_p=1 at temperature 1 over %d seeds: fewer distinct outputs, and closer to the greedy output "+
 		"(median common prefix with it is longer). vLLM keeps only the smallest set of most probable tokens whose mass reaches top_p, "+
 		"so at 0.1 every step whose top token has ≥10%% probability (almost every step of an instruct model) is the argmax whatever the seed; "+
 		"at 1 nothing is cut and %d tokens at temperature 1 over %d seeds do not collapse to fewer outputs", len(effectSeeds), pc.SampleTokens, len(effectSeeds)),
 		func(ctx context.Context, t *T) { runTopPEffect(ctx, t, pc) })
-	isolated("top_k_effect", fmt.Sprintf("at temperature 1 over %d seeds, top_k=1 always gives the greedy (temperature 0) output while top_k=50 gives at least two "+
+	cs.isolated("top_k_effect", fmt.Sprintf("at temperature 1 over %d seeds, top_k=1 always gives the greedy (temperature 0) output while top_k=50 gives at least two "+
 		"different outputs. vLLM masks all but the k largest logits before sampling: with k=1 only the argmax is left (temperature does not move it), "+
 		"with k=50 dozens of candidates stay at every step", len(effectSeeds)),
 		func(ctx context.Context, t *T) { runTopKEffect(ctx, t, pc) })
-	add("temperature_effect", fmt.Sprintf("temperature 1.5 versus 0.2 (top_p=1) over %d seeds: at least as many distinct outputs, and the mean pairwise common prefix "+
+	cs.add("temperature_effect", fmt.Sprintf("temperature 1.5 versus 0.2 (top_p=1) over %d seeds: at least as many distinct outputs, and the mean pairwise common prefix "+
 		"of the 0.2 samples is at least twice that of the 1.5 samples plus %d runes (two unrelated random texts share about 1). vLLM divides the logits by the temperature before softmax, so 0.2 raises every probability ratio to the 5th power "+
 		"(samples stay on the greedy path for long stretches) and 1.5 flattens it (samples part within the first tokens)", len(effectWideSeeds), temperaturePrefixMargin),
 		func(ctx context.Context, t *T) { runTemperatureEffect(ctx, t, pc) })
@@ -70,7 +63,7 @@ func effectCases(cfg Config) []Case {
 			if ep == "completions" {
 				id += "_completions"
 			}
-			add(id, fmt.Sprintf("%s: %s=+2 versus -2 with ignore_eos, %d tokens, temperature 1 and the same %d seeds: the mean repeated-token ratio "+
+			cs.add(id, fmt.Sprintf("%s: %s=+2 versus -2 with ignore_eos, %d tokens, temperature 1 and the same %d seeds: the mean repeated-token ratio "+
 				"(1 - distinct/total over words, CJK characters and punctuation) is at least %.2f lower. vLLM subtracts %s from the logit of every token "+
 				"already generated, so +2 cuts the odds of a repeat by e^2 (7x) or more and -2 multiplies them by as much; real models then loop at -2 "+
 				"and avoid repeats at +2, a gap of several tenths", ep, param, penaltyTokens, len(penaltySeeds), penaltyMargin, penaltyWhat(param)),
@@ -78,22 +71,22 @@ func effectCases(cfg Config) []Case {
 		}
 	}
 	if pc.LogitBias {
-		isolated("logit_bias_promote", "logit_bias +100 on the id of a prompt word (from /tokenize, add_special_tokens=false) at temperature 0 makes that word "+
+		cs.isolated("logit_bias_promote", "logit_bias +100 on the id of a prompt word (from /tokenize, add_special_tokens=false) at temperature 0 makes that word "+
 			"fill at least half of the output, and appear more often than without the bias. vLLM adds the bias to the logit before penalties and "+
 			"argmax; model logits span far less than 100, so the biased token wins every step",
 			func(ctx context.Context, t *T) { runLogitBiasPromote(ctx, t, pc) })
-		isolated("logit_bias_ban", "logit_bias -100 on the first visible token of the greedy output (its id from /tokenize, leading whitespace "+
+		cs.isolated("logit_bias_ban", "logit_bias -100 on the first visible token of the greedy output (its id from /tokenize, leading whitespace "+
 			"stripped) at temperature 0: the output changes and no longer starts with that token. vLLM adds -100 to that logit before the argmax, so any other token outranks it",
 			func(ctx context.Context, t *T) { runLogitBiasBan(ctx, t, pc) })
 	}
 	if len(pc.TopLogprobs) > 0 {
-		add("logprobs_effect", "greedy decoding with logprobs and top_logprobs=5: every logprob is <= 0, each top_logprobs list is sorted descending, "+
+		cs.add("logprobs_effect", "greedy decoding with logprobs and top_logprobs=5: every logprob is <= 0, each top_logprobs list is sorted descending, "+
 			"the sampled token's logprob equals the first alternative's on at least 90% of tokens and is never below the last listed one. "+
 			"vLLM takes top_logprobs with topk (sorted) over log-softmax values (<= 0), and the greedy token is the argmax of the same logits; "+
 			"the 10% allowance covers a repetition_penalty from the model's generation_config, which moves the argmax but not the raw logprobs",
 			func(ctx context.Context, t *T) { runLogprobsEffect(ctx, t, pc) })
 	}
-	return cases
+	return cs.cases
 }
 
 // penaltyWhat 用一句话说明惩罚项如何作用于 logits。

@@ -13,27 +13,55 @@ import (
 
 // paramsCases 生成 params_boundary 套件：每个取值一个用例，断言参数的效果
 // （精确的 token 数、finish_reason、停止串不在文本中、logprobs 个数……）而不只是 200。
+// 各类参数的用例由下面几个函数分别加入，参数效果的统计用例见 effectCases。
 func paramsCases(cfg Config) []Case {
 	pc := cfg.ParamsBoundary
-	var cases []Case
-	add := func(id, desc string, run func(ctx context.Context, t *T)) {
-		cases = append(cases, Case{ID: "params_boundary/" + id, Suite: SuiteParamsBoundary, Description: desc, Run: run})
-	}
-	// isolated 添加一个比较两次回答是否相同的用例（贪心或固定 seed 可复现，规格要求非流式
-	// 完全一致）：它需要固定的批，在其它用例之后单独运行（Case.Isolated）。
-	isolated := func(id, desc string, run func(ctx context.Context, t *T)) {
-		add(id, desc, run)
-		cases[len(cases)-1].Isolated = true
-	}
+	cs := &caseSet{suite: SuiteParamsBoundary}
 	for _, n := range pc.MaxTokens {
-		add(fmt.Sprintf("max_tokens=%d", n), "with ignore_eos the value is accepted and honoured: exactly max_tokens tokens and finish_reason length "+
+		cs.add(fmt.Sprintf("max_tokens=%d", n), "with ignore_eos the value is accepted and honoured: exactly max_tokens tokens and finish_reason length "+
 			"when the whole generation fits in the time budget (half the request timeout); otherwise the stream runs for the budget with no early "+
 			"finish_reason and the case reports how many tokens it saw",
 			func(ctx context.Context, t *T) { runMaxTokens(ctx, t, pc, n) })
 	}
+	temperatureCases(cs, pc)
+	samplingCases(cs, pc)
+	seedCases(cs, pc)
+	for _, kind := range pc.Stop {
+		cs.isolated("stop="+kind, "generation halts before the stop string: it is absent, the text is a prefix of the unstopped text, finish_reason is stop",
+			func(ctx context.Context, t *T) { runStop(ctx, t, pc, kind) })
+	}
+	logprobCases(cs, pc)
+	if pc.LogitBias {
+		cs.add("logit_bias", "logit_bias with a token id from /tokenize is accepted and generation stays exact",
+			func(ctx context.Context, t *T) { runLogitBias(ctx, t, pc) })
+	}
+	return append(cs.cases, effectCases(cfg)...)
+}
+
+// caseSet 收集一个套件的用例（ID 前缀是套件名）；参数化的套件用它逐个取值地加入用例。
+type caseSet struct {
+	suite string
+	cases []Case
+}
+
+// add 加入用例 <suite>/<id>。
+func (cs *caseSet) add(id, desc string, run func(ctx context.Context, t *T)) {
+	cs.cases = append(cs.cases, Case{ID: cs.suite + "/" + id, Suite: cs.suite, Description: desc, Run: run})
+}
+
+// isolated 加入一个比较两次回答是否相同的用例（贪心或固定 seed 可复现，规格要求非流式
+// 完全一致）：它需要固定的批，在其它用例之后单独运行（Case.Isolated）。
+func (cs *caseSet) isolated(id, desc string, run func(ctx context.Context, t *T)) {
+	cs.add(id, desc, run)
+	cs.cases[len(cs.cases)-1].Isolated = true
+}
+
+// temperatureCases 加入温度的取值用例：0 是确定的（重复请求、带不带 seed 文本都相同），
+// 大于 0 时不带 seed 的重复请求不全相同。
+func temperatureCases(cs *caseSet, pc ParamsBoundaryConfig) {
 	for _, v := range pc.Temperature {
 		if v == 0 {
-			isolated("temperature=0", "temperature 0 is deterministic: repeated requests (with and without seed) give identical text",
+			cs.isolated("temperature=0", "temperature 0 is deterministic: repeated requests (with and without seed) give identical text",
 				func(ctx context.Context, t *T) {
 					b := t.plainBody(pc.Prompt, pc.SampleTokens)
 					a := t.output(t.chat(ctx, b).Choices[0].Message)
@@ -46,7 +74,7 @@ func paramsCases(cfg Config) []Case {
 				})
 			continue
 		}
-		add("temperature="+describe(v), "temperature > 0 samples: unseeded repeated requests are not all identical",
+		cs.add("temperature="+describe(v), "temperature > 0 samples: unseeded repeated requests are not all identical",
 			func(ctx context.Context, t *T) {
 				seen := map[string]bool{}
 				for i := 0; i < pc.Samples; i++ {
@@ -61,30 +89,25 @@ func paramsCases(cfg Config) []Case {
 				}
 			})
 	}
-	// top_p、top_k 与惩罚项：服务端接受该取值，并且仍精确遵守 max_tokens/ignore_eos。
+}
+
+// samplingCases 加入 top_p、top_k 与惩罚项的取值用例：服务端接受该取值（或探测为不支持），
+// 并且仍精确遵守 max_tokens/ignore_eos、固定 seed 可复现；top_k=1 还必须是贪心。
+func samplingCases(cs *caseSet, pc ParamsBoundaryConfig) {
 	exact := func(param string, value any, capability Capability) func(ctx context.Context, t *T) {
-		return func(ctx context.Context, t *T) {
-			b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{param: value, "temperature": 1.0, "seed": 5, "ignore_eos": true})
-			c := t.chatCap(ctx, b, fmt.Sprintf("%s=%v", param, value), capability, CapIgnoreEOS)
-			t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
-			t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
-			again := t.chat(ctx, b)
-			if t.output(again.Choices[0].Message) != t.output(c.Choices[0].Message) {
-				t.Fatalf("%s=%v with a fixed seed is not reproducible", param, value)
-			}
-		}
+		return func(ctx context.Context, t *T) { runExact(ctx, t, pc, param, value, capability) }
 	}
 	for _, v := range pc.TopP {
 		capability := CapTopP
 		if v == 0 {
 			capability = CapTopPZero
 		}
-		isolated("top_p="+describe(v), "top_p value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_p", v, capability))
+		cs.isolated("top_p="+describe(v), "top_p value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_p", v, capability))
 	}
 	for _, v := range pc.TopK {
 		if v == 1 {
 			// top_k=1 只剩一个候选，采样结果就是 argmax：与温度、seed 都无关（vLLM 如此）。
-			isolated("top_k=1", "top_k=1 is accepted (or probed as unsupported), generation stays exact, and it is greedy: different seeds at temperature 1 give identical text",
+			cs.isolated("top_k=1", "top_k=1 is accepted (or probed as unsupported), generation stays exact, and it is greedy: different seeds at temperature 1 give identical text",
 				func(ctx context.Context, t *T) {
 					exact("top_k", 1, CapTopK)(ctx, t)
 					texts := map[string]bool{}
@@ -98,16 +121,33 @@ func paramsCases(cfg Config) []Case {
 				})
 			continue
 		}
-		isolated("top_k="+strconv.Itoa(v), "top_k value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_k", v, CapTopK))
+		cs.isolated("top_k="+strconv.Itoa(v), "top_k value is accepted (or probed as unsupported) and generation stays exact and seed-reproducible", exact("top_k", v, CapTopK))
 	}
 	for _, v := range pc.PresencePenalty {
-		isolated("presence_penalty="+describe(v), "presence_penalty boundary value is accepted and generation stays exact", exact("presence_penalty", v, CapPenalties))
+		cs.isolated("presence_penalty="+describe(v), "presence_penalty boundary value is accepted and generation stays exact", exact("presence_penalty", v, CapPenalties))
 	}
 	for _, v := range pc.FrequencyPenalty {
-		isolated("frequency_penalty="+describe(v), "frequency_penalty boundary value is accepted and generation stays exact", exact("frequency_penalty", v, CapPenalties))
+		cs.isolated("frequency_penalty="+describe(v), "frequency_penalty boundary value is accepted and generation stays exact", exact("frequency_penalty", v, CapPenalties))
 	}
+}
+
+// runExact 是取值用例的共同断言：带该参数（温度 1、固定 seed、ignore_eos）时 token 数与
+// finish_reason 精确，同一请求再发一次文本相同。
+func runExact(ctx context.Context, t *T, pc ParamsBoundaryConfig, param string, value any, capability Capability) {
+	b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{param: value, "temperature": 1.0, "seed": 5, "ignore_eos": true})
+	c := t.chatCap(ctx, b, fmt.Sprintf("%s=%v", param, value), capability, CapIgnoreEOS)
+	t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
+	t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
+	again := t.chat(ctx, b)
+	if t.output(again.Choices[0].Message) != t.output(c.Choices[0].Message) {
+		t.Fatalf("%s=%v with a fixed seed is not reproducible", param, value)
+	}
+}
+
+// seedCases 加入 seed 用例：同一 seed 的非流式请求相同；两个以上的 seed 时，不同 seed 不全相同。
+func seedCases(cs *caseSet, pc ParamsBoundaryConfig) {
 	for _, seed := range pc.Seeds {
-		isolated("seed="+strconv.FormatInt(seed, 10), "non-streaming requests with the same seed at temperature 1 are identical",
+		cs.isolated("seed="+strconv.FormatInt(seed, 10), "non-streaming requests with the same seed at temperature 1 are identical",
 			func(ctx context.Context, t *T) {
 				b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"temperature": 1.0, "seed": seed})
 				a := t.output(t.chat(ctx, b).Choices[0].Message)
@@ -119,7 +159,7 @@ func paramsCases(cfg Config) []Case {
 			})
 	}
 	if len(pc.Seeds) >= 2 {
-		add("seed_varies", "different seeds at temperature 1 do not all give the same text",
+		cs.add("seed_varies", "different seeds at temperature 1 do not all give the same text",
 			func(ctx context.Context, t *T) {
 				seen := map[string]bool{}
 				for _, seed := range pc.Seeds {
@@ -131,12 +171,13 @@ func paramsCases(cfg Config) []Case {
 				}
 			})
 	}
-	for _, kind := range pc.Stop {
-		isolated("stop="+kind, "generation halts before the stop string: it is absent, the text is a prefix of the unstopped text, finish_reason is stop",
-			func(ctx context.Context, t *T) { runStop(ctx, t, pc, kind) })
-	}
+}
+
+// logprobCases 加入 logprobs 用例：chat 的 top_logprobs=k 每个 token 恰好 k 个候选；completions
+// 的 logprobs=k（取最后一个 k）每个生成的 token k 或 k+1 个候选。
+func logprobCases(cs *caseSet, pc ParamsBoundaryConfig) {
 	for _, k := range pc.TopLogprobs {
-		add(fmt.Sprintf("top_logprobs=%d", k), "logprobs=true with top_logprobs=k returns one entry per content token, each with exactly k alternatives",
+		cs.add(fmt.Sprintf("top_logprobs=%d", k), "logprobs=true with top_logprobs=k returns one entry per content token, each with exactly k alternatives",
 			func(ctx context.Context, t *T) {
 				c := t.chatCap(ctx, t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": true, "top_logprobs": k}), fmt.Sprintf("logprobs with top_logprobs=%d", k), CapLogprobs)
 				lp := c.Choices[0].Logprobs
@@ -158,7 +199,7 @@ func paramsCases(cfg Config) []Case {
 	}
 	if len(pc.TopLogprobs) > 0 {
 		k := pc.TopLogprobs[len(pc.TopLogprobs)-1]
-		add(fmt.Sprintf("completions_logprobs=%d", k), "completions logprobs=k returns k alternatives per generated token",
+		cs.add(fmt.Sprintf("completions_logprobs=%d", k), "completions logprobs=k returns k alternatives per generated token",
 			func(ctx context.Context, t *T) {
 				raw := t.postCap(ctx, "/v1/completions", t.completionBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logprobs": k}), fmt.Sprintf("completions logprobs=%d", k), CapLogprobs)
 				var c struct {
@@ -184,25 +225,24 @@ func paramsCases(cfg Config) []Case {
 				}
 			})
 	}
-	if pc.LogitBias {
-		add("logit_bias", "logit_bias with a token id from /tokenize is accepted and generation stays exact",
-			func(ctx context.Context, t *T) {
-				t.need(CapTokenize, CapLogitBias, CapIgnoreEOS)
-				raw := t.postCap(ctx, "/tokenize", map[string]any{"model": t.Model(), "prompt": pc.Prompt}, "/tokenize", CapTokenize)
-				var tk struct {
-					Tokens []int `json:"tokens"`
-				}
-				if err := json.Unmarshal(raw, &tk); err != nil || len(tk.Tokens) == 0 {
-					t.Fatalf("/tokenize gave no tokens (%v): %s", err, trim(string(raw)))
-				}
-				bias := map[string]any{strconv.Itoa(tk.Tokens[0]): 5}
-				b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logit_bias": bias, "ignore_eos": true})
-				c := t.chatCap(ctx, b, "logit_bias", CapLogitBias, CapIgnoreEOS)
-				t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
-				t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
-			})
+}
+
+// runLogitBias 实现 logit_bias 用例：从 /tokenize 取一个真实的 token id 加偏置，服务端接受
+// 且仍精确遵守 max_tokens/ignore_eos。
+func runLogitBias(ctx context.Context, t *T, pc ParamsBoundaryConfig) {
+	t.need(CapTokenize, CapLogitBias, CapIgnoreEOS)
+	raw := t.postCap(ctx, "/tokenize", map[string]any{"model": t.Model(), "prompt": pc.Prompt}, "/tokenize", CapTokenize)
+	var tk struct {
+		Tokens []int `json:"tokens"`
 	}
-	return append(cases, effectCases(cfg)...)
+	if err := json.Unmarshal(raw, &tk); err != nil || len(tk.Tokens) == 0 {
+		t.Fatalf("/tokenize gave no tokens (%v): %s", err, trim(string(raw)))
+	}
+	bias := map[string]any{strconv.Itoa(tk.Tokens[0]): 5}
+	b := t.plainBody(pc.Prompt, pc.SampleTokens).with(map[string]any{"logit_bias": bias, "ignore_eos": true})
+	c := t.chatCap(ctx, b, "logit_bias", CapLogitBias, CapIgnoreEOS)
+	t.Expect("completion_tokens", pc.SampleTokens, c.Usage.CompletionTokens)
+	t.Expect("finish_reason", "length", str(c.Choices[0].FinishReason))
 }
 
 // runStop 实现 stop 用例：先在温度 0 下生成一次，从输出中挑选确实会出现的停止串，

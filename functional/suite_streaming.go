@@ -4,13 +4,24 @@ import (
 	"context"
 	"fmt"
 	"mime"
+	"slices"
 	"strings"
 )
 
-// streamingCases 生成 streaming 套件：这些断言都落在原始 SSE 字节上。
+// streamingChat 是流式用例发往的 chat 路径。
+const streamingChat = "/v1/chat/completions"
+
+// streamingCases 生成 streaming 套件：这些断言都落在原始 SSE 字节上。用例按主题分在三个函数
+// 里，顺序即目录顺序：增量本身、usage、线上格式（[DONE]、内容类型、分块、id、completions）。
 func streamingCases(cfg Config) []Case {
 	sc := cfg.Streaming
-	const chat = "/v1/chat/completions"
+	return slices.Concat(streamingDeltaCases(sc), streamingUsageCases(sc), streamingWireCases(sc))
+}
+
+// streamingDeltaCases 是关于增量的用例：role 只在第一个增量出现一次、拼起来等于非流式结果、
+// 每个 choice 恰好一个 finish_reason。
+func streamingDeltaCases(sc StreamingConfig) []Case {
+	const chat = streamingChat
 	return []Case{
 		{ID: "streaming/role_first", Suite: SuiteStreaming, Description: "the first delta of each choice carries role=assistant, and the role is sent exactly once",
 			Run: func(ctx context.Context, t *T) {
@@ -60,6 +71,13 @@ func streamingCases(cfg Config) []Case {
 					}
 				}
 			}},
+	}
+}
+
+// streamingUsageCases 是关于 usage 的用例：include_usage 的最后一块与 continuous_usage_stats 的逐块 usage。
+func streamingUsageCases(sc StreamingConfig) []Case {
+	const chat = streamingChat
+	return []Case{
 		{ID: "streaming/include_usage", Suite: SuiteStreaming, Description: "stream_options.include_usage adds one final chunk with choices [] and usage; earlier chunks carry usage null",
 			Run: func(ctx context.Context, t *T) {
 				s := t.streamCap(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens).with(map[string]any{
@@ -97,6 +115,14 @@ func streamingCases(cfg Config) []Case {
 					t.Fatalf("final usage does not equal the last running completion_tokens %d", prev)
 				}
 			}},
+	}
+}
+
+// streamingWireCases 是关于线上格式的用例：[DONE] 结尾、text/event-stream、分块数、同一个 id、
+// completions 流的 usage 与 [DONE]。
+func streamingWireCases(sc StreamingConfig) []Case {
+	const chat = streamingChat
+	return []Case{
 		{ID: "streaming/done", Suite: SuiteStreaming, Description: "the raw SSE stream ends with data: [DONE] and nothing after it",
 			Run: func(ctx context.Context, t *T) {
 				s := t.stream(ctx, chat, t.chatBody(sc.Prompt, sc.MaxTokens))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,11 +40,20 @@ const (
 // profDefs 返回 prof 子命令的选项表：规格附录 A.2–A.5 的全部选项（短名与长名），
 // 以及 cibench 自己的几个长选项。prof 中 -ra/-rb 是输出长度的抖动比例、-pl 是
 // profile level（acs-bench 的含义）；随机数据集的输入长度抖动与公共前缀用
-// --input-range-ratio-above/below 与 --prefix-length。
+// --input-range-ratio-above/below 与 --prefix-length。表按附录的小节分成几个函数，
+// 顺序即 --help 的顺序；容量扫描与真实负载的选项见 sweep.go、workload.go。
 func profDefs() []*optDef {
-	p := func(o *options) *loadgen.Profile { return &o.p }
-	return append([]*optDef{
-		// A.2 Dataset Options
+	return slices.Concat(datasetDefs(), concurrencyDefs(), metricDefs(), servingDefs(), ownDefs(), shardDefs(), selftestDefs(),
+		sweepDefs(), workloadDefs())
+}
+
+// profOf 返回选项要写入的压测档位（各选项表的 setter 共用）。
+func profOf(o *options) *loadgen.Profile { return &o.p }
+
+// datasetDefs 是附录 A.2 Dataset Options。
+func datasetDefs() []*optDef {
+	p := profOf
+	return []*optDef{
 		{short: "dt", long: "dataset-type", kind: kString, field: "dataset_type",
 			help:   "custom (prompts from -i), random (built-in text, the default without -i), mooncake_trace or azure_trace (trace from -i, replayed on its schedule), shared_prefix, prefix_repetition, sharegpt (ShareGPT JSON from -i)",
 			setStr: func(o *options, v string) error { p(o).DatasetType = loadgen.DatasetType(v); return nil }},
@@ -68,8 +78,13 @@ func profDefs() []*optDef {
 		{short: "seed", long: "random-seed", kind: kInt, field: "seed", help: "random seed (dataset and arrivals)",
 			setInt: func(o *options, v int) { p(o).Seed = int64(v) }},
 		{short: "trc", long: "trust-remote-code", kind: kBool, def: "false", reject: whyHFHub},
+	}
+}
 
-		// A.3 Concurrency Options
+// concurrencyDefs 是附录 A.3 Concurrency Options（含爬坡）。
+func concurrencyDefs() []*optDef {
+	p := profOf
+	return []*optDef{
 		{short: "c", long: "concurrency", kind: kIntList, field: "concurrency", min: 0, max: loadgen.MaxConcurrency,
 			help: "concurrency groups (default 1; 0 = unbounded, only with -r)", setInts: func(o *options, v []int) { p(o).Concurrency = v }},
 		{short: "nc", long: "num-process", kind: kInt, def: "1", reject: whyProcesses},
@@ -106,8 +121,13 @@ func profDefs() []*optDef {
 			setInts: func(o *options, v []int) { p(o).InitConcurrency = v }},
 		{short: "cm", long: "climb-mode", kind: kString, def: string(loadgen.ClimbStatic), field: "climb_mode", help: "climb: static or linear",
 			setStr: func(o *options, v string) error { p(o).ClimbMode = loadgen.ClimbMode(v); return nil }},
+	}
+}
 
-		// A.4 Metrics Options
+// metricDefs 是附录 A.4 Metrics Options。
+func metricDefs() []*optDef {
+	p := profOf
+	return []*optDef{
 		{short: "g", long: "goodput", kind: kStrList, field: "goodput", help: "SLO name:ms (ttft, tpot, e2e), e.g. -g ttft:50 -g e2e:1000",
 			setStrs: func(o *options, v []string) error {
 				if _, err := loadgen.ParseGoodput(v); err != nil {
@@ -125,8 +145,13 @@ func profDefs() []*optDef {
 				p(o).BucketInterval = d
 				return nil
 			}},
+	}
+}
 
-		// A.5 Serving Options
+// servingDefs 是附录 A.5 Serving Options。
+func servingDefs() []*optDef {
+	p := profOf
+	return []*optDef{
 		{short: "b", long: "backend", kind: kString, def: string(loadgen.BackendChat), field: "backend", help: "openai-chat or openai",
 			setStr: func(o *options, v string) error { p(o).Backend = loadgen.Backend(v); return nil }},
 		{short: "p", long: "provider", kind: kString, help: "providers.yaml (acs-bench format); not given = benchmark the in-process emulator",
@@ -184,8 +209,13 @@ func profDefs() []*optDef {
 		{short: "trace", long: "trace", kind: kBool, def: "false", reject: "concurrency tracing is not implemented (the per-request CSV has every request's timestamps)"},
 		{short: "s", long: "benchmark-save-path", kind: kString, def: "./benchmark_output", help: "artifact directory",
 			setStr: func(o *options, v string) error { o.savePath = v; return nil }},
+	}
+}
 
-		// cibench 自己的选项（只有长名）。
+// ownDefs 是 cibench 自己的选项（只有长名）：YAML 档位、随机数据集的输入长度抖动与前缀、超时与上限、输出。
+func ownDefs() []*optDef {
+	p := profOf
+	return []*optDef{
 		{long: "perf-profile", kind: kString, help: "YAML profile (configs/tests/perf/profiles/pr.yaml); options given on the command line override it",
 			setStr: func(o *options, v string) error { o.perfProfile = v; return nil }},
 		{long: "prefix-length", kind: kInt, def: "0", field: "prefix_length", min: 0, max: loadgen.MaxTokens,
@@ -217,7 +247,12 @@ func profDefs() []*optDef {
 		{long: "chunk-times", kind: kBool, def: "false", help: "write every chunk's arrival time into the per-request CSV",
 			setBool: func(o *options, v bool) { o.chunkTimes = v }},
 		{long: "quiet", kind: kBool, def: "false", help: "no progress line", setBool: func(o *options, v bool) { o.quiet = v }},
-		// 分片（docs/loadgen.md "Sharding"）
+	}
+}
+
+// shardDefs 是分片的选项（docs/loadgen.md "Sharding"）：本机多进程与 Kubernetes Indexed Job。
+func shardDefs() []*optDef {
+	return []*optDef{
 		{long: "shards", kind: kInt, def: "0", min: 0, max: loadgen.MaxShards,
 			help: "split the profile over N local shard processes and merge their results (0 = one process)", setInt: func(o *options, v int) { o.shard.local = v }},
 		{long: "shard-index", kind: kInt, def: "-1", min: -1, max: loadgen.MaxShards - 1,
@@ -239,6 +274,12 @@ func profDefs() []*optDef {
 		{long: "kube-memory", kind: kString, help: "memory request and limit of each shard pod (e.g. 4Gi)", setStr: func(o *options, v string) error { o.shard.memory = v; return nil }},
 		{long: "kube-spread", kind: kBool, def: "false", help: "at most one shard pod per node (required pod anti-affinity)",
 			setBool: func(o *options, v bool) { o.shard.spread = v }},
+	}
+}
+
+// selftestDefs 是性能自检、CPU 剖析与进程内模拟器的选项。
+func selftestDefs() []*optDef {
+	return []*optDef{
 		{long: "perf-selftest", kind: kBool, def: "false", help: "run the performance self-test against the in-process emulator and exit",
 			setBool: func(o *options, v bool) { o.selftest = v }},
 		{long: "selftest-only", kind: kString, help: "comma list of self-test parts: throughput,client,streams,fidelity,memory (default all)",
@@ -251,7 +292,7 @@ func profDefs() []*optDef {
 		{long: "emu-itl", kind: kDuration, def: "0s", help: "in-process emulator (no -p): inter-token latency", setDur: func(o *options, v time.Duration) { o.emuITL = v }},
 		{long: "emu-tokens-per-chunk", kind: kInt, def: "1", min: 1, max: 1 << 16, help: "in-process emulator (no -p): tokens per SSE chunk",
 			setInt: func(o *options, v int) { o.emuTokensPerChunk = v }},
-	}, append(sweepDefs(), workloadDefs()...)...) // 容量扫描与真实负载的选项单独成块，见 sweep.go、workload.go
+	}
 }
 
 // setRequestRate 解析 -r：inf（闭环）或正数（请求/秒）。

@@ -98,7 +98,77 @@ func isExec(p string) bool {
 }
 
 // Start 启动控制面并在 t.Cleanup 中停止它。缺二进制时按包文档跳过或失败。
+// 顺序：etcd → kube-apiserver（等 /readyz）→ kube-controller-manager → kwok → 假节点（等 Ready）
+// → 代替调度器的绑定循环；任何一步失败都打印各组件日志的末尾再结束测试。
 func Start(t testing.TB) *Cluster {
+	t.Helper()
+	paths := requireBinaries(t)
+	dir, err := os.MkdirTemp("", "cibench-kube-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Dir: dir}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &bringUp{t: t, dir: dir, paths: paths}
+	t.Cleanup(func() {
+		cancel()
+		for i := len(b.procs) - 1; i >= 0; i-- {
+			b.procs[i].stop()
+		}
+		if t.Failed() {
+			b.logTails(30)
+		}
+		_ = os.RemoveAll(dir)
+	})
+	if b.pki, err = writePKI(dir); err != nil {
+		t.Fatal(err)
+	}
+	ports := freePorts(t, 4)
+	etcdPort, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	b.start("etcd", etcdArgs(dir, etcdURL, "http://127.0.0.1:"+strconv.Itoa(etcdPeer))...)
+	b.start("kube-apiserver", apiServerArgs(dir, etcdURL, apiPort, b.pki)...)
+	c.RESTConfig = &rest.Config{
+		Host:    "https://127.0.0.1:" + strconv.Itoa(apiPort),
+		QPS:     200,
+		Burst:   400,
+		Timeout: 30 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile: b.pki.caCert, CertFile: b.pki.clientCert, KeyFile: b.pki.clientKey,
+		},
+	}
+	if c.Client, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
+		t.Fatal(err)
+	}
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.RESTConfig.Host, b.pki); err != nil {
+		t.Fatal(err)
+	}
+	// API Server 冷启动（含 etcd 连接与 post-start hooks）在 2 核上需要十几秒。
+	readyCtx, readyCancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer readyCancel()
+	b.waitAPIServer(readyCtx, c.Client)
+	b.start("kube-controller-manager", kcmArgs(c.Kubeconfig, kcmPort, b.pki)...)
+	logFile, kwokCfg, err := writeKwokConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.LogFile = logFile
+	kwokPort := freePort(t)
+	b.start("kwok", "--kubeconfig="+c.Kubeconfig, "--config="+kwokCfg,
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-ip=127.0.0.1", "--cidr=10.244.0.0/24",
+		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort), "--node-port="+strconv.Itoa(kwokPort),
+		"--tls-cert-file="+b.pki.servingCert, "--tls-private-key-file="+b.pki.servingKey)
+	b.addNode(ctx, readyCtx, c.Client)
+	// 默认 ServiceAccount 由 kcm 创建；我们关闭了 ServiceAccount 准入，所以不必等它。
+	go bindLoop(ctx, c.Client)
+	return c
+}
+
+// requireBinaries 找到全部外部程序并返回 名字 → 路径；缺任何一个时按包文档跳过
+// （CIBENCH_REQUIRE_INTEGRATION=1 时失败），错误写明缺哪些、怎样安装。
+func requireBinaries(t testing.TB) map[string]string {
 	t.Helper()
 	paths := map[string]string{}
 	var missing []string
@@ -116,172 +186,75 @@ func Start(t testing.TB) *Cluster {
 		}
 		t.Skip(msg)
 	}
-	dir, err := os.MkdirTemp("", "cibench-kube-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &Cluster{Dir: dir}
-	ctx, cancel := context.WithCancel(context.Background())
-	var procs []*proc
-	t.Cleanup(func() {
-		cancel()
-		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop()
-		}
-		if t.Failed() {
-			for _, p := range procs {
-				t.Logf("kubetest: %s log tail:\n%s", p.name, tail(p.log, 30))
-			}
-		}
-		_ = os.RemoveAll(dir)
-	})
-	fail := func(format string, args ...any) {
-		t.Helper()
-		for _, p := range procs {
-			t.Logf("kubetest: %s log tail:\n%s", p.name, tail(p.log, 40))
-		}
-		t.Fatalf(format, args...)
-	}
+	return paths
+}
 
-	pki, err := writePKI(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ports := freePorts(t, 4)
-	etcdPort, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
+// bringUp 是 Start 拉起控制面的过程状态：已启动的组件（按启动顺序，清理时逆序停止）、
+// 证书与程序路径。
+type bringUp struct {
+	t     testing.TB
+	dir   string
+	paths map[string]string
+	pki   pkiFiles
+	procs []*proc
+}
 
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
-	p, err := startProc(dir, "etcd", paths["etcd"],
-		"--name=kubetest", "--data-dir="+filepath.Join(dir, "etcd"),
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=kubetest="+peerURL, "--log-level=warn")
+// start 启动组件 name（路径取自 paths），失败时结束测试。
+func (b *bringUp) start(name string, args ...string) {
+	b.t.Helper()
+	p, err := startProc(b.dir, name, b.paths[name], args...)
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
-	procs = append(procs, p)
+	b.procs = append(b.procs, p)
+}
 
-	p, err = startProc(dir, "kube-apiserver", paths["kube-apiserver"],
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
-		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
-		"--tls-cert-file="+pki.servingCert, "--tls-private-key-file="+pki.servingKey,
-		"--client-ca-file="+pki.caCert,
-		"--service-account-key-file="+pki.saPub, "--service-account-signing-key-file="+pki.saKey,
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range=10.96.0.0/16",
-		"--service-node-port-range=30000-32767",
-		"--authorization-mode=RBAC",
-		"--disable-admission-plugins=ServiceAccount",
-		"--enable-priority-and-fairness=false",
-		"--profiling=false",
-		"--kubelet-client-certificate="+pki.clientCert, "--kubelet-client-key="+pki.clientKey,
-		"--kubelet-preferred-address-types=InternalIP",
-		"--v=1")
-	if err != nil {
-		t.Fatal(err)
+// logTails 把每个已启动组件日志的最后 n 行写进测试日志。
+func (b *bringUp) logTails(n int) {
+	for _, p := range b.procs {
+		b.t.Logf("kubetest: %s log tail:\n%s", p.name, tail(p.log, n))
 	}
-	procs = append(procs, p)
+}
 
-	c.RESTConfig = &rest.Config{
-		Host:    "https://127.0.0.1:" + strconv.Itoa(apiPort),
-		QPS:     200,
-		Burst:   400,
-		Timeout: 30 * time.Second,
-		TLSClientConfig: rest.TLSClientConfig{
-			CAFile: pki.caCert, CertFile: pki.clientCert, KeyFile: pki.clientKey,
-		},
-	}
-	c.Client, err = kubernetes.NewForConfig(c.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, c.RESTConfig.Host, pki); err != nil {
-		t.Fatal(err)
-	}
+// fail 先打印各组件日志的末尾，再以 format 结束测试。
+func (b *bringUp) fail(format string, args ...any) {
+	b.t.Helper()
+	b.logTails(40)
+	b.t.Fatalf(format, args...)
+}
 
-	// API Server 冷启动（含 etcd 连接与 post-start hooks）在 2 核上需要十几秒。
-	readyCtx, readyCancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer readyCancel()
-	if err := waitFor(readyCtx, 200*time.Millisecond, func() (bool, string) {
-		if procs[0].exited() || procs[1].exited() {
+// waitAPIServer 等 kube-apiserver 的 /readyz 回答 ok；etcd 或 API Server 提前退出、或 ctx
+// 到期时结束测试。
+func (b *bringUp) waitAPIServer(ctx context.Context, cs kubernetes.Interface) {
+	b.t.Helper()
+	etcd, api := b.procs[0], b.procs[1]
+	if err := waitFor(ctx, 200*time.Millisecond, func() (bool, string) {
+		if etcd.exited() || api.exited() {
 			return true, ""
 		}
-		b, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(readyCtx)
+		out, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil {
-			return false, fmt.Sprintf("/readyz: %v %s", err, b)
+			return false, fmt.Sprintf("/readyz: %v %s", err, out)
 		}
-		return string(b) == "ok", "/readyz: " + string(b)
-	}); err != nil || procs[0].exited() || procs[1].exited() {
-		fail("kubetest: kube-apiserver not ready: %v", err)
+		return string(out) == "ok", "/readyz: " + string(out)
+	}); err != nil || etcd.exited() || api.exited() {
+		b.fail("kubetest: kube-apiserver not ready: %v", err)
 	}
+}
 
-	p, err = startProc(dir, "kube-controller-manager", paths["kube-controller-manager"],
-		"--kubeconfig="+c.Kubeconfig,
-		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false",
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(kcmPort),
-		"--controllers=deployment-controller,replicaset-controller,statefulset-controller,daemonset-controller,job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller",
-		"--root-ca-file="+pki.caCert,
-		"--use-service-account-credentials=false",
-		"--v=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	procs = append(procs, p)
-
-	// kwok 同时充当“kubelet”服务端：API Server 读取 pods/log 时连到节点的
-	// InternalIP:kubeletEndpoint.Port，kwok 用 ClusterLogs 配置的文件作答。
-	// kwok 按 CRI 日志格式（时间 流 标记 内容）读取文件，与真实 kubelet 一致。
-	var cri strings.Builder
-	for _, line := range strings.SplitAfter(PodLog, "\n") {
-		if line != "" {
-			cri.WriteString("2026-01-01T00:00:00.000000000Z stdout F " + line)
-		}
-	}
-	logFile := filepath.Join(dir, "container.log")
-	c.LogFile = logFile
-	if err := os.WriteFile(logFile, []byte(cri.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kwokCfg := string(kwokStages) + fmt.Sprintf(`---
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: ClusterLogs
-metadata:
-  name: all-pods
-spec:
-  logs:
-  - logsFile: %q
-    previousLogsFile: %q
-`, logFile, logFile)
-	stages := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(stages, []byte(kwokCfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kwokPort := freePort(t)
-	p, err = startProc(dir, "kwok", paths["kwok"],
-		"--kubeconfig="+c.Kubeconfig, "--config="+stages,
-		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-ip=127.0.0.1", "--cidr=10.244.0.0/24",
-		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort), "--node-port="+strconv.Itoa(kwokPort),
-		"--tls-cert-file="+pki.servingCert, "--tls-private-key-file="+pki.servingKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	procs = append(procs, p)
-
+// addNode 创建由 kwok 管理的假节点并等到它 Ready（readyCtx 限定等待时间）。
+func (b *bringUp) addNode(ctx, readyCtx context.Context, cs kubernetes.Interface) {
+	b.t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name:        NodeName,
 		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 		Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": NodeName},
 	}}
-	if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		fail("kubetest: create node: %v", err)
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		b.fail("kubetest: create node: %v", err)
 	}
 	if err := waitFor(readyCtx, 100*time.Millisecond, func() (bool, string) {
-		n, err := c.Client.CoreV1().Nodes().Get(readyCtx, NodeName, metav1.GetOptions{})
+		n, err := cs.CoreV1().Nodes().Get(readyCtx, NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, "get node: " + err.Error()
 		}
@@ -292,11 +265,81 @@ spec:
 		}
 		return false, "no Ready condition yet"
 	}); err != nil {
-		fail("kubetest: kwok node not ready: %v", err)
+		b.fail("kubetest: kwok node not ready: %v", err)
 	}
-	// 默认 ServiceAccount 由 kcm 创建；我们关闭了 ServiceAccount 准入，所以不必等它。
-	go bindLoop(ctx, c.Client)
-	return c
+}
+
+// etcdArgs 返回单成员 etcd 的参数（数据在 dir/etcd，只监听回环）。
+func etcdArgs(dir, clientURL, peerURL string) []string {
+	return []string{"--name=kubetest", "--data-dir=" + filepath.Join(dir, "etcd"),
+		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=kubetest=" + peerURL, "--log-level=warn"}
+}
+
+// apiServerArgs 返回 kube-apiserver 的参数：只绑定回环、客户端证书认证、RBAC、
+// 关闭 ServiceAccount 准入与优先级公平（测试里没有调度压力），kubelet 连接用客户端证书。
+func apiServerArgs(dir, etcdURL string, port int, pki pkiFiles) []string {
+	return []string{"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
+		"--tls-cert-file=" + pki.servingCert, "--tls-private-key-file=" + pki.servingKey,
+		"--client-ca-file=" + pki.caCert,
+		"--service-account-key-file=" + pki.saPub, "--service-account-signing-key-file=" + pki.saKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-node-port-range=30000-32767",
+		"--authorization-mode=RBAC",
+		"--disable-admission-plugins=ServiceAccount",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--kubelet-client-certificate=" + pki.clientCert, "--kubelet-client-key=" + pki.clientKey,
+		"--kubelet-preferred-address-types=InternalIP",
+		"--v=1"}
+}
+
+// kcmArgs 返回 kube-controller-manager 的参数：只开测试用到的控制器，不选主。
+func kcmArgs(kubeconfig string, port int, pki pkiFiles) []string {
+	return []string{"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--controllers=deployment-controller,replicaset-controller,statefulset-controller,daemonset-controller,job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller",
+		"--root-ca-file=" + pki.caCert,
+		"--use-service-account-credentials=false",
+		"--v=1"}
+}
+
+// writeKwokConfig 写出 kwok 的配置（阶段定义加 ClusterLogs）与它作答 pods/log 的日志文件，
+// 返回两者的路径。kwok 同时充当“kubelet”服务端：API Server 读取 pods/log 时连到节点的
+// InternalIP:kubeletEndpoint.Port，kwok 用 ClusterLogs 配置的文件作答；文件按 CRI 日志格式
+// （时间 流 标记 内容）写，与真实 kubelet 一致。
+func writeKwokConfig(dir string) (logFile, cfgFile string, err error) {
+	var cri strings.Builder
+	for _, line := range strings.SplitAfter(PodLog, "\n") {
+		if line != "" {
+			cri.WriteString("2026-01-01T00:00:00.000000000Z stdout F " + line)
+		}
+	}
+	logFile = filepath.Join(dir, "container.log")
+	if err := os.WriteFile(logFile, []byte(cri.String()), 0o644); err != nil {
+		return "", "", err
+	}
+	cfg := string(kwokStages) + fmt.Sprintf(`---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: all-pods
+spec:
+  logs:
+  - logsFile: %q
+    previousLogsFile: %q
+`, logFile, logFile)
+	cfgFile = filepath.Join(dir, "kwok.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+		return "", "", err
+	}
+	return logFile, cfgFile, nil
 }
 
 // bindLoop 代替 kube-scheduler：把所有未调度、未在删除中的 Pod 绑定到假节点。
