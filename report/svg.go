@@ -94,19 +94,52 @@ func formatTick(v float64) string {
 // 而不是空白，读者能分辨"没测"与"渲染失败"。
 func (c Chart) SVG() template.HTML { return template.HTML(c.render()) }
 
-// render 生成 SVG 文本（SVG 的实现）。
+// render 生成 SVG 文本（SVG 的实现）：标题、Y 轴（刻度与网格）、X 轴（类别或数值）、
+// 坐标轴标签、没有数据时的 "no data"，然后逐个系列画柱、参考线或折线并写图例。
 func (c Chart) render() string {
-	var b strings.Builder
-	pw := float64(chartW - marginLeft - marginRight)
-	ph := float64(chartH - marginTop - marginBottom)
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
+	pl := &plot{c: c, pw: float64(chartW - marginLeft - marginRight), ph: float64(chartH - marginTop - marginBottom)}
+	b := &pl.b
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		chartW, chartH, chartW, chartH, esc(c.Title))
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
-	fmt.Fprintf(&b, `<text x="%d" y="20" class="chart-title" font-size="14" font-weight="bold">%s</text>`, marginLeft, esc(c.Title))
+	fmt.Fprintf(b, `<title>%s</title>`, esc(c.Title))
+	fmt.Fprintf(b, `<text x="%d" y="20" class="chart-title" font-size="14" font-weight="bold">%s</text>`, marginLeft, esc(c.Title))
+	hasData := pl.yAxis()
+	pl.xAxis()
+	fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="12" text-anchor="middle">%s</text>`, float64(marginLeft)+pl.pw/2, chartH-8, esc(c.XLabel))
+	fmt.Fprintf(b, `<text x="14" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 14 %.1f)">%s</text>`, float64(marginTop)+pl.ph/2, float64(marginTop)+pl.ph/2, esc(c.YLabel))
+	if !hasData {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="13" text-anchor="middle" fill="#888">no data</text>`, float64(marginLeft)+pl.pw/2, float64(marginTop)+pl.ph/2)
+	}
+	pl.series()
+	b.WriteString(`</svg>`)
+	return b.String()
+}
 
+// plot 是 render 画一张图时的状态：绘图区的宽高、Y 轴顶端、类别带宽与数据点的横坐标。
+type plot struct {
+	c      Chart
+	b      strings.Builder
+	pw, ph float64
+	// top 是 Y 轴的顶端（刻度步长的整数倍）。
+	top float64
+	// n 是横轴上的点数；band 是类别轴上每个类别的宽度。
+	n    int
+	band float64
+	// x 与 label 给出第 i 个点的横坐标与悬停提示里的名字（类别名或 X 值）。
+	x     func(i int) float64
+	label func(i int) string
+}
+
+// y 返回值 v 的纵坐标。
+func (pl *plot) y(v float64) float64 { return float64(marginTop) + pl.ph - v/pl.top*pl.ph }
+
+// yAxis 按全部有限值的最大值选刻度步长，画 Y 轴刻度、网格线与两条坐标轴，返回是否有任何
+// 有限值。刻度用 i×step 计算并按步长的小数位取整，避免累加产生 0.30000000000000004 这样的标签。
+func (pl *plot) yAxis() bool {
+	b := &pl.b
 	maxV := 0.0
 	hasData := false
-	for _, s := range c.Series {
+	for _, s := range pl.c.Series {
 		for _, v := range s.Values {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
 				hasData = true
@@ -115,76 +148,74 @@ func (c Chart) render() string {
 		}
 	}
 	step := niceStep(maxV, 5)
-	top := math.Ceil(maxV/step) * step
-	if top <= 0 {
-		top = step
+	pl.top = math.Ceil(maxV/step) * step
+	if pl.top <= 0 {
+		pl.top = step
 	}
-	y := func(v float64) float64 { return float64(marginTop) + ph - v/top*ph }
-
-	// Y 轴刻度与网格线。刻度用 i×step 计算并按步长的小数位取整，
-	// 避免累加产生 0.30000000000000004 这样的标签。
 	decimals := max(0, int(-math.Floor(math.Log10(step))))
-	for i := 0; float64(i)*step <= top+step/2; i++ {
+	for i := 0; float64(i)*step <= pl.top+step/2; i++ {
 		t := float64(i) * step
-		yy := y(t)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e3e3e3"/>`, marginLeft, yy, float64(marginLeft)+pw, yy)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end" class="tick">%s</text>`, marginLeft-6, yy+4, esc(formatTick(roundTo(t, decimals))))
+		yy := pl.y(t)
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e3e3e3"/>`, marginLeft, yy, float64(marginLeft)+pl.pw, yy)
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end" class="tick">%s</text>`, marginLeft-6, yy+4, esc(formatTick(roundTo(t, decimals))))
 	}
 	// 坐标轴。
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%.1f" stroke="#333"/>`, marginLeft, marginTop, marginLeft, float64(marginTop)+ph)
-	fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, marginLeft, float64(marginTop)+ph, float64(marginLeft)+pw, float64(marginTop)+ph)
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%.1f" stroke="#333"/>`, marginLeft, marginTop, marginLeft, float64(marginTop)+pl.ph)
+	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, marginLeft, float64(marginTop)+pl.ph, float64(marginLeft)+pl.pw, float64(marginTop)+pl.ph)
+	return hasData
+}
 
-	n := len(c.Categories)
-	band := pw / float64(max(n, 1))
-	x := func(i int) float64 { return float64(marginLeft) + band*(float64(i)+0.5) }
-	label := func(i int) string { return c.Categories[i] }
-	if len(c.X) > 0 {
-		// 数值 X 轴：0 到最大值，刻度取"好看"的步长。
-		n = len(c.X)
-		xMax := 0.0
-		for _, v := range c.X {
-			xMax = math.Max(xMax, v)
+// xAxis 定下横坐标并画 X 轴刻度：有 X 时是 0 到最大值的数值轴（刻度取“好看”的步长），
+// 否则每个类别一个刻度。
+func (pl *plot) xAxis() {
+	b, c := &pl.b, pl.c
+	pl.n = len(c.Categories)
+	pl.band = pl.pw / float64(max(pl.n, 1))
+	pl.x = func(i int) float64 { return float64(marginLeft) + pl.band*(float64(i)+0.5) }
+	pl.label = func(i int) string { return c.Categories[i] }
+	base := float64(marginTop) + pl.ph
+	if len(c.X) == 0 {
+		for i, cat := range c.Categories {
+			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, pl.x(i), base, pl.x(i), base+4)
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" class="tick">%s</text>`, pl.x(i), base+17, esc(cat))
 		}
-		xStep := niceStep(xMax, 8)
-		xTop := math.Max(math.Ceil(xMax/xStep)*xStep, xStep)
-		x = func(i int) float64 { return float64(marginLeft) + c.X[i]/xTop*pw }
-		label = func(i int) string { return formatValue(c.X[i]) }
-		xd := max(0, int(-math.Floor(math.Log10(xStep))))
-		for k := 0; float64(k)*xStep <= xTop+xStep/2; k++ {
-			xx := float64(marginLeft) + float64(k)*xStep/xTop*pw
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, xx, float64(marginTop)+ph, xx, float64(marginTop)+ph+4)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" class="tick">%s</text>`, xx, float64(marginTop)+ph+17, esc(formatTick(roundTo(float64(k)*xStep, xd))))
-		}
+		return
 	}
-	for i, cat := range c.Categories {
-		if len(c.X) > 0 {
-			break
-		}
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, x(i), float64(marginTop)+ph, x(i), float64(marginTop)+ph+4)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" class="tick">%s</text>`, x(i), float64(marginTop)+ph+17, esc(cat))
+	pl.n = len(c.X)
+	xMax := 0.0
+	for _, v := range c.X {
+		xMax = math.Max(xMax, v)
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12" text-anchor="middle">%s</text>`, float64(marginLeft)+pw/2, chartH-8, esc(c.XLabel))
-	fmt.Fprintf(&b, `<text x="14" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 14 %.1f)">%s</text>`, float64(marginTop)+ph/2, float64(marginTop)+ph/2, esc(c.YLabel))
+	xStep := niceStep(xMax, 8)
+	xTop := math.Max(math.Ceil(xMax/xStep)*xStep, xStep)
+	pl.x = func(i int) float64 { return float64(marginLeft) + c.X[i]/xTop*pl.pw }
+	pl.label = func(i int) string { return formatValue(c.X[i]) }
+	xd := max(0, int(-math.Floor(math.Log10(xStep))))
+	for k := 0; float64(k)*xStep <= xTop+xStep/2; k++ {
+		xx := float64(marginLeft) + float64(k)*xStep/xTop*pl.pw
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, xx, base, xx, base+4)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" class="tick">%s</text>`, xx, base+17, esc(formatTick(roundTo(float64(k)*xStep, xd))))
+	}
+}
 
-	if !hasData {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="13" text-anchor="middle" fill="#888">no data</text>`, float64(marginLeft)+pw/2, float64(marginTop)+ph/2)
-	}
-
+// series 逐个系列作图并写图例：柱状图里的虚线系列是横跨类别的参考标记，其余是柱；
+// 折线图里每个系列一条（缺失值处断开的）折线加数据点。折线图中的虚线参考系列与同色实线
+// 共用图例，最后统一注明 "daily baseline"，图例条目数因此减半。
+func (pl *plot) series() {
+	b, c := &pl.b, pl.c
 	nb := 0
+	hasRef := false
 	for _, s := range c.Series {
 		if !s.Dashed || !c.Bars {
 			nb++
 		}
-	}
-	barW := band * 0.8 / float64(max(nb, 1))
-	bi := 0
-	legendRow := 0
-	hasRef := false
-	for _, s := range c.Series {
 		if s.Dashed && !c.Bars {
 			hasRef = true
 		}
 	}
+	barW := pl.band * 0.8 / float64(max(nb, 1))
+	bi := 0
+	legendRow := 0
 	for si, s := range c.Series {
 		color := s.Color
 		if color == "" {
@@ -194,58 +225,15 @@ func (c Chart) render() string {
 		if s.Dashed {
 			dash = ` stroke-dasharray="5 4"`
 		}
-		if c.Bars && s.Dashed {
-			// 柱状图中的参考系列（阈值、基线）画成横跨该类别的虚线标记。
-			for i, v := range s.Values {
-				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
-					continue
-				}
-				fmt.Fprintf(&b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s><title>%s @ %s: %s</title></line>`,
-					x(i)-band*0.45, y(v), x(i)+band*0.45, y(v), color, dash, esc(s.Name), esc(label(i)), esc(formatValue(v)))
-			}
-		} else if c.Bars {
-			for i, v := range s.Values {
-				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
-					continue
-				}
-				x0 := x(i) - band*0.4 + barW*float64(bi)
-				fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s @ %s: %s</title></rect>`,
-					x0, y(v), math.Max(barW-1, 1), float64(marginTop)+ph-y(v), color, esc(s.Name), esc(label(i)), esc(formatValue(v)))
-			}
+		switch {
+		case c.Bars && s.Dashed:
+			pl.marks(s, color, dash)
+		case c.Bars:
+			pl.bars(s, color, barW, bi)
 			bi++
-		} else {
-			// 折线：缺失值处断开，分多段 path。
-			var d strings.Builder
-			pen := false
-			for i, v := range s.Values {
-				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) {
-					pen = false
-					continue
-				}
-				switch {
-				case !pen:
-					fmt.Fprintf(&d, "M%.1f %.1f ", x(i), y(v))
-				case s.Step:
-					fmt.Fprintf(&d, "H%.1f V%.1f ", x(i), y(v))
-				default:
-					fmt.Fprintf(&d, "L%.1f %.1f ", x(i), y(v))
-				}
-				pen = true
-			}
-			if d.Len() > 0 {
-				fmt.Fprintf(&b, `<path class="line" d="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.TrimSpace(d.String()), color, dash)
-			}
-			for i, v := range s.Values {
-				// 数值轴上点很多（时间线），只画线不画点，SVG 保持小巧。
-				if i >= n || math.IsNaN(v) || math.IsInf(v, 0) || (len(c.X) > 0 && n > maxPoints) {
-					continue
-				}
-				fmt.Fprintf(&b, `<circle class="point" cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s @ %s: %s</title></circle>`,
-					x(i), y(v), color, esc(s.Name), esc(label(i)), esc(formatValue(v)))
-			}
+		default:
+			pl.line(s, color, dash)
 		}
-		// 图例。折线图中的虚线参考系列与同色实线共用图例，最后统一注明
-		// "daily baseline"，图例条目数因此减半。
 		if s.Dashed && !c.Bars {
 			continue
 		}
@@ -253,20 +241,81 @@ func (c Chart) render() string {
 		legendRow++
 		lx := chartW - marginRight + 14
 		if c.Bars && !s.Dashed {
-			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="10" fill="%s"/>`, lx, ly-9, color)
+			fmt.Fprintf(b, `<rect x="%d" y="%d" width="14" height="10" fill="%s"/>`, lx, ly-9, color)
 		} else {
-			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, lx, ly-4, lx+14, ly-4, color, dash)
+			fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, lx, ly-4, lx+14, ly-4, color, dash)
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" class="legend">%s</text>`, lx+20, ly, esc(s.Name))
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" class="legend">%s</text>`, lx+20, ly, esc(s.Name))
 	}
 	if hasRef {
 		ly := marginTop + 8 + 18*legendRow
 		lx := chartW - marginRight + 14
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#666" stroke-width="2" stroke-dasharray="5 4"/>`, lx, ly-4, lx+14, ly-4)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" class="legend">daily baseline</text>`, lx+20, ly)
+		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#666" stroke-width="2" stroke-dasharray="5 4"/>`, lx, ly-4, lx+14, ly-4)
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" class="legend">daily baseline</text>`, lx+20, ly)
 	}
-	b.WriteString(`</svg>`)
-	return b.String()
+}
+
+// usable 报告第 i 个值能否画出（在横轴范围内且有限）。
+func (pl *plot) usable(i int, v float64) bool {
+	return i < pl.n && !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
+// marks 把柱状图中的参考系列（阈值、基线）画成横跨该类别的虚线标记。
+func (pl *plot) marks(s Series, color, dash string) {
+	for i, v := range s.Values {
+		if !pl.usable(i, v) {
+			continue
+		}
+		fmt.Fprintf(&pl.b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s><title>%s @ %s: %s</title></line>`,
+			pl.x(i)-pl.band*0.45, pl.y(v), pl.x(i)+pl.band*0.45, pl.y(v), color, dash, esc(s.Name), esc(pl.label(i)), esc(formatValue(v)))
+	}
+}
+
+// bars 画第 bi 个柱系列（每个类别里并排的第 bi 根柱，宽 barW）。
+func (pl *plot) bars(s Series, color string, barW float64, bi int) {
+	for i, v := range s.Values {
+		if !pl.usable(i, v) {
+			continue
+		}
+		x0 := pl.x(i) - pl.band*0.4 + barW*float64(bi)
+		fmt.Fprintf(&pl.b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s @ %s: %s</title></rect>`,
+			x0, pl.y(v), math.Max(barW-1, 1), float64(marginTop)+pl.ph-pl.y(v), color, esc(s.Name), esc(pl.label(i)), esc(formatValue(v)))
+	}
+}
+
+// line 画一条折线（缺失值处断开，分多段 path；Step 时画成阶梯）与它的数据点。数值轴上点很多
+// （时间线）时只画线不画点，SVG 保持小巧。
+func (pl *plot) line(s Series, color, dash string) {
+	var d strings.Builder
+	pen := false
+	for i, v := range s.Values {
+		if !pl.usable(i, v) {
+			pen = false
+			continue
+		}
+		switch {
+		case !pen:
+			fmt.Fprintf(&d, "M%.1f %.1f ", pl.x(i), pl.y(v))
+		case s.Step:
+			fmt.Fprintf(&d, "H%.1f V%.1f ", pl.x(i), pl.y(v))
+		default:
+			fmt.Fprintf(&d, "L%.1f %.1f ", pl.x(i), pl.y(v))
+		}
+		pen = true
+	}
+	if d.Len() > 0 {
+		fmt.Fprintf(&pl.b, `<path class="line" d="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.TrimSpace(d.String()), color, dash)
+	}
+	if len(pl.c.X) > 0 && pl.n > maxPoints {
+		return
+	}
+	for i, v := range s.Values {
+		if !pl.usable(i, v) {
+			continue
+		}
+		fmt.Fprintf(&pl.b, `<circle class="point" cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s @ %s: %s</title></circle>`,
+			pl.x(i), pl.y(v), color, esc(s.Name), esc(pl.label(i)), esc(formatValue(v)))
+	}
 }
 
 // roundTo 把 v 四舍五入到 decimals 位小数。

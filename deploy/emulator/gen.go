@@ -107,12 +107,49 @@ var emuNullJSON = []byte("null")
 
 // genChoice 确定性地生成第 i 个 choice。规则见 docs/emulator.md：
 // 贪心（temperature 0，或 top_k 1）只由提示决定；否则由提示、seed、温度与 choice 序号
-// 决定，没有 seed 则每次不同。
+// 决定，没有 seed 则每次不同。步骤：取随机源（genDraw）→ 推理与正文 → 推理放进正文
+// （<think>）→ 按 max_tokens 截断 → stop 字符串与 stop token → 同批的数值差异 → 缺陷。
 func (e *Server) genChoice(cfg *Config, in *emuGenInput, i int) *emuChoice {
+	d := e.newDraw(cfg, in, i)
+	c := &emuChoice{index: i, stopReason: emuNullJSON, lpSeed: emu.Mix(d.h, 13)}
+	reasoning, content := e.genText(cfg, in, c, &d)
+	if in.inContent && len(reasoning) > 0 {
+		content = thinkInContent(reasoning, content, cfg.Defects.ThinkTagsUnclosed)
+		reasoning = nil
+	}
+	content = c.applyBudget(in, &d, reasoning, content)
+	c.content = c.applyStops(cfg, in, &d, content)
+	if cfg.BatchVariance && len(in.s.stop) == 0 && len(in.stopIDs) == 0 && e.serving.Load() > 0 {
+		e.batchVariance(c, &d)
+	}
+	if cfg.Defects.LengthDropsText && c.finish == "length" && len(c.tools) == 0 {
+		c.content, c.reasoning = nil, nil
+	}
+	if in.reasoning && cfg.Defects.ReasoningMissing {
+		c.hideReason = true
+	}
+	return c
+}
+
+// genDraw 是一个 choice 的随机源与采样参数。
+type genDraw struct {
+	// h 决定本 choice 的文本（含 seed、温度、序号与缺陷的混入）；backbone 是分布采样的
+	// “贪心骨架”，只由提示决定。
+	h, backbone uint64
+	// sp 是分布采样的参数，只在请求带有改变分布形状的参数时非 nil（见 shaped）。
+	sp *emu.Sampling
+	// budget 是有效的 max_tokens（MaxTokensIgnored 缺陷会多给 3 个）。
+	budget int
+	// random 报告正文是否是随机文本（不是工具参数或固定内容）：stop 与同批差异只作用于它。
+	random bool
+}
+
+// newDraw 按 docs/emulator.md 的规则取第 i 个 choice 的随机源。
+func (e *Server) newDraw(cfg *Config, in *emuGenInput, i int) genDraw {
 	h := emu.Hash(cfg.Model, in.key)
-	backbone := h // 分布采样的“贪心骨架”：只由提示决定
+	d := genDraw{backbone: h, budget: in.budget}
 	if cfg.Defects.StreamDiffers && in.stream {
-		backbone = emu.Mix(backbone, 0xd1ff)
+		d.backbone = emu.Mix(d.backbone, 0xd1ff)
 	}
 	sampled := !in.s.greedy() && !cfg.Defects.TemperatureIgnored
 	if sampled {
@@ -129,41 +166,41 @@ func (e *Server) genChoice(cfg *Config, in *emuGenInput, i int) *emuChoice {
 	if cfg.Defects.StreamDiffers && in.stream {
 		h = emu.Mix(h, 0xd1ff)
 	}
-	c := &emuChoice{index: i, stopReason: emuNullJSON, lpSeed: emu.Mix(h, 13)}
-	budget := in.budget
+	d.h = h
 	if cfg.Defects.MaxTokensIgnored {
-		budget += 3
+		d.budget += 3
 	}
-	v := e.engine.Vocab
-
-	// 分布采样的参数（只在带有改变分布形状的参数时使用，见 shaped）。
-	var sp *emu.Sampling
 	if in.shaped() {
-		sp = &emu.Sampling{TopP: in.s.topP, Presence: in.s.presence, Frequency: in.s.frequency, Bias: in.bias}
+		d.sp = &emu.Sampling{TopP: in.s.topP, Presence: in.s.presence, Frequency: in.s.frequency, Bias: in.bias}
 		if sampled {
-			sp.Temperature = in.s.temperature
+			d.sp.Temperature = in.s.temperature
 			if in.s.topK > 1 {
-				sp.TopK = in.s.topK
+				d.sp.TopK = in.s.topK
 			}
 		} else {
-			backbone = h // 贪心：骨架就是贪心文本本身（含 GreedySeedDependent 等缺陷的混入）
+			d.backbone = h // 贪心：骨架就是贪心文本本身（含 GreedySeedDependent 等缺陷的混入）
 		}
 	}
+	return d
+}
 
-	// 推理文本。
-	var reasoning []string
+// pieces 生成 n 个 token 片段：带分布参数时按 sp 采样（骨架 bb、随机源 hh），否则走 Text 快路径。
+func (d *genDraw) pieces(v *emu.Vocab, dst []string, bb, hh uint64, n int) []string {
+	if d.sp != nil {
+		return v.Sample(dst, bb, hh, n, d.sp)
+	}
+	t := v.NewText(hh)
+	return t.AppendPieces(dst, n)
+}
+
+// genText 生成推理文本与正文（或工具调用，写进 c.tools）；正文比预算多生成一个，让超出预算的
+// 自然长度在 applyBudget 里被判为 length。
+func (e *Server) genText(cfg *Config, in *emuGenInput, c *emuChoice, d *genDraw) (reasoning, content []string) {
+	v := e.engine.Vocab
+	h := d.h
 	if in.reasoning {
-		if sp != nil {
-			reasoning = v.Sample(nil, emu.Mix(backbone, 1), emu.Mix(h, 1), reasoningLen(cfg, h), sp)
-		} else {
-			t := v.NewText(emu.Mix(h, 1))
-			reasoning = t.AppendPieces(nil, reasoningLen(cfg, h))
-		}
+		reasoning = d.pieces(v, nil, emu.Mix(d.backbone, 1), emu.Mix(h, 1), reasoningLen(cfg, h))
 	}
-
-	// 正文（或工具参数）。
-	var content []string
-	random := false
 	switch {
 	case in.tool != nil:
 		args := emuToolArgs(in.tool, emu.Mix(h, 3), cfg.Defects.ToolArgsInvalid)
@@ -178,10 +215,10 @@ func (e *Server) genChoice(cfg *Config, in *emuGenInput, i int) *emuChoice {
 		}
 		content = tokenize.Split(text)
 	default:
-		random = true
+		d.random = true
 		n := emu.NaturalLength(h)
 		if in.ignoreEOS {
-			n = budget
+			n = d.budget
 		}
 		if in.reasoning {
 			n = max(n-len(reasoning)/2, 1)
@@ -189,43 +226,44 @@ func (e *Server) genChoice(cfg *Config, in *emuGenInput, i int) *emuChoice {
 		if in.s.minTokens > n+len(reasoning) {
 			n = in.s.minTokens - len(reasoning)
 		}
-		n = min(n, budget+1) // 多生成一个，让超出预算的自然长度在下面被判为 length
-		if sp != nil {
-			content = v.Sample(make([]string, 0, n+1), emu.Mix(backbone, 2), emu.Mix(h, 2), n, sp)
-		} else {
-			t := v.NewText(emu.Mix(h, 2))
-			content = t.AppendPieces(make([]string, 0, n+1), n)
-		}
+		n = min(n, d.budget+1) // 多生成一个，让超出预算的自然长度在下面被判为 length
+		content = d.pieces(v, make([]string, 0, n+1), emu.Mix(d.backbone, 2), emu.Mix(h, 2), n)
 	}
-	if in.inContent && len(reasoning) > 0 {
-		var sb strings.Builder
-		sb.WriteString("<think>")
-		for _, p := range reasoning {
-			sb.WriteString(p)
-		}
-		if !cfg.Defects.ThinkTagsUnclosed {
-			sb.WriteString("</think>")
-		}
-		sb.WriteString("\n\n")
-		if len(content) > 0 {
-			sb.WriteString(content[0])
-			content = append(tokenize.Split(sb.String()), content[1:]...)
-		} else {
-			content = tokenize.Split(sb.String())
-		}
-		reasoning = nil
-	}
+	return reasoning, content
+}
 
-	// 预算：先推理后正文。
-	finish := "stop"
+// thinkInContent 把推理文本放进正文开头的 <think>…</think>（unclosed 时缺少结束标签），
+// 与正文的第一个片段一起重新切分。
+func thinkInContent(reasoning, content []string, unclosed bool) []string {
+	var sb strings.Builder
+	sb.WriteString("<think>")
+	for _, p := range reasoning {
+		sb.WriteString(p)
+	}
+	if !unclosed {
+		sb.WriteString("</think>")
+	}
+	sb.WriteString("\n\n")
+	if len(content) == 0 {
+		return tokenize.Split(sb.String())
+	}
+	sb.WriteString(content[0])
+	return append(tokenize.Split(sb.String()), content[1:]...)
+}
+
+// applyBudget 按预算截断（先推理后正文，工具参数截断成不完整的 JSON），写好 c 的推理、结束
+// 原因与 token 数，返回截断后的正文。
+func (c *emuChoice) applyBudget(in *emuGenInput, d *genDraw, reasoning, content []string) []string {
+	budget := d.budget
+	c.finish = "stop"
 	if len(reasoning) >= budget {
 		reasoning, content, c.tools = reasoning[:budget], nil, nil
-		finish = "length"
+		c.finish = "length"
 	} else if rest := budget - len(reasoning); len(content) > rest || (in.ignoreEOS && len(content) == rest) {
 		if len(content) > rest {
 			content = content[:rest]
 		}
-		finish = "length"
+		c.finish = "length"
 	}
 	c.reasoning = reasoning
 	c.reasonToks = len(reasoning)
@@ -238,64 +276,56 @@ func (e *Server) genChoice(cfg *Config, in *emuGenInput, i int) *emuChoice {
 			c.tools[0].argPieces = c.tools[0].argPieces[:keep]
 			c.tools[0].args = strings.Join(c.tools[0].argPieces, "")
 			toolTokens = keep
-			finish = "length"
+			c.finish = "length"
 		} else if !in.named {
-			finish = "tool_calls"
+			c.finish = "tool_calls"
 		}
 	}
-	tokens := len(reasoning) + len(content) + toolTokens
+	c.tokens = len(reasoning) + len(content) + toolTokens
+	return content
+}
 
-	// stop 字符串：随机文本在确定的位置“说出”第一个 stop 字符串；任何内容都扫描
-	// 首次出现的 stop 并在其前截断。
+// applyStops 处理 stop 字符串与 stop token，返回最终的正文（结束原因、token 数与 stop_reason
+// 写进 c）：随机文本在确定的位置“说出”第一个 stop 字符串；任何内容都扫描首次出现的 stop
+// 并在其前截断。
+func (c *emuChoice) applyStops(cfg *Config, in *emuGenInput, d *genDraw, content []string) []string {
 	if len(in.s.stop) > 0 && len(c.tools) == 0 {
-		if random {
-			p := 3 + int(emu.Mix(h, 6)%6)
-			p = max(p, in.s.minTokens-len(reasoning))
+		if d.random {
+			p := 3 + int(emu.Mix(d.h, 6)%6)
+			p = max(p, in.s.minTokens-len(c.reasoning))
 			if p < len(content) {
 				content = append(content[:p:p], in.s.stop[0])
 			}
 		}
 		if cut, ntok, stop, ok := emuCutAtStop(content, in.s.stop, in.includeStr || cfg.Defects.StopStringKept); ok {
 			content = cut
-			tokens = len(reasoning) + ntok
-			finish = "stop"
+			c.tokens = len(c.reasoning) + ntok
+			c.finish = "stop"
 			c.stopReason = emu.AppendString(nil, stop)
 		}
-	} else if len(in.stopIDs) > 0 && random {
-		p := 3 + int(emu.Mix(h, 6)%6)
+	} else if len(in.stopIDs) > 0 && d.random {
+		p := 3 + int(emu.Mix(d.h, 6)%6)
 		if p < len(content) {
 			content = content[:p]
-			tokens = len(reasoning) + p + 1
-			finish = "stop"
+			c.tokens = len(c.reasoning) + p + 1
+			c.finish = "stop"
 			c.stopReason = strconv.AppendInt(nil, int64(in.stopIDs[0]), 10)
 		}
 	}
-	if cfg.BatchVariance && len(in.s.stop) == 0 && len(in.stopIDs) == 0 && e.serving.Load() > 0 {
-		// 与别的请求同批：从第 k 个 token 起换成同一采样分布（同样的温度、top_p/top_k、惩罚与
-		// logit_bias）下的另一段文本，就像接近平手的 logits 在另一个批里翻转了一次。
-		alt := emu.Mix(h, e.batchN.Add(1)^0xba7c)
-		regen := func(n int, bb, hh uint64) []string {
-			if sp != nil {
-				return v.Sample(make([]string, 0, n), bb, hh, n, sp)
-			}
-			t := v.NewText(hh)
-			return t.AppendPieces(make([]string, 0, n), n)
-		}
-		if random {
-			content = splice(h, content, regen(len(content), emu.Mix(emu.Mix(backbone, alt), 2), emu.Mix(emu.Mix(h, alt), 2)))
-		}
-		c.reasoning = splice(emu.Mix(h, 7), c.reasoning, regen(len(c.reasoning), emu.Mix(emu.Mix(backbone, alt), 1), emu.Mix(emu.Mix(h, alt), 1)))
+	return content
+}
+
+// batchVariance 模拟与别的请求同批时的数值差异：从第 k 个 token 起换成同一采样分布（同样的
+// 温度、top_p/top_k、惩罚与 logit_bias）下的另一段文本，就像接近平手的 logits 在另一个批里
+// 翻转了一次。只作用于随机正文与推理。
+func (e *Server) batchVariance(c *emuChoice, d *genDraw) {
+	v := e.engine.Vocab
+	h := d.h
+	alt := emu.Mix(h, e.batchN.Add(1)^0xba7c)
+	if d.random {
+		c.content = splice(h, c.content, d.pieces(v, make([]string, 0, len(c.content)), emu.Mix(emu.Mix(d.backbone, alt), 2), emu.Mix(emu.Mix(h, alt), 2), len(c.content)))
 	}
-	c.content = content
-	c.tokens = tokens
-	c.finish = finish
-	if cfg.Defects.LengthDropsText && finish == "length" && len(c.tools) == 0 {
-		c.content, c.reasoning = nil, nil
-	}
-	if in.reasoning && cfg.Defects.ReasoningMissing {
-		c.hideReason = true
-	}
-	return c
+	c.reasoning = splice(emu.Mix(h, 7), c.reasoning, d.pieces(v, make([]string, 0, len(c.reasoning)), emu.Mix(emu.Mix(d.backbone, alt), 1), emu.Mix(emu.Mix(h, alt), 1), len(c.reasoning)))
 }
 
 // emuCutAtStop 在片段序列拼接成的文本中查找最早出现的 stop 字符串并截断。

@@ -5,4 +5,10 @@
 // 小写的未声明名字（片段的自由变量；go/types 对它们不再报告后续错误）与“声明/导入了但未使用”。
 // 其余一切——函数参数个数、不存在的导出名、字段名、类型不符——都是失败。片段缺少的 import 按
 // 包名自动补上（本模块的公开包、常用标准库包，以及团队用例常用的 openai-go v3 的 openai 与 option）。
+//
+// 同样只读源码与文档的另外三项检查也在这里：
+//   - TestPackageTableImports：docs/packages.md 包表的“导入（本模块）”一列与 go list 一致，
+//     每个公开包都有一行；
+//   - TestAPIConventions：公开 API 的三种配置形状与命名（docs/packages.md“API 的写法”）；
+//   - TestFunctionLength：没有超过 150 行的函数。
 package doccheck

@@ -79,3 +79,18 @@ func BenchmarkH1StreamRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkH1ReadHead 测响应头的读取与解析（状态行、头部、分帧）：vLLM（uvicorn）流式响应的
+// 头部，每次迭代一个响应。热路径上每个请求走一次，拆分 readOneHead 前后用它比较。
+func BenchmarkH1ReadHead(b *testing.B) {
+	head := []byte("HTTP/1.1 200 OK\r\ndate: Fri, 27 Nov 2026 12:00:00 GMT\r\nserver: uvicorn\r\ncontent-type: text/event-stream; charset=utf-8\r\n" +
+		"transfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n")
+	c := newConn(&segConn{}, "x")
+	for b.Loop() {
+		c.nc = &segConn{segs: [][]byte{head}}
+		c.r, c.w = 0, 0
+		if err := c.readHead(); err != nil || c.status != 200 || c.mode != bodyChunked || c.closeAfter {
+			b.Fatalf("err %v status %d mode %v close %v", err, c.status, c.mode, c.closeAfter)
+		}
+	}
+}

@@ -329,13 +329,43 @@ func (c *Conn) readHead() error {
 
 // readOneHead 读取一个响应的状态行与头部（不超过 budget 字节），返回头部的字节数。解析规则与
 // net/http 的 ReadResponse / readTransfer 相同（见文件头）；只保留用到的头部，不建 map。
+// 步骤：把整个头部读进缓冲区（bufferHead）→ 状态行（parseStatus）→ 头部（parseHeaders）→
+// 分帧（setFraming）→ 必要时把长大的缓冲区换回常规大小。
 func (c *Conn) readOneHead(budget int) (int, error) {
+	headLen, err := c.bufferHead(budget)
+	if err != nil {
+		return 0, err
+	}
+	n, major, minor, err := c.parseStatus()
+	if err != nil {
+		return 0, err
+	}
+	c.status = n
+	c.ctype = ""
+	h, err := c.parseHeaders()
+	if err != nil {
+		return 0, err
+	}
+	if err := c.setFraming(n, major, minor, &h); err != nil {
+		return 0, err
+	}
+	if len(c.buf) > h1BufSize && c.w-c.r <= h1BufSize {
+		// 超大的响应头让缓冲区长大过：换回常规大小，不让它在连接的余生里占着内存。
+		nb := make([]byte, h1BufSize)
+		c.w = copy(nb, c.buf[c.r:c.w])
+		c.r, c.buf = 0, nb
+	}
+	return headLen, nil
+}
+
+// bufferHead 确保一个完整的响应头（到第一个不在开头的空行为止）都在缓冲区里，返回它的字节数；
+// 超过 budget 是 ErrHeadersTooLarge，头部没读完就 EOF 是 io.ErrUnexpectedEOF。
+func (c *Conn) bufferHead(budget int) (int, error) {
 	// 未用的数据移到缓冲区开头，此后 fill 只在末尾追加（必要时扩大缓冲区），下标保持有效。
 	if c.r > 0 {
 		c.w = copy(c.buf, c.buf[c.r:c.w])
 		c.r = 0
 	}
-	// 先确保整个头部都在缓冲区里：找到第一个不在开头的空行为止。
 	scan := 0
 	for {
 		end := false
@@ -364,43 +394,57 @@ func (c *Conn) readOneHead(budget int) (int, error) {
 	if scan > budget {
 		return 0, ErrHeadersTooLarge
 	}
-	headLen := scan
+	return scan, nil
+}
+
+// parseStatus 读出状态行，返回状态码与 HTTP 版本；错误文字与 net/http 相同。
+func (c *Conn) parseStatus() (code, major, minor int, err error) {
 	status, _ := c.line()
 	if len(status) == 0 {
 		// 空的状态行（服务端先发了空行）：net/http 把它当作畸形响应。
-		return 0, fmt.Errorf("malformed HTTP response %q", "")
+		return 0, 0, 0, fmt.Errorf("malformed HTTP response %q", "")
 	}
 	proto, rest, ok := bytes.Cut(status, []byte(" "))
 	if !ok {
-		return 0, fmt.Errorf("malformed HTTP response %q", status)
+		return 0, 0, 0, fmt.Errorf("malformed HTTP response %q", status)
 	}
 	rest = bytes.TrimLeft(rest, " ")
-	code, _, _ := bytes.Cut(rest, []byte(" "))
-	if len(code) != 3 {
-		return 0, fmt.Errorf("malformed HTTP status code %q", code)
+	cb, _, _ := bytes.Cut(rest, []byte(" "))
+	if len(cb) != 3 {
+		return 0, 0, 0, fmt.Errorf("malformed HTTP status code %q", cb)
 	}
-	n, err := strconv.Atoi(string(code))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("malformed HTTP status code %q", code)
+	code, err = strconv.Atoi(string(cb))
+	if err != nil || code < 0 {
+		return 0, 0, 0, fmt.Errorf("malformed HTTP status code %q", cb)
 	}
-	major, minor, ok := http.ParseHTTPVersion(string(proto))
+	major, minor, ok = http.ParseHTTPVersion(string(proto))
 	if !ok {
-		return 0, fmt.Errorf("malformed HTTP version %q", proto)
+		return 0, 0, 0, fmt.Errorf("malformed HTTP version %q", proto)
 	}
-	c.status = n
-	c.ctype = ""
-	var cl, te, conn []byte
-	ncl, nte := 0, 0
+	return code, major, minor, nil
+}
+
+// headFields 是分帧要用的头部：Content-Length、Transfer-Encoding 与 Connection 的值（切片指向
+// 缓冲区，折叠续行与多个 Connection 时是副本）和前两者出现的次数。
+type headFields struct {
+	cl, te, conn []byte
+	ncl, nte     int
+}
+
+// parseHeaders 逐行解析头部直到空行：记下 Content-Type（c.ctype）与分帧要用的头部，接受已废弃的
+// 折叠续行，拒绝畸形的行与互相矛盾的多个 Content-Length。
+func (c *Conn) parseHeaders() (headFields, error) {
+	var h headFields
 	var last *[]byte
 	first := true
 	for {
 		ln, _ := c.line()
 		if len(ln) == 0 {
-			break
+			return h, nil
 		}
 		if ln[0] == ' ' || ln[0] == '\t' { // 续行（已废弃的折叠）：接到上一个头部后面
 			if first {
-				return 0, fmt.Errorf("malformed MIME header initial line: %q", ln)
+				return h, fmt.Errorf("malformed MIME header initial line: %q", ln)
 			}
 			if last != nil {
 				*last = append(append(bytes.Clone(*last), ' '), bytes.TrimSpace(ln)...)
@@ -410,7 +454,7 @@ func (c *Conn) readOneHead(budget int) (int, error) {
 		first = false
 		k, v, ok := bytes.Cut(ln, []byte(":"))
 		if !ok || len(k) == 0 || !validHeaderKey(k) {
-			return 0, fmt.Errorf("malformed MIME header line: %q", ln)
+			return h, fmt.Errorf("malformed MIME header line: %q", ln)
 		}
 		v = bytes.TrimSpace(v)
 		last = nil
@@ -420,45 +464,49 @@ func (c *Conn) readOneHead(budget int) (int, error) {
 				c.ctype = internCT(v)
 			}
 		case asciiEqualFold(k, "content-length"):
-			ncl++
-			if ncl > 1 && !bytes.Equal(cl, v) {
-				return 0, fmt.Errorf("http: message cannot contain multiple Content-Length headers; got %q", [][]byte{cl, v})
+			h.ncl++
+			if h.ncl > 1 && !bytes.Equal(h.cl, v) {
+				return h, fmt.Errorf("http: message cannot contain multiple Content-Length headers; got %q", [][]byte{h.cl, v})
 			}
-			cl = v
+			h.cl = v
 		case asciiEqualFold(k, "transfer-encoding"):
-			nte++
-			te = v
-			last = &te
+			h.nte++
+			h.te = v
+			last = &h.te
 		case asciiEqualFold(k, "connection"):
-			if conn == nil {
-				conn = v
+			if h.conn == nil {
+				h.conn = v
 			} else {
-				conn = append(append(bytes.Clone(conn), ','), v...)
+				h.conn = append(append(bytes.Clone(h.conn), ','), v...)
 			}
-			last = &conn
+			last = &h.conn
 		}
 	}
-	// 分帧（net/http 的 readTransfer）。
-	c.closeAfter = shouldClose(major, minor, conn)
+}
+
+// setFraming 按 net/http 的 readTransfer 定下响应体的分帧方式（无响应体、chunked、定长或读到
+// 连接关闭）与连接能否复用。
+func (c *Conn) setFraming(n, major, minor int, h *headFields) error {
+	c.closeAfter = shouldClose(major, minor, h.conn)
 	chunked := false
-	if nte > 0 && (major > 1 || (major == 1 && minor >= 1)) {
-		if nte > 1 {
-			return 0, fmt.Errorf("too many transfer encodings: %q", te)
+	if h.nte > 0 && (major > 1 || (major == 1 && minor >= 1)) {
+		if h.nte > 1 {
+			return fmt.Errorf("too many transfer encodings: %q", h.te)
 		}
-		if !asciiEqualFold(te, "chunked") {
-			return 0, fmt.Errorf("unsupported transfer encoding: %q", te)
+		if !asciiEqualFold(h.te, "chunked") {
+			return fmt.Errorf("unsupported transfer encoding: %q", h.te)
 		}
 		chunked = true
 	}
 	// Content-Length 无论分帧方式都要合法（net/http 的 fixLength 先校验它）。
 	clv := int64(-1)
-	if ncl > 0 {
-		if len(cl) == 0 {
-			return 0, fmt.Errorf("invalid empty Content-Length %q", cl)
+	if h.ncl > 0 {
+		if len(h.cl) == 0 {
+			return fmt.Errorf("invalid empty Content-Length %q", h.cl)
 		}
-		v, ok := parseContentLength(cl)
+		v, ok := parseContentLength(h.cl)
 		if !ok {
-			return 0, fmt.Errorf("bad Content-Length %q", cl)
+			return fmt.Errorf("bad Content-Length %q", h.cl)
 		}
 		clv = v
 	}
@@ -480,13 +528,7 @@ func (c *Conn) readOneHead(budget int) (int, error) {
 	default:
 		c.mode, c.closeAfter = bodyClose, true
 	}
-	if len(c.buf) > h1BufSize && c.w-c.r <= h1BufSize {
-		// 超大的响应头让缓冲区长大过：换回常规大小，不让它在连接的余生里占着内存。
-		nb := make([]byte, h1BufSize)
-		c.w = copy(nb, c.buf[c.r:c.w])
-		c.r, c.buf = 0, nb
-	}
-	return headLen, nil
+	return nil
 }
 
 // parseContentLength 解析 Content-Length（只允许十进制数字，不溢出 int64）。
