@@ -13,10 +13,9 @@ import (
 
 	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/internal/redact"
 	"github.com/vllm-cibench/cibench/runtype"
 
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-cibench/cibench/loadgen"
@@ -71,13 +70,15 @@ type PromBaselineConfig struct {
 	BearerToken        string
 	// Now 返回查询的求值时刻，nil 时为 time.Now；测试用它把时间固定下来。
 	Now func() time.Time
+	// QueryTimeout 是每个查询的时限，默认 DefaultBaselineQueryTimeout（调用方的 ctx 更早到期时以它为准）。
+	QueryTimeout time.Duration
 }
 
-// PromBaseline 通过 Prometheus HTTP API（client_golang api/prometheus/v1）读取
+// PromBaseline 通过 Prometheus HTTP API 的即时查询（/api/v1/query，标准库实现，见 promQuerier）读取
 // 同一场景最近一次每日运行的全部压测指标，重建为 loadgen.Summary（ReadDaily），
 // 并以 gate.Source 的形状给出基线（Lookup：每个场景只查询一次并缓存）。
 type PromBaseline struct {
-	api    v1.API
+	api    *promQuerier
 	prefix string
 	window time.Duration
 	now    func() time.Time
@@ -115,6 +116,9 @@ func NewPromBaseline(cfg PromBaselineConfig) (*PromBaseline, error) {
 	if cfg.Window < 0 {
 		return nil, &field.Error{Err: ErrInvalid, Field: "PromBaselineConfig.Window", Value: cfg.Window.String(), Reason: "must not be negative"}
 	}
+	if cfg.QueryTimeout < 0 {
+		return nil, &field.Error{Err: ErrInvalid, Field: "PromBaselineConfig.QueryTimeout", Value: cfg.QueryTimeout.String(), Reason: "must not be negative"}
+	}
 	prefix, err := normalizePrefix(cfg.Prefix)
 	if err != nil {
 		return nil, err
@@ -129,15 +133,13 @@ func NewPromBaseline(cfg PromBaselineConfig) (*PromBaseline, error) {
 	if cfg.BearerToken != "" || cfg.Username != "" {
 		rt = &authTransport{next: rt, user: cfg.Username, pass: cfg.Password, bearer: cfg.BearerToken}
 	}
-	c, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: rt})
-	if err != nil {
-		return nil, fmt.Errorf("metrics: baseline: client: %w", err)
-	}
+	red := redact.New(cfg.BearerToken, cfg.Password)
+	red.AddBasicAuth(cfg.Username, cfg.Password)
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	b := &PromBaseline{api: v1.NewAPI(c), prefix: prefix, window: cfg.Window, now: now}
+	b := &PromBaseline{api: newPromQuerier(u, rt, cfg.QueryTimeout, red), prefix: prefix, window: cfg.Window, now: now}
 	b.src = gate.PerScenario(dailyReader(b.ReadDaily))
 	return b, nil
 }
@@ -161,13 +163,9 @@ func (b *PromBaseline) selector(ri RunInfo) string {
 
 // query 执行 last_over_time(name{sel}[window])，返回向量结果。
 func (b *PromBaseline) query(ctx context.Context, expr string) (model.Vector, error) {
-	v, _, _, err := b.api.Query(ctx, expr, b.now())
+	vec, err := b.api.query(ctx, expr, b.now())
 	if err != nil {
 		return nil, fmt.Errorf("metrics: baseline: query %s: %w", expr, err)
-	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("metrics: baseline: query %s: unexpected result type %s", expr, v.Type())
 	}
 	return vec, nil
 }
