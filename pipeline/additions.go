@@ -21,6 +21,9 @@ import (
 type PerfRun struct {
 	// Scenario 与 Profile 是场景名与档位名。
 	Scenario, Profile string
+	// Model 是被测服务的模型名（部署得到的端点的 Model，即 served-model-name）：团队的
+	// loadgen.Source 把它写进自己的请求体。
+	Model string
 	// Create 在该档位的产物目录（<scenario>/perf/<profile>/）中创建文件：经 report 脱敏、
 	// 原子落盘、进入 manifest.json 与 HTML 报告的场景文件列表，和内置 CSV 一样。
 	Create func(name string) (io.WriteCloser, error)
@@ -59,12 +62,12 @@ type GateFunc func(ctx context.Context, run GateRun) ([]gate.Gate, error)
 // exporters 为一个档位创建团队的导出器，返回它们合成的一个观察者（没有导出器时为 nil，
 // loadgen.Tee 跳过它）与档位结束后调用的关闭函数（返回关闭错误，已加上档位名）。
 // 某个导出器构造失败时返回错误，其余导出器照常挂上。
-func (d *driver) exporters(scenario, profile string, create func(string) (io.WriteCloser, error)) (*loadgen.Observer, func(profile string) []error, error) {
+func (d *driver) exporters(scenario, profile, model string, create func(string) (io.WriteCloser, error)) (*loadgen.Observer, func(profile string) []error, error) {
 	var obs []*loadgen.Observer
 	var closers []func() error
 	var errs []error
 	for i, mk := range d.o.PerfExporters {
-		o, closeFn, err := mk(PerfRun{Scenario: scenario, Profile: profile, Create: create})
+		o, closeFn, err := mk(PerfRun{Scenario: scenario, Profile: profile, Model: model, Create: create})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("perf exporter %d: %w", i, err))
 			continue
@@ -171,8 +174,8 @@ func teamStage(ts []TeamStage, name report.Stage) *TeamStage {
 }
 
 // shape 依次调用团队的 PerfShapers，返回改写后的档位（没有 PerfShaper 时原样返回）。
-func (d *driver) shape(scenario, profile, dir string, p loadgen.Profile) (loadgen.Profile, error) {
-	run := PerfRun{Scenario: scenario, Profile: profile, Create: func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) }}
+func (d *driver) shape(scenario, profile, model, dir string, p loadgen.Profile) (loadgen.Profile, error) {
+	run := PerfRun{Scenario: scenario, Profile: profile, Model: model, Create: func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) }}
 	for _, f := range d.o.PerfShapers {
 		if err := f(run, &p); err != nil {
 			return p, fmt.Errorf("profile %s: perf shaper: %w", profile, err)

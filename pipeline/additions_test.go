@@ -229,9 +229,12 @@ func TestPerfShapersReachTheReferencePipeline(t *testing.T) {
 	o.Stages = []report.Stage{report.StagePerf}
 	var bodies, paced atomic.Int64
 	o.PerfShapers = []pipeline.PerfShaper{func(run pipeline.PerfRun, p *loadgen.Profile) error {
+		if run.Model != "emu-model" || run.Scenario != "emu" {
+			return fmt.Errorf("PerfRun %+v: want the deployed endpoint's model emu-model", run)
+		}
 		p.Source = &loadgen.Source{Path: "/embeddings", Body: func(dst []byte, _ loadgen.Group, i int) ([]byte, int) {
 			bodies.Add(1)
-			return fmt.Appendf(dst, `{"model":"emu-model","input":"doc %d"}`, i), 0
+			return fmt.Appendf(dst, `{"model":%q,"input":"doc %d"}`, run.Model, i), 0
 		}}
 		p.Pacer = func(_ loadgen.Group, rate float64) loadgen.Pacer {
 			paced.Add(1)

@@ -79,7 +79,7 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 	for _, np := range p.Perf.Profiles {
 		dir := path.Join(sc.Name, string(report.StagePerf), np.Name)
 		// 团队的 PerfShapers 在档位运行前改写它（到达过程、请求来源……）；YAML 给不出的东西由此进来。
-		shaped, err := d.shape(sc.Name, np.Name, dir, np.Profile)
+		shaped, err := d.shape(sc.Name, np.Name, ep.Model, dir, np.Profile)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -93,7 +93,7 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 			continue
 		}
 		// 团队的导出器经 loadgen.Tee 与内置 CSV 并列收到全部事件（扫描与分片运行也是）。
-		team, closeTeam, err := d.exporters(sc.Name, np.Name, func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
+		team, closeTeam, err := d.exporters(sc.Name, np.Name, ep.Model, func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("profile %s: %w", np.Name, err))
 		}

@@ -7,7 +7,9 @@
 //   - 一个门禁 acme/failed_requests：导出器看到的失败请求数必须为 0（pipeline.Options.Gates）；
 //   - 一个团队阶段 acme-models（pipeline.Options.TeamStages）：向服务要模型列表，结果作为分节
 //     "acme_models" 记进报告，它自己的 report.Renderer 把它渲染进 JUnit 与 HTML，门禁
-//     acme/model_listed 读同一个分节——report 包一行都不用改。
+//     acme/model_listed 读同一个分节——report 包一行都不用改；
+//   - 自己的部署方式 acme-fleet、成批到达的 Pacer、embeddings 端点的压测与从 YAML 读参数的
+//     用例 acme/greeting（见 seams.go）。
 //
 // 它在一个独立的 Go 模块里（examples/team/go.mod），只导入 cibench 的公开包；main.go 用
 // Apply 把这些东西交给 pipeline.Run。没有全局状态：登记表是 Options 里的值。
@@ -79,7 +81,7 @@ func Apply(o *pipeline.Options, s Settings) error {
 	o.PerfExporters = append(o.PerfExporters, exporter)
 	o.Gates = append(o.Gates, failedRequestsGate, modelListedGate)
 	o.TeamStages = append(o.TeamStages, stage(s.ProbeModel))
-	return nil
+	return applySeams(o)
 }
 
 // shortAnswer 是依赖 acme_lora 的功能用例：max_tokens=8 且 ignore_eos 的回答，
@@ -123,18 +125,26 @@ type export struct {
 	Requests      int            `json:"requests"`
 	Failed        int            `json:"failed"`
 	FailedByClass map[string]int `json:"failed_by_class"`
+	// Arrivals 是不同的计划到达时刻的个数（Record.Intended）：成批到达的档位（acme-burst）
+	// 每批一个时刻，少于请求数。
+	Arrivals int `json:"arrivals"`
 }
 
 // counter 是一个档位的导出器：数请求与失败（按错误类别），关闭时写出 exportFile。
 // loadgen 串行调用一次运行的全部钩子，所以不加锁。
 type counter struct {
-	run pipeline.PerfRun
-	exp export
+	run     pipeline.PerfRun
+	exp     export
+	instant map[int64]bool
 }
 
 // record 是 OnRecord 钩子：计数一条记录。
 func (c *counter) record(r *loadgen.Record) error {
 	c.exp.Requests++
+	if k := r.Intended.UnixNano(); !c.instant[k] {
+		c.instant[k] = true
+		c.exp.Arrivals++
+	}
 	if !r.OK {
 		c.exp.Failed++
 		c.exp.FailedByClass[r.ErrorClass]++
@@ -144,7 +154,7 @@ func (c *counter) record(r *loadgen.Record) error {
 
 // exporter 是 pipeline.PerfExporter：为一个档位创建计数器，只挂 OnRecord 一个钩子。
 func exporter(run pipeline.PerfRun) (*loadgen.Observer, func() error, error) {
-	c := &counter{run: run, exp: export{Profile: run.Profile, FailedByClass: map[string]int{}}}
+	c := &counter{run: run, exp: export{Profile: run.Profile, FailedByClass: map[string]int{}}, instant: map[int64]bool{}}
 	return &loadgen.Observer{OnRecord: c.record}, c.close, nil
 }
 

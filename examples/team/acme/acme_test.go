@@ -241,7 +241,7 @@ func TestUnregisteredNamesRejected(t *testing.T) {
 	if !errors.Is(err, pipeline.ErrConfig) {
 		t.Fatalf("err = %v, want ErrConfig", err)
 	}
-	contains(t, "error", err.Error(), `unknown feature "acme_lora"`, `(got "acme-words")`, `(got "acme")`)
+	contains(t, "error", err.Error(), `unknown feature "acme_lora"`, `(got "acme-words")`, `(got "acme")`, `"acme-fleet"`)
 	// 同一个名字登记两次（Apply 两次）是登记错误，不是静默合并。
 	var o pipeline.Options
 	if err := acme.Apply(&o, acme.DefaultSettings()); err != nil {
@@ -274,7 +274,7 @@ func TestTeamGateInSummarizeJob(t *testing.T) {
 		}
 		var g *gate.Gate
 		for i, x := range out.Result.Gates {
-			if x.Name == "acme/failed_requests" {
+			if x.Name == "acme/failed_requests" && x.Scenario == "acme" {
 				g = &out.Result.Gates[i]
 			}
 		}
