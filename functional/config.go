@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vllm-cibench/cibench/field"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-cibench/cibench/field"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
@@ -46,7 +49,19 @@ type Config struct {
 	Request RequestConfig `yaml:"request" json:"request"`
 	// Params 是团队用例的参数：键是用例 ID（如 "acme/lora_swap"），值是原样保存的 YAML 块，
 	// 由用例用 T.Params 解码（见 Case.Params）。内置套件的参数在上面各自的字段里，不在这里。
-	Params map[string]yaml.Node `yaml:"params" json:"-"`
+	Params map[string]CaseParams `yaml:"params" json:"-"`
+}
+
+// CaseParams 是一个用例的参数块（功能配置的 params.<用例 ID>:），原样保存为 YAML 文本，由用例
+// 运行时用 T.Params 严格解码进它自己的结构体。加载配置的代码（LoadConfig、Config.Decode、
+// matrix.Load）填写全部字段；在 Go 里构造配置时只写 YAML 即可，例如
+// CaseParams{YAML: "max_tokens: 5"}。类型里没有 YAML 库的类型：本包换用或升级 YAML 库不牵连调用方。
+type CaseParams struct {
+	// YAML 是块的内容（一个映射：参数名 → 取值）。
+	YAML string
+	// File、Line、Column 是块在配置文件中的位置（运行时的解码错误定位到这里）；在 Go 里构造时可以为空。
+	File         string
+	Line, Column int
 }
 
 // RequestConfig 是每个请求的界限：ci 的功能阶段与 examples/functional -config 用它们
@@ -352,7 +367,13 @@ func (c *Config) Decode(name string, r io.Reader, feats *Features) error {
 	}
 	next := c.clone()
 	// 与矩阵、档位、providers.yaml 同一个严格解码器："name:行:列: 字段路径: 原因"。
-	if err := yamlstrict.Unmarshal(name, data, &next); err != nil && !errors.Is(err, yamlstrict.ErrEmpty) {
+	d := yamlstrict.NewDecoder(name)
+	d.Custom = captureParams
+	if root := d.ParseDocument(data); root != nil {
+		d.Pos[""] = root
+		d.Decode(root, "", reflect.ValueOf(&next).Elem())
+	}
+	if err := d.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := next.Validate(feats); err != nil {
@@ -472,7 +493,7 @@ func loadConfig(fsys fs.FS, display func(string) string, feats *Features) (Confi
 }
 
 // clone 通过 JSON 往返得到深拷贝，避免 Decode 失败时半途修改调用方的配置
-// （yaml.v3 会就地修改 map 与切片）。
+// （yaml.v3 会就地修改 map 与切片）；不经 JSON 的 Params 另行复制。
 func (c Config) clone() Config {
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -482,6 +503,8 @@ func (c Config) clone() Config {
 	if json.Unmarshal(b, &out) != nil {
 		return c
 	}
+	// Params 不经 JSON（标签是 "-"）：单独复制。CaseParams 只含字符串与整数，复制映射即深拷贝。
+	out.Params = maps.Clone(c.Params)
 	return out
 }
 

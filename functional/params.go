@@ -3,6 +3,7 @@ package functional
 import (
 	"errors"
 	"reflect"
+	"strings"
 
 	"github.com/vllm-cibench/cibench/internal/yamlstrict"
 )
@@ -22,17 +23,26 @@ func (t *T) Params(out any) error {
 	if t.cfg == nil {
 		return nil
 	}
-	n, ok := t.cfg.Params[t.id]
-	if !ok {
+	p, ok := t.cfg.Params[t.id]
+	if !ok || strings.TrimSpace(p.YAML) == "" {
 		return nil
 	}
-	d := yamlstrict.NewDecoder("")
-	d.Decode(&n, "params."+t.id, v.Elem())
+	d := yamlstrict.NewDecoder(p.File)
+	if root := d.ParseDocument([]byte(p.YAML)); root != nil {
+		d.Decode(root, "params."+t.id, v.Elem())
+	}
 	errs := make([]error, 0, len(d.Errs))
 	for _, e := range d.Errs {
 		c := *e
 		c.Err = ErrParams
+		// 块是重新写出的文本，其中的行号不是配置文件的：定位到块在文件中的开头。
+		c.Line, c.Col = p.Line, p.Column
 		errs = append(errs, &c)
 	}
 	return errors.Join(errs...)
 }
+
+// captureParams 是解码功能配置时的 yamlstrict 钩子：CaseParams 类型的值原样保存块的 YAML 文本
+// 与位置（见 CaseParams），不在加载时解码——那时还不知道用例的参数结构体（matrix 加载时对声明了
+// Case.Params 的用例另行严格校验）。matrix 的加载器用同一个 yamlstrict.CaptureBlocks 建自己的钩子。
+var captureParams = yamlstrict.CaptureBlocks(reflect.TypeOf(CaseParams{}))

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"gopkg.in/yaml.v3"
+	"testing/fstest"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
@@ -36,11 +35,8 @@ func TestCaseReadsParamsFromYAML(t *testing.T) {
 	run := func(doc string) functional.Status {
 		cfg := functional.DefaultConfig()
 		if doc != "" {
-			var root yaml.Node
-			if err := yaml.Unmarshal([]byte(doc), &root); err != nil {
-				t.Fatal(err)
-			}
-			cfg.Params = map[string]yaml.Node{"acme/lora": *root.Content[0]}
+			// 在 Go 里构造配置只写 YAML 文本：公开类型里没有 YAML 库的类型。
+			cfg.Params = map[string]functional.CaseParams{"acme/lora": {YAML: doc, File: "team.yaml", Line: 7, Column: 5}}
 		}
 		r, err := functional.NewRunner(target, functional.Options{Config: &cfg})
 		if err != nil {
@@ -59,7 +55,34 @@ func TestCaseReadsParamsFromYAML(t *testing.T) {
 		t.Fatalf("no block: status %s params %+v", st, got[1])
 	}
 	if st := run("adapter: x\ntires: 3\n"); st != functional.StatusFail || !errors.Is(errs[2], functional.ErrParams) ||
-		!strings.Contains(errs[2].Error(), "params.acme/lora") || !strings.Contains(errs[2].Error(), "tires") {
+		!strings.Contains(errs[2].Error(), "params.acme/lora") || !strings.Contains(errs[2].Error(), "tires") ||
+		!strings.Contains(errs[2].Error(), "team.yaml:7:5: params.acme/lora.tires") {
 		t.Fatalf("typo: status %s err %v", st, errs[2])
+	}
+}
+
+// TestLoadConfigKeepsParamsAcrossFiles 复现一个缺陷：LoadConfig 按文件名顺序叠加文件，每叠加一个
+// 文件都先经 JSON 往返复制配置，而 Params 的 JSON 标签是 "-"——前一个文件写的用例参数在读下一个
+// 文件时被悄悄丢掉。参数块还要带着文件与行列，一个不是映射的块是带位置的加载错误。
+func TestLoadConfigKeepsParamsAcrossFiles(t *testing.T) {
+	fsys := fstest.MapFS{
+		"a_team.yaml":  {Data: []byte("params:\n  acme/lora:\n    adapter: sql-lora\n    tries: 2\n")},
+		"b_chat.yaml":  {Data: []byte("chat_core:\n  max_tokens: 12\n")},
+		"c_other.yaml": {Data: []byte("params:\n  acme/other:\n    x: 1\n")},
+	}
+	cfg, err := functional.LoadConfig(fsys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := cfg.Params["acme/lora"]
+	if !ok || p.YAML != "adapter: sql-lora\ntries: 2" || p.File != "a_team.yaml" || p.Line != 3 || p.Column != 5 {
+		t.Fatalf("params acme/lora = %+v (present %v), all %+v", p, ok, cfg.Params)
+	}
+	if _, ok := cfg.Params["acme/other"]; !ok || cfg.ChatCore.MaxTokens != 12 {
+		t.Fatalf("params %+v, chat_core.max_tokens %d", cfg.Params, cfg.ChatCore.MaxTokens)
+	}
+	_, err = functional.LoadConfig(fstest.MapFS{"x.yaml": {Data: []byte("params:\n  acme/lora: [1, 2]\n")}}, nil)
+	if !errors.Is(err, functional.ErrConfig) || !strings.Contains(err.Error(), "x.yaml:2:14: params.acme/lora: must be a mapping") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -655,7 +655,7 @@ func (l *loader) loadFunctional(m *Matrix) {
 // 用例 ID（拼错的 ID 否则永远没人读）；声明了 Case.Params 的用例，它的块按与整个配置树相同的
 // 严格规则解码进参数结构体的副本，错误带文件:行:列。键所在的文件取最后一个写了它的文件
 // （多个功能配置文件按文件名顺序叠加，后写的覆盖先写的）。
-func (l *loader) checkCaseParams(decs []*decoder, cat *functional.Catalog, params map[string]yaml.Node) {
+func (l *loader) checkCaseParams(decs []*decoder, cat *functional.Catalog, params map[string]functional.CaseParams) {
 	ids := make([]string, 0, len(params))
 	for id := range params {
 		ids = append(ids, id)
@@ -664,29 +664,29 @@ func (l *loader) checkCaseParams(decs []*decoder, cat *functional.Catalog, param
 	for _, id := range ids {
 		p := joinPath("params", id)
 		var d *decoder
+		var n *yaml.Node
 		for _, dd := range decs {
-			if _, ok := dd.Pos[p]; ok {
-				d = dd
+			if nn, ok := dd.Pos[p]; ok {
+				d, n = dd, nn
 			}
 		}
 		if d == nil {
 			continue
 		}
-		n := params[id]
 		before := len(d.Errs)
 		c, ok := cat.Case(id)
 		switch {
 		case !ok:
-			d.Errorf(&n, p, id, "no functional case has this ID (params are keyed by case ID, e.g. acme/lora_swap)")
+			d.Errorf(n, p, id, "no functional case has this ID (params are keyed by case ID, e.g. acme/lora_swap)")
 		case c.Params != nil:
 			pv := reflect.ValueOf(c.Params)
 			if pv.Kind() != reflect.Pointer || pv.IsNil() {
-				d.Errorf(&n, p, "", "case %s: Case.Params must be a non-nil pointer to a struct", id)
+				d.Errorf(n, p, "", "case %s: Case.Params must be a non-nil pointer to a struct", id)
 				break
 			}
 			v := reflect.New(pv.Elem().Type())
 			v.Elem().Set(pv.Elem())
-			d.Decode(&n, p, v.Elem())
+			d.Decode(n, p, v.Elem())
 		}
 		l.errs = append(l.errs, d.Errs[before:]...)
 	}

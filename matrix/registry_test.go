@@ -98,7 +98,7 @@ func TestCaseParamsCheckedAtLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := m.Functional.Params["acme/swap"]; !ok || n.Kind == 0 {
+	if p, ok := m.Functional.Params["acme/swap"]; !ok || p.YAML != "adapter: sql-lora" || p.File != "tests/functional/acme.yaml" || p.Line != 3 {
 		t.Fatalf("params not kept: %+v", m.Functional.Params)
 	}
 	for doc, want := range map[string]string{
@@ -109,6 +109,35 @@ func TestCaseParamsCheckedAtLoad(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", doc, err, want)
 		}
+	}
+}
+
+// TestCaseParamsMergeAcrossFiles 复现一个缺陷：几个功能配置文件按文件名顺序叠加时，后一个文件的
+// params: 映射整体替换了前一个的，于是前一个文件里别的用例的参数既没被校验也读不到。现在按用例
+// ID 合并：两份文件各自的块都保留、都按声明的结构体校验（错误定位到各自的文件），同一个 ID
+// 以后写的为准。
+func TestCaseParamsMergeAcrossFiles(t *testing.T) {
+	swap := functional.Case{ID: "acme/swap", Suite: "acme", Params: &swapParams{}, Run: func(context.Context, *functional.T) {}}
+	other := functional.Case{ID: "acme/other", Suite: "acme", Params: &swapParams{}, Run: func(context.Context, *functional.T) {}}
+	tree := func(a, b string) fstest.MapFS {
+		return fstest.MapFS{
+			"matrix.yaml":             {Data: []byte("scenarios:\n  s:\n    pr: {functional: {suites: [acme]}, perf: {enabled: false}, accuracy: {enabled: false}}\n")},
+			"scenarios/s.yaml":        {Data: []byte("mode: emulator\nserved_model_name: m\n")},
+			"tests/functional/a.yaml": {Data: []byte(a)},
+			"tests/functional/b.yaml": {Data: []byte(b)},
+		}
+	}
+	m, err := load(tree("params:\n  acme/swap:\n    adapter: first\n  acme/other:\n    adapter: kept\n",
+		"params:\n  acme/swap:\n    adapter: second\n"), matrix.WithCases(swap, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Functional.Params; got["acme/swap"].YAML != "adapter: second" || got["acme/other"].YAML != "adapter: kept" || got["acme/other"].File != "tests/functional/a.yaml" {
+		t.Fatalf("params %+v", got)
+	}
+	_, err = load(tree("params:\n  acme/other:\n    adaptor: typo\n", "params:\n  acme/swap:\n    adapter: ok\n"), matrix.WithCases(swap, other))
+	if err == nil || !strings.Contains(err.Error(), `tests/functional/a.yaml:3:5: params.acme/other.adaptor: unknown field "adaptor"`) {
+		t.Fatalf("err = %v", err)
 	}
 }
 

@@ -57,12 +57,20 @@ var (
 // 实现 enumValue 的类型在解码后校验取值，functional.Feature 按 feats 登记表校验
 // （nil 取 functional.DefaultFeatures()，Block.Decode 这样不经 Load 的路径用它）。
 // 钩子经私有接口识别，不给本包的公开类型增加导出方法。
+// captureParams 把功能配置的 params.<用例 ID> 块保存为 functional.CaseParams（YAML 文本与位置）；
+// 声明了 Case.Params 的用例由 checkCaseParams 用记在 Pos 里的原节点另行严格校验。
+var captureParams = yamlstrict.CaptureBlocks(reflect.TypeOf(functional.CaseParams{}))
+
 func newDecoder(file string, feats *functional.Features) *decoder {
 	if feats == nil {
 		feats = functional.DefaultFeatures()
 	}
 	d := yamlstrict.NewDecoder(file)
 	d.Custom = func(d *decoder, n *yaml.Node, path string, v reflect.Value) bool {
+		// 功能配置的 params.<用例 ID> 块原样保存（functional.CaseParams），按键合并。
+		if captureParams(d, n, path, v) {
+			return true
+		}
 		if !reflect.PointerTo(v.Type()).Implements(nodeDecType) {
 			return false
 		}
