@@ -52,10 +52,10 @@ func TestCaptureBlocks(t *testing.T) {
 		t.Fatalf("merge: %+v", h.Params)
 	}
 	for doc, want := range map[string]string{
-		"params:\n  x: [1]\n":            "c.yaml:2:6: params.x: must be a mapping",
-		"params: [1]\n":                  "c.yaml:1:9: params: want a mapping",
+		"params:\n  x: [1]\n":             "c.yaml:2:6: params.x: must be a mapping",
+		"params: [1]\n":                   "c.yaml:1:9: params: want a mapping",
 		"params:\n  x: {k: 1}\n  x: {}\n": "c.yaml:3:3: params.x: duplicate key",
-		"params:\n  [a]: {k: 1}\n":       "mapping keys must be scalars",
+		"params:\n  [a]: {k: 1}\n":        "mapping keys must be scalars",
 	} {
 		var h holder
 		errs := decode("c.yaml", doc, &h)
