@@ -10,7 +10,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -369,11 +368,7 @@ func (c *Config) Decode(name string, r io.Reader, feats *Features) error {
 	// 与矩阵、档位、providers.yaml 同一个严格解码器："name:行:列: 字段路径: 原因"。
 	d := yamlstrict.NewDecoder(name)
 	d.Custom = captureParams
-	if root := d.ParseDocument(data); root != nil {
-		d.Pos[""] = root
-		d.Decode(root, "", reflect.ValueOf(&next).Elem())
-	}
-	if err := d.Err(); err != nil {
+	if err := d.Unmarshal(data, &next); err != nil && !errors.Is(err, yamlstrict.ErrEmpty) {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := next.Validate(feats); err != nil {

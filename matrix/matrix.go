@@ -666,7 +666,7 @@ func (l *loader) checkCaseParams(decs []*decoder, cat *functional.Catalog, param
 		var d *decoder
 		var n *yaml.Node
 		for _, dd := range decs {
-			if nn, ok := dd.Pos[p]; ok {
+			if nn := mappingValue(dd.Pos["params"], id); nn != nil {
 				d, n = dd, nn
 			}
 		}
@@ -690,6 +690,19 @@ func (l *loader) checkCaseParams(decs []*decoder, cat *functional.Catalog, param
 		}
 		l.errs = append(l.errs, d.Errs[before:]...)
 	}
+}
+
+// mappingValue 返回映射节点 m 中键 key 的值节点；m 为 nil、不是映射或没有该键时为 nil。
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // functionalErr 把套件参数的校验错误记在取值所在文件的那一行（后叠加的文件优先，与取值的

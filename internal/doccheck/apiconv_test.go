@@ -10,8 +10,10 @@ import (
 	"testing"
 )
 
-// publicFiles 解析本模块全部公开包（internal/、examples/、testdata 之外）的非测试源文件。
-func publicFiles(t *testing.T) map[string]*ast.File {
+// sourceFiles 解析本模块的非测试源文件（跳过隐藏目录与 testdata；public 为 true 时还跳过
+// internal/ 与 examples/），以相对模块根的路径为键，连同给出行号的 FileSet。TestAPIConventions 与
+// TestFunctionLength 共用。
+func sourceFiles(t *testing.T, public bool) (*token.FileSet, map[string]*ast.File) {
 	t.Helper()
 	fset := token.NewFileSet()
 	out := map[string]*ast.File{}
@@ -22,7 +24,7 @@ func publicFiles(t *testing.T) map[string]*ast.File {
 		rel, _ := filepath.Rel(root, p)
 		if d.IsDir() {
 			base := d.Name()
-			if rel != "." && (strings.HasPrefix(base, ".") || base == "internal" || base == "examples" || base == "testdata") {
+			if rel != "." && (strings.HasPrefix(base, ".") || base == "testdata" || (public && (base == "internal" || base == "examples"))) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -41,9 +43,9 @@ func publicFiles(t *testing.T) map[string]*ast.File {
 		t.Fatal(err)
 	}
 	if len(out) < 50 {
-		t.Fatalf("only %d public files found: the walker is broken", len(out))
+		t.Fatalf("only %d source files found: the walker is broken", len(out))
 	}
-	return out
+	return fset, out
 }
 
 // deprecated 报告文档注释是否含 "Deprecated:" 段落（弃用的标识符按承诺保留，不受约定约束）。
@@ -64,7 +66,7 @@ func deprecated(groups ...*ast.CommentGroup) bool {
 //   - 包级导出变量只有哨兵错误（Err 开头）。
 func TestAPIConventions(t *testing.T) {
 	optionTypes := map[string]bool{}
-	files := publicFiles(t)
+	_, files := sourceFiles(t, true)
 	for rel, f := range files {
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)

@@ -2,11 +2,6 @@ package doccheck
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -17,43 +12,20 @@ const maxFuncLines = 150
 // TestFunctionLength 核对本模块全部非测试源文件（含 internal/ 与 examples/）里没有超过
 // maxFuncLines 行的函数。
 func TestFunctionLength(t *testing.T) {
-	fset := token.NewFileSet()
-	files := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		files++
+	fset, files := sourceFiles(t, false)
+	if len(files) < 100 {
+		t.Fatalf("only %d source files parsed: the walker is broken", len(files))
+	}
+	for rel, f := range files {
 		for _, decl := range f.Decls {
 			fd, ok := decl.(*ast.FuncDecl)
 			if !ok || fd.Body == nil {
 				continue
 			}
-			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
-			if n > maxFuncLines {
-				rel, _ := filepath.Rel(root, p)
-				t.Errorf("%s:%d: func %s has %d lines (limit %d): split it by topic", rel, fset.Position(fd.Pos()).Line, fd.Name.Name, n, maxFuncLines)
+			start := fset.Position(fd.Pos()).Line
+			if n := fset.Position(fd.End()).Line - start + 1; n > maxFuncLines {
+				t.Errorf("%s:%d: func %s has %d lines (limit %d): split it by topic", rel, start, fd.Name.Name, n, maxFuncLines)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 100 {
-		t.Fatalf("only %d source files parsed: the walker is broken", files)
 	}
 }

@@ -22,6 +22,7 @@ func TestPackageTableImports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	all := moduleImports(t)
 	single := regexp.MustCompile("^`([a-z][a-z0-9/]*)`$")
 	tick := regexp.MustCompile("`([^`]+)`")
 	rows := 0
@@ -54,7 +55,7 @@ func TestPackageTableImports(t *testing.T) {
 		}
 		slices.Sort(doc)
 		doc = slices.Compact(doc)
-		got := imports(t, pkg)
+		got := all[pkg]
 		if !slices.Equal(doc, got) {
 			t.Errorf("docs/packages.md: row %s lists imports %v, but go list says %v", pkg, doc, got)
 		}
@@ -63,15 +64,8 @@ func TestPackageTableImports(t *testing.T) {
 		t.Fatalf("only %d package rows checked: the table parser is broken", rows)
 	}
 	// 每个公开包（internal/ 与 examples/ 之外）都要有自己的一行：新包不能悄悄地不进表。
-	cmd := exec.Command("go", "list", "./...")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list ./...: %v", err)
-	}
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		rel, ok := strings.CutPrefix(l, module+"/")
-		if !ok || strings.Contains("/"+rel+"/", "/internal/") || strings.HasPrefix(rel, "examples") {
+	for rel := range all {
+		if strings.Contains("/"+rel+"/", "/internal/") || strings.HasPrefix(rel, "examples") {
 			continue
 		}
 		if !strings.Contains(string(b), "\n| `"+rel+"` |") {
@@ -80,21 +74,34 @@ func TestPackageTableImports(t *testing.T) {
 	}
 }
 
-// imports 返回 pkg（相对模块根）非测试代码导入的本模块包（相对路径，已排序）。
-func imports(t *testing.T, pkg string) []string {
+// moduleImports 用一次 go list 取得本模块每个包（相对模块根的路径）非测试代码导入的本模块包
+// （相对路径，已排序）。
+func moduleImports(t *testing.T) map[string][]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./"+pkg)
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list %s: %v", pkg, err)
+		t.Fatalf("go list ./...: %v", err)
 	}
-	var got []string
+	all := map[string][]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if rel, ok := strings.CutPrefix(l, module+"/"); ok {
-			got = append(got, rel)
+		fields := strings.Fields(l)
+		if len(fields) == 0 {
+			continue
 		}
+		rel, ok := strings.CutPrefix(fields[0], module+"/")
+		if !ok {
+			continue
+		}
+		got := []string{}
+		for _, imp := range fields[1:] {
+			if r, ok := strings.CutPrefix(imp, module+"/"); ok {
+				got = append(got, r)
+			}
+		}
+		slices.Sort(got)
+		all[rel] = got
 	}
-	slices.Sort(got)
-	return got
+	return all
 }

@@ -76,14 +76,18 @@ var ErrEmpty = errors.New("file is empty")
 // 这是 cibench 读取一切用户所写 YAML 的唯一入口（矩阵、档位、providers.yaml、
 // 功能与精度配置），同一个错误在每个入口读起来都一样。
 func Unmarshal(file string, data []byte, out any) error {
+	return NewDecoder(file).Unmarshal(data, out)
+}
+
+// Unmarshal 与包级的 Unmarshal 相同，但用 d（调用方可以先设置 Custom、Check 钩子）。
+func (d *Decoder) Unmarshal(data []byte, out any) error {
 	v := reflect.ValueOf(out)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return fmt.Errorf("yamlstrict: unmarshal %s: out must be a non-nil pointer, got %T", file, out)
+		return fmt.Errorf("yamlstrict: unmarshal %s: out must be a non-nil pointer, got %T", d.File, out)
 	}
-	d := NewDecoder(file)
 	root := d.ParseDocument(data)
 	if root == nil && len(d.Errs) == 0 {
-		return fmt.Errorf("%s: %w", file, ErrEmpty)
+		return fmt.Errorf("%s: %w", d.File, ErrEmpty)
 	}
 	if root != nil {
 		d.Pos[""] = root
@@ -483,6 +487,20 @@ func (d *Decoder) decodeSlice(n *yaml.Node, path string, v reflect.Value) {
 
 // decodeMap 解码映射（整体替换原值）；重复键是错误。
 func (d *Decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
+	// 映射整体替换而不是与已有内容合并：配置文件写出的映射（如 JSON Schema）
+	// 就是完整的值，与默认值合并会悄悄产生两者都不是的东西。
+	d.decodeMapInto(n, path, v, false)
+}
+
+// MergeMap 与普通映射的解码相同（键必须是标量、不得重复，值逐个经 Decode），但按键合并进 v 中
+// 已有的内容而不是整体替换：同名键以本节点为准，其余键保留。供 Custom 钩子用于“名字 → 独立
+// 条目”的映射（如功能配置的 params:），几个文件叠加时前一个文件的条目不会悄悄消失。
+func (d *Decoder) MergeMap(n *yaml.Node, path string, v reflect.Value) {
+	d.decodeMapInto(n, path, v, true)
+}
+
+// decodeMapInto 是 decodeMap 与 MergeMap 的实现；merge 为 false 时先把 v 换成新映射。
+func (d *Decoder) decodeMapInto(n *yaml.Node, path string, v reflect.Value, merge bool) {
 	if IsNull(n) {
 		return
 	}
@@ -490,10 +508,10 @@ func (d *Decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
 		d.Errorf(n, path, ScalarValue(n), "want a mapping, got %s", Describe(n))
 		return
 	}
-	// 映射整体替换而不是与已有内容合并：配置文件写出的映射（如 JSON Schema）
-	// 就是完整的值，与默认值合并会悄悄产生两者都不是的东西。
 	t := v.Type()
-	v.Set(reflect.MakeMap(t))
+	if !merge || v.IsNil() {
+		v.Set(reflect.MakeMap(t))
+	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]

@@ -195,13 +195,19 @@ type GreetingParams struct {
 	MustContain string `yaml:"must_contain"`
 }
 
+// defaultGreeting 是用例 acme/greeting 的默认参数（功能配置没写的字段取这里的值）。
+func defaultGreeting() GreetingParams {
+	return GreetingParams{Prompt: "Say hello to ACME.", MaxTokens: 6}
+}
+
 // greeting 是从 YAML 读参数的功能用例：默认参数在 Case.Params 里，团队在功能配置里改。
 func greeting() functional.Case {
+	def := defaultGreeting()
 	return functional.Case{
-		ID: "greeting", Suite: "acme", Params: &GreetingParams{Prompt: "Say hello to ACME.", MaxTokens: 6},
+		ID: "greeting", Suite: "acme", Params: &def,
 		Description: "the greeting from params.acme/greeting gets exactly max_tokens tokens (and must_contain, if set)",
 		Run: func(ctx context.Context, t *functional.T) {
-			p := GreetingParams{Prompt: "Say hello to ACME.", MaxTokens: 6}
+			p := defaultGreeting()
 			if err := t.Params(&p); err != nil {
 				t.Fatalf("params: %v", err)
 			}
