@@ -53,14 +53,15 @@ var (
 	featureType = reflect.TypeOf(functional.Feature(""))
 )
 
+// captureParams 把功能配置的 params.<用例 ID> 块保存为 functional.CaseParams（YAML 文本与位置），
+// 几个文件按用例 ID 合并；声明了 Case.Params 的用例由 checkCaseParams 用 params 映射里的原节点
+// 另行严格校验（错误带确切的行列）。
+var captureParams = yamlstrict.CaptureBlocks(reflect.TypeOf(functional.CaseParams{}))
+
 // newDecoder 为显示名为 file 的文件创建解码器：实现 nodeDecoder 的类型自行解码，
 // 实现 enumValue 的类型在解码后校验取值，functional.Feature 按 feats 登记表校验
 // （nil 取 functional.DefaultFeatures()，Block.Decode 这样不经 Load 的路径用它）。
 // 钩子经私有接口识别，不给本包的公开类型增加导出方法。
-// captureParams 把功能配置的 params.<用例 ID> 块保存为 functional.CaseParams（YAML 文本与位置）；
-// 声明了 Case.Params 的用例由 checkCaseParams 用记在 Pos 里的原节点另行严格校验。
-var captureParams = yamlstrict.CaptureBlocks(reflect.TypeOf(functional.CaseParams{}))
-
 func newDecoder(file string, feats *functional.Features) *decoder {
 	if feats == nil {
 		feats = functional.DefaultFeatures()
