@@ -11,8 +11,9 @@ import (
 )
 
 // Example 加载一个最小配置树并列出 PR 运行的计划；真实使用时传入
-// os.DirFS("configs")。部署方式与评测是调用方给的登记表：pipeline.DefaultModes() 含全部内置
-// 方式（emulator、external、local、k8s-*），simpleevals.Registry() 含内置评测。
+// os.DirFS("configs")。部署方式与评测是调用方给的登记表：pipeline.DefaultModes() 含本模块的
+// 内置方式（external、local、emulator；Kubernetes 方式在 deploy/kube 模块里，由 kube.Modes() 登记），
+// simpleevals.Registry() 含内置评测。
 func Example() {
 	fsys := fstest.MapFS{
 		"scenarios/emulator.yaml":     {Data: []byte("mode: emulator\nserved_model_name: cibench-emulator\n")},
@@ -42,6 +43,6 @@ func ExampleLoad() {
 	_, err := matrix.Load(fsys, matrix.WithRoot("configs"), matrix.WithModes(pipeline.DefaultModes()))
 	fmt.Println(err)
 	// Output:
-	// matrix: invalid config: configs/scenarios/emulator.yaml:1:7: mode: deploy: unknown mode "emulatr" (registered: external, local, emulator, k8s-hybrid, k8s-pd) (got "emulatr")
+	// matrix: invalid config: configs/scenarios/emulator.yaml:1:7: mode: deploy: unknown mode "emulatr" (registered: external, local, emulator) (got "emulatr")
 	// matrix: invalid config: configs/scenarios/emulator.yaml:3:8: quant: invalid quant: "INT4": want a lower-case letter followed by [a-z0-9_.-] (got "INT4")
 }

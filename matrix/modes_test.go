@@ -9,19 +9,13 @@ import (
 
 	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/deploy"
-	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/internal/kubestandin"
 	"github.com/vllm-cibench/cibench/matrix"
 )
 
-// allModes 返回全部内置部署方式（与 pipeline.DefaultModes 相同；matrix 的测试不导入 pipeline）。
-func allModes() *deploy.Modes {
-	r := deploy.DefaultModes()
-	if err := r.Register(append([]deploy.Mode{emulator.Mode()}, kube.Modes()...)...); err != nil {
-		panic(err)
-	}
-	return r
-}
+// allModes 返回内置部署方式与 k8s-* 的替身（internal/kubestandin）：仓库的 configs/ 与测试树里有
+// k8s 场景，而根模块的测试不得导入 Kubernetes 模块；k8s 块的真实校验在 deploy/kube 模块的测试里。
+func allModes() *deploy.Modes { return kubestandin.Modes() }
 
 // load 以全部内置部署方式与内置评测加载配置树（流水线就是这样加载的），再加上 opts。
 func load(fsys fs.FS, opts ...matrix.Option) (*matrix.Matrix, error) {

@@ -281,13 +281,17 @@ func validateBaseURL(d *decoder, path, raw string) {
 }
 
 // modeHint 给未登记方式的错误补一句去处：内置的模拟器与 Kubernetes 方式在各自的包里，
-// 只加载配置的程序要自己登记它们（流水线总是登记）。
+// 只加载配置的程序要自己登记它们；Kubernetes 方式还在自己的模块里（流水线不链接 Kubernetes）。
 func modeHint(name string, err error) string {
-	if name != "emulator" && name != "k8s-hybrid" && name != "k8s-pd" {
-		return err.Error()
+	switch name {
+	case "emulator":
+		return err.Error() + "; emulator is registered by emulator.Mode() (pipeline.DefaultModes() has it): pass matrix.WithModes"
+	case "k8s-hybrid", "k8s-pd":
+		return err.Error() + "; " + name + " lives in the module github.com/vllm-cibench/cibench/deploy/kube: " +
+			"register it with modes.Register(kube.Modes()...) and pass the registry (pipeline.Extensions.Modes or matrix.WithModes); " +
+			"the reference driver examples/ci does"
 	}
-	return err.Error() + "; emulator and k8s-* are registered by emulator.Mode() and kube.Modes() " +
-		"(pipeline.DefaultModes() has them all): pass matrix.WithModes"
+	return err.Error()
 }
 
 // checkModeFirst 在严格解码之前看一眼场景的 mode：未登记时在取值处报错（列出已登记的方式与
@@ -307,8 +311,14 @@ func checkModeFirst(d *decoder, root *yaml.Node, modes *deploy.Modes) bool {
 			return false
 		}
 		d.Errorf(v, "mode", v.Value, "%s", modeHint(v.Value, err))
+		// errors.Is(err, deploy.ErrUnknownMode) 对加载错误同样成立（与 functional.ErrUnknownFeature 一样挂在 Cause 上）。
+		d.Errs[len(d.Errs)-1].Cause = err
+		block := v.Value
+		if strings.HasPrefix(block, "k8s-") {
+			block = "k8s" // 两种 Kubernetes 方式共用的块名：没登记时它也不该再报一句 unknown field
+		}
 		for j := 0; j+1 < len(root.Content); j += 2 {
-			if root.Content[j].Value == v.Value && root.Content[j].Value != "mode" {
+			if root.Content[j].Value == block && root.Content[j].Value != "mode" {
 				root.Content = append(root.Content[:j:j], root.Content[j+2:]...)
 				break
 			}

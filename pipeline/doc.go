@@ -19,6 +19,14 @@
 // # Options
 //
 // Options 分成五部分：Selection（跑什么）、Outputs（结果去哪）、Extensions（团队扩展）、
-// Environment（进程环境）与 Hooks（观察者）。部署方式是登记表（DefaultModes 含全部内置方式），
-// 场景 YAML 的 mode 选其中一个，方式自己的配置块由登记项解码、校验，错误带文件:行:列。
+// Environment（进程环境）与 Hooks（观察者）。部署方式是登记表（DefaultModes 含 external、
+// local 与 emulator），场景 YAML 的 mode 选其中一个，方式自己的配置块由登记项解码、校验，错误带
+// 文件:行:列。Kubernetes 的 k8s-hybrid 与 k8s-pd 在自己的模块 github.com/vllm-cibench/cibench/deploy/kube
+// 里，加一行即可使用：
+//
+//	modes := pipeline.DefaultModes()
+//	if err := modes.Register(kube.Modes()...); err != nil { … }
+//	o.Extensions.Modes = modes
+//
+// 不登记它们的程序（本包自己也是）不链接任何 k8s.io 包。
 package pipeline

@@ -24,7 +24,6 @@ import (
 	"github.com/vllm-cibench/cibench/accuracy/simpleevals"
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
-	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
@@ -129,8 +128,8 @@ type Extensions struct {
 	// nil 取 simpleevals.Registry()。
 	Evals *accuracy.Registry
 	// Modes 是部署方式登记表：场景 YAML 的 mode 只接受其中的名字，方式自己的配置块由登记项
-	// 解码、校验（deploy.Mode）。团队在 DefaultModes()（全部内置方式）上登记自己的
-	// Slurm、docker-compose、SGLang 启动器后传进来；nil 取 DefaultModes()。
+	// 解码、校验（deploy.Mode）。团队在 DefaultModes()（external、local、emulator）上登记自己的
+	// Slurm、docker-compose、SGLang 启动器（或 Kubernetes 模块的 kube.Modes()）后传进来；nil 取 DefaultModes()。
 	Modes *deploy.Modes
 	// PerfExporters 为每个性能档位创建额外的观察者，与内置的 CSV 并列收到全部事件。
 	PerfExporters []PerfExporter
@@ -660,13 +659,18 @@ func (d *driver) summarize(out Outcome, gates []gate.Gate) {
 	fmt.Fprintf(w, "report: %s/report.html (exit code %d)\n", out.Dir, out.ExitCode)
 }
 
-// DefaultModes 返回登记了全部内置部署方式的新登记表：external、local（deploy.DefaultModes）、
-// emulator（emulator.Mode）、k8s-hybrid 与 k8s-pd（kube.Modes）。每次调用都是独立的值，团队在
-// 上面登记自己的方式（reg.Register(deploy.Mode{Name: "slurm", …})）后交给 Extensions.Modes；
-// 只加载配置的程序交给 matrix.WithModes。
+// DefaultModes 返回登记了本模块内置部署方式的新登记表：external、local（deploy.DefaultModes）与
+// emulator（emulator.Mode）。每次调用都是独立的值，团队在上面登记自己的方式
+// （reg.Register(deploy.Mode{Name: "slurm", …})）后交给 Extensions.Modes；只加载配置的程序交给
+// matrix.WithModes。
+//
+// Kubernetes 的 k8s-hybrid 与 k8s-pd 在自己的模块 github.com/vllm-cibench/cibench/deploy/kube 里，
+// 要用时加一行 reg.Register(kube.Modes()...)（参考驱动 examples/ci 就是这样做的）：pipeline 本身不链接
+// 任何 k8s.io 包，导入它的团队不会因此改变自己的 client-go 版本。v0.1.0 之前 DefaultModes 也登记了
+// 这两种方式（见 CHANGELOG.md）。
 func DefaultModes() *deploy.Modes {
 	r := deploy.DefaultModes()
-	if err := r.Register(append([]deploy.Mode{emulator.Mode()}, kube.Modes()...)...); err != nil {
+	if err := r.Register(emulator.Mode()); err != nil {
 		panic(err) // 内置登记项的名字是常量，出错是本模块的缺陷
 	}
 	return r

@@ -24,6 +24,7 @@ import (
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 	"github.com/vllm-cibench/cibench/functional"
+	"github.com/vllm-cibench/cibench/internal/kubestandin"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
@@ -776,6 +777,7 @@ func TestBaseURLOnShippedConfigsUsesRealAccuracyData(t *testing.T) {
 	_, ep := emulator.Start(t, emulator.Config{Model: "qwen3-32b", APIKey: secret, TTFT: 5 * time.Millisecond})
 	root, cache := t.TempDir(), t.TempDir()
 	o := options(t, os.DirFS("../configs"), runtype.PR, root)
+	o.Modes = kubestandin.Modes() // 出厂配置里有 k8s 场景：根模块的测试用替身认它们的名字
 	o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), offlineClient(), cache
 	o.APIKeyEnv = "TEST_KEY"
 	out, err := pipeline.Run(context.Background(), o)
@@ -833,6 +835,7 @@ func TestBaseURLDownloadsRealDataOnce(t *testing.T) {
 	cache := t.TempDir()
 	for run := 1; run <= 2; run++ {
 		o := options(t, os.DirFS("../configs"), runtype.PR, t.TempDir())
+		o.Modes = kubestandin.Modes() // 出厂配置里有 k8s 场景：根模块的测试用替身认它们的名字
 		o.BaseURL, o.AccuracyDownloadClient, o.AccuracyCacheDir = ep.BaseURL(), client, cache
 		o.APIKeyEnv = "TEST_KEY"
 		o.Stages = []report.Stage{report.StageAccuracy}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/internal/kubestandin"
 	"github.com/vllm-cibench/cibench/runtype"
 
 	"github.com/vllm-cibench/cibench/deploy"
@@ -108,7 +109,9 @@ func gateRun(b *testing.B, configs fs.FS, rt matrix.RunType, root string, nd fun
 
 // gateOptions 是门禁基准的驱动选项：配置树、运行类型、产物根目录，环境变量全空。
 func gateOptions(configs fs.FS, rt matrix.RunType, root string) pipeline.Options {
+	// 出厂配置里有 k8s 场景：根模块的测试用替身认它们的名字（真实的 kube.Modes() 在 deploy/kube 模块）。
 	return pipeline.Options{Selection: pipeline.Selection{Config: configs, ConfigRoot: "configs", RunType: rt}, Outputs: pipeline.Outputs{Artifacts: root},
+		Extensions:  pipeline.Extensions{Modes: kubestandin.Modes()},
 		Environment: pipeline.Environment{Getenv: func(string) string { return "" }}}
 }
 

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/vllm-cibench/cibench/gate"
 	"io"
 	"log/slog"
 	"os"
@@ -33,6 +32,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/pipeline"
@@ -140,6 +141,13 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 			Out:                stdout,
 		},
 		Environment: pipeline.Environment{Getenv: getenv, Logger: logger, Secrets: red},
+	}
+	// 参考驱动登记全部部署方式：pipeline 的内置方式（external、local、emulator）加上 Kubernetes 模块的
+	// k8s-hybrid 与 k8s-pd——一行。pipeline 本身不链接 Kubernetes；不用 k8s 的团队程序不写这一行。
+	opts.Modes = pipeline.DefaultModes()
+	if err := opts.Modes.Register(kube.Modes()...); err != nil {
+		printErr(stderr, red, err)
+		return gate.ExitError
 	}
 	// Pushgateway 凭据：PROM_PUSHGATEWAY_USERNAME/PASSWORD 或 PROM_PUSHGATEWAY_TOKEN。
 	opts.PushAuth = metrics.PushConfigFromEnv(getenv, metrics.PushConfig{URL: *pushURL})

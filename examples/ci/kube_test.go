@@ -1,7 +1,9 @@
-package pipeline_test
+package main
 
 import (
+	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,16 +15,100 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/deploy/kube"
+	"github.com/vllm-cibench/cibench/functional"
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/kubetest"
+	"github.com/vllm-cibench/cibench/loadgen"
+	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
+	"github.com/vllm-cibench/cibench/report"
+	"github.com/vllm-cibench/cibench/report/functionalreport"
+	"github.com/vllm-cibench/cibench/report/perfreport"
 	"github.com/vllm-cibench/cibench/runtype"
 )
+
+// 这些测试原在 pipeline 包里；Kubernetes 方式有了自己的模块之后，根模块的测试不再导入
+// Kubernetes，于是它们搬到了注册 kube.Modes() 的参考驱动这里，用与 run 相同的登记表运行。
+
+// realDataAcc 返回精度配置中指向仓库自带 GPQA 样例数据的部分（只报告，不设门禁）。
+func realDataAcc(t *testing.T) string {
+	t.Helper()
+	data, err := filepath.Abs("../../accuracy/simpleevals/sampledata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "dataset_path: " + data + "\ndatasets: [{name: gpqa, report_only: true}]\n"
+}
+
+// treeAcc 返回只有档位与精度配置的配置树（场景与矩阵由调用方加上）；acc 是精度配置的数据部分。
+func treeAcc(acc string) fstest.MapFS {
+	return fstest.MapFS{
+		"tests/perf/profiles/pr.yaml":    {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\nbucket_interval: 20ms\n")},
+		"tests/perf/profiles/daily.yaml": {Data: []byte("concurrency: [1, 2]\ninput_length: [16]\noutput_length: [8]\nrequests_per_concurrency: 4\nwarmup: 0\n")},
+		"tests/accuracy/pr.yaml":         {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\n" + acc)},
+		"tests/accuracy/daily.yaml":      {Data: []byte("debug: true\nmax_tokens: 16\nnum_threads: 4\n" + acc)},
+	}
+}
+
+// outBuffer 收集驱动的标准输出，失败时打印。
+type outBuffer struct{ bytes.Buffer }
+
+// options 返回与参考驱动相同登记表（DefaultModes 加 kube.Modes()）的运行参数，产物写到 root。
+func options(t *testing.T, fsys fs.FS, rt matrix.RunType, root string) pipeline.Options {
+	t.Helper()
+	modes := pipeline.DefaultModes()
+	if err := modes.Register(kube.Modes()...); err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Options{
+		Selection:   pipeline.Selection{Config: fsys, ConfigRoot: "configs", RunType: rt},
+		Outputs:     pipeline.Outputs{Artifacts: root, Out: &outBuffer{}},
+		Extensions:  pipeline.Extensions{Modes: modes},
+		Environment: pipeline.Environment{Getenv: func(string) string { return "" }},
+	}
+}
+
+// summary 读取运行目录的 summary.json。
+func summary(t *testing.T, dir string) report.Result {
+	t.Helper()
+	res, err := report.Load(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// kubeScenario 是一个场景在 summary.json 中的功能报告与性能行。
+type kubeScenario struct {
+	Functional *functional.Report
+	Perf       []loadgen.Summary
+}
+
+// scenario 取出名为 name 的场景的功能与性能结果。
+func scenario(t *testing.T, r report.Result, name string) kubeScenario {
+	t.Helper()
+	for _, s := range r.Scenarios {
+		if s.Name == name {
+			f, err := functionalreport.Report(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := perfreport.Rows(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kubeScenario{Functional: f, Perf: rows}
+		}
+	}
+	t.Fatalf("scenario %s not in result", name)
+	return kubeScenario{}
+}
 
 // shipped 读取仓库 configs/ 下的文件，把 old 依次替换为 new。
 func shipped(t *testing.T, rel string, replace ...string) *fstest.MapFile {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "configs", rel))
+	b, err := os.ReadFile(filepath.Join("..", "..", "configs", rel))
 	if err != nil {
 		t.Fatal(err)
 	}
