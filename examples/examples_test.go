@@ -64,6 +64,64 @@ func TestTeamModule(t *testing.T) {
 	goCmd(t, dir, "build", "-o", filepath.Join(t.TempDir(), "team"), ".")
 }
 
+// TestTeamKeepsItsVersions 是 issue 36 的验收测试：一个平台团队的模块钉在集群的 client-go v0.35.10
+// 与 go 1.26.0 上，导入 functional、loadgen、accuracy、metrics、report、gate 与 pipeline（不登记
+// Kubernetes 方式）。以前 go mod tidy 之后它的 client-go 变成 v0.36.3、go 指令变成 1.26.8（cibench 的
+// 根模块要求 k8s.io v0.36.3 与 go 1.26.8）。这里从只写了直接依赖的 go.mod 出发，在 examples/operator 的
+// 副本上运行 go mod tidy（模块图由 go 命令自己算，不靠推理），断言两个版本都没变，提交的 go.mod 本身
+// 也是整理过的，并用 GOTOOLCHAIN=local（不下载别的工具链）构建它。
+func TestTeamKeepsItsVersions(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "examples", "operator")
+	dir := t.TempDir()
+	main, err := os.ReadFile(filepath.Join(src, "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), main, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gomod := "module example.com/operator\n\ngo 1.26.0\n\nrequire (\n\tgithub.com/vllm-cibench/cibench v0.1.0\n\tk8s.io/client-go v0.35.10\n)\n\nreplace github.com/vllm-cibench/cibench => " + root + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tidy := exec.Command(goTool(t), "mod", "tidy")
+	tidy.Dir = dir
+	tidy.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+	if out, err := tidy.CombinedOutput(); err != nil {
+		t.Fatalf("go mod tidy: %v\n%s", err, out)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\ngo 1.26.0\n", "\tk8s.io/client-go v0.35.10\n"} {
+		if !strings.Contains(string(after), want) {
+			t.Errorf("after go mod tidy the team's go.mod lost %q:\n%s", strings.TrimSpace(want), after)
+		}
+	}
+	if strings.Contains(string(after), "\ntoolchain ") {
+		t.Errorf("go mod tidy added a toolchain line:\n%s", after)
+	}
+	// 提交的模块本身是整理过的（与上面算出的结果一致），并且不下载别的工具链就能构建。
+	committed, err := os.ReadFile(filepath.Join(src, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Replace(string(after), "=> "+root, "=> ../..", 1); got != string(committed) {
+		t.Errorf("examples/operator/go.mod is not what go mod tidy computes:\n--- committed\n%s\n--- tidy\n%s", committed, got)
+	}
+	build := exec.Command(goTool(t), "build", "-o", filepath.Join(t.TempDir(), "operator"), ".")
+	build.Dir = src
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("GOTOOLCHAIN=local go build: %v\n%s", err, out)
+	}
+}
+
 // TestProductionBinariesDoNotLinkTesting 确认 examples/ 下的每个程序（包括团队模块的 main）
 // 都不把 testing 包链接进二进制：testing 会带进它的命令行标志与测试机制。以前
 // deploy/emulator.Start 接收 testing.TB，所有链接模拟器的程序（emulator、ci、bench、
@@ -89,5 +147,8 @@ func TestProductionBinariesDoNotLinkTesting(t *testing.T) {
 		}
 	}
 	check(root, mains...)
-	check(filepath.Join(root, "examples", "team"), ".")
+	// 嵌套模块里的程序（登记 Kubernetes 方式的 ci 与 bench、团队模块）不在根模块的 ./examples/... 之内。
+	for _, m := range []string{"ci", "bench", "team", "operator"} {
+		check(filepath.Join(root, "examples", m), ".")
+	}
 }

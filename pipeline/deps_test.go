@@ -78,3 +78,29 @@ func TestRootModuleRequiresNoKubernetes(t *testing.T) {
 		t.Errorf("go.mod must not name a toolchain (it would make importers download it):\n%s", gomod)
 	}
 }
+
+// TestEveryModuleDeclaresGo1260 检查仓库里每个 go.mod 与 go.work 的 go 指令都是仍受支持的最老发布线
+// 1.26.0（没有补丁下限，也没有 toolchain 行）：嵌套模块（deploy/kube 等）同样被团队导入，它们的
+// go 指令同样会传给导入者。
+func TestEveryModuleDeclaresGo1260(t *testing.T) {
+	// 工作区：go list -m 列出每个工作区模块的 go.mod。
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.GoMod}}")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	ours := append(strings.Fields(string(out)), "../go.work")
+	if len(ours) < 8 {
+		t.Fatalf("found only %v", ours)
+	}
+	for _, f := range ours {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains("\n"+string(b), "\ngo 1.26.0\n") || strings.Contains(string(b), "\ntoolchain ") {
+			t.Errorf("%s: want \"go 1.26.0\" and no toolchain line", f)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func exports(t *testing.T) (map[string]string, map[string]string) {
 	if err != nil {
 		t.Fatalf("go command not found: %v", err)
 	}
-	args := []string{"list", "-export", "-deps", "-json=ImportPath,Name,Export", "./..."}
+	args := append([]string{"list", "-export", "-deps", "-json=ImportPath,Name,Export"}, workspacePatterns(t)...)
 	for _, p := range stdImports {
 		args = append(args, p)
 	}
@@ -179,4 +179,37 @@ func sources(code string, names map[string]string) []string {
 		return []string{code}
 	}
 	return []string{head + code, head + "func _() {\n" + code + "\n}\n"}
+}
+
+// workspacePatterns 返回工作区里本仓库每个模块（模块路径以 module 开头）的包模式 ./<目录>/...：
+// 根模块的 ./... 不含嵌套模块（deploy/kube、loadgen/shard/kubejob、examples/ci……），文档里的
+// 片段与包表同样要对它们成立。
+func workspacePatterns(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Path}}\t{{.Dir}}")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pats []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, dir, _ := strings.Cut(l, "\t")
+		if path != module && !strings.HasPrefix(path, module+"/") {
+			continue
+		}
+		rel, err := filepath.Rel(abs, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pats = append(pats, "./"+filepath.ToSlash(rel)+"/...")
+	}
+	if len(pats) < 2 {
+		t.Fatalf("go list -m found %v: the workspace (go.work) is not in effect", pats)
+	}
+	return pats
 }
