@@ -54,28 +54,40 @@ type Scenario struct {
 	Config fs.FS
 }
 
-// Inherit 是各部署方式配置块共同的规则（内置的 local、emulator、k8s-* 与团队的方式都可以用）：
-//   - 块里的模型名 *model（字段路径 modelPath）缺省取场景的 served_model_name；写了不同的值是错误——
-//     两个名字不一致时请求会打到不存在的模型上（404）；
-//   - 块里写的密钥 apiKey（字段路径 api_key）是错误：密钥只经 api_key_env 指向的环境变量提供；
-//   - healthPath、startup 非 nil 时，空值缺省取场景的 health.path 与 health.timeout。
-//
-// 错误经 b.Errorf 定位到块内的字段。
-func (sc Scenario) Inherit(b Block, modelPath string, model *string, apiKey string, healthPath *string, startup *time.Duration) error {
-	switch {
-	case *model == "":
-		*model = sc.ServedModelName
-	case *model != sc.ServedModelName:
-		return b.Errorf(modelPath, *model, "must equal served_model_name %q (or be omitted)", sc.ServedModelName)
+// Inherited 是一个部署方式配置块里与场景公共字段重叠的几个字段，交给 Scenario.Inherit 按共同的
+// 规则处理。不相关的字段留零值（nil 指针表示块里没有这个字段）。
+type Inherited struct {
+	// ModelField 是块里模型名字段的路径（如 "served_model_name"、"model"），错误定位到它。
+	ModelField string
+	// Model 指向块里的模型名：空时取场景的 served_model_name；写了不同的值是错误——两个名字
+	// 不一致时请求会打到不存在的模型上（404）。nil 表示块里没有模型名。
+	Model *string
+	// APIKey 是块里写的密钥（字段路径 api_key）：非空是错误，密钥只经 api_key_env 指向的环境变量提供。
+	APIKey string
+	// HealthPath 与 StartupTimeout 非 nil 时，空值取场景的 health.path 与 health.timeout。
+	HealthPath     *string
+	StartupTimeout *time.Duration
+}
+
+// Inherit 是各部署方式配置块共同的规则（内置的 local、emulator、k8s-* 与团队的方式都可以用），
+// 规则见 Inherited 的各字段。错误经 b.Errorf 定位到块内的字段。
+func (sc Scenario) Inherit(b Block, f Inherited) error {
+	if f.Model != nil {
+		switch {
+		case *f.Model == "":
+			*f.Model = sc.ServedModelName
+		case *f.Model != sc.ServedModelName:
+			return b.Errorf(f.ModelField, *f.Model, "must equal served_model_name %q (or be omitted)", sc.ServedModelName)
+		}
 	}
-	if apiKey != "" {
+	if f.APIKey != "" {
 		return b.Errorf("api_key", "", "API keys must not be written in YAML; set api_key_env to the name of an environment variable instead")
 	}
-	if healthPath != nil && *healthPath == "" {
-		*healthPath = sc.HealthPath
+	if f.HealthPath != nil && *f.HealthPath == "" {
+		*f.HealthPath = sc.HealthPath
 	}
-	if startup != nil && *startup == 0 {
-		*startup = sc.HealthTimeout
+	if f.StartupTimeout != nil && *f.StartupTimeout == 0 {
+		*f.StartupTimeout = sc.HealthTimeout
 	}
 	return nil
 }
@@ -280,7 +292,7 @@ func LocalMode() Mode {
 		if err := b.Decode(&cfg); err != nil {
 			return nil, err
 		}
-		if err := sc.Inherit(b, "served_model_name", &cfg.Model, cfg.APIKey, &cfg.HealthPath, &cfg.StartupTimeout); err != nil {
+		if err := sc.Inherit(b, Inherited{ModelField: "served_model_name", Model: &cfg.Model, APIKey: cfg.APIKey, HealthPath: &cfg.HealthPath, StartupTimeout: &cfg.StartupTimeout}); err != nil {
 			return nil, err
 		}
 		if _, err := NewLocal(cfg); err != nil {

@@ -151,3 +151,23 @@ func TestExternalMetricsBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestDeprecatedModeNames 检查为兼容保留的 matrix.Mode 与 Mode* 常量：写在 v0.1.0 之前的代码
+// （比较、switch、作为字符串传给登记表）照常编译，取值与登记项的名字一致。
+func TestDeprecatedModeNames(t *testing.T) {
+	m, err := load(validTree())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode matrix.Mode = m.Scenarios["emulator"].Mode
+	switch mode {
+	case matrix.ModeEmulator:
+	default:
+		t.Fatalf("emulator scenario mode %q", mode)
+	}
+	for _, name := range []matrix.Mode{matrix.ModeEmulator, matrix.ModeExternal, matrix.ModeLocal, matrix.ModeK8sHybrid, matrix.ModeK8sPD} {
+		if _, ok := allModes().Lookup(name); !ok {
+			t.Errorf("deprecated constant %q names no registered mode", name)
+		}
+	}
+}

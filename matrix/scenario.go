@@ -102,6 +102,40 @@ type PD struct {
 	CommonParams    string `yaml:"common_params"`
 }
 
+// Mode 是场景部署方式（Scenario.Mode）的旧类型名，为兼容保留。
+//
+// Deprecated: 部署方式是登记表 deploy.Modes 里的名字，Scenario.Mode 是 string。v0.1.0 起 Mode 是
+// string 的别名（以前是独立的字符串类型），引用它与下面常量的代码照常编译；请直接用字符串或
+// deploy.ExternalMode().Name、emulator.ModeName、kube.ModeHybrid、kube.ModePD。
+type Mode = string
+
+// 内置部署方式的旧常量名，为兼容保留。
+//
+// Deprecated: 用登记项自己的名字：deploy.ExternalMode().Name、deploy.LocalMode().Name、
+// emulator.ModeName、kube.ModeHybrid、kube.ModePD（后两者在模块 github.com/vllm-cibench/cibench/deploy/kube）。
+const (
+	// ModeEmulator 是进程内模拟器方式的名字。
+	//
+	// Deprecated: 用 emulator.ModeName。
+	ModeEmulator Mode = "emulator"
+	// ModeExternal 是已在运行的服务方式的名字。
+	//
+	// Deprecated: 用 deploy.ExternalMode().Name。
+	ModeExternal Mode = "external"
+	// ModeLocal 是本机进程组方式的名字。
+	//
+	// Deprecated: 用 deploy.LocalMode().Name。
+	ModeLocal Mode = "local"
+	// ModeK8sHybrid 是 Kubernetes 混合部署方式的名字。
+	//
+	// Deprecated: 用 kube.ModeHybrid（模块 github.com/vllm-cibench/cibench/deploy/kube）。
+	ModeK8sHybrid Mode = "k8s-hybrid"
+	// ModeK8sPD 是 Kubernetes PD 分离部署方式的名字。
+	//
+	// Deprecated: 用 kube.ModePD（模块 github.com/vllm-cibench/cibench/deploy/kube）。
+	ModeK8sPD Mode = "k8s-pd"
+)
+
 // Scenario 是 configs/scenarios/<name>.yaml 中的一个被测场景。
 //
 // 密钥从不写在 YAML 里：APIKeyEnv 只给出环境变量的名字，由驱动程序在

@@ -7,11 +7,13 @@
 // # 兼容性承诺
 //
 // 本包与它用到的库包（deploy、functional、loadgen、accuracy、metrics、report、gate、matrix 及其
-// 子包）的导出 API 是稳定的：在 v0 期间，导出的标识符只增加，不改名、不删除、不改变签名或语义；
-// 必须改的，先以 Deprecated 标注保留至少一个小版本，并在 api/next.txt 中写明。CI 用 apidiff 把
-// 当前导出 API 与上一个发布点（api/BASE）比较（scripts/apicheck.sh）：报告必须与提交的
-// api/next.txt 完全一致，于是每一处导出变化都是一次评审过的决定，而不是意外。internal/ 与
-// examples/ 下的包不在承诺之内。
+// 子包，以及 deploy/kube、loadgen/shard/kubejob 两个 Kubernetes 模块）的导出 API 是稳定的：在 v0 期间，
+// 导出的标识符只增加，不改名、不删除、不改变签名或语义；必须改的，先以 Deprecated 标注，保留到下一个
+// 发布点之后才删除，并写进 CHANGELOG.md。发布点（v0.1.0 起）记在 CHANGELOG.md 与 api/BASE 里，团队按
+// 模块标签钉住它（docs/packages.md“模块与版本”）。CI 执行这条承诺（scripts/apicheck.sh）：把每个公开包与
+// 发布点逐个比较，任何不兼容的变化都让 CI 失败，-update 也不接受；唯一允许的删除是发布点上已经标注
+// Deprecated 的标识符；兼容的新增必须记在 api/next.txt 里，于是每一处导出变化都是一次评审过的决定。
+// internal/、examples/ 与 scripts/ 下的包不在承诺之内。
 //
 // 本包只用本模块的公开 API（不导入任何 internal/ 包，见 examples/ci 的
 // TestDriverImportsOnlyPublicAPI）：团队用同样的积木能搭出同样的流水线。

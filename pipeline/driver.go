@@ -49,9 +49,6 @@ type Options struct {
 	Environment
 	// Hooks 是运行过程的观察者（httptrace 式的一组可选回调）。
 	Hooks Hooks
-
-	// testDeployer 只给本包的测试替换部署器（见 export_test.go）；团队替换部署方式用 Extensions.Modes。
-	testDeployer func(sc *matrix.Scenario) (deploy.Deployer, error)
 }
 
 // Selection 是 Options 中“跑什么”的部分。

@@ -280,8 +280,6 @@ func (d *driver) deploy(ctx context.Context, sc *matrix.Scenario) (deploy.Deploy
 			BaseURL: d.o.BaseURL, Model: d.o.Model, APIKey: d.keys[sc.Name],
 			HealthPath: sc.Health.Path, StartupTimeout: sc.Health.Timeout,
 		})
-	case d.o.testDeployer != nil:
-		dep, err = d.o.testDeployer(sc)
 	default:
 		dep, err = d.deployerFor(sc)
 	}

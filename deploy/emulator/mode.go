@@ -31,7 +31,7 @@ func Mode() deploy.Mode {
 			return nil, err
 		}
 		// 密钥字段不来自 YAML（Config.APIKey 是 yaml:"-"），健康参数模拟器不需要。
-		if err := sc.Inherit(b, "model", &cfg.Model, "", nil, nil); err != nil {
+		if err := sc.Inherit(b, deploy.Inherited{ModelField: "model", Model: &cfg.Model}); err != nil {
 			return nil, err
 		}
 		if cfg.Addr != "" {

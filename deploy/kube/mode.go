@@ -33,7 +33,7 @@ func mode(name string) deploy.Mode {
 		if err := b.Decode(&cfg); err != nil {
 			return nil, err
 		}
-		if err := sc.Inherit(b, "served_model_name", &cfg.Model, cfg.APIKey, &cfg.HealthPath, &cfg.StartupTimeout); err != nil {
+		if err := sc.Inherit(b, deploy.Inherited{ModelField: "served_model_name", Model: &cfg.Model, APIKey: cfg.APIKey, HealthPath: &cfg.HealthPath, StartupTimeout: &cfg.StartupTimeout}); err != nil {
 			return nil, err
 		}
 		if len(cfg.Manifests) == 0 && len(cfg.Roles) == 0 {
