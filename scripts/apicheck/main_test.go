@@ -44,8 +44,8 @@ func (*T) N() {}
 // Run 运行。
 func Run(a int) error { return nil }
 `,
-	"dep/dep.go": "// Package dep 是旧包。\n//\n// Deprecated: use p.\npackage dep\n\n// D 是旧包的函数。\nfunc D() {}\n",
-	"internal/q/q.go": "package q\n\n// Q 不在承诺之内。\nfunc Q() {}\n",
+	"dep/dep.go":       "// Package dep 是旧包。\n//\n// Deprecated: use p.\npackage dep\n\n// D 是旧包的函数。\nfunc D() {}\n",
+	"internal/q/q.go":  "package q\n\n// Q 不在承诺之内。\nfunc Q() {}\n",
 	"cmd/tool/main.go": "package main\n\nfunc main() {}\n",
 }
 
