@@ -45,7 +45,8 @@ func (a Result) Verdict() accuracy.Verdict { return accuracy.Gate(a.Spec(), a.Re
 func Record(run *report.Run, scenario string, res Result) error {
 	res.Result.Metrics = maps.Clone(res.Result.Metrics)
 	return run.UpdateSection(scenario, Section(), func(old json.RawMessage) (any, error) {
-		var all []Result
+		// 从空列表（而不是 nil）开始：一次什么也没记下的运行（例如每个请求都失败）记为 []，不是 null。
+		all := []Result{}
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {
 				return nil, err

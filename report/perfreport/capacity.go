@@ -16,7 +16,8 @@ import (
 // 汇总行不经 RecordRows：它们的到达速率各不相同，按组合合并进性能门禁没有意义。
 func RecordCapacity(run *report.Run, scenario string, results []loadgen.SweepResult) error {
 	return run.UpdateSection(scenario, CapacitySection(), func(old json.RawMessage) (any, error) {
-		var all []loadgen.SweepResult
+		// 从空列表（而不是 nil）开始：一次什么也没记下的运行（例如每个请求都失败）记为 []，不是 null。
+		all := []loadgen.SweepResult{}
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {
 				return nil, err

@@ -35,7 +35,8 @@ func SamplesSection() report.Section {
 // RecordRows 追加场景的压测汇总行（一次 loadgen.Run 的返回值）。
 func RecordRows(run *report.Run, scenario string, rows []loadgen.Summary) error {
 	return run.UpdateSection(scenario, RowsSection(), func(old json.RawMessage) (any, error) {
-		var all []loadgen.Summary
+		// 从空列表（而不是 nil）开始：一次什么也没记下的运行（例如每个请求都失败）记为 []，不是 null。
+		all := []loadgen.Summary{}
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {
 				return nil, err

@@ -130,7 +130,8 @@ func (c *SampleCollector) Samples() []Samples {
 // 记录顺序截断），分阶段 CI job 重复记录也不会无界增长。
 func RecordSamples(run *report.Run, scenario string, sets []Samples) error {
 	return run.UpdateSection(scenario, SamplesSection(), func(old json.RawMessage) (any, error) {
-		var all []Samples
+		// 从空列表（而不是 nil）开始：一次什么也没记下的运行（例如每个请求都失败）记为 []，不是 null。
+		all := []Samples{}
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {
 				return nil, err

@@ -16,7 +16,8 @@ import (
 // HTML 报告据此按分组画出时延与并发随时间的变化。
 func RecordTimeline(run *report.Run, scenario string, rows []loadgen.Timeline) error {
 	return run.UpdateSection(scenario, TimelineSection(), func(old json.RawMessage) (any, error) {
-		var all []loadgen.Timeline
+		// 从空列表（而不是 nil）开始：一次什么也没记下的运行（例如每个请求都失败）记为 []，不是 null。
+		all := []loadgen.Timeline{}
 		if old != nil {
 			if err := json.Unmarshal(old, &all); err != nil {
 				return nil, err
