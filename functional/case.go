@@ -96,6 +96,8 @@ type Catalog struct {
 	ids   map[string]bool
 	// feats 是 Add 校验 Requires 所用的能力登记表。
 	feats *Features
+	// params 是 NewCatalog 的配置里的用例参数：Add 据此在加入时校验声明了 Case.Params 的用例。
+	params map[string]CaseParams
 }
 
 // NewCatalog 按 cfg 生成规格第 4 节的全部用例。cfg 先经过 Validate(feats)；feats 是
@@ -106,7 +108,7 @@ func NewCatalog(cfg Config, feats *Features) (*Catalog, error) {
 	if err := cfg.Validate(feats); err != nil {
 		return nil, err
 	}
-	c := &Catalog{ids: map[string]bool{}, feats: feats}
+	c := &Catalog{ids: map[string]bool{}, feats: feats, params: cfg.Params}
 	for _, build := range []func(Config) []Case{
 		chatCoreCases, completionsCases, streamingCases, paramsCases, guidedCases,
 		functionCallCases, reasoningCases, errorsCases, multimodalCases, embeddingsCases, rerankCases,
@@ -155,6 +157,10 @@ func (c *Catalog) Add(cs Case) error {
 	}
 	if c.ids[cs.ID] {
 		return fmt.Errorf("%w: %s", ErrDuplicateCase, cs.ID)
+	}
+	// 参数块在加入时就严格校验（拼错的字段带文件:行:列，包装 ErrParams），不等到用例运行。
+	if err := checkCaseParams(c.params, cs); err != nil {
+		return fmt.Errorf("functional: add case %q: %w", cs.ID, err)
 	}
 	c.ids[cs.ID] = true
 	c.cases = append(c.cases, cs)

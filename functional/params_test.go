@@ -32,7 +32,7 @@ func TestCaseReadsParamsFromYAML(t *testing.T) {
 				tt.Fatalf("params: %v", err)
 			}
 		}}
-	run := func(doc string) functional.Status {
+	run := func(doc string) (functional.Status, error) {
 		cfg := functional.DefaultConfig()
 		if doc != "" {
 			// 在 Go 里构造配置只写 YAML 文本：公开类型里没有 YAML 库的类型。
@@ -44,20 +44,26 @@ func TestCaseReadsParamsFromYAML(t *testing.T) {
 		}
 		rep, err := r.Run(context.Background(), []functional.Case{c})
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
-		return rep.Results[0].Status
+		return rep.Results[0].Status, nil
 	}
-	if st := run("adapter: sql-lora\n"); st != functional.StatusPass || got[0] != (loraParams{Adapter: "sql-lora", Tries: 1}) {
-		t.Fatalf("status %s params %+v", st, got)
+	if st, err := run("adapter: sql-lora\n"); err != nil || st != functional.StatusPass || got[0] != (loraParams{Adapter: "sql-lora", Tries: 1}) {
+		t.Fatalf("status %s err %v params %+v", st, err, got)
 	}
-	if st := run(""); st != functional.StatusPass || got[1] != (loraParams{Adapter: "base", Tries: 1}) {
-		t.Fatalf("no block: status %s params %+v", st, got[1])
+	if st, err := run(""); err != nil || st != functional.StatusPass || got[1] != (loraParams{Adapter: "base", Tries: 1}) {
+		t.Fatalf("no block: status %s err %v params %+v", st, err, got[1])
 	}
-	if st := run("adapter: x\ntires: 3\n"); st != functional.StatusFail || !errors.Is(errs[2], functional.ErrParams) ||
-		!strings.Contains(errs[2].Error(), "params.acme/lora") || !strings.Contains(errs[2].Error(), "tires") ||
+	// 拼错的字段在运行任何用例之前就被拒绝（用例声明了 Case.Params）：Run 返回 ErrParams，用例没有运行。
+	if st, err := run("adapter: x\ntires: 3\n"); st != "" || len(errs) != 2 || !errors.Is(err, functional.ErrParams) ||
+		!strings.Contains(err.Error(), "team.yaml:7:5: params.acme/lora.tires") {
+		t.Fatalf("typo: status %s err %v (case ran %d times)", st, err, len(errs))
+	}
+	// 没有声明 Case.Params 的用例照样能用 T.Params 读参数块，错误在运行时由 T.Params 报告。
+	c.Params = nil
+	if st, err := run("adapter: x\ntires: 3\n"); err != nil || st != functional.StatusFail || !errors.Is(errs[2], functional.ErrParams) ||
 		!strings.Contains(errs[2].Error(), "team.yaml:7:5: params.acme/lora.tires") {
-		t.Fatalf("typo: status %s err %v", st, errs[2])
+		t.Fatalf("undeclared typo: status %s err %v case err %v", st, err, errs)
 	}
 }
 

@@ -2,6 +2,7 @@ package functional
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -119,7 +120,19 @@ func NewRunner(target Target, opts Options) (*Runner, error) {
 // ctx 取消后，进行中的请求随之中断，这些用例以及尚未开始的用例记为 cancelled
 // （原因写明被取消；门禁把它算作失败），返回的 error 为 ctx.Err()；其他情况下
 // error 为 nil，用例失败只体现在报告里。
+//
+// 运行任何用例之前，声明了 Case.Params 的用例的参数块（Options.Config 的 params.<ID>）先被严格
+// 校验：有错时一个用例也不运行，返回空报告与包装 ErrParams 的错误（带文件:行:列）。
 func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
+	var perrs []error
+	for _, c := range cases {
+		if err := checkCaseParams(r.cfg.Params, c); err != nil {
+			perrs = append(perrs, err)
+		}
+	}
+	if len(perrs) > 0 {
+		return Report{Model: r.target.Model}, fmt.Errorf("functional: run: %w", errors.Join(perrs...))
+	}
 	start := r.opts.Now()
 	results := make([]Result, len(cases))
 	notStarted := func(i int) Result {
@@ -179,6 +192,7 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 		}
 	}
 	t := newT(c.ID, r.target, &r.cfg, r.opts)
+	t.params = c.Params
 	began := r.opts.Now()
 	done := make(chan struct{})
 	go func() {

@@ -55,6 +55,8 @@ type T struct {
 	sdk    openai.Client
 	rec    *recorder
 	cfg    *Config
+	// params 是用例声明的 Case.Params（默认参数），T.Params 用它给零值的 out 填默认值。
+	params any
 	// maxBody 是响应体与单个 SSE 事件的上限（Options.MaxResponseBytes）。
 	maxBody int64
 

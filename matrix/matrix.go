@@ -637,7 +637,11 @@ func (l *loader) loadFunctional(m *Matrix) {
 		l.functionalErr(decs, err)
 		return
 	}
-	cat, err := functional.NewCatalog(m.Functional, l.feats)
+	// 目录不带参数：声明了 Case.Params 的用例由下面的 checkCaseParams 按 YAML 节点校验（错误定位到
+	// 键与字段的行列）；否则 Catalog.Add 会以块的开头为位置再报一次同一个错误。
+	noParams := m.Functional
+	noParams.Params = nil
+	cat, err := functional.NewCatalog(noParams, l.feats)
 	if err != nil {
 		l.errs = append(l.errs, &field.Error{File: l.display(functionalDir), Reason: err.Error()})
 		return
@@ -664,10 +668,10 @@ func (l *loader) checkCaseParams(decs []*decoder, cat *functional.Catalog, param
 	for _, id := range ids {
 		p := joinPath("params", id)
 		var d *decoder
-		var n *yaml.Node
+		var k, n *yaml.Node
 		for _, dd := range decs {
-			if nn := mappingValue(dd.Pos["params"], id); nn != nil {
-				d, n = dd, nn
+			if kk, nn := mappingEntry(dd.Pos["params"], id); nn != nil {
+				d, k, n = dd, kk, nn
 			}
 		}
 		if d == nil {
@@ -677,7 +681,8 @@ func (l *loader) checkCaseParams(decs []*decoder, cat *functional.Catalog, param
 		c, ok := cat.Case(id)
 		switch {
 		case !ok:
-			d.Errorf(n, p, id, "no functional case has this ID (params are keyed by case ID, e.g. acme/lora_swap)")
+			// 定位到写错的 ID 本身（键所在的行），不是块里的第一个键。
+			d.Errorf(k, p, id, "no functional case has this ID (params are keyed by case ID, e.g. acme/lora_swap)")
 		case c.Params != nil:
 			pv := reflect.ValueOf(c.Params)
 			if pv.Kind() != reflect.Pointer || pv.IsNil() {
@@ -688,21 +693,25 @@ func (l *loader) checkCaseParams(decs []*decoder, cat *functional.Catalog, param
 			v.Elem().Set(pv.Elem())
 			d.Decode(n, p, v.Elem())
 		}
+		// 这些都是用例参数的错误：errors.Is(err, functional.ErrParams) 对加载错误同样成立。
+		for _, e := range d.Errs[before:] {
+			e.Cause = functional.ErrParams
+		}
 		l.errs = append(l.errs, d.Errs[before:]...)
 	}
 }
 
-// mappingValue 返回映射节点 m 中键 key 的值节点；m 为 nil、不是映射或没有该键时为 nil。
-func mappingValue(m *yaml.Node, key string) *yaml.Node {
+// mappingEntry 返回映射节点 m 中键 key 的键节点与值节点；m 为 nil、不是映射或没有该键时都为 nil。
+func mappingEntry(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
 	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
+		return nil, nil
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
-			return m.Content[i+1]
+			return m.Content[i], m.Content[i+1]
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // functionalErr 把套件参数的校验错误记在取值所在文件的那一行（后叠加的文件优先，与取值的

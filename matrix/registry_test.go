@@ -103,11 +103,16 @@ func TestCaseParamsCheckedAtLoad(t *testing.T) {
 	}
 	for doc, want := range map[string]string{
 		"params:\n  acme/swap:\n    adaptor: sql-lora\n": `tests/functional/acme.yaml:3:5: params.acme/swap.adaptor: unknown field "adaptor"`,
-		"params:\n  acme/swapp:\n    adapter: x\n":       `tests/functional/acme.yaml:3:5: params.acme/swapp: no functional case has this ID`,
+		// 没有对应用例的 ID 定位到 ID 所在的行（issue 36：曾定位到块的第一个键）。
+		"params:\n  acme/swapp:\n    adapter: x\n": `tests/functional/acme.yaml:2:3: params.acme/swapp: no functional case has this ID`,
 	} {
 		_, err := load(tree(doc), matrix.WithCases(tc))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", doc, err, want)
+		}
+		// 加载时的参数错误同样包装 functional.ErrParams（issue 36），且只报一次。
+		if !errors.Is(err, functional.ErrParams) || strings.Count(err.Error(), "params.acme/swap") != 1 {
+			t.Errorf("%q: err %v does not wrap functional.ErrParams exactly once", doc, err)
 		}
 	}
 }

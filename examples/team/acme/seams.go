@@ -207,7 +207,7 @@ func greeting() functional.Case {
 		ID: "greeting", Suite: "acme", Params: &def,
 		Description: "the greeting from params.acme/greeting gets exactly max_tokens tokens (and must_contain, if set)",
 		Run: func(ctx context.Context, t *functional.T) {
-			p := defaultGreeting()
+			var p GreetingParams // 零值：T.Params 先填上 Case.Params 的默认值，再叠加 YAML
 			if err := t.Params(&p); err != nil {
 				t.Fatalf("params: %v", err)
 			}
