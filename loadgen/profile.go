@@ -300,7 +300,10 @@ func (p Profile) Validate() error {
 		}
 	}
 	if p.Pacer != nil && p.RequestRate <= 0 {
-		return invalid("request_rate", p.RequestRate, "a Pacer paces open-loop arrivals: set request_rate > 0 (it is passed to the Pacer)")
+		// Pacer 设置的错误：ErrSource（见它的文档），同时仍是 ErrInvalidProfile。
+		e := field.New(ErrSource, "request_rate", p.RequestRate, "a Pacer paces open-loop arrivals: set request_rate > 0 (it is passed to the Pacer)")
+		e.Cause = ErrInvalidProfile
+		return e
 	}
 	if len(p.InputLength) == 0 && p.DatasetType != DatasetCustom {
 		return invalid("input_length", p.InputLength, "at least one value required")

@@ -2,7 +2,7 @@ package loadgen
 
 import (
 	"errors"
-	"fmt"
+	"github.com/vllm-cibench/cibench/field"
 	"strings"
 	"time"
 )
@@ -63,24 +63,36 @@ type Source struct {
 	Generative bool
 }
 
-// ErrSource 表示 Profile.Source 或 Profile.Pacer 的设置不合法。
+// ErrSource 表示 Profile.Source 或 Profile.Pacer 的设置不合法。这些错误是 *field.Error（字段路径
+// Source.Body、Source.Path、Source、request_rate），同时包装 ErrInvalidProfile。
 var ErrSource = errors.New("loadgen: invalid source")
 
 // validate 检查 Source 与 Profile 其余设置的组合。
 func (s *Source) validate(p *Profile) error {
-	switch {
-	case s.Body == nil:
-		return fmt.Errorf("%w: Body is nil", ErrSource)
-	case !strings.HasPrefix(s.Path, "/"):
-		return fmt.Errorf("%w: Path %q must start with '/' (relative to base_url, e.g. /embeddings)", ErrSource, s.Path)
-	case p.MultiTurn.On():
-		return fmt.Errorf("%w: multi_turn builds its own conversations; it cannot be combined with a Source", ErrSource)
-	case isTrace(p.DatasetType):
-		return fmt.Errorf("%w: dataset_type %s replays its own requests; it cannot be combined with a Source", ErrSource, p.DatasetType)
-	case p.ModalType == ModalImageText:
-		return fmt.Errorf("%w: modal_type image-text builds its own bodies; put the image in Source.Body instead", ErrSource)
-	case p.ControlMethod == ControlSweep:
-		return fmt.Errorf("%w: control_method sweep is not supported with a Source", ErrSource)
+	// 每个问题都是点名字段与取值的 *field.Error（Err 为 ErrSource，Cause 为 ErrInvalidProfile，两者
+	// errors.Is 都成立），一次全部报出：只改一处又撞上下一处错误的来回是不必要的。Source 不来自 YAML，
+	// 字段路径用 Go 的名字。
+	var errs []error
+	bad := func(name string, value any, why string) {
+		e := field.New(ErrSource, name, value, why)
+		e.Cause = ErrInvalidProfile
+		errs = append(errs, e)
 	}
-	return nil
+	if s.Body == nil {
+		bad("Source.Body", nil, "is nil: it builds each request's JSON body")
+	}
+	if !strings.HasPrefix(s.Path, "/") {
+		bad("Source.Path", s.Path, "must start with '/' (relative to base_url, e.g. /embeddings)")
+	}
+	switch {
+	case p.MultiTurn.On():
+		bad("Source", "multi_turn", "multi_turn builds its own conversations; it cannot be combined with a Source")
+	case isTrace(p.DatasetType):
+		bad("Source", p.DatasetType, "dataset_type "+string(p.DatasetType)+" replays its own requests; it cannot be combined with a Source")
+	case p.ModalType == ModalImageText:
+		bad("Source", p.ModalType, "modal_type image-text builds its own bodies; put the image in Source.Body instead")
+	case p.ControlMethod == ControlSweep:
+		bad("Source", p.ControlMethod, "control_method sweep is not supported with a Source")
+	}
+	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/field"
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
@@ -71,8 +72,27 @@ func TestSourceValidation(t *testing.T) {
 	}
 	p := base
 	p.Pacer = func(loadgen.Group, float64) loadgen.Pacer { return loadgen.ConstantPacer(1) }
-	if err := p.WithDefaults().Validate(); err == nil {
-		t.Error("a Pacer without request_rate must be refused")
+	// issue 36：go doc ErrSource 说它也是 Pacer 设置不对时的错误，而这里曾只包装 ErrInvalidProfile。
+	if err := p.WithDefaults().Validate(); !errors.Is(err, loadgen.ErrSource) || !errors.Is(err, loadgen.ErrInvalidProfile) {
+		t.Errorf("a Pacer without request_rate: %v, want ErrSource (and ErrInvalidProfile)", err)
+	}
+}
+
+// TestSourceErrorsAreFieldErrors 复现 issue 36 的两处：Source 的错误不是 *field.Error（其他 Profile
+// 错误都是），以及 Source{Path: "embeddings"}（也没有 Body）只报 "Body is nil"，不提缺少的 '/'。现在每个
+// 问题都是点名字段与取值的 *field.Error，一次全部报出。
+func TestSourceErrorsAreFieldErrors(t *testing.T) {
+	p := loadgen.Profile{Concurrency: []int{1}, InputLength: []int{8}, OutputLength: []int{1}, Source: &loadgen.Source{Path: "embeddings"}}
+	err := p.WithDefaults().Validate()
+	fields := map[string]string{}
+	for _, fe := range field.All(err) {
+		fields[fe.Field] = fe.Value
+		if !errors.Is(fe, loadgen.ErrSource) {
+			t.Errorf("%v does not wrap ErrSource", fe)
+		}
+	}
+	if _, ok := fields["Source.Body"]; !ok || fields["Source.Path"] != "embeddings" {
+		t.Fatalf("errors %v: want Source.Body and Source.Path (got %q) both reported", err, fields["Source.Path"])
 	}
 }
 

@@ -204,7 +204,7 @@ type Outcome struct {
 }
 
 // ErrConfig 包装所有在开始运行之前就能发现的错误（参数、配置、选择的场景）。
-var ErrConfig = errors.New("ci: invalid configuration")
+var ErrConfig = errors.New("pipeline: invalid configuration")
 
 // teardownTimeout 是清理与日志归档的时限：即使运行被取消也要给清理留出时间。
 const teardownTimeout = 5 * time.Minute
@@ -249,7 +249,7 @@ func newDriver(o Options) (*driver, error) {
 		o.RunType = runtype.PR
 	}
 	if _, err := matrix.ParseRunType(string(o.RunType)); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if o.Artifacts == "" {
 		o.Artifacts = "artifacts"
@@ -268,7 +268,7 @@ func newDriver(o Options) (*driver, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if o.Model != "" && o.BaseURL == "" {
-		return nil, fmt.Errorf("%w: -model needs -base-url", ErrConfig)
+		return nil, fmt.Errorf("%w: Selection.Model %q is set but Selection.BaseURL is empty (Model names the served model of the already running server at BaseURL)", ErrConfig, o.Model)
 	}
 	if err := checkTeamStages(o.TeamStages); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -382,7 +382,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	run, err := report.NewRun(d.o.Artifacts, rt, report.RunID(d.runID), started, report.WithCommit(d.o.Commit, d.o.Branch), report.WithSecrets(d.red),
 		report.WithRenderers(d.renderers...))
 	if err != nil {
-		return Outcome{ExitCode: gate.ExitError}, fmt.Errorf("ci: %w", err)
+		return Outcome{ExitCode: gate.ExitError}, fmt.Errorf("pipeline: %w", err)
 	}
 	d.run = run
 	// 驱动日志同时写进产物（经 report 的脱敏写入器），CI 系统的控制台日志过期后仍可查。
@@ -470,7 +470,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	out.Result = run.Result()
 	d.summarize(out, gates)
 	if err != nil {
-		return out, fmt.Errorf("ci: write report: %w", err)
+		return out, fmt.Errorf("pipeline: write report: %w", err)
 	}
 	return out, nil
 }

@@ -294,7 +294,7 @@ func (d *driver) deploy(ctx context.Context, sc *matrix.Scenario) (deploy.Deploy
 // Plan（matrix.Scenario.Deploy），这里只补上运行时才知道的密钥、日志目录与日志器。
 func (d *driver) deployerFor(sc *matrix.Scenario) (deploy.Deployer, error) {
 	if sc.Deploy == nil {
-		return nil, fmt.Errorf("ci: scenario %s: mode %q has no deploy plan", sc.Name, sc.Mode)
+		return nil, fmt.Errorf("pipeline: scenario %s: mode %q has no deploy plan", sc.Name, sc.Mode)
 	}
 	dir, err := d.run.ScenarioDir(sc.Name, report.StageLogs)
 	if err != nil {

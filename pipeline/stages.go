@@ -252,7 +252,7 @@ func (d *driver) accuracy(ctx context.Context, p *matrix.ScenarioPlan, ep deploy
 			if errors.Is(err, accuracy.ErrDatasetUnavailable) {
 				// 拿不到数据时告诉用户三条出路：把文件放进缓存目录、在配置里指向本地数据、
 				// 或者这次不跑精度。功能与性能阶段不受影响，照常运行并报告。
-				err = fmt.Errorf("%w; pre-fill the cache directory %s with the simple-evals files (or set dataset_path in tests/accuracy/%s.yaml), or skip this stage with -stages functional,perf",
+				err = fmt.Errorf("%w; pre-fill the cache directory %s with the simple-evals files (or set dataset_path in tests/accuracy/%s.yaml), or run without the accuracy stage (Selection.Stages: functional, perf; in examples/ci: -stages functional,perf)",
 					err, d.accuracyCacheLabel(), na.Name)
 			}
 			errs = append(errs, fmt.Errorf("%s/%s: %w", na.Name, n, err))
@@ -346,7 +346,7 @@ func (d *driver) checkAccuracyTargets() error {
 				if d.o.BaseURL != "" {
 					why = "-base-url " + d.o.BaseURL + " points the scenario at a real server"
 				}
-				errs = append(errs, fmt.Errorf("scenario %s, accuracy config %s (%s): %w; or skip accuracy with -stages functional,perf", p.Scenario.Name, na.Name, why, err))
+				errs = append(errs, fmt.Errorf("scenario %s, accuracy config %s (%s): %w; or run without the accuracy stage (Selection.Stages: functional, perf; in examples/ci: -stages functional,perf)", p.Scenario.Name, na.Name, why, err))
 			}
 		}
 	}
@@ -372,7 +372,7 @@ func (d *driver) push(ctx context.Context) {
 	if d.o.PushURL == "" {
 		if d.o.RequirePush {
 			for _, sc := range d.run.Result().Scenarios {
-				d.recordError(sc.Name, report.Stage("push"), errors.New("-push given but no Pushgateway URL (-push-url or PROM_PUSHGATEWAY_URL)"))
+				d.recordError(sc.Name, report.Stage("push"), errors.New("Outputs.RequirePush is set but Outputs.PushURL is empty (in examples/ci: -push needs -push-url or PROM_PUSHGATEWAY_URL)"))
 			}
 			return
 		}

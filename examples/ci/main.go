@@ -80,6 +80,11 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		fmt.Fprintf(stderr, "ci: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
 		return gate.ExitError
 	}
+	// 命令行参数之间的约束在这里用参数的名字报告（库的错误说的是 Options 的字段）。
+	if *model != "" && *baseURL == "" {
+		fmt.Fprintln(stderr, "ci: -model needs -base-url (it names the served model of that server)")
+		return gate.ExitError
+	}
 	rt, err := matrix.ParseRunType(*runType)
 	if err != nil {
 		fmt.Fprintln(stderr, "ci:", err)
@@ -171,8 +176,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	return out.ExitCode
 }
 
-// printErr 把错误脱敏后写到 stderr，保证只有一个 "ci: " 前缀：驱动的错误自带前缀
-// （ErrConfig 为 "ci: invalid configuration"），其他包的错误由这里补上。
+// printErr 把错误脱敏后写到 stderr，保证只有一个 "ci: " 前缀：驱动自己的错误自带前缀，
+// 库的错误（例如 "pipeline: invalid configuration: …"）由这里补上。
 func printErr(w io.Writer, red *report.Secrets, err error) {
 	msg := red.Redact(err.Error())
 	if !strings.HasPrefix(msg, "ci: ") {
