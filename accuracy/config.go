@@ -54,7 +54,7 @@ type Config struct {
 	Debug bool `yaml:"debug"`
 	// MaxTokens 对应 --max-tokens（PR 128，每日 16384）。
 	MaxTokens int `yaml:"max_tokens"`
-	// Temperature 对应 --temperature（规格为 0.6）；0 即贪心采样。
+	// Temperature 对应 --temperature（需求为 0.6）；0 即贪心采样。
 	Temperature float64 `yaml:"temperature"`
 	// ExtraBody 是合并进每个请求体的额外字段（simple-evals 不发任何额外字段；为空时请求体与它
 	// 逐字段相同）。典型用途：思考模型在 PR 的 max_tokens 128 内写不出答案，
@@ -62,13 +62,13 @@ type Config struct {
 	// chat_template_kwargs 交给聊天模板，不认识该参数的模板忽略它）。不能设置 model、messages、
 	// temperature、max_tokens、stream。
 	ExtraBody map[string]any `yaml:"extra_body"`
-	// NumThreads 对应 --num-threads（规格为 32），上限 MaxNumThreads。
+	// NumThreads 对应 --num-threads（需求为 32），上限 MaxNumThreads。
 	NumThreads int `yaml:"num_threads"`
 	// RequestTimeout 是单次请求时限；Retries 是失败重试次数：0 取 DefaultRetries，
 	// 负数表示不重试，上限 MaxRetries。
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	Retries        int           `yaml:"retries"`
-	// Timeout 是整个精度阶段的时限（规格：accuracy 90 分钟，每日可放宽）。
+	// Timeout 是整个精度阶段的时限（需求：accuracy 90 分钟，每日可放宽）。
 	Timeout time.Duration `yaml:"timeout"`
 	// Dataset 选择数据来源的种类：空（默认）表示登记表的默认下载地址（Data.BaseURL 与
 	// Data.URLs；内置评测是 simple-evals 自己读取的上游公共地址），下载一次后缓存在
@@ -150,7 +150,7 @@ func cfgErr(path string, value any, format string, args ...any) *field.Error {
 	return field.New(ErrConfig, path, value, fmt.Sprintf(format, args...))
 }
 
-// DefaultConfig 返回与规格 PR 命令一致的默认值（debug、128 tokens、0.6、32 线程、GPQA）。
+// DefaultConfig 返回与需求 PR 命令一致的默认值（debug、128 tokens、0.6、32 线程、GPQA）。
 func DefaultConfig() Config {
 	return Config{
 		Evaluator: "simple-evals", Debug: true, MaxTokens: 128, Temperature: 0.6, NumThreads: 32,

@@ -63,7 +63,7 @@ type StageOptions struct {
 	Evals *Registry
 }
 
-// StageResult 是一次精度阶段的全部结果；失败不会中断其余数据集（规格：失败继续）。
+// StageResult 是一次精度阶段的全部结果；失败不会中断其余数据集（需求：失败继续）。
 type StageResult struct {
 	// Results、Gates 与 Verdicts 一一对应：Gates[i] 是 Results[i] 的门禁设置，
 	// Verdicts[i] 是 Gate(Gates[i], Results[i])。

@@ -12,7 +12,7 @@ import (
 )
 
 // TestThinkingModelAtPRMaxTokens 检验 issue 29 第 3 部分提到的 PR 精度门禁：GPQA、max_tokens 128
-// （规格的 debug 命令），被测的是默认思考的模型（Qwen3）。一个真实的思考模型在 GPQA 上推理数千个
+// （需求的 debug 命令），被测的是默认思考的模型（Qwen3）。一个真实的思考模型在 GPQA 上推理数千个
 // token，128 个 token 全部花在推理上、写不出答案：分数一定是 0、每个请求都失败。现在失败的原因
 // 写明是 reasoning_truncated 以及怎么办；用 extra_body 关掉思考（chat_template_kwargs
 // enable_thinking: false，Qwen3 的聊天模板认这个参数）之后同样的配置能答题。

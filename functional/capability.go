@@ -41,7 +41,7 @@ const (
 	CapEmbeddingBase64 Capability = "embedding_base64"
 	// CapBatchInvariant 不是请求参数，而是服务端的承诺：输出与同批的其它请求无关（vLLM 的
 	// VLLM_BATCH_INVARIANT=1，只在部分 GPU/NPU 上可用）。声明 supported 时，流式与非流式的
-	// 比较要求逐字节相同；否则（默认 unsupported，vLLM 的默认配置）允许规格所说的"小幅差异"，
+	// 比较要求逐字节相同；否则（默认 unsupported，vLLM 的默认配置）允许需求所说的"小幅差异"，
 	// 定义见 docs/functional.md 的 "Determinism"。probe 与 unsupported 同义。
 	CapBatchInvariant Capability = "batch_invariant"
 )

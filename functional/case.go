@@ -100,7 +100,7 @@ type Catalog struct {
 	params map[string]CaseParams
 }
 
-// NewCatalog 按 cfg 生成规格第 4 节的全部用例。cfg 先经过 Validate(feats)；feats 是
+// NewCatalog 按 cfg 生成需求 §4（docs/requirements.md）的全部用例。cfg 先经过 Validate(feats)；feats 是
 // 用例 Requires 可以引用的能力登记表（nil 取 DefaultFeatures）。团队要加依赖厂商能力的
 // 用例时，先在 feats 中登记该能力，再把同一张表交给 NewCatalog 与 Options.Features。
 func NewCatalog(cfg Config, feats *Features) (*Catalog, error) {

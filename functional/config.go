@@ -26,7 +26,7 @@ import (
 // ErrConfig 是配置非法时所有错误共同包裹的哨兵，调用方用 errors.Is 判断。
 var ErrConfig = errors.New("functional: invalid config")
 
-// Config 是全部功能套件的参数集合（规格第 4 节），每个字段对应
+// Config 是全部功能套件的参数集合（需求 §4（docs/requirements.md）），每个字段对应
 // configs/tests/functional/ 下的一个文件：文件的唯一顶层键就是套件名，
 // 例如 chat_core.yaml 的内容为 `chat_core: {...}`。
 //
@@ -110,7 +110,7 @@ type StreamingConfig struct {
 	ChunkSize int `yaml:"chunk_size" json:"chunk_size"`
 }
 
-// ParamsBoundaryConfig 是 params_boundary 套件的参数，取值即规格第 4 节的边界集合，
+// ParamsBoundaryConfig 是 params_boundary 套件的参数，取值即需求 §4（docs/requirements.md）的边界集合，
 // 每个取值生成一个用例。
 type ParamsBoundaryConfig struct {
 	Prompt           string    `yaml:"prompt" json:"prompt"`
@@ -228,7 +228,7 @@ type RerankConfig struct {
 	TopN      int      `yaml:"top_n" json:"top_n"`
 }
 
-// DefaultConfig 返回规格第 4 节的默认参数集合，与 configs/tests/functional/*.yaml 一致。
+// DefaultConfig 返回需求 §4（docs/requirements.md）的默认参数集合，与 configs/tests/functional/*.yaml 一致。
 func DefaultConfig() Config {
 	return Config{
 		ChatCore: ChatCoreConfig{

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// 流式与非流式输出的比较（规格："带 seed 的非流式期望完全一致；流式允许小幅差异"）。
+// 流式与非流式输出的比较（需求："带 seed 的非流式期望完全一致；流式允许小幅差异"）。
 //
 // vLLM 默认不保证结果可复现："vLLM does not guarantee the reproducibility of the results by
 // default"；同一请求与别的并发请求成批时 logits 不同，贪心解码也可能在某个接近平手的

@@ -12,7 +12,7 @@ import (
 
 // TestCatalogHonestUnderBatchVariance 把整个目录（8 个并发）跑在打开 BatchVariance 的模拟器上：
 // 它像默认配置的真实 GPU/NPU 服务一样，与别的请求同批时输出在几个 token 之后漂移。
-// 没有任何用例可以因此失败：需要固定批的用例单独运行，流式比较容忍规格允许的差异，
+// 没有任何用例可以因此失败：需要固定批的用例单独运行，流式比较容忍需求允许的差异，
 // 并在结果里报告分叉的 token 与共同前缀。每次运行的批不同，所以跑三遍。
 func TestCatalogHonestUnderBatchVariance(t *testing.T) {
 	cfg := fullEmulator()
@@ -37,7 +37,7 @@ func TestCatalogHonestUnderBatchVariance(t *testing.T) {
 }
 
 // TestBatchVarianceIsReal 检验开关本身与两种比较模式：把用例的副本并发运行（不再单独运行），
-// 它们的请求彼此同批、输出确实漂移。非流式的贪心可复现（temperature=0，规格要求完全一致）因此
+// 它们的请求彼此同批、输出确实漂移。非流式的贪心可复现（temperature=0，需求要求完全一致）因此
 // 变红——这正是它必须单独运行的原因；流式比较在容忍模式下通过并报告分叉的 token，服务端声明
 // batch_invariant: supported 时按严格模式变红。
 func TestBatchVarianceIsReal(t *testing.T) {

@@ -2,7 +2,7 @@
 //
 // 用例（Case）是普通的值：ID、所属套件、所需能力（Feature）和一个 Run 函数。
 // NewCatalog 按 Config（来自 configs/tests/functional/*.yaml，每个套件一个文件）
-// 生成规格第 4 节要求的全部用例；DefaultCatalog 每次返回一个新的目录，调用方
+// 生成需求 §4（docs/requirements.md）要求的全部用例；DefaultCatalog 每次返回一个新的目录，调用方
 // 可以用 Catalog.Add 加入自己的用例。Runner 对一个 Target（嵌入的 endpoint.Endpoint——
 // 基础地址、模型名、API Key、*http.Client，约定见 endpoint 包文档——加上场景开启的能力、
 // 推理字段备选键名与能力声明）并发执行用例：

@@ -38,7 +38,7 @@ func runMaxTokensCases(t *testing.T, target functional.Target, timeout time.Dura
 // TestMaxTokensBoundaryOnARealSpeedServer 复现 issue 29 第 3 部分：每 token 10 ms、TTFT 200 ms 的服务端
 // （一个快的真实服务）无法在单请求超时内生成 16384 个 token，旧用例因此以 timeout 失败，每个真实 PR
 // 都红。现在它在预算内读流、确认没有提前结束并报告看到的 token 数；小的值照旧核对精确长度。
-// 单请求超时按比例缩小到 6 s（规格 120 s），让测试几秒内结束。
+// 单请求超时按比例缩小到 6 s（需求 120 s），让测试几秒内结束。
 func TestMaxTokensBoundaryOnARealSpeedServer(t *testing.T) {
 	cfg := fullEmulator()
 	cfg.TTFT, cfg.ITL, cfg.MaxModelLen = 200*time.Millisecond, 10*time.Millisecond, 65536

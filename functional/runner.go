@@ -41,7 +41,7 @@ type Options struct {
 	Now func() time.Time `yaml:"-" json:"-"`
 }
 
-// DefaultOptions 返回规格第 4 节的默认值：120 秒超时、重试 2 次。
+// DefaultOptions 返回需求 §4（docs/requirements.md）的默认值：120 秒超时、重试 2 次。
 func DefaultOptions() Options {
 	return Options{RequestTimeout: 120 * time.Second, Retries: 2, RetryBackoff: 200 * time.Millisecond, MaxRetryAfter: 10 * time.Second,
 		MaxResponseBytes: DefaultMaxResponseBytes, Parallelism: 8}

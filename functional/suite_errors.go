@@ -272,7 +272,7 @@ func multimodalCases(cfg Config) []Case {
 	}
 }
 
-// pngDataURL 生成一张 size×size 的渐变 PNG，并编码为 data URL（与规格中 Qwen3-VL 的调用方式一致）。
+// pngDataURL 生成一张 size×size 的渐变 PNG，并编码为 data URL（与需求中 Qwen3-VL 的调用方式一致）。
 func pngDataURL(size int) (string, error) {
 	img := image.NewRGBA(image.Rect(0, 0, size, size))
 	for y := 0; y < size; y++ {

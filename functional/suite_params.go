@@ -49,7 +49,7 @@ func (cs *caseSet) add(id, desc string, run func(ctx context.Context, t *T)) {
 	cs.cases = append(cs.cases, Case{ID: cs.suite + "/" + id, Suite: cs.suite, Description: desc, Run: run})
 }
 
-// isolated 加入一个比较两次回答是否相同的用例（贪心或固定 seed 可复现，规格要求非流式
+// isolated 加入一个比较两次回答是否相同的用例（贪心或固定 seed 可复现，需求要求非流式
 // 完全一致）：它需要固定的批，在其它用例之后单独运行（Case.Isolated）。
 func (cs *caseSet) isolated(id, desc string, run func(ctx context.Context, t *T)) {
 	cs.add(id, desc, run)
@@ -310,7 +310,7 @@ func pickUnicode(s string) string {
 
 // runMaxTokens 检验 max_tokens=n 被接受并被遵守，不要求服务端在请求超时内生成完 n 个 token。
 //
-// 规格的边界是"值 16384 被接受并被遵守"，而单请求超时是 120s：以 30 ms/token 计，16384 个
+// 需求的边界是"值 16384 被接受并被遵守"，而单请求超时是 120s：以 30 ms/token 计，16384 个
 // token 要 8 分钟，没有真实服务端能在超时内生成完。所以用流式请求（ignore_eos）读到生成结束
 // 或读满预算（MaxTokensBudget，默认请求超时的一半）为止：
 //   - 在预算内结束：usage.completion_tokens 必须恰好为 n，finish_reason 必须是 length（与以前

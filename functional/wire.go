@@ -457,7 +457,7 @@ func (t *T) streamBudget(ctx context.Context, p string, b body, budget time.Dura
 }
 
 // decodeStream 解码全部事件。以下情况让用例失败（vLLM 从不这样做，见
-// shared/reference/vllm-wire-facts.md）：带内错误事件（HTTP 200 但 data 为 {"error":…}，
+// docs/vllm-wire.md）：带内错误事件（HTTP 200 但 data 为 {"error":…}，
 // server_error，引用服务端原话）、HTTP 200 的错误体代替事件流（server_error）、
 // 事件不是 JSON（bad_json）、同一 choice 的 finish_reason 出现两次或 finish 之后还有
 // 该 choice 的 chunk、[DONE] 之后还有事件（protocol）。

@@ -89,7 +89,7 @@ type Gate struct {
 	// Statistic 是做出判定的统计量："p99"（或 lower_quantile 降到的 "p95" 等）、"rate"（QPS），
 	// 或 "geomean_shift"（on_insufficient: shift 时由整个分布的位移判定，见 Shift）。
 	Statistic string `json:"statistic,omitempty"`
-	// Shift 是 geomean_shift 判定的证据；Current/Baseline/DeltaPct 仍是规格的 P99 数字。
+	// Shift 是 geomean_shift 判定的证据；Current/Baseline/DeltaPct 仍是需求的 P99 数字。
 	Shift *Shift `json:"shift,omitempty"`
 	// Explain 是两侧阶段分解的比较（explain.Compare），Attribution 是与本项指标相关的那一段
 	// 文字（TTFT 门禁取 TTFT 的归因，E2E 与 QPS 门禁取 E2E 的归因，再加缓存、抢占、KV 的前后值）。

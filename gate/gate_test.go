@@ -35,7 +35,7 @@ func gateByName(t *testing.T, gates []gate.Gate, scenario, name string) gate.Gat
 	return gate.Gate{}
 }
 
-// TestPerfGateBoundaries 逐项检查规格阈值的边界：恰好 10%/5% 通过，超过即失败。
+// TestPerfGateBoundaries 逐项检查需求阈值的边界：恰好 10%/5% 通过，超过即失败。
 func TestPerfGateBoundaries(t *testing.T) {
 	base := oneRow(1, 100*time.Millisecond, time.Second, 10, 0)
 	cases := []struct {

@@ -16,7 +16,7 @@ const VerdictWarn Verdict = "warn"
 
 // 性能门禁的判定模式（Thresholds.Mode / PerfGateOptions.Mode）。
 const (
-	// ModeSpec 是规格的规则：点估计的变化超过阈值即失败（默认）。
+	// ModeSpec 是需求的规则：点估计的变化超过阈值即失败（默认）。
 	ModeSpec = "spec"
 	// ModeSignificant 只在整个置信区间都越过阈值时失败：噪声造成的越界不再报警。
 	ModeSignificant = "significant"
@@ -24,7 +24,7 @@ const (
 
 // 样本不足以支撑分位数时的处理（Thresholds.OnInsufficient / PerfGateOptions.OnInsufficient）。
 const (
-	// InsufficientSpec 仍按规则判定，但门禁标明 insufficient_samples（默认，保持规格行为）。
+	// InsufficientSpec 仍按规则判定，但门禁标明 insufficient_samples（默认，保持需求行为）。
 	InsufficientSpec = "spec"
 	// InsufficientFail 让门禁失败：要求样本量本身达标。
 	InsufficientFail = "fail"
@@ -32,7 +32,7 @@ const (
 	InsufficientWarn = "warn"
 	// InsufficientLowerQuantile 改用样本能支撑的最高分位（P95、P90、P75）比较。
 	InsufficientLowerQuantile = "lower_quantile"
-	// InsufficientShift 改由整个分布的位移（几何均值之比，Welch t 区间）判定，规格的分位数
+	// InsufficientShift 改由整个分布的位移（几何均值之比，Welch t 区间）判定，需求的分位数
 	// 照常报告（shift.go；出厂配置用它，见 docs/report.md）。
 	InsufficientShift = "shift"
 )
@@ -107,7 +107,7 @@ func medianSucceeded(rows []PerfRow) int64 {
 type perfCmp struct {
 	metric    string
 	q         float64 // 时延门禁的分位点；QPS 为 0
-	cur, base float64 // 规格口径的当前值与基线值
+	cur, base float64 // 需求口径的当前值与基线值
 	curLat    Latency
 	baseLat   Latency
 	curN      int64
@@ -151,7 +151,7 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	q := c.q
 	need := neededSamples(q)
 	var notes []string
-	// 样本量未知（调用方自己构造的基线没有 Count）时不判断支撑，保持规格行为。
+	// 样本量未知（调用方自己构造的基线没有 Count）时不判断支撑，保持需求行为。
 	known := c.curN > 0 && c.baseN > 0
 	if known {
 		g.Samples = &SampleSizes{Current: c.curN, Baseline: c.baseN, Needed: need}
@@ -225,7 +225,7 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	if ri, ok := bootstrapRatio(c.curS, c.baseS, st, level, res, uint64(th.Seed), g.Scenario+"/"+g.Name); ok {
 		g.Interval = &Interval{LoPct: (ri.Lo - 1) * 100, HiPct: (ri.Hi - 1) * 100, Level: level, Resamples: res, Seed: uint64(th.Seed)}
 	} else if mode == ModeSignificant {
-		notes = append(notes, "no per-request samples on both sides: judged by the spec rule")
+		notes = append(notes, "no per-request samples on both sides: judged by the P99 rule (docs/requirements.md §5)")
 	}
 
 	over := func(x float64) bool { // x 是相对变化（比例）
@@ -303,7 +303,7 @@ func (g Gate) Evidence() (interval, samples string) {
 	return interval, samples
 }
 
-// eps 吸收浮点误差，使"恰好 10%"判为通过（规格是"超过 10% 失败"）。
+// eps 吸收浮点误差，使"恰好 10%"判为通过（需求是"超过 10% 失败"）。
 const eps = 1e-9
 
 // perfGates 计算一个组合的四项性能门禁。

@@ -87,8 +87,8 @@ func alarmRates(tb testing.TB, seed uint64, reps, n int, shift float64, th gate.
 
 // TestGateNoRegressionVsRealShift 是议题要求的两组对照：同一分布的两次运行（没有回归）与
 // TTFT 真实变慢 20% 的两次运行，各 30 次带种子的重复，每次运行 400 个请求（足以支撑 P99）。
-// 规格模式对 P99 的抽样抖动报警（误报），显著性模式几乎不误报；代价是显著性模式要求
-// 整个区间越过 +10%，400 个样本的 P99 区间约 ±18%，检出 +20% 的能力明显弱于规格模式，
+// 需求模式对 P99 的抽样抖动报警（误报），显著性模式几乎不误报；代价是显著性模式要求
+// 整个区间越过 +10%，400 个样本的 P99 区间约 ±18%，检出 +20% 的能力明显弱于需求模式，
 // 到 2048 个样本（蓄水池上限）才过半。完整的数表由 BenchmarkGateFalseAlarmAndDetection 打印。
 func TestGateNoRegressionVsRealShift(t *testing.T) {
 	const reps, n = 30, 400
@@ -183,7 +183,7 @@ func TestGateInsufficientSamples(t *testing.T) {
 	if g.Verdict != gate.VerdictWarn {
 		t.Errorf("per-gate override: verdict %s", g.Verdict)
 	}
-	// 基线没有逐请求样本（例如来自 Prometheus）时没有区间，显著性模式退回规格规则并说明。
+	// 基线没有逐请求样本（例如来自 Prometheus）时没有区间，显著性模式退回需求规则并说明。
 	src := gate.Static{}
 	for k, b := range gate.FromRun(tResult{Scenarios: []tScenario{simScenario(simRun(rng, 400, 1))}}.GateRun()) {
 		b.Samples = nil
@@ -218,7 +218,7 @@ func TestThresholdsValidate(t *testing.T) {
 	}
 }
 
-// BenchmarkGateFalseAlarmAndDetection 打印规格模式与显著性模式（以及显著性 + lower_quantile）
+// BenchmarkGateFalseAlarmAndDetection 打印需求模式与显著性模式（以及显著性 + lower_quantile）
 // 在"同分布"与"TTFT +20%"两种情况下、不同样本量时的报警率：前者是误报率，后者是检出率。
 // 数值写进 docs/report.md。运行：go test -run '^$' -bench GateFalseAlarm -benchtime 1x ./report/
 func BenchmarkGateFalseAlarmAndDetection(b *testing.B) {

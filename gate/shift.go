@@ -18,7 +18,7 @@ import (
 // 判定：点估计超过阈值、且区间整体在 0 之上（显著变慢）时失败；点估计超过阈值但不显著时
 // warn（列出、不让运行失败，而不是悄悄通过）；否则通过。区间的置信水平是
 // Thresholds.ShiftConfidence（默认 0.998）：PR 档一次运行有 24 个时延门禁（12 个组合 ×
-// TTFT/E2E），按 Bonferroni 整次运行的误报率约 5%（docs/report.md 有实测）。规格的 P99
+// TTFT/E2E），按 Bonferroni 整次运行的误报率约 5%（docs/report.md 有实测）。需求的 P99
 // 数字照常写在 Current/Baseline/DeltaPct 与原因里，只是不由它做判定。
 
 // DefaultShiftConfidence 是 shift 判定的默认置信水平。

@@ -24,7 +24,7 @@ func TestStudentTQuantile(t *testing.T) {
 	}
 }
 
-// prCombo 是规格 PR 档的一个组合（configs/tests/perf/profiles/pr.yaml）。
+// prCombo 是需求 PR 档的一个组合（configs/tests/perf/profiles/pr.yaml）。
 type prCombo struct{ c, in, out int }
 
 // prCombos 是 PR 档的 12 个组合：并发 1/2/4 × 输入 128/2048 × 输出 128/1024。
@@ -128,11 +128,11 @@ func (p prRates) line(runs int) string {
 		p.fa, runs, p.ttftHit, runs, p.ttftWrong, p.itlHit, runs, p.itlWrong)
 }
 
-// TestShiftVerdictAtPRSampleSizes 在规格 PR 档的样本量（每组合 16/32/64 个请求，基线为每日档
+// TestShiftVerdictAtPRSampleSizes 在需求 PR 档的样本量（每组合 16/32/64 个请求，基线为每日档
 // 三轮合并）上检验出厂判定（significant + on_insufficient: shift）：200 次不变的 PR 运行里
 // 有失败门禁的运行数（误报）、TTFT +30% 时 TTFT 门禁变红的运行数、ITL +30% 时 E2E 门禁变红的
 // 运行数，以及变红的是不是该变红的门禁。随机数固定，结果确定；数字写在 docs/report.md。
-// 与旧出厂值、规格规则的对比见 BenchmarkPRVerdictComparison。
+// 与旧出厂值、需求规则的对比见 BenchmarkPRVerdictComparison。
 func TestShiftVerdictAtPRSampleSizes(t *testing.T) {
 	const runs = 200
 	got := measurePR(Thresholds{Mode: ModeSignificant, OnInsufficient: InsufficientShift}, runs)
@@ -142,7 +142,7 @@ func TestShiftVerdictAtPRSampleSizes(t *testing.T) {
 	}
 }
 
-// BenchmarkPRVerdictComparison 在同一模拟上比较三种判定：规格规则（点估计 P99）、上一版出厂值
+// BenchmarkPRVerdictComparison 在同一模拟上比较三种判定：需求规则（点估计 P99）、上一版出厂值
 // （significant + on_insufficient: fail）与现在的出厂值（shift）。自助法让前两者较慢（约 4 分钟）。
 //
 //	go test -run '^$' -bench PRVerdictComparison -benchtime 1x ./gate
@@ -210,7 +210,7 @@ func TestShiftVerdictDailyDrift(t *testing.T) {
 	}
 }
 
-// TestShiftVerdictEvidence 检验 shift 判定写出的证据：判定统计量、区间、仍然报告的规格 P99、
+// TestShiftVerdictEvidence 检验 shift 判定写出的证据：判定统计量、区间、仍然报告的需求 P99、
 // 三种结论（显著超限失败、超限但不显著 warn、未超限通过），以及没有逐请求样本时退回 warn。
 func TestShiftVerdictEvidence(t *testing.T) {
 	th := Thresholds{Mode: ModeSignificant, OnInsufficient: InsufficientShift}

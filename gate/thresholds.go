@@ -7,7 +7,7 @@ import (
 )
 
 // Thresholds 是门禁阈值（YAML 可配置）。比例均为小数（0.10 = 10%）。
-// 零值字段取默认值（规格第 5、8 节）；负值表示关闭该项检查（记为 skipped）。
+// 零值字段取默认值（需求 §5、8（docs/requirements.md））；负值表示关闭该项检查（记为 skipped）。
 type Thresholds struct {
 	// TTFTP99Regression：TTFT P99 相对基线变差超过该比例即失败，默认 0.10。
 	TTFTP99Regression float64 `yaml:"ttft_p99_regression" json:"ttft_p99_regression"`
@@ -20,7 +20,7 @@ type Thresholds struct {
 	// RequireBaseline 为 true 时，无基线的性能门禁记为失败而不是 no_baseline。
 	RequireBaseline bool `yaml:"require_baseline" json:"require_baseline"`
 
-	// 以下是性能门禁的统计选项（见 perf.go 与 docs/report.md）；零值保持规格行为。
+	// 以下是性能门禁的统计选项（见 perf.go 与 docs/report.md）；零值保持需求行为。
 	// Mode 为 spec（默认：点估计越过阈值即失败）或 significant（整个置信区间越过才失败）。
 	Mode string `yaml:"mode" json:"mode,omitempty"`
 	// OnInsufficient 是样本不足以支撑分位数时的处理：spec（默认）、fail、warn 或 lower_quantile。
@@ -36,7 +36,7 @@ type Thresholds struct {
 	PerGate PerGateOptions `yaml:"per_gate" json:"per_gate"`
 }
 
-// DefaultThresholds 返回规格中的 PR 性能门禁阈值。
+// DefaultThresholds 返回需求中的 PR 性能门禁阈值。
 func DefaultThresholds() Thresholds {
 	return Thresholds{TTFTP99Regression: 0.10, E2EP99Regression: 0.10, QPSDrop: 0.05, MaxFailRate: 0.05}
 }

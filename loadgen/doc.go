@@ -1,7 +1,7 @@
 // Package loadgen 是与 acs-bench 参数与产物兼容的负载生成器与时延测量器。
 //
 // 一次 Run 按 Profile 执行全部分组（输入长度 × 输出长度 × 并发 × 轮次），
-// 每组返回一行 Summary（与规格第 5 节的 CSV 表头一一对应）。它：
+// 每组返回一行 Summary（与需求 §5（docs/requirements.md）的 CSV 表头一一对应）。它：
 //
 //   - 以流式请求调用 OpenAI 兼容的 /v1/chat/completions（openai-chat）或
 //     /v1/completions（openai），请求 continuous_usage_stats 得到逐 chunk 的

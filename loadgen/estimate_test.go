@@ -9,7 +9,7 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// TestEstimateSpecProfilesAtRealisticSpeed 用规格自己的档位与 issue 29 的速度（TTFT 200 ms，
+// TestEstimateSpecProfilesAtRealisticSpeed 用需求自己的档位与 issue 29 的速度（TTFT 200 ms，
 // 30 ms/token）重现问题里的数字：PR 档约 56 分钟、每日档约 84 小时；每日档加了预算后时长
 // 落在预算附近，且不会低于"每组每个 worker 一个请求"的下限。
 func TestEstimateSpecProfilesAtRealisticSpeed(t *testing.T) {
@@ -33,7 +33,7 @@ func TestEstimateSpecProfilesAtRealisticSpeed(t *testing.T) {
 	if h := e.Unbudgeted.Hours(); h < 80 || h > 90 {
 		t.Errorf("daily profile at 30 ms/token: %.1f h, issue measured about 84", h)
 	}
-	// 规格的每日档（3 轮）即使加了 3 小时预算也放不下：每组每个 worker 至少一个请求，
+	// 需求的每日档（3 轮）即使加了 3 小时预算也放不下：每组每个 worker 至少一个请求，
 	// 180 组里 60 组输出 4096（每个 123 s），下限就超过 4 小时。
 	daily.MaxDuration = 3 * time.Hour
 	e, err = loadgen.EstimateProfile(daily, speed)

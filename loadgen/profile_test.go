@@ -30,7 +30,7 @@ func decodeProfile(t *testing.T, path string) loadgen.Profile {
 	return p
 }
 
-// TestShippedProfilesMatchSpecDefaults 验证仓库中的 pr/daily 档位可严格解码且取值符合规格第 5 节。
+// TestShippedProfilesMatchSpecDefaults 验证仓库中的 pr/daily 档位可严格解码且取值符合需求 §5（docs/requirements.md）。
 func TestShippedProfilesMatchSpecDefaults(t *testing.T) {
 	pr := decodeProfile(t, "../configs/tests/perf/profiles/pr.yaml").WithDefaults()
 	daily := decodeProfile(t, "../configs/tests/perf/profiles/daily.yaml").WithDefaults()
@@ -55,7 +55,7 @@ func TestShippedProfilesMatchSpecDefaults(t *testing.T) {
 	check("daily.concurrency", daily.Concurrency, []int{1, 2, 4, 8, 16})
 	check("daily.input_length", daily.InputLength, []int{128, 512, 2048, 4096})
 	check("daily.output_length", daily.OutputLength, []int{128, 1024, 4096})
-	// 每日档的轮数有意与规格（3）不同：3 轮在真实速度下连"每组每个 worker 一个请求"的下限都放不进
+	// 每日档的轮数有意与需求（3）不同：3 轮在真实速度下连"每组每个 worker 一个请求"的下限都放不进
 	// 6 小时的作业（docs/ci.md "时间预算"，TestEstimateSpecProfilesAtRealisticSpeed）。
 	check("daily.warmup/epochs/x", []int{daily.Warmup, daily.Epochs, daily.RequestsPerConcurrency}, []int{2, 1, 32})
 	check("budgets", []string{pr.MaxDuration.String(), daily.MaxDuration.String()}, []string{"35m0s", "2h20m0s"})

@@ -512,7 +512,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 func (r *runner) summary(g Group) Summary {
 	s := Summary{
 		ExecutionTime: g.Start, InputLength: g.InputLength, OutputLength: g.OutputLength,
-		Concurrency: g.Concurrency, Round: g.Round, Provider: r.t.Provider, Backend: string(r.p.Backend),
+		Concurrency: g.Concurrency, Round: g.Round, Provider: r.t.Provider, Backend: r.p.BackendName(),
 		Temperature: *r.p.Temperature, TopK: *r.p.TopK, TopP: *r.p.TopP,
 		ControlMethod: string(r.p.ControlMethod), ConcurrencyBackend: ConcurrencyBackend, DatasetType: string(r.p.DatasetType),
 	}

@@ -96,3 +96,13 @@ func (s *Source) validate(p *Profile) error {
 	}
 	return errors.Join(errs...)
 }
+
+// BackendName 返回汇总行与逐请求样本里 Backend 列的取值：通常是 Profile.Backend（openai-chat 或
+// openai）；设置了 Source 时是它的路径（如 /embeddings）——请求不是 chat/completions，行上不该写
+// openai-chat。
+func (p Profile) BackendName() string {
+	if p.Source != nil {
+		return p.Source.Path
+	}
+	return string(p.Backend)
+}

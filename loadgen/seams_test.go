@@ -39,6 +39,10 @@ func TestSourceEmbeddingsEndpoint(t *testing.T) {
 	if s.Succeeded != 40 || s.Failed != 0 || s.E2E.P50 <= 0 || s.TTFT.P50 != s.E2E.P50 && s.TTFT.P50 <= 0 {
 		t.Fatalf("summary = %+v", s)
 	}
+	// issue 36：embeddings 档位的汇总行曾写着 Backend openai-chat；它测的是 /embeddings。
+	if s.Backend != "/embeddings" || p.BackendName() != "/embeddings" {
+		t.Fatalf("Backend = %q (BackendName %q), want the Source path", s.Backend, p.BackendName())
+	}
 	for _, r := range c.recs {
 		if !r.OK || r.PromptTokens <= 0 || r.TPOT != -1 || r.E2E <= 0 {
 			t.Fatalf("record = %+v", r)

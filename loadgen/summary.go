@@ -35,7 +35,7 @@ func Unmeasured() Values {
 
 // Summary 是一个压测分组（输入长度 × 输出长度 × 并发 × 轮次）的汇总，
 // 与 acs-bench 汇总 CSV 的一行一一对应（列定义见 README 与
-// shared/reference/acs-bench-columns.md）。
+// docs/loadgen.md）。
 type Summary struct {
 	// 分组键
 	ExecutionTime      time.Time // 分组开始的墙钟时间

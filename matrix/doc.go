@@ -1,6 +1,6 @@
 // Package matrix 加载并校验 configs/ 配置树，把它变成一次运行的计划。
 //
-// 配置树布局（规格第 3 节）：
+// 配置树布局（需求 §3（docs/requirements.md））：
 //
 //	scenarios/*.yaml            被测场景：mode、模型、量化、能力、部署参数
 //	tests/functional/*.yaml     功能套件的参数与边界集合（functional 包解释）

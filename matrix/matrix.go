@@ -50,7 +50,7 @@ func ParseRunType(s string) (RunType, error) {
 	return rt, nil
 }
 
-// OnFailure 是“失败继续”的边界（规格第 11 节：可配置，默认继续）。
+// OnFailure 是“失败继续”的边界（需求 §11（docs/requirements.md）：可配置，默认继续）。
 type OnFailure string
 
 // 失败策略取值。
@@ -72,7 +72,7 @@ func (o OnFailure) checkEnum() error {
 	return errors.New("invalid on_failure (want continue, next_scenario or abort)")
 }
 
-// Timeouts 是一种运行类型的作业与各阶段超时（规格第 8 节）。
+// Timeouts 是一种运行类型的作业与各阶段超时（需求 §8（docs/requirements.md））。
 type Timeouts struct {
 	Job        time.Duration `yaml:"job"`
 	Functional time.Duration `yaml:"functional"`
@@ -80,7 +80,7 @@ type Timeouts struct {
 	Accuracy   time.Duration `yaml:"accuracy"`
 }
 
-// DefaultTimeouts 返回规格第 8 节的默认超时：作业 PR 60 分钟、每日 6 小时；
+// DefaultTimeouts 返回需求 §8（docs/requirements.md）的默认超时：作业 PR 60 分钟、每日 6 小时；
 // 阶段 functional 30、perf 60、accuracy 90 分钟。
 func DefaultTimeouts(rt RunType) Timeouts {
 	t := Timeouts{Job: 60 * time.Minute, Functional: 30 * time.Minute, Perf: 60 * time.Minute, Accuracy: 90 * time.Minute}
@@ -117,7 +117,7 @@ type Defaults struct {
 		Daily Timeouts `yaml:"daily"`
 	} `yaml:"timeouts"`
 	// Gates 是性能门禁的阈值与统计选项（mode、on_insufficient、confidence……），
-	// 零值字段取 gate.DefaultThresholds 与规格行为。
+	// 零值字段取 gate.DefaultThresholds 与需求行为。
 	Gates gate.Thresholds `yaml:"gates"`
 }
 
@@ -141,7 +141,7 @@ type PerfRun struct {
 	// 空表示与运行类型同名的档位（pr 或 daily）。
 	Profiles []string `yaml:"profiles"`
 	// Override 按字段覆盖所选档位（loadgen.Profile 的 YAML 键），例如在模拟器上
-	// 缩小输出长度，让默认运行在两分钟内完成，而档位文件本身保持规格默认值。
+	// 缩小输出长度，让默认运行在两分钟内完成，而档位文件本身保持需求默认值。
 	Override Block `yaml:"override"`
 	// Shards 大于 1 时每个档位拆成这么多片并发运行、再无损合并（loadgen/shard 的 shard.RunLocal / MergeGroups，
 	// 见 docs/loadgen.md "Sharding"）；每组并发必须至少为分片数。0 或 1 表示不分片。

@@ -27,7 +27,7 @@ type NamedAccuracy struct {
 type FunctionalPlan struct {
 	Enabled bool
 	// Select 是交给 functional.Catalog.Select 的模式：矩阵中 suites 与 cases 的并集；
-	// 为空表示全部用例（规格第 3 节：默认运行全部功能用例）。
+	// 为空表示全部用例（需求 §3（docs/requirements.md）：默认运行全部功能用例）。
 	Select []string
 	// Config 是全部套件的参数（tests/functional/*.yaml 叠加在默认值上）。
 	Config  functional.Config

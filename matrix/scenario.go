@@ -62,7 +62,7 @@ const (
 type Health struct {
 	// Path 默认 "/health"（相对于服务根，而非 /v1）。
 	Path string `yaml:"path"`
-	// Timeout 默认 20 分钟（规格第 2 节：最大启动等待 20 分钟）。
+	// Timeout 默认 20 分钟（需求 §2（docs/requirements.md）：最大启动等待 20 分钟）。
 	Timeout time.Duration `yaml:"timeout"`
 	// Interval 是两次轮询的间隔，默认 2 秒。
 	Interval time.Duration `yaml:"interval"`
@@ -75,7 +75,7 @@ const (
 	DefaultHealthInterval = 2 * time.Second
 )
 
-// Reasoning 描述推理模型的断言方式（规格第 4 节）。
+// Reasoning 描述推理模型的断言方式（需求 §4（docs/requirements.md））。
 type Reasoning struct {
 	// ExpectReasoning 为 true 时功能用例要求响应带推理轨迹。
 	ExpectReasoning bool `yaml:"expect_reasoning"`
@@ -89,7 +89,7 @@ type Reasoning struct {
 // DefaultReasoningKeys 返回未配置时查找推理轨迹的字段名（每次一个新切片，调用方可以随意修改）。
 func DefaultReasoningKeys() []string { return []string{"reasoning_content", "reasoning"} }
 
-// PD 记录 PD 分离部署各角色的参数（规格第 2 节的 gen_pd_deploy 参数）。
+// PD 记录 PD 分离部署各角色的参数（需求 §2（docs/requirements.md）的 gen_pd_deploy 参数）。
 // 部署 YAML 由用户提供，这里的参数用于报告与标签，便于对比不同配比。
 type PD struct {
 	// Prefill 与 Decode 是各自的实例数，例如 2P1D 为 2 与 1。

@@ -126,7 +126,7 @@ func intCol(f func(*loadgen.Summary) *int) csvSetter {
 	}
 }
 
-// ReadSummaryCSV 解析 acs-bench 汇总 CSV（表头见规格第 5 节）为 loadgen.Summary，
+// ReadSummaryCSV 解析 acs-bench 汇总 CSV（表头见需求 §5（docs/requirements.md））为 loadgen.Summary，
 // 用于没有 Prometheus 的团队以上一次运行的 CSV 作为基线。
 //
 // 列按名字识别、顺序无关，未知列忽略（向前兼容）；Input_Length、Output_Length、

@@ -15,7 +15,7 @@ import (
 	"github.com/vllm-cibench/cibench/metrics"
 )
 
-// specHeader 是规格第 5 节的汇总 CSV 表头（测试里独立写一份，防止读写两端同错）。
+// specHeader 是需求 §5（docs/requirements.md）的汇总 CSV 表头（测试里独立写一份，防止读写两端同错）。
 const specHeader = "Execution_Time,Input_Length,Output_Length,Concurrency,Total_Token_Throughput(tokens/s),Output_Token_Throughput(tokens/s),TP75_TTFT(s),TP90_TTFT(s),TP95_TTFT(s),TP99_TTFT(s),MAX_TTFT(s),AVG_TTFT(s),TP75_TPOT(s),TP90_TPOT(s),TP95_TPOT(s),TP99_TPOT(s),MAX_TPOT(s),AVG_TPOT(s),TP90_TPOT_SEC(s),TP95_TPOT_SEC(s),TP99_TPOT_SEC(s),MAX_TPOT_SEC(s),AVG_TPOT_SEC(s),TP90_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),TP95_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),TP99_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),MIN_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),MAX_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),AVG_TIME_BETWEEN_FIRST_AND_SECOND_TOKEN(s),TP75_E2E(s),TP90_E2E(s),TP95_E2E(s),TP99_E2E(s),MAX_E2E(s),AVG_E2E(s),Total_Time(s),QPS,Fail_Rate,Backend,Temperature,Top_K,Top_P,Control_Method,Growth_Rate,Rounds,Num_Prompts,Provider,TP90_COMPLETION_TOKENS,TP95_COMPLETION_TOKENS,TP99_COMPLETION_TOKENS,MIN_COMPLETION_TOKENS,AVG_COMPLETION_TOKENS,AVG_REASONING_TOKENS,AVG_CONTENT_TOKENS,AVG_PROMPT_TOKENS,TP75_SERVER_TTFT(ms),TP90_SERVER_TTFT(ms),TP95_SERVER_TTFT(ms),TP99_SERVER_TTFT(ms),MAX_SERVER_TTFT(ms),AVG_SERVER_TTFT(ms),TP75_SERVER_TPOT(ms),TP90_SERVER_TPOT(ms),TP95_SERVER_TPOT(ms),TP99_SERVER_TPOT(ms),MAX_SERVER_TPOT(ms),AVG_SERVER_TPOT(ms),TP75_SERVER_E2E(ms),TP90_SERVER_E2E(ms),TP95_SERVER_E2E(ms),TP99_SERVER_E2E(ms),MAX_SERVER_E2E(ms),AVG_SERVER_E2E(ms),TP90_SPEC_ACCEPT_RATE,TP95_SPEC_ACCEPT_RATE,TP99_SPEC_ACCEPT_RATE,MIN_SPEC_ACCEPT_RATE,MAX_SPEC_ACCEPT_RATE,AVG_SPEC_ACCEPT_RATE"
 
 // csvRow 按表头生成一行：未给出的列写 -1（不可测）。
@@ -46,7 +46,7 @@ func baseRow(round string) map[string]string {
 	}
 }
 
-// TestReadSummaryCSV 用规格表头的 CSV 读回基线：秒列、ms 列换算、-1 不可测、多轮按轮次排序。
+// TestReadSummaryCSV 用需求表头的 CSV 读回基线：秒列、ms 列换算、-1 不可测、多轮按轮次排序。
 func TestReadSummaryCSV(t *testing.T) {
 	text := specHeader + "\n" + csvRow(baseRow("2")) + "\n" + csvRow(baseRow("1")) + "\n"
 	b, err := metrics.NewCSVBaseline(strings.NewReader(text), time.UTC)

@@ -17,7 +17,7 @@ import (
 
 // Options 控制结果到指标族的转换。零值可用（无前缀、无常量标签）。
 type Options struct {
-	// Prefix 是所有指标名的前缀（规格第 7 节"指标前缀：可配置，为空则不使用"），
+	// Prefix 是所有指标名的前缀（需求 §7（docs/requirements.md）"指标前缀：可配置，为空则不使用"），
 	// 例如 "cibench" 得到 cibench_perf_ttft_seconds；末尾下划线可省略。
 	Prefix string
 	// ConstLabels 加在每条序列上。本地暴露（WriteText、自己的注册表）时通常取

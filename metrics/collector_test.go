@@ -142,7 +142,7 @@ cibench_accuracy_score_ratio{dataset="gpqa",` + run + `} 0.625
 		"cibench_functional_case_pass", "cibench_accuracy_score_ratio"); err != nil {
 		t.Error(err)
 	}
-	// 规格要求的功能汇总族名与取值。
+	// 需求要求的功能汇总族名与取值。
 	wantFunc := `
 # HELP cibench_functional_pass_ratio Passed / cases run (total - skipped - unsupported) of the suite; NaN when no case ran
 # TYPE cibench_functional_pass_ratio gauge

@@ -10,7 +10,7 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen"
 )
 
-// ArtifactNames 决定 acs-bench 产物文件名（规格附录 A.6）中的各个字段。
+// ArtifactNames 决定 acs-bench 产物文件名（acs-bench 选项（docs/requirements.md 附录 A.6））中的各个字段。
 type ArtifactNames struct {
 	Provider           string                // {provider}
 	DatasetType        loadgen.DatasetType   // {dataset_type}，默认 "random"

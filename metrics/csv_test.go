@@ -14,7 +14,7 @@ import (
 	"github.com/vllm-cibench/cibench/metrics"
 )
 
-// specHeaderFile 读取从规格第 5 节逐字节复制出的表头。
+// specHeaderFile 读取从需求 §5（docs/requirements.md）逐字节复制出的表头。
 func specHeaderFile(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("testdata/acs_bench_summary_header.txt")
@@ -24,7 +24,7 @@ func specHeaderFile(t *testing.T) string {
 	return strings.TrimRight(string(b), "\n")
 }
 
-// TestSummaryHeaderMatchesSpecByteForByte 把表头与从规格逐字节复制的文件比较。
+// TestSummaryHeaderMatchesSpecByteForByte 把表头与从需求逐字节复制的文件比较。
 func TestSummaryHeaderMatchesSpecByteForByte(t *testing.T) {
 	want := specHeaderFile(t)
 	if metrics.SummaryHeader != want {

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// 看板的默认值（规格第 7 节）。
+// 看板的默认值（需求 §7（docs/requirements.md））。
 const (
 	DefaultDashboardTitle = "vLLM CI Bench"
 	DefaultDashboardUID   = "vllm-ci-bench"
@@ -316,7 +316,7 @@ func (g *genState) target(panel, ref, expr, legend, format string, instant bool,
 		LegendFormat: legend, RefID: ref}
 }
 
-// 变量选择器片段。所有面板只看 run_type="daily"（规格第 7 节）。
+// 变量选择器片段。所有面板只看 run_type="daily"（需求 §7（docs/requirements.md））。
 const (
 	runSel  = `run_type="daily",model=~"$model",quant=~"$quant",scenario=~"$scenario"`
 	perfSel = runSel + `,dataset=~"$dataset",backend=~"$backend",concurrency=~"$concurrency",input_len=~"$input_len",output_len=~"$output_len"`
@@ -412,7 +412,7 @@ func redGreen() dashThresholds {
 	return dashThresholds{Mode: "absolute", Steps: []dashThreshold{{Color: "red"}, {Color: "yellow", Value: f64(0.9)}, {Color: "green", Value: f64(1)}}}
 }
 
-// NewDashboard 生成规格第 7 节的 "vLLM CI Bench" 看板：默认最近 7 天，只看 run_type="daily"，
+// NewDashboard 生成需求 §7（docs/requirements.md）的 "vLLM CI Bench" 看板：默认最近 7 天，只看 run_type="daily"，
 // 变量 model/quant/scenario/dataset/concurrency/input_len/output_len/backend/quantile/metric_prefix，
 // 性能面板带 Today/−1d/−7d 对比，精度趋势，功能汇总与逐用例表（1 绿 0 红）。
 func NewDashboard(opts DashboardOptions) (*Dashboard, error) {

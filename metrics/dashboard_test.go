@@ -63,7 +63,7 @@ func strictDashboard(t *testing.T, raw []byte) dashboard.Dashboard {
 	return d
 }
 
-// TestDashboardMatchesGrafanaModel 看板通过 Grafana 官方模型严格解析，并含规格要求的标题、时间范围、变量与面板。
+// TestDashboardMatchesGrafanaModel 看板通过 Grafana 官方模型严格解析，并含需求要求的标题、时间范围、变量与面板。
 func TestDashboardMatchesGrafanaModel(t *testing.T) {
 	d, err := metrics.NewDashboard(metrics.DashboardOptions{Prefix: "cibench"})
 	if err != nil {

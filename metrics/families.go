@@ -72,7 +72,7 @@ const (
 	NameAccuracyFailedRequests = "accuracy_requests_failed_total"
 )
 
-// 统一标签名（规格第 7 节），加上本实现额外的 round、suite、case_id、metric。
+// 统一标签名（需求 §7（docs/requirements.md）），加上本实现额外的 round、suite、case_id、metric。
 const (
 	LabelModel         = "model"
 	LabelQuant         = "quant"
@@ -113,7 +113,7 @@ var comboLabels = []string{
 	LabelControlMethod, LabelGrowthRate, LabelRound,
 }
 
-// Quantiles 是导出与看板使用的分位点（规格第 5 节：0.75/0.9/0.95/0.99）。
+// Quantiles 是导出与看板使用的分位点（需求 §5（docs/requirements.md）：0.75/0.9/0.95/0.99）。
 var quantiles = []float64{0.75, 0.9, 0.95, 0.99}
 
 // Quantiles 返回导出的分位点副本。

@@ -48,7 +48,7 @@ type PushConfig struct {
 
 // Pusher 把任意 prometheus.Gatherer 的指标推送到 Pushgateway（与 client_golang 的 push 包
 // 同一形状），另外加上分组键的校验、重试、超时与凭据处理。推送什么、哪类运行推送
-// （规格第 7 节的"仅每日"）由调用方决定。构造后只读，可并发使用。
+// （需求 §7（docs/requirements.md）的"仅每日"）由调用方决定。构造后只读，可并发使用。
 type Pusher struct {
 	cfg    PushConfig
 	client *http.Client

@@ -14,7 +14,7 @@ import (
 )
 
 // 运行类型的取值（runtype.PR 与 runtype.Daily 的别名，与 matrix、report 同一类型）。
-// 本包不按运行类型做取舍：规格第 7 节"仅每日推送"是驱动程序的策略（pipeline）。
+// 本包不按运行类型做取舍：需求 §7（docs/requirements.md）"仅每日推送"是驱动程序的策略（pipeline）。
 const (
 	// Deprecated: 用 runtype.PR（运行类型只在 runtype 定义；这两个名字为兼容保留）。
 	RunTypePR = runtype.PR
@@ -31,7 +31,7 @@ const QuantNone = "none"
 // "Perf[3]"）与取值（绝不会是密钥：密钥字段不经过这里），可用 errors.Is / errors.As 判断。
 var ErrInvalid = errors.New("metrics: invalid input")
 
-// RunInfo 是一次运行（一个场景）的身份信息，对应规格第 7 节统一标签中
+// RunInfo 是一次运行（一个场景）的身份信息，对应需求 §7（docs/requirements.md）统一标签中
 // 与具体压测组合无关的部分。
 //
 // 其中 Model、Quant、Scenario、RunType 是稳定身份：它们成为每条序列的标签，

@@ -282,7 +282,7 @@ func newDriver(o Options) (*driver, error) {
 		}
 	}
 	if o.RequirePush && o.RunType != runtype.Daily {
-		return nil, fmt.Errorf("%w: metrics are pushed only by daily runs (spec section 7)", ErrConfig)
+		return nil, fmt.Errorf("%w: Outputs.RequirePush needs run type daily: metrics are pushed only by daily runs (docs/requirements.md §7)", ErrConfig)
 	}
 	if o.Features == nil {
 		o.Features = functional.DefaultFeatures()
@@ -435,7 +435,7 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	// 门禁、推送与报告在一个不受取消影响的 ctx 中完成：已测得的内容必须写出。
 	fin, finCancel := context.WithTimeout(context.WithoutCancel(parent), teardownTimeout)
 	defer finCancel()
-	// 门禁阈值：Options.Thresholds 优先，否则取 matrix.yaml 的 defaults.gates（零值字段即规格默认值）。
+	// 门禁阈值：Options.Thresholds 优先，否则取 matrix.yaml 的 defaults.gates（零值字段即需求默认值）。
 	th := d.o.Thresholds
 	if th == (gate.Thresholds{}) {
 		th = d.m.Defaults.Gates

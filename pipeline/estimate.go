@@ -404,21 +404,30 @@ func streamProbe(ctx context.Context, target loadgen.Target, backend loadgen.Bac
 
 // calibrateIfUnknown 在性能阶段开始时，若没有上一次运行可供估算，就校准一次服务端速度并
 // 记录估算；估算超过阶段超时时记 WARN（给出放得下的 max_duration）。校准失败只记日志。
-func (d *driver) calibrateIfUnknown(ctx context.Context, p *matrix.ScenarioPlan, target loadgen.Target) {
+//
+// profiles 是团队的 PerfShapers 改写之后、真正要跑的档位：设置了 Source（embeddings、rerank……）或
+// Pacer 的档位，时长不由 chat 流式的速度决定，不校准——也就不向一个可能只有 embeddings 的服务发 chat 请求。
+func (d *driver) calibrateIfUnknown(ctx context.Context, p *matrix.ScenarioPlan, target loadgen.Target, profiles []loadgen.Profile) {
 	for _, e := range d.estimates(p) {
 		if e.Stage == string(report.StagePerf) && e.Known {
 			return
 		}
 	}
-	for _, np := range p.Perf.Profiles {
-		if _, err := loadgen.EstimateProfile(np.Profile, loadgen.Speed{}); err != nil {
+	if len(profiles) == 0 {
+		return
+	}
+	for _, prof := range profiles {
+		if prof.Source != nil || prof.Pacer != nil {
+			return
+		}
+		if _, err := loadgen.EstimateProfile(prof, loadgen.Speed{}); err != nil {
 			return // 扫描、开环、轨迹：时长不由服务端速度决定
 		}
 	}
 	// 校准最多占性能阶段超时的十分之一（且不超过 30 s）：挂住的服务端不能让它吃掉整个阶段。
 	cctx, cancel := context.WithTimeout(ctx, min(30*time.Second, p.Perf.Timeout/10))
 	defer cancel()
-	speed, err := calibrate(cctx, target, p.Perf.Profiles[0].Profile)
+	speed, err := calibrate(cctx, target, profiles[0])
 	if err != nil {
 		d.log.Warn("perf calibration failed; no duration estimate", "scenario", p.Scenario.Name, "err", d.red.Redact(err.Error()))
 		return

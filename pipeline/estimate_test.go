@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/pipeline"
+	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
@@ -57,5 +60,36 @@ func TestPlanEstimatesFromThePreviousRun(t *testing.T) {
 	p = plan(big)
 	if !strings.Contains(p, "DOES NOT FIT") || !regexp.MustCompile(`profile pr: max_duration \S+ would fit`).MatchString(p) {
 		t.Errorf("oversized profile:\n%s", p)
+	}
+}
+
+// TestNoChatCalibrationBeforeASourceProfile 复现 issue 36 的摩擦：性能阶段在一个只压 embeddings 的档位
+// （团队的 PerfShaper 设了 Source）之前，先用一个 chat 请求校准服务端速度。现在校准看的是改写之后的档位，
+// 设了 Source 或 Pacer 的档位不校准；汇总行的 Backend 写的是 /embeddings。
+func TestNoChatCalibrationBeforeASourceProfile(t *testing.T) {
+	fsys := tree("emu")
+	fsys["scenarios/emu.yaml"].Data = []byte("mode: emulator\nserved_model_name: emu-model\nfeatures: [embeddings]\nemulator: {ttft: 10ms, itl: 1ms, enable_embeddings: true}\n")
+	o := options(t, fsys, runtype.PR, t.TempDir())
+	o.Stages = []report.Stage{report.StagePerf}
+	o.PerfShapers = append(o.PerfShapers, func(run pipeline.PerfRun, p *loadgen.Profile) error {
+		p.Source = &loadgen.Source{Path: "/embeddings", Body: func(dst []byte, _ loadgen.Group, i int) ([]byte, int) {
+			return fmt.Appendf(dst, `{"model":%q,"input":"document %d"}`, run.Model, i), 0
+		}}
+		return nil
+	})
+	out, err := pipeline.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(filepath.Join(out.Dir, "driver.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), `msg="perf stage estimate"`) || strings.Contains(string(log), "perf calibration failed") {
+		t.Errorf("the perf stage calibrated with a chat request before an embeddings-only profile:\n%s", log)
+	}
+	sc := scenario(t, summary(t, out.Dir), "emu")
+	if len(sc.Perf) == 0 || sc.Perf[0].Backend != "/embeddings" || sc.Perf[0].Succeeded == 0 {
+		t.Fatalf("perf rows %+v", sc.Perf)
 	}
 }

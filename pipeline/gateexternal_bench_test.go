@@ -15,7 +15,7 @@ import (
 )
 
 // externalTree 复制出厂配置树，加一个 mode: external 的场景 ext_spec，指向 baseURL：PR 运行用
-// 规格自己的 PR 档（pr: {}，即 tests/perf/profiles/pr.yaml 与出厂门禁），每日运行也用 pr 档
+// 需求自己的 PR 档（pr: {}，即 tests/perf/profiles/pr.yaml 与出厂门禁），每日运行也用 pr 档
 // （perf.profiles: [pr]）以便组合相同。只跑性能阶段，让基准专注于门禁。
 func externalTree(b *testing.B, baseURL string) fs.FS {
 	b.Helper()
@@ -57,7 +57,7 @@ scenarios:
 // BenchmarkShippedGateDefaultsExternal 是 issue 29 第 1 部分的端到端核对：一个"真实"的外部服务
 // （独立的模拟器：TTFT 中位数 200 ms、对数正态 σ=0.35 的右尾，ITL 30 ms、σ=0.1，时间整体缩小
 // CIBENCH_GATE_SCALE 倍，默认 30，即 TTFT 6.7 ms、ITL 1 ms——TTFT 与解码时间之比与真实服务相同），出厂配置，
-// 规格的 PR 档（每组合 16/32/64 个请求），两个 `yes >/dev/null` 忙循环在旁边。先跑一次每日运行
+// 需求的 PR 档（每组合 16/32/64 个请求），两个 `yes >/dev/null` 忙循环在旁边。先跑一次每日运行
 // 作为基线，再跑 N 次没有变化的 PR（误报 = 任何性能门禁失败）、N 次 TTFT +30% 的 PR（检出 =
 // 有 ttft_p99_seconds 门禁失败）与 N 次 ITL +30% 的 PR（检出 = 有 e2e_p99_seconds 门禁失败）。
 // N 默认 6（CIBENCH_GATE_RUNS）。目标：误报 0/N，两种回归各 N/N，且变红的是该变红的门禁。

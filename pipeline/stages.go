@@ -74,17 +74,22 @@ func (d *driver) functional(ctx context.Context, p *matrix.ScenarioPlan, ep depl
 func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.Endpoint) error {
 	sc := p.Scenario
 	target := loadgen.Target{Endpoint: ep, Provider: sc.Name}
-	d.calibrateIfUnknown(ctx, p, target)
+	// 团队的 PerfShapers 在档位运行前改写它（到达过程、请求来源……）；YAML 给不出的东西由此进来。
+	// 先改写全部档位再校准：校准看的是真正要跑的档位（一个 embeddings 档位不该先发一个 chat 请求）。
+	shaped := make([]loadgen.Profile, len(p.Perf.Profiles))
+	shapeErrs := make([]error, len(p.Perf.Profiles))
+	for i, np := range p.Perf.Profiles {
+		shaped[i], shapeErrs[i] = d.shape(sc.Name, np.Name, ep.Model, path.Join(sc.Name, string(report.StagePerf), np.Name), np.Profile)
+	}
+	d.calibrateIfUnknown(ctx, p, target, shaped)
 	var errs []error
-	for _, np := range p.Perf.Profiles {
+	for i, np := range p.Perf.Profiles {
 		dir := path.Join(sc.Name, string(report.StagePerf), np.Name)
-		// 团队的 PerfShapers 在档位运行前改写它（到达过程、请求来源……）；YAML 给不出的东西由此进来。
-		shaped, err := d.shape(sc.Name, np.Name, ep.Model, dir, np.Profile)
-		if err != nil {
-			errs = append(errs, err)
+		if shapeErrs[i] != nil {
+			errs = append(errs, shapeErrs[i])
 			continue
 		}
-		np.Profile = shaped
+		np.Profile = shaped[i]
 		prof := np.Profile.WithDefaults()
 		sink, err := metrics.NewArtifactSink(metrics.ArtifactNames{Provider: sc.Name, ControlMethod: prof.ControlMethod, Time: d.now()},
 			func(name string) (io.WriteCloser, error) { return d.run.Create(path.Join(dir, name)) })
@@ -107,13 +112,13 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		}
 		// 采样器在写 CSV 的同时保留有界的逐请求样本，性能门禁据此给出置信区间。
 		// 时间线行在写 timeline_*.csv 的同时保留一份交给报告画图（行数 = 运行时长 / bucket_interval）。
-		coll := perfreport.NewSampleCollector(string(prof.Backend), string(prof.ControlMethod), 0)
+		coll := perfreport.NewSampleCollector(prof.BackendName(), string(prof.ControlMethod), 0)
 		var timeline []loadgen.Timeline
 		keep := &loadgen.Observer{OnTimeline: func(t loadgen.Timeline) error { timeline = append(timeline, t); return nil }}
 		var rows []loadgen.Summary
 		var runErr error
 		if p.Perf.Shards > 1 {
-			// 分片运行的记录在各分片进程里，这里没有逐请求样本：门禁退回规格规则（无区间）。
+			// 分片运行的记录在各分片进程里，这里没有逐请求样本：门禁退回需求规则（无区间）。
 			rows, runErr = runShardedPerf(ctx, target, np.Profile, p.Perf.Shards, loadgen.Tee(sink.Observer(), team))
 		} else {
 			rows, runErr = loadgen.Run(ctx, target, np.Profile, loadgen.Tee(sink.Observer(), keep, coll.Observer(), team))
@@ -291,7 +296,7 @@ func (d *driver) accuracyCache() string {
 // realAccuracyData 处理"把默认流水线改指真实服务"：-base-url 把模拟器场景打到一个真实服务上时，
 // 矩阵为进程内模拟器写的精度 override（dataset: builtin-sample、分数不设门禁——模拟器的回答
 // 是占位文字）不再适用——合成样例绝不给真实服务打分，但用户第一次对真实服务运行也不该是一个
-// 配置错误。于是这些精度配置退回 tests/accuracy/ 下未叠加 override 的同名配置（规格的 PR/每日
+// 配置错误。于是这些精度配置退回 tests/accuracy/ 下未叠加 override 的同名配置（需求的 PR/每日
 // 配置：simple-evals 真实数据与它的分数阈值；上游公共地址下载一次后进缓存，拿不到时精度阶段
 // 失败并写明文件、缓存路径与跳过的参数），并在日志里说明。其他模式的场景写了 builtin-sample
 // 仍由 checkAccuracyTargets 拒绝：那是用户明确为真实服务写下的配置错误，不替他改。
@@ -438,7 +443,7 @@ func stageResults(sc report.Scenario) (perf []loadgen.Summary, capacity []loadge
 }
 
 // stageGatherer 为一个场景的各阶段结果构造各自的 Collector（运行身份、压测与容量、功能、精度），
-// 注册进一个 pedantic 注册表交给 Pusher。规格第 7 节的"仅每日推送"由调用方（Run 只在每日运行
+// 注册进一个 pedantic 注册表交给 Pusher。需求 §7（docs/requirements.md）的"仅每日推送"由调用方（Run 只在每日运行
 // 调用 push）负责，metrics 本身不按运行类型取舍。
 func stageGatherer(info metrics.RunInfo, opts metrics.Options, perf []loadgen.Summary, capacity []loadgen.SweepResult,
 	fn *functional.Report, acc []accuracy.EvalResult, extra ...prometheus.Collector) (prometheus.Gatherer, error) {

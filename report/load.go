@@ -175,7 +175,7 @@ func readOptional(fsys fs.FS, name string, v any) error {
 	return err
 }
 
-// DefaultRetention 返回规格第 8 节的产物保留期：PR 14 天、每日 30 天；
+// DefaultRetention 返回需求 §8（docs/requirements.md）的产物保留期：PR 14 天、每日 30 天；
 // 其他运行类型按 PR 处理（较短者更安全）。
 func DefaultRetention(runType runtype.Type) time.Duration {
 	if runType == runtype.Daily {

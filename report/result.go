@@ -11,7 +11,7 @@ import (
 // Stage 是场景内的阶段名，同时也是产物目录名。
 type Stage string
 
-// 阶段取值。顺序即执行顺序（规格第 1 节）。门禁认识的三个名字只在 gate 定义一次，这里取它们的值
+// 阶段取值。顺序即执行顺序（需求 §1（docs/requirements.md））。门禁认识的三个名字只在 gate 定义一次，这里取它们的值
 // （同一个名字不再有两处定义可以走样）。
 const (
 	StageDeploy     Stage = gate.StageDeploy

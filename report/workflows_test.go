@@ -66,7 +66,7 @@ func needsOf(n yaml.Node) []string {
 	return nil
 }
 
-// stageOrder 是规格第 8 节的阶段顺序。
+// stageOrder 是需求 §8（docs/requirements.md）的阶段顺序。
 var stageOrder = []string{"lint", "typecheck", "unit", "functional", "perf", "accuracy", "summary"}
 
 // checkWorkflow 检查两个工作流共有的结构：阶段链、失败继续、驱动调用、产物保留期。

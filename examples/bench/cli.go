@@ -35,7 +35,7 @@ const (
 	kDuration
 )
 
-// typeName 是 --help 中显示的类型名（沿用规格附录 A 的写法）。
+// typeName 是 --help 中显示的类型名（沿用acs-bench 选项（docs/requirements.md 附录 A） 的写法）。
 func (k kind) typeName() string {
 	return [...]string{"Bool", "Int", "Float", "String", "Int,...", "String,...", "Duration"}[k]
 }
@@ -66,7 +66,7 @@ func (d *optDef) names() string {
 	switch {
 	case d.short == "":
 		return "--" + d.long
-	case d.short == "seed": // 规格附录 A 把 --seed 列为短名
+	case d.short == "seed": // acs-bench 选项（docs/requirements.md 附录 A） 把 --seed 列为短名
 		return "--seed/--" + d.long
 	}
 	return "-" + d.short + "/--" + d.long

@@ -11,7 +11,7 @@ import (
 	"github.com/vllm-cibench/cibench/loadgen/dataset"
 )
 
-// genOptions 是 generate dataset 的参数（规格附录 A.1）。
+// genOptions 是 generate dataset 的参数（acs-bench 选项（docs/requirements.md 附录 A.1））。
 type genOptions struct {
 	outDir    string
 	tokenizer string

@@ -1,5 +1,5 @@
 // Command bench 是 acs-bench 兼容的压测入口：子命令 prof 与 generate dataset，
-// 选项沿用 acs-bench 的短名与长名（规格附录 A.1–A.5），产物按附录 A.6 命名写到
+// 选项沿用 acs-bench 的短名与长名（acs-bench 选项（docs/requirements.md 附录 A.1–A.5）），产物按附录 A.6 命名写到
 // -s/--benchmark-save-path。不给 -p/--provider 时，它在进程内启动 emulator.Server
 // 并压测它（便于本地试用与性能自检）。不带子命令等同于 prof。
 //

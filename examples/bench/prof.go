@@ -37,7 +37,7 @@ const (
 	whySpecTokens = "the acceptance rate is read from the server's vllm:spec_decode_* counters, not derived from token counts"
 )
 
-// profDefs 返回 prof 子命令的选项表：规格附录 A.2–A.5 的全部选项（短名与长名），
+// profDefs 返回 prof 子命令的选项表：acs-bench 选项（docs/requirements.md 附录 A.2–A.5） 的全部选项（短名与长名），
 // 以及 cibench 自己的几个长选项。prof 中 -ra/-rb 是输出长度的抖动比例、-pl 是
 // profile level（acs-bench 的含义）；随机数据集的输入长度抖动与公共前缀用
 // --input-range-ratio-above/below 与 --prefix-length。表按附录的小节分成几个函数，

@@ -263,7 +263,7 @@ func randomPrompts(ctx context.Context, p Random, inputLen, n int, counter Token
 	return nil
 }
 
-// Spec 是 acs-bench "generate dataset" 的参数（规格附录 A.1）：一个输入长度、
+// Spec 是 acs-bench "generate dataset" 的参数（acs-bench 选项（docs/requirements.md 附录 A.1））：一个输入长度、
 // 条数、公共前缀长度与输入长度的上浮 / 下潜比例。
 type Spec struct {
 	InputLength     int
