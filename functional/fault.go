@@ -50,6 +50,9 @@ const (
 	ClassCancelled Class = "cancelled"
 	// ClassPanic：用例代码 panic。
 	ClassPanic Class = "panic"
+	// ClassUnresponsive：服务已被判为无响应（几个用例接连以超时或传输故障结束、其间没有收到服务端的
+	// 任何字节），这个用例没有运行或被中途取消；原因写明从哪个用例起。它是失败，不是跳过。
+	ClassUnresponsive Class = "unresponsive"
 )
 
 // DefaultMaxResponseBytes 是响应体与单个 SSE 事件的默认上限：endpoint.DefaultMaxResponseBytes

@@ -138,6 +138,31 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 	notStarted := func(i int) Result {
 		return Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusCancelled, Class: ClassCancelled, Reason: "run cancelled before start: " + context.Cause(ctx).Error()}
 	}
+	// 服务停止回答时（见 liveness）其余用例立即失败、进行中的被取消，阶段在几秒内结束，而不是每个用例
+	// 各等满自己的超时与重试。rctx 只为此取消；调用方的 ctx 取消仍按上面的 cancelled 处理。
+	lv := newLiveness(r.opts.Now)
+	rctx, rcancel := context.WithCancelCause(ctx)
+	defer rcancel(nil)
+	dead := func(i int) Result {
+		return Result{CaseID: cases[i].ID, Suite: cases[i].Suite, Status: StatusFail, Class: ClassUnresponsive, Reason: lv.unresponsive() + "; not run"}
+	}
+	one := func(i int) Result {
+		switch {
+		case ctx.Err() != nil:
+			return notStarted(i)
+		case lv.unresponsive() != "":
+			return dead(i)
+		}
+		res := r.runOne(rctx, cases[i], lv)
+		if lv.unresponsive() != "" && ctx.Err() == nil && res.Status == StatusFail && res.Class == ClassCancelled {
+			// 判定之后被取消的在途用例：原因是服务无响应，不是运行被取消。
+			res.Class, res.Reason = ClassUnresponsive, lv.unresponsive()+"; cancelled: "+res.Reason
+		}
+		if res.Status == StatusCancelled && ctx.Err() == nil && lv.unresponsive() != "" {
+			res.Status, res.Class, res.Reason = StatusFail, ClassUnresponsive, lv.unresponsive()+"; cancelled"
+		}
+		return res
+	}
 	// 用例从不返回错误（失败只进报告），所以这里只用 errgroup 的并发上限；
 	// ctx 取消后还没拿到名额的用例记为未开始即取消。
 	var g errgroup.Group
@@ -150,12 +175,15 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 			results[i] = notStarted(i)
 			continue
 		}
+		if lv.unresponsive() != "" {
+			results[i] = dead(i)
+			continue
+		}
 		g.Go(func() error {
-			if ctx.Err() != nil {
-				results[i] = notStarted(i)
-				return nil
+			results[i] = one(i)
+			if lv.unresponsive() != "" {
+				rcancel(errServerUnresponsive)
 			}
-			results[i] = r.runOne(ctx, cases[i])
 			return nil
 		})
 	}
@@ -165,20 +193,19 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 		if !cases[i].Isolated {
 			continue
 		}
-		if ctx.Err() != nil {
-			results[i] = notStarted(i)
-			continue
-		}
-		results[i] = r.runOne(ctx, cases[i])
+		results[i] = one(i)
 	}
 	rep := Report{Model: r.target.Model, Started: start, Duration: r.opts.Now().Sub(start), Results: results}
 	rep.Suites = Summarize(results)
 	return rep, ctx.Err()
 }
 
+// errServerUnresponsive 是服务被判为无响应时取消在途用例的原因。
+var errServerUnresponsive = errors.New("functional: server unresponsive")
+
 // runOne 在独立 goroutine 中执行一个用例，使 Fatalf/Skipf 的 runtime.Goexit
 // 只结束该用例。
-func (r *Runner) runOne(ctx context.Context, c Case) Result {
+func (r *Runner) runOne(ctx context.Context, c Case, lv *liveness) Result {
 	res := Result{CaseID: c.ID, Suite: c.Suite}
 	for _, f := range c.Requires {
 		// 没登记的能力名多半是拼写错误：记为失败并列出登记过的名字，而不是永远“未开启”地跳过。
@@ -193,6 +220,9 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 	}
 	t := newT(c.ID, r.target, &r.cfg, r.opts)
 	t.params = c.Params
+	if ct, ok := t.hc.Transport.(*caseTransport); ok {
+		ct.heard = lv.heard
+	}
 	began := r.opts.Now()
 	done := make(chan struct{})
 	go func() {
@@ -208,6 +238,10 @@ func (r *Runner) runOne(ctx context.Context, c Case) Result {
 	res.Duration = r.opts.Now().Sub(began)
 	res.Status, res.Class, res.Reason = t.outcome()
 	res.Reason = redact(res.Reason, r.target.APIKey)
+	if ctx.Err() == nil {
+		// 结局交给无响应判定：超时或传输故障、其间没听到服务端一个字节的用例记一次，其余结局清零。
+		lv.ended(c.ID, began, res.Class)
+	}
 	res.Retried, res.RetryReasons = t.rec.retries()
 	for i := range res.RetryReasons {
 		res.RetryReasons[i] = redact(res.RetryReasons[i], r.target.APIKey)

@@ -469,6 +469,8 @@ type caseTransport struct {
 	// 以 ErrResponseTooLarge 中止，内存由配置而不是服务端决定。
 	maxBody int64
 	rec     *recorder
+	// heard 在收到服务端的响应头或响应体字节时调用（可为 nil）：Runner 据此判断服务是否还在回答。
+	heard func()
 }
 
 // ErrRetryAfterTooLong 表示服务端以 429 要求等待的时间超过 Options.MaxRetryAfter。
@@ -576,6 +578,9 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	c.rec.setResponse(fmt.Sprintf("HTTP %d", resp.StatusCode))
+	if c.heard != nil {
+		c.heard()
+	}
 	if c.maxBody > 0 && resp.ContentLength > c.maxBody {
 		_ = resp.Body.Close()
 		cancel()
@@ -583,7 +588,7 @@ func (c *caseTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%w: HTTP %d with Content-Length %d exceeds max_response_bytes %d", ErrResponseTooLarge, resp.StatusCode, resp.ContentLength, c.maxBody)
 	}
 	c.rec.setFault(fault{class: statusClass(resp.StatusCode)})
-	resp.Body = &recordingBody{rc: resp.Body, ctx: ctx, cancel: cancel, rec: c.rec, status: resp.StatusCode, limit: c.maxBody, timeout: c.timeout}
+	resp.Body = &recordingBody{rc: resp.Body, ctx: ctx, cancel: cancel, rec: c.rec, status: resp.StatusCode, limit: c.maxBody, timeout: c.timeout, heard: c.heard}
 	return resp, nil
 }
 
@@ -600,6 +605,8 @@ type recordingBody struct {
 	limit   int64
 	timeout time.Duration
 	err     error
+	// heard 见 caseTransport.heard：读到字节就说明服务端还在回答。
+	heard func()
 }
 
 // Read 实现 io.Reader。超过 limit 后返回 ErrResponseTooLarge（之后的调用也是），
@@ -610,6 +617,9 @@ func (b *recordingBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.read += int64(n)
+	if n > 0 && b.heard != nil {
+		b.heard()
+	}
 	if b.limit > 0 && b.read > b.limit {
 		n -= int(b.read - b.limit)
 		b.read = b.limit
