@@ -76,7 +76,8 @@ type Case struct {
 	// Isolated 表示用例的含义需要一个固定的批：它比较同一服务对同样请求的两次回答
 	// （贪心或带 seed 的可复现性、流式与非流式一致），而真实服务在别的请求同批时 logits
 	// 会变（vLLM 默认不保证批不变）。Runner 先并发跑完其它用例，再把这些用例逐个单独运行，
-	// 期间没有别的用例的请求在服务端。
+	// 期间没有别的用例的请求在服务端。服务声明了 batch_invariant: supported 时不需要这样：
+	// 它们与其它用例一起并发（比较照样逐字节严格）。
 	Isolated bool
 	// Params 非 nil 时是用例参数结构体的指针，值是默认参数：功能配置（tests/functional/*.yaml）
 	// 的 params.<ID>: 块会以与整个配置树相同的严格规则解码进它的副本。matrix 加载配置时就这样

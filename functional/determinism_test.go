@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,5 +217,41 @@ func TestStrictModeCatchesToolArgsDrift(t *testing.T) {
 	target.Capabilities = map[functional.Capability]functional.Support{functional.CapBatchInvariant: functional.SupportSupported}
 	if res := status(target); res.Status != functional.StatusFail || !strings.Contains(res.Reason, "batch_invariant: supported") {
 		t.Errorf("strict mode: %s %q", res.Status, res.Reason)
+	}
+}
+
+// TestBatchInvariantServerNeedsNoIsolation 检查 issue 38 的调度：服务声明 batch_invariant: supported
+// 时，Isolated 的用例与其它用例一起并发（同批的请求不改变它的回答，逐个单独运行只是多花时间）。
+// 8 个用例在一个需要 8 方同时到场的栅栏上等待：只有全部并发时栅栏才会打开。
+func TestBatchInvariantServerNeedsNoIsolation(t *testing.T) {
+	_, target := startEmulator(t, fullEmulator())
+	target.Capabilities = map[functional.Capability]functional.Support{functional.CapBatchInvariant: functional.SupportSupported}
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	var cs []functional.Case
+	for i := range 8 {
+		cs = append(cs, functional.Case{ID: "x/" + string(rune('a'+i)), Suite: "x", Isolated: i%4 == 0, Run: func(ctx context.Context, t *functional.T) {
+			if arrived.Add(1) == 8 {
+				close(all)
+			}
+			select {
+			case <-all:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("only %d of 8 cases ran at the same time", arrived.Load())
+			}
+		}})
+	}
+	r, err := functional.NewRunner(target, functional.Options{Parallelism: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range rep.Results {
+		if res.Status != functional.StatusPass {
+			t.Errorf("%s: %s %s", res.CaseID, res.Status, res.Reason)
+		}
 	}
 }

@@ -115,7 +115,8 @@ func NewRunner(target Target, opts Options) (*Runner, error) {
 	return &Runner{target: target, opts: o, cfg: cfg}, nil
 }
 
-// Run 以至多 Parallelism 个并发执行 cases（Isolated 的用例在其后逐个单独执行），所有用例结束后
+// Run 以至多 Parallelism 个并发执行 cases（Isolated 的用例在其后逐个单独执行；服务声明了
+// batch_invariant: supported 时它们与其它用例一起并发），所有用例结束后
 // 返回报告；结果顺序与 cases 相同。
 // ctx 取消后，进行中的请求随之中断，这些用例以及尚未开始的用例记为 cancelled
 // （原因写明被取消；门禁把它算作失败），返回的 error 为 ctx.Err()；其他情况下
@@ -165,10 +166,13 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 	}
 	// 用例从不返回错误（失败只进报告），所以这里只用 errgroup 的并发上限；
 	// ctx 取消后还没拿到名额的用例记为未开始即取消。
+	// 服务声明了批不变（batch_invariant: supported，如模拟器或 VLLM_BATCH_INVARIANT=1）时，同批的其它
+	// 请求不改变它的回答：Isolated 的用例不必等别的用例跑完再逐个运行，和其它用例一起并发。
+	isolate := r.target.Support(CapBatchInvariant) != SupportSupported
 	var g errgroup.Group
 	g.SetLimit(r.opts.Parallelism)
 	for i := range cases {
-		if cases[i].Isolated {
+		if cases[i].Isolated && isolate {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -190,7 +194,7 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (Report, error) {
 	_ = g.Wait()
 	// 需要固定批的用例在其它用例全部结束后逐个运行（Case.Isolated）：服务端上只有它自己的请求。
 	for i := range cases {
-		if !cases[i].Isolated {
+		if !cases[i].Isolated || !isolate {
 			continue
 		}
 		results[i] = one(i)
