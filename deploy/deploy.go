@@ -40,5 +40,14 @@ type Deployment interface {
 	Teardown(ctx context.Context) error
 }
 
+// StageTuner 是 Deployment 的可选能力（流水线经类型断言发现，形状同 http.Flusher 之于
+// http.ResponseWriter）：每个阶段开始前，流水线调用 TuneStage(ctx, stage)（"functional"、"perf"、
+// "accuracy" 或团队阶段名），部署可以据此按阶段调整自己。进程内模拟器用它在功能阶段换上更短的注入
+// 时延（emulator.Config.FunctionalTiming）：功能用例核对的是行为，不必为性能门禁设的时延买单。
+// 真实服务的部署不实现它。返回的错误让该阶段失败。
+type StageTuner interface {
+	TuneStage(ctx context.Context, stage string) error
+}
+
 // ErrNotReady 表示在超时或 ctx 结束前服务未达到健康状态。
 var ErrNotReady = errors.New("deploy: server not ready")

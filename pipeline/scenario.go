@@ -140,7 +140,18 @@ func (d *driver) runScenario(ctx context.Context, p *matrix.ScenarioPlan) {
 		if d.o.Hooks.StageStart != nil {
 			d.o.Hooks.StageStart(ctx, ev)
 		}
-		failed := d.stage(ctx, rec, s.stage, s.timeout, s.fn)
+		fn := s.fn
+		if tu, ok := dep.(deploy.StageTuner); ok {
+			// 部署按阶段调整自己（模拟器：功能阶段用更短的注入时延）；调整失败就是这个阶段失败。
+			st, run := s.stage, s.fn
+			fn = func(ctx context.Context) error {
+				if err := tu.TuneStage(ctx, string(st)); err != nil {
+					return fmt.Errorf("tune the deployment for stage %s: %w", st, err)
+				}
+				return run(ctx)
+			}
+		}
+		failed := d.stage(ctx, rec, s.stage, s.timeout, fn)
 		if d.o.Hooks.StageDone != nil {
 			last := rec.Stages[len(rec.Stages)-1]
 			ev.Status, ev.Duration = report.StageStatus(last.Status), time.Duration(last.Duration*float64(time.Second))

@@ -68,6 +68,11 @@ type Config struct {
 	// 相同（贪心与带 seed 的采样仍可复现）。工具参数与结构化输出不受影响。用来检验功能用例
 	// 对这种漂移的容忍是否恰当，同时仍能抓到真缺陷（seed 被忽略、流丢了 delta）。
 	BatchVariance bool `json:"batch_variance,omitempty" yaml:"batch_variance,omitempty"`
+	// FunctionalTiming 非 nil 时是功能阶段使用的注入时延（零值字段沿用上面的 TTFT、PrefillPerToken、
+	// ITL）。流水线在每个阶段开始前经 deploy.StageTuner 切换：功能阶段换上它，其余阶段换回原值。
+	// 性能门禁需要足够大的 TTFT 与 ITL 才能看见回归，而功能用例（例如 16384 个 token 的 max_tokens
+	// 边界）只核对行为，不必为此多等几秒。直接调用 Server 的程序不受影响（没有人调用 TuneStage）。
+	FunctionalTiming *Timing `json:"functional_timing,omitempty" yaml:"functional_timing,omitempty"`
 	// MaxNumSeqs 是同时执行的请求上限，超出的请求排队（排队时间计入 TTFT）；0 表示不限。
 	MaxNumSeqs int `json:"max_num_seqs,omitempty" yaml:"max_num_seqs,omitempty"`
 	// TokensPerChunk 是每个流式 delta 携带的 token 数，0 为 1。
@@ -214,6 +219,8 @@ func (c *Config) validate() error {
 		return bad("PrefillPerToken", c.PrefillPerToken, "must be >= 0")
 	case c.ITL < 0:
 		return bad("ITL", c.ITL, "must be >= 0")
+	case c.FunctionalTiming != nil && (c.FunctionalTiming.TTFT < 0 || c.FunctionalTiming.PrefillPerToken < 0 || c.FunctionalTiming.ITL < 0):
+		return bad("FunctionalTiming", *c.FunctionalTiming, "ttft, prefill_per_token and itl must be >= 0")
 	case c.ReasoningTokens < 0 || c.ReasoningTokens > 1<<20:
 		return bad("ReasoningTokens", c.ReasoningTokens, "must be in [0, 1048576]")
 	case c.TTFTSigma < 0 || c.TTFTSigma > 2 || math.IsNaN(c.TTFTSigma):
@@ -470,8 +477,19 @@ func emuWaitHealthy(ctx context.Context, url string) error {
 }
 
 // emulatorDeployment 是 Server.Deploy 返回的运行实例。
+// Timing 是一组注入时延（Config.FunctionalTiming）；零值字段沿用 Config 自己的取值。
+type Timing struct {
+	TTFT            time.Duration `json:"ttft,omitempty" yaml:"ttft,omitempty"`
+	PrefillPerToken time.Duration `json:"prefill_per_token,omitempty" yaml:"prefill_per_token,omitempty"`
+	ITL             time.Duration `json:"itl,omitempty" yaml:"itl,omitempty"`
+}
+
 type emulatorDeployment struct {
-	em     *Server
+	em *Server
+	// tuneMu 保护 tuned 与 saved：功能阶段换上 FunctionalTiming 时记下原来的时延，离开时换回。
+	tuneMu sync.Mutex
+	tuned  bool
+	saved  Timing
 	srv    *http.Server
 	ln     net.Listener
 	ep     deploy.Endpoint
@@ -480,6 +498,38 @@ type emulatorDeployment struct {
 	done   chan struct{}
 	cancel context.CancelFunc // 取消所有请求的 ctx，让仍在等待定时器的流立即结束
 }
+
+// TuneStage 实现 deploy.StageTuner：进入功能阶段时换上 Config.FunctionalTiming（没有设置时什么也不做），
+// 进入其它阶段时换回原来的时延。
+func (d *emulatorDeployment) TuneStage(_ context.Context, stage string) error {
+	d.tuneMu.Lock()
+	defer d.tuneMu.Unlock()
+	ft := d.em.Config().FunctionalTiming
+	switch {
+	case stage == "functional" && ft != nil && !d.tuned:
+		err := d.em.Update(func(c *Config) {
+			d.saved = Timing{TTFT: c.TTFT, PrefillPerToken: c.PrefillPerToken, ITL: c.ITL}
+			if ft.TTFT > 0 {
+				c.TTFT = ft.TTFT
+			}
+			if ft.PrefillPerToken > 0 {
+				c.PrefillPerToken = ft.PrefillPerToken
+			}
+			if ft.ITL > 0 {
+				c.ITL = ft.ITL
+			}
+		})
+		d.tuned = err == nil
+		return err
+	case stage != "functional" && d.tuned:
+		err := d.em.Update(func(c *Config) { c.TTFT, c.PrefillPerToken, c.ITL = d.saved.TTFT, d.saved.PrefillPerToken, d.saved.ITL })
+		d.tuned = err != nil
+		return err
+	}
+	return nil
+}
+
+var _ deploy.StageTuner = (*emulatorDeployment)(nil)
 
 // emuShutdownGrace 是 Teardown 等待进行中请求自然结束的最长时间，之后强制关闭。
 const emuShutdownGrace = 2 * time.Second
