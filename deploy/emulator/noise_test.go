@@ -15,19 +15,21 @@ import (
 	"github.com/vllm-cibench/cibench/deploy/emulator"
 )
 
-// TestLatencyNoiseIsLogNormal 检验 TTFTSigma：客户端看到的 TTFT 中位数仍约为注入值，
-// 右尾按 exp(σ·Z) 拉长（P90/P50 ≈ exp(1.2816σ)），而 σ=0 时几乎没有离散。
-func TestLatencyNoiseIsLogNormal(t *testing.T) {
-	measure := func(sigma float64) (p50, p90 float64) {
+// TestLatencyNoiseReachesTheClient 检验噪声确实作用在服务上（抽样本身的分布见
+// TestSampledLatencyIsLogNormal）：σ 很大时客户端看到的 TTFT 高度离散，σ=0 时不低于注入值。
+// 断言只用负载改变不了方向的事实：机器再忙，时延也只会变长，不会短于注入值；σ=1.5 时抽样的
+// P10 约为注入值的 15%，40 个请求里总有客户端看到的 TTFT 比注入值短四分之一以上——这只能来自噪声。
+func TestLatencyNoiseReachesTheClient(t *testing.T) {
+	measure := func(sigma float64) []float64 {
 		_, ep := emulator.Start(t, emulator.Config{TTFT: 40 * time.Millisecond, TTFTSigma: sigma, Seed: 7})
 		var mu sync.Mutex
 		var xs []float64
 		var wg sync.WaitGroup
-		for w := 0; w < 8; w++ {
+		for w := 0; w < 4; w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for i := 0; i < 25; i++ {
+				for i := 0; i < 10; i++ {
 					ttft, err := firstChunk(ep.BaseURL())
 					if err != nil {
 						t.Error(err)
@@ -41,18 +43,13 @@ func TestLatencyNoiseIsLogNormal(t *testing.T) {
 		}
 		wg.Wait()
 		sort.Float64s(xs)
-		return xs[len(xs)/2], xs[len(xs)*9/10]
+		return xs
 	}
-	p50, p90 := measure(0.35)
-	if p50 < 0.030 || p50 > 0.060 {
-		t.Errorf("sigma 0.35: median TTFT %.1f ms, want about 40", p50*1000)
+	if xs := measure(1.5); len(xs) == 0 || xs[0] > 0.030 {
+		t.Errorf("sigma 1.5: shortest client TTFT %v s, want well below the injected 40 ms", xs)
 	}
-	if r, want := p90/p50, math.Exp(1.2816*0.35); r < want*0.8 || r > want*1.25 {
-		t.Errorf("sigma 0.35: P90/P50 = %.2f, want about %.2f", r, want)
-	}
-	q50, q90 := measure(0)
-	if q90/q50 > 1.2 {
-		t.Errorf("sigma 0: P90/P50 = %.2f, want close to 1", q90/q50)
+	if xs := measure(0); len(xs) == 0 || xs[0] < 0.039 {
+		t.Errorf("sigma 0: shortest client TTFT %v s, want at least the injected 40 ms", xs)
 	}
 }
 
