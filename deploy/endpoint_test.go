@@ -27,7 +27,7 @@ func TestEndpointNeverPrintsKey(t *testing.T) {
 	if ep.BaseURL() != ep.BaseURLs[0] || (deploy.Endpoint{}).BaseURL() != "" {
 		t.Fatalf("BaseURL wrong")
 	}
-	if !strings.Contains(ep.String(), "api_key=***") || !strings.Contains(deploy.Endpoint{}.String(), "api_key=none") {
+	if !strings.Contains(ep.String(), "api_key=***") || !strings.Contains(deploy.Endpoint{}.String(), "no api_key") {
 		t.Fatalf("String = %s", ep.String())
 	}
 	if got := (deploy.Endpoint{BaseURLs: []string{"not a url", "http://h/v1?x=@y"}}).Redacted().BaseURLs; got[0] != "not a url" || got[1] != "http://h/v1?x=@y" {

@@ -121,11 +121,13 @@ func (e Endpoint) Redacted() Endpoint {
 // Target 因此也以这一形式打印。
 func (e Endpoint) String() string {
 	r := e.Redacted()
-	key := "none"
+	// 没有密钥时写 "no api_key"，而不是 "api_key=none"：日志与产物会再经过脱敏，脱敏器把任何
+	// api_key=… 都当作密钥遮住，读的人就会以为有一个密钥被藏起来了。
+	key := "no api_key"
 	if e.APIKey != "" {
-		key = "***"
+		key = "api_key=***"
 	}
-	return fmt.Sprintf("Endpoint{model=%s base_urls=%s api_key=%s}", r.Model, strings.Join(r.BaseURLs, ","), key)
+	return fmt.Sprintf("Endpoint{model=%s base_urls=%s %s}", r.Model, strings.Join(r.BaseURLs, ","), key)
 }
 
 // GoString 让 %#v 同样不泄露密钥。

@@ -35,7 +35,7 @@ func TestEndpointNeverPrintsKey(t *testing.T) {
 	if got, want := ep.String(), "Endpoint{model=qwen3-32b base_urls=http://***@10.0.0.1:9000/v1,http://10.0.0.2:9000/v1 api_key=***}"; got != want {
 		t.Fatalf("String = %s, want %s", got, want)
 	}
-	if got := (endpoint.Endpoint{}).String(); got != "Endpoint{model= base_urls= api_key=none}" {
+	if got := (endpoint.Endpoint{}).String(); got != "Endpoint{model= base_urls= no api_key}" {
 		t.Fatalf("String of zero = %s", got)
 	}
 	if got := (endpoint.Endpoint{BaseURLs: []string{"not a url", "http://h/v1?x=@y"}}).Redacted().BaseURLs; got[0] != "not a url" || got[1] != "http://h/v1?x=@y" {

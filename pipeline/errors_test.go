@@ -3,11 +3,14 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vllm-cibench/cibench/deploy"
 	"github.com/vllm-cibench/cibench/pipeline"
+	"github.com/vllm-cibench/cibench/report"
 	"github.com/vllm-cibench/cibench/runtype"
 )
 
@@ -30,5 +33,25 @@ func TestLibraryErrorsNameOptionsNotFlags(t *testing.T) {
 	_, err = pipeline.Run(context.Background(), options(t, fsys, runtype.PR, t.TempDir()))
 	if !errors.Is(err, pipeline.ErrConfig) || !errors.Is(err, deploy.ErrUnknownMode) {
 		t.Errorf("unknown mode: %v does not wrap both ErrConfig and deploy.ErrUnknownMode", err)
+	}
+}
+
+// TestLogSaysNoKeyWhenNoneIsConfigured 复现 issue 37 的小缺陷：没有配置密钥时，驱动日志写的是
+// api_key=[REDACTED]（脱敏器把 "api_key=none" 当成了密钥），读的人以为有一个密钥被藏起来了。
+func TestLogSaysNoKeyWhenNoneIsConfigured(t *testing.T) {
+	fsys := tree("emu")
+	fsys["scenarios/emu.yaml"].Data = []byte("mode: emulator\nserved_model_name: emu-model\nemulator: {ttft: 1ms, itl: 1ms}\n")
+	o := options(t, fsys, runtype.PR, t.TempDir())
+	o.Stages = []report.Stage{report.StageFunctional}
+	out, err := pipeline.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(filepath.Join(out.Dir, "driver.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), "api_key=[REDACTED]") || !strings.Contains(string(log), "no api_key") {
+		t.Errorf("driver.log about a scenario without a key:\n%s", log)
 	}
 }

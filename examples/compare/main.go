@@ -47,8 +47,8 @@ func (p pairs) Set(v string) error {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	htmlOut := fs.String("html", "", "also write an HTML report to this file")
-	jsonOut := fs.String("json", "", "also write the comparison as JSON to this file")
+	htmlOut := fs.String("html", "", "also write an HTML report to this file (- for standard output)")
+	jsonOut := fs.String("json", "", "also write the comparison as JSON to this file (- for standard output)")
 	failOn := fs.Bool("fail-on-regression", false, "exit 1 when a metric crosses the PR gate threshold")
 	pr := pairs{}
 	fs.Var(pr, "pair", "pair B's scenario with A's: B_SCENARIO=A_SCENARIO (repeatable)")
@@ -65,22 +65,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := compare.Dirs(ctx, fs.Arg(0), fs.Arg(1), compare.Options{Pairs: pr})
 	if err != nil {
-		fmt.Fprintln(stderr, "compare:", err)
+		printErr(stderr, err)
 		return 2
 	}
-	if err := c.WriteText(stdout); err != nil {
-		fmt.Fprintln(stderr, "compare:", err)
+	// "-" 表示标准输出（惯例）：那时标准输出只有那一份机器可读的内容，文本表改写到标准错误。
+	text := stdout
+	if *htmlOut == "-" || *jsonOut == "-" {
+		text = stderr
+	}
+	if *htmlOut == "-" && *jsonOut == "-" {
+		fmt.Fprintln(stderr, "compare: -html and -json cannot both write to standard output (-)")
+		return 2
+	}
+	if err := c.WriteText(text); err != nil {
+		printErr(stderr, err)
 		return 2
 	}
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer) error
 	}{{*htmlOut, c.WriteHTML}, {*jsonOut, c.WriteJSON}} {
-		if out.path == "" {
+		var err error
+		switch out.path {
+		case "":
 			continue
+		case "-":
+			err = out.write(stdout)
+		default:
+			err = writeFile(out.path, out.write)
 		}
-		if err := writeFile(out.path, out.write); err != nil {
-			fmt.Fprintln(stderr, "compare:", err)
+		if err != nil {
+			printErr(stderr, err)
 			return 2
 		}
 	}
@@ -92,6 +107,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// printErr 写出一行 "compare: 原因"：库的错误已经以 "compare: " 开头时不再重复前缀。
+func printErr(w io.Writer, err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "compare: ") {
+		msg = "compare: " + msg
+	}
+	fmt.Fprintln(w, msg)
 }
 
 // writeFile 用 write 写出 path（先写临时文件再改名，中途失败不留下半个文件）。

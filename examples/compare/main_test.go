@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/internal/kubestandin"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/pipeline"
 	"github.com/vllm-cibench/cibench/report"
@@ -50,8 +51,10 @@ func configTree(t *testing.T, seqs string) string {
 func runDriver(t *testing.T, cfg, root, runID, commit string, rt matrix.RunType) string {
 	t.Helper()
 	out, err := pipeline.Run(context.Background(), pipeline.Options{
-		Selection:   pipeline.Selection{Config: os.DirFS(cfg), ConfigRoot: cfg, RunType: rt, RunID: runID, Stages: []report.Stage{report.StagePerf}},
-		Outputs:     pipeline.Outputs{Artifacts: root, Commit: commit, Out: io.Discard},
+		Selection: pipeline.Selection{Config: os.DirFS(cfg), ConfigRoot: cfg, RunType: rt, RunID: runID, Stages: []report.Stage{report.StagePerf}},
+		Outputs:   pipeline.Outputs{Artifacts: root, Commit: commit, Out: io.Discard},
+		// 出厂配置里有 k8s 场景：根模块的测试用替身认它们的名字（真实的 kube.Modes() 在 deploy/kube 模块）。
+		Extensions:  pipeline.Extensions{Modes: kubestandin.Modes()},
 		Environment: pipeline.Environment{Getenv: func(string) string { return "" }},
 	})
 	if err != nil {
@@ -113,5 +116,30 @@ func TestCompareTwoDriverRuns(t *testing.T) {
 		if code := run(context.Background(), args, io.Discard, &e); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, e.String())
 		}
+		// issue 37：缺失的目录曾打印 "compare: compare: …"。
+		if strings.Contains(e.String(), "compare: compare:") {
+			t.Errorf("%v: doubled prefix: %s", args, e.String())
+		}
+	}
+	// issue 37：-json - 曾写出一个名为 "-" 的文件；"-" 是标准输出（只有 JSON，文本表改写到标准错误）。
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = os.Chdir(wd) }()
+	var jout, jerr bytes.Buffer
+	if code := run(context.Background(), []string{"-json", "-", a, b}, &jout, &jerr); code != 0 {
+		t.Fatalf("-json -: exit %d: %s", code, jerr.String())
+	}
+	var fromStdout compare.Comparison
+	if err := json.Unmarshal(jout.Bytes(), &fromStdout); err != nil || len(fromStdout.Rows) != len(c.Rows) {
+		t.Fatalf("-json -: stdout is not the comparison JSON (%v): %.200s", err, jout.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "-")); err == nil {
+		t.Error("-json - wrote a file named -")
+	}
+	if !strings.Contains(jerr.String(), "A: run base") {
+		t.Errorf("-json -: the text table should go to stderr: %.200s", jerr.String())
 	}
 }
