@@ -48,6 +48,8 @@ type htmlView struct {
 	Generated                                        string
 	// Columns 是场景总览表中各阶段的列名（渲染器的 Columns 依次相接）。
 	Columns []string
+	// Verdict 是页面最上面的结论（见 verdictOf）。
+	Verdict pageVerdict
 }
 
 // WriteHTML 把结果渲染成自包含的 HTML 报告：内联 CSS、Go 生成的 SVG 图表、
@@ -88,6 +90,13 @@ func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer
 			v.Skip++
 		}
 	}
+	var failed []gate.Gate
+	for _, g := range res.Gates {
+		if g.Verdict == gate.VerdictFail {
+			failed = append(failed, g)
+		}
+	}
+	v.Verdict = verdictOf(res, failed, v.Total)
 	var rerrs []error
 	for i, sc := range res.Scenarios {
 		sv, err := buildScenarioView(i, sc, res.Gates, rs)

@@ -188,7 +188,7 @@ func TestHTMLContent(t *testing.T) {
 	}
 	page := buf.String()
 	for _, want := range []string{
-		`<title>cibench pr pr-42 — FAIL</title>`,
+		`<title>FAIL — cibench pr pr-42</title>`,
 		`id="verdict">FAIL</span>`,
 		`perf/in2048-out1024-c4-openai-chat/ttft_p99_seconds`,
 		`&#43;25.0%`,

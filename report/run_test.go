@@ -490,7 +490,8 @@ func TestFinishIncomplete(t *testing.T) {
 		badge       string
 	}{
 		{"interrupted", pass, true, gate.ExitInterrupted, `id="verdict">INTERRUPTED`},
-		{"interrupted with a failed gate", fail, true, gate.ExitGateFailed, `id="verdict">INTERRUPTED`},
+		// 有门禁失败时页面是 FAIL（issue 37），中断另起一句说明。
+		{"interrupted with a failed gate", fail, true, gate.ExitGateFailed, `id="verdict">FAIL`},
 		{"partial stages", pass, false, gate.ExitOK, `id="verdict">INCOMPLETE`},
 	}
 	for _, tc := range cases {

@@ -230,9 +230,9 @@ func TestNewStageReachesReport(t *testing.T) {
 		doc.Suites[1].Name != "gates" || doc.Time != "1.500" {
 		t.Fatalf("junit.xml:\n%s", b)
 	}
-	// HTML：总览表的两列（缺省的单元格写 —）、片段、INCOMPLETE 徽标。
+	// HTML：总览表的两列（缺省的单元格写 —）、片段、FAIL 徽标（团队的门禁失败了；运行不完整另起一句）。
 	page, _ := os.ReadFile(filepath.Join(dir, "report.html"))
-	for _, want := range []string{"<th>probe checked</th><th>probe extra</th>", `<td class="num">xxx</td><td>—</td>`, `<p id="probe">!</p>`, "INCOMPLETE", "s/probe/trace.json"} {
+	for _, want := range []string{"<th>probe checked</th><th>probe extra</th>", `<td class="num">xxx</td><td>—</td>`, `<p id="probe">!</p>`, `id="verdict">FAIL`, "Incomplete:", "s/probe/trace.json"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report.html lacks %q", want)
 		}

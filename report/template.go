@@ -7,7 +7,7 @@ const htmlTemplate = `<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>cibench {{.Res.RunType}} {{.Res.RunID}} — {{if eq .Fail 0}}PASS{{else}}FAIL{{end}}</title>
+<title>{{.Verdict.Word}} — cibench {{.Res.RunType}} {{.Res.RunID}}</title>
 <script>
 window.__cibenchErrors = [];
 window.addEventListener("error", function (e) {
@@ -26,6 +26,12 @@ h3{margin-top:22px;font-size:16px}
 .meta span{margin-right:18px;color:#555;font-size:13px}
 .badge{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:bold;font-size:13px;vertical-align:middle}
 .b-pass{background:#1a7f37}.b-fail{background:#cf222e}.b-partial{background:#9a6700}
+header.h-b-fail{background:#ffebe9;border-bottom:3px solid #cf222e}
+header.h-b-partial{background:#fff8c5;border-bottom:3px solid #9a6700}
+header.h-b-pass{border-bottom:3px solid #1a7f37}
+h1 .badge{font-size:18px;margin-right:6px}
+#verdict-line{font-size:18px}
+.partial{margin:4px 0 6px;font-size:14px}
 table{border-collapse:collapse;margin:8px 0 14px;background:#fff;font-size:13px}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}
@@ -49,10 +55,11 @@ pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:6px;mar
 </style>
 </head>
 <body>
-<header>
-<h1>cibench report — {{.Res.RunType}} run {{.Res.RunID}}
-{{if .Res.Interrupted}}<span class="badge b-partial" id="verdict">INTERRUPTED</span>{{else if not .Res.Complete}}<span class="badge b-partial" id="verdict">INCOMPLETE</span>{{else if eq .Fail 0}}<span class="badge b-pass" id="verdict">PASS</span>{{else}}<span class="badge b-fail" id="verdict">FAIL</span>{{end}}</h1>
+<header class="h-{{.Verdict.Class}}">
+<h1><span class="badge {{.Verdict.Class}}" id="verdict">{{.Verdict.Word}}</span>{{if .Verdict.Headline}} <span id="verdict-line">{{.Verdict.Headline}}</span>{{end}}</h1>
+{{if .Verdict.Partial}}<p class="partial" id="partial">{{.Verdict.Partial}}</p>{{end}}
 <div class="meta">
+<span>cibench report — {{.Res.RunType}} run {{.Res.RunID}}</span>
 <span>commit {{if .Res.Commit}}{{.Res.Commit}}{{else}}—{{end}}</span>
 <span>branch {{if .Res.Branch}}{{.Res.Branch}}{{else}}—{{end}}</span>
 <span>started {{ts .Res.Started}}</span>
@@ -138,6 +145,8 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
   }
   document.body.setAttribute("data-charts", String(svgs.length));
   document.body.setAttribute("data-charts-drawn", String(drawn));
+  // 渲染自检：页面可见文本的开头（浏览器测试据此断言结论是第一段文字）。
+  document.body.setAttribute("data-first-text", document.body.innerText.trim().replace(/\s+/g, " ").slice(0, 300));
   document.body.setAttribute("data-js-ok", "1");
 })();
 </script>
