@@ -38,3 +38,17 @@ func TestStandInsAreNamedAndNeverDeploy(t *testing.T) {
 		t.Fatalf("deployer err %v, want ErrStandIn", err)
 	}
 }
+
+// badBlock 的 Decode 总是失败：替身把错误原样交回（位置由加载器给出）。
+type badBlock struct{ block }
+
+// Decode 返回一个解码错误。
+func (badBlock) Decode(any) error { return errors.New("k8s: want a mapping") }
+
+// TestStandInPassesDecodeErrors 检查替身不吞掉块的解码错误。
+func TestStandInPassesDecodeErrors(t *testing.T) {
+	m, _ := Modes().Lookup("k8s-hybrid")
+	if _, err := m.Prepare(badBlock{}, deploy.Scenario{}); err == nil || err.Error() != "k8s: want a mapping" {
+		t.Fatalf("Prepare = %v", err)
+	}
+}
