@@ -273,7 +273,8 @@ func TestEvidenceAndQuantileNames(t *testing.T) {
 	g := gate.Gate{Interval: &gate.Interval{LoPct: -2.5, HiPct: 12, Level: 0.95}, Quantile: 0.95,
 		Samples: &gate.SampleSizes{Current: 80, Baseline: 90, Needed: 20}, Support: gate.SupportInsufficient}
 	iv, ss := g.Evidence()
-	if iv != "[-2.5%, +12.0%] @95%" || ss != "80 / 90 (P95 needs 20) insufficient_samples" {
+	// 给人读的文字，不是枚举值（issue 37 §7：单元格里曾出现 insufficient_samples）。
+	if iv != "[−2.5%, +12.0%] @95%" || ss != "80 / 90 (P95 needs 20; too few samples)" {
 		t.Errorf("Evidence = %q, %q", iv, ss)
 	}
 	if iv, ss := (gate.Gate{}).Evidence(); iv != "—" || ss != "—" {

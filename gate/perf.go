@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -289,18 +290,40 @@ func modeNote(mode string) string {
 func (g Gate) Evidence() (interval, samples string) {
 	interval, samples = "—", "—"
 	if g.Interval != nil {
-		interval = fmt.Sprintf("[%+.1f%%, %+.1f%%] @%.0f%%", g.Interval.LoPct, g.Interval.HiPct, g.Interval.Level*100)
+		// 置信水平按实际精度写（99.8% 不写成 "@100%"）；负号用 U+2212，与报告其余的数字一致。
+		interval = fmt.Sprintf("[%s, %s] @%s%%", signedPct1(g.Interval.LoPct), signedPct1(g.Interval.HiPct), strconv.FormatFloat(g.Interval.Level*100, 'f', -1, 64))
+		if g.Statistic == StatisticShift && g.Shift != nil {
+			// 判定用的是整个分布的位移，不是 P99：区间前写明它是哪个量与它的点估计，旁边 P99 的变化
+			// 就不会看起来落在“自己的”区间外。
+			interval = "geomean shift " + signedPct1(g.Shift.ChangePct) + " " + interval
+		}
 	}
 	if g.Samples != nil {
 		samples = fmt.Sprintf("%d / %d", g.Samples.Current, g.Samples.Baseline)
-		if g.Quantile > 0 {
+		switch {
+		case g.Quantile > 0 && g.Support == SupportInsufficient:
+			samples += fmt.Sprintf(" (%s needs %d; too few samples)", QuantileName(g.Quantile), g.Samples.Needed)
+		case g.Quantile > 0:
 			samples += fmt.Sprintf(" (%s needs %d)", QuantileName(g.Quantile), g.Samples.Needed)
-		}
-		if g.Support == SupportInsufficient {
-			samples += " " + SupportInsufficient
+		case g.Support == SupportInsufficient:
+			samples += " (too few samples)"
 		}
 	}
 	return interval, samples
+}
+
+// signedPct1 把百分比写成一位小数、带符号（正号 "+"，负号 U+2212 "−"）；四舍五入到 0 时写 "0.0%"，
+// 不出现 "-0.0%"。
+func signedPct1(p float64) string {
+	s := strconv.FormatFloat(math.Abs(p), 'f', 1, 64)
+	switch {
+	case s == "0.0":
+		return "0.0%"
+	case p < 0:
+		return "−" + s + "%"
+	default:
+		return "+" + s + "%"
+	}
 }
 
 // eps 吸收浮点误差，使"恰好 10%"判为通过（需求是"超过 10% 失败"）。

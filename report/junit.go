@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/junit"
@@ -67,7 +68,7 @@ func gateLine(g gate.Gate) string {
 		s += fmt.Sprintf(" delta=%+.1f%%", *g.DeltaPct)
 	}
 	if g.Interval != nil {
-		s += fmt.Sprintf(" interval=[%+.1f%%,%+.1f%%]@%.0f%%", g.Interval.LoPct, g.Interval.HiPct, g.Interval.Level*100)
+		s += fmt.Sprintf(" interval=[%+.1f%%,%+.1f%%]@%s%%", g.Interval.LoPct, g.Interval.HiPct, strconv.FormatFloat(g.Interval.Level*100, 'f', -1, 64))
 	}
 	if g.Quantile > 0 && g.Quantile != 0.99 {
 		s += " quantile=" + gate.QuantileName(g.Quantile)
