@@ -93,14 +93,15 @@ func FormatMetric(metric string, v float64) string {
 		if v < 0 {
 			return "n/a"
 		}
+		// 数字与单位之间一个空格，全报告一致（"45.6 ms"，不是 "45.6ms"）。
 		if v < 1 {
-			return fmt.Sprintf("%.1fms", v*1000)
+			return fmt.Sprintf("%.1f ms", v*1000)
 		}
-		return fmt.Sprintf("%.3fs", v)
+		return fmt.Sprintf("%.3f s", v)
 	case gate.MetricFailRate:
 		return fmt.Sprintf("%.2f%%", v*100)
 	case gate.MetricQPS:
-		return fmt.Sprintf("%.2f", v)
+		return fmt.Sprintf("%.2f req/s", v)
 	case gate.MetricScore:
 		return fmt.Sprintf("%.4f", v)
 	default:

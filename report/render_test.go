@@ -200,7 +200,7 @@ func TestHTMLContent(t *testing.T) {
 		`TTFT P99 vs concurrency`, `E2E P99 vs concurrency`, `Output token throughput vs concurrency`, `QPS vs concurrency`, `Accuracy score vs threshold`,
 		`in128/out128 baseline`,
 		`commit deadbeef`,
-		`client lag P50</th>`, `<td class="num">0.2ms</td><td class="num">n/a</td><td class="num">n/a</td><td class="num">n/a</td><td class="num">n/a</td><td></td></tr>`,
+		`client lag P50</th>`, `<td class="num">0.2 ms</td><td class="num">n/a</td><td class="num">n/a</td><td class="num">n/a</td><td class="num">n/a</td><td></td></tr>`,
 		`prefix hit</th>`, `TTFT by turn</th>`,
 	} {
 		if !strings.Contains(page, want) {

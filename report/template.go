@@ -108,15 +108,15 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 {{end}}</table></details>{{end}}
 
 <h2>Scenarios</h2>
-<table><tr><th>scenario</th><th>model</th><th>quant</th><th>deploy</th>{{range .Columns}}<th>{{.}}</th>{{end}}<th>stage errors</th><th>failed gates</th></tr>
-{{range .Scenarios}}<tr class="{{if or .GateFailed .Errors}}row-fail{{else}}row-ok{{end}}"><td><a href="#{{.Anchor}}">{{.Name}}</a></td><td>{{.Model}}</td><td>{{.Quant}}</td><td>{{.Deploy}}</td>
+<table><tr><th>scenario</th><th>model</th><th>quant</th><th>deploy</th><th>hardware</th>{{range .Columns}}<th>{{.}}</th>{{end}}<th>stage errors</th><th>failed gates</th></tr>
+{{range .Scenarios}}<tr class="{{if or .GateFailed .Errors}}row-fail{{else}}row-ok{{end}}"><td><a href="#{{.Anchor}}">{{.Name}}</a></td><td>{{.Model}}</td><td>{{.Quant}}</td><td>{{.Deploy}}</td><td>{{if .Hardware}}{{.Hardware}}{{else}}not recorded{{end}}</td>
 {{range .Cells}}<td{{if .Num}} class="num"{{end}}>{{.Text}}</td>{{end}}<td class="num">{{len .Errors}}</td><td class="num">{{.GateFailed}}</td></tr>
 {{end}}</table>
 
 {{range .Scenarios}}
 <section class="scenario" id="{{.Anchor}}">
 <h2>Scenario {{.Name}}</h2>
-<div class="meta"><span>model {{.Model}}</span><span>quant {{.Quant}}</span><span>deploy {{.Deploy}}</span><span>backend {{.Backend}}</span></div>
+<div class="meta"><span>model {{.Model}}</span><span>quant {{.Quant}}</span><span>deploy {{.Deploy}}</span><span>hardware {{if .Hardware}}{{.Hardware}}{{else}}not recorded{{end}}</span><span>backend {{.Backend}}</span></div>
 {{if .Errors}}<h3>Stage errors</h3><table><tr><th>stage</th><th>message</th></tr>
 {{range .Errors}}<tr class="row-fail"><td>{{.Stage}}</td><td><pre>{{.Message}}</pre></td></tr>{{end}}</table>{{end}}
 

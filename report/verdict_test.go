@@ -106,3 +106,24 @@ func TestVerdictIsTheFirstText(t *testing.T) {
 		t.Errorf("green complete run: first text %q", text)
 	}
 }
+
+// TestPageShowsWhatVLLMUsersExpect 检查 issue 37 §6：vLLM bench serve 打印的 TTFT、TPOT、ITL、E2E 的
+// 均值、中位数与 P99 都在页面上，硬件标签也在（记录了却没显示）；数字与单位之间有空格。
+func TestPageShowsWhatVLLMUsersExpect(t *testing.T) {
+	res := sampleResult(t)
+	res.Scenarios[0].Hardware = "8x Ascend 910B"
+	var buf bytes.Buffer
+	if err := report.WriteHTML(&buf, res, renderers()...); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`<th colspan="3">TTFT</th>`, `<th colspan="3">TPOT</th>`, `ITL</th>`, `<th colspan="3">E2E</th>`,
+		"<th>mean</th><th>median</th><th>P99</th>", "hardware 8x Ascend 910B", "<td>8x Ascend 910B</td>", "<td>not recorded</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if regexp.MustCompile(`>\d+(\.\d+)?ms<`).MatchString(page) {
+		t.Errorf("a latency without a space before its unit: %s", regexp.MustCompile(`>\d+(\.\d+)?ms<`).FindString(page))
+	}
+}

@@ -158,7 +158,13 @@ func view(rep *functional.Report) fnView {
 // page 是功能片段的模板（样式类与 report 的页面共用）。
 var page = template.Must(template.New("functional").Funcs(template.FuncMap{
 	"statusClass": func(s functional.Status) string { return "s-" + string(s) },
-	"dur":         func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	// 与报告其余的时延同一写法：数字与单位之间一个空格（"12 ms"、"1.250 s"）。
+	"dur": func(d time.Duration) string {
+		if d < time.Second {
+			return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds())
+		}
+		return fmt.Sprintf("%.3f s", d.Seconds())
+	},
 	"ratio": func(f *float64) string {
 		if f == nil {
 			return "—"

@@ -28,11 +28,16 @@ type perfRow struct {
 	HitRate, Preempt, PeakKV, DispatchLag string
 	// Turns 是多轮会话各轮的 "轮次: TTFT P50" 摘要（不是多轮会话时为空）。
 	Turns string
+	// Lat 是 vLLM bench serve 打印的那组时延：TTFT、TPOT、ITL（TPOT_SEC，全部请求合并的相邻 token
+	// 间隔）与 E2E 各自的均值、中位数与 P99（已格式化，不可测为 n/a）。
+	Lat [4][3]string
 }
 
 // perfView 是 HTML 片段的数据。
 type perfView struct {
-	Rows      []perfRow
+	Rows []perfRow
+	// LatHeads 只用来让模板把 mean/median/P99 三列表头写四遍（TTFT、TPOT、ITL、E2E）。
+	LatHeads  []int
 	Charts    []template.HTML
 	Timelines []template.HTML // 每个分组两张：时延随时间、并发随时间
 	TLGroups  int
@@ -46,6 +51,11 @@ var page = template.Must(template.New("perf").Parse(`<h3>Performance</h3>
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 {{if .Timelines}}<details class="timeline"><summary>live timeline, {{.TLGroups}} groups (--bucket-interval)</summary>
 <div class="charts">{{range .Timelines}}{{.}}{{end}}</div></details>{{end}}
+<table class="perf lat"><tr><th rowspan="2">input</th><th rowspan="2">output</th><th rowspan="2">concurrency</th><th rowspan="2">round</th>
+<th colspan="3">TTFT</th><th colspan="3">TPOT</th><th colspan="3" title="TPOT_SEC: gaps between consecutive output tokens, pooled over all requests (vLLM's ITL)">ITL</th><th colspan="3">E2E</th></tr>
+<tr>{{range $i := .LatHeads}}<th>mean</th><th>median</th><th>P99</th>{{end}}</tr>
+{{range .Rows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td>{{range .Lat}}{{range .}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
+{{end}}</table>
 <details><summary>{{len .Rows}} summary rows</summary>
 <table class="perf"><tr><th>input</th><th>output</th><th>concurrency</th><th>round</th><th>prompts</th><th>failed</th><th>TTFT P99</th><th>TPOT avg</th><th>E2E P99</th><th>QPS</th><th>output tok/s</th><th>fail rate</th><th title="load generator's own read lag, P50: first token in the socket to parsed; not part of TTFT">client lag P50</th><th title="server prefix cache hit rate in the group (vllm:prefix_cache_hits_total / queries)">prefix hit</th><th title="server preemptions in the group">preempt</th><th title="highest vllm:kv_cache_usage_perc in the group">peak KV</th><th title="trace replay: actual send minus schedule, P50">dispatch lag P50</th><th title="multi-turn sessions: TTFT P50 by turn">TTFT by turn</th></tr>
 {{range .Rows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td><td class="num">{{.Prompts}}</td><td class="num">{{.Failed}}</td><td class="num">{{.TTFT}}</td><td class="num">{{.TPOT}}</td><td class="num">{{.E2E}}</td><td class="num">{{.QPS}}</td><td class="num">{{.OutTput}}</td><td class="num">{{.FailRate}}</td><td class="num">{{.ClientLag}}</td><td class="num">{{.HitRate}}</td><td class="num">{{.Preempt}}</td><td class="num">{{.PeakKV}}</td><td class="num">{{.DispatchLag}}</td><td>{{.Turns}}</td></tr>
@@ -73,7 +83,7 @@ func html(sc report.Scenario, gates []gate.Gate) (template.HTML, error) {
 	if err != nil {
 		return "", err
 	}
-	var v perfView
+	v := perfView{LatHeads: []int{0, 1, 2, 3}}
 	v.CapCharts, v.CapRows = capacityView(capacity)
 	for _, r := range perf {
 		var missing []string
@@ -91,7 +101,7 @@ func html(sc report.Scenario, gates []gate.Gate) (template.HTML, error) {
 			ClientLag: secs(r.ClientLag, r.ClientLag.P50), Missing: strings.Join(missing, "; "),
 			HitRate: ratioOrNA(cache.HitRate, "%.1f%%", 100), Preempt: ratioOrNA(cache.Preemptions, "%.0f", 1),
 			PeakKV: ratioOrNA(cache.PeakKVUsage, "%.1f%%", 100), DispatchLag: secs(r.Workload.DispatchLag, r.Workload.DispatchLag.P50),
-			Turns: turnsText(r.Workload.Turns)})
+			Turns: turnsText(r.Workload.Turns), Lat: latTriples(r)})
 	}
 	if len(perf) > 0 {
 		v.Charts = perfCharts(sc, perf, gates)
@@ -103,6 +113,15 @@ func html(sc report.Scenario, gates []gate.Gate) (template.HTML, error) {
 	}
 	// 模板由 html/template 执行，所有数据都已转义；图表标记由 report.Chart 生成。
 	return template.HTML(b.String()), nil
+}
+
+// latTriples 返回 TTFT、TPOT、ITL、E2E 的均值、中位数与 P99（vLLM bench serve 的口径）。
+func latTriples(r loadgen.Summary) [4][3]string {
+	var out [4][3]string
+	for i, l := range []loadgen.Latency{r.TTFT, r.TPOT, r.TPOTSec, r.E2E} {
+		out[i] = [3]string{secs(l, l.Avg), secs(l, l.P50), secs(l, l.P99)}
+	}
+	return out
 }
 
 // secs 把时延格式化为表格文本；不可测时为 "n/a"（对应 CSV 的 −1）。
@@ -272,7 +291,7 @@ func turnsText(ts []loadgen.TurnSummary) string {
 	var parts []string
 	for _, t := range ts {
 		if t.TTFT.Valid() {
-			parts = append(parts, fmt.Sprintf("%d: %.1fms", t.Turn, float64(t.TTFT.P50)/float64(time.Millisecond)))
+			parts = append(parts, fmt.Sprintf("%d: %.1f ms", t.Turn, float64(t.TTFT.P50)/float64(time.Millisecond)))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -22,7 +22,7 @@ func TestWorkloadCells(t *testing.T) {
 		{Turn: 2, TTFT: loadgen.Latency{}},
 		{Turn: 3, TTFT: loadgen.Latency{Count: 3, P50: 8 * time.Millisecond}},
 	}
-	if got := turnsText(ts); got != "1: 12.3ms, 3: 8.0ms" {
+	if got := turnsText(ts); got != "1: 12.3 ms, 3: 8.0 ms" {
 		t.Fatalf("turns cell %q", got)
 	}
 }
