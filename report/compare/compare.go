@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/vllm-cibench/cibench/explain"
@@ -168,14 +169,55 @@ func Runs(ctx context.Context, a, b report.Result, opt Options) (*Comparison, er
 			c.Unmatched = append(c.Unmatched, "B: "+sc.Name)
 		}
 	}
+	// 按数值排序（c4、c8、c16，与报告一致），不是按组合名的字典序（c16、c4、c8）；同一组合内
+	// 指标按 TTFT、E2E、QPS 的顺序。
+	metricOrder := map[string]int{gate.MetricTTFTP99: 0, gate.MetricE2EP99: 1, gate.MetricQPS: 2}
 	sort.SliceStable(c.Rows, func(i, j int) bool {
 		x, y := c.Rows[i], c.Rows[j]
-		if x.Pair != y.Pair {
+		switch {
+		case x.Pair != y.Pair:
 			return x.Pair < y.Pair
+		case x.Key.InputLength != y.Key.InputLength:
+			return x.Key.InputLength < y.Key.InputLength
+		case x.Key.OutputLength != y.Key.OutputLength:
+			return x.Key.OutputLength < y.Key.OutputLength
+		case x.Key.Concurrency != y.Key.Concurrency:
+			return x.Key.Concurrency < y.Key.Concurrency
+		case x.Key.Backend != y.Key.Backend:
+			return x.Key.Backend < y.Key.Backend
 		}
-		return x.Combination < y.Combination
+		return metricOrder[x.Metric] < metricOrder[y.Metric]
 	})
 	return c, nil
+}
+
+// Summary 是比较的一句总结："3 of 9 combinations failed (pair 1: …)"：一个组合有任何一项指标越过
+// 门禁阈值就算失败。
+func (c *Comparison) Summary() string {
+	type combo struct {
+		pair int
+		name string
+	}
+	all, failed := map[combo]bool{}, map[combo]bool{}
+	var firstFail []string
+	for _, r := range c.Rows {
+		k := combo{r.Pair, r.Combination}
+		all[k] = true
+		if r.Verdict == gate.VerdictFail && !failed[k] {
+			failed[k] = true
+			if len(firstFail) < 3 {
+				firstFail = append(firstFail, r.Combination)
+			}
+		}
+	}
+	s := fmt.Sprintf("%d of %d combinations failed", len(failed), len(all))
+	if len(failed) > 0 {
+		s += ": " + strings.Join(firstFail, ", ")
+		if len(failed) > len(firstFail) {
+			s += ", …"
+		}
+	}
+	return s
 }
 
 // pairUp 返回配对的场景下标 (A, B)：先按 m（B → A），再同名，最后两侧各只有一个场景时配对。

@@ -29,7 +29,7 @@ func breakdown(queue float64) *explain.Breakdown {
 }
 
 // writeRun 写出一次运行：一个场景 name、一个组合（并发 8），TTFT 约为 21ms + queue，带样本与分解。
-func writeRun(t *testing.T, rt runtype.Type, id, name, hw string, queue float64) string {
+func writeRun(t *testing.T, rt runtype.Type, id, name, hw string, queue float64, concs ...int) string {
 	t.Helper()
 	root := t.TempDir()
 	run, err := report.NewRun(root, rt, report.RunID(id), time.Unix(1700000000, 0), report.WithRenderers(perfreport.Renderer()),
@@ -40,24 +40,29 @@ func writeRun(t *testing.T, rt runtype.Type, id, name, hw string, queue float64)
 	if err := run.AddScenario(report.ScenarioInfo{Name: name, Model: "m", Quant: "none", Deploy: "emulator", Backend: "openai-chat", Hardware: hw}); err != nil {
 		t.Fatal(err)
 	}
-	ttft := time.Duration((0.021 + queue) * float64(time.Second))
-	lat := loadgen.Latency{Count: 64, P50: ttft, P75: ttft, P90: ttft, P95: ttft, P99: ttft + time.Millisecond, Min: ttft, Max: ttft + time.Millisecond, Avg: ttft}
-	e2e := lat
-	e2e.P99 += 100 * time.Millisecond
-	row := loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: 8, Backend: "openai-chat", ControlMethod: "normal", NumPrompts: 64,
-		Succeeded: 64, QPS: 60, TTFT: lat, E2E: e2e, Round: 1, Epochs: 1, Phases: breakdown(queue)}
-	if err := perfreport.RecordRows(run, name, []loadgen.Summary{row}); err != nil {
-		t.Fatal(err)
+	if len(concs) == 0 {
+		concs = []int{8}
 	}
-	s := perfreport.Samples{Backend: "openai-chat", ControlMethod: "normal", InputLength: 128, OutputLength: 128, Concurrency: 8, Seen: 64}
-	for i := range 64 {
-		us := int64(ttft/time.Microsecond) + int64(i%8)*100
-		s.TTFTMicros = append(s.TTFTMicros, us)
-		s.E2EMicros = append(s.E2EMicros, us+100000)
-		s.GapMicros = append(s.GapMicros, 16000+int64(i%4)*100)
-	}
-	if err := perfreport.RecordSamples(run, name, []perfreport.Samples{s}); err != nil {
-		t.Fatal(err)
+	for _, conc := range concs {
+		ttft := time.Duration((0.021 + queue) * float64(time.Second))
+		lat := loadgen.Latency{Count: 64, P50: ttft, P75: ttft, P90: ttft, P95: ttft, P99: ttft + time.Millisecond, Min: ttft, Max: ttft + time.Millisecond, Avg: ttft}
+		e2e := lat
+		e2e.P99 += 100 * time.Millisecond
+		row := loadgen.Summary{InputLength: 128, OutputLength: 128, Concurrency: conc, Backend: "openai-chat", ControlMethod: "normal", NumPrompts: 64,
+			Succeeded: 64, QPS: 60, TTFT: lat, E2E: e2e, Round: 1, Epochs: 1, Phases: breakdown(queue)}
+		if err := perfreport.RecordRows(run, name, []loadgen.Summary{row}); err != nil {
+			t.Fatal(err)
+		}
+		s := perfreport.Samples{Backend: "openai-chat", ControlMethod: "normal", InputLength: 128, OutputLength: 128, Concurrency: conc, Seen: 64}
+		for i := range 64 {
+			us := int64(ttft/time.Microsecond) + int64(i%8)*100
+			s.TTFTMicros = append(s.TTFTMicros, us)
+			s.E2EMicros = append(s.E2EMicros, us+100000)
+			s.GapMicros = append(s.GapMicros, 16000+int64(i%4)*100)
+		}
+		if err := perfreport.RecordSamples(run, name, []perfreport.Samples{s}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := run.Finish(context.Background(), nil, time.Unix(1700000100, 0)); err != nil {
 		t.Fatal(err)
@@ -153,3 +158,38 @@ func TestPairingAndErrors(t *testing.T) {
 
 // osDirFS 是 os.DirFS（测试里少一次导入别名）。
 func osDirFS(dir string) fs.FS { return os.DirFS(dir) }
+
+// TestCompareSummaryAndOrder 检查 issue 37 §5：比较页没有“9 个组合里 3 个失败”这样的总结，判定是黑色的
+// 普通文字，行按字典序（c16、c4、c8）。现在文本与 HTML 都以总结开头，行按输入、输出、并发的数值排序，
+// 判定带颜色；没有显著变化的组合不画整幅的图（收在折叠里）。
+func TestCompareSummaryAndOrder(t *testing.T) {
+	a := writeRun(t, runtype.Daily, "a", "s", "", 0.001, 16, 4, 8)
+	b := writeRun(t, runtype.PR, "b", "s", "", 0.031, 16, 4, 8)
+	c, err := compare.Dirs(context.Background(), a, b, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var concs []int
+	for _, r := range c.Rows {
+		if r.Metric == gate.MetricTTFTP99 {
+			concs = append(concs, r.Key.Concurrency)
+		}
+	}
+	if len(concs) != 3 || concs[0] != 4 || concs[1] != 8 || concs[2] != 16 {
+		t.Fatalf("rows in order %v, want c4, c8, c16", concs)
+	}
+	var text, page bytes.Buffer
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	want := "3 of 3 combinations failed"
+	if !strings.Contains(text.String(), want) || !strings.Contains(page.String(), want) {
+		t.Errorf("summary %q missing:\n%s", want, text.String())
+	}
+	if !strings.Contains(page.String(), `<td class="v-fail">fail</td>`) {
+		t.Error("the verdict is not coloured")
+	}
+}

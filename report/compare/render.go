@@ -19,7 +19,9 @@ func interval(iv *gate.Interval) string {
 	if iv == nil {
 		return "—"
 	}
-	return fmt.Sprintf("[%+.1f%%, %+.1f%%] @%.0f%%", iv.LoPct, iv.HiPct, iv.Level*100)
+	// 置信水平按实际精度写：99.8% 不写成 "@100%"（与报告的门禁表同一写法）。
+	text, _ := gate.Gate{Interval: iv}.Evidence()
+	return text
 }
 
 // value 格式化一个指标值；nil 为 "—"。
@@ -42,7 +44,7 @@ func delta(d *float64) string {
 // 每个组合之后是时间花在哪里（TTFT 与 E2E 的归因与旁证）。
 func (c *Comparison) WriteText(w io.Writer) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "cibench compare: B against A (A is the baseline)\n")
+	fmt.Fprintf(&b, "cibench compare: B against A (A is the baseline): %s\n", c.Summary())
 	for i, p := range c.Pairs {
 		fmt.Fprintf(&b, "\npair %d\n  A: %s\n  B: %s\n", i+1, p.A.Label(), p.B.Label())
 		if p.A.Dir != "" || p.B.Dir != "" {
@@ -92,11 +94,26 @@ type htmlRow struct {
 	Fail                                                bool
 }
 
-// htmlCombo 是一个组合的归因：两张堆叠图（TTFT、E2E）与说明文字。
+// htmlMetric 把指标名写成人读的名字（表头里不出现 ttft_p99_seconds 这样的 Prometheus 名字）。
+func htmlMetric(m string) string {
+	switch m {
+	case gate.MetricTTFTP99:
+		return "TTFT P99"
+	case gate.MetricE2EP99:
+		return "E2E P99"
+	case gate.MetricQPS:
+		return "QPS"
+	}
+	return m
+}
+
+// htmlCombo 是一个组合的归因：两张堆叠图（TTFT、E2E）与说明文字。Changed 为假（没有指标越过阈值）
+// 的组合收在折叠里，不占整幅。
 type htmlCombo struct {
 	Combination string
 	Charts      []template.HTML
 	Lines       []string
+	Changed     bool
 }
 
 // htmlPair 是一对场景的全部内容。
@@ -111,10 +128,19 @@ type htmlPair struct {
 // 基线/当前阶段堆叠图与归因文字。
 func (c *Comparison) WriteHTML(w io.Writer) error {
 	var v struct {
+		Summary   string
+		Failed    bool
 		Pairs     []htmlPair
 		Unmatched []string
 	}
-	v.Unmatched = c.Unmatched
+	v.Unmatched, v.Summary = c.Unmatched, c.Summary()
+	failedCombo := map[[2]string]bool{}
+	for _, r := range c.Rows {
+		if r.Verdict == gate.VerdictFail {
+			failedCombo[[2]string{fmt.Sprint(r.Pair), r.Combination}] = true
+			v.Failed = true
+		}
+	}
 	for i, p := range c.Pairs {
 		hp := htmlPair{N: i + 1, A: p.A, B: p.B}
 		for _, r := range c.Rows {
@@ -122,12 +148,12 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 				continue
 			}
 			bv := r.B
-			hp.Rows = append(hp.Rows, htmlRow{Combination: r.Combination, Metric: r.Metric, A: value(r.Metric, r.A), B: value(r.Metric, &bv),
+			hp.Rows = append(hp.Rows, htmlRow{Combination: r.Combination, Metric: htmlMetric(r.Metric), A: value(r.Metric, r.A), B: value(r.Metric, &bv),
 				Delta: delta(r.DeltaPct), Interval: interval(r.Interval), Verdict: string(r.Verdict), Fail: r.Verdict == gate.VerdictFail})
 			if r.Metric != gate.MetricTTFTP99 || r.Explain == nil {
 				continue
 			}
-			hc := htmlCombo{Combination: r.Combination, Lines: strings.Split(r.Explain.Text(), "\n")}
+			hc := htmlCombo{Combination: r.Combination, Lines: strings.Split(r.Explain.Text(), "\n"), Changed: failedCombo[[2]string{fmt.Sprint(i), r.Combination}]}
 			for _, m := range []struct{ metric, label string }{{explain.MetricTTFT, "mean TTFT"}, {explain.MetricE2E, "mean E2E"}} {
 				if ch, ok := report.PhaseChart(m.label+" by phase (ms): A = baseline, B = current", *r.Explain, m.metric); ok {
 					hc.Charts = append(hc.Charts, ch.SVG())
@@ -158,10 +184,14 @@ table{border-collapse:collapse;margin:8px 0 16px}
 th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.row-fail td{background:#fde8e8}
+td.v-fail{color:#cf222e;font-weight:bold}td.v-pass{color:#1a7f37}td.v-warn{color:#9a6700;font-weight:bold}
+.summary{font-size:18px;font-weight:bold;padding:8px 12px;border-radius:4px}
+.summary.red{background:#ffebe9;color:#cf222e}.summary.green{background:#dafbe1;color:#1a7f37}
 .side{font-size:13px;margin:2px 0}
 .note{color:#555;font-size:12px}
 .why{margin:8px 0 24px}
 </style></head><body>
+<p class="summary {{if .Failed}}red{{else}}green{{end}}" id="summary">{{.Summary}}</p>
 <h1>cibench compare: B against A</h1>
 <p class="note">A is the baseline. Change and interval: relative change of B against A with the interval the performance gates use;
 verdict: the PR gate thresholds. "Where the time went" splits the client's mean TTFT and E2E into server phases from vLLM's histograms
@@ -171,12 +201,15 @@ verdict: the PR gate thresholds. "Where the time went" splits the client's mean 
 <p class="side"><b>A</b>: run {{$p.A.RunID}} ({{$p.A.RunType}}){{with $p.A.Commit}} commit {{.}}{{end}} — scenario <b>{{$p.A.Scenario}}</b>, model {{$p.A.Model}}, quant {{or $p.A.Quant "not recorded"}}, hardware {{or $p.A.Hardware "not recorded"}}, deploy {{$p.A.Deploy}}</p>
 <p class="side"><b>B</b>: run {{$p.B.RunID}} ({{$p.B.RunType}}){{with $p.B.Commit}} commit {{.}}{{end}} — scenario <b>{{$p.B.Scenario}}</b>, model {{$p.B.Model}}, quant {{or $p.B.Quant "not recorded"}}, hardware {{or $p.B.Hardware "not recorded"}}, deploy {{$p.B.Deploy}}</p>
 <table><tr><th>combination</th><th>metric</th><th>A</th><th>B</th><th>change</th><th>interval</th><th>verdict</th></tr>
-{{range $p.Rows}}<tr class="{{if .Fail}}row-fail{{end}}"><td>{{.Combination}}</td><td>{{.Metric}}</td><td class="num">{{.A}}</td><td class="num">{{.B}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td>{{.Verdict}}</td></tr>
+{{range $p.Rows}}<tr class="{{if .Fail}}row-fail{{end}}"><td>{{.Combination}}</td><td>{{.Metric}}</td><td class="num">{{.A}}</td><td class="num">{{.B}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td class="v-{{.Verdict}}">{{.Verdict}}</td></tr>
 {{end}}</table>
-{{range $p.Combos}}<div class="why"><h3>Where the time went: {{.Combination}}</h3>
+{{range $p.Combos}}{{if .Changed}}<div class="why"><h3>Where the time went: {{.Combination}}</h3>
 {{range .Charts}}{{.}}{{end}}
 {{range .Lines}}<p class="note">{{.}}</p>{{end}}</div>
-{{end}}{{end}}
+{{else}}<details class="why"><summary>Where the time went: {{.Combination}} (no metric crossed its limit)</summary>
+{{range .Charts}}{{.}}{{end}}
+{{range .Lines}}<p class="note">{{.}}</p>{{end}}</details>
+{{end}}{{end}}{{end}}
 {{range .Unmatched}}<p class="note">not compared (no counterpart): {{.}}</p>{{end}}
 </body></html>
 `
