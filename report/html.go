@@ -20,6 +20,11 @@ type gateRow struct {
 	Verdict                                                       gate.Verdict
 	// Interval 是相对变化的置信区间，Samples 是两侧样本量与支撑情况（性能门禁）。
 	Interval, Samples string
+	// Headline 是门禁的一行结论（Headline(g)）；Reason 的完整文字只在失败门禁表的详情里出现一次。
+	Headline string
+	// ShowWhy 为真时在失败门禁之后画出这一项的归因：同一场景、同一组合、同一段归因文字只画一次
+	// （E2E 与 QPS 的归因是同一段）。
+	ShowWhy bool
 	// Attribution 与 Chart 是性能门禁的归因文字与基线/当前的阶段堆叠图（没有时为空）。
 	Attribution string
 	Chart       template.HTML
@@ -70,6 +75,7 @@ func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer
 	if res.Finished.IsZero() {
 		v.Generated = "in progress (run not finished)"
 	}
+	shownWhy := map[string]bool{}
 	for _, g := range res.Gates {
 		v.Total++
 		r := toGateRow(g)
@@ -78,6 +84,14 @@ func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer
 			v.Pass++
 		case gate.VerdictFail:
 			v.Fail++
+			if r.Attribution != "" {
+				key := g.Scenario + "\x00" + r.Attribution
+				if g.Key != nil {
+					key += "\x00" + g.Key.String()
+				}
+				r.ShowWhy = !shownWhy[key]
+				shownWhy[key] = true
+			}
 			v.Failed = append(v.Failed, r)
 		case gate.VerdictNoBaseline:
 			v.NoBaseline++
@@ -128,7 +142,7 @@ func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer
 
 // toGateRow 把门禁格式化为表格行。
 func toGateRow(g gate.Gate) gateRow {
-	r := gateRow{Scenario: g.Scenario, Name: g.Name, Kind: string(g.Kind), Verdict: g.Verdict, Reason: g.Reason,
+	r := gateRow{Scenario: g.Scenario, Name: g.Name, Kind: string(g.Kind), Verdict: g.Verdict, Reason: g.Reason, Headline: Headline(g),
 		Current: FormatMetric(g.Metric, g.Current), Baseline: "—", Delta: "—", Limit: "—"}
 	if g.Baseline != nil {
 		r.Baseline = FormatMetric(g.Metric, *g.Baseline)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"html"
 	"strings"
 	"testing"
 
@@ -60,9 +61,12 @@ func TestHTMLExplainsFailedGate(t *testing.T) {
 		Key: &k, Current: 0.052, Baseline: &base, DeltaPct: &d, Limit: 10, Verdict: gate.VerdictFail, Reason: "regressed",
 		Explain: &e, Attribution: e.Summary(explain.MetricTTFT)}
 	e2e := g
-	e2e.Metric, e2e.Name = gate.MetricE2EP99, "perf/"+k.String()+"/e2e_p99_seconds"
+	e2e.Metric, e2e.Name, e2e.Attribution = gate.MetricE2EP99, "perf/"+k.String()+"/e2e_p99_seconds", e.Summary(explain.MetricE2E)
+	// QPS 门禁的归因与 E2E 是同一段（issue 37 §2：两段一模一样的文字、三遍同样的注意事项）。
+	qps := e2e
+	qps.Metric, qps.Name = gate.MetricQPS, "perf/"+k.String()+"/qps"
 	var b bytes.Buffer
-	if err := WriteHTML(&b, Result{RunType: runtype.PR, RunID: "r", Gates: []gate.Gate{g, e2e}}); err != nil {
+	if err := WriteHTML(&b, Result{RunType: runtype.PR, RunID: "r", Gates: []gate.Gate{g, e2e, qps}}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -70,5 +74,14 @@ func TestHTMLExplainsFailedGate(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("html lacks %q", want)
 		}
+	}
+	if n := strings.Count(page, "Where the time went: emu"); n != 2 {
+		t.Errorf("%d attribution blocks, want 2 (TTFT, and one for E2E and QPS)", n)
+	}
+	if n := strings.Count(page, "the server histograms carry no per-request variance"); n != 1 {
+		t.Errorf("the caveat appears %d times, want once", n)
+	}
+	if n := strings.Count(html.UnescapeString(page), e.Summary(explain.MetricE2E)); n != 1 {
+		t.Errorf("the E2E attribution appears %d times, want once", n)
 	}
 }

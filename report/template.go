@@ -86,13 +86,13 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 
 <h2 id="failed-gates">Failed gates</h2>
 {{if .Failed}}
-<table class="gates"><tr><th>scenario</th><th>gate</th><th>current</th><th>baseline</th><th>delta</th><th>limit</th><th>reason</th></tr>
-{{range .Failed}}<tr class="row-fail"><td>{{.Scenario}}</td><td>{{.Name}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td>{{.Limit}}</td><td>{{.Reason}}</td></tr>
+<table class="gates"><tr><th>gate</th><th>current</th><th>baseline</th><th>in one line</th></tr>
+{{range .Failed}}<tr class="row-fail"><td>{{.Scenario}} {{.Name}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td>{{.Headline}}<details class="reason"><summary>method, interval, samples, caveats</summary>{{if ne .Interval "—"}}<p>interval {{.Interval}}; samples {{.Samples}}</p>{{end}}<pre>{{.Reason}}</pre></details></td></tr>
 {{end}}</table>
-{{range .Failed}}{{if .Attribution}}<div class="why"><h3>Where the time went: {{.Scenario}} {{.Name}}</h3>
-{{if .Chart}}{{.Chart}}{{end}}<p class="note">{{.Attribution}}</p>
-<p class="note">Means from the server's phase histograms (_sum/_count over the combination's windows) beside the client's mean; the gate itself judges P99. The interval is the client's mean difference (Welch); the server histograms carry no per-request variance.</p></div>
+{{range .Failed}}{{if .ShowWhy}}<div class="why"><h3>Where the time went: {{.Scenario}} {{.Name}}</h3>
+{{if .Chart}}{{.Chart}}{{end}}<p class="note">{{.Attribution}}</p></div>
 {{end}}{{end}}
+<p class="note">Where the time went: means from the server's phase histograms (_sum/_count over the combination's windows) beside the client's mean; the gate itself judges P99. The interval is the client's mean difference (Welch); the server histograms carry no per-request variance. One block per combination: E2E and QPS share theirs.</p>
 {{else}}<p>No gate failed.</p>{{end}}
 {{with .Trend}}<h3>Daily trend: {{len .NewChangePoints}} new change point(s)</h3>
 <p class="note">E-divisive means over the last {{.Runs}} daily results (window {{.Window}}) of {{.Series}} tracked series.</p>
@@ -125,7 +125,7 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 <h3>Gates</h3>
 {{if .Gates}}
 <table class="gates"><tr><th>gate</th><th>kind</th><th>current</th><th>baseline</th><th>delta</th><th title="bootstrap confidence interval of the relative change, from per-request samples of both runs">interval</th><th title="samples per run (current / baseline) and how many the compared quantile needs">samples</th><th>limit</th><th>verdict</th><th>reason</th></tr>
-{{range .Gates}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Name}}</td><td>{{.Kind}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td>{{.Samples}}</td><td>{{.Limit}}</td><td class="{{verdictClass .Verdict}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
+{{range .Gates}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Name}}</td><td>{{.Kind}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td>{{.Samples}}</td><td>{{.Limit}}</td><td class="{{verdictClass .Verdict}}">{{.Verdict}}</td><td>{{if eq .Verdict "fail"}}{{.Headline}} (details under Failed gates){{else}}{{.Reason}}{{end}}</td></tr>
 {{end}}</table>
 {{else}}<p class="note">No gates evaluated yet.</p>{{end}}
 {{if .Files}}<h3>Artifacts</h3>
