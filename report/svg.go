@@ -251,7 +251,8 @@ func (pl *plot) series() {
 		ly := marginTop + 8 + 18*legendRow
 		lx := chartW - marginRight + 14
 		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#666" stroke-width="2" stroke-dasharray="5 4"/>`, lx, ly-4, lx+14, ly-4)
-		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" class="legend">daily baseline</text>`, lx+20, ly)
+		fmt.Fprintf(b, `<circle cx="%d" cy="%d" r="4" fill="#fff" stroke="#666" stroke-width="2"/>`, lx+7, ly-4)
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" class="legend">daily baseline (dashed, hollow)</text>`, lx+20, ly)
 	}
 }
 
@@ -311,6 +312,12 @@ func (pl *plot) line(s Series, color, dash string) {
 	}
 	for i, v := range s.Values {
 		if !pl.usable(i, v) {
+			continue
+		}
+		if s.Dashed {
+			// 基线的点是空心的：只有一个并发时折线只剩一个点，虚线看不出来，空心点仍与当前的实心点不同。
+			fmt.Fprintf(&pl.b, `<circle class="point baseline" cx="%.1f" cy="%.1f" r="4" fill="#fff" stroke="%s" stroke-width="2"><title>%s @ %s: %s</title></circle>`,
+				pl.x(i), pl.y(v), color, esc(s.Name), esc(pl.label(i)), esc(formatValue(v)))
 			continue
 		}
 		fmt.Fprintf(&pl.b, `<circle class="point" cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s @ %s: %s</title></circle>`,

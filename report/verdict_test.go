@@ -127,3 +127,17 @@ func TestPageShowsWhatVLLMUsersExpect(t *testing.T) {
 		t.Errorf("a latency without a space before its unit: %s", regexp.MustCompile(`>\d+(\.\d+)?ms<`).FindString(page))
 	}
 }
+
+// TestBaselineDistinguishableAtOneConcurrency 复现 issue 37 §4：只有一个并发时，基线与当前是两个同色的
+// 点，图例却说基线是虚线。现在基线的点是空心的（图例也画出空心点），与当前的实心点一眼可分。
+func TestBaselineDistinguishableAtOneConcurrency(t *testing.T) {
+	c := report.Chart{Title: "TTFT P99", Categories: []string{"4"}, Series: []report.Series{
+		{Name: "in128-out128", Values: []float64{0.05}}, {Name: "in128-out128 baseline", Values: []float64{0.04}, Dashed: true}}}
+	svg := string(c.SVG())
+	if strings.Count(svg, `class="point baseline"`) != 1 || strings.Count(svg, `class="point"`) != 1 {
+		t.Fatalf("one current and one baseline point expected:\n%s", svg)
+	}
+	if !regexp.MustCompile(`class="point baseline"[^>]*fill="#fff"`).MatchString(svg) || !strings.Contains(svg, "daily baseline (dashed, hollow)") {
+		t.Errorf("baseline point is not hollow or the legend does not say so:\n%s", svg)
+	}
+}
