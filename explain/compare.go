@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -620,7 +621,25 @@ func name(b *Breakdown) string {
 func ms(v float64) string { return fmt.Sprintf("%.1f ms", v*1000) }
 
 // signedMS 把秒格式化为带符号的毫秒。
-func signedMS(v float64) string { return fmt.Sprintf("%+.1f ms", v*1000) }
+func signedMS(v float64) string {
+	s := fmt.Sprintf("%+.1f ms", v*1000)
+	if s == "-0.0 ms" || s == "+0.0 ms" {
+		return "0.0 ms" // 四舍五入到 0 时不带符号：不写 "-0.0 ms"
+	}
+	return s
+}
+
+// pctText 把百分比写成整数（"%.0f%%"），四舍五入到 0 时写 "0%"，不写 "-0%"；signed 为真时正数带 "+"。
+func pctText(p float64, signed bool) string {
+	s := fmt.Sprintf("%.0f", p)
+	switch {
+	case s == "-0" || s == "0":
+		return "0%"
+	case signed && p > 0:
+		return "+" + s + "%"
+	}
+	return s + "%"
+}
 
 // Text 返回一行可读的说明，例如
 // "mean TTFT +31.0 ms (+31%, 95% interval +28.1…+33.9 ms): queue +28.0 ms (90%), prefill +1.0 ms (3%), client +0.5 ms (2%), frontend +0.0 ms (0%)"。
@@ -632,7 +651,7 @@ func (c Change) Text() string {
 	if c.Verdict == VerdictNoData {
 		return label + ": " + c.Reason
 	}
-	head := fmt.Sprintf("%s %s (%+.0f%%, %.0f%% interval %s…%s)", label, signedMS(c.Delta), c.Pct, c.Level*100,
+	head := fmt.Sprintf("%s %s (%s, %s interval %s…%s)", label, signedMS(c.Delta), pctText(c.Pct, true), strconv.FormatFloat(c.Level*100, 'f', -1, 64)+"%",
 		signedMS(c.Lo), signedMS(c.Hi))
 	switch c.Verdict {
 	case VerdictNoChange:
@@ -651,7 +670,7 @@ func (c Change) Text() string {
 	sort.SliceStable(cs, func(a, b int) bool { return math.Abs(cs[a].Delta) > math.Abs(cs[b].Delta) })
 	var parts []string
 	for _, x := range cs {
-		parts = append(parts, fmt.Sprintf("%s %s (%.0f%%)", x.Phase, signedMS(x.Delta), x.Share*100))
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", x.Phase, signedMS(x.Delta), pctText(x.Share*100, false)))
 	}
 	return head + ": " + strings.Join(parts, ", ")
 }

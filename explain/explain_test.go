@@ -197,7 +197,7 @@ func TestComparePD(t *testing.T) {
 	if e.E2E.Named[0] != PhaseKVTransfer {
 		t.Fatalf("E2E %+v", e.E2E)
 	}
-	if txt := e.Text(); !strings.Contains(txt, "instance d0 (decode): queue +0.0 ms, prefill +20.0 ms, decode +0.0 ms") {
+	if txt := e.Text(); !strings.Contains(txt, "instance d0 (decode): queue 0.0 ms, prefill +20.0 ms, decode 0.0 ms") {
 		t.Fatalf("text lacks the per-instance line:\n%s", txt)
 	}
 	if len(e.Instances) != 2 || e.Instances[1].Role != RoleDecode || component(t, Change{Components: e.Instances[1].Components}, PhasePrefill).Delta < 0.019 {
@@ -359,7 +359,7 @@ func TestClientSplitWithoutPhases(t *testing.T) {
 	if a := component(t, e.TTFT, PhaseAfterHeaders); math.Abs(a.Delta-0.060) > 1e-12 || math.Abs(a.Share-1) > 1e-9 {
 		t.Fatalf("after headers %+v", a)
 	}
-	if txt := e.TTFT.Text(); !strings.Contains(txt, NoPhasesReason+"; client side: client.to_headers +0.0 ms, client.after_headers +60.0 ms") {
+	if txt := e.TTFT.Text(); !strings.Contains(txt, NoPhasesReason+"; client side: client.to_headers 0.0 ms, client.after_headers +60.0 ms") {
 		t.Fatalf("text %q", txt)
 	}
 	if m := Merge(side(0.002, 0.03), side(0.004, 0.03)); m.ClientHeaders.N != 200 || math.Abs(m.ClientHeaders.Mean-0.003) > 1e-12 {

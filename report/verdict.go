@@ -52,6 +52,8 @@ func partialReason(res Result) string {
 	for _, sc := range res.Scenarios {
 		for _, st := range sc.Stages {
 			switch {
+			case st.Stage == StageDeploy || st.Stage == "teardown":
+				// 部署与清理总是随场景运行，不是可以选择的阶段。
 			case st.Status == StageSkipped && strings.HasPrefix(st.Reason, "not selected"):
 				missing[st.Stage] = true
 			case st.Status != StageSkipped:
