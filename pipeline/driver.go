@@ -440,6 +440,9 @@ func (d *driver) execute(parent context.Context) (Outcome, error) {
 	if th == (gate.Thresholds{}) {
 		th = d.m.Defaults.Gates
 	}
+	if err := run.SetThresholds(th); err != nil {
+		d.log.Warn("cannot record the gate settings", "err", err)
+	}
 	gates, err := d.evaluate(fin, run, th, baselines)
 	if err != nil {
 		d.log.Warn("gate evaluation incomplete", "err", err)

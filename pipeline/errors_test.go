@@ -54,4 +54,8 @@ func TestLogSaysNoKeyWhenNoneIsConfigured(t *testing.T) {
 	if strings.Contains(string(log), "api_key=[REDACTED]") || !strings.Contains(string(log), "no api_key") {
 		t.Errorf("driver.log about a scenario without a key:\n%s", log)
 	}
+	// 门禁设置随 summary.json 记下（比较这次运行时用同一口径）。
+	if res := summary(t, out.Dir); res.Thresholds == nil {
+		t.Error("summary.json does not record the gate settings")
+	}
 }

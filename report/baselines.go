@@ -85,6 +85,18 @@ func dailyRuns(fsys fs.FS, rs []Renderer, incomplete bool) ([]gate.Run, error) {
 	return runs, nil
 }
 
+// SetThresholds 记录计算门禁所用的阈值与统计设置（在 Finish 之前调用），随 summary.json 写出；
+// 之后比较这次运行的程序（report/compare）据此用同样的口径。
+func (r *Run) SetThresholds(th gate.Thresholds) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished {
+		return ErrFinished
+	}
+	r.res.Thresholds = &th
+	return r.writeJSONLocked(fileSummary, r.res)
+}
+
 // SetTrend 记录每日趋势（在 Finish 之前调用），它随 summary.json 与 HTML 报告写出。
 func (r *Run) SetTrend(t *gate.Trend) error {
 	r.mu.Lock()

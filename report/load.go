@@ -79,6 +79,8 @@ func Load(fsys fs.FS) (Result, error) {
 	if err := readOptional(fsys, fileSummary, &sum); err != nil {
 		return Result{}, err
 	}
+	// 门禁设置是输入而不是结论：不完整的运行也沿用它。
+	res.Thresholds = sum.Thresholds
 	if sum.Complete {
 		res.Gates, res.Verdict, res.ExitCode, res.Trend = sum.Gates, sum.Verdict, sum.ExitCode, sum.Trend
 		res.Finished, res.Complete = sum.Finished, true

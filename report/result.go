@@ -50,6 +50,9 @@ type Result struct {
 	Interrupted bool        `json:"interrupted,omitempty"`
 	Scenarios   []Scenario  `json:"scenarios"`
 	Gates       []gate.Gate `json:"gates,omitempty"`
+	// Thresholds 是这次运行计算门禁所用的阈值与统计设置（SetThresholds 记下；没有记录时为 nil）。
+	// 比较两次运行时（report/compare）用基线一侧记下的设置，与当时的门禁口径一致。
+	Thresholds *gate.Thresholds `json:"gate_thresholds,omitempty"`
 	// Trend 是每日运行的趋势分析（最近 N 个每日结果上的变点），见 DailyTrend。
 	Trend    *gate.Trend  `json:"trend,omitempty"`
 	Verdict  gate.Verdict `json:"verdict,omitempty"` // 门禁总结论（Finish 时填写）

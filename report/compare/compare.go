@@ -95,6 +95,10 @@ type Comparison struct {
 	Rows  []Row  `json:"rows"`
 	// Unmatched 列出没有配对的场景（只在一侧出现）。
 	Unmatched []string `json:"unmatched,omitempty"`
+	// Thresholds 是判定所用的门禁设置，ThresholdsFrom 说明它从哪里来（基线运行记下的、调用方给的，
+	// 或默认值）：同一对运行在报告与比较页上的区间与判定因此一致，页面写明用了哪一套。
+	Thresholds     gate.Thresholds `json:"gate_thresholds"`
+	ThresholdsFrom string          `json:"gate_thresholds_from"`
 }
 
 // ErrNothingToCompare 表示两次运行没有可配对的场景。
@@ -132,7 +136,16 @@ func Runs(ctx context.Context, a, b report.Result, opt Options) (*Comparison, er
 		return nil, fmt.Errorf("%w: A has %s, B has %s (pass Options.Pairs to pair different names)",
 			ErrNothingToCompare, names(a), names(b))
 	}
-	c := &Comparison{}
+	c := &Comparison{Thresholds: opt.Thresholds, ThresholdsFrom: "Options.Thresholds"}
+	if opt.Thresholds == (gate.Thresholds{}) {
+		// 默认用基线一侧（A）运行时记下的门禁设置：与那次运行的报告同一口径（同样的置信水平、判定方式）。
+		if a.Thresholds != nil {
+			c.Thresholds, c.ThresholdsFrom = *a.Thresholds, "recorded in run "+string(a.RunID)+" (A)"
+		} else {
+			c.ThresholdsFrom = "defaults (run " + string(a.RunID) + " recorded no gate settings)"
+		}
+	}
+	opt.Thresholds = c.Thresholds
 	usedA, usedB := map[int]bool{}, map[int]bool{}
 	for _, p := range pairs {
 		usedA[p[0]], usedB[p[1]] = true, true

@@ -193,3 +193,38 @@ func TestCompareSummaryAndOrder(t *testing.T) {
 		t.Error("the verdict is not coloured")
 	}
 }
+
+// TestCompareUsesTheBaselinesGateSettings 复现 issue 37 §3：比较页用自己的默认设置重新计算同一对运行
+// （@95% 的区间），报告里却是 @99.8%。现在比较用 A（基线）运行时记下的门禁设置，并写明用的是哪一套。
+func TestCompareUsesTheBaselinesGateSettings(t *testing.T) {
+	a := writeRun(t, runtype.Daily, "a", "s", "", 0.001)
+	b := writeRun(t, runtype.PR, "b", "s", "", 0.031)
+	ra, err := report.Load(os.DirFS(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := report.Load(os.DirFS(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := gate.Thresholds{Mode: gate.ModeSignificant, Confidence: 0.998}
+	ra.Thresholds = &th
+	c, err := compare.Runs(context.Background(), ra, rb, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Thresholds != th || !strings.Contains(c.ThresholdsFrom, "recorded in run a (A)") {
+		t.Fatalf("settings %+v from %q", c.Thresholds, c.ThresholdsFrom)
+	}
+	var text bytes.Buffer
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "gate settings: recorded in run a (A)") || !strings.Contains(text.String(), "@99.8%") {
+		t.Errorf("text does not name the settings or use their level:\n%s", text.String())
+	}
+	ra.Thresholds = nil
+	if c, _ = compare.Runs(context.Background(), ra, rb, compare.Options{}); !strings.HasPrefix(c.ThresholdsFrom, "defaults") {
+		t.Errorf("without recorded settings: from %q", c.ThresholdsFrom)
+	}
+}

@@ -45,6 +45,7 @@ func delta(d *float64) string {
 func (c *Comparison) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "cibench compare: B against A (A is the baseline): %s\n", c.Summary())
+	fmt.Fprintf(&b, "gate settings: %s\n", c.ThresholdsFrom)
 	for i, p := range c.Pairs {
 		fmt.Fprintf(&b, "\npair %d\n  A: %s\n  B: %s\n", i+1, p.A.Label(), p.B.Label())
 		if p.A.Dir != "" || p.B.Dir != "" {
@@ -129,11 +130,12 @@ type htmlPair struct {
 func (c *Comparison) WriteHTML(w io.Writer) error {
 	var v struct {
 		Summary   string
+		From      string
 		Failed    bool
 		Pairs     []htmlPair
 		Unmatched []string
 	}
-	v.Unmatched, v.Summary = c.Unmatched, c.Summary()
+	v.Unmatched, v.Summary, v.From = c.Unmatched, c.Summary(), c.ThresholdsFrom
 	failedCombo := map[[2]string]bool{}
 	for _, r := range c.Rows {
 		if r.Verdict == gate.VerdictFail {
@@ -193,6 +195,7 @@ td.v-fail{color:#cf222e;font-weight:bold}td.v-pass{color:#1a7f37}td.v-warn{color
 </style></head><body>
 <p class="summary {{if .Failed}}red{{else}}green{{end}}" id="summary">{{.Summary}}</p>
 <h1>cibench compare: B against A</h1>
+<p class="note">Gate settings (interval level, verdict mode): {{.From}}.</p>
 <p class="note">A is the baseline. Change and interval: relative change of B against A with the interval the performance gates use;
 verdict: the PR gate thresholds. "Where the time went" splits the client's mean TTFT and E2E into server phases from vLLM's histograms
 (_sum/_count over each combination's windows); the interval is the client's mean difference (Welch).</p>
