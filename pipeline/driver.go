@@ -642,7 +642,8 @@ func (d *driver) summarize(out Outcome, gates []gate.Gate) {
 	sort.Strings(verdicts)
 	fmt.Fprintf(w, "gates: %s\n", strings.Join(verdicts, " "))
 	for _, g := range failed {
-		fmt.Fprintf(w, "  FAIL %s %s: %s\n", g.Scenario, g.Name, d.red.Redact(g.Reason))
+		// 一行一个失败门禁，从左往右读（report.Headline）；方法、区间与注意事项在 JUnit 与 HTML 的详情里。
+		fmt.Fprintf(w, "  FAIL %s\n", d.red.Redact(report.Headline(g)))
 	}
 	for _, sc := range caps {
 		for _, c := range sc.res {

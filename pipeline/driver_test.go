@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -295,7 +296,7 @@ func TestDailyThenSlowPRTripsPerfGate(t *testing.T) {
 	if !bytes.Contains(junitXML, []byte("where the time went: mean TTFT +")) || !bytes.Contains(junitXML, []byte("prefill +")) {
 		t.Errorf("junit.xml does not carry the attribution:\n%s", junitXML)
 	}
-	if s := pr.Out.(*bytes.Buffer).String(); !strings.Contains(s, "FAIL emu perf/") || !strings.Contains(s, "ttft_p99_seconds regressed") {
+	if s := pr.Out.(*bytes.Buffer).String(); !regexp.MustCompile(`FAIL emu in\d+-out\d+-c\d+ TTFT P99 \+[0-9.]+% \(limit \+10%\)`).MatchString(s) {
 		t.Errorf("summary output does not name the regression:\n%s", s)
 	}
 }

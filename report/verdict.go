@@ -103,7 +103,8 @@ func Headline(g gate.Gate) string {
 	case gate.MetricFailRate:
 		what = fmt.Sprintf("fail rate %s (limit %s)", pct(g.Current*100), pct(g.Limit*100))
 	default:
-		return strings.TrimSpace(subject + ": " + first)
+		// 没有结构化数字的门禁（功能、精度、阶段错误、团队门禁）：场景、门禁名与原因的第一行。
+		return strings.TrimSpace(g.Scenario + " " + g.Name + ": " + first)
 	}
 	if where := whereTheTimeWent(g); where != "" {
 		what += " — " + where
