@@ -2,6 +2,7 @@ package accuracy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,9 +64,14 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 		mu   sync.Mutex
 		done int
 	)
+	// 服务停止回答时（见 silence）不再派发样本、取消进行中的样本，它们在最后记为 unresponsive 的失败：
+	// 一个死锁的服务不能让阶段等满每个样本的超时与重试。tctx 只为此取消。
+	sl := &silence{limit: max(3, threads)}
+	tctx, tcancel := context.WithCancelCause(ctx)
+	defer tcancel(nil)
 	// 至多 threads 个样本同时进行；第一个评分错误取消其余样本（errgroup 的语义）。
 	// 因取消（父 ctx 或此前的评分错误）而失败的样本不是评分错误，也不计入结果。
-	g, runCtx := errgroup.WithContext(ctx)
+	g, runCtx := errgroup.WithContext(tctx)
 	g.SetLimit(threads)
 	for i := range exs {
 		if runCtx.Err() != nil {
@@ -82,6 +88,9 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 				}
 				return err
 			}
+			if sl.observe(sr) {
+				tcancel(errUnresponsive)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			results[i] = &sr
@@ -93,6 +102,22 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 		})
 	}
 	scoreErr := g.Wait()
+	if reason := sl.reason(); reason != "" && scoreErr == nil && ctx.Err() == nil {
+		// 判定之后没有发出或被取消的样本：按失败的请求计分（回复为空串，与采样失败相同），分类 unresponsive。
+		for i, ex := range exs {
+			if results[i] != nil {
+				continue
+			}
+			n := max(ex.Samples, 1)
+			sr, err := e.Score(ctx, ex, make([]string, n))
+			if err != nil {
+				scoreErr = err
+				break
+			}
+			sr.Error, sr.ErrorClass, sr.FailedRequests = reason+"; not answered", classUnresponsive, n
+			results[i] = &scored{SingleResult: sr, requests: n, classes: map[string]int{classUnresponsive: n}}
+		}
+	}
 
 	for _, r := range results {
 		if r != nil {
@@ -129,6 +154,55 @@ func Run(ctx context.Context, sampler Sampler, e Eval, opts Options) (EvalResult
 		return res, fmt.Errorf("accuracy: %s: cancelled after %d/%d examples: %w", e.Name(), res.Examples, res.Planned, ctx.Err())
 	}
 	return res, nil
+}
+
+// classUnresponsive 是服务被判为无响应之后、没有得到回答的样本的错误分类。
+const classUnresponsive = "unresponsive"
+
+// errUnresponsive 是判定无响应时取消进行中样本的原因。
+var errUnresponsive = errors.New("accuracy: server unresponsive")
+
+// silence 在一次 Run 中判断被测服务是否已经停止回答：一个样本的全部请求都以超时或传输故障失败，
+// 记一次“没有回答”；任何一个请求成功（或以别的分类失败，例如 400），计数清零。接连 limit 次
+// （max(3, 线程数)：所有线程都在同一段时间里等到超时）即判定无响应。一个偶尔超时、其余照常回答的
+// 慢服务不会触发（成功的请求夹在中间）。方法可并发调用。
+type silence struct {
+	mu     sync.Mutex
+	limit  int
+	run    []string
+	tipped string
+}
+
+// observe 记下一个已完成的样本；返回 true 表示这个样本使服务被判定为无响应（只返回一次）。
+func (s *silence) observe(sr scored) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tipped != "" {
+		return false
+	}
+	silent := sr.FailedRequests == sr.requests && sr.requests > 0
+	for cls := range sr.classes {
+		if cls != "timeout" && cls != "transport" {
+			silent = false
+		}
+	}
+	if !silent {
+		s.run = s.run[:0]
+		return false
+	}
+	s.run = append(s.run, sr.ID)
+	if len(s.run) < s.limit {
+		return false
+	}
+	s.tipped = fmt.Sprintf("server unresponsive since example %s (%d examples in a row got no answer: every request ended in a timeout or transport fault)", s.run[0], len(s.run))
+	return true
+}
+
+// reason 返回判定的原因；还没有判定时为空。
+func (s *silence) reason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tipped
 }
 
 // scored 是一个样本的评分结果加上只用于聚合的请求计数与（多实例时）每次尝试。

@@ -163,8 +163,8 @@ func expectations() map[string]map[hostile.Fault]want {
 		hostile.FaultErrorEvent:     {classes: []string{"server_error"}, reason: `engine failed`},
 		hostile.Fault429:            {classes: []string{"http_429"}},
 		hostile.Fault500:            {classes: []string{"http_500"}},
-		hostile.FaultSilence:        {classes: []string{"timeout"}},
-		hostile.FaultStall:          {classes: []string{"timeout"}},
+		hostile.FaultSilence:        {classes: []string{"timeout", "unresponsive"}}, // 接连几个样本得不到回答时其余记为 unresponsive
+		hostile.FaultStall:          {classes: []string{"timeout", "unresponsive"}},
 		hostile.FaultTokenizeSilent: ok,
 		hostile.FaultMetricsSilent:  ok,
 		hostile.FaultBig:            ok,
