@@ -367,7 +367,7 @@ func TestMetrics(t *testing.T) {
 	if v := testutil.ToFloat64(m.Running); v != 2 || testutil.ToFloat64(m.Waiting) != 3 {
 		t.Fatal(v)
 	}
-	if v := testutil.ToFloat64(m.KVCacheUsage); v != 0.5 {
+	if v := testutil.ToFloat64(m.KVCacheUsage); v != 0 { // 没有 KV 模型：不报使用率
 		t.Fatal(v)
 	}
 	run, wait, limit = 1, 0, 0

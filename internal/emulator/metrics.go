@@ -73,17 +73,16 @@ func NewMetrics(reg *prometheus.Registry, model string, queue QueueFunc, perf fu
 		_, w, _ := queue()
 		return float64(w)
 	})
+	// 只有给了 KV 容量（num_kv_blocks）时才有块的使用率；不模拟 KV 时报 0（没有 KV 压力）。以前这里
+	// 用 running / max_num_seqs 代替，并发一满它就是 1.0，报告于是声称“KV cache became full”——
+	// 一个服务从没处于过的状态。
 	m.KVCacheUsage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", func() float64 {
 		if perf != nil {
 			if st := perf(); !st.UnlimitedKV {
 				return st.KVUsage
 			}
 		}
-		r, _, limit := queue()
-		if limit <= 0 {
-			return 0
-		}
-		return float64(r) / float64(limit)
+		return 0
 	})
 	m.PromptTokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
 	m.GenerationTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.")

@@ -310,8 +310,9 @@ func TestMetricsFromPerf(t *testing.T) {
 		t.Fatal("perf-backed metrics")
 	}
 	st.UnlimitedKV, st.KVUsage = true, 0.9
-	if v := testutil.ToFloat64(m.KVCacheUsage); v != 0.25 { // 1 / 4
-		t.Fatalf("unlimited KV falls back to running/max_num_seqs: %v", v)
+	// 不模拟 KV 时不报一个服务没有的使用率（issue 37：曾回退为 running/max_num_seqs，满并发即 1.0）。
+	if v := testutil.ToFloat64(m.KVCacheUsage); v != 0 {
+		t.Fatalf("unlimited KV reports usage %v, want 0", v)
 	}
 	off := NewMetrics(prometheus.NewRegistry(), "m", func() (int, int, int) { return 0, 0, 0 }, nil)
 	if off.PrefixQueries != nil || off.Preemptions != nil {
