@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vllm-cibench/cibench/explain"
@@ -120,6 +121,8 @@ func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer
 	}
 	t, err := template.New("report").Funcs(template.FuncMap{
 		"verdictClass": func(v gate.Verdict) string { return "v-" + string(v) },
+		// 单元格里写给人读的判定（"no baseline"），不是枚举值（"no_baseline"）。
+		"verdictText": func(v gate.Verdict) string { return strings.ReplaceAll(string(v), "_", " ") },
 		"ts": func(t time.Time) string {
 			if t.IsZero() {
 				return "—"

@@ -123,6 +123,15 @@ func TestPageShowsWhatVLLMUsersExpect(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+	// 单元格里没有枚举值（issue 37 §7），“只看失败”也藏起图表（§4）。
+	for _, bad := range []string{">no_baseline<", ">insufficient_samples<"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page shows the raw value %q", bad)
+		}
+	}
+	if !strings.Contains(page, ".only-fail .charts") {
+		t.Error("show-only-failures does not hide the charts")
+	}
 	if regexp.MustCompile(`>\d+(\.\d+)?ms<`).MatchString(page) {
 		t.Errorf("a latency without a space before its unit: %s", regexp.MustCompile(`>\d+(\.\d+)?ms<`).FindString(page))
 	}
