@@ -1,6 +1,6 @@
 // Command ci 是 cibench 的参考 CI 驱动：一条命令从 configs/ 走到结论。
 //
-//	go run ./examples/ci                      # 默认矩阵（PR，内置模拟器），约一分钟
+//	go run ./examples/ci                      # 默认矩阵（PR，内置模拟器），约 8 秒
 //	go run ./examples/ci -run-type daily      # 每日档位；配置了 PROM_PUSHGATEWAY_URL 时推送指标
 //	go run ./examples/ci -scenario k8s_hybrid_qwen3-32b_tp2_w4a8 -run-type daily
 //	go run ./examples/ci -base-url http://127.0.0.1:8000/v1 -model qwen3-32b   # 测一个已在运行的服务
