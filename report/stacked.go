@@ -29,6 +29,22 @@ type Stacked struct {
 	Unit  string // 数值的显示单位，如 "ms"
 	Scale float64
 	Bars  []Stack
+	// Max 非 0 时是横轴的满刻度（与 Parts 的 Value 同单位）：同一页上几张图设同一个 Max，条的长短
+	// 才能互相比较（未变的 40 ms 不会画得和 201 ms 一样长）。0 取本图最长的一条。
+	Max float64
+}
+
+// Total 返回最长一条的总值（负段按 0 计），用来给同一页的几张图定一个共同的 Max。
+func (s Stacked) Total() float64 {
+	total := 0.0
+	for _, b := range s.Bars {
+		t := 0.0
+		for _, p := range b.Parts {
+			t += max(0, p.Value)
+		}
+		total = max(total, t)
+	}
+	return total
 }
 
 // 堆叠图的几何尺寸（像素）。
@@ -50,14 +66,7 @@ func (s Stacked) render() string {
 	if scale == 0 {
 		scale = 1
 	}
-	total := 0.0
-	for _, b := range s.Bars {
-		t := 0.0
-		for _, p := range b.Parts {
-			t += max(0, p.Value)
-		}
-		total = max(total, t)
-	}
+	total := max(s.Total(), s.Max)
 	var names []string
 	color := map[string]string{}
 	for _, b := range s.Bars {
@@ -70,7 +79,7 @@ func (s Stacked) render() string {
 	}
 	plotW := float64(stackW - stackLabelW - 80)
 	legendRows := (len(names) + 3) / 4
-	h := stackTop + len(s.Bars)*(stackBarH+stackGap) + legendRows*stackLegend + 10
+	h := stackTop + len(s.Bars)*(stackBarH+stackGap) + 14 + legendRows*stackLegend + 10
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		stackW, h, stackW, h, esc(s.Title))
@@ -92,7 +101,17 @@ func (s Stacked) render() string {
 		}
 		fmt.Fprintf(&sb, `<text x="%.1f" y="%d" font-size="12">%s %s</text>`, x+6, y+stackBarH/2+4, formatValue(roundTo(sum*scale, 1)), esc(s.Unit))
 	}
-	ly := stackTop + len(s.Bars)*(stackBarH+stackGap) + 4
+	// 横轴：0、一半与满刻度三个刻度（单位同条末的数值），几张共用 Max 的图因此可以直接对照。
+	axisY := stackTop + len(s.Bars)*(stackBarH+stackGap) - stackGap/2
+	if total > 0 {
+		fmt.Fprintf(&sb, `<line class="axis" x1="%d" y1="%d" x2="%.1f" y2="%d" stroke="#999"/>`, stackLabelW, axisY, float64(stackLabelW)+plotW, axisY)
+		for _, f := range []float64{0, 0.5, 1} {
+			x := float64(stackLabelW) + f*plotW
+			fmt.Fprintf(&sb, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/><text class="tick" x="%.1f" y="%d" font-size="10" text-anchor="middle">%s %s</text>`,
+				x, axisY, x, axisY+4, x, axisY+14, formatValue(roundTo(f*total*scale, 1)), esc(s.Unit))
+		}
+	}
+	ly := stackTop + len(s.Bars)*(stackBarH+stackGap) + 4 + 14
 	for i, n := range names {
 		x := 4 + (i%4)*(stackW/4)
 		y := ly + (i/4)*stackLegend

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,35 @@ func TestCompareUsesTheBaselinesGateSettings(t *testing.T) {
 	ra.Thresholds = nil
 	if c, _ = compare.Runs(context.Background(), ra, rb, compare.Options{}); !strings.HasPrefix(c.ThresholdsFrom, "defaults") {
 		t.Errorf("without recorded settings: from %q", c.ThresholdsFrom)
+	}
+}
+
+// TestCompareChartsShareOneScale 复现 issue 37 §4：比较页上每张堆叠图有自己的满刻度、没有横轴，
+// 未变的 40 ms 与 201 ms 画得一样长。现在整页共用一个满刻度并画出刻度。
+func TestCompareChartsShareOneScale(t *testing.T) {
+	a := writeRun(t, runtype.Daily, "a", "s", "", 0.001, 4, 8)
+	b := writeRun(t, runtype.PR, "b", "s", "", 0.031, 4, 8)
+	c, err := compare.Dirs(context.Background(), a, b, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := c.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(page.String(), -1)
+	if len(svgs) < 2 {
+		t.Fatalf("%d charts", len(svgs))
+	}
+	ticks := map[string]bool{}
+	for _, s := range svgs {
+		if !strings.Contains(s, `class="axis"`) {
+			t.Fatal("a stacked chart has no axis")
+		}
+		full := regexp.MustCompile(`class="tick"[^>]*>([^<]*)<`).FindAllStringSubmatch(s, -1)
+		ticks[full[len(full)-1][1]] = true
+	}
+	if len(ticks) != 1 {
+		t.Errorf("charts on one page use different full scales: %v", ticks)
 	}
 }

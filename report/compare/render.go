@@ -136,6 +136,18 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 		Unmatched []string
 	}
 	v.Unmatched, v.Summary, v.From = c.Unmatched, c.Summary(), c.ThresholdsFrom
+	// 整页的堆叠图共用一个满刻度：条的长短在图与图之间可以直接比较。
+	pageMax := 0.0
+	for _, r := range c.Rows {
+		if r.Explain == nil {
+			continue
+		}
+		for _, m := range []string{explain.MetricTTFT, explain.MetricE2E} {
+			if ch, ok := report.PhaseChart("", *r.Explain, m); ok {
+				pageMax = max(pageMax, ch.Total())
+			}
+		}
+	}
 	failedCombo := map[[2]string]bool{}
 	for _, r := range c.Rows {
 		if r.Verdict == gate.VerdictFail {
@@ -158,6 +170,7 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 			hc := htmlCombo{Combination: r.Combination, Lines: strings.Split(r.Explain.Text(), "\n"), Changed: failedCombo[[2]string{fmt.Sprint(i), r.Combination}]}
 			for _, m := range []struct{ metric, label string }{{explain.MetricTTFT, "mean TTFT"}, {explain.MetricE2E, "mean E2E"}} {
 				if ch, ok := report.PhaseChart(m.label+" by phase (ms): A = baseline, B = current", *r.Explain, m.metric); ok {
+					ch.Max = pageMax
 					hc.Charts = append(hc.Charts, ch.SVG())
 				}
 			}
