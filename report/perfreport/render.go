@@ -39,7 +39,7 @@ type perfView struct {
 	// LatHeads 只用来让模板把 mean/median/P99 三列表头写四遍（TTFT、TPOT、ITL、E2E）。
 	LatHeads  []int
 	Charts    []template.HTML
-	Timelines []template.HTML // 每个分组两张：时延随时间、并发随时间
+	Timelines []template.HTML // 每个分组三张：TTFT 随时间、ITL 随时间、并发随时间
 	TLGroups  int
 	CapCharts []template.HTML
 	CapRows   []capRow
@@ -49,7 +49,7 @@ type perfView struct {
 var page = template.Must(template.New("perf").Parse(`<h3>Performance</h3>
 {{if .Rows}}
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
-{{if .Timelines}}<details class="timeline"><summary>live timeline, {{.TLGroups}} groups (--bucket-interval)</summary>
+{{if .Timelines}}<details class="timeline" open><summary>live timeline, {{.TLGroups}} groups (--bucket-interval)</summary>
 <div class="charts">{{range .Timelines}}{{.}}{{end}}</div></details>{{end}}
 <table class="perf lat"><tr><th rowspan="2">input</th><th rowspan="2">output</th><th rowspan="2">concurrency</th><th rowspan="2">round</th>
 <th colspan="3">TTFT</th><th colspan="3">TPOT</th><th colspan="3" title="TPOT_SEC: gaps between consecutive output tokens, pooled over all requests (vLLM's ITL)">ITL</th><th colspan="3">E2E</th></tr>

@@ -48,7 +48,12 @@ func timelineCharts(rows []loadgen.Timeline) ([]template.HTML, int) {
 	}
 	var out []template.HTML
 	for _, k := range keys {
-		rs := thin(by[k], maxTimelinePoints)
+		rs := by[k]
+		// 末尾没有任何请求完成的桶（组结束后的半个间隔）去掉：它把在途数画成 0，看上去像服务崩溃了。
+		for len(rs) > 1 && rs[len(rs)-1].TTFTP50 < 0 && rs[len(rs)-1].InFlight == 0 {
+			rs = rs[:len(rs)-1]
+		}
+		rs = thin(rs, maxTimelinePoints)
 		xs := make([]float64, len(rs))
 		for i, r := range rs {
 			xs[i] = r.Elapsed.Seconds()
@@ -75,9 +80,12 @@ func timelineCharts(rows []loadgen.Timeline) ([]template.HTML, int) {
 			return v, has
 		}
 		title := fmt.Sprintf("in%d/out%d c=%d round %d", k.in, k.out, k.conc, k.round)
-		lat := report.Chart{Title: "Latency over time, " + title, XLabel: "elapsed (s)", YLabel: "ms", X: xs, Series: []report.Series{
+		// TTFT（上百毫秒）与 ITL（几毫秒）各用一张图：同一根纵轴上 ITL 只是一条贴着 0 的平线。
+		lat := report.Chart{Title: "TTFT over time, " + title, XLabel: "elapsed (s)", YLabel: "ms", X: xs, Series: []report.Series{
 			{Name: "TTFT P50", Values: ms(func(r loadgen.Timeline) time.Duration { return r.TTFTP50 }), Color: report.Color(0)},
 			{Name: "TTFT P99", Values: ms(func(r loadgen.Timeline) time.Duration { return r.TTFTP99 }), Color: report.Color(1)},
+		}}
+		itl := report.Chart{Title: "ITL P99 over time, " + title, XLabel: "elapsed (s)", YLabel: "ms", X: xs, Series: []report.Series{
 			{Name: "ITL P99", Values: ms(func(r loadgen.Timeline) time.Duration { return r.ITLP99 }), Color: report.Color(2)},
 		}}
 		target, _ := num(func(r loadgen.Timeline) float64 { return float64(r.TargetConcurrency) })
@@ -92,7 +100,7 @@ func timelineCharts(rows []loadgen.Timeline) ([]template.HTML, int) {
 		if v, ok := num(func(r loadgen.Timeline) float64 { return r.ServerWaiting }); ok {
 			conc.Series = append(conc.Series, report.Series{Name: "server waiting", Values: v, Color: report.Color(1)})
 		}
-		out = append(out, lat.SVG(), conc.SVG())
+		out = append(out, lat.SVG(), itl.SVG(), conc.SVG())
 	}
 	return out, len(keys)
 }

@@ -35,7 +35,8 @@ func climbTimeline() []loadgen.Timeline {
 }
 
 // TestTimelineRecordLoadAndChart 验证时间线单独落盘到 perf/timeline.json（不进 summary.json）、
-// Load 读回相同的行，HTML 每个分组画两张图：目标并发是阶梯线（H/V 路径），-1 的时延断线。
+// Load 读回相同的行，HTML 每个分组画三张图（TTFT 与 ITL 各自的纵轴，issue 37 §4）：目标并发是阶梯线
+// （H/V 路径），-1 的时延断线；时间线默认展开。
 func TestTimelineRecordLoadAndChart(t *testing.T) {
 	root := t.TempDir()
 	run, err := newRun(root, runtype.PR, "tl-1", t0)
@@ -76,7 +77,7 @@ func TestTimelineRecordLoadAndChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := buf.String()
-	for _, want := range []string{"live timeline, 1 groups", "Latency over time, in128/out128 c=8 round 1", "Concurrency over time, in128/out128 c=8 round 1"} {
+	for _, want := range []string{`<details class="timeline" open>`, "live timeline, 1 groups", "TTFT over time, in128/out128 c=8 round 1", "ITL P99 over time, in128/out128 c=8 round 1", "Concurrency over time, in128/out128 c=8 round 1"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)
 		}
@@ -88,7 +89,7 @@ func TestTimelineRecordLoadAndChart(t *testing.T) {
 	if !regexp.MustCompile(`<path class="line" d="M[^"]*H[0-9.]+ V[0-9.]+[^"]*" fill="none" stroke="#000000"`).MatchString(html) {
 		t.Error("target concurrency is not drawn as a step line")
 	}
-	tl := html[strings.Index(html, "Latency over time"):]
+	tl := html[strings.Index(html, "TTFT over time"):]
 	ttft := regexp.MustCompile(`<path class="line" d="(M[^"]*)" fill="none" stroke="#0072B2"`).FindStringSubmatch(tl)
 	if ttft == nil || strings.Count(ttft[1], "M") != 2 {
 		t.Errorf("TTFT P50 path should break at the row without completions: %v", ttft)
