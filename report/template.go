@@ -125,7 +125,7 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 {{end}}
 <h3>Gates</h3>
 {{if .Gates}}
-<table class="gates"><tr><th>gate</th><th>kind</th><th>current</th><th>baseline</th><th>delta</th><th title="bootstrap confidence interval of the relative change, from per-request samples of both runs">interval</th><th title="samples per run (current / baseline) and how many the compared quantile needs">samples</th><th>limit</th><th>verdict</th><th>reason</th></tr>
+<table class="gates"><tr><th>gate</th><th>kind</th><th>current</th><th>baseline</th><th>delta</th><th title="bootstrap confidence interval of the relative change, from per-request samples of both runs; for QPS it comes from the gaps between completions and is wide (often ±40 %) at 100–200 requests">interval</th><th title="samples per run (current / baseline) and how many the compared quantile needs">samples</th><th>limit</th><th>verdict</th><th>reason</th></tr>
 {{range .Gates}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Name}}</td><td>{{.Kind}}</td><td class="num">{{.Current}}</td><td class="num">{{.Baseline}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td>{{.Samples}}</td><td>{{.Limit}}</td><td class="{{verdictClass .Verdict}}">{{verdictText .Verdict}}</td><td>{{if eq .Verdict "fail"}}{{.Headline}} (details under Failed gates){{else}}{{.Reason}}{{end}}</td></tr>
 {{end}}</table>
 {{else}}<p class="note">No gates evaluated yet.</p>{{end}}

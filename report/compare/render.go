@@ -219,6 +219,7 @@ verdict: the PR gate thresholds. "Where the time went" splits the client's mean 
 <table><tr><th>combination</th><th>metric</th><th>A</th><th>B</th><th>change</th><th>interval</th><th>verdict</th></tr>
 {{range $p.Rows}}<tr class="{{if .Fail}}row-fail{{end}}"><td>{{.Combination}}</td><td>{{.Metric}}</td><td class="num">{{.A}}</td><td class="num">{{.B}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td class="v-{{.Verdict}}">{{.Verdict}}</td></tr>
 {{end}}</table>
+<p class="note">QPS intervals come from the gaps between consecutive completions (a bootstrap over 100–200 gaps per combination): they are wide (often ±40 %), so a QPS row fails only when the drop is both beyond the limit and clear of that noise; TTFT and E2E intervals are much tighter.</p>
 {{range $p.Combos}}{{if .Changed}}<div class="why"><h3>Where the time went: {{.Combination}}</h3>
 {{range .Charts}}{{.}}{{end}}
 {{range .Lines}}<p class="note">{{.}}</p>{{end}}</div>
