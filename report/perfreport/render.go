@@ -97,7 +97,7 @@ func html(sc report.Scenario, gates []gate.Gate) (template.HTML, error) {
 		v.Rows = append(v.Rows, perfRow{In: r.InputLength, Out: r.OutputLength, Conc: r.Concurrency, Round: r.Round,
 			Prompts: r.NumPrompts, Failed: r.Failed,
 			TTFT: secs(r.TTFT, r.TTFT.P99), TPOT: secs(r.TPOT, r.TPOT.Avg), E2E: secs(r.E2E, r.E2E.P99),
-			QPS: fmt.Sprintf("%.2f", r.QPS), OutTput: fmt.Sprintf("%.1f", r.OutputTokenThroughput), FailRate: fmt.Sprintf("%.2f%%", r.FailRate*100),
+			QPS: fmt.Sprintf("%.2f", r.QPS), OutTput: grouped(r.OutputTokenThroughput), FailRate: fmt.Sprintf("%.2f%%", r.FailRate*100),
 			ClientLag: secs(r.ClientLag, r.ClientLag.P50), Missing: strings.Join(missing, "; "),
 			HitRate: ratioOrNA(cache.HitRate, "%.1f%%", 100), Preempt: ratioOrNA(cache.Preemptions, "%.0f", 1),
 			PeakKV: ratioOrNA(cache.PeakKVUsage, "%.1f%%", 100), DispatchLag: secs(r.Workload.DispatchLag, r.Workload.DispatchLag.P50),
@@ -120,6 +120,26 @@ func latTriples(r loadgen.Summary) [4][3]string {
 	var out [4][3]string
 	for i, l := range []loadgen.Latency{r.TTFT, r.TPOT, r.TPOTSec, r.E2E} {
 		out[i] = [3]string{secs(l, l.Avg), secs(l, l.P50), secs(l, l.P99)}
+	}
+	return out
+}
+
+// grouped 把非负数写成一位小数、千位分隔（"12,345.6"）；大吞吐一眼能读出数量级。
+func grouped(v float64) string {
+	s := fmt.Sprintf("%.1f", v)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String() + "." + frac
+	if neg {
+		out = "−" + out
 	}
 	return out
 }

@@ -49,3 +49,12 @@ func TestThinKeepsEnds(t *testing.T) {
 		t.Error("capacity cell formatting")
 	}
 }
+
+// TestGrouped 检查千位分隔（issue 37 §7：大数没有分隔符）。
+func TestGrouped(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 999.94: "999.9", 1234.5: "1,234.5", 1234567.25: "1,234,567.2", -1000: "−1,000.0"} {
+		if got := grouped(v); got != want {
+			t.Errorf("grouped(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
