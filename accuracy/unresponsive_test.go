@@ -3,7 +3,7 @@ package accuracy_test
 import (
 	"context"
 	"fmt"
-	"net"
+	"github.com/vllm-cibench/cibench/internal/hostile"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,34 +38,16 @@ func (tinyEval) Score(_ context.Context, ex accuracy.Example, rs []string) (accu
 	return accuracy.SingleResult{Index: ex.Index, ID: ex.ID, Score: s, Responses: rs}, nil
 }
 
-// silentAddr 接受连接、读走请求、永远不回答；测试结束时关闭。
+// silentAddr 返回一个接受连接、读完请求、永不应答的服务（internal/hostile 的 silence 故障）的 /v1 地址；
+// 测试结束时关闭。
 func silentAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := hostile.New(hostile.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-			go func() { _, _ = c.Read(make([]byte, 1<<16)) }()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String() + "/v1"
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv.BaseURL(hostile.FaultSilence)
 }
 
 // TestSilentServerEndsTheEvalAtOnce 复现 issue 38 在精度阶段的同一问题：对一个接受连接却从不回答的

@@ -2,9 +2,8 @@ package functional_test
 
 import (
 	"context"
-	"net"
+	"github.com/vllm-cibench/cibench/internal/hostile"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,39 +13,16 @@ import (
 	"github.com/vllm-cibench/cibench/functional"
 )
 
-// silentServer 接受连接、读走请求，然后永远不回答（像一个死锁的服务）；测试结束时关闭。
+// silentServer 返回一个接受连接、读完请求、永不应答的服务（internal/hostile 的 silence 故障）的 /v1 地址；
+// 测试结束时关闭。
 func silentServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := hostile.New(hostile.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go func() { _, _ = c.Read(make([]byte, 1<<16)) }()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String() + "/v1"
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv.BaseURL(hostile.FaultSilence)
 }
 
 // TestSilentServerFailsTheCatalogAtOnce 复现 issue 38：对一个接受连接却从不回答的服务，整个目录
@@ -100,7 +76,7 @@ func TestOneSlowCaseDoesNotTrip(t *testing.T) {
 	var ran atomic.Int32
 	slow := functional.Case{ID: "slow/one", Suite: "slow", Run: func(ctx context.Context, tt *functional.T) {
 		// 向一个从不回答的地址发请求：这个用例以超时失败。
-		_, err := tt.HTTPClient().Get(silentServer(t) + "/models")
+		_, err := tt.HTTPClient().Post(silentServer(t)+"/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			tt.Fatalf("silent: %v", err)
 		}
