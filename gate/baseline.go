@@ -42,6 +42,9 @@ type Baseline struct {
 	E2EP99   time.Duration `json:"e2e_p99_ns"`
 	QPS      float64       `json:"qps"`
 	FailRate float64       `json:"fail_rate"`
+	// OutputThroughput 是输出 token 吞吐（tokens/s，各轮中位数；0 表示没有记录）。它不参与判定，
+	// 只随 QPS 门禁进入报告（Gate.BaselineOutputThroughput），吞吐图因此能画出基线。
+	OutputThroughput float64 `json:"output_throughput,omitempty"`
 	// TTFT、E2E 是各轮时延摘要按字段的中位数（含 Count），用于判断样本是否支撑分位数
 	// 与 lower_quantile；Succeeded 是各轮成功请求数的中位数。
 	TTFT      Latency `json:"-"`
@@ -106,8 +109,11 @@ func keyOf(sc Scenario, row PerfRow) Key {
 // Aggregate 把同一组合的多轮（epochs）汇总行合成一个数值：各指标取各轮的
 // 中位数，避免单轮抖动主导门禁。时延不可测（Count 为 0）的轮次不参与该项。
 func Aggregate(rows []PerfRow) Baseline {
-	var ttft, e2e, qps, fr []float64
+	var ttft, e2e, qps, fr, tput []float64
 	for _, r := range rows {
+		if r.OutputThroughput > 0 {
+			tput = append(tput, r.OutputThroughput)
+		}
 		if r.TTFT.Valid() {
 			ttft = append(ttft, float64(r.TTFT.P99))
 		}
@@ -128,6 +134,9 @@ func Aggregate(rows []PerfRow) Baseline {
 	}
 	if len(qps) > 0 {
 		b.QPS, b.FailRate = median(qps), median(fr)
+	}
+	if len(tput) > 0 {
+		b.OutputThroughput = median(tput)
 	}
 	for _, r := range rows {
 		if b.Time.IsZero() || r.Time.Before(b.Time) {

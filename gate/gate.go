@@ -96,6 +96,20 @@ type Gate struct {
 	// 两侧都没有分解时为空。门禁失败或告警时 Reason 末尾同样写上它，红色的门禁因此自带解释。
 	Explain     *explain.Explanation `json:"explain,omitempty"`
 	Attribution string               `json:"attribution,omitempty"`
+	// Distribution 是 TTFT、E2E 门禁两侧逐请求样本在 DistributionLevels 上的分位数（秒），
+	// 报告据它把当前与基线的分布画在一张图上；任一侧没有样本时为 nil。
+	Distribution *Distribution `json:"distribution,omitempty"`
+	// BaselineOutputThroughput 是 QPS 门禁所比基线的输出 token 吞吐（tokens/s，各轮中位数），报告的
+	// 吞吐柱状图据它画基线标记；基线没有记录吞吐时为 nil。它只是给人看的旁证，不参与判定。
+	BaselineOutputThroughput *float64 `json:"baseline_output_throughput,omitempty"`
+}
+
+// Distribution 是一项时延门禁两侧的分布：Levels 是分位点（0.01…0.99），Current、Baseline 是对应的
+// 分位数（秒），与 Levels 一一对应。分位数用 Quantile 的规则（与自助区间相同）。
+type Distribution struct {
+	Levels   []float64 `json:"levels"`
+	Current  []float64 `json:"current"`
+	Baseline []float64 `json:"baseline"`
 }
 
 // Shift 是"整个分布的位移"判定的证据：几何均值之比的变化与其 Welch t 区间。

@@ -140,6 +140,8 @@ type PerfRow struct {
 	QPS       float64
 	FailRate  float64
 	Succeeded int64
+	// OutputThroughput 是输出 token 吞吐（tokens/s；0 表示没有记录）。只给报告的吞吐图画基线用。
+	OutputThroughput float64
 	// Time 是这一轮的开始时间（基线的时间取各轮最早者）。
 	Time time.Time
 	// Round 是 1 起的轮次，Epochs 是该组合计划的轮数（0 表示不知道，旧数据）；Incomplete 为

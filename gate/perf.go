@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -224,7 +225,8 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 		res = DefaultResamples
 	}
 	if ri, ok := bootstrapRatio(c.curS, c.baseS, st, level, res, uint64(th.Seed), g.Scenario+"/"+g.Name); ok {
-		g.Interval = &Interval{LoPct: (ri.Lo - 1) * 100, HiPct: (ri.Hi - 1) * 100, Level: level, Resamples: res, Seed: uint64(th.Seed)}
+		pp := (ri.Point - 1) * 100
+		g.Interval = &Interval{LoPct: (ri.Lo - 1) * 100, HiPct: (ri.Hi - 1) * 100, Level: level, Resamples: res, Seed: uint64(th.Seed), PointPct: &pp}
 	} else if mode == ModeSignificant {
 		notes = append(notes, "no per-request samples on both sides: judged by the P99 rule (docs/requirements.md §5)")
 	}
@@ -243,11 +245,11 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 		if !c.higherBad {
 			edge = g.Interval.HiPct / 100
 		}
-		fail, how = over(edge), fmt.Sprintf(" (%.0f%% interval %+.1f%%…%+.1f%%)", level*100, g.Interval.LoPct, g.Interval.HiPct)
+		fail, how = over(edge), intervalNote(*g, level)
 	default:
 		fail = over(d)
 		if g.Interval != nil {
-			how = fmt.Sprintf(" (%.0f%% interval %+.1f%%…%+.1f%%)", level*100, g.Interval.LoPct, g.Interval.HiPct)
+			how = intervalNote(*g, level)
 		}
 	}
 	label := c.metric
@@ -277,6 +279,17 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	}
 }
 
+// intervalNote 是原因里的区间括注 " (95% interval +9.5%…+41.9%)"。门禁的变化不在区间里时（区间属于
+// 合并样本的统计量，变化是各轮 P99 的中位数），括注写明区间是哪个量、点估计是多少：
+// " (95% interval of the P99 of pooled samples, +25.3%: +9.5%…+41.9%)"。
+func intervalNote(g Gate, level float64) string {
+	iv := g.Interval
+	if iv.PointPct != nil && g.DeltaPct != nil && outside(*g.DeltaPct, iv.LoPct, iv.HiPct) {
+		return fmt.Sprintf(" (%.0f%% interval of the %s, %+.1f%%: %+.1f%%…%+.1f%%)", level*100, intervalSubject(g), *iv.PointPct, iv.LoPct, iv.HiPct)
+	}
+	return fmt.Sprintf(" (%.0f%% interval %+.1f%%…%+.1f%%)", level*100, iv.LoPct, iv.HiPct)
+}
+
 // modeNote 在非默认模式时把模式写进原因。
 func modeNote(mode string) string {
 	if mode == ModeSpec {
@@ -292,10 +305,15 @@ func (g Gate) Evidence() (interval, samples string) {
 	if g.Interval != nil {
 		// 置信水平按实际精度写（99.8% 不写成 "@100%"）；负号用 U+2212，与报告其余的数字一致。
 		interval = fmt.Sprintf("[%s, %s] @%s%%", signedPct1(g.Interval.LoPct), signedPct1(g.Interval.HiPct), strconv.FormatFloat(g.Interval.Level*100, 'f', -1, 64))
-		if g.Statistic == StatisticShift && g.Shift != nil {
+		switch {
+		case g.Statistic == StatisticShift && g.Shift != nil:
 			// 判定用的是整个分布的位移，不是 P99：区间前写明它是哪个量与它的点估计，旁边 P99 的变化
 			// 就不会看起来落在“自己的”区间外。
 			interval = "geomean shift " + signedPct1(g.Shift.ChangePct) + " " + interval
+		case g.Interval.PointPct != nil && g.DeltaPct != nil && outside(*g.DeltaPct, g.Interval.LoPct, g.Interval.HiPct):
+			// 门禁的变化（需求口径：各轮 P99 的中位数）不在区间里：区间属于全部轮次合并后的样本，
+			// 写出它自己的点估计与统计量名，读者看到的每个数字都在它旁边的区间之内。
+			interval = intervalSubject(g) + " " + signedPct1(*g.Interval.PointPct) + " " + interval
 		}
 	}
 	if g.Samples != nil {
@@ -310,6 +328,21 @@ func (g Gate) Evidence() (interval, samples string) {
 		}
 	}
 	return interval, samples
+}
+
+// outside 报告按一位小数写出的 x 是否落在同样写出的 [lo, hi] 之外（读者比较的是印出来的数字）。
+func outside(x, lo, hi float64) bool {
+	r := func(v float64) float64 { return math.Round(v*10) / 10 }
+	return r(x) < r(lo) || r(x) > r(hi)
+}
+
+// intervalSubject 说明自助法区间属于哪个统计量："P99 of pooled samples"（时延门禁），
+// QPS 门禁是 "completion rate of pooled samples"。
+func intervalSubject(g Gate) string {
+	if g.Quantile > 0 {
+		return QuantileName(g.Quantile) + " of pooled samples"
+	}
+	return "completion rate of pooled samples"
 }
 
 // signedPct1 把百分比写成一位小数、带符号（正号 "+"，负号 U+2212 "−"）；四舍五入到 0 时写 "0.0%"，
@@ -390,6 +423,13 @@ func perfGates(ctx context.Context, k Key, cur Baseline, th Thresholds, src Sour
 			g.BaselineRun = base.RunID
 			c.curS, c.baseS = samplesFor(cur.Samples, c.metric), samplesFor(base.Samples, c.metric)
 			judge(&g, c, th)
+			if c.q > 0 {
+				g.Distribution = distribution(c.curS, c.baseS)
+			}
+			if c.metric == MetricQPS && base.OutputThroughput > 0 {
+				bt := base.OutputThroughput
+				g.BaselineOutputThroughput = &bt
+			}
 		}
 		if math.IsNaN(g.Current) {
 			g.Current = -1
@@ -418,4 +458,36 @@ func attributionMetric(metric string) string {
 		return explain.MetricTTFT
 	}
 	return explain.MetricE2E
+}
+
+// distributionLevels 是 Distribution 取的分位点：从 P1 到 P99，中段稀、两端密，读者能分辨
+// "尾部变慢"（只有 P95、P99 分开）与"整体平移"（每个分位都分开）。
+var distributionLevels = []float64{0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99}
+
+// DistributionLevels 返回 Gate.Distribution 取的分位点（P1…P99，升序；返回的是副本）。
+func DistributionLevels() []float64 { return append([]float64(nil), distributionLevels...) }
+
+// Quantile 返回 xs 的 q 分位数（0 ≤ q ≤ 1），与门禁的自助区间同一规则：Hyndman–Fan 第 7 型，
+// 即 numpy.percentile 的默认线性插值。xs 不必有序，也不会被修改；空切片返回 NaN。
+func Quantile(xs []float64, q float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return quantileSorted(s, q)
+}
+
+// distribution 在两侧逐请求样本（秒）上取 DistributionLevels 的分位数；任一侧没有样本时为 nil。
+func distribution(cur, base []float64) *Distribution {
+	if len(cur) == 0 || len(base) == 0 {
+		return nil
+	}
+	c := append([]float64(nil), cur...)
+	b := append([]float64(nil), base...)
+	sort.Float64s(c)
+	sort.Float64s(b)
+	d := &Distribution{Levels: DistributionLevels()}
+	for _, q := range distributionLevels {
+		d.Current = append(d.Current, quantileSorted(c, q))
+		d.Baseline = append(d.Baseline, quantileSorted(b, q))
+	}
+	return d
 }

@@ -93,6 +93,11 @@ type Interval struct {
 	Level     float64 `json:"level"`
 	Resamples int     `json:"resamples"`
 	Seed      uint64  `json:"seed"`
+	// PointPct 是区间所属统计量在原始样本上的点估计（相对变化，百分比）：自助法区间是全部轮次
+	// 合并样本的 P99 之比，门禁的 DeltaPct 却是需求口径（各轮 P99 的中位数）。两者不一致、DeltaPct
+	// 落在区间外时，报告把区间与这个点一起写出（"P99 of pooled samples +25.3% [+9.5%, +41.9%]"），
+	// 不让一个数字挨着一个不包含它的区间。旧的 summary.json 没有这一项（为 nil）。
+	PointPct *float64 `json:"point_pct,omitempty"`
 }
 
 // Validate 检查门禁配置；每条错误是 *field.Error（字段为 YAML 键，如 "per_gate.qps.mode"），

@@ -44,7 +44,8 @@ func dailyReader(read func(ctx context.Context, info RunInfo) (RunInfo, []loadge
 		for i, s := range rows {
 			out.Rows[i] = gate.PerfRow{Backend: s.Backend, ControlMethod: s.ControlMethod, InputLength: s.InputLength,
 				OutputLength: s.OutputLength, Concurrency: s.Concurrency, TTFT: gateLatency(s.TTFT), E2E: gateLatency(s.E2E),
-				QPS: s.QPS, FailRate: s.FailRate, Succeeded: int64(s.Succeeded), Time: s.ExecutionTime, Phases: s.Phases}
+				QPS: s.QPS, FailRate: s.FailRate, Succeeded: int64(s.Succeeded), Time: s.ExecutionTime, Phases: s.Phases,
+				OutputThroughput: s.OutputTokenThroughput}
 		}
 		return out, true, nil
 	}

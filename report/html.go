@@ -121,6 +121,7 @@ func writeHTML(w io.Writer, res Result, files map[string][]string, rs []Renderer
 	}
 	t, err := template.New("report").Funcs(template.FuncMap{
 		"verdictClass": func(v gate.Verdict) string { return "v-" + string(v) },
+		"delta":        FormatDelta,
 		// 单元格里写给人读的判定（"no baseline"），不是枚举值（"no_baseline"）。
 		"verdictText": func(v gate.Verdict) string { return strings.ReplaceAll(string(v), "_", " ") },
 		"ts": func(t time.Time) string {
@@ -154,7 +155,7 @@ func toGateRow(g gate.Gate) gateRow {
 		}
 	}
 	if g.DeltaPct != nil {
-		r.Delta = fmt.Sprintf("%+.1f%%", *g.DeltaPct)
+		r.Delta = FormatDelta(*g.DeltaPct)
 	}
 	r.Interval, r.Samples = g.Evidence()
 	if g.Explain != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/vllm-cibench/cibench/gate"
 	"github.com/vllm-cibench/cibench/internal/junit"
@@ -69,6 +70,10 @@ func gateLine(g gate.Gate) string {
 	}
 	if g.Interval != nil {
 		s += fmt.Sprintf(" interval=[%+.1f%%,%+.1f%%]@%s%%", g.Interval.LoPct, g.Interval.HiPct, strconv.FormatFloat(g.Interval.Level*100, 'f', -1, 64))
+		if iv, _ := g.Evidence(); g.Interval.PointPct != nil && strings.Contains(iv, "pooled samples") {
+			// 区间属于合并样本的统计量、不包含上面的 delta：写出区间自己的点估计，机器读的一行也不自相矛盾。
+			s += fmt.Sprintf(" interval_point=%+.1f%%(%s)", *g.Interval.PointPct, "pooled samples")
+		}
 	}
 	if g.Quantile > 0 && g.Quantile != 0.99 {
 		s += " quantile=" + gate.QuantileName(g.Quantile)

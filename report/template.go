@@ -98,7 +98,7 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 {{with .Trend}}<h3>Daily trend: {{len .NewChangePoints}} new change point(s)</h3>
 <p class="note">E-divisive means over the last {{.Runs}} daily results (window {{.Window}}) of {{.Series}} tracked series.</p>
 {{if .ChangePoints}}<table class="trend"><tr><th>series</th><th>first run after the change</th><th>before</th><th>after</th><th>change</th><th>p</th><th>new</th><th>where the time went</th></tr>
-{{range .ChangePoints}}<tr class="{{if .New}}row-fail{{else}}row-ok{{end}}"><td>{{.Series}}</td><td>{{.RunID}}</td><td class="num">{{printf "%.4g" .Before}}</td><td class="num">{{printf "%.4g" .After}}</td><td class="num">{{printf "%+.1f%%" .DeltaPct}}</td><td class="num">{{printf "%.3f" .PValue}}</td><td>{{if .New}}NEW{{end}}</td><td>{{.Attribution}}</td></tr>
+{{range .ChangePoints}}<tr class="{{if .New}}row-fail{{else}}row-ok{{end}}"><td>{{.Series}}</td><td>{{.RunID}}</td><td class="num">{{printf "%.4g" .Before}}</td><td class="num">{{printf "%.4g" .After}}</td><td class="num">{{delta .DeltaPct}}</td><td class="num">{{printf "%.3f" .PValue}}</td><td>{{if .New}}NEW{{else}}no{{end}}</td><td>{{or .Attribution "—"}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Retried}}<table class="trend"><tr><th>daily run</th><th>scenario</th><th>functional cases passed after retry</th><th>cases</th></tr>
 {{range .Retried}}<tr class="row-fail"><td>{{.RunID}}</td><td>{{.Scenario}}</td><td class="num">{{.PassedAfterRetry}}</td><td>{{range $i, $c := .Cases}}{{if $i}}, {{end}}{{$c}}{{end}}</td></tr>
@@ -110,7 +110,7 @@ TTFT/E2E P99 more than the limit worse, QPS more than the limit lower, or fail r
 
 <h2>Scenarios</h2>
 <table><tr><th>scenario</th><th>model</th><th>quant</th><th>deploy</th><th>hardware</th>{{range .Columns}}<th>{{.}}</th>{{end}}<th>stage errors</th><th>failed gates</th></tr>
-{{range .Scenarios}}<tr class="{{if or .GateFailed .Errors}}row-fail{{else}}row-ok{{end}}"><td><a href="#{{.Anchor}}">{{.Name}}</a></td><td>{{.Model}}</td><td>{{.Quant}}</td><td>{{.Deploy}}</td><td>{{if .Hardware}}{{.Hardware}}{{else}}not recorded{{end}}</td>
+{{range .Scenarios}}<tr class="{{if or .GateFailed .Errors}}row-fail{{else}}row-ok{{end}}"><td><a href="#{{.Anchor}}">{{.Name}}</a></td><td>{{or .Model "not recorded"}}</td><td>{{or .Quant "not recorded"}}</td><td>{{or .Deploy "not recorded"}}</td><td>{{if .Hardware}}{{.Hardware}}{{else}}not recorded{{end}}</td>
 {{range .Cells}}<td{{if .Num}} class="num"{{end}}>{{.Text}}</td>{{end}}<td class="num">{{len .Errors}}</td><td class="num">{{.GateFailed}}</td></tr>
 {{end}}</table>
 

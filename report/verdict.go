@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/vllm-cibench/cibench/gate"
@@ -141,6 +142,24 @@ func signedPct(p float64) string {
 		return fmt.Sprintf("+%s%%", trimPct(p))
 	default:
 		return fmt.Sprintf("−%s%%", trimPct(-p))
+	}
+}
+
+// FormatDelta 把相对变化（百分比）写成报告各处共用的一种写法：一位小数、带符号，负号是 U+2212
+// （"+204.0%"、"−1.0%"）；四舍五入到零时写 "0.0%"，不出现 "+0.0%" 或 "−0.0%"。门禁表、趋势表、
+// 比较页与 JUnit 都用它，同一个变化在哪里读都是同一串字符。
+func FormatDelta(p float64) string {
+	s := strconv.FormatFloat(math.Abs(p), 'f', 1, 64)
+	switch {
+	case s == "0.0" || math.IsNaN(p):
+		if math.IsNaN(p) {
+			return "n/a"
+		}
+		return "0.0%"
+	case p < 0:
+		return "−" + s + "%"
+	default:
+		return "+" + s + "%"
 	}
 }
 

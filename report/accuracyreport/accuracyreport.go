@@ -122,7 +122,7 @@ var page = template.Must(template.New("accuracy").Funcs(template.FuncMap{
 {{if .Rows}}
 <div class="charts">{{.Chart}}</div>
 <table class="accuracy"><tr><th>dataset</th><th>model</th><th>examples</th><th>score</th><th>threshold</th><th>failed requests</th><th>verdict</th><th>data source</th></tr>
-{{range .Rows}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Dataset}}</td><td>{{.Model}}</td><td class="num">{{.Examples}}</td><td class="num">{{.Score}}</td><td class="num">{{.Threshold}}</td><td class="num">{{.Errors}}</td><td class="{{verdictClass .Verdict}}" title="{{.Reason}}">{{.Verdict}}</td><td>{{.Source}}{{range .Files}}<br><code>{{.Name}}</code> sha256 <code>{{.SHA256}}</code> <span class="note">{{.Location}}</span>{{end}}</td></tr>
+{{range .Rows}}<tr class="{{if eq .Verdict "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.Dataset}}</td><td>{{.Model}}</td><td class="num">{{.Examples}}</td><td class="num">{{.Score}}</td><td class="num">{{.Threshold}}</td><td class="num">{{.Errors}}</td><td class="{{verdictClass .Verdict}}" title="{{.Reason}}">{{.Verdict}}</td><td>{{or .Source "—"}}{{range .Files}}<br><code>{{.Name}}</code> sha256 <code>{{.SHA256}}</code> <span class="note">{{.Location}}</span>{{end}}</td></tr>
 {{end}}</table>
 {{else}}<p class="note">No accuracy results.</p>{{end}}
 `))

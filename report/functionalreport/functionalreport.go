@@ -177,10 +177,10 @@ var page = template.Must(template.New("functional").Funcs(template.FuncMap{
 {{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}{{if .PassedAfterRetry}} ({{.PassedAfterRetry}} after retry){{end}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{ratio .PassRatio}}</td></tr>
 {{end}}</table>
 {{if .Failed}}<table class="failed-cases"><tr><th>case</th><th>suite</th><th>reason</th><th>request / response</th></tr>
-{{range .Failed}}<tr class="row-fail"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td>{{.Reason}}</td><td>{{if .Request}}<pre>{{.Request}}</pre>{{end}}{{if .Response}}<pre>{{.Response}}</pre>{{end}}</td></tr>
+{{range .Failed}}<tr class="row-fail"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td>{{or .Reason "—"}}</td><td>{{if .Request}}<pre>{{.Request}}</pre>{{end}}{{if .Response}}<pre>{{.Response}}</pre>{{end}}{{if not (or .Request .Response)}}—{{end}}</td></tr>
 {{end}}</table>{{end}}
 <details><summary>all {{len .All}} cases</summary><table><tr><th>case</th><th>suite</th><th>status</th><th>duration</th><th>reason</th></tr>
-{{range .All}}<tr class="{{if eq .Status "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td class="{{statusClass .Status}}">{{.Status}}{{if .PassedAfterRetry}} (after retry){{end}}</td><td class="num">{{dur .Duration}}</td><td>{{with .RetryNote}}<b>{{.}}</b> {{end}}{{.Reason}}</td></tr>
+{{range .All}}<tr class="{{if eq .Status "fail"}}row-fail{{else}}row-ok{{end}}"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td class="{{statusClass .Status}}">{{.Status}}{{if .PassedAfterRetry}} (after retry){{end}}</td><td class="num">{{dur .Duration}}</td><td>{{with .RetryNote}}<b>{{.}}</b> {{end}}{{or .Reason "—"}}</td></tr>
 {{end}}</table></details>
 {{else}}<p class="note">No functional report.</p>{{end}}
 `))

@@ -133,7 +133,7 @@ func gateRows(rows []loadgen.Summary) []gate.PerfRow {
 		out[i] = gate.PerfRow{Backend: s.Backend, ControlMethod: s.ControlMethod, InputLength: s.InputLength,
 			OutputLength: s.OutputLength, Concurrency: s.Concurrency, TTFT: latency(s.TTFT), E2E: latency(s.E2E),
 			QPS: s.QPS, FailRate: s.FailRate, Succeeded: int64(s.Succeeded), Time: s.ExecutionTime,
-			Round: s.Round, Epochs: s.Epochs, Incomplete: s.Incomplete, Phases: s.Phases}
+			Round: s.Round, Epochs: s.Epochs, Incomplete: s.Incomplete, Phases: s.Phases, OutputThroughput: s.OutputTokenThroughput}
 	}
 	return out
 }

@@ -43,13 +43,110 @@ type perfView struct {
 	TLGroups  int
 	CapCharts []template.HTML
 	CapRows   []capRow
+	// SumHeads 与 SumRows 是汇总行表：可选列（客户端滞后、命中率、抢占、KV、发出滞后、多轮）在每一行
+	// 都不可得时整列不画，Omitted 用一句话列出它们——"n/a" 只说一次，显示的列没有空白单元格。
+	SumHeads []sumHead
+	SumRows  []sumRow
+	Omitted  string
+	// Dists 是每个有两侧样本的组合的分布图（TTFT 与 E2E 按分位，当前实线、基线虚线空心点）；
+	// 失败的组合展开，其余折叠。
+	Dists []distView
+}
+
+// sumHead 是汇总行表的一个表头（Title 是悬停说明）。
+type sumHead struct{ Name, Title string }
+
+// sumCell 是汇总行表的一个单元格；Num 为真时右对齐。
+type sumCell struct {
+	Text string
+	Num  bool
+}
+
+// sumRow 是汇总行表的一行（单元格与 SumHeads 一一对应）；Missing 非空时其后加一行 INCOMPLETE 说明。
+type sumRow struct {
+	Failed  int
+	Missing string
+	Cells   []sumCell
+}
+
+// sumCol 是汇总行表的一列：表头、取值，以及是否可选（可选列在每一行都不可得时不画）。
+type sumCol struct {
+	head     sumHead
+	optional bool
+	num      bool
+	get      func(perfRow) string
+}
+
+// sumCols 是汇总行表的全部列，顺序即页面顺序。
+var sumCols = []sumCol{
+	{head: sumHead{Name: "input"}, num: true, get: func(r perfRow) string { return strconv.Itoa(r.In) }},
+	{head: sumHead{Name: "output"}, num: true, get: func(r perfRow) string { return strconv.Itoa(r.Out) }},
+	{head: sumHead{Name: "concurrency"}, num: true, get: func(r perfRow) string { return strconv.Itoa(r.Conc) }},
+	{head: sumHead{Name: "round"}, num: true, get: func(r perfRow) string { return strconv.Itoa(r.Round) }},
+	{head: sumHead{Name: "prompts"}, num: true, get: func(r perfRow) string { return strconv.Itoa(r.Prompts) }},
+	{head: sumHead{Name: "failed"}, num: true, get: func(r perfRow) string { return strconv.Itoa(r.Failed) }},
+	{head: sumHead{Name: "TTFT P99"}, num: true, get: func(r perfRow) string { return r.TTFT }},
+	{head: sumHead{Name: "TPOT avg"}, num: true, get: func(r perfRow) string { return r.TPOT }},
+	{head: sumHead{Name: "E2E P99"}, num: true, get: func(r perfRow) string { return r.E2E }},
+	{head: sumHead{Name: "QPS"}, num: true, get: func(r perfRow) string { return r.QPS }},
+	{head: sumHead{Name: "output tok/s"}, num: true, get: func(r perfRow) string { return r.OutTput }},
+	{head: sumHead{Name: "fail rate"}, num: true, get: func(r perfRow) string { return r.FailRate }},
+	{head: sumHead{Name: "client lag P50", Title: "load generator's own read lag, P50: first token in the socket to parsed; not part of TTFT"}, optional: true, num: true, get: func(r perfRow) string { return r.ClientLag }},
+	{head: sumHead{Name: "prefix hit", Title: "server prefix cache hit rate in the group (vllm:prefix_cache_hits_total / queries)"}, optional: true, num: true, get: func(r perfRow) string { return r.HitRate }},
+	{head: sumHead{Name: "preempt", Title: "server preemptions in the group"}, optional: true, num: true, get: func(r perfRow) string { return r.Preempt }},
+	{head: sumHead{Name: "peak KV", Title: "highest vllm:kv_cache_usage_perc in the group"}, optional: true, num: true, get: func(r perfRow) string { return r.PeakKV }},
+	{head: sumHead{Name: "dispatch lag P50", Title: "trace replay: actual send minus schedule, P50"}, optional: true, num: true, get: func(r perfRow) string { return r.DispatchLag }},
+	{head: sumHead{Name: "TTFT by turn", Title: "multi-turn sessions: TTFT P50 by turn"}, optional: true, get: func(r perfRow) string { return r.Turns }},
+}
+
+// summaryTable 按 sumCols 排出汇总行表：可选列在每一行都是 "n/a" 或空时省去，并返回省去列的名字；
+// 显示出来的列里，空值写 "n/a"，表中没有空白单元格。
+func summaryTable(rows []perfRow) (heads []sumHead, out []sumRow, omitted string) {
+	var keep []sumCol
+	var dropped []string
+	for _, c := range sumCols {
+		seen := !c.optional
+		for _, r := range rows {
+			if v := c.get(r); v != "" && v != "n/a" {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			dropped = append(dropped, c.head.Name)
+			continue
+		}
+		keep = append(keep, c)
+		heads = append(heads, c.head)
+	}
+	for _, r := range rows {
+		sr := sumRow{Failed: r.Failed, Missing: r.Missing}
+		for _, c := range keep {
+			v := c.get(r)
+			if v == "" {
+				v = "n/a"
+			}
+			sr.Cells = append(sr.Cells, sumCell{Text: v, Num: c.num})
+		}
+		out = append(out, sr)
+	}
+	return heads, out, strings.Join(dropped, ", ")
+}
+
+// distView 是一个组合的分布图：Combination 是组合名，Open 为真（该组合有门禁失败）时默认展开。
+type distView struct {
+	Combination string
+	Open        bool
+	Charts      []template.HTML
 }
 
 // page 是性能片段的模板（样式类与 report 的页面共用）。
 var page = template.Must(template.New("perf").Parse(`<h3>Performance</h3>
 {{if .Rows}}
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
-{{if .Timelines}}<details class="timeline" open><summary>live timeline, {{.TLGroups}} groups (--bucket-interval)</summary>
+{{range .Dists}}<details class="dist"{{if .Open}} open{{end}}><summary>{{.Combination}}: TTFT and E2E by percentile, current against the daily baseline{{if not .Open}} (no gate failed){{end}}</summary>
+<div class="charts">{{range .Charts}}{{.}}{{end}}</div></details>
+{{end}}{{if .Timelines}}<details class="timeline" open><summary>live timeline, {{.TLGroups}} groups (--bucket-interval)</summary>
 <div class="charts">{{range .Timelines}}{{.}}{{end}}</div></details>{{end}}
 <table class="perf lat"><tr><th rowspan="2">input</th><th rowspan="2">output</th><th rowspan="2">concurrency</th><th rowspan="2">round</th>
 <th colspan="3">TTFT</th><th colspan="3">TPOT</th><th colspan="3" title="TPOT_SEC: gaps between consecutive output tokens, pooled over all requests (vLLM's ITL)">ITL</th><th colspan="3">E2E</th></tr>
@@ -57,10 +154,10 @@ var page = template.Must(template.New("perf").Parse(`<h3>Performance</h3>
 {{range .Rows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td>{{range .Lat}}{{range .}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
 {{end}}</table>
 <details><summary>{{len .Rows}} summary rows</summary>
-<table class="perf"><tr><th>input</th><th>output</th><th>concurrency</th><th>round</th><th>prompts</th><th>failed</th><th>TTFT P99</th><th>TPOT avg</th><th>E2E P99</th><th>QPS</th><th>output tok/s</th><th>fail rate</th><th title="load generator's own read lag, P50: first token in the socket to parsed; not part of TTFT">client lag P50</th><th title="server prefix cache hit rate in the group (vllm:prefix_cache_hits_total / queries)">prefix hit</th><th title="server preemptions in the group">preempt</th><th title="highest vllm:kv_cache_usage_perc in the group">peak KV</th><th title="trace replay: actual send minus schedule, P50">dispatch lag P50</th><th title="multi-turn sessions: TTFT P50 by turn">TTFT by turn</th></tr>
-{{range .Rows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td class="num">{{.In}}</td><td class="num">{{.Out}}</td><td class="num">{{.Conc}}</td><td class="num">{{.Round}}</td><td class="num">{{.Prompts}}</td><td class="num">{{.Failed}}</td><td class="num">{{.TTFT}}</td><td class="num">{{.TPOT}}</td><td class="num">{{.E2E}}</td><td class="num">{{.QPS}}</td><td class="num">{{.OutTput}}</td><td class="num">{{.FailRate}}</td><td class="num">{{.ClientLag}}</td><td class="num">{{.HitRate}}</td><td class="num">{{.Preempt}}</td><td class="num">{{.PeakKV}}</td><td class="num">{{.DispatchLag}}</td><td>{{.Turns}}</td></tr>
-{{if .Missing}}<tr class="row-fail incomplete"><td colspan="18">INCOMPLETE merge: missing {{.Missing}}</td></tr>{{end}}
-{{end}}</table></details>
+<table class="perf"><tr>{{range .SumHeads}}<th{{with .Title}} title="{{.}}"{{end}}>{{.Name}}</th>{{end}}</tr>
+{{range .SumRows}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}">{{range .Cells}}<td{{if .Num}} class="num"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{if .Missing}}<tr class="row-fail incomplete"><td colspan="{{len $.SumHeads}}">INCOMPLETE merge: missing {{.Missing}}</td></tr>{{end}}
+{{end}}</table>{{with .Omitted}}<p class="note">Not measured in this run, so not shown: {{.}}.</p>{{end}}</details>
 {{else}}<p class="note">No performance results.</p>{{end}}
 {{if .CapRows}}<h3>Capacity</h3>
 <div class="charts">{{range .CapCharts}}{{.}}{{end}}</div>
@@ -105,8 +202,10 @@ func html(sc report.Scenario, gates []gate.Gate) (template.HTML, error) {
 	}
 	if len(perf) > 0 {
 		v.Charts = perfCharts(sc, perf, gates)
+		v.SumHeads, v.SumRows, v.Omitted = summaryTable(v.Rows)
 	}
 	v.Timelines, v.TLGroups = timelineCharts(tl)
+	v.Dists = distCharts(sc, gates)
 	var b bytes.Buffer
 	if err := page.Execute(&b, v); err != nil {
 		return "", fmt.Errorf("perfreport: html: %w", err)
@@ -151,6 +250,10 @@ func secs(l loadgen.Latency, d time.Duration) string {
 	}
 	return report.FormatMetric(gate.MetricTTFTP99, d.Seconds())
 }
+
+// metricThroughput 是吞吐图在基线表里的键：吞吐不是门禁指标，它的基线来自 QPS 门禁的
+// Gate.BaselineOutputThroughput。
+const metricThroughput = "output_token_throughput"
 
 // maxSeries 是一张图中最多的组合（实线）数；再多就按输出长度拆图。
 const maxSeries = 4
@@ -197,6 +300,10 @@ func perfCharts(sc report.Scenario, perf []loadgen.Summary, gates []gate.Gate) [
 	for _, g := range gates {
 		if g.Scenario == sc.Name && g.Key != nil && g.Baseline != nil {
 			base[bkey{combo{g.Key.InputLength, g.Key.OutputLength, g.Key.Backend}, g.Key.Concurrency, g.Metric}] = *g.Baseline
+		}
+		if g.Scenario == sc.Name && g.Key != nil && g.BaselineOutputThroughput != nil {
+			// 吞吐不是门禁，它的基线随 QPS 门禁而来（同一次基线运行、同一组合）。
+			base[bkey{combo{g.Key.InputLength, g.Key.OutputLength, g.Key.Backend}, g.Key.Concurrency, metricThroughput}] = *g.BaselineOutputThroughput
 		}
 	}
 	name := func(c combo) string {
@@ -272,24 +379,9 @@ func perfCharts(sc report.Scenario, perf []loadgen.Summary, gates []gate.Gate) [
 			Series: build(group, gate.MetricE2EP99, func(b gate.Baseline) float64 { return b.E2EP99.Seconds() }, es)}
 		qps := report.Chart{Title: "QPS vs concurrency" + suffix, XLabel: "concurrency", YLabel: "requests/s", Categories: cats,
 			Series: build(group, gate.MetricQPS, func(b gate.Baseline) float64 { return b.QPS }, 1)}
-		// 吞吐柱状图：输出 token 吞吐（各轮中位数）。
-		var tput []report.Series
-		for ci, c := range group {
-			s := report.Series{Name: name(c), Color: report.Color(ci)}
-			for _, conc := range concs {
-				val := math.NaN()
-				if rs := rows[c][conc]; len(rs) > 0 {
-					xs := make([]float64, 0, len(rs))
-					for _, r := range rs {
-						xs = append(xs, r.OutputTokenThroughput)
-					}
-					val = median(xs)
-				}
-				s.Values = append(s.Values, val)
-			}
-			tput = append(tput, s)
-		}
-		thr := report.Chart{Title: "Output token throughput vs concurrency" + suffix, XLabel: "concurrency", YLabel: "tokens/s", Categories: cats, Bars: true, Series: tput}
+		// 吞吐柱状图：输出 token 吞吐（各轮中位数，gate.Aggregate 的口径），有基线时每根柱上一道虚线标记。
+		thr := report.Chart{Title: "Output token throughput vs concurrency" + suffix, XLabel: "concurrency", YLabel: "tokens/s", Categories: cats, Bars: true,
+			Series: build(group, metricThroughput, func(b gate.Baseline) float64 { return b.OutputThroughput }, 1)}
 		for _, c := range []report.Chart{ttft, e2e, thr, qps} {
 			out = append(out, c.SVG())
 		}
@@ -315,4 +407,54 @@ func turnsText(ts []loadgen.TurnSummary) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// distCharts 为本场景每个带分布（gate.Gate.Distribution）的组合画两张图：TTFT 与 E2E 在
+// P1…P99 上的分位数，当前实线、基线虚线空心点。整体平移时每个分位都分开，只有尾部变慢时
+// 只有 P95、P99 分开——这是 P99 一个数字说不出来的。组合按门禁的顺序（c4、c8、c16）。
+func distCharts(sc report.Scenario, gates []gate.Gate) []distView {
+	var out []distView
+	idx := map[string]int{}
+	for _, g := range gates {
+		if g.Scenario != sc.Name || g.Key == nil || g.Distribution == nil {
+			continue
+		}
+		d := g.Distribution
+		name := fmt.Sprintf("in%d-out%d-c%d", g.Key.InputLength, g.Key.OutputLength, g.Key.Concurrency)
+		if g.Key.Backend != "" {
+			name += " " + g.Key.Backend
+		}
+		i, ok := idx[name]
+		if !ok {
+			i = len(out)
+			idx[name] = i
+			out = append(out, distView{Combination: name})
+		}
+		label := map[string]string{gate.MetricTTFTP99: "TTFT", gate.MetricE2EP99: "E2E"}[g.Metric]
+		scale, unit := 1000.0, "ms"
+		for _, v := range append(append([]float64(nil), d.Current...), d.Baseline...) {
+			if v >= 1 {
+				scale, unit = 1, "s"
+			}
+		}
+		cats := make([]string, len(d.Levels))
+		for j, q := range d.Levels {
+			cats[j] = gate.QuantileName(q)
+		}
+		mul := func(xs []float64) []float64 {
+			ys := make([]float64, len(xs))
+			for j, x := range xs {
+				ys[j] = x * scale
+			}
+			return ys
+		}
+		ch := report.Chart{Title: label + " by percentile, " + name, XLabel: "percentile", YLabel: label + " (" + unit + ")", Categories: cats,
+			Series: []report.Series{{Name: "this run", Color: report.Color(0), Values: mul(d.Current)},
+				{Name: "daily baseline", Dashed: true, Color: report.Color(0), Values: mul(d.Baseline)}}}
+		out[i].Charts = append(out[i].Charts, ch.SVG())
+		if g.Verdict == gate.VerdictFail {
+			out[i].Open = true
+		}
+	}
+	return out
 }
