@@ -14,6 +14,9 @@ import (
 type Stack struct {
 	Label string
 	Parts []StackPart
+	// Dashed 把这根横条画成参考（基线）：各段半透明、虚线描边，与实心的当前横条一眼可分，
+	// 与折线图的虚线空心基线同一语言。
+	Dashed bool
 }
 
 // StackPart 是横条上的一段。
@@ -95,8 +98,12 @@ func (s Stacked) render() string {
 				continue
 			}
 			w := v / total * plotW
-			fmt.Fprintf(&sb, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %s %s</title></rect>`,
-				x, y, w, stackBarH, color[p.Name], esc(p.Name), formatValue(roundTo(p.Value*scale, 2)), esc(s.Unit))
+			ref := ""
+			if b.Dashed {
+				ref = ` class="baseline" fill-opacity="0.4" stroke="#333" stroke-dasharray="3 2"`
+			}
+			fmt.Fprintf(&sb, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"%s><title>%s %s: %s %s</title></rect>`,
+				x, y, w, stackBarH, color[p.Name], ref, esc(b.Label), esc(p.Name), formatValue(roundTo(p.Value*scale, 2)), esc(s.Unit))
 			x += w
 		}
 		fmt.Fprintf(&sb, `<text x="%.1f" y="%d" font-size="12">%s %s</text>`, x+6, y+stackBarH/2+4, formatValue(roundTo(sum*scale, 1)), esc(s.Unit))
@@ -132,7 +139,7 @@ func PhaseChart(title string, e explain.Explanation, metric string) (Stacked, bo
 	if len(c.Components) == 0 {
 		return Stacked{}, false
 	}
-	base, cur := Stack{Label: "baseline"}, Stack{Label: "current"}
+	base, cur := Stack{Label: "baseline", Dashed: true}, Stack{Label: "current"}
 	for _, x := range c.Components {
 		if math.IsNaN(x.Base) || math.IsNaN(x.Current) {
 			return Stacked{}, false

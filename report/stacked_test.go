@@ -30,7 +30,7 @@ func TestPhaseChart(t *testing.T) {
 		t.Fatalf("chart %+v %v", ch, ok)
 	}
 	svg := string(ch.SVG())
-	for _, want := range []string{"<svg", "mean TTFT by phase (ms)", "<title>queue: 31 ms</title>", "<title>prefill: 20 ms</title>",
+	for _, want := range []string{"<svg", "mean TTFT by phase (ms)", "<title>current queue: 31 ms</title>", "<title>baseline prefill: 20 ms</title>",
 		">23 ms</text>", ">53 ms</text>", ">client</text>", ">frontend</text>"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("svg lacks %q:\n%s", want, svg)

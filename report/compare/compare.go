@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,6 +88,22 @@ type Row struct {
 	Reason      string               `json:"reason,omitempty"`
 	Attribution string               `json:"attribution,omitempty"`
 	Explain     *explain.Explanation `json:"explain,omitempty"`
+	// Scenario 是 B 一侧的场景名；Limit、Quantile、Statistic、Shift 是判定的其余证据（同 gate.Gate 的
+	// 同名字段）。比较页据它们把区间写成与报告相同的样子，并给出与报告相同的一行结论（Headline）。
+	Scenario  string      `json:"scenario,omitempty"`
+	Limit     float64     `json:"limit,omitempty"`
+	Quantile  float64     `json:"quantile,omitempty"`
+	Statistic string      `json:"statistic,omitempty"`
+	Shift     *gate.Shift `json:"shift,omitempty"`
+}
+
+// Gate 把这一行还原成它所来自的性能门禁（只含比较记下的字段），报告的格式化函数
+// （gate.Gate.Evidence、report.Headline）因此对两处给出同一串文字。
+func (r Row) Gate() gate.Gate {
+	k := r.Key
+	return gate.Gate{Kind: gate.KindPerformance, Scenario: r.Scenario, Name: "perf/" + r.Key.String() + "/" + r.Metric, Metric: r.Metric,
+		Key: &k, Current: r.B, Baseline: r.A, DeltaPct: r.DeltaPct, Limit: r.Limit, Verdict: r.Verdict, Reason: r.Reason,
+		Quantile: r.Quantile, Interval: r.Interval, Statistic: r.Statistic, Shift: r.Shift, Explain: r.Explain, Attribution: r.Attribution}
 }
 
 // Comparison 是 Runs 的结果。
@@ -169,7 +186,8 @@ func Runs(ctx context.Context, a, b report.Result, opt Options) (*Comparison, er
 			}
 			c.Rows = append(c.Rows, Row{Pair: pi, Combination: g.Key.String(), Key: *g.Key, Metric: g.Metric, A: g.Baseline,
 				B: g.Current, DeltaPct: g.DeltaPct, Interval: g.Interval, Verdict: g.Verdict, Reason: g.Reason,
-				Attribution: g.Attribution, Explain: g.Explain})
+				Attribution: g.Attribution, Explain: g.Explain, Scenario: g.Scenario, Limit: g.Limit, Quantile: g.Quantile,
+				Statistic: g.Statistic, Shift: g.Shift})
 		}
 	}
 	for i, sc := range a.Scenarios {
@@ -231,6 +249,33 @@ func (c *Comparison) Summary() string {
 		}
 	}
 	return s
+}
+
+// Headline 是比较页最上面的一行，与运行报告的第一行同一写法："FAIL 1 of 2 combinations failed — "
+// 加第一个失败行的 report.Headline（对象、指标、变化、限值、时间花在哪里）；没有失败时是
+// "PASS 0 of 2 combinations failed"。
+func (c *Comparison) Headline() string {
+	for _, r := range c.Rows {
+		if r.Verdict == gate.VerdictFail {
+			n, total := c.counts()
+			return fmt.Sprintf("FAIL %d of %d combinations failed — %s", n, total, report.Headline(r.Gate()))
+		}
+	}
+	_, total := c.counts()
+	return fmt.Sprintf("PASS 0 of %d combinations failed", total)
+}
+
+// counts 返回失败的组合数与组合总数（一个组合有任何一项指标失败就算失败）。
+func (c *Comparison) counts() (failed, total int) {
+	all, bad := map[[2]string]bool{}, map[[2]string]bool{}
+	for _, r := range c.Rows {
+		k := [2]string{strconv.Itoa(r.Pair), r.Combination}
+		all[k] = true
+		if r.Verdict == gate.VerdictFail {
+			bad[k] = true
+		}
+	}
+	return len(bad), len(all)
 }
 
 // pairUp 返回配对的场景下标 (A, B)：先按 m（B → A），再同名，最后两侧各只有一个场景时配对。

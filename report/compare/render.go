@@ -14,13 +14,10 @@ import (
 	"github.com/vllm-cibench/cibench/report"
 )
 
-// interval 把相对变化的区间格式化为 "[+20.1%, +35.0%] @95%"；没有时为 "—"。
-func interval(iv *gate.Interval) string {
-	if iv == nil {
-		return "—"
-	}
-	// 置信水平按实际精度写：99.8% 不写成 "@100%"（与报告的门禁表同一写法）。
-	text, _ := gate.Gate{Interval: iv}.Evidence()
+// interval 把一行的区间格式化为与报告门禁表相同的文字（"[+20.1%, +35.0%] @95%"，区间不含变化时
+// 带上它自己的统计量与点估计，位移判定时写明 "geomean shift"）；没有时为 "—"。
+func interval(r Row) string {
+	text, _ := r.Gate().Evidence()
 	return text
 }
 
@@ -37,13 +34,14 @@ func delta(d *float64) string {
 	if d == nil {
 		return "—"
 	}
-	return fmt.Sprintf("%+.1f%%", *d)
+	return report.FormatDelta(*d)
 }
 
 // WriteText 写出文本表：两侧的标注，每个组合每项指标一行（A、B、变化、区间、判定），
 // 每个组合之后是时间花在哪里（TTFT 与 E2E 的归因与旁证）。
 func (c *Comparison) WriteText(w io.Writer) error {
 	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\n", c.Headline())
 	fmt.Fprintf(&b, "cibench compare: B against A (A is the baseline): %s\n", c.Summary())
 	fmt.Fprintf(&b, "gate settings: %s\n", c.ThresholdsFrom)
 	for i, p := range c.Pairs {
@@ -60,7 +58,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 			}
 			bv := r.B
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Combination, r.Metric, value(r.Metric, r.A), value(r.Metric, &bv),
-				delta(r.DeltaPct), interval(r.Interval), r.Verdict)
+				delta(r.DeltaPct), interval(r), r.Verdict)
 			if r.Metric == gate.MetricTTFTP99 && r.Explain != nil {
 				explained = append(explained, r)
 			}
@@ -130,12 +128,13 @@ type htmlPair struct {
 func (c *Comparison) WriteHTML(w io.Writer) error {
 	var v struct {
 		Summary   string
+		Headline  string
 		From      string
 		Failed    bool
 		Pairs     []htmlPair
 		Unmatched []string
 	}
-	v.Unmatched, v.Summary, v.From = c.Unmatched, c.Summary(), c.ThresholdsFrom
+	v.Unmatched, v.Summary, v.From, v.Headline = c.Unmatched, c.Summary(), c.ThresholdsFrom, c.Headline()
 	// 整页的堆叠图共用一个满刻度：条的长短在图与图之间可以直接比较。
 	pageMax := 0.0
 	for _, r := range c.Rows {
@@ -163,7 +162,7 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 			}
 			bv := r.B
 			hp.Rows = append(hp.Rows, htmlRow{Combination: r.Combination, Metric: htmlMetric(r.Metric), A: value(r.Metric, r.A), B: value(r.Metric, &bv),
-				Delta: delta(r.DeltaPct), Interval: interval(r.Interval), Verdict: string(r.Verdict), Fail: r.Verdict == gate.VerdictFail})
+				Delta: delta(r.DeltaPct), Interval: interval(r), Verdict: string(r.Verdict), Fail: r.Verdict == gate.VerdictFail})
 			if r.Metric != gate.MetricTTFTP99 || r.Explain == nil {
 				continue
 			}
@@ -200,13 +199,15 @@ th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.row-fail td{background:#fde8e8}
 td.v-fail{color:#cf222e;font-weight:bold}td.v-pass{color:#1a7f37}td.v-warn{color:#9a6700;font-weight:bold}
+.charts{display:flex;flex-wrap:wrap;align-items:flex-start;gap:8px}
 .summary{font-size:18px;font-weight:bold;padding:8px 12px;border-radius:4px}
 .summary.red{background:#ffebe9;color:#cf222e}.summary.green{background:#dafbe1;color:#1a7f37}
 .side{font-size:13px;margin:2px 0}
 .note{color:#555;font-size:12px}
 .why{margin:8px 0 24px}
 </style></head><body>
-<p class="summary {{if .Failed}}red{{else}}green{{end}}" id="summary">{{.Summary}}</p>
+<p class="summary {{if .Failed}}red{{else}}green{{end}}" id="summary">{{.Headline}}</p>
+<p class="note">{{.Summary}}</p>
 <h1>cibench compare: B against A</h1>
 <p class="note">Gate settings (interval level, verdict mode): {{.From}}.</p>
 <p class="note">A is the baseline. Change and interval: relative change of B against A with the interval the performance gates use;
@@ -221,10 +222,10 @@ verdict: the PR gate thresholds. "Where the time went" splits the client's mean 
 {{end}}</table>
 <p class="note">QPS intervals come from the gaps between consecutive completions (a bootstrap over 100–200 gaps per combination): they are wide (often ±40 %), so a QPS row fails only when the drop is both beyond the limit and clear of that noise; TTFT and E2E intervals are much tighter.</p>
 {{range $p.Combos}}{{if .Changed}}<div class="why"><h3>Where the time went: {{.Combination}}</h3>
-{{range .Charts}}{{.}}{{end}}
+<div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 {{range .Lines}}<p class="note">{{.}}</p>{{end}}</div>
 {{else}}<details class="why"><summary>Where the time went: {{.Combination}} (no metric crossed its limit)</summary>
-{{range .Charts}}{{.}}{{end}}
+<div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 {{range .Lines}}<p class="note">{{.}}</p>{{end}}</details>
 {{end}}{{end}}{{end}}
 {{range .Unmatched}}<p class="note">not compared (no counterpart): {{.}}</p>{{end}}
