@@ -360,7 +360,7 @@ func ExampleEvaluate() {
 	// functional                               pass        1 passed, 0 skipped
 	// perf/in128-out64-c4/ttft_p99_seconds     fail        ttft_p99_seconds regressed +20.0% vs baseline (limit +10%)
 	// perf/in128-out64-c4/e2e_p99_seconds      no_baseline baseline daily-1121 has no e2e_p99_seconds
-	// perf/in128-out64-c4/qps                  pass        qps +0.0% vs baseline
+	// perf/in128-out64-c4/qps                  pass        qps 0.0% vs baseline
 	// perf/in128-out64-c4/fail_rate            pass        fail rate 0.00% ≤ 5.00%
 	// exit 1
 }

@@ -260,19 +260,19 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 	case !c.valid:
 		g.Verdict, g.Reason = VerdictFail, c.metric+" not measurable in this run (no successful request)"
 	case insufficient && onIns == InsufficientFail:
-		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("insufficient samples (on_insufficient: fail): %s %+.1f%% vs baseline%s", label, dp, how)
+		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("insufficient samples (on_insufficient: fail): %s %s vs baseline%s", label, signedPct1(dp), how)
 	case fail && insufficient && onIns == InsufficientWarn:
-		g.Verdict, g.Reason = VerdictWarn, fmt.Sprintf("%s %+.1f%% vs baseline beyond the limit%s", label, dp, how)
+		g.Verdict, g.Reason = VerdictWarn, fmt.Sprintf("%s %s vs baseline beyond the limit%s", label, signedPct1(dp), how)
 	case fail && c.higherBad:
-		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed %+.1f%% vs baseline (limit +%.0f%%%s)%s", label, dp, c.limit*100, modeNote(mode), how)
+		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed %s vs baseline (limit +%.0f%%%s)%s", label, signedPct1(dp), c.limit*100, modeNote(mode), how)
 	case fail:
 		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s dropped %.1f%% vs baseline (limit −%.0f%%%s)%s", label, -dp, c.limit*100, modeNote(mode), how)
 	case insufficient && onIns == InsufficientWarn:
-		g.Verdict, g.Reason = VerdictWarn, fmt.Sprintf("%s %+.1f%% vs baseline%s", label, dp, how)
+		g.Verdict, g.Reason = VerdictWarn, fmt.Sprintf("%s %s vs baseline%s", label, signedPct1(dp), how)
 	case over(d):
-		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %+.1f%% vs baseline is within noise%s", label, dp, how)
+		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %s vs baseline is within noise%s", label, signedPct1(dp), how)
 	default:
-		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %+.1f%% vs baseline%s", label, dp, how)
+		g.Verdict, g.Reason = VerdictPass, fmt.Sprintf("%s %s vs baseline%s", label, signedPct1(dp), how)
 	}
 	if len(notes) > 0 {
 		g.Reason += "; " + strings.Join(notes, "; ")
@@ -285,9 +285,9 @@ func judge(g *Gate, c perfCmp, th Thresholds) {
 func intervalNote(g Gate, level float64) string {
 	iv := g.Interval
 	if iv.PointPct != nil && g.DeltaPct != nil && outside(*g.DeltaPct, iv.LoPct, iv.HiPct) {
-		return fmt.Sprintf(" (%.0f%% interval of the %s, %+.1f%%: %+.1f%%…%+.1f%%)", level*100, intervalSubject(g), *iv.PointPct, iv.LoPct, iv.HiPct)
+		return fmt.Sprintf(" (%.0f%% interval of the %s, %s: %s…%s)", level*100, intervalSubject(g), signedPct1(*iv.PointPct), signedPct1(iv.LoPct), signedPct1(iv.HiPct))
 	}
-	return fmt.Sprintf(" (%.0f%% interval %+.1f%%…%+.1f%%)", level*100, iv.LoPct, iv.HiPct)
+	return fmt.Sprintf(" (%.0f%% interval %s…%s)", level*100, signedPct1(iv.LoPct), signedPct1(iv.HiPct))
 }
 
 // modeNote 在非默认模式时把模式写进原因。

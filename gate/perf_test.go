@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -135,7 +136,7 @@ func TestGateNoRegressionVsRealShift(t *testing.T) {
 		t.Errorf("point delta %+.1f%% far outside its interval %+v", d, g.Interval)
 	}
 	again := ttftGate(t, shifted, base, sig)
-	if *again.Interval != *g.Interval {
+	if !reflect.DeepEqual(again.Interval, g.Interval) {
 		t.Errorf("same samples and seed gave different intervals: %+v vs %+v", again.Interval, g.Interval)
 	}
 	other := sig

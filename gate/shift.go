@@ -214,8 +214,8 @@ func judgeShift(g *Gate, c perfCmp, th Thresholds, need, have int64, specLabel s
 	if have >= need {
 		because = fmt.Sprintf("because the whole distribution moved significantly (%s is supported by %d samples, but its interval is wide)", QuantileName(c.q), have)
 	}
-	why := fmt.Sprintf("decided by the shift of the whole distribution (geometric mean), %s: %+.1f%% (%.1f%% interval %+.1f%%…%+.1f%%, Welch t on log latency, n %d/%d); spec %s %+.1f%%",
-		because, change*100, level*100, g.Interval.LoPct, g.Interval.HiPct, r.nCur, r.nBase, specLabel, *g.DeltaPct)
+	why := fmt.Sprintf("decided by the shift of the whole distribution (geometric mean), %s: %s (%.1f%% interval %s…%s, Welch t on log latency, n %d/%d); spec %s %s",
+		because, signedPct1(change*100), level*100, signedPct1(g.Interval.LoPct), signedPct1(g.Interval.HiPct), r.nCur, r.nBase, specLabel, signedPct1(*g.DeltaPct))
 	switch {
 	case beyond && significant:
 		g.Verdict, g.Reason = VerdictFail, fmt.Sprintf("%s regressed (limit +%.0f%%): %s", c.metric, c.limit*100, why)

@@ -57,8 +57,8 @@ func Example() {
 	// pr/1234-1/emu/logs
 	// functional                                   skipped  functional stage produced no report
 	// perf/in128-out128-c4-openai-chat/ttft_p99_seconds fail     ttft_p99_seconds regressed +20.0% vs baseline (limit +10%)
-	// perf/in128-out128-c4-openai-chat/e2e_p99_seconds pass     e2e_p99_seconds +0.0% vs baseline
-	// perf/in128-out128-c4-openai-chat/qps         pass     qps +0.0% vs baseline
+	// perf/in128-out128-c4-openai-chat/e2e_p99_seconds pass     e2e_p99_seconds 0.0% vs baseline
+	// perf/in128-out128-c4-openai-chat/qps         pass     qps 0.0% vs baseline
 	// perf/in128-out128-c4-openai-chat/fail_rate   pass     fail rate 0.00% ≤ 5.00%
 	// exit code: 1 <nil>
 }

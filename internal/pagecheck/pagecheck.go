@@ -56,6 +56,12 @@ type Chart struct {
 	Legend          bool   `json:"legend"`
 }
 
+// Block 是一个文字块：Text 是它自己的文字，Where 是它所在的表格列（"表格序号:列序号"；不在表格里为空）。
+type Block struct {
+	Text  string `json:"text"`
+	Where string `json:"where"`
+}
+
 // Page 是探针从浏览器读回的页面。
 type Page struct {
 	// FirstText 是页面第一段可见文字（innerText 的第一行非空文字）。
@@ -63,7 +69,7 @@ type Page struct {
 	// Text 是页面的全部可见文字（innerText）。
 	Text string `json:"text"`
 	// Blocks 是各文字块自己的文字（空白已归一，含折叠内容，不含 SVG 与脚本）。
-	Blocks []string `json:"blocks"`
+	Blocks []Block `json:"blocks"`
 	// Rows 是各表格行的单元格文字，以 " | " 相接（区间与它前面的数常常在同一行的不同列里）。
 	Rows []string `json:"rows"`
 	// Charts 是页面里的图。
@@ -94,11 +100,16 @@ const probe = `<script>
   res.first = "";
   var lines = text.split("\n");
   for (var i = 0; i < lines.length; i++) { var l = norm(lines[i]); if (l) { res.first = l; break; } }
+  var tables = Array.prototype.slice.call(document.querySelectorAll("table"));
   document.body.querySelectorAll("*").forEach(function (el) {
     var t = el.tagName.toUpperCase();
     if (!BLOCK[t] || el.closest("svg") || el.id === "pagecheck-result") return;
     var s = norm(own(el));
-    if (s) res.blocks.push(s);
+    if (!s) return;
+    // 表格同一列里的相同文字是数据（不同的行、不同的对象），不是重复：记下列的位置。
+    var cell = el.closest("td,th"), where = "";
+    if (cell) where = tables.indexOf(cell.closest("table")) + ":" + cell.cellIndex;
+    res.blocks.push({text: s, where: where});
   });
   document.querySelectorAll("tr").forEach(function (tr) {
     var cells = [];
@@ -178,18 +189,36 @@ func Probe(ctx context.Context, bin, file string) (*Page, error) {
 	return &p, nil
 }
 
-// Duplicates 返回出现不止一次、至少 minLen 个字符的文字块（每段只列一次）。
+// Duplicates 返回出现不止一次、至少 minLen 个字符的文字块（每段只列一次）。同一张表同一列里的相同
+// 文字不算重复（那是不同行的数据）；同一段文字出现在两张表、表与正文、或正文的两处才算。
 func (p *Page) Duplicates(minLen int) []string {
-	seen := map[string]int{}
-	var out []string
+	where := map[string]map[string]int{}
+	var order []string
 	for _, b := range p.Blocks {
-		if len([]rune(b)) < minLen {
+		if len([]rune(b.Text)) < minLen {
 			continue
 		}
-		seen[b]++
-		if seen[b] == 2 {
-			out = append(out, b)
+		if where[b.Text] == nil {
+			where[b.Text] = map[string]int{}
+			order = append(order, b.Text)
 		}
+		where[b.Text][b.Where]++
+	}
+	var out []string
+	for _, text := range order {
+		w := where[text]
+		if len(w) > 1 || w[""] > 1 {
+			out = append(out, text)
+		}
+	}
+	return out
+}
+
+// texts 返回文字块的文字。
+func (p *Page) texts() []string {
+	out := make([]string, len(p.Blocks))
+	for i, b := range p.Blocks {
+		out[i] = b.Text
 	}
 	return out
 }
@@ -198,7 +227,7 @@ func (p *Page) Duplicates(minLen int) []string {
 func (p *Page) Contradictions() []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, s := range append(append([]string(nil), p.Blocks...), p.Rows...) {
+	for _, s := range append(p.texts(), p.Rows...) {
 		for _, c := range Contradictions(s) {
 			if !seen[c] {
 				seen[c] = true
