@@ -626,7 +626,8 @@ func signedMS(v float64) string {
 	if s == "-0.0 ms" || s == "+0.0 ms" {
 		return "0.0 ms" // 四舍五入到 0 时不带符号：不写 "-0.0 ms"
 	}
-	return s
+	// 负号用 U+2212，与报告其余的数字一致（"−0.7 ms"，不是 "-0.7 ms"）。
+	return strings.Replace(s, "-", "−", 1)
 }
 
 // pctText 把百分比写成整数（"%.0f%%"），四舍五入到 0 时写 "0%"，不写 "-0%"；signed 为真时正数带 "+"。
@@ -638,7 +639,7 @@ func pctText(p float64, signed bool) string {
 	case signed && p > 0:
 		return "+" + s + "%"
 	}
-	return s + "%"
+	return strings.Replace(s, "-", "−", 1) + "%"
 }
 
 // Text 返回一行可读的说明，例如

@@ -170,9 +170,9 @@ func toGateRow(g gate.Gate) gateRow {
 	}
 	switch g.Metric {
 	case gate.MetricTTFTP99, gate.MetricE2EP99:
-		r.Limit = fmt.Sprintf("≤ %+.0f%%", g.Limit)
+		r.Limit = "≤ " + signedPct(g.Limit)
 	case gate.MetricQPS:
-		r.Limit = fmt.Sprintf("≥ %+.0f%%", g.Limit)
+		r.Limit = "≥ " + signedPct(g.Limit)
 	case gate.MetricFailRate:
 		r.Limit = fmt.Sprintf("≤ %.1f%%", g.Limit*100)
 	case gate.MetricScore:

@@ -397,7 +397,7 @@ func TestHTMLDailyMatrixSplitsCharts(t *testing.T) {
 		}
 		legend := strings.Count(svgs[4*i], `class="legend"`)
 		paths := strings.Count(svgs[4*i], `class="line"`)
-		if legend != 5 || paths != 8 || !strings.Contains(svgs[4*i], ">daily baseline (dashed, hollow)<") {
+		if legend != 5 || paths != 8 || !strings.Contains(svgs[4*i], ">daily baseline<tspan") {
 			t.Errorf("output %d: %d legend entries, %d lines", out, legend, paths)
 		}
 	}

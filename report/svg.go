@@ -252,7 +252,8 @@ func (pl *plot) series() {
 		lx := chartW - marginRight + 14
 		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#666" stroke-width="2" stroke-dasharray="5 4"/>`, lx, ly-4, lx+14, ly-4)
 		fmt.Fprintf(b, `<circle cx="%d" cy="%d" r="4" fill="#fff" stroke="#666" stroke-width="2"/>`, lx+7, ly-4)
-		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" class="legend">daily baseline (dashed, hollow)</text>`, lx+20, ly)
+		// 图例区只有约 150 px 宽：说明分两行写，不被截断。
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="11" class="legend">daily baseline<tspan x="%d" dy="13">(dashed, hollow)</tspan></text>`, lx+20, ly, lx+20)
 	}
 }
 

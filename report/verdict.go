@@ -36,6 +36,8 @@ func verdictOf(res Result, failed []gate.Gate, total int) pageVerdict {
 		v.Word, v.Class = "INCOMPLETE", "b-partial"
 	default:
 		v.Word, v.Class = "PASS", "b-pass"
+		// 绿色的页面同样一句话说清：多少门禁、没有一个失败（与比较页的 "PASS 0 of N combinations failed" 同一写法）。
+		v.Headline = fmt.Sprintf("0 of %d gates failed", total)
 	}
 	v.Partial = partialReason(res)
 	return v

@@ -146,7 +146,7 @@ func TestBaselineDistinguishableAtOneConcurrency(t *testing.T) {
 	if strings.Count(svg, `class="point baseline"`) != 1 || strings.Count(svg, `class="point"`) != 1 {
 		t.Fatalf("one current and one baseline point expected:\n%s", svg)
 	}
-	if !regexp.MustCompile(`class="point baseline"[^>]*fill="#fff"`).MatchString(svg) || !strings.Contains(svg, "daily baseline (dashed, hollow)") {
+	if !regexp.MustCompile(`class="point baseline"[^>]*fill="#fff"`).MatchString(svg) || !strings.Contains(svg, "(dashed, hollow)</tspan>") {
 		t.Errorf("baseline point is not hollow or the legend does not say so:\n%s", svg)
 	}
 }

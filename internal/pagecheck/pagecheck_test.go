@@ -33,8 +33,8 @@ const badPage = `<!DOCTYPE html><html><head><style>.hid{display:none}</style></h
 <p>FAIL 1 of 2 gates failed — emu in128-out128-c4 TTFT P99 +204.0% (limit +10%)</p>
 <p>The same caveat paragraph that appears twice on this page, word for word.</p>
 <details><summary>details</summary><p>The same caveat paragraph that appears twice on this page, word for word.</p></details>
-<table><tr><td>ttft</td><td>−1.0%</td><td>≤ +10%</td><td>[+9.5%, +41.9%] @95%</td></tr>
-<tr><td>e2e</td><td>+20.0%</td><td>≤ +10%</td><td>[+9.5%, +41.9%] @95%</td></tr></table>
+<table><tr><td>ttft</td><td>−1.0%</td><td>≤ +10%</td><td>[+9.5%, +41.9%] @95%</td><td>the same reason in one table column is data, not repetition</td></tr>
+<tr><td>e2e</td><td>+20.0%</td><td>≤ +10%</td><td>[+9.5%, +41.9%] @95%</td><td>the same reason in one table column is data, not repetition</td></tr></table>
 <p>mean TTFT +111.2 ms (+219%, 95% interval +109.1 ms…+113.3 ms)</p>
 <p>mean E2E +150.0 ms (95% interval +109.1 ms…+113.3 ms)</p>
 <svg class="chart" xmlns="http://www.w3.org/2000/svg" width="200" height="100"><title>solid baseline</title>

@@ -90,7 +90,9 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 // htmlRow 是 HTML 表格的一行。
 type htmlRow struct {
 	Combination, Metric, A, B, Delta, Interval, Verdict string
-	Fail                                                bool
+	// VerdictText 是给人读的判定（"no baseline"，不是枚举值 "no_baseline"）；Verdict 只用作样式类。
+	VerdictText string
+	Fail        bool
 }
 
 // htmlMetric 把指标名写成人读的名字（表头里不出现 ttft_p99_seconds 这样的 Prometheus 名字）。
@@ -162,7 +164,8 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 			}
 			bv := r.B
 			hp.Rows = append(hp.Rows, htmlRow{Combination: r.Combination, Metric: htmlMetric(r.Metric), A: value(r.Metric, r.A), B: value(r.Metric, &bv),
-				Delta: delta(r.DeltaPct), Interval: interval(r), Verdict: string(r.Verdict), Fail: r.Verdict == gate.VerdictFail})
+				Delta: delta(r.DeltaPct), Interval: interval(r), Verdict: string(r.Verdict), Fail: r.Verdict == gate.VerdictFail,
+				VerdictText: strings.ReplaceAll(string(r.Verdict), "_", " ")})
 			if r.Metric != gate.MetricTTFTP99 || r.Explain == nil {
 				continue
 			}
@@ -218,7 +221,7 @@ verdict: the PR gate thresholds. "Where the time went" splits the client's mean 
 <p class="side"><b>A</b>: run {{$p.A.RunID}} ({{$p.A.RunType}}){{with $p.A.Commit}} commit {{.}}{{end}} — scenario <b>{{$p.A.Scenario}}</b>, model {{$p.A.Model}}, quant {{or $p.A.Quant "not recorded"}}, hardware {{or $p.A.Hardware "not recorded"}}, deploy {{$p.A.Deploy}}</p>
 <p class="side"><b>B</b>: run {{$p.B.RunID}} ({{$p.B.RunType}}){{with $p.B.Commit}} commit {{.}}{{end}} — scenario <b>{{$p.B.Scenario}}</b>, model {{$p.B.Model}}, quant {{or $p.B.Quant "not recorded"}}, hardware {{or $p.B.Hardware "not recorded"}}, deploy {{$p.B.Deploy}}</p>
 <table><tr><th>combination</th><th>metric</th><th>A</th><th>B</th><th>change</th><th>interval</th><th>verdict</th></tr>
-{{range $p.Rows}}<tr class="{{if .Fail}}row-fail{{end}}"><td>{{.Combination}}</td><td>{{.Metric}}</td><td class="num">{{.A}}</td><td class="num">{{.B}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td class="v-{{.Verdict}}">{{.Verdict}}</td></tr>
+{{range $p.Rows}}<tr class="{{if .Fail}}row-fail{{end}}"><td>{{.Combination}}</td><td>{{.Metric}}</td><td class="num">{{.A}}</td><td class="num">{{.B}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Interval}}</td><td class="v-{{.Verdict}}">{{.VerdictText}}</td></tr>
 {{end}}</table>
 <p class="note">QPS intervals come from the gaps between consecutive completions (a bootstrap over 100–200 gaps per combination): they are wide (often ±40 %), so a QPS row fails only when the drop is both beyond the limit and clear of that noise; TTFT and E2E intervals are much tighter.</p>
 {{range $p.Combos}}{{if .Changed}}<div class="why"><h3>Where the time went: {{.Combination}}</h3>

@@ -174,7 +174,7 @@ var page = template.Must(template.New("functional").Funcs(template.FuncMap{
 }).Parse(`<h3>Functional</h3>
 {{if .Has}}
 <table><tr><th>suite</th><th>total</th><th>passed</th><th>failed</th><th>skipped</th><th>pass ratio</th></tr>
-{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}{{if .PassedAfterRetry}} ({{.PassedAfterRetry}} after retry){{end}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}</td><td class="num">{{ratio .PassRatio}}</td></tr>
+{{range .Suites}}<tr class="{{if .Failed}}row-fail{{else}}row-ok{{end}}"><td>{{.Suite}}</td><td class="num">{{.Total}}</td><td class="num">{{.Passed}}{{if .PassedAfterRetry}} ({{.PassedAfterRetry}} after retry){{end}}</td><td class="num">{{.Failed}}</td><td class="num">{{.Skipped}}{{if .Unsupported}} + {{.Unsupported}} unsupported{{end}}{{if .Cancelled}} + {{.Cancelled}} cancelled{{end}}</td><td class="num">{{ratio .PassRatio}}</td></tr>
 {{end}}</table>
 {{if .Failed}}<table class="failed-cases"><tr><th>case</th><th>suite</th><th>reason</th><th>request / response</th></tr>
 {{range .Failed}}<tr class="row-fail"><td>{{.CaseID}}</td><td>{{.Suite}}</td><td>{{or .Reason "—"}}</td><td>{{if .Request}}<pre>{{.Request}}</pre>{{end}}{{if .Response}}<pre>{{.Response}}</pre>{{end}}{{if not (or .Request .Response)}}—{{end}}</td></tr>
