@@ -3,6 +3,7 @@ package loadgen_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -149,8 +150,12 @@ func TestStallAfterFirstChunksIsIdleTimeout(t *testing.T) {
 	tgt := loadgen.Target{Endpoint: endpoint.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}}
 	p := loadgen.Profile{Timeout: time.Minute, IdleTimeout: 200 * time.Millisecond, NumRequests: []int{3}, Concurrency: []int{3}}
 	recs, sums, el, err := runBounded(t, tgt, p)
-	if err != nil {
-		t.Fatal(err)
+	// 三个请求都没有回答完：服务停止回答（ErrUnresponsive），这一行照样交回、标为不完整。
+	if !errors.Is(err, loadgen.ErrUnresponsive) {
+		t.Fatalf("err %v, want ErrUnresponsive", err)
+	}
+	if len(sums) != 1 || !sums[0].Incomplete {
+		t.Fatalf("rows %+v, want one incomplete row", sums)
 	}
 	if sums[0].Failed != 3 {
 		t.Fatalf("failed %d", sums[0].Failed)

@@ -39,6 +39,9 @@ const (
 	ErrClassCanceled    = "canceled"     // 运行被 ctx 取消
 	ErrClassBadResponse = "bad_response" // 响应体或流内事件不是可解析的 JSON，或 SSE 响应里根本没有 data 事件
 	ErrClassProtocol    = "protocol"     // JSON 合法但违反 vLLM/OpenAI 流协议（重复的 finish、finish 后的内容、[DONE] 后的事件……）
+	// ErrClassUnresponsive 是服务停止回答之后没有再发出（或发出后被取消）的请求：接连 unresponsiveAfter 个
+	// 请求以 timeout、idle_timeout 或 transport 结束、其间没有任何完成时，本组其余的请求都记为这一类（ErrUnresponsive）。
+	ErrClassUnresponsive = "unresponsive"
 )
 
 // Token 数来源（Record.TokenSource / Summary.TokenSource）。

@@ -32,6 +32,16 @@ var ErrInvalidTarget = errors.New("loadgen: invalid target")
 // 分片合并据此把缺失的分片记为 LossUnreachable。
 var ErrUnreachable = errors.New("loadgen: server unreachable")
 
+// ErrUnresponsive 表示服务在运行中途停止回答：接连 unresponsiveAfter 个请求以 timeout、idle_timeout
+// 或 transport 结束，其间没有任何请求完成（成功、4xx、5xx 都算完成，都会清零计数）。这时在途的请求被
+// 取消，本组没有结果的请求记为 ErrClassUnresponsive 的失败（每个计划的请求都有结局），这一行标为
+// 不完整（不会成为基线），后面的分组不再运行，Run 返回包装它的错误。没有它，一个死锁的服务让其余每个
+// 请求都等满自己的超时：出厂的 120 秒超时、并发 1 时一个 PR 分组要 30 多分钟。
+var ErrUnresponsive = errors.New("loadgen: server unresponsive")
+
+// unresponsiveAfter 是判定服务停止回答所需的、接连没有回答的请求数。一个慢请求（或一个超时）不会触发。
+const unresponsiveAfter = 3
+
 // runner 是一次 Run 的共享状态。除 obsMu 保护的部分外，运行期间只读。
 type runner struct {
 	t        Target
@@ -422,6 +432,58 @@ type groupRun struct {
 	// classMu 保护 classes：失败请求按 ErrorClass 计数（只在失败时加锁）
 	classMu sync.Mutex
 	classes map[string]int
+	// silent 是接连没有回答（timeout、idle_timeout、transport）的请求数，任何完成清零；到 unresponsiveAfter
+	// 时 tripped 置位并以 ErrUnresponsive 取消本组（只一次）。
+	silent  atomic.Int64
+	tripped atomic.Bool
+}
+
+// noAnswer 报告一个失败类别是否意味着服务没有回答：超时、流中途静默、连接层错误。HTTP 状态码、
+// 流内错误、截断等都是服务的回答，不计入。
+func noAnswer(class string) bool {
+	return class == ErrClassTimeout || class == ErrClassIdleTimeout || class == ErrClassTransport
+}
+
+// heard 按一个请求的结局更新"服务停止回答"的计数：没有回答时加一，到 unresponsiveAfter 时以
+// ErrUnresponsive 取消本组；有任何回答时清零。被取消的请求（运行或本组已取消）不算。
+func (gr *groupRun) heard(rec *Record) {
+	switch {
+	case rec.ErrorClass == ErrClassCanceled:
+	case noAnswer(rec.ErrorClass):
+		if n := gr.silent.Add(1); n >= unresponsiveAfter && gr.tripped.CompareAndSwap(false, true) && gr.cancel != nil {
+			gr.cancel(fmt.Errorf("%w since request %d of group %s: %d requests in a row got no answer (last: %s: %s)",
+				ErrUnresponsive, rec.Index, groupName(gr.g), n, rec.ErrorClass, rec.Error))
+		}
+	default:
+		gr.silent.Store(0)
+	}
+}
+
+// groupName 是分组的短名 "in128-out128-c8 round 1"，用在错误里。
+func groupName(g Group) string {
+	return fmt.Sprintf("in%d-out%d-c%d round %d", g.InputLength, g.OutputLength, g.Concurrency, g.Round)
+}
+
+// fillUnresponsive 把本组没有结局的请求（没发出的、发出后被取消的）记为 ErrClassUnresponsive 的失败，
+// 计入统计与失败分类：服务停止回答之后，每个计划的请求仍有一个结局，失败率如实是它们的比例。
+func (gr *groupRun) fillUnresponsive(slo SLO) {
+	missing := gr.total - int(gr.done.Load())
+	if missing <= 0 {
+		return
+	}
+	now := time.Now()
+	rec := &Record{Group: gr.g, OK: false, ErrorClass: ErrClassUnresponsive, Sent: now, Intended: now, TTFT: -1, TPOT: -1, FirstToSecond: -1, ClientLag: -1}
+	for range missing {
+		gr.shards[0].observe(rec, slo)
+	}
+	gr.done.Add(int64(missing))
+	gr.failed.Add(int64(missing))
+	gr.classMu.Lock()
+	if gr.classes == nil {
+		gr.classes = map[string]int{}
+	}
+	gr.classes[ErrClassUnresponsive] += missing
+	gr.classMu.Unlock()
 }
 
 // runGroup 执行一组：预热（仅第一轮）→ 抓取 /metrics → 施压 → 再抓取 → 汇总。
@@ -476,13 +538,19 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 		}
 	}
 	interrupted := derr != nil && ctx.Err() != nil
-	if derr != nil && (!interrupted || gr.done.Load() == 0) {
+	unresponsive := !interrupted && errors.Is(derr, ErrUnresponsive)
+	if derr != nil && !unresponsive && (!interrupted || gr.done.Load() == 0) {
 		return Summary{}, derr
+	}
+	if unresponsive {
+		// 服务停止回答：其余请求记为 unresponsive 的失败，行照样写出（标为不完整），不再等一个不回答的
+		// 服务的 /metrics 静下来。
+		gr.fillUnresponsive(r.slo)
 	}
 	// 被中断的组保留已测部分：汇总中断前完成的请求并标为不完整，仍交给接收方写出。
 	tot := gr.shards.total()
 	var after *servermetrics.Snapshot
-	if !interrupted {
+	if !interrupted && !unresponsive {
 		after = r.scraper.Settled(ctx, r.base, r.served.Load())
 	}
 	s := r.summary(g)
@@ -492,7 +560,7 @@ func (r *runner) runGroup(ctx context.Context, g Group, n, initC int, first bool
 	applyServer(&s, before, after)
 	r.applyWorkload(&s, gr, before, after, peak.Finish(after))
 	s.Phases = phaseBreakdown(tot, before, after, peak)
-	s.Incomplete = interrupted
+	s.Incomplete = interrupted || unresponsive
 	if len(gr.classes) > 0 {
 		s.FailureClasses = gr.classes
 	}
@@ -796,6 +864,7 @@ func (r *runner) exchangeAndRecord(ctx context.Context, gr *groupRun, x *exchang
 	if rec.OK {
 		r.served.Add(1)
 	}
+	gr.heard(rec)
 	if rec.PromptTokens == 0 && rec.OK {
 		rec.PromptTokens = tokens
 	}

@@ -147,6 +147,13 @@ func (d *driver) perf(ctx context.Context, p *matrix.ScenarioPlan, ep deploy.End
 		if ctx.Err() != nil {
 			break
 		}
+		if errors.Is(runErr, loadgen.ErrUnresponsive) {
+			// 服务在运行中途停止回答：其余档位不再各等一遍超时，逐个写明没有运行、为什么。
+			for _, rest := range p.Perf.Profiles[i+1:] {
+				errs = append(errs, fmt.Errorf("profile %s not run: the server stopped answering during profile %s", rest.Name, np.Name))
+			}
+			break
+		}
 	}
 	return errors.Join(errs...)
 }
