@@ -148,6 +148,7 @@ func TestProfEveryOption(t *testing.T) {
 		"kube-cpu":                 {value: "2", get: func(o *options) any { return o.shard.cpu }, want: "2"},
 		"kube-memory":              {value: "4Gi", get: func(o *options) any { return o.shard.memory }, want: "4Gi"},
 		"kube-spread":              {value: "true", get: func(o *options) any { return o.shard.spread }, want: true},
+		"kube-start-delay":         {value: "5s", get: func(o *options) any { return o.shard.startDelay }, want: 5 * time.Second},
 	}
 	// 真实负载的选项：轨迹类需要 -dt 与 -i 指向一个轨迹文件。
 	tr := writeTrace(t)

@@ -87,7 +87,8 @@ func TestKubeShardsWriteRequestCSV(t *testing.T) {
 			c.SetPodLog(t, log.String())
 			dir := t.TempDir()
 			var stderr bytes.Buffer
-			args := append([]string{"prof", "--kube-shards", "2", "--kube-image", "cibench/bench:test", "-s", dir}, kubeProfile...)
+			// 假集群（kwok）的 Pod 立即"运行"：不需要默认 60 秒的开始提前量（每组一个 Job，曾让这个测试等上 4 分钟）。
+			args := append([]string{"prof", "--kube-shards", "2", "--kube-image", "cibench/bench:test", "--kube-start-delay", "2s", "-s", dir}, kubeProfile...)
 			if err := run(args, &stderr); err != nil {
 				t.Fatalf("--kube-shards: %v\n%s", err, stderr.String())
 			}

@@ -269,6 +269,8 @@ func shardDefs() []*optDef {
 		{long: "kube-shards", kind: kInt, def: "0", min: 0, max: loadgen.MaxShards,
 			help: "run N shards as Kubernetes Indexed Jobs, one Job per group in turn (needs --kube-image), and merge their results", setInt: func(o *options, v int) { o.shard.kube = v }},
 		{long: "kube-image", kind: kString, help: "image with this bench program for --kube-shards", setStr: func(o *options, v string) error { o.shard.image = v; return nil }},
+		{long: "kube-start-delay", kind: kDuration, def: "60s", help: "--kube-shards: time from creating each Job to the shards' shared start (covers image pull, scheduling and warm-up)",
+			setDur: func(o *options, v time.Duration) { o.shard.startDelay = v }},
 		{long: "kube-namespace", kind: kString, def: "default", help: "namespace of the shard Job", setStr: func(o *options, v string) error { o.shard.namespace = v; return nil }},
 		{long: "kube-cpu", kind: kString, help: "CPU request and limit of each shard pod (e.g. 2)", setStr: func(o *options, v string) error { o.shard.cpu = v; return nil }},
 		{long: "kube-memory", kind: kString, help: "memory request and limit of each shard pod (e.g. 4Gi)", setStr: func(o *options, v string) error { o.shard.memory = v; return nil }},

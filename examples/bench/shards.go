@@ -31,6 +31,8 @@ type shardOptions struct {
 	records                   string // --shard-records：本分片的逐请求记录（JSON Lines）写到这里
 	image, namespace, cpu     string
 	memory                    string
+	// startDelay 是 --kube-start-delay：从创建 Job 到约定开始时刻的提前量（kubejob.ShardJob.StartDelay）。
+	startDelay time.Duration
 }
 
 // setStart 解析 --shard-start（RFC 3339）。
@@ -575,7 +577,7 @@ func runKubeShards(ctx context.Context, o *options, args []string, tmp string, s
 	}
 	job := kubejob.ShardJob{Namespace: o.shard.namespace, Image: o.shard.image,
 		Shards: o.shard.kube, Groups: loadgen.GroupCount(o.p.WithDefaults()), CPU: o.shard.cpu, Memory: o.shard.memory, SpreadShards: o.shard.spread,
-		RecordsDir: tmp}
+		RecordsDir: tmp, StartDelay: o.shard.startDelay}
 	if o.provider != "" {
 		prov, _, err := resolveProvider(ctx, o)
 		if err != nil {
