@@ -2,7 +2,6 @@ package perfreport
 
 import (
 	"encoding/json"
-	"sort"
 	"strconv"
 
 	"github.com/vllm-cibench/cibench/gate"
@@ -151,12 +150,4 @@ func rowBackend(sc report.Scenario, r loadgen.Summary) string {
 	return sc.Backend
 }
 
-// median 返回 xs 的中位数（偶数个取中间两者均值）；会重排 xs。
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
-}
+
