@@ -149,5 +149,3 @@ func rowBackend(sc report.Scenario, r loadgen.Summary) string {
 	}
 	return sc.Backend
 }
-
-
