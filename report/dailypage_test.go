@@ -3,7 +3,6 @@ package report_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -85,13 +84,7 @@ func micros(xs []int64) []float64 {
 // 的报告，做与红色 PR 页相同的检查：结论在先、没有重复的文字块、没有落在区间外的数、每张图的基线
 // 可分辨，且每张比较图都画了基线。
 func TestDailyPageInChromium(t *testing.T) {
-	bin, err := pagecheck.Lookup()
-	if errors.Is(err, pagecheck.ErrNoChromium) {
-		if os.Getenv("CIBENCH_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	bin := chromiumPath(t)
 	res := dailyResult(t, 1.3)
 	var buf bytes.Buffer
 	if err := report.WriteHTML(&buf, res, renderers()...); err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vllm-cibench/cibench/gate"
+	"github.com/vllm-cibench/cibench/internal/pagecheck"
 	"io"
 	"os"
 	"os/exec"
@@ -282,22 +283,18 @@ func TestHTMLContent(t *testing.T) {
 	}
 }
 
-// chromiumPath 返回无头浏览器路径：CIBENCH_CHROMIUM 优先，其次 PATH 上的
-// chromium / chromium-browser / google-chrome。
+// chromiumPath 返回无头浏览器路径（pagecheck.Lookup：CIBENCH_CHROMIUM，其次 PATH 上的 chromium 等）；
+// 找不到时跳过，CIBENCH_REQUIRE_INTEGRATION=1 时失败。
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("CIBENCH_CHROMIUM"); p != "" {
+	p, err := pagecheck.Lookup()
+	if err == nil {
 		return p
 	}
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
 	if os.Getenv("CIBENCH_REQUIRE_INTEGRATION") == "1" {
-		t.Fatal("chromium not found (run scripts/setup.d/40-chromium.sh) and CIBENCH_REQUIRE_INTEGRATION=1")
+		t.Fatalf("%v and CIBENCH_REQUIRE_INTEGRATION=1", err)
 	}
-	t.Skip("chromium not found on PATH; set CIBENCH_CHROMIUM or run scripts/setup.d/40-chromium.sh")
+	t.Skip(err)
 	return ""
 }
 

@@ -19,22 +19,7 @@ import (
 // copyConfigs 把仓库自带的 configs/ 复制到 dst（测试改其中的场景文件，不动仓库）。
 func copyConfigs(t *testing.T, dst string) {
 	t.Helper()
-	src := "../../configs"
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS("../../configs")); err != nil {
 		t.Fatal(err)
 	}
 }
