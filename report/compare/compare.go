@@ -225,26 +225,11 @@ func Runs(ctx context.Context, a, b report.Result, opt Options) (*Comparison, er
 // Summary 是比较的一句总结："3 of 9 combinations failed (pair 1: …)"：一个组合有任何一项指标越过
 // 门禁阈值就算失败。
 func (c *Comparison) Summary() string {
-	type combo struct {
-		pair int
-		name string
-	}
-	all, failed := map[combo]bool{}, map[combo]bool{}
-	var firstFail []string
-	for _, r := range c.Rows {
-		k := combo{r.Pair, r.Combination}
-		all[k] = true
-		if r.Verdict == gate.VerdictFail && !failed[k] {
-			failed[k] = true
-			if len(firstFail) < 3 {
-				firstFail = append(firstFail, r.Combination)
-			}
-		}
-	}
-	s := fmt.Sprintf("%d of %d combinations failed", len(failed), len(all))
+	failed, total := c.combos()
+	s := fmt.Sprintf("%d of %d combinations failed", len(failed), total)
 	if len(failed) > 0 {
-		s += ": " + strings.Join(firstFail, ", ")
-		if len(failed) > len(firstFail) {
+		s += ": " + strings.Join(failed[:min(3, len(failed))], ", ")
+		if len(failed) > 3 {
 			s += ", …"
 		}
 	}
@@ -257,25 +242,27 @@ func (c *Comparison) Summary() string {
 func (c *Comparison) Headline() string {
 	for _, r := range c.Rows {
 		if r.Verdict == gate.VerdictFail {
-			n, total := c.counts()
-			return fmt.Sprintf("FAIL %d of %d combinations failed — %s", n, total, report.Headline(r.Gate()))
+			failed, total := c.combos()
+			return fmt.Sprintf("FAIL %d of %d combinations failed — %s", len(failed), total, report.Headline(r.Gate()))
 		}
 	}
-	_, total := c.counts()
+	_, total := c.combos()
 	return fmt.Sprintf("PASS 0 of %d combinations failed", total)
 }
 
-// counts 返回失败的组合数与组合总数（一个组合有任何一项指标失败就算失败）。
-func (c *Comparison) counts() (failed, total int) {
+// combos 返回失败的组合名（按行的顺序，每个一次）与组合总数：一个组合有任何一项指标失败就算失败。
+// Summary 与 Headline 共用这一个数法。
+func (c *Comparison) combos() (failed []string, total int) {
 	all, bad := map[[2]string]bool{}, map[[2]string]bool{}
 	for _, r := range c.Rows {
 		k := [2]string{strconv.Itoa(r.Pair), r.Combination}
 		all[k] = true
-		if r.Verdict == gate.VerdictFail {
+		if r.Verdict == gate.VerdictFail && !bad[k] {
 			bad[k] = true
+			failed = append(failed, r.Combination)
 		}
 	}
-	return len(bad), len(all)
+	return failed, len(all)
 }
 
 // pairUp 返回配对的场景下标 (A, B)：先按 m（B → A），再同名，最后两侧各只有一个场景时配对。
