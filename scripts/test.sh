@@ -45,11 +45,7 @@ fi
 # 各安装步骤仍按顺序执行：apt 不能并行。
 kube_bg=""
 kube_log="$CIBENCH_CACHE/kube-setup.log"
-kube_ready() {
-	for b in etcd kwok kube-apiserver kube-controller-manager; do
-		[ -x "$CIBENCH_CACHE/bin/$b" ] || return 1
-	done
-}
+kube_ready() { scripts/setup.d/30-kube.sh --check; }
 setup_start=$(date +%s)
 for s in scripts/setup.d/*.sh; do
 	[ "${CIBENCH_SKIP_SETUP:-0}" = 1 ] && break

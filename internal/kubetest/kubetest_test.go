@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,60 @@ func TestWaitForKeepsLastState(t *testing.T) {
 	})
 	if !errors.Is(err, context.DeadlineExceeded) || err.Error() != "context deadline exceeded (last: Ready=False KubeletNotReady)" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestWatchProgressEtcd 核对 etcd 版本门槛：Debian 12 的 3.4.23 不够，3.4.31、3.5.13、3.6.x 够；
+// 读不出版本的输出不算够。
+func TestWatchProgressEtcd(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		v    string
+		want bool
+	}{
+		{"etcd Version: 3.4.23\nGit SHA: Not provided\n", "3.4.23", false},
+		{"etcd Version: 3.4.31\n", "3.4.31", true},
+		{"etcd Version: 3.5.12\n", "3.5.12", false},
+		{"etcd Version: 3.5.13\n", "3.5.13", true},
+		{"etcd Version: 3.6.8\nGit SHA: Not provided (use ./build instead of go build)\nGo Version: go1.26.8\n", "3.6.8", true},
+		{"etcd Version: 3.7.0-alpha.0\n", "3.7.0-alpha.0", true},
+		{"etcd Version: 4.0.0\n", "4.0.0", true},
+		{"etcd Version: 2.3.8\n", "2.3.8", false},
+		{"etcd Version: 3.6\n", "3.6", false},
+		{"etcd Version: x.y.z\n", "x.y.z", false},
+		{"something else\n", "unknown", false},
+	} {
+		v, ok := watchProgressEtcd(tc.out)
+		if v != tc.v || ok != tc.want {
+			t.Errorf("watchProgressEtcd(%q) = %q, %v; want %q, %v", tc.out, v, ok, tc.v, tc.want)
+		}
+	}
+}
+
+// TestCheckBinariesRejectsOldEtcd：找到的 etcd 是 3.4.23（Debian 12 的版本）时，checkBinaries 在启动
+// 任何组件之前给出点名版本与路径的原因；换成报告 3.6.8 的 etcd 则没有原因。
+func TestCheckBinariesRejectsOldEtcd(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, script string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range binaries {
+		write(name, "#!/bin/sh\nexit 0\n")
+	}
+	write("etcd", "#!/bin/sh\necho 'etcd Version: 3.4.23'\necho 'Git SHA: Not provided'\n")
+	t.Setenv("CIBENCH_KUBE_BIN_DIR", dir)
+	paths, msg := checkBinaries()
+	if len(paths) != len(binaries) || !strings.Contains(msg, "etcd 3.4.23 at "+filepath.Join(dir, "etcd")+" lacks RequestWatchProgress") {
+		t.Fatalf("checkBinaries = %v, %q; want every path and a reason naming etcd 3.4.23 and its path", paths, msg)
+	}
+	write("etcd", "#!/bin/sh\necho 'etcd Version: 3.6.8'\n")
+	if _, msg := checkBinaries(); msg != "" {
+		t.Fatalf("etcd 3.6.8: %q, want no reason", msg)
+	}
+	write("etcd", "#!/bin/sh\nexit 3\n")
+	if _, msg := checkBinaries(); !strings.Contains(msg, "--version: exit status 3") {
+		t.Fatalf("a failing etcd: %q, want its --version error", msg)
 	}
 }

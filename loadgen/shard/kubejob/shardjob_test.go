@@ -372,8 +372,8 @@ func perGroupJobs(t *testing.T, c *kubetest.Cluster, ns, name string, lines [][2
 	c.SetPodLog(t, buf.String())
 
 	var logs syncBuffer
-	// Timeout 4 分钟：在两个忙循环占满两核时，一个 Job 从创建到 job-controller 标记完成测得 7.6 秒到
-	// 1 分 44 秒（kwok 与 job-controller 的 watch 在 etcd 3.4 上会断开重列），2 分钟的界太紧。
+	// Timeout 4 分钟只是上界：etcd 3.6 上一个 Job 从创建到完成约 1 秒。曾用 Debian 的 etcd 3.4 时，kwok 的
+	// watch list 被拒、反射器退避重列，在两个忙循环占满两核时测得 7.6 秒到 1 分 44 秒（见 docs/deploy.md）。
 	job := kubejob.ShardJob{RESTConfig: c.RESTConfig, Namespace: ns, Name: name, Image: "cibench/bench:test", Args: []string{"prof", "--shard-from-env"},
 		Shards: 2, Groups: 2, StartDelay: time.Second, Timeout: 4 * time.Minute, DeleteTimeout: 90 * time.Second, PollInterval: 200 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))}
