@@ -14,6 +14,43 @@ export CIBENCH_CACHE="${CIBENCH_CACHE:-$HOME/.cache/cibench}"
 mkdir -p "$CIBENCH_CACHE/bin"
 
 min_cover="${CIBENCH_MIN_COVERAGE:-85}"
+
+# 时间花在哪里：phase NAME 结束上一段、开始名为 NAME 的一段；脚本结束时（成功或失败）打印每段的秒数
+# 与最慢的测试包（见 report_time）。
+run_start=$(date +%s)
+phase_names=() phase_secs=()
+phase_name="" phase_start=$run_start
+phase() {
+	local now
+	now=$(date +%s)
+	if [ -n "$phase_name" ]; then
+		phase_names+=("$phase_name")
+		phase_secs+=($((now - phase_start)))
+	fi
+	phase_name="$1" phase_start=$now
+	[ -z "$1" ] || echo "==> $1"
+}
+# report_time 在退出时打印：每段的秒数、后台的 kube 构建（冷启动时）与最慢的 12 个测试包
+# （go test 每包一行的耗时：包的测试二进制从开始到结束的墙钟，与别的包并行时含等待 CPU 的时间）。
+work=""
+report_time() {
+	phase ""
+	echo
+	echo "==> where the time went ($(( $(date +%s) - run_start ))s in all)"
+	local i
+	for i in "${!phase_names[@]}"; do
+		printf '  %6ss  %s\n' "${phase_secs[$i]}" "${phase_names[$i]}"
+	done
+	if [ -n "$kube_bg" ] && [ -f "$kube_log" ]; then
+		sed -n 's/^\[30-kube\] built \(.*\) in \([0-9]*\)s$/  (background: built \1 in \2s)/p' "$kube_log"
+	fi
+	if [ -n "$work" ] && [ -s "$work/test.log" ]; then
+		echo "  slowest test packages (seconds):"
+		grep -E '^(ok|FAIL)[[:space:]]+[^[:space:]]+[[:space:]]+[0-9.]+s' "$work/test.log" |
+			awk '{ t = $3; sub(/s$/, "", t); printf "  %8.1f  %s\n", t, $2 }' | sort -rn | head -n 12
+	fi
+}
+trap 'report_time; [ -z "$work" ] || rm -rf "$work"' EXIT
 # 本仓库是几个模块（go.work 把它们连成一个工作区）：根模块 github.com/vllm-cibench/cibench 不依赖
 # Kubernetes；deploy/kube、loadgen/shard/kubejob、internal/kubetest、examples/ci、examples/bench 各是一个模块。
 # 工作区里根目录的 ./... 不含嵌套模块，所以包模式是每个本仓库模块的 ./<目录>/...（团队示例模块
@@ -46,7 +83,6 @@ fi
 kube_bg=""
 kube_log="$CIBENCH_CACHE/kube-setup.log"
 kube_ready() { scripts/setup.d/30-kube.sh --check; }
-setup_start=$(date +%s)
 for s in scripts/setup.d/*.sh; do
 	[ "${CIBENCH_SKIP_SETUP:-0}" = 1 ] && break
 	[ -e "$s" ] || continue
@@ -58,17 +94,14 @@ for s in scripts/setup.d/*.sh; do
 		kube_bg=pending
 		continue
 	fi
-	step_start=$(date +%s)
-	echo "==> setup: $s"
+	phase "setup: $s"
 	"$s"
-	echo "==> setup: $s took $(( $(date +%s) - step_start ))s"
 done
 if [ "$kube_bg" = pending ]; then
 	echo "==> setup: scripts/setup.d/30-kube.sh in the background (cold: building the control plane; log $kube_log)"
 	scripts/setup.d/30-kube.sh >"$kube_log" 2>&1 &
 	kube_bg=$!
 fi
-echo "==> setup took $(( $(date +%s) - setup_start ))s (excluding a background kube build)"
 
 export PATH="$CIBENCH_CACHE/bin:$(go env GOPATH)/bin:$PATH"
 export CIBENCH_REQUIRE_INTEGRATION=1
@@ -77,7 +110,7 @@ export CIBENCH_REQUIRE_INTEGRATION=1
 # （examples/ci/ci 124 MB、examples/bench/bench 70 MB，在 24083dd 进入主线），之后每重新构建一次再提交，
 # 提交就多出上百 MB（一次提交因此整个被拒）。这两个历史遗留文件只允许保持落地时的内容（删除它们留给单独
 # 的一次提交）；其余任何超过 1 MiB 的文件都让 CI 失败。
-echo "==> tracked files (no build output, nothing over 1 MiB)"
+phase "tracked files (no build output, nothing over 1 MiB)"
 legacy="5557879f45b4f1001bdd47169f2d39484f737fde examples/ci/ci
 133799bc51cfbc33af56a8b952986573c4f100f1 examples/bench/bench"
 bad_files="$(git ls-files -s | sed -E 's/^[0-7]+ ([0-9a-f]+) [0-9]+\t/\1 /' |
@@ -92,7 +125,7 @@ if [ -n "$bad_files" ]; then
 	exit 1
 fi
 
-echo "==> gofmt"
+phase "gofmt"
 unformatted="$(gofmt -l .)"
 if [ -n "$unformatted" ]; then
 	echo "gofmt: these files need 'gofmt -w':"
@@ -100,7 +133,7 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
-echo "==> modules: ${mods[*]}"
+phase "modules tidy and compile: ${mods[*]}"
 # 每个模块单独（GOWORK=off，即导入它的人看到的样子）也必须自洽：go.mod/go.sum 是整理过的、能构建。
 # go 指令是仍受支持的最老发布线（1.26.0，没有补丁下限）：go vet 的 stdversion 检查与编译器的 -lang
 # 都按这个版本检查，用了更新的标准库 API 就会在下面的 vet 里报出（pipeline 的 TestRootModuleRequiresNoKubernetes
@@ -116,15 +149,15 @@ for m in "${mods[@]}" examples/team examples/operator; do
 	(cd "$m" && GOWORK=off go list -export -f '{{.ImportPath}}' ./... >/dev/null)
 done
 
-echo "==> go vet"
+phase "go vet"
 go vet "${pkgs[@]}"
 
-echo "==> staticcheck"
+phase "staticcheck"
 staticcheck "${pkgs[@]}"
 
 # 导出 API 的每一处变化都必须记在 api/next.txt 里（pipeline 包文档的兼容性承诺）；
 # 文档里的 Go 片段由 internal/doccheck 的测试在下面的 go test 中编译检查。
-echo "==> API compatibility (scripts/apicheck.sh)"
+phase "API compatibility (scripts/apicheck.sh)"
 scripts/apicheck.sh
 
 # 跨平台构建：除 deploy.Local（需要进程组）外，每个包都要能在 Windows 与 macOS 上编译，
@@ -132,7 +165,7 @@ scripts/apicheck.sh
 # 产物直接丢弃，所以不让编译器生成 DWARF（-dwarf=false 在 k8s 依赖上省约 13% 编译 CPU，见 docs/deploy.md）。
 # 同样只编译不链接。macOS 覆盖每个模块；Windows 只编译不依赖 Kubernetes 的模块：client-go 树在第二个非 Linux
 # 平台上再编译一遍，冷启动时约占这一步的一半（两分钟），而它的平台相关代码 macOS 已经编译过一遍。
-echo "==> cross-OS build (darwin: every module; windows: modules without Kubernetes)"
+phase "cross-OS build (darwin: every module; windows: modules without Kubernetes)"
 plain_pkgs=() kube_pkgs=()
 for m in "${mods[@]}"; do
 	pat="./$m/..."
@@ -142,9 +175,7 @@ done
 GOOS=darwin GOARCH=amd64 go list -export -gcflags=all=-dwarf=false -f '{{.ImportPath}}' "${all_pkgs[@]}" >/dev/null
 GOOS=windows GOARCH=amd64 go list -export -gcflags=all=-dwarf=false -f '{{.ImportPath}}' "${plain_pkgs[@]}" >/dev/null
 
-echo "==> go test -race -cover"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 : >"$work/test.log"
 # gotest 运行一次 go test（-race、覆盖率），输出追加到 test.log；返回 go test 的退出码。
 gotest() {
@@ -158,18 +189,20 @@ gotest() {
 # 同时运行的测试二进制数：核数 + 1。大部分慢测试在等控制器、定时器与服务（kwok 的 Job、前台删除、
 # 模拟器的注入时延），多一个并行的包让这些等待与 CPU 密集的包重叠；CIBENCH_TEST_P 可改。
 test_p="${CIBENCH_TEST_P:-$(( $(nproc) + 1 ))}"
-test_start=$(date +%s)
 test_status=0
+[ -n "$kube_bg" ] || phase "go test -race -cover"
 if [ -n "$kube_bg" ]; then
 	# 冷启动：先测不依赖 Kubernetes 的模块（与后台构建并行），再等构建完成测其余模块。
+	phase "go test -race -cover (modules without Kubernetes, beside the background kube build)"
 	gotest plain "${plain_pkgs[@]}" || test_status=$?
-	echo "==> waiting for the background kube build ($(( $(date +%s) - test_start ))s into the tests)"
+	phase "waiting for the background kube build"
 	if ! wait "$kube_bg"; then
 		cat "$kube_log"
 		echo "FAIL: scripts/setup.d/30-kube.sh failed (log above)"
 		exit 1
 	fi
 	tail -n 3 "$kube_log"
+	phase "go test -race -cover (Kubernetes modules)"
 	gotest kube "${kube_pkgs[@]}" || test_status=$?
 elif [ -n "${CIBENCH_TEST_PKGS:-}" ]; then
 	gotest all "${pkgs[@]}" || test_status=$?
@@ -177,7 +210,7 @@ else
 	# Kubernetes 模块排在前面：它们最长的测试大多在等控制面，先开始，让别的包在这段时间里用 CPU。
 	gotest all "${kube_pkgs[@]}" "${plain_pkgs[@]}" || test_status=$?
 fi
-echo "==> go test took $(( $(date +%s) - test_start ))s"
+phase "coverage table"
 
 # 覆盖率表：从 go test 的每包输出中取 "coverage: N% of statements"（相对路径按仓库根算，嵌套模块的
 # 模块路径也以 $module 开头）。

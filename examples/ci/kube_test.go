@@ -225,8 +225,10 @@ func TestKubeFailedDeployArchives(t *testing.T) {
 	}
 
 	t.Run("never-healthy", func(t *testing.T) {
-		// 健康超时 60 秒：负载高时两个副本 Ready 就曾用去 30 秒以上，超时要落在等 /health 的阶段。
-		fsys, root := setup(t, "60s")
+		// 部署超时 20 秒，要落在等 /health 的阶段（两个副本已 Running，归档里才有它们的日志与描述）。
+		// etcd 3.6 上两个副本约 1 秒 Ready；曾用 Debian 的 etcd 3.4 时 kwok 的反射器退避重列，负载高时
+		// Ready 就用去 30 秒以上，那时这里是 60 秒。
+		fsys, root := setup(t, "20s")
 		o := options(t, fsys, runtype.PR, root)
 		out, err := pipeline.Run(context.Background(), o)
 		if err != nil || out.ExitCode != gate.ExitGateFailed {
