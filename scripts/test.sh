@@ -50,7 +50,8 @@ report_time() {
 			awk '{ t = $3; sub(/s$/, "", t); printf "  %8.1f  %s\n", t, $2 }' | sort -rn | head -n 12
 	fi
 }
-trap 'report_time; [ -z "$work" ] || rm -rf "$work"' EXIT
+versions=""
+trap 'report_time; [ -z "$work" ] || rm -rf "$work"; [ -z "$versions" ] || rm -rf "$versions"' EXIT
 # 本仓库是几个模块（go.work 把它们连成一个工作区）：根模块 github.com/vllm-cibench/cibench 不依赖
 # Kubernetes；deploy/kube、loadgen/shard/kubejob、internal/kubetest、examples/ci、examples/bench 各是一个模块。
 # 工作区里根目录的 ./... 不含嵌套模块，所以包模式是每个本仓库模块的 ./<目录>/...（团队示例模块
@@ -134,6 +135,7 @@ if [ -n "$unformatted" ]; then
 fi
 
 phase "modules tidy and compile: ${mods[*]}"
+versions="$(mktemp -d)"
 # 每个模块单独（GOWORK=off，即导入它的人看到的样子）也必须自洽：go.mod/go.sum 是整理过的、能构建。
 # go 指令是仍受支持的最老发布线（1.26.0，没有补丁下限）：go vet 的 stdversion 检查与编译器的 -lang
 # 都按这个版本检查，用了更新的标准库 API 就会在下面的 vet 里报出（pipeline 的 TestRootModuleRequiresNoKubernetes
@@ -146,8 +148,26 @@ for m in "${mods[@]}" examples/team examples/operator; do
 	fi
 	# 只编译、不链接（go list -export 为每个包生成导出数据；编译错误照样让它失败）：链接 main 包的可执行文件
 	# 对"能否构建"没有多说什么，却在热缓存时占了这一步的大部分时间（34 秒 → 3 秒）。
-	(cd "$m" && GOWORK=off go list -export -f '{{.ImportPath}}' ./... >/dev/null)
+	#
+	# 同时记下它单独构建时用到的每个第三方模块的版本（-deps 列出依赖；编译本来就包括它们）。
+	fmt='{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}'
+	case " ${mods[*]} " in
+	*" $m "*) (cd "$m" && GOWORK=off go list -export -deps -f "$fmt" ./...) | grep -v "^$module[/ ]" | sort -u | sed "s|^|$m |" >>"$versions/alone" ;;
+	*) (cd "$m" && GOWORK=off go list -export -f '{{.ImportPath}}' ./... >/dev/null) ;;
+	esac
 done
+# 每个模块单独构建时与工作区（vet、staticcheck、跨平台构建与 go test 用的）必须选中同样的依赖版本：
+# 否则冷启动时两套版本各编一遍——scripts/apicheck 曾要求较新的 golang.org/x/tools，把工作区的
+# golang.org/x/sys 抬到 v0.49.0（各模块单独是 v0.48.0），client-go 以上整棵树因此多编一遍。
+(go list -deps -f "$fmt" "${all_pkgs[@]}") | grep -v "^$module[/ ]" | sort -u >"$versions/workspace"
+skew="$(awk 'NR == FNR { ws[$1] = $2; next } ($2 in ws) && ws[$2] != $3 {
+	printf "  module %s alone builds %s %s; the workspace builds %s\n", $1, $2, $3, ws[$2] }' "$versions/workspace" "$versions/alone")"
+if [ -n "$skew" ]; then
+	echo "FAIL: modules build different dependency versions alone and in the workspace (a cold run compiles both):"
+	echo "$skew"
+	echo "Align the requirements (the module that asks for the newer version, or the others' go.mod) so both select one version."
+	exit 1
+fi
 
 phase "go vet"
 go vet "${pkgs[@]}"
