@@ -2,7 +2,7 @@
 # 30-kube.sh 为 deploy/kube 的集成测试准备一个真实的 Kubernetes 控制面：
 #   - etcd、kube-apiserver、kube-controller-manager（从 k8s.io/kubernetes 的模块图构建，etcd 取
 #     Kubernetes 自己钉住的 go.etcd.io/etcd/server/v3 版本）
-#   - kwok           （go install，无需 kubelet 即可把节点与 Pod 标成 Running）
+#   - kwok（无需 kubelet 即可把节点与 Pod 标成 Running），在同一个模块里构建
 # 测试只用这四个程序：internal/kubetest 自己绑定 Pod（不需要 kube-scheduler），kwok 代替 kubelet。
 # 产物全部放在仓库之外的 ${CIBENCH_CACHE:-$HOME/.cache/cibench}/bin；版本相符则跳过。
 # 幂等：重复运行只做检查。只需要 Go。
@@ -13,8 +13,11 @@
 # （同一控制面上连续 6 个 Job）；换成 3.6.8 后 8 个 Job 每个都是 1.0 到 1.2 秒。
 #
 # 冷构建是整个测试最贵的一步，所以：
-#   - 三个程序在同一次 go build 里构建：一张动作图，共享包（gRPC、etcd 客户端、Prometheus……）只编一次，
-#     链接并行（不依赖两次调用之间的构建缓存）；
+#   - 四个程序在同一个模块、同一次 go build 里构建：一张动作图，共享包（k8s.io/api、apimachinery、
+#     client-go、apiserver、gRPC、etcd 客户端、Prometheus……）只编一次，链接并行。kwok 以前单独
+#     go install（它的 go.mod 要 k8s.io/* v0.36.1），整棵 Kubernetes 客户端树因此多编一遍；放进来以后
+#     k8s.io/* 统一到 v0.36.3，代价是 MVS 把 gRPC 从 1.79.3 升到 1.81.1、OpenTelemetry 到 1.44（kwok 的要求），
+#     三个控制面程序随之用这两个版本——deploy/kube 与 kubejob 的集成测试在这样构建的控制面上通过；
 #   - -trimpath、-ldflags="-s -w"（不写符号表与 DWARF）、-gcflags=all=-dwarf=false（编译器也不
 #     生成 DWARF：省编译 CPU 与缓存 I/O，二进制行为不变，只是不能单步调试）；不加 -race。
 # 冷构建的 CPU 与墙钟时间见 docs/deploy.md"测试：真实控制面"。
@@ -41,26 +44,18 @@ log() { echo "[30-kube] $*"; }
 have() { # have NAME WANT：NAME 存在、可执行、不是符号链接，且 --version 的输出含 WANT
   [ -x "$BIN/$1" ] && [ ! -L "$BIN/$1" ] && "$BIN/$1" --version 2>/dev/null | grep -qF "$2"
 }
-# control_plane_ready：etcd、kube-apiserver、kube-controller-manager 都是想要的版本。
+# control_plane_ready：etcd、kube-apiserver、kube-controller-manager 与 kwok 都是想要的版本。
 control_plane_ready() {
   have etcd "Version: ${ETCD_VERSION#v}" && have kube-apiserver "Kubernetes $K8S_VERSION" &&
-    have kube-controller-manager "Kubernetes $K8S_VERSION"
+    have kube-controller-manager "Kubernetes $K8S_VERSION" && have kwok "kwok version $KWOK_VERSION"
 }
 # --check：只报告是否已全部就绪（退出码 0/1），什么也不装；scripts/test.sh 用它决定要不要放到后台构建。
 if [ "${1:-}" = --check ]; then
-  [ -x "$BIN/kwok" ] && control_plane_ready
+  control_plane_ready
   exit
 fi
 
-# 1. kwok
-if [ ! -x "$BIN/kwok" ]; then
-  log "go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  GOBIN="$BIN" nice -n "$NICE" go install -trimpath -ldflags="-s -w" -gcflags=all=-dwarf=false "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-else
-  log "kwok present"
-fi
-
-# 2. etcd + kube-apiserver + kube-controller-manager
+# etcd + kube-apiserver + kube-controller-manager + kwok
 if ! control_plane_ready; then
   MOD="$CACHE/kube-build"
   mkdir -p "$MOD"
@@ -74,7 +69,10 @@ if ! control_plane_ready; then
     echo
     echo "go $(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/')"
     echo
-    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo "require ("
+    echo "	k8s.io/kubernetes $K8S_VERSION"
+    echo "	sigs.k8s.io/kwok $KWOK_VERSION"
+    echo ")"
     echo
     echo "replace ("
     sed -n '/^replace (/,/^)/p' "$GOMODFILE" | grep '=> ./staging/src/' |
@@ -84,12 +82,13 @@ if ! control_plane_ready; then
   cat > "$MOD/tools.go" <<'GO'
 //go:build tools
 
-// Package tools 只为让 go mod tidy 保留两个 Kubernetes 命令的依赖。
+// Package tools 只为让 go mod tidy 保留这三个命令的依赖。
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "sigs.k8s.io/kwok/cmd/kwok"
 )
 GO
   # etcd 的 main 与上游 etcd 仓库根目录的 main.go 相同：整个服务端在 etcdmain 里。
@@ -114,7 +113,7 @@ GO
     echo "[30-kube] kubernetes $K8S_VERSION resolves go.etcd.io/etcd/server/v3 $got_etcd, not $ETCD_VERSION: set CIBENCH_ETCD_VERSION=$got_etcd (or update ETCD_VERSION in $0)" >&2
     exit 1
   fi
-  log "building etcd $ETCD_VERSION, kube-apiserver and kube-controller-manager in one go build (slow when cold)"
+  log "building etcd $ETCD_VERSION, kube-apiserver, kube-controller-manager and kwok $KWOK_VERSION in one go build (slow when cold)"
   start=$(date +%s)
   out="$BIN/.kube-build.tmp"
   rm -rf "$out"
@@ -125,19 +124,19 @@ GO
   ver="k8s.io/component-base/version"
   ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=$minor -X $ver.gitTreeState=clean"
   GOFLAGS=-mod=mod nice -n "$NICE" go build -trimpath -ldflags="$ldflags" -gcflags=all=-dwarf=false -o "$out/" \
-    ./cmd/etcd k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-  for cmd in etcd kube-apiserver kube-controller-manager; do
+    ./cmd/etcd k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager sigs.k8s.io/kwok/cmd/kwok
+  for cmd in etcd kube-apiserver kube-controller-manager kwok; do
     rm -f "$BIN/$cmd" # 可能是旧的符号链接（Debian etcd）
     mv "$out/$cmd" "$BIN/$cmd"
   done
   rmdir "$out"
-  log "built etcd, kube-apiserver and kube-controller-manager in $(( $(date +%s) - start ))s"
+  log "built etcd, kube-apiserver, kube-controller-manager and kwok in $(( $(date +%s) - start ))s"
   if ! control_plane_ready; then
-    echo "[30-kube] the new binaries do not report etcd ${ETCD_VERSION#v} / Kubernetes $K8S_VERSION:" >&2
-    for cmd in etcd kube-apiserver kube-controller-manager; do "$BIN/$cmd" --version | head -n 1 >&2; done
+    echo "[30-kube] the new binaries do not report etcd ${ETCD_VERSION#v} / Kubernetes $K8S_VERSION / kwok $KWOK_VERSION:" >&2
+    for cmd in etcd kube-apiserver kube-controller-manager kwok; do "$BIN/$cmd" --version | head -n 1 >&2; done
     exit 1
   fi
 else
-  log "etcd $ETCD_VERSION, kube-apiserver and kube-controller-manager $K8S_VERSION present"
+  log "etcd $ETCD_VERSION, kube-apiserver and kube-controller-manager $K8S_VERSION, kwok $KWOK_VERSION present"
 fi
 log "ok: $BIN"
