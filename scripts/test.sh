@@ -78,7 +78,7 @@ fi
 # CIBENCH_SKIP_SETUP=1 跳过安装步骤（依赖已就绪时加快本地迭代）。
 #
 # 冷启动时最贵的一步是 30-kube.sh 从源码构建 etcd、kube-apiserver 与 kube-controller-manager、安装 kwok。
-# 只有 Kubernetes 模块的测试需要它们，所以冷启动时它最先在后台开始（它自己以 nice 10 编译，让出大部分 CPU），
+# 只有 Kubernetes 模块的测试需要它们，所以冷启动时它最先在后台开始（它自己以 nice 19 编译，只用前台空出来的 CPU），
 # 同时做其余安装、静态检查并测试不依赖 Kubernetes 的模块——那些测试大量时间在等定时器与服务，CPU 有空闲；
 # 构建一完成，Kubernetes 模块的测试就在旁边开始。二进制已在缓存里时（热启动）一次 go test 跑全部模块。
 # 其余安装步骤按顺序执行：apt 不能并行。
