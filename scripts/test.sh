@@ -32,7 +32,8 @@ phase() {
 }
 # report_time 在退出时打印：每段的秒数、后台的 kube 构建（冷启动时）与最慢的 12 个测试包
 # （go test 每包一行的耗时：包的测试二进制从开始到结束的墙钟，与别的包并行时含等待 CPU 的时间）。
-work=""
+# work 放本次运行的临时文件：各模块的依赖版本、每次 go test 的输出与覆盖率文件。
+work="$(mktemp -d)"
 report_time() {
 	phase ""
 	echo
@@ -45,14 +46,13 @@ report_time() {
 		sed -n 's/^\[30-kube\] built \(.*\) in \([0-9]*\)s$/  (background: go build of \1 took \2s)/p' "$kube_log"
 		[ -z "${kube_after:-}" ] || echo "  (background: the whole kube setup finished ${kube_after}s into the tests)"
 	fi
-	if [ -n "$work" ] && cat "$work"/test-*.log >"$work/test.log" 2>/dev/null && [ -s "$work/test.log" ]; then
+	if compgen -G "$work/test-*.log" >/dev/null; then
 		echo "  slowest test packages (seconds):"
-		grep -E '^(ok|FAIL)[[:space:]]+[^[:space:]]+[[:space:]]+[0-9.]+s' "$work/test.log" |
+		cat "$work"/test-*.log | grep -E '^(ok|FAIL)[[:space:]]+[^[:space:]]+[[:space:]]+[0-9.]+s' |
 			awk '{ t = $3; sub(/s$/, "", t); printf "  %8.1f  %s\n", t, $2 }' | sort -rn | head -n 12
 	fi
 }
-versions=""
-trap 'report_time; [ -z "$work" ] || rm -rf "$work"; [ -z "$versions" ] || rm -rf "$versions"' EXIT
+trap 'report_time; rm -rf "$work"' EXIT
 # 本仓库是几个模块（go.work 把它们连成一个工作区）：根模块 github.com/vllm-cibench/cibench 不依赖
 # Kubernetes；deploy/kube、loadgen/shard/kubejob、internal/kubetest、examples/ci、examples/bench 各是一个模块。
 # 工作区里根目录的 ./... 不含嵌套模块，所以包模式是每个本仓库模块的 ./<目录>/...（团队示例模块
@@ -84,9 +84,8 @@ fi
 # 其余安装步骤按顺序执行：apt 不能并行。
 kube_bg=""
 kube_log="$CIBENCH_CACHE/kube-setup.log"
-kube_ready() { scripts/setup.d/30-kube.sh --check; }
 # 30-kube.sh 不用 apt（只要 Go），所以冷启动时它第一个开始：模块下载与构建从一开始就与其余步骤重叠。
-if [ "${CIBENCH_SKIP_SETUP:-0}" != 1 ] && [ -z "${CIBENCH_TEST_PKGS:-}" ] && [ -x scripts/setup.d/30-kube.sh ] && ! kube_ready; then
+if [ "${CIBENCH_SKIP_SETUP:-0}" != 1 ] && [ -z "${CIBENCH_TEST_PKGS:-}" ] && [ -x scripts/setup.d/30-kube.sh ] && ! scripts/setup.d/30-kube.sh --check; then
 	echo "==> setup: scripts/setup.d/30-kube.sh in the background (cold: building the control plane; log $kube_log)"
 	mkdir -p "$(dirname "$kube_log")"
 	scripts/setup.d/30-kube.sh >"$kube_log" 2>&1 &
@@ -135,7 +134,8 @@ if [ -n "$unformatted" ]; then
 fi
 
 phase "modules tidy and compile: ${mods[*]}"
-versions="$(mktemp -d)"
+# 记下每个模块单独构建时用到的第三方模块版本（-deps 列出依赖；编译本来就包括它们），下面与工作区比较。
+fmt='{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}'
 # 每个模块单独（GOWORK=off，即导入它的人看到的样子）也必须自洽：go.mod/go.sum 是整理过的、能构建。
 # go 指令是仍受支持的最老发布线（1.26.0，没有补丁下限）：go vet 的 stdversion 检查与编译器的 -lang
 # 都按这个版本检查，用了更新的标准库 API 就会在下面的 vet 里报出（pipeline 的 TestRootModuleRequiresNoKubernetes
@@ -148,20 +148,17 @@ for m in "${mods[@]}" examples/team examples/operator; do
 	fi
 	# 只编译、不链接（go list -export 为每个包生成导出数据；编译错误照样让它失败）：链接 main 包的可执行文件
 	# 对"能否构建"没有多说什么，却在热缓存时占了这一步的大部分时间（34 秒 → 3 秒）。
-	#
-	# 同时记下它单独构建时用到的每个第三方模块的版本（-deps 列出依赖；编译本来就包括它们）。
-	fmt='{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}'
 	case " ${mods[*]} " in
-	*" $m "*) (cd "$m" && GOWORK=off go list -export -deps -f "$fmt" ./...) | grep -v "^$module[/ ]" | sort -u | sed "s|^|$m |" >>"$versions/alone" ;;
+	*" $m "*) (cd "$m" && GOWORK=off go list -export -deps -f "$fmt" ./...) | grep -v "^$module[/ ]" | sort -u | sed "s|^|$m |" >>"$work/alone" ;;
 	*) (cd "$m" && GOWORK=off go list -export -f '{{.ImportPath}}' ./... >/dev/null) ;;
 	esac
 done
 # 每个模块单独构建时与工作区（vet、staticcheck、跨平台构建与 go test 用的）必须选中同样的依赖版本：
 # 否则冷启动时两套版本各编一遍——scripts/apicheck 曾要求较新的 golang.org/x/tools，把工作区的
 # golang.org/x/sys 抬到 v0.49.0（各模块单独是 v0.48.0），client-go 以上整棵树因此多编一遍。
-(go list -deps -f "$fmt" "${all_pkgs[@]}") | grep -v "^$module[/ ]" | sort -u >"$versions/workspace"
+(go list -deps -f "$fmt" "${all_pkgs[@]}") | grep -v "^$module[/ ]" | sort -u >"$work/workspace"
 skew="$(awk 'NR == FNR { ws[$1] = $2; next } ($2 in ws) && ws[$2] != $3 {
-	printf "  module %s alone builds %s %s; the workspace builds %s\n", $1, $2, $3, ws[$2] }' "$versions/workspace" "$versions/alone")"
+	printf "  module %s alone builds %s %s; the workspace builds %s\n", $1, $2, $3, ws[$2] }' "$work/workspace" "$work/alone")"
 if [ -n "$skew" ]; then
 	echo "FAIL: modules build different dependency versions alone and in the workspace (a cold run compiles both):"
 	echo "$skew"
@@ -195,7 +192,6 @@ done
 GOOS=darwin GOARCH=amd64 go list -export -gcflags=all=-dwarf=false -f '{{.ImportPath}}' "${all_pkgs[@]}" >/dev/null
 GOOS=windows GOARCH=amd64 go list -export -gcflags=all=-dwarf=false -f '{{.ImportPath}}' "${plain_pkgs[@]}" >/dev/null
 
-work="$(mktemp -d)"
 # gotest NAME PKG... 运行一次 go test（-race、覆盖率），输出写到终端与 test-NAME.log（冷启动时两次 go test
 # 同时运行，各写各的文件，覆盖率表读的是合起来的 test.log）；返回 go test 的退出码。
 gotest() {
