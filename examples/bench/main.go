@@ -22,10 +22,10 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/vllm-cibench/cibench/deploy/emulator"
+	"github.com/vllm-cibench/cibench/internal/procgroup"
 	"github.com/vllm-cibench/cibench/loadgen"
 	"github.com/vllm-cibench/cibench/loadgen/tokenizer"
 	"github.com/vllm-cibench/cibench/metrics"
@@ -78,7 +78,7 @@ func run(args []string, stderr io.Writer) error {
 // 写出已完成的部分并标为不完整，而不是让进程直接死掉（--shards 的子进程也不会成为孤儿）；收到过
 // 信号时命令的错误带上 errInterrupted（退出码 130）。
 func dispatch(args []string, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), procgroup.ShutdownSignals...)
 	defer stop()
 	err := dispatchCommand(ctx, args, stderr)
 	if ctx.Err() != nil && !errors.Is(err, errHelp) {

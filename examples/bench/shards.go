@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/vllm-cibench/cibench/internal/procgroup"
 	"github.com/vllm-cibench/cibench/loadgen/shard/kubejob"
 
 	"github.com/vllm-cibench/cibench/loadgen"
@@ -456,11 +456,8 @@ func childLoss(ctx context.Context, i int, runErr error, stderrTail string) load
 	if ctx.Err() != nil {
 		return loadgen.ShardLoss{Shard: i, Reason: loadgen.LossCancelled, Detail: context.Cause(ctx).Error()}
 	}
-	var ee *exec.ExitError
-	if errors.As(runErr, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return loadgen.ShardLoss{Shard: i, Reason: loadgen.LossKilled, Detail: "signal: " + ws.Signal().String()}
-		}
+	if sig, ok := procgroup.KilledBy(runErr); ok {
+		return loadgen.ShardLoss{Shard: i, Reason: loadgen.LossKilled, Detail: "signal: " + sig}
 	}
 	detail := fmt.Sprint(runErr)
 	if stderrTail != "" {

@@ -32,3 +32,6 @@ func Kill(pid int) error {
 	}
 	return nil
 }
+
+// KilledBy 在没有 Unix 信号的平台上总是返回 false：进程被结束时只有退出码可看。
+func KilledBy(error) (string, bool) { return "", false }

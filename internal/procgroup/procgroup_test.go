@@ -5,6 +5,8 @@ package procgroup_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,5 +80,34 @@ func TestSetupKeepsAttrs(t *testing.T) {
 	procgroup.Setup(cmd)
 	if !cmd.SysProcAttr.Setpgid || !cmd.SysProcAttr.Noctty {
 		t.Fatalf("SysProcAttr = %+v, want Setpgid and Noctty", cmd.SysProcAttr)
+	}
+}
+
+// TestKilledBy 区分被信号杀死的子进程与以非零退出码正常退出的子进程：bench 把前者归为 killed
+// （SIGKILL、OOM），后者归为 failed。
+func TestKilledBy(t *testing.T) {
+	killed := exec.Command("sh", "-c", "kill -KILL $$")
+	sig, ok := procgroup.KilledBy(killed.Run())
+	if !ok || sig != syscall.SIGKILL.String() {
+		t.Errorf("child killed by SIGKILL: KilledBy = %q, %v; want %q, true", sig, ok, syscall.SIGKILL.String())
+	}
+	exited := exec.Command("sh", "-c", "exit 3")
+	if sig, ok := procgroup.KilledBy(exited.Run()); ok {
+		t.Errorf("child exiting with status 3: KilledBy = %q, true; want false", sig)
+	}
+	missing := exec.Command(filepath.Join(t.TempDir(), "no-such-program"))
+	if sig, ok := procgroup.KilledBy(missing.Run()); ok {
+		t.Errorf("child that never started: KilledBy = %q, true; want false", sig)
+	}
+	if _, ok := procgroup.KilledBy(nil); ok {
+		t.Error("KilledBy(nil) = true; want false")
+	}
+}
+
+// TestShutdownSignals 锁定命令据以体面退出的两个信号：Ctrl-C 与 SIGTERM（Kubernetes 删除 Pod 时发出）。
+func TestShutdownSignals(t *testing.T) {
+	want := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !slices.Equal(procgroup.ShutdownSignals, want) {
+		t.Errorf("ShutdownSignals = %v, want %v", procgroup.ShutdownSignals, want)
 	}
 }

@@ -37,3 +37,17 @@ func signal(pid int, sig syscall.Signal) error {
 	}
 	return nil
 }
+
+// KilledBy 报告 err（exec.Cmd 的 Run/Wait 返回的错误）是否表示子进程被信号杀死（SIGKILL、OOM killer……），
+// 是时返回信号的名字（如 "killed"）。正常退出（包括非零退出码）、没有启动成功或 err 为 nil 时返回 false。
+func KilledBy(err error) (string, bool) {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return "", false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return "", false
+	}
+	return ws.Signal().String(), true
+}

@@ -1,9 +1,13 @@
 // Package procstat 读取本进程的资源用量：累计 CPU 时间与峰值常驻内存。基准测试与
 // examples/bench 的自测用它把吞吐换算成“每 CPU 秒”，并核对内存目标；以前这几行在
-// 四个地方各写一份。
+// 四个地方各写一份。RaiseNoFile 调整打开文件数的限制（自测的高并发需要）。
 //
-// 平台：CPUTime 在类 Unix 系统上可用（getrusage）；PeakRSS / ResetPeakRSS 依赖
+// 平台：CPUTime 与 RaiseNoFile 在类 Unix 系统上可用（getrusage、setrlimit）；PeakRSS / ResetPeakRSS 依赖
 // Linux 的 /proc。不可得时分别返回 0 与错误，调用方据此注明“未测得”。
+//
+// 平台相关的调用都收在根模块的这类小包里（另见 internal/procgroup）：依赖 Kubernetes 的嵌套模块
+// （examples/bench 等）自己不导入 syscall，scripts/test.sh 因此不必为检查它们能否在 macOS/Windows 上
+// 编译而把整棵 Kubernetes 依赖树交叉编译一遍（见那里的"跨平台"一步）。
 package procstat
 
 import (
