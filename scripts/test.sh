@@ -22,15 +22,20 @@ run_start=$(date +%s)
 phase_names=() phase_secs=() phase_cpus=()
 phase_name="" phase_start=$run_start
 # child_cpu 打印本 shell 已等待的子进程累计用掉的 CPU 秒数（bash 内建 times 的第二行，如 "1m2.500s 0m3.100s"）。
+# times 必须在本 shell 里执行（重定向到文件，不经管道或 $(...)：子 shell 里的 times 数的是子 shell 自己的子进程）；
+# 所以调用方写 child_cpu; cpu=$REPLY，而不是 cpu=$(child_cpu)。
 child_cpu() {
-	times | awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.0f\n", t }'
+	local f="$work/times.$BASHPID" # 后台子 shell 也调用它：各写各的文件
+	times >"$f"
+	REPLY=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.0f", t }' "$f")
 }
 # cpu_offset：当前段里等到的、不属于这一段的子进程 CPU（后台的 kube 构建在测试段里被 wait），记账时减掉。
 phase_cpu_start=0 cpu_offset=0
 phase() {
 	local now cpu
 	now=$(date +%s)
-	cpu=$(child_cpu)
+	child_cpu
+	cpu=$REPLY
 	if [ -n "$phase_name" ]; then
 		phase_names+=("$phase_name")
 		phase_secs+=($((now - phase_start)))
@@ -46,7 +51,8 @@ work="$(mktemp -d)"
 report_time() {
 	phase ""
 	echo
-	echo "==> where the time went ($(( $(date +%s) - run_start ))s wall, $(child_cpu) CPU-seconds of child processes in all)"
+	child_cpu
+	echo "==> where the time went ($(( $(date +%s) - run_start ))s wall, $REPLY CPU-seconds of child processes in all)"
 	printf '  %6s  %6s  %s\n' wall CPU step
 	local i
 	for i in "${!phase_names[@]}"; do
@@ -103,7 +109,8 @@ if [ "${CIBENCH_SKIP_SETUP:-0}" != 1 ] && [ -z "${CIBENCH_TEST_PKGS:-}" ] && [ -
 	(
 		rc=0
 		scripts/setup.d/30-kube.sh || rc=$?
-		child_cpu >"$work/kube-cpu"
+		child_cpu
+		echo "$REPLY" >"$work/kube-cpu"
 		exit "$rc"
 	) >"$kube_log" 2>&1 &
 	kube_bg=$!
@@ -204,9 +211,10 @@ scripts/apicheck.sh
 #     （进程组、信号、rlimit、getrusage）都在根模块的 internal/procgroup 与 internal/procstat 里，在这里编到。
 #   - 依赖 Kubernetes 的模块（deploy/kube、kubejob、examples/ci、examples/bench……）不交叉编译：那要把整棵
 #     client-go 树为另一个系统再编一遍（冷启动时约两分钟 CPU），而树本身是上游在各平台构建的。这里改为检查
-#     它们自己的代码与平台无关——每个包在 linux、darwin、windows 上选中同样的源文件、导入同样的包，且不导入
-#     syscall、golang.org/x/sys 或 cgo：这样的包在 linux 上编译通过，在别的平台上也就编译通过（它能用到的
-#     只有各平台 API 相同的标准库、根模块里已交叉编译的包与上游的依赖）。
+#     它们自己的代码与平台无关——每个包在 linux、darwin、windows 上选中同样的源文件、导入同样的包，不导入
+#     golang.org/x/sys 或 cgo，用到 syscall 时只用三个平台都有的 SIGINT、SIGTERM（examples/ci 只许用公开 API
+#     与标准库，退出信号因此直接写 syscall.SIGTERM）：这样的包在 linux 上编译通过，在别的平台上也就编译通过
+#     （它能用到的只有各平台 API 相同的标准库、根模块里已交叉编译的包与上游的依赖）。
 phase "cross-OS: darwin and windows build of modules without Kubernetes; platform-independence check of the others"
 plain_pkgs=() kube_pkgs=()
 for m in "${mods[@]}"; do
@@ -222,7 +230,10 @@ if [ "${#kube_pkgs[@]}" -gt 0 ]; then
 		GOOS=$goos GOARCH=amd64 go list -f "$files" "${kube_pkgs[@]}" >"$work/files-$goos"
 	done
 	platform_bad="$(diff "$work/files-linux" "$work/files-darwin" | sed 's/^/  darwin /'; diff "$work/files-linux" "$work/files-windows" | sed 's/^/  windows /'
-		grep -E ' (syscall|C|golang\.org/x/sys/[^ ]*|internal/syscall/[^ ]*)( |$)' "$work/files-linux" | sed 's/^/  imports a platform package: /')" || true
+		grep -E ' (C|golang\.org/x/sys/[^ ]*|internal/syscall/[^ ]*)( |$)' "$work/files-linux" | sed 's/^/  imports a platform package: /'
+		# 导入 syscall 的包：只许 SIGINT 与 SIGTERM（linux、darwin、windows 的 syscall 都定义了它们）。
+		GOOS=linux go list -f '{{range .Imports}}{{if eq . "syscall"}}{{range $.GoFiles}}{{$.Dir}}/{{.}} {{end}}{{end}}{{end}}' "${kube_pkgs[@]}" |
+			xargs -r grep -HnoE 'syscall\.[A-Za-z0-9_]+' | grep -vE ':syscall\.(SIGINT|SIGTERM)$' | sed 's/^/  uses a platform-specific syscall name: /')" || true
 	if [ -n "$platform_bad" ]; then
 		echo "FAIL: packages of the modules with Kubernetes must be platform-independent (same files and imports on linux, darwin and windows; no syscall, golang.org/x/sys or cgo)."
 		echo "Move the platform-specific code into the root module (internal/procgroup, internal/procstat), which is cross-compiled:"

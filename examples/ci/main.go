@@ -30,10 +30,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/vllm-cibench/cibench/deploy/kube"
 	"github.com/vllm-cibench/cibench/gate"
-	"github.com/vllm-cibench/cibench/internal/procgroup"
 	"github.com/vllm-cibench/cibench/matrix"
 	"github.com/vllm-cibench/cibench/metrics"
 	"github.com/vllm-cibench/cibench/pipeline"
@@ -103,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, procgroup.ShutdownSignals...)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	done := make(chan struct{})
 	defer close(done)
