@@ -8,6 +8,10 @@
 // 缺少任何一个时测试被跳过；若设置了 CIBENCH_REQUIRE_INTEGRATION=1 则判为失败，
 // 保证 CI 不会悄悄跳过。
 //
+// 环境变量 CIBENCH_KUBE_BUILD_STATUS 指向一个状态文件时，控制面正在后台构建（scripts/test.sh 冷启动时
+// 把 30-kube.sh 放在后台，并与它同时开始这些模块的测试）：Start 先等这个文件写成 "ok"（构建完成）再找
+// 二进制，写成别的内容（构建失败的原因）时测试失败；不需要控制面的测试照常立即运行。
+//
 // 它只服务于测试，因此（与库代码不同）读取环境变量并接收 testing.TB。
 package kubetest
 
@@ -170,6 +174,15 @@ func Start(t testing.TB) *Cluster {
 // （CIBENCH_REQUIRE_INTEGRATION=1 时失败），消息写明缺哪些、怎样安装（见 checkBinaries）。
 func requireBinaries(t testing.TB) map[string]string {
 	t.Helper()
+	if status := os.Getenv("CIBENCH_KUBE_BUILD_STATUS"); status != "" {
+		start := time.Now()
+		if err := waitBuild(status, buildWait, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited > time.Second {
+			t.Logf("kubetest: waited %s for the background control-plane build (%s)", waited.Round(time.Second), status)
+		}
+	}
 	paths, msg := checkBinaries()
 	if msg != "" {
 		if os.Getenv("CIBENCH_REQUIRE_INTEGRATION") == "1" {
@@ -178,6 +191,32 @@ func requireBinaries(t testing.TB) map[string]string {
 		t.Skip(msg)
 	}
 	return paths
+}
+
+// buildWait 是等后台构建的上限：冷启动的构建在 2 核机器上约 20 分钟（见 scripts/test.sh），
+// go test 的 -timeout 30m 在它之后才到，超时时错误写明在等什么，而不是整个测试二进制被杀掉。
+const buildWait = 25 * time.Minute
+
+// waitBuild 每隔 poll 读一次状态文件 path，直到它写成 "ok"（返回 nil）、写成别的内容（构建失败：返回
+// 带着那段内容的错误），或过了 limit（返回超时错误）。文件还不存在表示构建仍在进行。写状态的一方
+// 先写临时文件再改名，所以读到的不会是写了一半的内容。
+func waitBuild(path string, limit, poll time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil && strings.TrimSpace(string(b)) == "ok":
+			return nil
+		case err == nil:
+			return fmt.Errorf("kubetest: the background control-plane build failed (%s): %s", path, strings.TrimSpace(string(b)))
+		case !os.IsNotExist(err):
+			return fmt.Errorf("kubetest: reading the control-plane build status: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kubetest: the background control-plane build did not finish within %s (no status in %s)", limit, path)
+		}
+		time.Sleep(poll)
+	}
 }
 
 // checkBinaries 查找全部外部程序，返回 名字 → 路径，以及不能启动控制面时的原因（能启动时为空）：

@@ -201,3 +201,39 @@ func TestCheckBinariesRejectsOldEtcd(t *testing.T) {
 		t.Fatalf("a failing etcd: %q, want its --version error", msg)
 	}
 }
+
+// TestWaitBuild 覆盖等后台构建的三种结局：状态文件晚到且写着 ok（返回 nil）、写着失败原因（错误里有原因）、
+// 一直没有（超时错误写明等的是哪个文件）。
+func TestWaitBuild(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok")
+	done := make(chan error, 1)
+	go func() { done <- waitBuild(ok, time.Minute, time.Millisecond) }()
+	select {
+	case err := <-done:
+		t.Fatalf("waitBuild returned %v before the status file existed", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if err := os.WriteFile(ok, []byte("ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("status ok: %v", err)
+	}
+
+	failed := filepath.Join(dir, "failed")
+	if err := os.WriteFile(failed, []byte("30-kube.sh exited with status 1; log /tmp/kube-setup.log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitBuild(failed, time.Minute, time.Millisecond); err == nil || !strings.Contains(err.Error(), "status 1; log /tmp/kube-setup.log") {
+		t.Errorf("failed build: %v, want the reason from the status file", err)
+	}
+
+	missing := filepath.Join(dir, "never")
+	if err := waitBuild(missing, 5*time.Millisecond, time.Millisecond); err == nil || !strings.Contains(err.Error(), "did not finish within 5ms (no status in "+missing+")") {
+		t.Errorf("no status: %v", err)
+	}
+	if err := waitBuild(dir, time.Minute, time.Millisecond); err == nil || !strings.Contains(err.Error(), "reading the control-plane build status") {
+		t.Errorf("status path is a directory: %v", err)
+	}
+}
