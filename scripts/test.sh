@@ -213,40 +213,63 @@ phase "API compatibility (scripts/apicheck.sh)"
 scripts/apicheck.sh
 
 # 跨平台：每个包都要能在 macOS 与 Windows 上编译，使嵌入模拟器与各阶段的用户不被 Unix 专有调用挡住。
-#   - 不依赖 Kubernetes 的模块（根模块等）真的为 darwin 与 windows 编译（只编译不链接；产物丢弃，所以不生成
-#     DWARF：-dwarf=false 在 k8s 依赖上省约 13% 编译 CPU，见 docs/deploy.md）。平台相关的调用
-#     （进程组、信号、rlimit、getrusage）都在根模块的 internal/procgroup 与 internal/procstat 里，在这里编到。
-#   - 依赖 Kubernetes 的模块（deploy/kube、kubejob、examples/ci、examples/bench……）不交叉编译：那要把整棵
-#     client-go 树为另一个系统再编一遍（冷启动时约两分钟 CPU），而树本身是上游在各平台构建的。这里改为检查
-#     它们自己的代码与平台无关——每个包在 linux、darwin、windows 上选中同样的源文件、导入同样的包，不导入
-#     golang.org/x/sys 或 cgo，用到 syscall 时只用三个平台都有的 SIGINT、SIGTERM（examples/ci 只许用公开 API
-#     与标准库，退出信号因此直接写 syscall.SIGTERM）：这样的包在 linux 上编译通过，在别的平台上也就编译通过
-#     （它能用到的只有各平台 API 相同的标准库、根模块里已交叉编译的包与上游的依赖）。
-phase "cross-OS: darwin and windows build of modules without Kubernetes; platform-independence check of the others"
+# 为另一个系统把依赖树（openai-go、Prometheus、client-go……）各编一遍，冷启动时要几百 CPU 秒，所以分两类：
+#   - 平台相关的包：在 linux、darwin、windows 上选中的源文件或导入不同，或导入 golang.org/x/sys、cgo。
+#     它们真的为 darwin 与 windows 编译（只编译不链接；产物丢弃，所以不生成 DWARF），它们的导出 API（go doc -all
+#     的声明，常量的值除外）在三个系统上必须相同——导入它们的包因此在哪个系统上都看到同样的 API。平台相关的
+#     调用（进程组、信号、rlimit、getrusage、内核接收时间戳）收在这样的小包里：internal/procgroup、
+#     internal/procstat、internal/rxstamp、loadgen/internal/h1，它们只依赖标准库与 golang.org/x/sys。
+#   - 其余每个包：三个系统上文件与导入都相同，用到 syscall 时只用三个系统都有的 SIGINT、SIGTERM
+#     （examples/ci 只许用公开 API 与标准库，退出信号因此直接写 syscall.SIGTERM）。这样的包只依赖各系统 API
+#     相同的标准库、上面那些 API 相同的包与第三方依赖，在 linux 上编译通过（前面已编译），在别的系统上也就编译
+#     通过。第三方依赖本身（都是各平台构建的纯 Go 库）不在这里为别的系统编译。
+phase "cross-OS: platform-specific packages built for darwin and windows; every other package checked platform-independent"
 plain_pkgs=() kube_pkgs=()
 for m in "${mods[@]}"; do
 	pat="./$m/..."
 	[ "$m" = . ] && pat="./..."
 	if grep -q 'k8s.io/' "$m/go.mod"; then kube_pkgs+=("$pat"); else plain_pkgs+=("$pat"); fi
 done
-GOOS=darwin GOARCH=amd64 go list -export -gcflags=all=-dwarf=false -f '{{.ImportPath}}' "${plain_pkgs[@]}" >/dev/null
-GOOS=windows GOARCH=amd64 go list -export -gcflags=all=-dwarf=false -f '{{.ImportPath}}' "${plain_pkgs[@]}" >/dev/null
-if [ "${#kube_pkgs[@]}" -gt 0 ]; then
-	files='{{.ImportPath}} files: {{join .GoFiles " "}} {{join .CgoFiles " "}} imports: {{join .Imports " "}}'
-	for goos in linux darwin windows; do
-		GOOS=$goos GOARCH=amd64 go list -f "$files" "${kube_pkgs[@]}" >"$work/files-$goos"
+files='{{.ImportPath}} {{.Name}} files: {{join .GoFiles " "}} {{join .CgoFiles " "}} imports: {{join .Imports " "}}'
+for goos in linux darwin windows; do
+	GOOS=$goos GOARCH=amd64 go list -f "$files" "${all_pkgs[@]}" >"$work/files-$goos"
+done
+platform_re=' (C|golang\.org/x/sys/[^ ]*|internal/syscall/[^ ]*)( |$)'
+{
+	diff "$work/files-linux" "$work/files-darwin" || true
+	diff "$work/files-linux" "$work/files-windows" || true
+} | sed -n 's/^[<>] \([^ ]*\) .*/\1/p' >"$work/platform"
+grep -E "$platform_re" "$work/files-linux" | cut -d' ' -f1 >>"$work/platform" || true
+mapfile -t platform_pkgs < <(sort -u "$work/platform")
+echo "platform-specific packages: ${platform_pkgs[*]:-none}"
+platform_bad=""
+if [ "${#platform_pkgs[@]}" -gt 0 ]; then
+	GOOS=darwin GOARCH=amd64 go list -export -gcflags=all=-dwarf=false -f '{{.ImportPath}}' "${platform_pkgs[@]}" >/dev/null
+	GOOS=windows GOARCH=amd64 go list -export -gcflags=all=-dwarf=false -f '{{.ImportPath}}' "${platform_pkgs[@]}" >/dev/null
+	# api PKG：go doc -all 里的声明行（文档说明缩进四格，去掉），常量的值去掉（如 procgroup.Supported 在 Windows 上是 false）。
+	api() { go doc -all "$1" | grep -v '^    ' | sed -E 's/^(const [A-Za-z0-9_]+) = .*/\1/; s/^(\t[A-Za-z0-9_]+) += .*/\1/'; }
+	for p in "${platform_pkgs[@]}"; do
+		grep -q "^$p main " "$work/files-linux" && continue # main 包没有被导入的 API
+		GOOS=linux api "$p" >"$work/api-linux"
+		for goos in darwin windows; do
+			GOOS=$goos api "$p" >"$work/api-$goos"
+			if ! d="$(diff "$work/api-linux" "$work/api-$goos")"; then
+				platform_bad+="  $p: exported API differs on $goos:"$'\n'"$(sed 's/^/    /' <<<"$d")"$'\n'
+			fi
+		done
 	done
-	platform_bad="$(diff "$work/files-linux" "$work/files-darwin" | sed 's/^/  darwin /'; diff "$work/files-linux" "$work/files-windows" | sed 's/^/  windows /'
-		grep -E ' (C|golang\.org/x/sys/[^ ]*|internal/syscall/[^ ]*)( |$)' "$work/files-linux" | sed 's/^/  imports a platform package: /'
-		# 导入 syscall 的包：只许 SIGINT 与 SIGTERM（linux、darwin、windows 的 syscall 都定义了它们）。
-		GOOS=linux go list -f '{{range .Imports}}{{if eq . "syscall"}}{{range $.GoFiles}}{{$.Dir}}/{{.}} {{end}}{{end}}{{end}}' "${kube_pkgs[@]}" |
-			xargs -r grep -HnoE 'syscall\.[A-Za-z0-9_]+' | grep -vE ':syscall\.(SIGINT|SIGTERM)$' | sed 's/^/  uses a platform-specific syscall name: /')" || true
-	if [ -n "$platform_bad" ]; then
-		echo "FAIL: packages of the modules with Kubernetes must be platform-independent (same files and imports on linux, darwin and windows; no syscall, golang.org/x/sys or cgo)."
-		echo "Move the platform-specific code into the root module (internal/procgroup, internal/procstat), which is cross-compiled:"
-		echo "$platform_bad"
-		exit 1
-	fi
+fi
+# 其余的包若导入 syscall：只许 SIGINT 与 SIGTERM（linux、darwin、windows 的 syscall 都定义了它们）。
+others="$(grep -vxFf <(printf '%s\n' "${platform_pkgs[@]}") <(cut -d' ' -f1 "$work/files-linux") || true)"
+if [ -n "$others" ]; then
+	platform_bad+="$(go list -f '{{range .Imports}}{{if eq . "syscall"}}{{range $.GoFiles}}{{$.Dir}}/{{.}} {{end}}{{end}}{{end}}' $others |
+		xargs -r grep -HnoE 'syscall\.[A-Za-z0-9_]+' | grep -vE ':syscall\.(SIGINT|SIGTERM)$' | sed 's/^/  uses a platform-specific syscall name outside the platform-specific packages: /')" || true
+fi
+if [ -n "$platform_bad" ]; then
+	echo "FAIL: platform check. Platform-specific code belongs in the small packages above (internal/procgroup, internal/procstat, ...),"
+	echo "with the same exported API on linux, darwin and windows:"
+	echo "$platform_bad"
+	exit 1
 fi
 
 # gotest NAME PKG... 运行一次 go test（-race、覆盖率），输出写到终端与 test-NAME.log（冷启动时两次 go test

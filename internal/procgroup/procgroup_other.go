@@ -12,7 +12,7 @@ import (
 const Supported = false
 
 // Setup 在没有进程组的平台上什么也不做。
-func Setup(*exec.Cmd) {}
+func Setup(cmd *exec.Cmd) {}
 
 // Terminate 在没有进程组的平台上无法“请求”退出（Windows 不支持向进程发 SIGTERM），
 // 因此直接结束组长本身；已退出不算错误。
@@ -34,4 +34,4 @@ func Kill(pid int) error {
 }
 
 // KilledBy 在没有 Unix 信号的平台上总是返回 false：进程被结束时只有退出码可看。
-func KilledBy(error) (string, bool) { return "", false }
+func KilledBy(err error) (string, bool) { return "", false }
