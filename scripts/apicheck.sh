@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # apicheck.sh 执行兼容性承诺（pipeline 包文档、CHANGELOG.md）：把发布点与当前工作树的公开 API 比较。
 #
-# 发布点是 api/BASE 记下的提交（最近一次发布，见 CHANGELOG.md）；这里把它检出到临时工作树，交给
+# 发布点是 api/BASE 记下的提交（最近一次发布，见 CHANGELOG.md）；这里把它解到缓存目录（见下），交给
 # scripts/apicheck（golang.org/x/exp/apidiff 的小程序，自己的模块，不进根模块的依赖）逐个公开包比较：
 #   - 不兼容的变化一律失败，-update 也不例外（不会把破坏“洗”进记录）；唯一允许的删除是发布点上
 #     已经标注 Deprecated 的标识符、字段、方法或整个包；
@@ -16,9 +16,21 @@ root="$PWD"
 base="$(grep -v '^#' api/BASE | tr -d '[:space:]')"
 git cat-file -e "$base^{commit}" 2>/dev/null || { echo "apicheck: api/BASE names $base, which is not a commit of this clone" >&2; exit 1; }
 tmp="$(mktemp -d)"
-trap 'git worktree remove --force "$tmp/base" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
-git worktree add --detach -q "$tmp/base" "$base"
-args=(-base "$tmp/base" -head "$root" -next "$root/api/next.txt")
+trap 'rm -rf "$tmp"' EXIT
+# 发布点的树用 git archive 解到缓存里一个按提交命名的固定目录（${CIBENCH_CACHE:-~/.cache/cibench}/apicheck-base/<提交>），
+# 之后的运行直接用它：go 命令的编译结果按源文件所在目录缓存，每次解到新的临时目录就要把发布点的几十个包
+# 重新编译一遍（热启动时这一步 38 秒里的大部分）。目录里的 .complete 表示解压完整；不依赖本克隆（不是 worktree）。
+cache="${CIBENCH_CACHE:-$HOME/.cache/cibench}/apicheck-base"
+basedir="$cache/$base"
+if [ ! -e "$basedir/.complete" ]; then
+	rm -rf "$basedir"
+	mkdir -p "$basedir"
+	git archive "$base" | tar -x -C "$basedir"
+	touch "$basedir/.complete"
+	# 只留当前发布点的树：旧发布点的目录不再有用。
+	find "$cache" -mindepth 1 -maxdepth 1 ! -name "$base" -exec rm -rf {} +
+fi
+args=(-base "$basedir" -head "$root" -next "$root/api/next.txt")
 if [ "${1:-}" = "-update" ]; then
 	args+=(-update)
 fi
