@@ -224,12 +224,6 @@ scripts/apicheck.sh
 #     相同的标准库、上面那些 API 相同的包与第三方依赖，在 linux 上编译通过（前面已编译），在别的系统上也就编译
 #     通过。第三方依赖本身（都是各平台构建的纯 Go 库）不在这里为别的系统编译。
 phase "cross-OS: platform-specific packages built for darwin and windows; every other package checked platform-independent"
-plain_pkgs=() kube_pkgs=()
-for m in "${mods[@]}"; do
-	pat="./$m/..."
-	[ "$m" = . ] && pat="./..."
-	if grep -q 'k8s.io/' "$m/go.mod"; then kube_pkgs+=("$pat"); else plain_pkgs+=("$pat"); fi
-done
 files='{{.ImportPath}} {{.Name}} files: {{join .GoFiles " "}} {{join .CgoFiles " "}} imports: {{join .Imports " "}}'
 for goos in linux darwin windows; do
 	GOOS=$goos GOARCH=amd64 go list -f "$files" "${all_pkgs[@]}" >"$work/files-$goos"
@@ -272,12 +266,19 @@ if [ -n "$platform_bad" ]; then
 	exit 1
 fi
 
-# gotest NAME PKG... 运行一次 go test（-race、覆盖率），输出写到终端与 test-NAME.log（冷启动时两次 go test
+# 测试分两组：依赖 Kubernetes 的模块（go.mod 里有 k8s.io/）与其余模块；冷启动时两组各是一次 go test。
+plain_pkgs=() kube_pkgs=()
+for m in "${mods[@]}"; do
+	pat="./$m/..."
+	[ "$m" = . ] && pat="./..."
+	if grep -q 'k8s.io/' "$m/go.mod"; then kube_pkgs+=("$pat"); else plain_pkgs+=("$pat"); fi
+done
+# gotest NAME P PKG... 以 -p P 运行一次 go test（-race、覆盖率），输出写到终端与 test-NAME.log（冷启动时两次 go test
 # 同时运行，各写各的文件，覆盖率表读的是合起来的 test.log）；返回 go test 的退出码。
 gotest() {
 	local status
 	set +e
-	go test -race -vet=off -count=1 -p "${test_p_kube:-$test_p}" -timeout 30m -covermode=atomic -coverprofile="$work/cover-$1.out" "${@:2}" 2>&1 | tee "$work/test-$1.log"
+	go test -race -vet=off -count=1 -p "$2" -timeout 30m -covermode=atomic -coverprofile="$work/cover-$1.out" "${@:3}" 2>&1 | tee "$work/test-$1.log"
 	status=${PIPESTATUS[0]}
 	set -e
 	return "$status"
@@ -293,9 +294,9 @@ if [ -n "$kube_bg" ]; then
 	# 也不占另一次 go test 的名额）。以前整个 Kubernetes 模块的测试在构建完成后才开始，编译它们的竞态检测版
 	# client-go 树与不需要控制面的测试都排在构建之后，成了冷启动的尾巴。
 	phase "go test -race -cover (cold: every module at once; the control-plane tests wait for the background build)"
-	test_p_kube=2 gotest kube "${kube_pkgs[@]}" &
+	gotest kube 2 "${kube_pkgs[@]}" &
 	kube_test_pid=$!
-	gotest plain "${plain_pkgs[@]}" || test_status=$?
+	gotest plain "$test_p" "${plain_pkgs[@]}" || test_status=$?
 	wait "$kube_test_pid" || test_status=$?
 	kube_status=0
 	wait "$kube_bg" || kube_status=$?
@@ -312,10 +313,10 @@ if [ -n "$kube_bg" ]; then
 		exit 1
 	fi
 elif [ -n "${CIBENCH_TEST_PKGS:-}" ]; then
-	gotest all "${pkgs[@]}" || test_status=$?
+	gotest all "$test_p" "${pkgs[@]}" || test_status=$?
 else
 	# Kubernetes 模块排在前面：它们最长的测试大多在等控制面，先开始，让别的包在这段时间里用 CPU。
-	gotest all "${kube_pkgs[@]}" "${plain_pkgs[@]}" || test_status=$?
+	gotest all "$test_p" "${kube_pkgs[@]}" "${plain_pkgs[@]}" || test_status=$?
 fi
 phase "coverage table"
 cat "$work"/test-*.log >"$work/test.log"
