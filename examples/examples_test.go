@@ -24,17 +24,25 @@ func goTool(t *testing.T) string {
 
 // goCmd 在 dir 中运行 go 子命令并返回合并输出；失败时 t.Fatal 并附上输出。
 // GOWORK=off 与 -mod=readonly 保证团队模块按它自己的 go.mod/go.sum 构建（replace 指回本仓库），
-// 与团队在自己的仓库里看到的一样；GOFLAGS 中父进程的 -race 等设置不传下去。
+// 与团队在自己的仓库里看到的一样。
 func goCmd(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(goTool(t), args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	cmd.Env = append(os.Environ(), "GOWORK=off", goflags("-mod=readonly"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, out)
 	}
 	return string(out)
+}
+
+// goflags 返回子进程的 GOFLAGS 设置：环境里已有的 GOFLAGS 之后加上 extra（同一标志后者优先）。
+// 环境里的设置要传下去：scripts/test.sh 在 GOFLAGS 里设 -gcflags=all=-dwarf=false，这里的 go build、
+// go test 用同样的参数才取得到前面已编译的依赖（否则团队模块的 -race 测试与 operator 的 client-go
+// 要整棵重编）。
+func goflags(extra string) string {
+	return "GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" "+extra)
 }
 
 // TestTeamModule 在独立模块 examples/team 里运行 vet 与测试：它只导入 cibench 的公开包
@@ -91,7 +99,7 @@ func TestTeamKeepsItsVersions(t *testing.T) {
 	}
 	tidy := exec.Command(goTool(t), "mod", "tidy")
 	tidy.Dir = dir
-	tidy.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+	tidy.Env = append(os.Environ(), "GOWORK=off", goflags("-mod=mod"), "GOTOOLCHAIN=local")
 	if out, err := tidy.CombinedOutput(); err != nil {
 		t.Fatalf("go mod tidy: %v\n%s", err, out)
 	}
@@ -117,7 +125,7 @@ func TestTeamKeepsItsVersions(t *testing.T) {
 	}
 	build := exec.Command(goTool(t), "build", "-o", filepath.Join(t.TempDir(), "operator"), ".")
 	build.Dir = src
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local")
+	build.Env = append(os.Environ(), "GOWORK=off", goflags("-mod=readonly"), "GOTOOLCHAIN=local")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("GOTOOLCHAIN=local go build: %v\n%s", err, out)
 	}
