@@ -66,7 +66,7 @@ report_time() {
 	done
 	if [ -n "$kube_bg" ] && [ -f "$kube_log" ]; then
 		sed -n 's/^\[30-kube\] built \(.*\) in \([0-9]*\)s$/  (background: go build of \1 took \2s)/p' "$kube_log"
-		[ ! -s "$work/kube-cpu" ] || echo "  (background: the kube setup used $(cat "$work/kube-cpu") CPU-seconds at nice ${CIBENCH_KUBE_NICE:-10})"
+		[ ! -s "$work/kube-cpu" ] || echo "  (background: the kube setup used $(cat "$work/kube-cpu") CPU-seconds at nice ${CIBENCH_KUBE_NICE:-0})"
 		[ -z "${kube_after:-}" ] || echo "  (background: the whole kube setup finished ${kube_after}s into the tests)"
 	fi
 	if compgen -G "$work/test-*.log" >/dev/null; then
@@ -113,8 +113,8 @@ fi
 # CIBENCH_SKIP_SETUP=1 跳过安装步骤（依赖已就绪时加快本地迭代）。
 #
 # 冷启动时最贵的一步是 30-kube.sh 从源码构建 etcd、kube-apiserver 与 kube-controller-manager、安装 kwok。
-# 只有起控制面的那些测试（internal/kubetest.Start）需要它们，所以冷启动时它最先在后台开始（它自己以 nice 10
-# 编译，前台忙时只拿约一成 CPU），同时做其余安装、静态检查与全部测试：Kubernetes 模块的测试也立即开始（编译、
+# 只有起控制面的那些测试（internal/kubetest.Start）需要它们，所以冷启动时它最先在后台开始（下载、解析模块；
+# go build 等本仓库的 Kubernetes 模块编完，共享它们的编译结果），同时做其余安装、静态检查与全部测试：Kubernetes 模块的测试也立即开始（编译、
 # 不需要控制面的测试照常跑），只有 kubetest.Start 等后台构建写好状态文件（CIBENCH_KUBE_BUILD_STATUS）。
 # 二进制已在缓存里时（热启动）一次 go test 跑全部模块。
 # 其余安装步骤按顺序执行：apt 不能并行。

@@ -90,13 +90,17 @@ type executor struct {
 
 // start 启动 harness 并等待 hello；解释器无法启动时返回包装了 ErrNoPython 的错误。
 func (e *executor) start(ctx context.Context, interp []string, preload []string, grace time.Duration) (*execProc, error) {
-	cfg, err := json.Marshal(map[string]any{"preload": preload, "result_fd": humanEvalResultFD, "workers": 12})
-	if err != nil {
-		return nil, fmt.Errorf("simpleevals: humaneval: %w", err)
-	}
 	dir, err := os.MkdirTemp("", "cibench-humaneval-")
 	if err != nil {
 		return nil, fmt.Errorf("simpleevals: humaneval: temp dir: %w", err)
+	}
+	// workdir：harness 在 stdin 结束（本进程关闭它，或本进程已退出）后自己删掉这个目录。下面等待
+	// harness 的 goroutine 也删它，但宿主进程在 harness 空闲的 executorIdle 之内退出时（一次评测刚结束
+	// 程序就返回）那个 goroutine 已不在，以前每次这样的运行都在临时目录里留下一个空目录。
+	cfg, err := json.Marshal(map[string]any{"preload": preload, "result_fd": humanEvalResultFD, "workers": 12, "workdir": dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("simpleevals: humaneval: %w", err)
 	}
 	rr, rw, err := os.Pipe()
 	if err != nil {
@@ -106,8 +110,9 @@ func (e *executor) start(ctx context.Context, interp []string, preload []string,
 	args := append(append([]string{}, interp[1:]...), "-I", "-c", humanEvalHarness, string(cfg))
 	cmd := exec.Command(interp[0], args...)
 	cmd.Dir = dir
-	// 不继承任何环境变量（代理、密钥），HOME 指向临时目录。
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
+	// 不继承任何环境变量（代理、密钥），HOME 与 TMPDIR 指向临时目录：上游 check_correctness 给每个补全建的
+	// 临时目录（tempfile）在超时被杀的子进程里来不及删除，放在这里随目录一起删掉，不再留在系统的 /tmp。
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		rr.Close()

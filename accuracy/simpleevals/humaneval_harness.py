@@ -22,8 +22,10 @@
 #
 # Protocol: the Go side starts one executor per HumanEval run and keeps it while checks
 # arrive (like upstream's single long-lived process, so the preloads are imported once).
-# argv[1]: JSON {"preload": [...], "result_fd": 3, "workers": 12}.
-# stdin: one JSON request per line {"id", "program", "timeout"}; EOF ends the executor.
+# argv[1]: JSON {"preload": [...], "result_fd": 3, "workers": 12, "workdir": DIR}.
+# stdin: one JSON request per line {"id", "program", "timeout"}; EOF ends the executor,
+# which then removes DIR (its working directory, created by the Go side): the Go process
+# may already have exited, so it cannot be relied on to remove it.
 # result_fd: a hello line {"hello": {python, executable, preloaded, missing}}, then one
 # {"id", "result"} line per request, in completion order.
 # Deliberate differences from upstream (see docs/accuracy.md): the verdict uses a pipe
@@ -253,4 +255,8 @@ with ThreadPoolExecutor(max_workers=_cfg["workers"]) as _pool:
             _f = _pool.submit(check_correctness, _r["program"], _r["timeout"])
             _f.add_done_callback(lambda f, i=_r["id"]: _done(i, f))
 _out.close()
+if _cfg.get("workdir"):
+    import shutil
+    os.chdir("/")
+    shutil.rmtree(_cfg["workdir"], ignore_errors=True)
 os._exit(0)

@@ -328,3 +328,53 @@ func TestHumanEvalExecutorFaults(t *testing.T) {
 	}
 	h.exec.mu.Unlock()
 }
+
+// TestHumanEvalWorkdirRemovedWhenHostExits：宿主进程在一次检查之后立即退出（harness 还在空闲期，
+// 等待它的 goroutine 随进程消失）时，harness 的临时工作目录也要删掉。以前每次这样的运行都在临时目录里
+// 留下一个空的 cibench-humaneval-* 目录（CI 机器上一天几十个）。子进程是本测试二进制自己
+// （-test.run 只选 TestHumanEvalHostExitHelper），TMPDIR 指向一个专用目录，便于数出留下的目录。
+func TestHumanEvalWorkdirRemovedWhenHostExits(t *testing.T) {
+	rt := humanEvalPython(t)
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHumanEvalHostExitHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "CIBENCH_HUMANEVAL_HOST_EXIT="+strings.Join(rt.Interpreter, "\x1f"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	// 宿主退出后 harness 读到 stdin 结束，收尾后退出：等 TMPDIR 变空（只等事件发生，上限 30 秒）。
+	// 超时被杀的补全子进程的临时目录（Python 的 tmp*）也不许留下。
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		left, _ = filepath.Glob(filepath.Join(tmp, "*"))
+		if len(left) == 0 {
+			return
+		}
+	}
+	t.Errorf("temporary directories outlived the process that started the harness: %v", left)
+}
+
+// TestHumanEvalHostExitHelper 只在 TestHumanEvalWorkdirRemovedWhenHostExits 启动的子进程里运行：
+// 检查一个通过的与一个超时的补全，然后不等 harness 退出、直接结束进程。
+func TestHumanEvalHostExitHelper(t *testing.T) {
+	interp := os.Getenv("CIBENCH_HUMANEVAL_HOST_EXIT")
+	if interp == "" {
+		t.Skip("helper process of TestHumanEvalWorkdirRemovedWhenHostExits")
+	}
+	h, err := NewHumanEval(SampleData(), HumanEvalOptions{Interpreter: strings.Split(interp, "\x1f"), ExecTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.check(context.Background(), probeProblem, "    return x + 1\n")
+	if err != nil || got != "passed" {
+		t.Fatalf("check: %q, %v", got, err)
+	}
+	// 超时的补全：子进程被杀，来不及删它的临时目录。
+	if got, err := h.check(context.Background(), probeProblem, "    while True:\n        pass\n"); err != nil || got != "timed out" {
+		t.Fatalf("check of an endless loop: %q, %v", got, err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "cibench-humaneval-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("want the harness's working directory under TMPDIR, found %v", dirs)
+	}
+	os.Exit(0)
+}

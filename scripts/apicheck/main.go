@@ -201,7 +201,9 @@ func patterns(dir string) ([]string, error) {
 }
 
 // goEnv 返回在 dir 这棵树里运行 go 命令的环境：树里有 go.work 就用它（不管调用者自己的 GOWORK），
-// 没有就关掉工作区（发布点可能是单模块的树）。
+// 没有就关掉工作区（发布点可能是单模块的树）。调用者的 GOFLAGS 原样保留：scripts/test.sh 在那里设
+// -gcflags=all=-dwarf=false，加载包时的编译（导出数据）用同样的参数才取得到前面已编译的依赖——
+// 以前这里清空 GOFLAGS，冷启动时这一步把整棵依赖树按另一组参数重编一遍（284 CPU 秒）。
 func goEnv(dir string) []string {
 	work := "off"
 	if abs, err := filepath.Abs(filepath.Join(dir, "go.work")); err == nil {
@@ -209,7 +211,7 @@ func goEnv(dir string) []string {
 			work = abs
 		}
 	}
-	return append(os.Environ(), "GOWORK="+work, "GOFLAGS=")
+	return append(os.Environ(), "GOWORK="+work)
 }
 
 // public 报告 path 是否是兼容性承诺之内的包：本模块路径下、不在 internal/examples/scripts 里的非 main 包。

@@ -230,3 +230,33 @@ func TestUsageAndLoadErrors(t *testing.T) {
 		t.Errorf("-update into a directory: exit %d %s", code, errb.String())
 	}
 }
+
+// TestGoEnvKeepsGOFLAGS：加载包时 go 命令用调用者的 GOFLAGS（scripts/test.sh 设的
+// -gcflags=all=-dwarf=false），工作区按树里有没有 go.work 设置。以前 GOFLAGS 被清空，
+// 导出数据按另一组编译参数生成，整棵依赖树重编一遍。
+func TestGoEnvKeepsGOFLAGS(t *testing.T) {
+	t.Setenv("GOFLAGS", "-gcflags=all=-dwarf=false")
+	dir := t.TempDir()
+	last := func(env []string, key string) string {
+		v := ""
+		for _, kv := range env {
+			if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+				v = val
+			}
+		}
+		return v
+	}
+	env := goEnv(dir)
+	if got := last(env, "GOFLAGS"); got != "-gcflags=all=-dwarf=false" {
+		t.Errorf("GOFLAGS = %q, want the caller's -gcflags=all=-dwarf=false", got)
+	}
+	if got := last(env, "GOWORK"); got != "off" {
+		t.Errorf("GOWORK = %q without a go.work, want off", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.work"), []byte("go 1.26.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := last(goEnv(dir), "GOWORK"), filepath.Join(dir, "go.work"); got != want {
+		t.Errorf("GOWORK = %q, want %q", got, want)
+	}
+}
