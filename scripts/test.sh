@@ -35,13 +35,19 @@ child_cpu() {
 	times >"$f"
 	REPLY=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.0f", t }' "$f")
 }
-# cpu_offset：当前段里等到的、不属于这一段的子进程 CPU（后台的 kube 构建在测试段里被 wait），记账时减掉。
-phase_cpu_start=0 cpu_offset=0
+# cpu_offset：当前段里收回的、不属于这一段的子进程 CPU，记账时减掉：后台的 kube 构建（子 shell）结束时
+# bash 立即收回它，它的全部 CPU 于是算进它结束时正在进行的那一段——由 phase 查它写下的 kube-cpu 文件、
+# 从那一段里减掉（只减一次）。
+phase_cpu_start=0 cpu_offset=0 kube_accounted=""
 phase() {
 	local now cpu
 	now=$(date +%s)
 	child_cpu
 	cpu=$REPLY
+	if [ -z "$kube_accounted" ] && [ -s "$work/kube-cpu" ]; then
+		cpu_offset=$(cat "$work/kube-cpu")
+		kube_accounted=1
+	fi
 	if [ -n "$phase_name" ]; then
 		phase_names+=("$phase_name")
 		phase_secs+=($((now - phase_start)))
@@ -67,7 +73,7 @@ report_time() {
 	if [ -n "$kube_bg" ] && [ -f "$kube_log" ]; then
 		sed -n 's/^\[30-kube\] built \(.*\) in \([0-9]*\)s$/  (background: go build of \1 took \2s)/p' "$kube_log"
 		[ ! -s "$work/kube-cpu" ] || echo "  (background: the kube setup used $(cat "$work/kube-cpu") CPU-seconds at nice ${CIBENCH_KUBE_NICE:-0})"
-		[ -z "${kube_after:-}" ] || echo "  (background: the whole kube setup finished ${kube_after}s into the tests)"
+		[ -z "${kube_after:-}" ] || echo "  (background: the whole kube setup finished $kube_after)"
 	fi
 	if compgen -G "$work/test-*.log" >/dev/null; then
 		echo "  slowest test packages (seconds):"
@@ -242,7 +248,9 @@ scripts/apicheck.sh
 # 跨平台：每个包都要能在 macOS 与 Windows 上编译，使嵌入模拟器与各阶段的用户不被 Unix 专有调用挡住。
 # 为另一个系统把依赖树（openai-go、Prometheus、client-go……）各编一遍，冷启动时要几百 CPU 秒，所以分两类：
 #   - 平台相关的包：在 linux、darwin、windows 上选中的源文件或导入不同，或导入 golang.org/x/sys、cgo。
-#     它们真的为 darwin 与 windows 编译（只编译不链接），它们的导出 API（go doc -all
+#     它们连同全部依赖（包括标准库）为 darwin 与 windows 从源码做类型检查（scripts/apicheck/ostypes：为另一个
+#     系统编译它们要先为那个系统编译 net/http、x/sys 等整个依赖闭包，冷启动时约 70 CPU 秒；能因平台出错的
+#     缺文件、缺函数、类型不符都是类型错误），它们的导出 API（go doc -all
 #     的声明，常量的值除外）在三个系统上必须相同——导入它们的包因此在哪个系统上都看到同样的 API。平台相关的
 #     调用（进程组、信号、rlimit、getrusage、内核接收时间戳）收在这样的小包里：internal/procgroup、
 #     internal/procstat、internal/rxstamp、loadgen/internal/h1，它们只依赖标准库与 golang.org/x/sys。
@@ -250,7 +258,7 @@ scripts/apicheck.sh
 #     （examples/ci 只许用公开 API 与标准库，退出信号因此直接写 syscall.SIGTERM）。这样的包只依赖各系统 API
 #     相同的标准库、上面那些 API 相同的包与第三方依赖，在 linux 上编译通过（前面已编译），在别的系统上也就编译
 #     通过。第三方依赖本身（都是各平台构建的纯 Go 库）不在这里为别的系统编译。
-phase "cross-OS: platform-specific packages built for darwin and windows; every other package checked platform-independent"
+phase "cross-OS: platform-specific packages type-checked for darwin and windows; every other package checked platform-independent"
 files='{{.ImportPath}} {{.Name}} files: {{join .GoFiles " "}} {{join .CgoFiles " "}} imports: {{join .Imports " "}}'
 for goos in linux darwin windows; do
 	GOOS=$goos GOARCH=amd64 go list -f "$files" "${all_pkgs[@]}" >"$work/files-$goos"
@@ -265,8 +273,9 @@ mapfile -t platform_pkgs < <(sort -u "$work/platform")
 echo "platform-specific packages: ${platform_pkgs[*]:-none}"
 platform_bad=""
 if [ "${#platform_pkgs[@]}" -gt 0 ]; then
-	GOOS=darwin GOARCH=amd64 go list -export -f '{{.ImportPath}}' "${platform_pkgs[@]}" >/dev/null
-	GOOS=windows GOARCH=amd64 go list -export -f '{{.ImportPath}}' "${platform_pkgs[@]}" >/dev/null
+	go build -o "$work/ostypes" ./scripts/apicheck/ostypes
+	"$work/ostypes" -goos darwin "${platform_pkgs[@]}"
+	"$work/ostypes" -goos windows "${platform_pkgs[@]}"
 	# api PKG：go doc -all 里的声明行（文档说明缩进四格，去掉），常量的值去掉（如 procgroup.Supported 在 Windows 上是 false）。
 	api() { go doc -all "$1" | grep -v '^    ' | sed -E 's/^(const [A-Za-z0-9_]+) = .*/\1/; s/^(\t[A-Za-z0-9_]+) += .*/\1/'; }
 	for p in "${platform_pkgs[@]}"; do
@@ -328,11 +337,10 @@ if [ -n "$kube_bg" ]; then
 	wait "$kube_test_pid" || test_status=$?
 	kube_status=0
 	wait "$kube_bg" || kube_status=$?
-	cpu_offset=$(cat "$work/kube-cpu" 2>/dev/null || echo 0)
 	if [ -s "$work/kube-done" ]; then
 		kube_after=$(( $(cat "$work/kube-done") - phase_start ))
-		[ "$kube_after" -ge 0 ] || kube_after=0
-		echo "==> the background kube build finished ${kube_after}s into the tests"
+		if [ "$kube_after" -ge 0 ]; then kube_after="${kube_after}s into the tests"; else kube_after="$((-kube_after))s before the tests started"; fi
+		echo "==> the background kube build finished $kube_after"
 	fi
 	tail -n 3 "$kube_log"
 	if [ "$kube_status" -ne 0 ]; then
