@@ -2,10 +2,13 @@ package loadgen_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,24 +29,57 @@ func explainBase() emulator.Config {
 	return emulator.Config{Model: "m", TTFT: 80 * time.Millisecond, PrefillPerToken: 40 * time.Microsecond, ITL: 2 * time.Millisecond, MaxNumSeqs: 16}
 }
 
-// runBreakdown 对一个新的模拟器跑一次 p，返回唯一分组的阶段分解。
-func runBreakdown(t *testing.T, cfg emulator.Config, p loadgen.Profile) *explain.Breakdown {
-	t.Helper()
-	_, tgt := startEmulator(t, cfg)
-	return runOn(t, tgt, p)
-}
-
 // runOn 对 tgt 跑一次 p，返回唯一分组的阶段分解。
 func runOn(t *testing.T, tgt loadgen.Target, p loadgen.Profile) *explain.Breakdown {
 	t.Helper()
-	sums, err := loadgen.Run(context.Background(), tgt, p, nil)
+	b, err := breakdownOn(tgt, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sums) != 1 || sums[0].Phases == nil {
-		t.Fatalf("summaries %d, phases %v", len(sums), len(sums) == 1 && sums[0].Phases != nil)
+	return b
+}
+
+// breakdownOn 对 tgt 跑一次 p，返回唯一分组的阶段分解（不调用 t：可在别的 goroutine 里用）。
+func breakdownOn(tgt loadgen.Target, p loadgen.Profile) (*explain.Breakdown, error) {
+	sums, err := loadgen.Run(context.Background(), tgt, p, nil)
+	if err != nil {
+		return nil, err
 	}
-	return sums[0].Phases
+	if len(sums) != 1 || sums[0].Phases == nil {
+		return nil, fmt.Errorf("summaries %d, phases %v", len(sums), len(sums) == 1 && sums[0].Phases != nil)
+	}
+	return sums[0].Phases, nil
+}
+
+// runPairOn 对基线与当前两个服务同时各跑一次 p（成对测量），返回两边的阶段分解。
+//
+// 两次比较的是客户端量到的墙钟时延。先后跑的两次各自碰上机器当时的负载：冷启动的测试里 -race 的
+// 测试二进制与编译挤在两个核上，基线那一次整体慢了约 110 ms、当前那一次只慢约 30 ms，注入的
+// +97 ms KV 传输在客户端只剩 +8%，被判为没有显著变化（TestExplainPD 因此失败过）。同时跑，
+// 两边在同一段时间里受同样的调度延迟，差值只剩注入的效应；服务各自独立，互不排队。
+func runPairOn(t *testing.T, base, cur loadgen.Target, p loadgen.Profile) (*explain.Breakdown, *explain.Breakdown) {
+	t.Helper()
+	var (
+		wg              sync.WaitGroup
+		bb, cb          *explain.Breakdown
+		baseErr, curErr error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); bb, baseErr = breakdownOn(base, p) }()
+	go func() { defer wg.Done(); cb, curErr = breakdownOn(cur, p) }()
+	wg.Wait()
+	if err := errors.Join(baseErr, curErr); err != nil {
+		t.Fatal(err)
+	}
+	return bb, cb
+}
+
+// runPair 为 base 与 cur 两个配置各起一个模拟器，同时各跑一次 p（见 runPairOn）。
+func runPair(t *testing.T, base, cur emulator.Config, p loadgen.Profile) (*explain.Breakdown, *explain.Breakdown) {
+	t.Helper()
+	_, bt := startEmulator(t, base)
+	_, ct := startEmulator(t, cur)
+	return runPairOn(t, bt, ct, p)
 }
 
 // share 返回 c 中阶段 phase 的占比。
@@ -60,10 +96,9 @@ func share(t *testing.T, c explain.Change, phase string) float64 {
 
 // TestExplainQueueing：max_num_seqs 减半（16 → 8，16 并发），TTFT 的变化至少 80% 归到排队。
 func TestExplainQueueing(t *testing.T) {
-	base := runBreakdown(t, explainBase(), explainProfile())
 	cfg := explainBase()
 	cfg.MaxNumSeqs = 8
-	cur := runBreakdown(t, cfg, explainProfile())
+	base, cur := runPair(t, explainBase(), cfg, explainProfile())
 	e := explain.Compare(base, cur, explain.Options{})
 	t.Log(e.Text())
 	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhaseQueue {
@@ -87,11 +122,10 @@ func TestExplainQueueing(t *testing.T) {
 func TestExplainSlowerPrefill(t *testing.T) {
 	base := explainBase()
 	base.TTFT, base.PrefillPerToken = 60*time.Millisecond, 80*time.Microsecond
-	b := runBreakdown(t, base, explainProfile())
 	cfg := base
 	cfg.TTFT = cfg.TTFT * 13 / 10
 	cfg.PrefillPerToken = cfg.PrefillPerToken * 13 / 10
-	cur := runBreakdown(t, cfg, explainProfile())
+	b, cur := runPair(t, base, cfg, explainProfile())
 	e := explain.Compare(b, cur, explain.Options{})
 	t.Log(e.Text())
 	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhasePrefill || slices.Contains(e.TTFT.Named, explain.PhaseQueue) {
@@ -108,10 +142,10 @@ func TestExplainPrefixCachingOff(t *testing.T) {
 	p := loadgen.Profile{Concurrency: []int{8}, InputLength: []int{512}, OutputLength: []int{8}, NumRequests: []int{64}, Seed: 7, PrefixLength: 448}
 	cfg := emulator.Config{Model: "m", TTFT: 10 * time.Millisecond, PrefillPerToken: 100 * time.Microsecond, ITL: time.Millisecond,
 		EnablePrefixCaching: true, BlockSize: 16}
-	base := runBreakdown(t, cfg, p)
-	cfg.EnablePrefixCaching = false
-	cfg.NumKVBlocks = 100000 // 性能模型照开（只关前缀缓存）
-	cur := runBreakdown(t, cfg, p)
+	off := cfg
+	off.EnablePrefixCaching = false
+	off.NumKVBlocks = 100000 // 性能模型照开（只关前缀缓存）
+	base, cur := runPair(t, cfg, off, p)
 	e := explain.Compare(base, cur, explain.Options{})
 	t.Log(e.Text())
 	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhasePrefill {
@@ -128,9 +162,9 @@ func TestExplainPreemptions(t *testing.T) {
 	p := loadgen.Profile{Concurrency: []int{16}, InputLength: []int{64}, OutputLength: []int{64}, NumRequests: []int{64}, Seed: 7}
 	cfg := emulator.Config{Model: "m", TTFT: 5 * time.Millisecond, PrefillPerToken: 50 * time.Microsecond, ITL: time.Millisecond,
 		BlockSize: 16, NumKVBlocks: 512, MaxModelLen: 512}
-	base := runBreakdown(t, cfg, p)
-	cfg.NumKVBlocks = 40
-	cur := runBreakdown(t, cfg, p)
+	small := cfg
+	small.NumKVBlocks = 40
+	base, cur := runPair(t, cfg, small, p)
 	e := explain.Compare(base, cur, explain.Options{})
 	t.Log(e.Text())
 	if e.Preemptions.Current == nil || *e.Preemptions.Current == 0 || *e.Preemptions.Base != 0 {
@@ -143,8 +177,7 @@ func TestExplainPreemptions(t *testing.T) {
 
 // TestExplainUnchanged：同一配置的两个服务：没有显著变化，不点名任何阶段。
 func TestExplainUnchanged(t *testing.T) {
-	base := runBreakdown(t, explainBase(), explainProfile())
-	cur := runBreakdown(t, explainBase(), explainProfile())
+	base, cur := runPair(t, explainBase(), explainBase(), explainProfile())
 	e := explain.Compare(base, cur, explain.Options{})
 	t.Log(e.Text())
 	if e.TTFT.Verdict != explain.VerdictNoChange || len(e.TTFT.Named) != 0 {
@@ -195,10 +228,9 @@ func TestExplainNoPhaseMetrics(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return loadgen.Target{Endpoint: deploy.Endpoint{BaseURLs: []string{srv.URL + "/v1"}, Model: "m"}, Provider: "gw"}
 	}
-	base := runOn(t, gateway(explainBase()), explainProfile())
 	cfg := explainBase()
 	cfg.MaxNumSeqs = 8
-	cur := runOn(t, gateway(cfg), explainProfile())
+	base, cur := runPairOn(t, gateway(explainBase()), gateway(cfg), explainProfile())
 	if base.HasPhases() || !base.ClientTTFT.Valid() {
 		t.Fatalf("breakdown behind a gateway: phases %v, client %+v", base.HasPhases(), base.ClientTTFT)
 	}
@@ -217,7 +249,7 @@ func TestExplainNoPhaseMetrics(t *testing.T) {
 
 // TestExplainPD：PD 分离（1P1D），KV 传输变慢 5 倍：TTFT 的变化归到 KV 传输，分解按实例给出。
 func TestExplainPD(t *testing.T) {
-	run := func(kv time.Duration) *explain.Breakdown {
+	deployPD := func(kv time.Duration) loadgen.Target {
 		pd, err := emulator.NewPD(emulator.PDConfig{
 			Prefill: emulator.Config{Model: "m", TTFT: 10 * time.Millisecond, PrefillPerToken: 40 * time.Microsecond, ITL: time.Millisecond},
 			Decode:  emulator.Config{Model: "m", TTFT: 2 * time.Millisecond, ITL: time.Millisecond, KVTransferPerToken: kv},
@@ -230,12 +262,11 @@ func TestExplainPD(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = d.Teardown(context.Background()) })
-		return runOn(t, loadgen.Target{Endpoint: d.Endpoint(), Provider: "pd"}, explainProfile())
+		return loadgen.Target{Endpoint: d.Endpoint(), Provider: "pd"}
 	}
 	// 效应要明显大于忙机器上进程内代理的噪声（-race 加两个忙循环时客户端一段可抖动 ±20 ms）：
-	// 256 个 token × 380µs ≈ +97 ms。
-	base := run(20 * time.Microsecond)
-	cur := run(400 * time.Microsecond)
+	// 256 个 token × 380µs ≈ +97 ms。两边同时跑（runPairOn），机器的负载对两边一样。
+	base, cur := runPairOn(t, deployPD(20*time.Microsecond), deployPD(400*time.Microsecond), explainProfile())
 	if len(cur.Instances) != 2 || cur.Instances[0].Role != explain.RolePrefill || cur.Instances[1].Role != explain.RoleDecode {
 		t.Fatalf("instances %+v", cur.Instances)
 	}
