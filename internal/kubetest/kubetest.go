@@ -207,6 +207,8 @@ func waitBuild(path string, limit, poll time.Duration) error {
 		switch {
 		case err == nil && strings.TrimSpace(string(b)) == "ok":
 			return nil
+		case err == nil && strings.TrimSpace(string(b)) == "":
+			// 文件已创建、内容还没写进来（写的一方不是先写临时文件再改名时）：还不是结论，接着等。
 		case err == nil:
 			return fmt.Errorf("kubetest: the background control-plane build failed (%s): %s", path, strings.TrimSpace(string(b)))
 		case !os.IsNotExist(err):

@@ -214,6 +214,16 @@ func TestWaitBuild(t *testing.T) {
 		t.Fatalf("waitBuild returned %v before the status file existed", err)
 	case <-time.After(20 * time.Millisecond):
 	}
+	// 先出现一个空文件（写的一方刚创建、还没写内容）：不是结论，接着等；以前它被当成失败，
+	// 原因为空（忙机器上这个测试因此失败过）。
+	if err := os.WriteFile(ok, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("waitBuild returned %v on an empty status file", err)
+	case <-time.After(20 * time.Millisecond):
+	}
 	if err := os.WriteFile(ok, []byte("ok\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
