@@ -78,7 +78,7 @@ report_time() {
 	if compgen -G "$work/test-*.log" >/dev/null; then
 		echo "  slowest test packages (seconds):"
 		cat "$work"/test-*.log | grep -E '^(ok|FAIL)[[:space:]]+[^[:space:]]+[[:space:]]+[0-9.]+s' |
-			awk '{ t = $3; sub(/s$/, "", t); printf "  %8.1f  %s\n", t, $2 }' | sort -rn | head -n 12
+			awk '{ t = $3; sub(/s$/, "", t); printf "  %8.1f  %s\n", t, $2 }' | sort -rn | sed -n 1,12p
 	fi
 }
 trap 'report_time; [ -z "${CIBENCH_KUBE_BUILD_AFTER:-}" ] || touch "$CIBENCH_KUBE_BUILD_AFTER"; rm -rf "$work"' EXIT

@@ -46,14 +46,23 @@ const (
 	// funcSizeTimeout 是 big 与 huge 两行的 -timeout：这两行考的是大小（16 MiB 的事件照常读完、1 GiB 的按上限
 	// 放弃），不是时间。-race 下的服务端生成 16 MiB 在冷启动的测试里（两个核上挤着五个测试二进制）曾超过 2 s，
 	// 结果记成 timeout 而不是 pass / too_large；期限放宽到不可能先到，判定只由大小决定。
+	// ci 的功能与精度阶段、bench 与 ci 的性能档位同样如此（ci/huge 在又一次冷运行里以 2 s 的功能请求超时失败过）：
+	// 这两行的请求超时都是 sizeRowTimeout，ci 的阶段与作业超时随之放宽（ciSizeStageTimeout、ciSizeJobTimeout），
+	// 免得阶段期限抢在请求期限之前。
 	funcSizeTimeout = 20 * time.Second
 	accSizeTimeout  = 20 * time.Second // 同上，精度工具的 big 与 huge 两行
-	funcRetries     = 1
-	accTimeout      = 3 * time.Second
-	accRetries      = 1
-	accExamples     = 2
-	ciJobTimeout    = 90 * time.Second
-	ciStageTimeout  = 15 * time.Second
+	// benchSizeTimeout 是 bench 与 ci 性能档位在 big、huge 两行的 timeout。
+	benchSizeTimeout = 20 * time.Second
+	funcRetries      = 1
+	accTimeout       = 3 * time.Second
+	accRetries       = 1
+	accExamples      = 2
+	ciJobTimeout     = 90 * time.Second
+	ciStageTimeout   = 15 * time.Second
+	// ciSizeStageTimeout、ciSizeJobTimeout 是 ci 在 big、huge 两行的阶段与作业超时：阶段要容得下一个
+	// funcSizeTimeout 的请求加一次重试，作业容得下三个阶段。
+	ciSizeStageTimeout = 45 * time.Second
+	ciSizeJobTimeout   = 150 * time.Second
 	// slack 是进程启动、编译好的二进制加载与忙碌机器上调度的余量。
 	slack = 20 * time.Second
 	// maxRSS 是任何一个工具进程允许的峰值 RSS：把 1 GiB 事件或响应体读进内存的工具
@@ -547,7 +556,7 @@ func gpqaAnswer(prompt string) string {
 // huge 行加 max_event_bytes（1 GiB 事件只读 1 MiB）；big 行保持默认上限，证明 16 MiB 事件照常可用。
 func benchProfile(f hostile.Fault) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "backend: openai-chat\nconcurrency: [1]\ninput_length: [16]\noutput_length: [4]\nrequests_per_concurrency: %d\nwarmup: 0\nepochs: 1\ncontrol_method: normal\ntimeout: %s\n", benchRequests, benchTimeout)
+	fmt.Fprintf(&b, "backend: openai-chat\nconcurrency: [1]\ninput_length: [16]\noutput_length: [4]\nrequests_per_concurrency: %d\nwarmup: 0\nepochs: 1\ncontrol_method: normal\ntimeout: %s\n", benchRequests, sizeTimeout(f, benchTimeout, benchSizeTimeout))
 	switch f {
 	case hostile.FaultStall:
 		fmt.Fprintf(&b, "idle_timeout: %s\n", benchIdle)
@@ -568,10 +577,11 @@ func runBench(t *testing.T, bins string, srv *hostile.Server, can canaries, f ho
 	prov := fmt.Sprintf("providers:\n  - id: hostile\n    name: hostile\n    api_key: '%s'\n    base_url: '%s'\n    model_name: '%s'\n", can.key, base, model)
 	mustWrite(t, filepath.Join(in, "providers.yaml"), prov)
 	mustWrite(t, filepath.Join(in, "profile.yaml"), benchProfile(f))
+	timeout := sizeTimeout(f, benchTimeout, benchSizeTimeout)
 	args := []string{"--provider", filepath.Join(in, "providers.yaml"), "--provider-id", "hostile",
 		"--perf-profile", filepath.Join(in, "profile.yaml"), "--quiet",
-		"--timeout", fmt.Sprint(benchTimeout.Seconds()), "--benchmark-save-path", filepath.Join(out, "bench")}
-	bound := slack + time.Duration(1+benchRequests+3)*benchTimeout
+		"--timeout", fmt.Sprint(timeout.Seconds()), "--benchmark-save-path", filepath.Join(out, "bench")}
+	bound := slack + time.Duration(1+benchRequests+3)*timeout
 	return execTool(t, filepath.Join(bins, "bench"), args, baseEnv(out), out, bound)
 }
 
@@ -624,8 +634,9 @@ func runCI(t *testing.T, bins string, srv *hostile.Server, can canaries, f hosti
 		mustWrite(t, filepath.Join(cfg, "tests", "functional", e.Name()), string(b))
 	}
 	// 功能阶段的单请求超时与工具行相同（默认 120s 会被阶段超时抢先）。
-	mustWrite(t, filepath.Join(cfg, "tests", "functional", "request.yaml"), fmt.Sprintf("request:\n  timeout: %s\n", funcTimeout))
-	st := ciStageTimeout.String()
+	mustWrite(t, filepath.Join(cfg, "tests", "functional", "request.yaml"), fmt.Sprintf("request:\n  timeout: %s\n", sizeTimeout(f, funcTimeout, funcSizeTimeout)))
+	st := sizeTimeout(f, ciStageTimeout, ciSizeStageTimeout).String()
+	job := sizeTimeout(f, ciJobTimeout, ciSizeJobTimeout)
 	mustWrite(t, filepath.Join(cfg, "matrix.yaml"), fmt.Sprintf(`defaults:
   on_failure: continue
   timeouts:
@@ -635,7 +646,7 @@ scenarios:
   hostile:
     daily:
       functional: {cases: [%[3]s]}
-`, ciJobTimeout, st, strings.Join(functionalCases, ", ")))
+`, job, st, strings.Join(functionalCases, ", ")))
 	mustWrite(t, filepath.Join(cfg, "scenarios", "hostile.yaml"), fmt.Sprintf(`mode: external
 served_model_name: %s
 base_url: %s
@@ -656,12 +667,12 @@ datasets:
     threshold: 0.5
     examples: %d
     n_repeats: 1
-`, accTimeout, accRetries, st, data, accExamples))
+`, sizeTimeout(f, accTimeout, accSizeTimeout), accRetries, st, data, accExamples))
 	args := []string{"-config", cfg, "-run-type", "daily", "-scenario", "hostile", "-artifacts", filepath.Join(out, "artifacts"),
 		"-run-id", "hostile-run", "-retention", "-1s"}
 	env := append(baseEnv(out), "HOSTILE_API_KEY="+can.key, "PROM_PUSHGATEWAY_URL="+srv.Root(f),
 		"PROM_PUSHGATEWAY_USERNAME="+can.user, "PROM_PUSHGATEWAY_PASSWORD="+can.password)
-	return execTool(t, filepath.Join(bins, "ci"), args, env, out, ciJobTimeout+slack)
+	return execTool(t, filepath.Join(bins, "ci"), args, env, out, job+slack)
 }
 
 // mustWrite 写文件（必要时建目录）。

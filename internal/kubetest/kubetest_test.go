@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -245,5 +247,50 @@ func TestWaitBuild(t *testing.T) {
 	}
 	if err := waitBuild(dir, time.Minute, time.Millisecond); err == nil || !strings.Contains(err.Error(), "reading the control-plane build status") {
 		t.Errorf("status path is a directory: %v", err)
+	}
+}
+
+// TestSetupCheckReadsWholeVersionOutput 跑真实的 scripts/setup.d/30-kube.sh --check，四个程序换成假的：
+// 各自先打印版本行、停一下、再打印其余几行（像 etcd --version 那样多行输出）。以前脚本用
+// `"$BIN/x" --version | grep -qF WANT` 判断版本：grep -q 读到第一行就退出，程序随后写下一行时收到 SIGPIPE、
+// 以 141 退出，pipefail 让整个判断为假——版本对的控制面被当成没装好（冷运行里刚构建好的二进制因此被判
+// "do not report" 而失败，热运行里则白白重建）。现在版本对时 --check 必须成功、版本不对时必须失败。
+func TestSetupCheckReadsWholeVersionOutput(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "setup.d", "30-kube.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	bin := filepath.Join(cache, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// fake 写一个先打印 first、0.2 秒后再打印两行的程序（第二次写入时 grep -q 早已退出）。
+	fake := func(name, first string) {
+		body := "#!/bin/sh\necho '" + first + "'\nsleep 0.2\necho 'Go Version: go1.26'\necho 'Go OS/Arch: linux/amd64'\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func() error {
+		cmd := exec.Command("bash", script, "--check")
+		cmd.Env = append(os.Environ(), "CIBENCH_CACHE="+cache,
+			"CIBENCH_K8S_VERSION=v1.36.3", "CIBENCH_KWOK_VERSION=v0.8.0", "CIBENCH_ETCD_VERSION=v3.6.8")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	fake("etcd", "etcd Version: 3.6.8")
+	fake("kube-apiserver", "Kubernetes v1.36.3")
+	fake("kube-controller-manager", "Kubernetes v1.36.3")
+	fake("kwok", "kwok version v0.8.0 go1.26.8 (linux/amd64)")
+	if err := check(); err != nil {
+		t.Fatalf("30-kube.sh --check with every version right: %v, want success", err)
+	}
+	fake("etcd", "etcd Version: 3.4.23")
+	if err := check(); err == nil {
+		t.Fatal("30-kube.sh --check with etcd 3.4.23: success, want failure")
 	}
 }

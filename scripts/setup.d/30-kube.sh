@@ -52,8 +52,12 @@ log() { echo "[30-kube] $*"; }
 
 # 每个程序报告的版本与想要的相符才算装好：旧缓存里可能还是指向 Debian etcd 3.4 的符号链接，
 # 或上一个 Kubernetes 版本的构建。
+# 先把 --version 的全部输出读进变量再比较，不用 `... | grep -q`：grep -q 读到匹配行就退出，程序再写下一行
+# （etcd 打印四行）时收到 SIGPIPE、以 141 退出，pipefail 让判断为假——忙的机器上版本对的二进制因此被判为
+# 没装好（见 internal/kubetest 的 TestSetupCheckReadsWholeVersionOutput）。
 have() { # have NAME WANT：NAME 存在、可执行、不是符号链接，且 --version 的输出含 WANT
-  [ -x "$BIN/$1" ] && [ ! -L "$BIN/$1" ] && "$BIN/$1" --version 2>/dev/null | grep -qF "$2"
+  local got
+  [ -x "$BIN/$1" ] && [ ! -L "$BIN/$1" ] && got="$("$BIN/$1" --version 2>/dev/null)" && [[ "$got" == *"$2"* ]]
 }
 # control_plane_ready：etcd、kube-apiserver、kube-controller-manager 与 kwok 都是想要的版本。
 control_plane_ready() {
@@ -177,7 +181,7 @@ GO
   log "built etcd, kube-apiserver, kube-controller-manager and kwok in $(( $(date +%s) - start ))s"
   if ! control_plane_ready; then
     echo "[30-kube] the new binaries do not report etcd ${ETCD_VERSION#v} / Kubernetes $K8S_VERSION / kwok $KWOK_VERSION:" >&2
-    for cmd in etcd kube-apiserver kube-controller-manager kwok; do "$BIN/$cmd" --version | head -n 1 >&2; done
+    for cmd in etcd kube-apiserver kube-controller-manager kwok; do "$BIN/$cmd" --version 2>&1 | sed -n 1p >&2 || true; done
     exit 1
   fi
 else

@@ -354,9 +354,19 @@ func TestMatchesNetHTTP(t *testing.T) {
 			return true
 		}, 1},
 	}
+	// net/http 在这些用例上的结果取决于调度，不能当对照：响应后面跟着多余字节时，它的后台读循环
+	// 把连接放回空闲池之后才 Peek；Peek 先于下一个请求登记就判"不请自来"、关连接（下一个请求走新连接、
+	// 成功），下一个请求先登记就把多余字节当成它的响应（malformed MIME header）。安静的机器上几乎总是前者，
+	// 冷启动的测试运行里出现过后者（第 3 个请求失败）。h1 每次复用前都查，结果是确定的：3 个请求都成功、
+	// 每个一条新连接——这正是 net/http 在没有竞态时的结果，所以这里直接写出来。
+	cleanRef := []outcome{{status: 200, body: sseBody}, {status: 200, body: sseBody}, {status: 200, body: sseBody}}
+	racyRef := map[string]bool{"bytes after the response are not taken as the next response": true}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ref := viaNetHTTP(t, startRaw(t, tc.respond).url, 3)
+			ref := cleanRef
+			if !racyRef[tc.name] {
+				ref = viaNetHTTP(t, startRaw(t, tc.respond).url, 3)
+			}
 			srv := startRaw(t, tc.respond)
 			got := viaH1(t, srv.url, 3)
 			for i := range got {
