@@ -125,7 +125,9 @@ func TestSweepStopsOnErrorsAndBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res[0]
-	if r.Stop != loadgen.SweepStopBudget || len(r.Steps) == 0 || time.Since(start) > 3*time.Second {
+	// 上限放宽到预算 + 3.8 s：忽略预算的扫描会一级一级翻倍走下去（远超 5 s），而忙的机器上取消在途请求、
+	// 收尾可能要几百毫秒，不能让它判错。
+	if r.Stop != loadgen.SweepStopBudget || len(r.Steps) == 0 || time.Since(start) > 5*time.Second {
 		t.Errorf("budget 1.2s: stop %q after %d steps in %v", r.Stop, len(r.Steps), time.Since(start))
 	}
 	if r.MaxSustainableRate != r.Steps[len(r.Steps)-1].OfferedRate {
