@@ -296,19 +296,34 @@ func zombie(pid int) bool {
 }
 
 // TestLocalTimeoutIncludesTail 验证超时错误附带日志尾部并包装 ErrNotReady。
+//
+// 日志尾部里要有助手进程打印的第一行，前提是它在超时之前打印了：忙的机器上 -race 的助手进程 300 ms
+// 内还没起来，尾部如实写着 "(no output)"（两个忙循环下的一次 CI 运行里这样失败过）。所以尾部为空时
+// 把启动超时加倍再试（300 ms 起，最多到 9.6 s）；每次都必须是 ErrNotReady，助手打印过就必须出现在尾部。
 func TestLocalTimeoutIncludesTail(t *testing.T) {
-	cfg := helperConfig(t, "sleep")
-	cfg.Port = freePort(t)
-	cfg.StartupTimeout = 300 * time.Millisecond
-	cfg.StopGracePeriod = 100 * time.Millisecond
-	l, err := deploy.NewLocal(cfg)
-	if err != nil {
-		t.Fatal(err)
+	var err error
+	for timeout := 300 * time.Millisecond; timeout <= 10*time.Second; timeout *= 2 {
+		cfg := helperConfig(t, "sleep")
+		cfg.Port = freePort(t)
+		cfg.StartupTimeout = timeout
+		cfg.StopGracePeriod = 100 * time.Millisecond
+		l, nerr := deploy.NewLocal(cfg)
+		if nerr != nil {
+			t.Fatal(nerr)
+		}
+		_, err = l.Deploy(context.Background())
+		if !errors.Is(err, deploy.ErrNotReady) {
+			t.Fatalf("startup timeout %v: err = %v, want ErrNotReady", timeout, err)
+		}
+		if strings.Contains(err.Error(), "helper starting mode=sleep") {
+			return
+		}
+		if !strings.Contains(err.Error(), "(no output)") {
+			t.Fatalf("startup timeout %v: the log tail has output but not the helper's first line: %v", timeout, err)
+		}
+		t.Logf("startup timeout %v: the helper had printed nothing yet; trying a longer one", timeout)
 	}
-	_, err = l.Deploy(context.Background())
-	if !errors.Is(err, deploy.ErrNotReady) || !strings.Contains(err.Error(), "helper starting mode=sleep") {
-		t.Fatalf("err = %v", err)
-	}
+	t.Fatalf("the log tail never showed the helper's first line: %v", err)
 }
 
 // TestNewLocalValidates 检查缺命令、端口越界、端口重复与负时长均被拒绝。

@@ -82,6 +82,34 @@ func runPair(t *testing.T, base, cur emulator.Config, p loadgen.Profile) (*expla
 	return runPairOn(t, bt, ct, p)
 }
 
+// significantAttempts 是 explainSignificant 最多测量的次数。
+const significantAttempts = 3
+
+// explainSignificant 用 pair 成对测量一次并比较；TTFT 的变化不显著时（机器的噪声盖过了注入的效应）
+// 重新测量，最多 significantAttempts 次，返回第一次显著的比较（都不显著时返回最后一次，由调用方的断言报告）。
+//
+// 注入的效应是固定的，客户端量到的噪声却随负载变：2 核机器上 -race 加两个忙循环时，TestExplainPD 注入的
+// +97 ms KV 传输在客户端只剩 +27 ms（+9%，低于 MinChangePct），TestExplainNoPhaseMetrics 的排队变化也被判为
+// 不显著。"没有显著变化"在那样的噪声下是诚实的结论，不是错误；错误是点错阶段——那一次就返回、由调用方
+// 判失败，从不重试。
+func explainSignificant(t *testing.T, pair func() (*explain.Breakdown, *explain.Breakdown)) (explain.Explanation, *explain.Breakdown, *explain.Breakdown) {
+	t.Helper()
+	var (
+		e         explain.Explanation
+		base, cur *explain.Breakdown
+	)
+	for i := 1; i <= significantAttempts; i++ {
+		base, cur = pair()
+		e = explain.Compare(base, cur, explain.Options{})
+		t.Log(e.Text())
+		if e.TTFT.Verdict != explain.VerdictNoChange {
+			return e, base, cur
+		}
+		t.Logf("attempt %d of %d: the TTFT change is not significant under this machine's noise; measuring again", i, significantAttempts)
+	}
+	return e, base, cur
+}
+
 // share 返回 c 中阶段 phase 的占比。
 func share(t *testing.T, c explain.Change, phase string) float64 {
 	t.Helper()
@@ -98,9 +126,9 @@ func share(t *testing.T, c explain.Change, phase string) float64 {
 func TestExplainQueueing(t *testing.T) {
 	cfg := explainBase()
 	cfg.MaxNumSeqs = 8
-	base, cur := runPair(t, explainBase(), cfg, explainProfile())
-	e := explain.Compare(base, cur, explain.Options{})
-	t.Log(e.Text())
+	e, _, _ := explainSignificant(t, func() (*explain.Breakdown, *explain.Breakdown) {
+		return runPair(t, explainBase(), cfg, explainProfile())
+	})
 	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhaseQueue {
 		t.Fatalf("TTFT verdict %s named %v, want attributed to queue", e.TTFT.Verdict, e.TTFT.Named)
 	}
@@ -125,9 +153,7 @@ func TestExplainSlowerPrefill(t *testing.T) {
 	cfg := base
 	cfg.TTFT = cfg.TTFT * 13 / 10
 	cfg.PrefillPerToken = cfg.PrefillPerToken * 13 / 10
-	b, cur := runPair(t, base, cfg, explainProfile())
-	e := explain.Compare(b, cur, explain.Options{})
-	t.Log(e.Text())
+	e, _, _ := explainSignificant(t, func() (*explain.Breakdown, *explain.Breakdown) { return runPair(t, base, cfg, explainProfile()) })
 	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhasePrefill || slices.Contains(e.TTFT.Named, explain.PhaseQueue) {
 		t.Fatalf("TTFT verdict %s named %v, want attributed to prefill", e.TTFT.Verdict, e.TTFT.Named)
 	}
@@ -145,9 +171,7 @@ func TestExplainPrefixCachingOff(t *testing.T) {
 	off := cfg
 	off.EnablePrefixCaching = false
 	off.NumKVBlocks = 100000 // 性能模型照开（只关前缀缓存）
-	base, cur := runPair(t, cfg, off, p)
-	e := explain.Compare(base, cur, explain.Options{})
-	t.Log(e.Text())
+	e, _, _ := explainSignificant(t, func() (*explain.Breakdown, *explain.Breakdown) { return runPair(t, cfg, off, p) })
 	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhasePrefill {
 		t.Fatalf("TTFT verdict %s named %v, want attributed to prefill", e.TTFT.Verdict, e.TTFT.Named)
 	}
@@ -248,12 +272,12 @@ func TestExplainNoPhaseMetrics(t *testing.T) {
 	}
 	cfg := explainBase()
 	cfg.MaxNumSeqs = 8
-	base, cur := runPairOn(t, gateway(explainBase()), gateway(cfg), explainProfile())
+	e, base, _ := explainSignificant(t, func() (*explain.Breakdown, *explain.Breakdown) {
+		return runPairOn(t, gateway(explainBase()), gateway(cfg), explainProfile())
+	})
 	if base.HasPhases() || !base.ClientTTFT.Valid() {
 		t.Fatalf("breakdown behind a gateway: phases %v, client %+v", base.HasPhases(), base.ClientTTFT)
 	}
-	e := explain.Compare(base, cur, explain.Options{})
-	t.Log(e.Text())
 	if e.TTFT.Verdict != explain.VerdictNotAttributable || e.TTFT.Reason != explain.NoPhasesReason || len(e.TTFT.Named) != 0 {
 		t.Fatalf("TTFT %s %q named %v, want %q", e.TTFT.Verdict, e.TTFT.Reason, e.TTFT.Named, explain.NoPhasesReason)
 	}
@@ -284,12 +308,12 @@ func TestExplainPD(t *testing.T) {
 	}
 	// 效应要明显大于忙机器上进程内代理的噪声（-race 加两个忙循环时客户端一段可抖动 ±20 ms）：
 	// 256 个 token × 380µs ≈ +97 ms。两边同时跑（runPairOn），机器的负载对两边一样。
-	base, cur := runPairOn(t, deployPD(20*time.Microsecond), deployPD(400*time.Microsecond), explainProfile())
+	e, _, cur := explainSignificant(t, func() (*explain.Breakdown, *explain.Breakdown) {
+		return runPairOn(t, deployPD(20*time.Microsecond), deployPD(400*time.Microsecond), explainProfile())
+	})
 	if len(cur.Instances) != 2 || cur.Instances[0].Role != explain.RolePrefill || cur.Instances[1].Role != explain.RoleDecode {
 		t.Fatalf("instances %+v", cur.Instances)
 	}
-	e := explain.Compare(base, cur, explain.Options{})
-	t.Log(e.Text())
 	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhaseKVTransfer {
 		t.Fatalf("TTFT %s named %v, want attributed to kv_transfer", e.TTFT.Verdict, e.TTFT.Named)
 	}
