@@ -43,24 +43,20 @@ const (
 	benchRequests = 2
 	benchEventCap = 1 << 20 // 档位 max_event_bytes（只给 huge 行）
 	funcTimeout   = 2 * time.Second
-	// funcSizeTimeout 是 big 与 huge 两行的 -timeout：这两行考的是大小（16 MiB 的事件照常读完、1 GiB 的按上限
-	// 放弃），不是时间。-race 下的服务端生成 16 MiB 在冷启动的测试里（两个核上挤着五个测试二进制）曾超过 2 s，
-	// 结果记成 timeout 而不是 pass / too_large；期限放宽到不可能先到，判定只由大小决定。
-	// ci 的功能与精度阶段、bench 与 ci 的性能档位同样如此（ci/huge 在又一次冷运行里以 2 s 的功能请求超时失败过）：
-	// 这两行的请求超时都是 sizeRowTimeout，ci 的阶段与作业超时随之放宽（ciSizeStageTimeout、ciSizeJobTimeout），
-	// 免得阶段期限抢在请求期限之前。
-	funcSizeTimeout = 20 * time.Second
-	accSizeTimeout  = 20 * time.Second // 同上，精度工具的 big 与 huge 两行
-	// benchSizeTimeout 是 bench 与 ci 性能档位在 big、huge 两行的 timeout。
-	benchSizeTimeout = 20 * time.Second
-	funcRetries      = 1
-	accTimeout       = 3 * time.Second
-	accRetries       = 1
-	accExamples      = 2
-	ciJobTimeout     = 90 * time.Second
-	ciStageTimeout   = 15 * time.Second
+	// sizeRowTimeout 是 big 与 huge 两行在每个工具上的请求超时（functional 的 -timeout、accuracy 的 --timeout、bench 与
+	// ci 档位的 timeout、ci 功能与精度阶段的请求超时）：这两行考的是大小（16 MiB 的事件照常读完、1 GiB 的按上限放弃），
+	// 不是时间。-race 下的服务端生成 16 MiB 在冷启动的测试里（两个核上挤着五个测试二进制）曾超过 2 s，结果记成 timeout
+	// 而不是 pass / too_large（functional/big、huge，后来 ci/huge）；期限放宽到不可能先到，判定只由大小决定。
+	// ci 的阶段与作业超时随之放宽（ciSizeStageTimeout、ciSizeJobTimeout），免得阶段期限抢在请求期限之前。
+	sizeRowTimeout = 20 * time.Second
+	funcRetries    = 1
+	accTimeout     = 3 * time.Second
+	accRetries     = 1
+	accExamples    = 2
+	ciJobTimeout   = 90 * time.Second
+	ciStageTimeout = 15 * time.Second
 	// ciSizeStageTimeout、ciSizeJobTimeout 是 ci 在 big、huge 两行的阶段与作业超时：阶段要容得下一个
-	// funcSizeTimeout 的请求加一次重试，作业容得下三个阶段。
+	// sizeRowTimeout 的请求加一次重试，作业容得下三个阶段。
 	ciSizeStageTimeout = 45 * time.Second
 	ciSizeJobTimeout   = 150 * time.Second
 	// slack 是进程启动、编译好的二进制加载与忙碌机器上调度的余量。
@@ -556,7 +552,7 @@ func gpqaAnswer(prompt string) string {
 // huge 行加 max_event_bytes（1 GiB 事件只读 1 MiB）；big 行保持默认上限，证明 16 MiB 事件照常可用。
 func benchProfile(f hostile.Fault) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "backend: openai-chat\nconcurrency: [1]\ninput_length: [16]\noutput_length: [4]\nrequests_per_concurrency: %d\nwarmup: 0\nepochs: 1\ncontrol_method: normal\ntimeout: %s\n", benchRequests, sizeTimeout(f, benchTimeout, benchSizeTimeout))
+	fmt.Fprintf(&b, "backend: openai-chat\nconcurrency: [1]\ninput_length: [16]\noutput_length: [4]\nrequests_per_concurrency: %d\nwarmup: 0\nepochs: 1\ncontrol_method: normal\ntimeout: %s\n", benchRequests, sizeTimeout(f, benchTimeout))
 	switch f {
 	case hostile.FaultStall:
 		fmt.Fprintf(&b, "idle_timeout: %s\n", benchIdle)
@@ -577,7 +573,7 @@ func runBench(t *testing.T, bins string, srv *hostile.Server, can canaries, f ho
 	prov := fmt.Sprintf("providers:\n  - id: hostile\n    name: hostile\n    api_key: '%s'\n    base_url: '%s'\n    model_name: '%s'\n", can.key, base, model)
 	mustWrite(t, filepath.Join(in, "providers.yaml"), prov)
 	mustWrite(t, filepath.Join(in, "profile.yaml"), benchProfile(f))
-	timeout := sizeTimeout(f, benchTimeout, benchSizeTimeout)
+	timeout := sizeTimeout(f, benchTimeout)
 	args := []string{"--provider", filepath.Join(in, "providers.yaml"), "--provider-id", "hostile",
 		"--perf-profile", filepath.Join(in, "profile.yaml"), "--quiet",
 		"--timeout", fmt.Sprint(timeout.Seconds()), "--benchmark-save-path", filepath.Join(out, "bench")}
@@ -585,10 +581,13 @@ func runBench(t *testing.T, bins string, srv *hostile.Server, can canaries, f ho
 	return execTool(t, filepath.Join(bins, "bench"), args, baseEnv(out), out, bound)
 }
 
-// sizeTimeout 返回工具行的请求超时：big 与 huge 两行用 size（它们考大小，期限不能先到），其余用 normal。
-func sizeTimeout(f hostile.Fault, normal, size time.Duration) time.Duration {
-	if f == hostile.FaultBig || f == hostile.FaultHuge {
-		return size
+// sizeRow 报告 f 是否是考大小的行（big、huge）。
+func sizeRow(f hostile.Fault) bool { return f == hostile.FaultBig || f == hostile.FaultHuge }
+
+// sizeTimeout 返回工具行的请求超时：big 与 huge 两行用 sizeRowTimeout（它们考大小，期限不能先到），其余用 normal。
+func sizeTimeout(f hostile.Fault, normal time.Duration) time.Duration {
+	if sizeRow(f) {
+		return sizeRowTimeout
 	}
 	return normal
 }
@@ -596,7 +595,7 @@ func sizeTimeout(f hostile.Fault, normal, size time.Duration) time.Duration {
 // runFunctional 运行 examples/functional。期限：每个用例最多 6 个请求，每个请求
 // (1+retries) 次尝试，各一个 -timeout 外加 Retry-After；用例并行执行。
 func runFunctional(t *testing.T, bins string, srv *hostile.Server, can canaries, f hostile.Fault, out string) run {
-	timeout := sizeTimeout(f, funcTimeout, funcSizeTimeout)
+	timeout := sizeTimeout(f, funcTimeout)
 	args := []string{"-base-url", srv.BaseURL(f), "-model", model, "-api-key", can.key,
 		"-suites", strings.Join(functionalCases, ","), "-out", filepath.Join(out, "functional"),
 		"-timeout", timeout.String(), "-retries", fmt.Sprint(funcRetries), "-parallel", fmt.Sprint(len(functionalCases))}
@@ -610,10 +609,10 @@ func runAccuracy(t *testing.T, bins string, srv *hostile.Server, can canaries, f
 	mustWrite(t, filepath.Join(in, "accuracy.yaml"), "datasets:\n  - name: gpqa\n    threshold: 0.5\n")
 	args := []string{"--dataset", "gpqa", "--dataset-path", data, "--examples", fmt.Sprint(accExamples), "--n-repeats", "1",
 		"--url", srv.BaseURL(f), "--served-model-name", model, "--max-tokens", "16", "--temperature", "0",
-		"--num-threads", "2", "--timeout", sizeTimeout(f, accTimeout, accSizeTimeout).String(), "--retries", fmt.Sprint(accRetries),
+		"--num-threads", "2", "--timeout", sizeTimeout(f, accTimeout).String(), "--retries", fmt.Sprint(accRetries),
 		"--out", filepath.Join(out, "accuracy"), "--config", filepath.Join(in, "accuracy.yaml")}
 	env := append(baseEnv(out), "OPENAI_API_KEY="+can.key)
-	bound := slack + time.Duration(accExamples*(1+accRetries))*(sizeTimeout(f, accTimeout, accSizeTimeout)+time.Second)
+	bound := slack + time.Duration(accExamples*(1+accRetries))*(sizeTimeout(f, accTimeout)+time.Second)
 	return execTool(t, filepath.Join(bins, "accuracy"), args, env, out, bound)
 }
 
@@ -634,9 +633,11 @@ func runCI(t *testing.T, bins string, srv *hostile.Server, can canaries, f hosti
 		mustWrite(t, filepath.Join(cfg, "tests", "functional", e.Name()), string(b))
 	}
 	// 功能阶段的单请求超时与工具行相同（默认 120s 会被阶段超时抢先）。
-	mustWrite(t, filepath.Join(cfg, "tests", "functional", "request.yaml"), fmt.Sprintf("request:\n  timeout: %s\n", sizeTimeout(f, funcTimeout, funcSizeTimeout)))
-	st := sizeTimeout(f, ciStageTimeout, ciSizeStageTimeout).String()
-	job := sizeTimeout(f, ciJobTimeout, ciSizeJobTimeout)
+	mustWrite(t, filepath.Join(cfg, "tests", "functional", "request.yaml"), fmt.Sprintf("request:\n  timeout: %s\n", sizeTimeout(f, funcTimeout)))
+	st, job := ciStageTimeout.String(), ciJobTimeout
+	if sizeRow(f) {
+		st, job = ciSizeStageTimeout.String(), ciSizeJobTimeout
+	}
 	mustWrite(t, filepath.Join(cfg, "matrix.yaml"), fmt.Sprintf(`defaults:
   on_failure: continue
   timeouts:
@@ -667,7 +668,7 @@ datasets:
     threshold: 0.5
     examples: %d
     n_repeats: 1
-`, sizeTimeout(f, accTimeout, accSizeTimeout), accRetries, st, data, accExamples))
+`, sizeTimeout(f, accTimeout), accRetries, st, data, accExamples))
 	args := []string{"-config", cfg, "-run-type", "daily", "-scenario", "hostile", "-artifacts", filepath.Join(out, "artifacts"),
 		"-run-id", "hostile-run", "-retention", "-1s"}
 	env := append(baseEnv(out), "HOSTILE_API_KEY="+can.key, "PROM_PUSHGATEWAY_URL="+srv.Root(f),
