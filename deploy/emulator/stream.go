@@ -115,21 +115,19 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		// 这段 CPU 排队会让客户端看到的 TTFT 系统性地大于注入值。预算不够扣时不早于开始时刻。
 		first = started.Add(max(0, run.ttft+time.Duration(run.promptTokens)*run.prefillPer-queued.Sub(run.arrival)))
 	}
-	status := http.StatusOK
-	var ok bool
-	if run.stream {
-		ok = e.writeStream(ctx, w, run, first)
-	} else {
-		status, ok = e.writeNonStream(ctx, w, run, first)
-	}
+	// 指标在响应的最后一段字节写出之前记录（run.finishNow 由写出函数在那一刻调用），与 vLLM v1 相同：
+	// 输出处理循环在把最终输出交给 API server 的同一轮里记录 FinishedRequestStats，HTTP 层之后才写出
+	// 最后的 chunk 与 [DONE]。于是客户端读到结尾后立即抓 /metrics，这个请求一定已在直方图里；以前在写完
+	// 之后才记录，分片运行合并出的服务端窗口在负载下会少掉最后的请求。最后的写出失败（客户端已走）时
+	// 请求照样算作完成，vLLM 的引擎也已经把它记为成功。
 	compl := 0
 	for _, c := range run.choices {
 		compl += c.tokens
 	}
-	if !run.perf.firstAt.IsZero() {
-		first = run.perf.firstAt // 抢占可能推迟了首 token
-	}
-	if ok {
+	run.finished = func() {
+		if !run.perf.firstAt.IsZero() {
+			first = run.perf.firstAt // 抢占可能推迟了首 token
+		}
 		e.commitGenerated(run)
 		e.metrics.PromptTokens.Add(float64(run.promptTokens))
 		e.metrics.GenerationTokens.Add(float64(compl))
@@ -150,6 +148,16 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		if cfg.SpecDecode {
 			e.countSpec(cfg, compl)
 		}
+	}
+	status := http.StatusOK
+	var ok bool
+	if run.stream {
+		ok = e.writeStream(ctx, w, run, first)
+	} else {
+		status, ok = e.writeNonStream(ctx, w, run, first)
+	}
+	if ok {
+		run.finishNow() // 写出函数的每条成功路径都已调用过（只记一次）；这里兜住将来新增的路径
 	} else if status == http.StatusOK {
 		status = 499
 	}
@@ -369,6 +377,7 @@ func (e *Server) writeStream(ctx context.Context, w http.ResponseWriter, run *em
 		}
 		last = now
 	}
+	run.finishNow() // 最后的 usage chunk 与 [DONE] 写出之前：见 serve
 	if run.includeUsage && !d.NoUsageChunk {
 		enc.usageChunk()
 	}
@@ -431,6 +440,7 @@ func (e *Server) writeNonStream(ctx context.Context, w http.ResponseWriter, run 
 		return 200, false
 	}
 	body := e.nonStreamBody(run)
+	run.finishNow() // 响应体写出之前：见 serve
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
