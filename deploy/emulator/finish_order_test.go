@@ -38,8 +38,8 @@ func (w *endWatcher) Flush() {
 	}
 }
 
-// e2eCount 从模拟器的注册表读出 E2E 直方图与 queue 直方图的样本数。
-func e2eCount(t *testing.T, srv *emulator.Server) (e2e, queue uint64) {
+// e2eCount 从模拟器的注册表读出 E2E 直方图与 queue 直方图的样本数，以及 num_requests_running。
+func e2eCount(t *testing.T, srv *emulator.Server) (e2e, queue uint64, running float64) {
 	t.Helper()
 	mfs, err := srv.Registry().Gather()
 	if err != nil {
@@ -52,10 +52,12 @@ func e2eCount(t *testing.T, srv *emulator.Server) (e2e, queue uint64) {
 				e2e += m.GetHistogram().GetSampleCount()
 			case "vllm:request_queue_time_seconds":
 				queue += m.GetHistogram().GetSampleCount()
+			case "vllm:num_requests_running":
+				running += m.GetGauge().GetValue()
 			}
 		}
 	}
-	return e2e, queue
+	return e2e, queue, running
 }
 
 // TestMetricsRecordedBeforeTheLastByte 检查请求的指标在响应的最后一段字节写出之前就已记录（与 vLLM v1
@@ -63,7 +65,10 @@ func e2eCount(t *testing.T, srv *emulator.Server) (e2e, queue uint64) {
 // 最后的 chunk 与 [DONE]）。以前模拟器在写完 [DONE] 之后才记录：客户端读到结尾立即抓 /metrics 时，
 // 最后一个请求可能还不在直方图里。分片运行的最后一个分片的 Settled 等待被别的分片完成的请求满足，
 // 冷启动的测试负载下合并出的 queue 直方图因此少了一个样本（TestShardedRunMatchesSingleProcess/open）。
-// 流式（逐 chunk 刷新与零延迟合并写两种路径）与非流式各查一次。
+// 同样，请求在那一刻已离开运行批次（num_requests_running 为 0，槽位与 KV 块已释放）：vLLM 的调度器在
+// 同一步里释放结束的请求；以前模拟器在写完之后才释放，客户端读到结尾立即发出的下一个请求可能要为一个
+// 已经结束的请求排队（max_num_seqs 等于并发时出现并不存在的排队时间）。
+// 流式（逐 chunk 刷新与零延迟合并写两种路径）、非流式与性能模型各查一次。
 func TestMetricsRecordedBeforeTheLastByte(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -74,6 +79,7 @@ func TestMetricsRecordedBeforeTheLastByte(t *testing.T) {
 		{"stream-coalesced", emulator.Config{Model: "m", CoalesceZeroLatency: true}, true},
 		{"non-stream", emulator.Config{Model: "m", TTFT: time.Millisecond, ITL: 100 * time.Microsecond}, false},
 		{"perf-model", emulator.Config{Model: "m", TTFT: time.Millisecond, ITL: 100 * time.Microsecond, BlockSize: 16, NumKVBlocks: 64, MaxModelLen: 512}, true},
+		{"max-num-seqs", emulator.Config{Model: "m", TTFT: time.Millisecond, ITL: 100 * time.Microsecond, MaxNumSeqs: 1}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, err := emulator.New(c.cfg)
@@ -87,15 +93,18 @@ func TestMetricsRecordedBeforeTheLastByte(t *testing.T) {
 				}
 				req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body+"}"))
 				rec := httptest.NewRecorder()
-				var e2e, queue uint64
-				w := &endWatcher{ResponseWriter: rec, stream: c.stream, at: func() { e2e, queue = e2eCount(t, srv) }}
+				var (
+					e2e, queue uint64
+					running    float64
+				)
+				w := &endWatcher{ResponseWriter: rec, stream: c.stream, at: func() { e2e, queue, running = e2eCount(t, srv) }}
 				srv.Handler().ServeHTTP(w, req)
 				if rec.Code != http.StatusOK || !w.done {
 					t.Fatalf("status %d, end seen %v: %s", rec.Code, w.done, rec.Body.String())
 				}
-				if want := uint64(i + 1); e2e != want || queue != want {
-					t.Fatalf("request %d: when the last bytes were written, /metrics had %d E2E and %d queue samples, want %d",
-						i+1, e2e, queue, want)
+				if want := uint64(i + 1); e2e != want || queue != want || running != 0 {
+					t.Fatalf("request %d: when the last bytes were written, /metrics had %d E2E and %d queue samples (want %d) and %v running (want 0)",
+						i+1, e2e, queue, want, running)
 				}
 			}
 		})

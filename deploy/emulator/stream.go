@@ -95,19 +95,28 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	ctx := r.Context()
 	queued := time.Now()
 	var first time.Time
+	// release 把请求移出运行批次（释放槽位或 KV 块），只做一次：请求结束时在最后一段字节之前（见下面的
+	// run.finished，与 vLLM 的调度器同一步释放结束的请求），没结束（取消、故障、写出失败）时在返回时。
+	var release func()
+	released := false
+	defer func() {
+		if !released && release != nil {
+			release()
+		}
+	}()
 	if e.perf != nil {
 		var ok bool
 		if first, ok = e.perfAdmit(ctx, run, queued); !ok {
 			e.logAccess(r, 499, run.stream, run.promptTokens, 0, run.arrival, "client_cancelled")
 			return
 		}
-		defer e.perf.Release(run.perf.seq)
+		release = func() { e.perf.Release(run.perf.seq) }
 	} else {
 		if err := e.sched.Acquire(ctx); err != nil {
 			e.logAccess(r, 499, run.stream, run.promptTokens, 0, run.arrival, "client_cancelled")
 			return
 		}
-		defer e.sched.Release()
+		release = e.sched.Release
 		started := time.Now()
 		run.scheduled = started
 		// 注入的 TTFT 从请求到达处理函数算起（再加 MaxNumSeqs 排队），模拟器自己读取、
@@ -115,7 +124,7 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		// 这段 CPU 排队会让客户端看到的 TTFT 系统性地大于注入值。预算不够扣时不早于开始时刻。
 		first = started.Add(max(0, run.ttft+time.Duration(run.promptTokens)*run.prefillPer-queued.Sub(run.arrival)))
 	}
-	// 指标在响应的最后一段字节写出之前记录（run.finishNow 由写出函数在那一刻调用），与 vLLM v1 相同：
+	// 请求在响应的最后一段字节写出之前离开运行批次并记录指标（run.finishNow 由写出函数在那一刻调用），与 vLLM v1 相同：
 	// 输出处理循环在把最终输出交给 API server 的同一轮里记录 FinishedRequestStats，HTTP 层之后才写出
 	// 最后的 chunk 与 [DONE]。于是客户端读到结尾后立即抓 /metrics，这个请求一定已在直方图里；以前在写完
 	// 之后才记录，分片运行合并出的服务端窗口在负载下会少掉最后的请求。最后的写出失败（客户端已走）时
@@ -125,10 +134,12 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 		compl += c.tokens
 	}
 	run.finished = func() {
+		e.commitGenerated(run) // 生成的 token 进前缀缓存：要在释放 KV 块之前（Perf.CommitGenerated 只认运行中的序列）
+		released = true
+		release()
 		if !run.perf.firstAt.IsZero() {
 			first = run.perf.firstAt // 抢占可能推迟了首 token
 		}
-		e.commitGenerated(run)
 		e.metrics.PromptTokens.Add(float64(run.promptTokens))
 		e.metrics.GenerationTokens.Add(float64(compl))
 		for _, c := range run.choices {
