@@ -127,8 +127,8 @@ func share(t *testing.T, c explain.Change, phase string) float64 {
 // 以前的下限是 0.7 到 0.9，那是墙钟的比例：冷启动的测试负载下（两个核上五个 -race 测试二进制加编译），
 // 注入的 +24 ms prefill 在服务端只量到 +14 ms，前端与客户端的调度延迟占去 40%（TestExplainSlowerPrefill
 // 得 0.59）；网关后面的排队变化只剩 +17 ms，响应头之前的那段噪声占 38%（TestExplainNoPhaseMetrics）。
-// 负载打不破的是：点名的阶段排第一，且承担了变化的一多半；注入的效应有确定的大小时，再核对量到的增量
-// 与它在区间内一致（见 TestExplainSlowerPrefill）。
+// 负载打不破的是：点名的阶段排第一，且承担了变化的一多半（排队、网关后的"响应头之后"）；prefill 与 frontend
+// 之间的划分在模拟器上随负载移动，TestExplainSlowerPrefill 改为核对两者之和与注入值一致。
 const mostShare = 0.5
 
 // TestExplainQueueing：max_num_seqs 减半（16 → 8，16 并发），TTFT 的变化归到排队：排队排第一、承担大部分。
@@ -155,7 +155,13 @@ func TestExplainQueueing(t *testing.T) {
 }
 
 // TestExplainSlowerPrefill：prefill 慢 30%（TTFT 基数与每 token 时间都 ×1.3：60 ms + 256 × 80µs ≈ 80 ms
-// → 105 ms），归到 prefill，且 prefill 排第一、占大头，量到的增量与注入的 +24 ms 一致。
+// → 105 ms），归到 prefill（点名、不点名排队），prefill 的增量显著为正，服务端 TTFT 的增量与注入的 +24 ms 一致。
+//
+// 为什么不断言 prefill 的份额或它单独等于注入值：模拟器的首 token 时刻锚在请求到达（内核收到字节的时刻）
+// 加注入的 TTFT 上，自己解析请求的时间从这份预算里扣（见 docs/emulator.md），于是 CPU 被挤占时，到达到入队
+// 之间的等待记在 frontend、prefill 相应变短，两者之和仍是注入值。两个忙循环旁的十次运行里有一次 prefill 只量到
+// +13.6 ms、frontend +10.5 ms（和 +24.1 ms）；冷运行里 prefill +14.2 ms、frontend +8.0 ms。负载打不破的是
+// 这个和，以及 prefill 被点名。
 func TestExplainSlowerPrefill(t *testing.T) {
 	base := explainBase()
 	base.TTFT, base.PrefillPerToken = 60*time.Millisecond, 80*time.Microsecond
@@ -163,20 +169,27 @@ func TestExplainSlowerPrefill(t *testing.T) {
 	cfg.TTFT = cfg.TTFT * 13 / 10
 	cfg.PrefillPerToken = cfg.PrefillPerToken * 13 / 10
 	e, _, _ := explainSignificant(t, func() (*explain.Breakdown, *explain.Breakdown) { return runPair(t, base, cfg, explainProfile()) })
-	if e.TTFT.Verdict != explain.VerdictAttributed || e.TTFT.Named[0] != explain.PhasePrefill || slices.Contains(e.TTFT.Named, explain.PhaseQueue) {
+	if e.TTFT.Verdict != explain.VerdictAttributed || !slices.Contains(e.TTFT.Named, explain.PhasePrefill) || slices.Contains(e.TTFT.Named, explain.PhaseQueue) {
 		t.Fatalf("TTFT verdict %s named %v, want attributed to prefill", e.TTFT.Verdict, e.TTFT.Named)
 	}
-	if s := share(t, e.TTFT, explain.PhasePrefill); s < mostShare {
-		t.Fatalf("prefill share %.2f, want >= %.2f", s, mostShare)
-	}
-	// 服务端量到的 prefill 增量与注入的一致：注入的是每个请求 TTFT 基数与每 token 时间之差，量到的
-	// 增量落在它的两倍不确定度之内（不确定度是总变化区间的半宽，见 explain.Component）。
+	// 服务端 TTFT 的增量（frontend + queue + prefill，不含客户端）与注入的一致：落在两倍不确定度之内
+	// （不确定度是总变化区间的半宽，见 explain.Component）；prefill 自己的增量超出一倍不确定度。
 	injected := (cfg.TTFT - base.TTFT + 256*(cfg.PrefillPerToken-base.PrefillPerToken)).Seconds()
+	server, unc := 0.0, 0.0
 	for _, c := range e.TTFT.Components {
-		if c.Phase == explain.PhasePrefill && (c.Delta-injected > 2*c.Uncertainty || injected-c.Delta > 2*c.Uncertainty) {
-			t.Fatalf("prefill moved %+.1f ms, injected %+.1f ms: outside twice the uncertainty (%.1f ms)",
-				c.Delta*1e3, injected*1e3, c.Uncertainty*1e3)
+		switch c.Phase {
+		case explain.PhaseFrontend, explain.PhaseQueue:
+			server += c.Delta
+		case explain.PhasePrefill:
+			server += c.Delta
+			unc = c.Uncertainty
+			if c.Delta <= c.Uncertainty {
+				t.Fatalf("prefill moved %+.1f ms, not beyond its uncertainty %.1f ms", c.Delta*1e3, c.Uncertainty*1e3)
+			}
 		}
+	}
+	if server-injected > 2*unc || injected-server > 2*unc {
+		t.Fatalf("server TTFT moved %+.1f ms, injected %+.1f ms: outside twice the uncertainty (%.1f ms)", server*1e3, injected*1e3, unc*1e3)
 	}
 }
 
