@@ -50,17 +50,15 @@ type emuRun struct {
 	ttft         time.Duration // 本请求的 TTFT 基数：cfg.TTFT × 噪声因子（TTFTSigma）
 	prefillPer   time.Duration // 本请求每个提示 token 的 prefill 时间（同一因子）
 	itl          time.Duration // 本请求的 ITL：cfg.ITL × 噪声因子（ITLSigma）
-	finished     func()        // 记录完成请求的指标（serve 设置，finishNow 调用一次）
-	recorded     bool          // finished 已调用
+	finished     func()        // 结束请求、记录指标（serve 设置；finishNow 调用后置为 nil）
 }
 
-// finishNow 在响应的最后一段字节写出之前记录本请求的指标（只一次；没有设置 finished 时什么也不做）。
+// finishNow 在响应的最后一段字节写出之前结束本请求并记录指标（只一次；finished 为 nil 时什么也不做）。
 func (run *emuRun) finishNow() {
-	if run.recorded || run.finished == nil {
-		return
+	if f := run.finished; f != nil {
+		run.finished = nil
+		f()
 	}
-	run.recorded = true
-	run.finished()
 }
 
 // lognormal 返回第 n 个抽样的对数正态因子 exp(σ·Z)（Box–Muller，由 seed 与 n 决定）；σ 为 0 时为 1。

@@ -96,11 +96,11 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	queued := time.Now()
 	var first time.Time
 	// release 把请求移出运行批次（释放槽位或 KV 块），只做一次：请求结束时在最后一段字节之前（见下面的
-	// run.finished，与 vLLM 的调度器同一步释放结束的请求），没结束（取消、故障、写出失败）时在返回时。
+	// run.finished，与 vLLM 的调度器同一步释放结束的请求），没结束（取消、故障、写出失败）时在返回时；
+	// 调用过就置为 nil。
 	var release func()
-	released := false
 	defer func() {
-		if !released && release != nil {
+		if release != nil {
 			release()
 		}
 	}()
@@ -135,8 +135,9 @@ func (e *Server) serve(w http.ResponseWriter, r *http.Request, run *emuRun) {
 	}
 	run.finished = func() {
 		e.commitGenerated(run) // 生成的 token 进前缀缓存：要在释放 KV 块之前（Perf.CommitGenerated 只认运行中的序列）
-		released = true
-		release()
+		rel := release
+		release = nil
+		rel()
 		if !run.perf.firstAt.IsZero() {
 			first = run.perf.firstAt // 抢占可能推迟了首 token
 		}
