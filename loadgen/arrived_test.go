@@ -5,11 +5,14 @@ import (
 	"time"
 )
 
-// stamp 是返回固定时刻的 rxstamp.Stamper。
-type stamp struct{ t time.Time }
+// stamp 是返回固定时刻的 rxstamp.Stamper；readTime 为 true 时表示内核没给时间戳、t 是读取时刻。
+type stamp struct {
+	t        time.Time
+	readTime bool
+}
 
 // LastRx 实现 rxstamp.Stamper。
-func (s stamp) LastRx() time.Time { return s.t }
+func (s stamp) LastRx() (time.Time, bool) { return s.t, !s.readTime }
 
 // TestArrivedUsesKernelStamp 检查 arrived：可信的内核时间戳决定到达时刻，读取滞后
 // 单独返回；时间戳缺失、早于本请求发出、晚于此刻时退回 now，滞后为 -1。
@@ -22,7 +25,7 @@ func TestArrivedUsesKernelStamp(t *testing.T) {
 	// 内核时间戳没有单调读数（Round(0) 模拟）；结果按 now − 滞后在单调时钟上计算，
 	// 与墙上时钟的差只有两次读时钟之间的纳秒级抖动。
 	arrival := time.Now().Add(-30 * time.Millisecond)
-	x.conn = stamp{arrival.Round(0)}
+	x.conn = stamp{t: arrival.Round(0)}
 	at, lag := x.arrived(intended, true)
 	if want := arrival.Sub(intended); (at - want).Abs() > time.Microsecond {
 		t.Fatalf("at = %v, want %v", at, want)
@@ -39,13 +42,13 @@ func TestArrivedUsesKernelStamp(t *testing.T) {
 		t.Fatalf("same stamp, no lag wanted: at %v → %v, lag %v", at, at2, lag2)
 	}
 	// 更晚的时间戳不会让到达时刻倒退。
-	x.conn = stamp{arrival.Round(0).Add(time.Nanosecond)}
+	x.conn = stamp{t: arrival.Round(0).Add(time.Nanosecond)}
 	if at3, _ := x.arrived(intended, true); at3 < at {
 		t.Fatalf("later stamp went back in time: %v < %v", at3, at)
 	}
 	// 不要滞后、但时间戳变了（新的一次读取）：照常读时钟算到达时刻。
 	later := time.Now().Add(-10 * time.Millisecond)
-	x.conn = stamp{later.Round(0)}
+	x.conn = stamp{t: later.Round(0)}
 	if at4, lag4 := x.arrived(intended, false); (at4-later.Sub(intended)).Abs() > time.Microsecond || lag4 < 10*time.Millisecond {
 		t.Fatalf("new stamp, no lag wanted: at %v want %v, lag %v", at4, later.Sub(intended), lag4)
 	}
@@ -53,8 +56,8 @@ func TestArrivedUsesKernelStamp(t *testing.T) {
 
 	for name, c := range map[string]stamp{
 		"zero":          {},
-		"before send":   {x.rec.Sent.Add(-time.Microsecond)},
-		"in the future": {time.Now().Add(time.Hour)},
+		"before send":   {t: x.rec.Sent.Add(-time.Microsecond)},
+		"in the future": {t: time.Now().Add(time.Hour)},
 	} {
 		x.conn = c
 		before := time.Since(intended)
@@ -66,5 +69,13 @@ func TestArrivedUsesKernelStamp(t *testing.T) {
 	x.conn = nil
 	if _, lag := x.arrived(intended, true); lag != -1 {
 		t.Fatalf("no stamper: lag %v", lag)
+	}
+
+	// 内核没给时间戳、连接报告的是读取时刻：到达时刻用它（而不是更晚的 now），但不报告滞后。
+	x.lastStamp, x.lastAt = time.Time{}, 0
+	read := time.Now().Add(-20 * time.Millisecond)
+	x.conn = stamp{read.Round(0), true}
+	if at, lag := x.arrived(intended, true); (at-read.Sub(intended)).Abs() > time.Microsecond || lag != -1 {
+		t.Fatalf("read-time stamp: at %v want %v, lag %v want -1", at, read.Sub(intended), lag)
 	}
 }

@@ -213,7 +213,8 @@ func (x *exchange) withTrace(ctx context.Context) context.Context {
 }
 
 // arrived 返回刚读到的数据的到达时刻（相对 intended），以及客户端读取滞后
-// （now − 内核接收时刻；没有可信的内核时间戳时为 -1，到达时刻退回 now）。
+// （now − 内核接收时刻；没有可信的内核时间戳时为 -1）。连接在这次读取上没拿到内核时间戳时
+// 到达时刻取读取返回的时刻（rxstamp 的退路），连完全没有可信时刻时退回 now。
 // 到达时刻按 now − 滞后计算，整段仍在单调时钟上（见 rxstamp.Lag）；滞后超过本请求
 // 发出以来的时间说明时间戳属于更早的数据，不可信。
 //
@@ -224,25 +225,30 @@ func (x *exchange) withTrace(ctx context.Context) context.Context {
 // 与上一个事件同一个时间戳的事件直接复用上一次的到达时刻，不再读时钟（热路径上每次读取
 // 交出的第二个及以后的事件省一次 time.Now），返回的滞后为 -1。到达时刻与读时钟时完全相同。
 func (x *exchange) arrived(intended time.Time, needLag bool) (at, lag time.Duration) {
-	if !needLag && x.conn != nil && !x.lastStamp.IsZero() && x.conn.LastRx().Equal(x.lastStamp) {
+	var t time.Time
+	kernel := false
+	if x.conn != nil {
+		t, kernel = x.conn.LastRx()
+	}
+	if !needLag && !x.lastStamp.IsZero() && t.Equal(x.lastStamp) {
 		return x.lastAt, -1
 	}
 	now := time.Now()
 	since := now.Sub(intended)
-	var t time.Time
-	if x.conn != nil {
-		t = x.conn.LastRx()
-	}
 	lag, ok := rxstamp.Lag(t, now, now.Sub(x.rec.Sent))
 	if !ok {
 		return since, -1
 	}
-	if t.Equal(x.lastStamp) {
-		return x.lastAt, lag
+	if !t.Equal(x.lastStamp) {
+		at = max(since-lag, x.lastAt)
+		x.lastStamp, x.lastAt = t, at
 	}
-	at = max(since-lag, x.lastAt)
-	x.lastStamp, x.lastAt = t, at
-	return at, lag
+	if !kernel {
+		// 内核没给时间戳（见 rxstamp 包文档）：t 是读取返回的时刻，到达时刻照样用它（比 now 更近），
+		// 但 now − t 不是“内核接收 → 读取”的滞后，不当作 ClientLag 报告。
+		lag = -1
+	}
+	return x.lastAt, lag
 }
 
 // send 发出一个请求并测量，结果留在 x.rec 中。intended 是意图发送时刻（时延起点）。

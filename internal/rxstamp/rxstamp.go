@@ -8,22 +8,40 @@ import (
 	"time"
 )
 
-// Stamper 是能报告最近一次读取的内核接收时刻的连接。
+// Stamper 是能报告最近一次读取的数据何时到达的连接。
 type Stamper interface {
-	// LastRx 返回最近一次读取的数据到达套接字的时刻；未知时为零值。
-	LastRx() time.Time
+	// LastRx 返回最近一次读取的数据到达套接字的时刻 t，以及它是否是内核接收时间戳（kernel）。
+	// 内核没给时间戳的读取（见包文档）t 是那次读取返回的时刻：到达时刻的上界，kernel 为 false。
+	// 还没读到过数据时 t 为零值。
+	LastRx() (t time.Time, kernel bool)
 }
 
-// stampState 是两种实现共享的时间戳存储：Unix 纳秒，0 表示未知。
+// stampState 是两种实现共享的时间戳存储：Unix 纳秒，正数是内核时间戳，负数是取反后的读取时刻
+// （内核没给时间戳时），0 表示还没读到过数据。时刻与来源放在同一个原子量里，并发的 LastRx
+// 不会读到一次读取的时刻配另一次读取的来源。
 type stampState struct{ last atomic.Int64 }
 
 // LastRx 实现 Stamper。
-func (s *stampState) LastRx() time.Time {
+func (s *stampState) LastRx() (time.Time, bool) {
 	ns := s.last.Load()
-	if ns == 0 {
-		return time.Time{}
+	switch {
+	case ns == 0:
+		return time.Time{}, false
+	case ns < 0:
+		return time.Unix(0, -ns), false
 	}
-	return time.Unix(0, ns)
+	return time.Unix(0, ns), true
+}
+
+// record 记下一次读取的时刻：kernelNs 是内核时间戳（Unix 纳秒），为 0 时（内核没给）改记
+// 此刻的墙上时钟，并标为非内核来源。不记录的话 LastRx 会停在上一次读取的旧时间戳（新数据
+// 显得早到了），或者停在零值（调用方只能退回自己更晚的 time.Now()）。
+func (s *stampState) record(kernelNs int64) {
+	if kernelNs != 0 {
+		s.last.Store(kernelNs)
+		return
+	}
+	s.last.Store(-time.Now().UnixNano())
 }
 
 // Of 返回 c（或它包着的底层连接，例如 *tls.Conn 的 NetConn）上的 Stamper；
@@ -42,7 +60,7 @@ func Of(c net.Conn) Stamper {
 	return nil
 }
 
-// Lag 返回 now 与接收时刻 t（某个 Stamper.LastRx 的结果）之差，即读取方的滞后，以及
+// Lag 返回 now 与接收时刻 t（某个 Stamper.LastRx 返回的时刻）之差，即读取方的滞后，以及
 // 它是否可信：t 为零值（未知）、晚于 now 或早于 now 超过 maxAge（陈旧，或时钟被大幅
 // 调整）时不可信。
 //
@@ -66,7 +84,8 @@ func Arrival(s Stamper, now time.Time, maxAge time.Duration) time.Time {
 	if s == nil {
 		return now
 	}
-	if lag, ok := Lag(s.LastRx(), now, maxAge); ok {
+	t, _ := s.LastRx() // 非内核来源的是读取时刻，仍比调用方此刻的 now 更接近到达时刻
+	if lag, ok := Lag(t, now, maxAge); ok {
 		return now.Add(-lag)
 	}
 	return now

@@ -88,10 +88,12 @@ func (c *conn) recv(fd uintptr) bool {
 			return false
 		case nil:
 			c.n = n
-			if n > 0 && oobn > 0 {
-				if ns := parseStamp(c.oob[:oobn]); ns != 0 {
-					c.last.Store(ns)
+			if n > 0 {
+				var ns int64
+				if oobn > 0 {
+					ns = parseStamp(c.oob[:oobn])
 				}
+				c.record(ns)
 			}
 			if raceEnabled {
 				// 竞态检测器把“一次 syscall.Write 之后的 syscall.Read”视为同步（syscall 包里的

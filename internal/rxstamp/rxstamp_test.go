@@ -58,7 +58,7 @@ func warmUp(t *testing.T, w, r net.Conn, st Stamper) {
 		if _, err := io.ReadFull(r, buf); err != nil {
 			t.Fatal(err)
 		}
-		if !st.LastRx().IsZero() {
+		if _, kernel := st.LastRx(); kernel {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -99,7 +99,10 @@ func TestStampBracketsArrival(t *testing.T) {
 			if err != nil || string(buf[:n]) != "hello" {
 				t.Fatalf("read %q, %v", buf[:n], err)
 			}
-			ts := st.LastRx()
+			ts, kernel := st.LastRx()
+			if !kernel {
+				t.Fatalf("stamp %v not from the kernel after warm-up", ts)
+			}
 			if ts.Before(before.Add(-time.Millisecond)) || ts.After(after) {
 				t.Fatalf("stamp %v outside [%v, %v]", ts, before, after)
 			}
@@ -113,7 +116,7 @@ func TestStampBracketsArrival(t *testing.T) {
 			if got := Arrival(st, after, time.Minute); got.Sub(before) != after.Sub(before)-after.Round(0).Sub(ts) {
 				t.Fatalf("Arrival lost the monotonic reading: %v", got)
 			}
-			if lag, ok := Lag(st.LastRx(), after, time.Minute); !ok || lag != after.Round(0).Sub(ts) {
+			if lag, ok := Lag(ts, after, time.Minute); !ok || lag != after.Round(0).Sub(ts) {
 				t.Fatalf("Lag = %v, %v", lag, ok)
 			}
 		})
@@ -224,8 +227,8 @@ func TestArrivalFallback(t *testing.T) {
 		}
 	}
 	var z stampState
-	if !z.LastRx().IsZero() {
-		t.Fatal("empty stampState not zero")
+	if ts, kernel := z.LastRx(); !ts.IsZero() || kernel {
+		t.Fatalf("empty stampState = %v, %v; want zero, false", ts, kernel)
 	}
 }
 
@@ -233,7 +236,7 @@ func TestArrivalFallback(t *testing.T) {
 type fixed struct{ t time.Time }
 
 // LastRx 实现 Stamper。
-func (f fixed) LastRx() time.Time { return f.t }
+func (f fixed) LastRx() (time.Time, bool) { return f.t, true }
 
 // TestOfUnwrapsAndRejects 检查 Of 能穿过 NetConn() 包装层，并对普通连接返回 nil。
 func TestOfUnwrapsAndRejects(t *testing.T) {
@@ -333,7 +336,7 @@ func TestDialerControlContextKept(t *testing.T) {
 	if !called {
 		t.Fatal("caller's ControlContext was not called")
 	}
-	if runtime.GOOS == "linux" && (Of(c) == nil || Of(c).LastRx().IsZero()) {
+	if runtime.GOOS == "linux" && (Of(c) == nil || lastRxZero(Of(c))) {
 		t.Fatal("dialled conn carries no receive timestamp")
 	}
 }
@@ -357,4 +360,89 @@ func TestRaceDetectorSeesIOSync(t *testing.T) {
 			t.Fatalf("round %d: shared=%d", i, shared)
 		}
 	}
+}
+
+// setStamping 在 c 的套接字上打开或关闭 SO_TIMESTAMPNS，用来确定地制造“内核没给时间戳”的读取
+// （生产中出现在整机第一次开启接收时间戳、内核异步打开收包打时间戳开关之前，见 warmUp）。
+func setStamping(t *testing.T, c net.Conn, on bool) {
+	t.Helper()
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := 0
+	if on {
+		v = 1
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, v)
+	}); err != nil || serr != nil {
+		t.Fatalf("setsockopt SO_TIMESTAMPNS=%d: %v %v", v, err, serr)
+	}
+}
+
+// TestReadWithoutKernelStamp 检查内核没给时间戳的读取：LastRx 取这次读取返回的时刻（到达时刻的
+// 上界），既不是零值（调用方只能退回自己更晚的 time.Now()：流水线上跟在后面、早已读进缓冲的
+// 请求因此被当成“现在才到”，模拟器给它再算一个完整的 TTFT），也不是上一次读取的旧时间戳
+// （陈旧的到达时刻会让新数据显得早到了）。
+func TestReadWithoutKernelStamp(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("wrapper only on Linux")
+	}
+	buf := make([]byte, 8)
+	readAt := func(t *testing.T, w, r net.Conn) (before, after time.Time) {
+		t.Helper()
+		if _, err := w.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond) // 数据早已到达；旧时间戳或写出时刻都早于 before
+		before = time.Now()
+		if _, err := r.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		return before, time.Now()
+	}
+	t.Run("first read", func(t *testing.T) {
+		c, s := pair(t)
+		setStamping(t, s, false)
+		before, after := readAt(t, c, s)
+		got, kernel := Of(s).LastRx()
+		if kernel || got.Before(before.Round(0)) || got.After(after.Round(0)) {
+			t.Fatalf("LastRx = %v, kernel=%v; want the read time in [%v, %v], not from the kernel", got, kernel, before, after)
+		}
+		// 调用方（模拟器的到达时刻）用它，而不是自己此刻的时钟。
+		if now := time.Now(); !Arrival(Of(s), now, time.Minute).Before(now) {
+			t.Fatal("Arrival fell back to now despite a read time")
+		}
+	})
+	t.Run("after a stamped read", func(t *testing.T) {
+		c, s := pair(t)
+		warmUp(t, c, s, Of(s))
+		stamped, _ := Of(s).LastRx()
+		setStamping(t, s, false)
+		before, after := readAt(t, c, s)
+		got, kernel := Of(s).LastRx()
+		if kernel || got.Equal(stamped) || got.Before(before.Round(0)) || got.After(after.Round(0)) {
+			t.Fatalf("LastRx = %v, kernel=%v (previous stamp %v); want the read time in [%v, %v], not from the kernel",
+				got, kernel, stamped, before, after)
+		}
+		// 再打开：下一次读取又是内核时间戳。
+		setStamping(t, s, true)
+		if _, err := c.Write([]byte("y")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, kernel := Of(s).LastRx(); !kernel {
+			t.Fatal("stamping switched back on, but the read is not kernel-stamped")
+		}
+	})
+}
+
+// lastRxZero 报告 st 是否还没记录过任何读取。
+func lastRxZero(st Stamper) bool {
+	t, _ := st.LastRx()
+	return t.IsZero()
 }
